@@ -1,0 +1,65 @@
+import { parseArgs } from 'node:util';
+import { buildService } from './build-service.js';
+import { parseServiceConfig, type ServiceConfigInput } from './config.js';
+
+const SERVICE_OPTIONS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'database-url': { type: 'string' },
+} as const;
+
+function configFrom(argv: string[], env: NodeJS.ProcessEnv) {
+  const { values } = parseArgs({ args: argv, options: SERVICE_OPTIONS, allowPositionals: false });
+  const overrides: Partial<ServiceConfigInput> = {
+    port: values.port,
+    host: values.host,
+    dataDir: values['data-dir'],
+    databaseUrl: values['database-url'],
+  };
+  return parseServiceConfig(env, overrides);
+}
+
+/** `ferry service start`: runs the Service in the foreground until SIGINT or SIGTERM. */
+export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const config = configFrom(argv, env);
+  const service = await buildService(config);
+  const url = await service.listen();
+  const b = service.bootstrap;
+  const lines = [
+    `Ferry Service listening on ${url}`,
+    `  API:      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json, browsable: ${url}/docs)`,
+    `  Store:    ${config.databaseUrl ? 'PostgreSQL' : `SQLite in ${config.dataDir}`}`,
+    `  Org:      ${b.orgId}   Administrator: ${b.adminEmail}`,
+  ];
+  if (b.generatedPassword) {
+    lines.push(`  Password: ${b.generatedPassword}   (generated now and shown only once; set FERRY_ADMIN_PASSWORD to choose one)`);
+  }
+  lines.push(`  Try:      curl -u ${b.adminEmail}:PASSWORD ${url}/v1/orgs`);
+  process.stdout.write(lines.join('\n') + '\n');
+
+  let closing = false;
+  const stop = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    service.app.log.info({ signal }, 'shutting down');
+    service.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        service.app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** `ferry service openapi`: prints the OpenAPI document without listening. */
+export async function serviceOpenapi(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const config = configFrom(argv, { ...env, FERRY_LOG_LEVEL: 'silent' });
+  const service = await buildService(config);
+  await service.app.ready();
+  process.stdout.write(JSON.stringify(service.app.swagger(), null, 2) + '\n');
+  await service.close();
+}

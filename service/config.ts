@@ -1,0 +1,75 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * The Service configuration, parsed once from flags and the environment by {@link parseServiceConfig}
+ * and passed down frozen. Nothing below the composition root reads `process.env`.
+ */
+export const ServiceConfigSchema = z.object({
+  port: z.coerce.number().int().min(0).max(65535).default(8780),
+  host: z.string().min(1).default('127.0.0.1'),
+  dataDir: z.string().min(1).default('./data'),
+  /** Absent: a SQLite file in the data dir. `postgres://…`: PostgreSQL. */
+  databaseUrl: z.string().min(1).optional(),
+  adminEmail: z.email().default('admin@ferry.local'),
+  /** Generated and printed once when absent. */
+  adminPassword: z.string().min(8).optional(),
+  /** Comma-separated ranges (`a-b`, CIDR or one address) for the bootstrap Security Rule. */
+  bootstrapAllow: z.string().min(1).default('127.0.0.1,::1'),
+  bootstrapOrgName: z.string().min(1).default('Ferry'),
+  /** Addresses or CIDRs of reverse proxies whose X-Forwarded-For is believed. */
+  trustProxy: z.string().optional(),
+  rateLimitPerMinute: z.coerce.number().int().min(1).default(60),
+  rateLimitPerDay: z.coerce.number().int().min(1).default(15_000),
+  /** Largest request body in bytes (Lookup Tables of 200,000 values fit in the default). */
+  bodyLimit: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** base64 of 32 bytes; absent: `<dataDir>/master.key`, created on first start. Replicas share one. */
+  masterKey: z.string().optional(),
+  /** Base URL the Service is reached at, for Location headers and download links. */
+  publicUrl: z.string().optional(),
+});
+
+export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
+export type ServiceConfigInput = z.input<typeof ServiceConfigSchema>;
+
+/** Maps each `FERRY_*` variable to its configuration key. */
+const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
+  FERRY_PORT: 'port',
+  FERRY_HOST: 'host',
+  FERRY_DATA_DIR: 'dataDir',
+  FERRY_DATABASE_URL: 'databaseUrl',
+  FERRY_ADMIN_EMAIL: 'adminEmail',
+  FERRY_ADMIN_PASSWORD: 'adminPassword',
+  FERRY_BOOTSTRAP_ALLOW: 'bootstrapAllow',
+  FERRY_BOOTSTRAP_ORG_NAME: 'bootstrapOrgName',
+  FERRY_TRUST_PROXY: 'trustProxy',
+  FERRY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
+  FERRY_RATE_LIMIT_PER_DAY: 'rateLimitPerDay',
+  FERRY_BODY_LIMIT: 'bodyLimit',
+  FERRY_LOG_LEVEL: 'logLevel',
+  FERRY_PUBLIC_URL: 'publicUrl',
+  FERRY_MASTER_KEY: 'masterKey',
+};
+
+/** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */
+export function parseServiceConfig(
+  env: Record<string, string | undefined>,
+  overrides: Partial<ServiceConfigInput> = {},
+): ServiceConfig {
+  const fromEnv: Record<string, string> = {};
+  for (const [name, key] of Object.entries(ENV_KEYS)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') fromEnv[key] = value;
+  }
+  const parsed = ServiceConfigSchema.safeParse({ ...fromEnv, ...stripUndefined(overrides) });
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new Error(`Invalid Service configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return Object.freeze({ ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) });
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,84 @@
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import type { ServiceDeps } from './deps.js';
+import { registerGuard } from './guard.js';
+import { sendProblem } from './problem.js';
+import { ROUTES } from './routes/index.js';
+import { validatorCompiler } from './validation.js';
+
+export const API_VERSION = '1.0.0';
+
+/**
+ * The Fastify application of the `/v1` API: validation by zod, problem+json for every error, the
+ * guard (authentication, Security Rules, rate limits, roles) and one plugin per resource.
+ */
+export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    bodyLimit: deps.config.bodyLimit,
+    trustProxy: deps.config.trustProxy ? deps.config.trustProxy.split(',').map((s) => s.trim()) : false,
+    // The no-slash form `subscriptions{subscriptionId}` of SPEC.md is served by the slash route.
+    rewriteUrl: (req) => (req.url ?? '/').replace(/^(\/v1\/orgs\/[^/]+\/subscriptions)([0-9a-fA-F]{8}-)/, '$1/$2'),
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.setErrorHandler((err: FastifyError | FerryError, req, reply) => {
+    const ferry = toFerryError(err);
+    if (ferry.kind === 'system') req.log.error({ err }, 'request failed');
+    else req.log.debug({ code: ferry.code }, 'request refused');
+    return sendProblem(reply, ferry, req.url.split('?')[0]);
+  });
+  app.setNotFoundHandler((req, reply) =>
+    sendProblem(reply, new FerryError('API_ROUTE_NOT_FOUND', `There is no endpoint ${req.method} ${req.url.split('?')[0]}.`)),
+  );
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Ferry API', version: API_VERSION, description: 'The /v1 REST API of the Ferry Service.' },
+      components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
+      security: [{ basic: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+
+  registerGuard(app, deps);
+
+  app.get('/healthz', { config: { access: 'public' }, schema: { hide: true } }, async () => {
+    await deps.store.db.selectFrom('orgs').select('id').limit(1).execute();
+    return { status: 'ok' };
+  });
+  app.get('/v1/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async () => app.swagger());
+
+  for (const route of ROUTES) await app.register(route, deps);
+  return app;
+}
+
+const FASTIFY_CODES: Record<string, () => FerryError> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).'),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.'),
+  FST_ERR_CTP_INVALID_TYPE: () => new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.'),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => new FerryError('API_MALFORMED_BODY', 'The request body is empty but its content type says JSON.'),
+};
+
+/** Every error becomes a FerryError: Fastify's own (body parsing, limits) by their codes and statuses. */
+function toFerryError(err: FastifyError | FerryError): FerryError {
+  if (isFerryError(err)) return err;
+  const known = FASTIFY_CODES[err.code];
+  if (known) return known();
+  const status = err.statusCode;
+  if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new FerryError('API_MALFORMED_BODY', `The request body is not valid JSON: ${err.message}`);
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new FerryError(status === 413 ? 'API_PAYLOAD_TOO_LARGE' : status === 415 ? 'API_UNSUPPORTED_MEDIA_TYPE' : 'API_MALFORMED_BODY', err.message);
+  }
+  return new FerryError('SVC_INTERNAL', 'The Service failed to answer this request; the error is in its log.', { cause: err });
+}

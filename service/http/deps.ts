@@ -1,0 +1,14 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { ServiceConfig } from '../config.js';
+import type { SecretBox } from '../crypto/master-key.js';
+import type { Store } from '../store/store.js';
+import type { RateLimiter } from './rate-limit.js';
+
+/** What every route plugin is handed by the composition root. */
+export interface ServiceDeps {
+  readonly config: ServiceConfig;
+  readonly store: Store;
+  readonly secrets: SecretBox;
+  readonly rateLimiter: RateLimiter;
+  readonly log: FastifyBaseLogger;
+}

@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { rangeContains } from '../auth/ip-range.js';
+import { sha256, verifyPassword } from '../auth/password.js';
+import { getOrg, roleIn } from '../store/repos/orgs.repo.js';
+import { listRules } from '../store/repos/security-rules.repo.js';
+import { getUserByEmail } from '../store/repos/users.repo.js';
+import type { OrgRow, RoleType, UserRow } from '../store/schema.js';
+import type { ServiceDeps } from './deps.js';
+
+/**
+ * Who may call a route:
+ * - `public`: anyone;
+ * - `user`: any authenticated user (routes outside an Organization);
+ * - `read`, `write`, `admin`: a member of the path's Organization with at least Read-only, User or
+ *   Administrator rights, calling from an address a Security Rule opens to the API.
+ */
+export type Access = 'public' | 'user' | 'read' | 'write' | 'admin';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    ferryUser: UserRow | undefined;
+    ferryOrg: OrgRow | undefined;
+    ferryRole: RoleType | undefined;
+  }
+}
+
+const RANK: Record<RoleType, number> = { ReadOnly: 1, User: 2, Administrator: 3 };
+const NEEDED: Record<'read' | 'write' | 'admin', number> = { read: 1, write: 2, admin: 3 };
+
+/** Verified (user, password, hash) triples, so Basic auth costs one scrypt per credential, not per request. */
+class CredentialCache {
+  readonly #seen = new Set<string>();
+  has(key: string): boolean {
+    return this.#seen.has(key);
+  }
+  add(key: string): void {
+    if (this.#seen.size >= 10_000) this.#seen.clear();
+    this.#seen.add(key);
+  }
+}
+
+/** Reads HTTP Basic credentials; undefined when the header is absent or not Basic. */
+function basicCredentials(req: FastifyRequest): { email: string; password: string } | undefined {
+  const header = req.headers.authorization;
+  if (!header || !/^basic /i.test(header)) return undefined;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return undefined;
+  return { email: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+const unauthenticated = (): FerryError =>
+  new FerryError('API_UNAUTHENTICATED', 'Send your email and password with HTTP Basic authentication.');
+
+export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
+  const cache = new CredentialCache();
+  const { db } = deps.store;
+
+  app.decorateRequest('ferryUser', undefined);
+  app.decorateRequest('ferryOrg', undefined);
+  app.decorateRequest('ferryRole', undefined);
+
+  async function authenticate(req: FastifyRequest): Promise<UserRow> {
+    const creds = basicCredentials(req);
+    if (!creds || creds.email.length > 320 || creds.password.length > 1024) throw unauthenticated();
+    const user = await getUserByEmail(db, creds.email);
+    if (!user?.passwordHash) throw unauthenticated();
+    const key = sha256(`${user.id}\0${creds.password}\0${user.passwordHash}`);
+    if (!cache.has(key)) {
+      if (!(await verifyPassword(creds.password, user.passwordHash))) throw unauthenticated();
+      cache.add(key);
+    }
+    return user;
+  }
+
+  app.addHook('onRequest', async (req, reply) => {
+    // Every /v1 route declares its access; one that forgets is closed to all but Administrators.
+    const access: Access = req.routeOptions.config.access ?? (req.routeOptions.url?.startsWith('/v1/') ? 'admin' : 'public');
+    if (access === 'public') return;
+    void reply.header('WWW-Authenticate', 'Basic realm="Ferry", charset="UTF-8"');
+    const user = await authenticate(req);
+    req.ferryUser = user;
+    if (access === 'user') return;
+
+    const rawOrgId = (req.params as Record<string, string | undefined>)['orgId'];
+    const orgId = Number(rawOrgId);
+    if (!rawOrgId || !/^\d{1,9}$/.test(rawOrgId) || !Number.isSafeInteger(orgId)) {
+      throw new FerryError('API_VALIDATION', 'The Organization ID in the path must be a positive integer.', {
+        errors: [{ path: 'path.orgId', message: 'must be a positive integer' }],
+      });
+    }
+    const org = await getOrg(db, orgId);
+    const role = org ? await roleIn(db, user.id, orgId) : undefined;
+    // Not telling outsiders which Organizations exist.
+    if (!org || !role) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
+    await assertApiAccess(deps, org.id, req.ip);
+    deps.rateLimiter.take(org.id);
+    if (RANK[role] < NEEDED[access]) {
+      throw new FerryError('API_FORBIDDEN_ROLE', `This operation needs the ${access === 'admin' ? 'Administrator' : 'Administrator or User'} role; you have the ${role} role in Organization ${orgId}.`);
+    }
+    req.ferryOrg = org;
+    req.ferryRole = role;
+  });
+}
+
+/** Whether a Security Rule of the Organization with apiAccessEnabled covers the address. */
+export async function hasApiAccess(deps: ServiceDeps, orgId: number, ip: string): Promise<boolean> {
+  const rules = await listRules(deps.store.db, orgId);
+  return rules.some((r) => r.apiAccessEnabled === 1 && rangeContains(r.allowedIpRangeStartAddress, r.allowedIpRangeEndAddress, ip));
+}
+
+export async function assertApiAccess(deps: ServiceDeps, orgId: number, ip: string): Promise<void> {
+  if (!(await hasApiAccess(deps, orgId, ip))) {
+    throw new FerryError('API_FORBIDDEN_IP', `No Security Rule of Organization ${orgId} allows API access from ${ip}.`);
+  }
+}
+
+/** The authenticated user; only for routes whose access is not `public`. */
+export function callerOf(req: FastifyRequest): UserRow {
+  if (!req.ferryUser) throw new FerryError('SVC_INTERNAL', 'Route without authentication asked for the caller');
+  return req.ferryUser;
+}
+
+/** The path's Organization and the caller's role there; only for routes with Organization access. */
+export function orgOf(req: FastifyRequest): { org: OrgRow; role: RoleType; user: UserRow } {
+  if (!req.ferryOrg || !req.ferryRole || !req.ferryUser) throw new FerryError('SVC_INTERNAL', 'Route without Organization access asked for the Organization');
+  return { org: req.ferryOrg, role: req.ferryRole, user: req.ferryUser };
+}
+
+/** The API user name recorded in modificationBy: the login email. */
+export function userName(user: UserRow): string {
+  return user.email;
+}

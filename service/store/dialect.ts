@@ -1,0 +1,2 @@
+/** The two stores the Service runs on. */
+export type StoreDialect = 'sqlite' | 'postgres';

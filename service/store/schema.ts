@@ -1,0 +1,175 @@
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * Table types of the Service store, in camelCase (the CamelCasePlugin maps them to snake_case
+ * columns). Booleans are stored as 0/1 integers and timestamps as ISO-8601 UTC text on both SQLite
+ * and PostgreSQL, so that one repository serves both; repositories convert at the edge.
+ */
+export interface Database {
+  orgs: OrgsTable;
+  securityRules: SecurityRulesTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  invitations: InvitationsTable;
+  subscriptions: SubscriptionsTable;
+  subscriptionUsage: SubscriptionUsageTable;
+  lookupTables: LookupTablesTable;
+  lookupTableValues: LookupTableValuesTable;
+  exports: ExportsTable;
+}
+
+/** 0 or 1. */
+export type Flag = number;
+
+export interface OrgsTable {
+  id: Generated<number>;
+  name: string;
+  parentId: number | null;
+  tenantId: string;
+  city: string | null;
+  country: string | null;
+  dataCenterId: number;
+  isSvcOrg: Flag;
+  /** Encrypted under the master key. */
+  apiCryptoToken: string;
+  /** Encrypted under the master key. */
+  eventSolutionAccessToken: string;
+  captureOnFailedRecordsForReprocessing: Flag;
+  captureDuringCloudAppRuns: Flag;
+  captureDuringLocalAgentAppRuns: Flag;
+  isSourceDataLocal: Flag;
+  isAgentLogDownloadAllowed: Flag;
+  createdAt: string;
+  modifiedAt: string;
+  modificationBy: string | null;
+}
+
+export interface SecurityRulesTable {
+  id: string;
+  orgId: number;
+  name: string;
+  allowedIpRangeStartAddress: string;
+  allowedIpRangeEndAddress: string;
+  apiAccessEnabled: Flag;
+  eventSolutionAccessEnabled: Flag;
+  position: number;
+  createdAt: string;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  /** Lower-cased email: the unique login key. */
+  emailKey: string;
+  firstName: string | null;
+  lastName: string | null;
+  company: string | null;
+  country: string | null;
+  state: string | null;
+  postalCode: string | null;
+  phone: string | null;
+  jobTitle: string | null;
+  httpReferrer: string | null;
+  leadSource: string | null;
+  isApproved: Flag;
+  /** scrypt hash; null until the person has set a password. */
+  passwordHash: string | null;
+  createdAt: string;
+  modifiedAt: string;
+}
+
+export type RoleType = 'Administrator' | 'User' | 'ReadOnly';
+
+export interface MembershipsTable {
+  orgId: number;
+  userId: string;
+  roleType: RoleType;
+  connectorActivationEmail: Flag;
+  eventFailedJobEmail: Flag;
+  failedJobEmail: Flag;
+  failedRowsEmail: Flag;
+  heartbeatEmail: Flag;
+  systemUpdateEmail: Flag;
+  createdAt: string;
+}
+
+export interface InvitationsTable {
+  id: string;
+  orgId: number;
+  email: string;
+  emailKey: string;
+  roleType: RoleType;
+  statusType: 'Pending' | 'Declined';
+  sender: string;
+  message: string | null;
+  invitedDate: string;
+  /** SHA-256 of the one-time registration token, for people without an account. */
+  tokenHash: string | null;
+  tokenExpiresAt: string | null;
+}
+
+export interface SubscriptionsTable {
+  id: string;
+  orgId: number;
+  name: string;
+  description: string | null;
+  startDate: string;
+  expirationDate: string;
+  isTrial: Flag;
+  recordsAllowed: string;
+  recordsProcessed: number;
+  sku: string | null;
+  tscAccountId: string | null;
+  tscRegion: string | null;
+  tscSubscriptionId: string | null;
+}
+
+export interface SubscriptionUsageTable {
+  subscriptionId: string;
+  /** First day of the month, `YYYY-MM-01`. */
+  month: string;
+  recordsProcessed: number;
+}
+
+export interface LookupTablesTable {
+  id: string;
+  orgId: number;
+  name: string;
+  /** Lower-cased name: unique per Organization. */
+  nameKey: string;
+  description: string | null;
+  creationDate: string;
+  lastModificationDate: string;
+  modificationBy: string | null;
+}
+
+export interface LookupTableValuesTable {
+  id: string;
+  tableId: string;
+  /** Insertion order within the table. */
+  seq: number;
+  value1: string;
+  value2: string;
+  creationDate: string;
+  lastModificationDate: string;
+}
+
+export interface ExportsTable {
+  id: Generated<number>;
+  orgId: number;
+  kind: string;
+  resourceId: string;
+  createdAt: string;
+  usedAt: string | null;
+}
+
+export type OrgRow = Selectable<OrgsTable>;
+export type NewOrgRow = Insertable<OrgsTable>;
+export type OrgUpdate = Updateable<OrgsTable>;
+export type SecurityRuleRow = Selectable<SecurityRulesTable>;
+export type UserRow = Selectable<UsersTable>;
+export type MembershipRow = Selectable<MembershipsTable>;
+export type InvitationRow = Selectable<InvitationsTable>;
+export type SubscriptionRow = Selectable<SubscriptionsTable>;
+export type LookupTableRow = Selectable<LookupTablesTable>;
+export type LookupTableValueRow = Selectable<LookupTableValuesTable>;

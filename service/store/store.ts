@@ -1,0 +1,74 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import pg from 'pg';
+import type { StoreDialect } from './dialect.js';
+import { foundation } from './migrations/001-foundation.js';
+import { lookupTables } from './migrations/002-lookup-tables.js';
+import type { Database } from './schema.js';
+
+/** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: StoreDialect;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  /** `postgres://…` for PostgreSQL; absent for SQLite in `dataDir`. */
+  databaseUrl?: string | undefined;
+  dataDir: string;
+}
+
+// PostgreSQL bigint (count(*), sums) as a JS number: record counts stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+/** Opens the store and brings its schema up to date. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  const store = opts.databaseUrl ? openPostgres(opts.databaseUrl) : openSqlite(opts.dataDir);
+  try {
+    await migrate(store);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
+
+function openSqlite(dataDir: string): Store {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'ferry.db');
+  const database = new SQLite(file);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }), plugins: [new CamelCasePlugin()] });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+function openPostgres(url: string): Store {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  return { db, dialect: 'postgres', close: () => db.destroy() };
+}
+
+function migrations(dialect: StoreDialect): Record<string, Migration> {
+  return {
+    '001-foundation': foundation(dialect),
+    '002-lookup-tables': lookupTables(),
+  };
+}
+
+async function migrate(store: Store): Promise<void> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+  // Migrations run on the raw (snake_case) schema: no CamelCasePlugin there.
+  const raw = store.db.withoutPlugins();
+  const migrator = new Migrator({ db: raw, provider, migrationTableName: 'ferry_migrations', migrationLockTableName: 'ferry_migrations_lock' });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`Store migration ${failed?.migrationName ?? ''} failed`, { cause: error });
+  }
+}
