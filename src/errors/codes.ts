@@ -24,7 +24,6 @@ export const ERROR_CODES = {
   API_PLATFORM_HOSTED: { kind: 'config', status: 403, title: 'Not supported for platform-hosted Organizations' },
   API_NOT_FOUND: { kind: 'config', status: 404, title: 'The resource was not found' },
   API_ROUTE_NOT_FOUND: { kind: 'config', status: 404, title: 'No such endpoint' },
-  API_METHOD_NOT_ALLOWED: { kind: 'config', status: 405, title: 'Method not allowed' },
   API_CONFLICT: { kind: 'config', status: 409, title: 'The request conflicts with the current state' },
   API_DUPLICATE_NAME: { kind: 'config', status: 409, title: 'The name is already in use' },
   API_IN_USE: { kind: 'config', status: 409, title: 'The resource is in use' },
@@ -35,6 +34,7 @@ export const ERROR_CODES = {
   SVC_UNAVAILABLE: { kind: 'transient', status: 503, title: 'The Service is temporarily unavailable' },
   SVC_CONFIG: { kind: 'config', status: 500, title: 'The Service configuration is not valid' },
   SVC_STORE: { kind: 'system', status: 500, title: 'The store failed' },
+  SVC_NO_SUBSCRIPTION: { kind: 'config', status: 409, title: 'The Organization has no current Subscription for this service type' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

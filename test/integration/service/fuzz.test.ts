@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type TestService } from '../../helpers/service.js';
+import { STORE_TARGETS } from '../../helpers/stores.js';
+
+/**
+ * Every /v1 route of the OpenAPI document, fed malformed input: bad JSON, wrong types, huge strings,
+ * unknown fields, bad path parameters, negative and huge limit/offset. None may answer 5xx, and the
+ * plainly malformed ones must answer 4xx with a problem document.
+ */
+interface Operation {
+  parameters?: Array<{ in: string; name: string; schema?: { type?: string } }>;
+  requestBody?: unknown;
+}
+type Paths = Record<string, Record<string, Operation>>;
+
+const HUGE = 'x'.repeat(100_000);
+const GUID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+
+function fill(path: string, orgId: number, other: string): string {
+  return path.replace(/\{orgId\}/g, String(orgId)).replace(/\{[^}]+\}/g, encodeURIComponent(other));
+}
+
+describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
+  let svc: TestService;
+  let ops: Array<{ method: string; path: string; op: Operation }>;
+  beforeAll(async () => {
+    svc = await startService(target);
+    const doc = await svc.request<{ paths: Paths }>('GET', '/v1/openapi.json', { auth: null });
+    ops = Object.entries(doc.body.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
+    );
+  }, 60_000);
+  afterAll(async () => svc?.close());
+
+  const expectNo5xx = (status: number, what: string) => expect(status, what).toBeLessThan(500);
+  const expect4xx = (res: { status: number; headers: Record<string, unknown> }, what: string) => {
+    expect(res.status, what).toBeGreaterThanOrEqual(400);
+    expect(res.status, what).toBeLessThan(500);
+    expect(String(res.headers['content-type']), what).toMatch(/application\/problem\+json/);
+  };
+
+  it('finds the routes to fuzz', () => {
+    expect(ops.length).toBeGreaterThan(10);
+  });
+
+  it('refuses every route without credentials, but the public ones', async () => {
+    const PUBLIC = [/\/register$/];
+    for (const { method, path } of ops) {
+      const res = await svc.request(method, fill(path, svc.orgId, GUID), { auth: null, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+      if (PUBLIC.some((re) => re.test(path))) expectNo5xx(res.status, `${method} ${path}`);
+      else expect(res.status, `${method} ${path}`).toBe(401);
+    }
+  });
+
+  it('answers bad path parameters with 4xx', async () => {
+    for (const { method, path } of ops.filter((o) => o.path.includes('{'))) {
+      for (const bad of ['abc', '-1', '99999999999999999999', HUGE.slice(0, 400), '..%2F..', '%00', "' OR 1=1 --"]) {
+        const p = path.replace(/\{[^}]+\}/g, encodeURIComponent(bad));
+        const res = await svc.request(method, p, { body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        expect(res.status, `${method} ${p.slice(0, 120)}`).toBeGreaterThanOrEqual(400);
+        expectNo5xx(res.status, `${method} ${p.slice(0, 120)}`);
+      }
+    }
+  });
+
+  it('answers malformed bodies with 4xx problems', async () => {
+    for (const { method, path, op } of ops.filter((o) => o.op.requestBody !== undefined)) {
+      const url = fill(path, svc.orgId, GUID);
+      const what = `${method} ${path}`;
+      for (const raw of ['{bad json', '[', '"unterminated', '{"a":1}{"b":2}', '\u0000']) {
+        expect4xx(await svc.request(method, url, { body: raw }), `${what} ${JSON.stringify(raw)}`);
+      }
+      for (const wrong of [[], 42, 'text', null, true]) {
+        const res = await svc.request(method, url, { body: JSON.stringify(wrong) });
+        expect4xx(res, `${what} ${JSON.stringify(wrong)}`);
+      }
+      const unknown = await svc.request(method, url, { body: { definitelyNotAField: 1, nested: { deep: [1, 2] } } });
+      expect4xx(unknown, `${what} unknown fields`);
+      const huge = await svc.request(method, url, { body: { name: HUGE, email: HUGE, value1: HUGE, description: HUGE } });
+      expectNo5xx(huge.status, `${what} huge strings`);
+      const types = await svc.request(method, url, { body: { name: 42, email: [], securityRules: 'x', parentId: 'y', limit: {} } });
+      expectNo5xx(types.status, `${what} wrong types`);
+      const proto = await svc.request(method, url, { body: '{"__proto__": {"x": 1}, "constructor": {"prototype": {"y": 1}}}' });
+      expect4xx(proto, `${what} prototype keys`);
+      const xml = await svc.request(method, url, { body: '<a/>', headers: { 'content-type': 'application/xml' } });
+      expect4xx(xml, `${what} xml`);
+    }
+  });
+
+  it('answers bad limit, offset and boolean parameters with 4xx', async () => {
+    for (const { method, path, op } of ops.filter((o) => o.method === 'GET')) {
+      const names = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+      const url = fill(path, svc.orgId, GUID);
+      for (const name of names) {
+        const type = (op.parameters ?? []).find((p) => p.name === name)?.schema?.type;
+        const bads = name === 'limit' || name === 'offset' ? ['-1', '99999999999999', 'abc', '1.5'] : type === 'boolean' ? ['maybe'] : [HUGE.slice(0, 5000)];
+        for (const bad of bads) {
+          const res = await svc.request(method, `${url}?${name}=${encodeURIComponent(bad)}`);
+          if (name === 'limit' || name === 'offset' || type === 'boolean') expect4xx(res, `${method} ${path}?${name}=${bad.slice(0, 20)}`);
+          else expectNo5xx(res.status, `${method} ${path}?${name}=…`);
+        }
+      }
+    }
+  });
+
+  it('refuses a body over the size limit with 413', async () => {
+    const small = await startService(target, { bodyLimit: 4096 });
+    try {
+      const res = await small.request('POST', '/v1/orgs', { body: { name: HUGE } });
+      expect(res.status).toBe(413);
+    } finally {
+      await small.close();
+    }
+  });
+});
