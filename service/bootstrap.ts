@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { parseAllowList } from './auth/ip-range.js';
 import { hashPassword } from './auth/password.js';
 import type { ServiceConfig } from './config.js';
-import type { SecretBox } from './crypto/master-key.js';
-import { createOrganization } from './http/org-model.js';
+import { SecretBox } from './crypto/master-key.js';
+import { checkDataCenter, createOrganization } from './http/org-model.js';
 import { getUserByEmail, insertUser } from './store/repos/users.repo.js';
-import type { Store } from './store/store.js';
+import { openStore, type Store } from './store/store.js';
 import { newId, nowIso, toFlag } from './util/values.js';
 
 export interface BootstrapResult {
@@ -17,26 +17,40 @@ export interface BootstrapResult {
   generatedPassword?: string;
 }
 
-/**
- * On the first start, creates the root Organization, its administrator and a Security Rule for
- * each range of FERRY_BOOTSTRAP_ALLOW. Later starts change nothing.
- */
-export async function bootstrap(store: Store, secrets: SecretBox, config: ServiceConfig): Promise<BootstrapResult> {
-  const { db } = store;
-  const existing = await db.selectFrom('orgs').select('id').where('parentId', 'is', null).orderBy('id').executeTakeFirst();
-  if (existing) return { created: false, orgId: existing.id, adminEmail: config.adminEmail };
+export interface RootOrganization {
+  name: string;
+  adminEmail: string;
+  /** Absent: generated (for a new account) and returned once. */
+  adminPassword?: string | undefined;
+  platformHosted: boolean;
+  dataCenterId?: number | undefined;
+  /** Ranges of the Security Rules, as FERRY_BOOTSTRAP_ALLOW writes them. */
+  allow: string;
+}
 
-  const ranges = parseAllowList(config.bootstrapAllow);
-  const generatedPassword = config.adminPassword ? undefined : randomBytes(18).toString('base64url');
-  const passwordHash = await hashPassword(config.adminPassword ?? (generatedPassword as string));
-  const org = await db.transaction().execute(async (tx) => {
+/** The secret box of the configuration: FERRY_MASTER_KEY, or the key file in the data dir. */
+export function secretsFor(config: ServiceConfig): SecretBox {
+  return config.masterKey ? new SecretBox(Buffer.from(config.masterKey, 'base64')) : SecretBox.fromDataDir(config.dataDir);
+}
+
+/**
+ * Adds a root Organization with its administrator (an existing account keeps its password) and a
+ * Security Rule with API and event access for each range.
+ */
+export async function addRootOrganization(store: Store, secrets: SecretBox, input: RootOrganization): Promise<{ orgId: number; generatedPassword?: string }> {
+  const ranges = parseAllowList(input.allow);
+  const dataCenterId = checkDataCenter(input.dataCenterId, input.platformHosted);
+  const existing = await getUserByEmail(store.db, input.adminEmail);
+  const generatedPassword = existing || input.adminPassword ? undefined : randomBytes(18).toString('base64url');
+  const passwordHash = existing ? null : await hashPassword(input.adminPassword ?? (generatedPassword as string));
+  const org = await store.db.transaction().execute(async (tx) => {
     const now = nowIso();
     const admin =
-      (await getUserByEmail(tx, config.adminEmail)) ??
+      existing ??
       (await insertUser(tx, {
         id: newId(),
-        email: config.adminEmail,
-        emailKey: config.adminEmail.toLowerCase(),
+        email: input.adminEmail,
+        emailKey: input.adminEmail.toLowerCase(),
         firstName: 'Ferry',
         lastName: 'Administrator',
         company: null,
@@ -53,10 +67,10 @@ export async function bootstrap(store: Store, secrets: SecretBox, config: Servic
         modifiedAt: now,
       }));
     return createOrganization({ secrets }, tx, {
-      name: config.bootstrapOrgName,
+      name: input.name,
       parentId: null,
-      isSvcOrg: false,
-      dataCenterId: 1,
+      isSvcOrg: input.platformHosted,
+      dataCenterId,
       capture: {},
       rules: ranges.map((r, i) => ({
         id: newId(),
@@ -70,5 +84,32 @@ export async function bootstrap(store: Store, secrets: SecretBox, config: Servic
       modificationBy: admin.email,
     });
   });
-  return { created: true, orgId: org.id, adminEmail: config.adminEmail, ...(generatedPassword ? { generatedPassword } : {}) };
+  return { orgId: org.id, ...(generatedPassword ? { generatedPassword } : {}) };
+}
+
+/**
+ * On the first start, creates the root Organization, its administrator and a Security Rule for
+ * each range of FERRY_BOOTSTRAP_ALLOW. Later starts change nothing.
+ */
+export async function bootstrap(store: Store, secrets: SecretBox, config: ServiceConfig): Promise<BootstrapResult> {
+  const existing = await store.db.selectFrom('orgs').select('id').where('parentId', 'is', null).orderBy('id').executeTakeFirst();
+  if (existing) return { created: false, orgId: existing.id, adminEmail: config.adminEmail };
+  const result = await addRootOrganization(store, secrets, {
+    name: config.bootstrapOrgName,
+    adminEmail: config.adminEmail,
+    adminPassword: config.adminPassword,
+    platformHosted: false,
+    allow: config.bootstrapAllow,
+  });
+  return { created: true, adminEmail: config.adminEmail, ...result };
+}
+
+/** Opens the configured store, adds a root Organization, closes the store. */
+export async function createRootOrganization(config: ServiceConfig, input: RootOrganization): Promise<{ orgId: number; generatedPassword?: string }> {
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    return await addRootOrganization(store, secretsFor(config), input);
+  } finally {
+    await store.close();
+  }
 }

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { bootstrap, type BootstrapResult } from './bootstrap.js';
+import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
-import { SecretBox } from './crypto/master-key.js';
 import { buildApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { openStore, type Store } from './store/store.js';
@@ -24,7 +23,7 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
-    const secrets = config.masterKey ? new SecretBox(Buffer.from(config.masterKey, 'base64')) : SecretBox.fromDataDir(config.dataDir);
+    const secrets = secretsFor(config);
     const boot = await bootstrap(store, secrets, config);
     const app = await buildApp({ config, store, secrets, rateLimiter: new RateLimiter(config.rateLimitPerMinute, config.rateLimitPerDay), log });
     return {

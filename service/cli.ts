@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { buildService } from './build-service.js';
+import { createRootOrganization } from './bootstrap.js';
 import { parseServiceConfig, type ServiceConfigInput } from './config.js';
 
 const SERVICE_OPTIONS = {
@@ -62,4 +63,33 @@ export async function serviceOpenapi(argv: string[], env: NodeJS.ProcessEnv): Pr
   await service.app.ready();
   process.stdout.write(JSON.stringify(service.app.swagger(), null, 2) + '\n');
   await service.close();
+}
+
+/**
+ * `ferry service create-org`: the operator's way to add a root Organization (for example a
+ * platform-hosted one, which the /v1 API cannot create), with its administrator and Security Rules.
+ */
+export async function serviceCreateOrg(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ...SERVICE_OPTIONS,
+      name: { type: 'string' },
+      'admin-email': { type: 'string' },
+      'platform-hosted': { type: 'boolean', default: false },
+      'data-center': { type: 'string' },
+      allow: { type: 'string' },
+    },
+  });
+  if (!values.name || !values['admin-email']) throw new Error('--name and --admin-email are required');
+  const config = parseServiceConfig(env, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const result = await createRootOrganization(config, {
+    name: values.name,
+    adminEmail: values['admin-email'],
+    platformHosted: values['platform-hosted'],
+    dataCenterId: values['data-center'] === undefined ? undefined : Number(values['data-center']),
+    allow: values.allow ?? config.bootstrapAllow,
+  });
+  process.stdout.write(`Organization ${result.orgId} created; Administrator ${values['admin-email']}` +
+    (result.generatedPassword ? ` with password ${result.generatedPassword} (shown only once)` : ' (existing account)') + '\n');
 }

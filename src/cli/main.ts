@@ -12,6 +12,7 @@ const loadService = () => import('../../service/cli.js');
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
   'service openapi': async (argv, env) => (await loadService()).serviceOpenapi(argv, env),
+  'service create-org': async (argv, env) => (await loadService()).serviceCreateOrg(argv, env),
   // The main job on the embedded default; the local Agent joins it with the Agent commands.
   up: async (argv, env) => (await loadService()).serviceStart(argv, env),
   version: async () => {
@@ -25,6 +26,8 @@ Commands:
   up                     Service on the embedded store (what npm start runs)
   service start          the Service: --port, --host, --data-dir, --database-url
   service openapi        print the OpenAPI document
+  service create-org     add a root Organization: --name, --admin-email, [--platform-hosted],
+                         [--data-center N], [--allow RANGES], [--data-dir], [--database-url]
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;

@@ -16,6 +16,7 @@ interface Org {
   isSourceDataLocal: boolean;
   status?: string;
   administrators: Array<{ email: string }>;
+  city?: string | null;
 }
 
 const loopbackRule = { name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
@@ -175,6 +176,23 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
     const res = await svc.request<Org>('PUT', `/v1/orgs/${child.id}`, { auth: other, body: { city: 'Bergen' } });
     expect(res.status).toBe(200);
     expect(res.body.city).toBe('Bergen');
+  });
+
+  it('refuses create, modify and delete for platform-hosted Organizations', async () => {
+    const child = (await createChild('Hosted')).body;
+    const grandchild = (await svc.request<Org>('POST', '/v1/orgs', { body: { name: 'Hosted child', parentId: child.id, securityRules: [loopbackRule] } })).body;
+    await svc.service.store.db.updateTable('orgs').set({ isSvcOrg: 1 }).where('id', 'in', [child.id, grandchild.id]).execute();
+    const got = await svc.request<Org & { isSvcOrg: boolean }>('GET', `/v1/orgs/${child.id}`);
+    expect(got.body.isSvcOrg).toBe(true);
+    for (const res of [
+      await svc.request('PUT', `/v1/orgs/${child.id}`, { body: { name: 'x' } }),
+      await svc.request('DELETE', `/v1/orgs/${grandchild.id}`),
+      await svc.request('POST', '/v1/orgs', { body: { name: 'y', parentId: child.id, securityRules: [loopbackRule] } }),
+    ]) {
+      expect(res.status).toBe(403);
+      expect((res.body as { code: string }).code).toBe('API_PLATFORM_HOSTED');
+    }
+    expect((await svc.request<Org>('GET', `/v1/orgs/${child.id}`)).body.name).toBe('Hosted');
   });
 
   it('answers 401 without or with wrong credentials', async () => {
