@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { AgentStatus } from './agent-status.js';
+
+/**
+ * The messages of the Agent ↔ Service WebSocket (`/v1/agent/channel`), validated on both sides.
+ *
+ *   Agent                                   Service
+ *     │ ── HTTP upgrade, Authorization: Bearer <agentId>.<secret> ──▶ │
+ *     │ ── {id, type:'hello', …} ─────────────────────────────────▶ │ records version, start time
+ *     │ ◀──────────────────────── {re, ok:true, heartbeatMs, …} ─── │
+ *     │ ── {id, type:'heartbeat', …}  every heartbeatMs ──────────▶ │ lastContactTime
+ *     │ ── {id, type:'report', report} (from the durable outbox) ─▶ │ stored once per id
+ *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
+ *     │ ◀── {id, type:'restart' | 'zipLogs' | …} (commands) ─────── │
+ *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
+ *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
+ *
+ * Requests carry `id` (a GUID) and `type`; replies carry `re` (the request's id) and `ok`.
+ * A report's `id` is its durable message ID: the Service deduplicates by it, so a report sent
+ * again after a lost acknowledgement is stored once.
+ */
+
+export const CHANNEL_PATH = '/v1/agent/channel';
+/** Largest message either side accepts (bytes); bulk data travels over HTTP, never here. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+export const PROTOCOL_VERSION = 1;
+
+const Id = z.string().min(1).max(100);
+const Timestamp = z.string().max(40);
+
+/** An error as it crosses the channel: plain data, tested by code. */
+export const ErrorData = z.object({
+  code: z.string().max(100),
+  kind: z.enum(['config', 'transient', 'system']),
+  message: z.string().max(10_000),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type ErrorData = z.infer<typeof ErrorData>;
+
+export const InstalledConnector = z.object({ connectorId: z.string().max(100), version: z.string().max(50) });
+export type InstalledConnector = z.infer<typeof InstalledConnector>;
+
+// ── Agent → Service requests ───────────────────────────────────────────────────
+
+export const Hello = z.object({
+  id: Id,
+  type: z.literal('hello'),
+  protocolVersion: z.number().int(),
+  version: z.string().max(50),
+  machineName: z.string().max(255),
+  serviceName: z.string().max(255),
+  /** Identifies the installation on its machine; a different value for the same agent is a clone. */
+  fingerprint: z.string().max(200),
+  pid: z.number().int(),
+  startedAt: Timestamp,
+  status: AgentStatus,
+  installedConnectors: z.array(InstalledConnector).max(1000),
+});
+export type Hello = z.infer<typeof Hello>;
+
+export const Heartbeat = z.object({
+  id: Id,
+  type: z.literal('heartbeat'),
+  at: Timestamp,
+  status: AgentStatus,
+  rssBytes: z.number().int().nonnegative(),
+  runningWork: z.number().int().nonnegative(),
+});
+export type Heartbeat = z.infer<typeof Heartbeat>;
+
+/** What an Agent reports durably. New kinds are added here as executions and connectors land. */
+export const ReportBody = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('status'), status: AgentStatus, at: Timestamp, reason: z.string().max(1000).optional() }),
+  z.object({ kind: z.literal('started'), at: Timestamp, version: z.string().max(50) }),
+  z.object({ kind: z.literal('shutdown'), at: Timestamp, status: z.enum(['Shutdown', 'ShutdownCloud']) }),
+  z.object({ kind: z.literal('logArchiveFailed'), logId: z.string().max(100), error: ErrorData }),
+]);
+export type ReportBody = z.infer<typeof ReportBody>;
+
+export const Report = z.object({ id: Id, type: z.literal('report'), at: Timestamp, report: ReportBody });
+export type Report = z.infer<typeof Report>;
+
+export const AgentRequest = z.discriminatedUnion('type', [Hello, Heartbeat, Report]);
+export type AgentRequest = z.infer<typeof AgentRequest>;
+
+// ── Service → Agent requests (commands) ───────────────────────────────────────
+
+export const RestartCommand = z.object({ id: Id, type: z.literal('restart'), restartNow: z.boolean() });
+export const ZipLogsCommand = z.object({
+  id: Id,
+  type: z.literal('zipLogs'),
+  logId: z.string().max(100),
+  /** Absolute URL the Agent PUTs the zip to, with its own bearer credentials. */
+  uploadUrl: z.string().max(2000),
+  solutionId: z.string().max(100).optional(),
+});
+export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand]);
+export type ServiceRequest = z.infer<typeof ServiceRequest>;
+export type RestartCommand = z.infer<typeof RestartCommand>;
+export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;
+
+// ── Replies, both ways ─────────────────────────────────────────────────────────
+
+export const HelloResult = z.object({
+  serverTime: Timestamp,
+  heartbeatMs: z.number().int().positive(),
+  agentName: z.string(),
+  orgId: z.number().int(),
+});
+export type HelloResult = z.infer<typeof HelloResult>;
+
+export const Reply = z.union([
+  z.object({ re: Id, ok: z.literal(true), result: z.unknown().optional() }),
+  z.object({ re: Id, ok: z.literal(false), error: ErrorData }),
+]);
+export type Reply = z.infer<typeof Reply>;
+
+// ── Keepalive ──────────────────────────────────────────────────────────────────
+
+export const Ping = z.object({ type: z.literal('ping'), at: Timestamp });
+export const Pong = z.object({ type: z.literal('pong'), at: Timestamp });
+
+/** Anything the Service may receive. */
+export const FromAgent = z.union([AgentRequest, Reply, Ping, Pong]);
+export type FromAgent = z.infer<typeof FromAgent>;
+/** Anything the Agent may receive. */
+export const FromService = z.union([ServiceRequest, Reply, Ping, Pong]);
+export type FromService = z.infer<typeof FromService>;
+
+/** WebSocket close codes Ferry uses (4000–4999 are the application's). */
+export const CLOSE = {
+  /** Credentials missing or wrong: do not retry with them. */
+  unauthorized: 4401,
+  /** The agent was deleted. */
+  agentDeleted: 4404,
+  /** Another connection with the same identity but another installation: a clone. */
+  clonedInstall: 4409,
+  /** A newer connection of the same installation replaced this one. */
+  replaced: 4000,
+  /** Unparseable or invalid messages beyond tolerance. */
+  protocolError: 4400,
+} as const;
