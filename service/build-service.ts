@@ -1,10 +1,20 @@
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { issueInstallationKey } from './auth/agent-registration.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
+import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
+import { AgentGateway } from './gateway/gateway.js';
+import { HeartbeatSweeper } from './gateway/sweeper.js';
 import { buildApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
+import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
+import { LogArchiveFiles } from './store/log-archives.js';
+import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
 import { openStore, type Store } from './store/store.js';
+import { packageRoot } from './util/package-root.js';
 
 export interface FerryService {
   readonly app: FastifyInstance;
@@ -16,7 +26,15 @@ export interface FerryService {
 }
 
 /** Secrets are removed from every log line by path. */
-export const REDACT_PATHS = ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.apiToken', '*.apiCryptoToken', '*.eventSolutionAccessToken'];
+export const REDACT_PATHS = ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.apiToken', '*.apiCryptoToken', '*.eventSolutionAccessToken', '*.agentSecret', '*.agentInstallationKey'];
+
+/** How long the key a Cloud Agent installs itself with is valid (it is used at once). */
+const CLOUD_AGENT_KEY_TTL_SECONDS = 300;
+
+/** How to start the `ferry` CLI at `entry`: with Node, and through tsx for the TypeScript sources (development). */
+function cliCommand(entry: string): [string, ...string[]] {
+  return entry.endsWith('.ts') ? [process.execPath, '--import', 'tsx', entry] : [process.execPath, entry];
+}
 
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 export async function buildService(config: ServiceConfig, opts: { logger?: Logger } = {}): Promise<FerryService> {
@@ -25,7 +43,35 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
   try {
     const secrets = secretsFor(config);
     const boot = await bootstrap(store, secrets, config);
-    const app = await buildApp({ config, store, secrets, rateLimiter: new RateLimiter(config.rateLimitPerMinute, config.rateLimitPerDay), log });
+    // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
+    const registry = new SessionRegistry();
+    const commands = new LocalCommandBus(registry);
+    const logArchives = new LogArchiveFiles(config.dataDir);
+    const supervisor =
+      config.cloudAgents === 'on'
+        ? new CloudAgentSupervisor({
+            dataDir: config.dataDir,
+            command: cliCommand(config.cloudAgentEntry ?? path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js')),
+            log,
+            issueKey: async (agentId) => {
+              const agent = await getAgentById(store.db, agentId);
+              if (!agent) throw new Error(`Cloud Agent ${agentId} no longer exists`);
+              return (await issueInstallationKey(store.db, { orgId: agent.orgId, agentId, ttlSeconds: CLOUD_AGENT_KEY_TTL_SECONDS, createdBy: null })).key;
+            },
+          })
+        : undefined;
+    const app = await buildApp({
+      config,
+      store,
+      secrets,
+      rateLimiter: new RateLimiter(config.rateLimitPerMinute, config.rateLimitPerDay),
+      log,
+      agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
+    });
+    const gateway = new AgentGateway({ store, config, log, registry });
+    gateway.attach(app.server);
+    const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000 });
+    const housekeeping = new AgentHousekeeping({ store, log, logArchives });
     return {
       app,
       store,
@@ -35,9 +81,22 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
         const addr = app.server.address();
         const port = typeof addr === 'object' && addr ? addr.port : config.port;
         const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-        return `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
+        const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
+        sweeper.start();
+        housekeeping.start();
+        if (supervisor) {
+          // Cloud Agents run beside the Service and reach it on the address it listens at.
+          supervisor.setServiceUrl(url);
+          for (const agent of await listCloudAgents(store.db)) supervisor.start(agent.id);
+        }
+        return url;
       },
       async close() {
+        // Cloud Agents first, so that their shutdown reports still reach the gateway.
+        await supervisor?.close();
+        await sweeper.stop();
+        await housekeeping.stop();
+        await gateway.close();
         await app.close();
         await store.close();
       },

@@ -28,6 +28,18 @@ export const ServiceConfigSchema = z.object({
   masterKey: z.string().optional(),
   /** Base URL the Service is reached at, for Location headers and download links. */
   publicUrl: z.string().optional(),
+  /** Seconds without contact after which an Agent is HeartbeatLate (SPEC: 15 minutes). */
+  heartbeatLateAfter: z.coerce.number().positive().default(900),
+  /** Seconds without contact after which an Agent is HeartbeatFailed (SPEC: 60 minutes). */
+  heartbeatFailedAfter: z.coerce.number().positive().default(3600),
+  /** Heartbeat interval the Service tells Agents in the hello reply (milliseconds). */
+  agentHeartbeatMs: z.coerce.number().int().min(100).default(30_000),
+  /** Lifetime of an Agent installation key in seconds. */
+  agentKeyTtl: z.coerce.number().positive().default(86_400),
+  /** `on`: this Service provisions Cloud Agents and runs them as supervised child processes. */
+  cloudAgents: z.enum(['on', 'off']).default('on'),
+  /** The `ferry` CLI script Cloud Agents are started with; absent: the package's `dist/src/cli/main.js`. */
+  cloudAgentEntry: z.string().min(1).optional(),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
@@ -50,6 +62,12 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_LOG_LEVEL: 'logLevel',
   FERRY_PUBLIC_URL: 'publicUrl',
   FERRY_MASTER_KEY: 'masterKey',
+  FERRY_HEARTBEAT_LATE_AFTER: 'heartbeatLateAfter',
+  FERRY_HEARTBEAT_FAILED_AFTER: 'heartbeatFailedAfter',
+  FERRY_AGENT_HEARTBEAT_MS: 'agentHeartbeatMs',
+  FERRY_AGENT_KEY_TTL: 'agentKeyTtl',
+  FERRY_CLOUD_AGENTS: 'cloudAgents',
+  FERRY_CLOUD_AGENT_ENTRY: 'cloudAgentEntry',
 };
 
 /** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */
@@ -66,6 +84,9 @@ export function parseServiceConfig(
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
     throw new Error(`Invalid Service configuration:\n  ${lines.join('\n  ')}`);
+  }
+  if (parsed.data.heartbeatFailedAfter <= parsed.data.heartbeatLateAfter) {
+    throw new Error('Invalid Service configuration:\n  heartbeatFailedAfter: must be above heartbeatLateAfter (FERRY_HEARTBEAT_FAILED_AFTER > FERRY_HEARTBEAT_LATE_AFTER)');
   }
   return Object.freeze({ ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) });
 }

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceConfig } from '../config.js';
 import type { SecretBox } from '../crypto/master-key.js';
+import type { AgentRuntime } from '../gateway/runtime.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -11,4 +12,6 @@ export interface ServiceDeps {
   readonly secrets: SecretBox;
   readonly rateLimiter: RateLimiter;
   readonly log: FastifyBaseLogger;
+  /** Agent channel commands, log archives and Cloud Agents. */
+  readonly agents: AgentRuntime;
 }

@@ -14,6 +14,11 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
   const normalize = httpPart === 'body' || httpPart === 'querystring';
   return (data: unknown) => {
     const input = normalize ? normalizeKeys(schema, data) : data;
+    // No store keeps U+0000 in text (PostgreSQL refuses it): refuse it here, for every route.
+    const nul = findNul(input, part);
+    if (nul) {
+      return { error: new FerryError('API_VALIDATION', `The request is not valid: ${nul}: the NUL character (U+0000) is not allowed in text.`, { errors: [{ path: nul, message: 'contains the NUL character (U+0000)' }] }) };
+    }
     const result = schema.safeParse(input);
     if (result.success) return { value: result.data };
     const errors: FieldError[] = result.error.issues.slice(0, 50).flatMap((issue) => {
@@ -30,4 +35,23 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
 
 function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** The path of the first string (or key) holding U+0000, if any. */
+function findNul(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i], `${path}.${i}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (key.includes('\u0000')) return `${path}.${clip(key.replaceAll('\u0000', '\\0'), 100)}`;
+    const found = findNul(v, `${path}.${clip(key, 100)}`);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -6,6 +6,10 @@ import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
  * and PostgreSQL, so that one repository serves both; repositories convert at the edge.
  */
 export interface Database {
+  agents: AgentsTable;
+  agentInstallationKeys: AgentInstallationKeysTable;
+  agentReports: AgentReportsTable;
+  agentLogs: AgentLogsTable;
   orgs: OrgsTable;
   securityRules: SecurityRulesTable;
   users: UsersTable;
@@ -173,3 +177,76 @@ export type InvitationRow = Selectable<InvitationsTable>;
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 export type LookupTableRow = Selectable<LookupTablesTable>;
 export type LookupTableValueRow = Selectable<LookupTableValuesTable>;
+
+/** An Agent: On-Premise (registered with an installation key) or the Organization's Cloud Agent. */
+export interface AgentsTable {
+  id: string;
+  orgId: number;
+  name: string;
+  /** Lower-cased name: unique per Organization. */
+  nameKey: string;
+  machineName: string;
+  serviceName: string;
+  isCloudAgent: Flag;
+  isUpdating: Flag;
+  /** One of AGENT_STATUSES (src/protocol/agent-status.ts). */
+  status: string;
+  lastContactTime: string | null;
+  lastShutdownTime: string | null;
+  lastStartTime: string | null;
+  version: string | null;
+  /** JSON array of `{connectorId, version}`. */
+  installedConnectors: string;
+  /** SHA-256 of the Agent's bearer secret; null until it registered. */
+  secretHash: string | null;
+  /** Installation fingerprint from registration (or the first hello); another one is a clone. */
+  fingerprint: string | null;
+  createdAt: string;
+  modifiedAt: string;
+}
+
+export interface AgentInstallationKeysTable {
+  /** SHA-256 of the key; the key itself is shown once. */
+  keyHash: string;
+  orgId: number;
+  /** The Cloud Agent a key was made for, or the Agent a used key registered. */
+  agentId: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  expiresAt: string;
+  usedAt: string | null;
+}
+
+/** One row per (agent, durable message ID): what makes a resent report count once. */
+export interface AgentReportsTable {
+  agentId: string;
+  messageId: string;
+  kind: string;
+  /** The report as JSON. */
+  body: string;
+  receivedAt: string;
+}
+
+export type AgentLogState = 'Requested' | 'Ready' | 'Downloaded' | 'Failed';
+
+export interface AgentLogsTable {
+  /** The logId. */
+  id: string;
+  orgId: number;
+  agentId: string;
+  solutionId: string | null;
+  requesterIp: string;
+  requestedBy: string;
+  state: AgentLogState;
+  sizeBytes: number | null;
+  error: string | null;
+  requestedAt: string;
+  uploadedAt: string | null;
+  downloadedAt: string | null;
+}
+
+export type AgentRow = Selectable<AgentsTable>;
+export type NewAgentRow = Insertable<AgentsTable>;
+export type AgentUpdate = Updateable<AgentsTable>;
+export type AgentInstallationKeyRow = Selectable<AgentInstallationKeysTable>;
+export type AgentLogRow = Selectable<AgentLogsTable>;

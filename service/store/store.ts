@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { StoreDialect } from './dialect.js';
 import { foundation } from './migrations/001-foundation.js';
 import { lookupTables } from './migrations/002-lookup-tables.js';
+import { agents } from './migrations/005-agents.js';
 import type { Database } from './schema.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
@@ -57,7 +58,8 @@ function openPostgres(url: string): Store {
 function migrations(dialect: StoreDialect): Record<string, Migration> {
   return {
     '001-foundation': foundation(dialect),
-    '002-lookup-tables': lookupTables(),
+    '002-lookup-tables': lookupTables(dialect),
+    '005-agents': agents(),
   };
 }
 

@@ -8,13 +8,25 @@ import { readFileSync } from 'node:fs';
 type Command = (argv: string[], env: NodeJS.ProcessEnv) => Promise<void>;
 
 const loadService = () => import('../../service/cli.js');
+// The Agent commands load only Agent code; `up` composes both halves.
+const loadAgent = () => import('./agent.commands.js');
+const loadUp = () => import('./up.js');
+const loadFormula = () => import('./formula.commands.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
   'service openapi': async (argv, env) => (await loadService()).serviceOpenapi(argv, env),
   'service create-org': async (argv, env) => (await loadService()).serviceCreateOrg(argv, env),
-  // The main job on the embedded default; the local Agent joins it with the Agent commands.
-  up: async (argv, env) => (await loadService()).serviceStart(argv, env),
+  'agent install': async (argv, env) => (await loadAgent()).agentInstall(argv, env),
+  'agent uninstall': async (argv, env) => (await loadAgent()).agentUninstall(argv, env),
+  'agent run': async (argv, env) => (await loadAgent()).agentRun(argv, env),
+  'agent worker': async (argv, env) => (await loadAgent()).agentWorker(argv, env),
+  'agent start': async (argv, env) => (await loadAgent()).agentStart(argv, env),
+  'agent stop': async (argv, env) => (await loadAgent()).agentStop(argv, env),
+  'agent status': async (argv, env) => (await loadAgent()).agentStatus(argv, env),
+  'formula eval': async (argv) => (await loadFormula()).formulaEval(argv),
+  // The main job on the embedded default: the Service, plus one local Agent installed once.
+  up: async (argv, env) => (await loadUp()).up(argv, env),
   version: async () => {
     process.stdout.write(`${packageVersion()}\n`);
   },
@@ -23,11 +35,19 @@ const COMMANDS: Record<string, Command> = {
 const USAGE = `Usage: ferry <command> [options]
 
 Commands:
-  up                     Service on the embedded store (what npm start runs)
+  up                     Service on the embedded store and one local Agent (what npm start runs)
   service start          the Service: --port, --host, --data-dir, --database-url
   service openapi        print the OpenAPI document
   service create-org     add a root Organization: --name, --admin-email, [--platform-hosted],
                          [--data-center N], [--allow RANGES], [--data-dir], [--database-url]
+  agent install          register and install an Agent instance: --key KEY --service URL [--name N]
+                         [--user U] [--no-service]
+  agent run              run an instance in the foreground (supervised; restarts replace the process)
+  agent start|stop       start or stop an instance's OS service (systemd)
+  agent status           an instance's configuration (never its secret) and whether it runs
+  agent uninstall        stop an instance and remove its service unit and folder
+                         every agent command takes --home DIR (FERRY_AGENT_HOME) and --instance N
+  formula eval           evaluate a formula: '<formula>' [--record '<json>'] [--lookup-tables '<json>']
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;

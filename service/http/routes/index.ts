@@ -3,6 +3,20 @@ import type { ServiceDeps } from '../deps.js';
 import orgsRoutes from './orgs.routes.js';
 import securityRulesRoutes from './security-rules.routes.js';
 import securitySettingsRoutes from './security-settings.routes.js';
+import invitedUsersRoutes from './invited-users.routes.js';
+import orgUsersRoutes from './org-users.routes.js';
+import userInvitationsRoutes from './user-invitations.routes.js';
+import usersRoutes from './users.routes.js';
+import subscriptionsRoutes from './subscriptions.routes.js';
+import functionsRoutes from './functions.routes.js';
+import settingsRoutes from './settings.routes.js';
+import endpointsRoutes from './endpoints.routes.js';
+import lookupTablesRoutes from './lookup-tables.routes.js';
+import lookupValuesRoutes from './lookup-values.routes.js';
+import lookupImportExportRoutes from './lookup-import-export.routes.js';
+import agentsRoutes from './agents.routes.js';
+import agentProvisioningRoutes from './agent-provisioning.routes.js';
+import agentLogsRoutes from './agent-logs.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
-export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes];
+export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes];

@@ -1,3 +1,4 @@
+import type { StoreDialect } from '../dialect.js';
 import type { Db } from '../sql.js';
 import type { MembershipRow, MembershipsTable, RoleType, UserRow, UsersTable } from '../schema.js';
 import type { Insertable, Updateable } from 'kysely';
@@ -64,4 +65,89 @@ export async function listMembers(db: Db, orgId: number, page?: { limit: number;
 export async function countMembers(db: Db, orgId: number): Promise<number> {
   const r = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('orgId', '=', orgId).executeTakeFirstOrThrow();
   return Number(r.n);
+}
+
+/**
+ * Whether a driver error is a unique-constraint violation, by its code: SQLSTATE 23505 on
+ * PostgreSQL, SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY on SQLite. Lets a repository answer a lost race
+ * (two requests taking the same email at once) as a conflict rather than a failure.
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** The lower-cased form of an email, the key users and invitations are matched by. */
+export const emailKeyOf = (email: string): string => email.trim().toLowerCase();
+
+/** A member of the Organization by email (case-insensitive), with the member's role. */
+export async function getMemberByEmail(db: Db, orgId: number, email: string): Promise<MemberRow | undefined> {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.userId')
+    .selectAll('users')
+    .select('memberships.roleType')
+    .where('memberships.orgId', '=', orgId)
+    .where('users.emailKey', '=', emailKeyOf(email))
+    .executeTakeFirst();
+}
+
+export async function countAdministrators(db: Db, orgId: number): Promise<number> {
+  const r = await db
+    .selectFrom('memberships')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('orgId', '=', orgId)
+    .where('roleType', '=', 'Administrator')
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/**
+ * Serializes changes to an Organization's members inside a transaction, so that two concurrent
+ * demotions cannot both see "another Administrator remains". PostgreSQL locks the Organization
+ * row; SQLite runs one write transaction at a time already.
+ */
+export async function lockMembers(tx: Db, dialect: StoreDialect, orgId: number): Promise<void> {
+  if (dialect === 'postgres') await tx.selectFrom('orgs').select('id').where('id', '=', orgId).forUpdate().execute();
+}
+
+/** A membership seen from its user: the Organization's name and tenant, the role and the switches. */
+export type UserMembershipRow = MembershipRow & { orgName: string; tenantId: string; isSvcOrg: number };
+
+function membershipsOf(db: Db, userId: string) {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('orgs', 'orgs.id', 'memberships.orgId')
+    .selectAll('memberships')
+    .select(['orgs.name as orgName', 'orgs.tenantId', 'orgs.isSvcOrg'])
+    .where('memberships.userId', '=', userId);
+}
+
+/** The user's memberships, oldest first (the first is the user's "own" Organization). */
+export async function listUserMemberships(db: Db, userId: string, page?: { limit: number; offset: number }): Promise<UserMembershipRow[]> {
+  let q = membershipsOf(db, userId).orderBy('memberships.createdAt').orderBy('memberships.orgId');
+  if (page) q = q.limit(page.limit).offset(page.offset);
+  return q.execute();
+}
+
+export async function countUserMemberships(db: Db, userId: string): Promise<number> {
+  const r = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('userId', '=', userId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** The user's membership in the Organization with this tenant ID. */
+export async function getUserMembershipByTenant(db: Db, userId: string, tenantId: string): Promise<UserMembershipRow | undefined> {
+  return membershipsOf(db, userId).where('orgs.tenantId', '=', tenantId.toLowerCase()).executeTakeFirst();
+}
+
+/** Whether the user is a member of any platform-hosted Organization. */
+export async function inPlatformHostedOrg(db: Db, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('memberships')
+    .innerJoin('orgs', 'orgs.id', 'memberships.orgId')
+    .select('orgs.id')
+    .where('memberships.userId', '=', userId)
+    .where('orgs.isSvcOrg', '=', 1)
+    .executeTakeFirst();
+  return row !== undefined;
 }

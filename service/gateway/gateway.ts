@@ -1,0 +1,222 @@
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { CHANNEL_PATH, CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Heartbeat, type Hello, type HelloResult, type Report } from '../../src/protocol/channel.js';
+import { authenticateAgent } from '../auth/agent-auth.js';
+import type { ServiceConfig } from '../config.js';
+import { problemOf } from '../http/problem.js';
+import { markAgentLogFailed } from '../store/repos/agent-logs.repo.js';
+import { getAgentById, recordReport, updateAgent } from '../store/repos/agents.repo.js';
+import type { AgentRow } from '../store/schema.js';
+import type { Store } from '../store/store.js';
+import { nowIso } from '../util/values.js';
+import { AgentSession, type SessionHandlers } from './agent-session.js';
+import { heartbeatPatch, helloPatch, reportPatch } from './agent-state.js';
+import type { SessionRegistry } from './command-bus.js';
+
+export interface GatewayOptions {
+  store: Store;
+  config: ServiceConfig;
+  log: FastifyBaseLogger;
+  registry: SessionRegistry;
+  /** Application-level ping interval (default 20 s). */
+  pingIntervalMs?: number;
+  /** A socket without any traffic this long is terminated as half-open (default 60 s). */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * The Agent channel endpoint: authenticates the HTTP upgrade on {@link CHANNEL_PATH} with the
+ * Agent's bearer secret, then hands the socket to an {@link AgentSession} and answers its
+ * hello, heartbeats and durable reports against the store.
+ *
+ *   HTTP upgrade ─▶ path? ─▶ Bearer <agentId>.<secret> ─▶ ws handshake ─▶ AgentSession
+ *        │ no           │ wrong: 401 problem, socket destroyed     │
+ *        └ 404          └ (the Agent stops: do not retry)          ├ hello: fingerprint, replace old socket
+ *                                                                  ├ heartbeat: lastContactTime, status
+ *                                                                  └ report: dedupe by ID, apply, ack
+ */
+export class AgentGateway {
+  readonly #opts: GatewayOptions;
+  readonly #log: FastifyBaseLogger;
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
+  readonly #sockets = new Map<WebSocket, AgentSession>();
+  readonly #pingIntervalMs: number;
+  readonly #idleTimeoutMs: number;
+  #server: http.Server | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #closing = false;
+  readonly #onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.#upgrade(req, socket, head);
+
+  constructor(opts: GatewayOptions) {
+    this.#opts = opts;
+    this.#log = opts.log.child({ component: 'gateway' });
+    this.#pingIntervalMs = opts.pingIntervalMs ?? 20_000;
+    this.#idleTimeoutMs = opts.idleTimeoutMs ?? 60_000;
+  }
+
+  /** Starts answering upgrades on the server and the keepalive. */
+  attach(server: http.Server): void {
+    this.#server = server;
+    server.on('upgrade', this.#onUpgrade);
+    const tick = Math.max(10, Math.min(5_000, Math.floor(this.#idleTimeoutMs / 12)));
+    this.#timer = setInterval(() => this.#keepalive(), tick);
+    this.#timer.unref();
+  }
+
+  /** Stops accepting, closes every socket (1001), and terminates those that do not finish the close handshake quickly. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    if (this.#timer) clearInterval(this.#timer);
+    this.#server?.off('upgrade', this.#onUpgrade);
+    const sockets = [...this.#sockets.keys()];
+    const closed = sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))));
+    for (const session of this.#sockets.values()) session.close(1001, 'Service shutting down');
+    let timeout: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(closed), new Promise<void>((resolve) => (timeout = setTimeout(resolve, 2_000)))]);
+    clearTimeout(timeout);
+    for (const ws of sockets) if (ws.readyState !== ws.CLOSED) ws.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+  }
+
+  #upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', (err) => this.#log.debug({ err }, 'upgrade socket error'));
+    let pathname: string;
+    try {
+      pathname = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '').toLowerCase();
+    } catch {
+      pathname = '';
+    }
+    if (this.#closing || pathname !== CHANNEL_PATH.toLowerCase()) {
+      refuse(socket, this.#closing ? 503 : 404, this.#closing ? new FerryError('SVC_UNAVAILABLE', 'The Service is shutting down.') : new FerryError('API_ROUTE_NOT_FOUND', `There is no WebSocket endpoint at ${pathname || '/'}.`));
+      return;
+    }
+    authenticateAgent(this.#opts.store.db, req.headers.authorization).then(
+      (agent) => {
+        if (!agent) {
+          this.#log.warn({ ip: req.socket.remoteAddress, code: 'AGT_UNAUTHORIZED' }, 'agent channel refused: bad credentials');
+          refuse(socket, 401, new FerryError('AGT_UNAUTHORIZED', 'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.'));
+          return;
+        }
+        if (this.#closing || socket.destroyed) return void socket.destroy();
+        this.#wss.handleUpgrade(req, socket, head, (ws) => this.#connected(ws, agent, req));
+      },
+      (err: unknown) => {
+        this.#log.error({ err }, 'agent channel authentication failed');
+        refuse(socket, 503, new FerryError('SVC_UNAVAILABLE', 'The Service cannot check credentials now; retry.'));
+      },
+    );
+  }
+
+  #connected(ws: WebSocket, agent: AgentRow, req: http.IncomingMessage): void {
+    const log = this.#log.child({ agentId: agent.id, orgId: agent.orgId });
+    const session = new AgentSession(ws, { agentId: agent.id, orgId: agent.orgId, origin: this.#origin(req), log, handlers: this.#handlers });
+    this.#sockets.set(ws, session);
+    ws.on('message', (data, isBinary) => {
+      // Whatever an Agent sends, it must not take the Service down.
+      try {
+        session.receive(data, isBinary);
+      } catch (err) {
+        log.error({ err }, 'agent message handling failed');
+      }
+    });
+    ws.on('error', (err: Error & { code?: string }) => {
+      const tooLarge = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH';
+      log.warn({ code: tooLarge ? 'CHN_TOO_LARGE' : 'CHN_INVALID_MESSAGE', err: { message: err.message, code: err.code } }, tooLarge ? 'agent message too large: socket closed (1009)' : 'agent socket error');
+    });
+    ws.on('close', (code) => {
+      this.#sockets.delete(ws);
+      session.onClosed(code);
+    });
+    log.debug('agent channel open');
+  }
+
+  /** The origin the Agent reached us at: FERRY_PUBLIC_URL, else scheme and Host of the upgrade. */
+  #origin(req: http.IncomingMessage): string {
+    if (this.#opts.config.publicUrl) return new URL(this.#opts.config.publicUrl).origin;
+    const host = req.headers.host ?? '';
+    const encrypted = 'encrypted' in req.socket && req.socket.encrypted === true;
+    const forwarded = this.#opts.config.trustProxy ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim() : undefined;
+    const scheme = forwarded === 'https' || forwarded === 'http' ? forwarded : encrypted ? 'https' : 'http';
+    if (/^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:\d{1,5})?$/.test(host)) return `${scheme}://${host}`;
+    const addr = req.socket.localAddress ?? '127.0.0.1';
+    return `${scheme}://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort ?? 80}`;
+  }
+
+  #keepalive(): void {
+    const now = Date.now();
+    for (const session of this.#sockets.values()) {
+      if (!session.greeted && now - session.connectedAt >= this.#idleTimeoutMs) {
+        session.close(CLOSE.protocolError, 'no hello');
+        continue;
+      }
+      session.keepalive(now, this.#pingIntervalMs, this.#idleTimeoutMs);
+    }
+  }
+
+  readonly #handlers: SessionHandlers = {
+    hello: async (session: AgentSession, msg: Hello): Promise<HelloResult> => {
+      const { db } = this.#opts.store;
+      if (msg.protocolVersion !== PROTOCOL_VERSION) {
+        session.closeAfterReply(CLOSE.protocolError, 'unsupported protocol version');
+        throw new FerryError('CHN_PROTOCOL_VERSION', `This Service speaks channel protocol ${PROTOCOL_VERSION}, the Agent ${msg.protocolVersion}; install the Agent version that matches the Service.`);
+      }
+      const agent = await getAgentById(db, session.agentId);
+      if (!agent) {
+        session.closeAfterReply(CLOSE.agentDeleted, 'agent deleted');
+        throw new FerryError('AGT_DELETED', `Agent ${session.agentId} was deleted in the Service; uninstall it.`);
+      }
+      if (agent.fingerprint !== null && agent.fingerprint !== msg.fingerprint) {
+        this.#log.warn({ agentId: agent.id, orgId: agent.orgId, code: 'AGT_CLONED_INSTALL', machineName: msg.machineName, serviceName: msg.serviceName }, 'cloned agent installation refused');
+        session.closeAfterReply(CLOSE.clonedInstall, 'cloned installation');
+        throw new FerryError('AGT_CLONED_INSTALL', `This installation is a copy of Agent ${agent.id} (its fingerprint differs from the registered one); install a new Agent with a new installation key.`);
+      }
+      const now = nowIso();
+      await updateAgent(db, agent.id, helloPatch(agent, msg, now));
+      const previous = this.#opts.registry.attach(session);
+      previous?.close(CLOSE.replaced, 'replaced by a newer connection');
+      this.#log.info({ agentId: agent.id, orgId: agent.orgId, version: msg.version, status: msg.status, replaced: previous !== undefined }, 'agent connected');
+      return { serverTime: now, heartbeatMs: this.#opts.config.agentHeartbeatMs, agentName: agent.name, orgId: agent.orgId };
+    },
+
+    heartbeat: async (session: AgentSession, msg: Heartbeat) => {
+      const agent = await getAgentById(this.#opts.store.db, session.agentId);
+      const now = nowIso();
+      if (agent) await updateAgent(this.#opts.store.db, agent.id, heartbeatPatch(agent, msg, now));
+      return { serverTime: now };
+    },
+
+    report: async (session: AgentSession, msg: Report) => {
+      const now = nowIso();
+      const stored = await this.#opts.store.db.transaction().execute(async (tx) => {
+        const fresh = await recordReport(tx, { agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, body: JSON.stringify(msg), receivedAt: now });
+        if (!fresh) return false;
+        const agent = await getAgentById(tx, session.agentId);
+        if (!agent) return true;
+        const patch = reportPatch(agent, msg.report, now);
+        if (patch) await updateAgent(tx, agent.id, patch);
+        if (msg.report.kind === 'logArchiveFailed') await markAgentLogFailed(tx, msg.report.logId, agent.id, msg.report.error.message);
+        return true;
+      });
+      this.#log.debug({ agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, duplicate: !stored }, stored ? 'agent report stored' : 'duplicate agent report acknowledged again');
+    },
+
+    closed: (session: AgentSession, code: number) => {
+      this.#opts.registry.detach(session);
+      this.#log.info({ agentId: session.agentId, code }, 'agent disconnected');
+    },
+  };
+}
+
+/** Answers a refused upgrade with a problem document and closes the socket. */
+function refuse(socket: Duplex, status: number, err: FerryError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(problemOf(err, CHANNEL_PATH));
+  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Service Unavailable';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${status === 401 ? 'WWW-Authenticate: Bearer realm="Ferry Agent"\r\n' : ''}Connection: close\r\n\r\n${body}`,
+  );
+}

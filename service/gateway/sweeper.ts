@@ -1,0 +1,72 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { listSilentAgents, updateAgentIfUnchanged } from '../store/repos/agents.repo.js';
+import type { Store } from '../store/store.js';
+import { STOPPED_STATUSES, sweepStatus } from './agent-state.js';
+
+export interface SweeperOptions {
+  store: Store;
+  log: FastifyBaseLogger;
+  /** No contact this long: HeartbeatLate (FERRY_HEARTBEAT_LATE_AFTER). */
+  lateAfterMs: number;
+  /** No contact this long: HeartbeatFailed (FERRY_HEARTBEAT_FAILED_AFTER). */
+  failedAfterMs: number;
+}
+
+/** How often the sweeper looks: a quarter of the late threshold, at most every 30 s. */
+export function sweepIntervalMs(lateAfterMs: number): number {
+  return Math.max(50, Math.min(Math.floor(lateAfterMs / 4), 30_000));
+}
+
+/**
+ * Derives HeartbeatLate and HeartbeatFailed from lastContactTime. It moves only Agents that are
+ * silent, not stopped, and unchanged since it read them, so a heartbeat that lands meanwhile wins.
+ * Several replicas may sweep at once: the conditional update makes that harmless.
+ */
+export class HeartbeatSweeper {
+  readonly #opts: SweeperOptions;
+  readonly #log: FastifyBaseLogger;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<number> | undefined;
+
+  constructor(opts: SweeperOptions) {
+    this.#opts = opts;
+    this.#log = opts.log.child({ component: 'sweeper' });
+  }
+
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (this.#running) return;
+      this.#running = this.sweep().catch((err: unknown) => {
+        this.#log.error({ err }, 'heartbeat sweep failed');
+        return 0;
+      });
+      void this.#running.finally(() => (this.#running = undefined));
+    }, sweepIntervalMs(this.#opts.lateAfterMs));
+    this.#timer.unref();
+  }
+
+  /** Stops the timer and waits for a sweep in progress. */
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  /** One pass; resolves to the number of Agents moved. */
+  async sweep(nowMs: number = Date.now()): Promise<number> {
+    const { db } = this.#opts.store;
+    const { lateAfterMs, failedAfterMs } = this.#opts;
+    const silent = await listSilentAgents(db, new Date(nowMs - lateAfterMs).toISOString(), [...STOPPED_STATUSES, 'HeartbeatFailed']);
+    let moved = 0;
+    for (const agent of silent) {
+      const next = sweepStatus(agent.status, agent.lastContactTime, nowMs, lateAfterMs, failedAfterMs);
+      if (!next) continue;
+      if (await updateAgentIfUnchanged(db, agent.id, agent, { status: next })) {
+        moved += 1;
+        this.#log.warn({ agentId: agent.id, orgId: agent.orgId, from: agent.status, to: next, lastContactTime: agent.lastContactTime }, 'agent heartbeat missing');
+      }
+    }
+    return moved;
+  }
+}

@@ -1,0 +1,76 @@
+import type { FastifyRequest } from 'fastify';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { AgentStatus } from '../../src/protocol/agent-status.js';
+import type { ServiceConfig } from '../config.js';
+import { getAgent } from '../store/repos/agents.repo.js';
+import type { Db } from '../store/sql.js';
+import type { AgentRow } from '../store/schema.js';
+import { fromFlag } from '../util/values.js';
+import type { Agent } from './schemas/agent.schema.js';
+
+/** Time a command to an Agent may take to be acknowledged (the work itself goes on after). */
+export const COMMAND_TIMEOUT_MS = 10_000;
+
+export function toAgent(row: AgentRow, usedInSolutions: readonly string[] = []): Agent {
+  const status = AgentStatus.safeParse(row.status);
+  return {
+    id: row.id,
+    name: row.name,
+    machineName: row.machineName,
+    serviceName: row.serviceName,
+    isCloudAgent: fromFlag(row.isCloudAgent),
+    isUpdating: fromFlag(row.isUpdating),
+    status: status.success ? status.data : 'Unknown',
+    lastContactTime: row.lastContactTime,
+    lastShutdownTime: row.lastShutdownTime,
+    lastStartTime: row.lastStartTime,
+    version: row.version,
+    installedConnectors: installedConnectors(row),
+    usedInSolutions: usedInSolutions.join(', '),
+  };
+}
+
+export function installedConnectors(row: Pick<AgentRow, 'installedConnectors'>): Array<{ connectorId: string; version: string }> {
+  try {
+    const list: unknown = JSON.parse(row.installedConnectors);
+    if (!Array.isArray(list)) return [];
+    return list.flatMap((c: unknown) => {
+      if (c === null || typeof c !== 'object') return [];
+      const { connectorId, version } = c as Record<string, unknown>;
+      return typeof connectorId === 'string' ? [{ connectorId, version: typeof version === 'string' ? version : '' }] : [];
+    });
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Names of the Solutions that use the Agent; a used Agent cannot be deleted (SPEC.md). Solutions
+ * do not exist yet: the Solutions issue fills this in with a query on its table.
+ */
+export async function solutionsUsingAgent(_db: Db, _agentId: string): Promise<string[]> {
+  return [];
+}
+
+export async function requireAgent(db: Db, orgId: number, agentId: string): Promise<AgentRow> {
+  const agent = await getAgent(db, orgId, agentId);
+  if (!agent) throw new FerryError('API_NOT_FOUND', `Agent ${agentId} was not found in Organization ${orgId}.`);
+  return agent;
+}
+
+const HOST_RE = /^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:\d{1,5})?$/;
+
+/**
+ * The Service's base URL for links it hands out (installer, package): FERRY_PUBLIC_URL, else the
+ * scheme and host the request came in on. The host is checked, because it ends up in a script.
+ */
+export function serviceBaseUrl(req: FastifyRequest, config: ServiceConfig): string {
+  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '');
+  const host = req.host;
+  if (!HOST_RE.test(host)) {
+    throw new FerryError('API_VALIDATION', 'The Host header is not a host name; call the Service by its name or address, or set FERRY_PUBLIC_URL.', {
+      errors: [{ path: 'header.host', message: 'not a host name' }],
+    });
+  }
+  return `${req.protocol === 'https' ? 'https' : 'http'}://${host}`;
+}

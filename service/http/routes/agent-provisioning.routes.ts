@@ -1,0 +1,122 @@
+import os from 'node:os';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { FerryError } from '../../../src/errors/ferry-error.js';
+import { REGISTER_PATH, RegisterRequest, RegisterResponse } from '../../../src/protocol/registration.js';
+import { CLOUD_AGENT_NAME, issueInstallationKey, registerAgent } from '../../auth/agent-registration.js';
+import { getCloudAgent, insertAgent } from '../../store/repos/agents.repo.js';
+import type { AgentRow, NewAgentRow } from '../../store/schema.js';
+import { newId, nowIso } from '../../util/values.js';
+import { serviceBaseUrl, toAgent } from '../agent-model.js';
+import { installerScript, packageEntries, streamAgentPackage } from '../agent-package.js';
+import type { ServiceDeps } from '../deps.js';
+import { orgOf, userName } from '../guard.js';
+import { Agent, ProvisionedAgent } from '../schemas/agent.schema.js';
+import { OrgParams, sendCreated } from '../schemas/common.js';
+
+export const INSTALLER_PATH = '/v1/agent/installer';
+export const PACKAGE_PATH = '/v1/agent/package.tgz';
+
+/**
+ * Getting an Agent: installation keys and the installer for On-Premise Agents, the Cloud Agent,
+ * and the registration the installer makes with the key.
+ */
+const agentProvisioningRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { db } = deps.store;
+
+  app.post('/v1/orgs/:orgId/agents/provision_onpremise_agent', {
+    config: { access: 'write' },
+    schema: {
+      tags: ['Agents'],
+      summary: 'A single-use installation key and the installer location for an On-Premise Agent',
+      params: OrgParams,
+      response: { 200: ProvisionedAgent },
+    },
+  }, async (req) => {
+    const { org, user } = orgOf(req);
+    const { key, expiresAt } = await issueInstallationKey(db, { orgId: org.id, ttlSeconds: deps.config.agentKeyTtl, createdBy: userName(user) });
+    const base = serviceBaseUrl(req, deps.config);
+    const location = base + INSTALLER_PATH;
+    req.log.info({ orgId: org.id, expiresAt }, 'agent installation key issued');
+    return {
+      agentInstallationKey: key,
+      agentInstallerLocation: location,
+      expiresAt,
+      installCommand: `curl -fsSL ${location} | sh -s -- ${key}`,
+    };
+  });
+
+  app.post('/v1/orgs/:orgId/agents/provision_cloud_agent', {
+    config: { access: 'admin' },
+    schema: { tags: ['Agents'], summary: 'Create the Organization\'s Cloud Agent (at most one), run by the Service', params: OrgParams, response: { 201: Agent } },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    if (!deps.agents.cloudAgents.enabled) {
+      throw new FerryError('AGT_CLOUD_AGENTS_OFF', 'This Service runs no Cloud Agents (FERRY_CLOUD_AGENTS=off); install an On-Premise Agent instead.');
+    }
+    if (await getCloudAgent(db, org.id)) throw cloudExists(org.id);
+    const now = nowIso();
+    const row: NewAgentRow = {
+      id: newId(),
+      orgId: org.id,
+      name: CLOUD_AGENT_NAME,
+      nameKey: CLOUD_AGENT_NAME.toLowerCase(),
+      machineName: os.hostname(),
+      serviceName: '',
+      isCloudAgent: 1,
+      isUpdating: 0,
+      status: 'Unknown',
+      lastContactTime: null,
+      lastShutdownTime: null,
+      lastStartTime: null,
+      version: null,
+      installedConnectors: '[]',
+      secretHash: null,
+      fingerprint: null,
+      createdAt: now,
+      modifiedAt: now,
+    };
+    let agent: AgentRow;
+    try {
+      agent = await insertAgent(db, row);
+    } catch (err) {
+      // Two calls at once: the unique index lets one through.
+      if (await getCloudAgent(db, org.id)) throw cloudExists(org.id);
+      throw err;
+    }
+    deps.agents.cloudAgents.start(agent.id);
+    req.log.info({ orgId: org.id, agentId: agent.id }, 'cloud agent provisioned');
+    return sendCreated(reply, `/v1/orgs/${org.id}/agents/${agent.id}`, toAgent(agent));
+  });
+
+  app.post(REGISTER_PATH, {
+    config: { access: 'public' },
+    schema: { tags: ['Agent protocol'], summary: 'An Agent trades its installation key for its identity (used by ferry agent install)', body: RegisterRequest, response: { 201: RegisterResponse } },
+  }, async (req, reply) => {
+    const registered = await registerAgent(deps.store, req.body, deps.config.agentHeartbeatMs);
+    req.log.info({ agentId: registered.agentId, orgId: registered.orgId, machineName: req.body.machineName }, 'agent registered');
+    return sendCreated(reply, `/v1/orgs/${registered.orgId}/agents/${registered.agentId}`, registered);
+  });
+
+  // Downloads, not API calls: public (the installation key is the credential) and left out of the OpenAPI document.
+  app.get(INSTALLER_PATH, { config: { access: 'public' }, schema: { hide: true } }, async (req, reply) => {
+    const base = serviceBaseUrl(req, deps.config);
+    return reply
+      .type('text/x-shellscript; charset=utf-8')
+      .header('Content-Disposition', 'inline; filename="ferry-agent-install.sh"')
+      .header('Cache-Control', 'no-store')
+      .send(installerScript({ serviceUrl: base, installerUrl: base + INSTALLER_PATH, packageUrl: base + PACKAGE_PATH }));
+  });
+
+  app.get(PACKAGE_PATH, { config: { access: 'public' }, schema: { hide: true } }, async (req, reply) => {
+    const entries = packageEntries();
+    if (!entries) throw new FerryError('AGT_PACKAGE_UNAVAILABLE', 'The Agent package cannot be served: the Service has no dist/ folder (run npm run build).');
+    const stream = streamAgentPackage(entries);
+    stream.on('error', (err) => req.log.error({ err }, 'agent package stream failed'));
+    return reply.type('application/gzip').header('Content-Disposition', 'attachment; filename="ferry.tgz"').send(stream);
+  });
+};
+
+const cloudExists = (orgId: number): FerryError =>
+  new FerryError('AGT_CLOUD_AGENT_EXISTS', `Organization ${orgId} already has its Cloud Agent (at most one per Organization).`);
+
+export default agentProvisioningRoutes;

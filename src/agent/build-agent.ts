@@ -1,0 +1,232 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { bearer, ChannelClient } from '../channel/client.js';
+import { Outbox } from '../channel/outbox.js';
+import { FerryError } from '../errors/ferry-error.js';
+import { createAgentLogger, type AgentLogger } from '../logs/logger.js';
+import type { InstalledConnector, ServiceRequest } from '../protocol/channel.js';
+import { PROTOCOL_VERSION } from '../protocol/channel.js';
+import { restartCommand } from './commands/restart.command.js';
+import { zipLogsCommand } from './commands/zip-logs.command.js';
+import type { AgentConfig } from './config.js';
+import { computeFingerprint, readMachineId } from './fingerprint.js';
+import { readInstanceConfig, type InstanceConfig, type InstancePaths } from './home.js';
+import { CONFIG_EXIT_CODE, RestartController } from './restart.js';
+import { StatusMachine } from './status.js';
+import { MemoryWatchdog } from './watchdog.js';
+import { WorkRegistry } from './work.js';
+
+/** What {@link buildAgent} needs; everything but config, paths and version has a production default. */
+export interface BuildAgentOptions {
+  readonly config: AgentConfig;
+  readonly paths: InstancePaths;
+  readonly version: string;
+  readonly machineName?: string;
+  readonly machineId?: string;
+  /** The memory watchdog's RSS reader (tests inject one). */
+  readonly readRss?: () => number;
+  /** A logger instead of the rolling files (tests). */
+  readonly logger?: AgentLogger;
+}
+
+/** A built Agent: {@link start} it, {@link stop} it, and await {@link exited} for the process exit code. */
+export interface Agent {
+  readonly instance: Omit<InstanceConfig, 'agentSecret'>;
+  readonly log: Logger;
+  readonly status: StatusMachine;
+  readonly work: WorkRegistry;
+  readonly channel: ChannelClient;
+  readonly outbox: Outbox;
+  start(): void;
+  /** Graceful stop: no new work, running work finishes (up to the grace), Shutdown reported. */
+  stop(reason: string): Promise<number>;
+  /** Resolves with the exit code once the Agent has closed everything (0 stop, 75 restart, 78 refused). */
+  readonly exited: Promise<number>;
+}
+
+/**
+ * The composition root of the Agent process: checks the installation's fingerprint, then wires the
+ * logger, durable outbox, status machine, work registry, channel, restart controller, memory
+ * watchdog and command handlers. Importing this module has no side effects; nothing below reads
+ * `process.env`.
+ */
+export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
+  const { config, paths } = opts;
+  const instance = readInstanceConfig(paths);
+  const fingerprint = computeFingerprint({ machineId: opts.machineId ?? readMachineId(), instanceDir: paths.dir, installId: instance.installId });
+  if (fingerprint !== instance.fingerprint) {
+    throw new FerryError(
+      'AGT_CLONED_INSTALL',
+      `The instance in ${paths.dir} was installed in another folder or on another machine; a copy may not run with its identity. Install a new instance with "ferry agent install".`,
+      { details: { dir: paths.dir, agentId: instance.agentId } },
+    );
+  }
+  const logger =
+    opts.logger ??
+    (await createAgentLogger({
+      logsDir: paths.logs,
+      level: config.logLevel,
+      agentId: instance.agentId,
+      maxSize: config.logMaxSize,
+      files: config.logFiles,
+      stdout: config.logStdout,
+    }));
+  const log = logger.log.child({ component: 'agent' });
+  const outbox = new Outbox(paths.outbox);
+  const status = new StatusMachine('Running');
+  const work = new WorkRegistry();
+  const startedAt = new Date().toISOString();
+  const readRss = opts.readRss ?? (() => process.memoryUsage.rss());
+  const shutdownStatus = config.cloud ? 'ShutdownCloud' : 'Shutdown';
+  const serviceUrl = (config.serviceUrl ?? instance.serviceUrl).replace(/\/+$/, '');
+
+  // Every status move is reported durably; a stop is reported as its own `shutdown` report.
+  status.onChange((change) => {
+    log.info({ from: change.from, to: change.to, reason: change.reason }, 'status changed');
+    if (change.to === 'Shutdown' || change.to === 'ShutdownCloud') {
+      outbox.enqueue({ kind: 'shutdown', at: change.at.toISOString(), status: change.to });
+    } else {
+      outbox.enqueue({ kind: 'status', status: change.to, at: change.at.toISOString(), ...(change.reason ? { reason: change.reason } : {}) });
+    }
+  });
+
+  let resolveExit: (code: number) => void = () => undefined;
+  const exited = new Promise<number>((resolve) => (resolveExit = resolve));
+  let finishing: Promise<number> | undefined;
+  const finish = (code: number): Promise<number> => {
+    finishing ??= (async () => {
+      watchdog.stop();
+      await channel.stop();
+      outbox.close();
+      log.info({ code }, 'agent process ending');
+      logger.flush();
+      resolveExit(code);
+      return code;
+    })();
+    return finishing;
+  };
+
+  const channel: ChannelClient = new ChannelClient({
+    serviceUrl,
+    agentId: instance.agentId,
+    agentSecret: instance.agentSecret,
+    log: logger.log,
+    outbox,
+    pingMs: config.pingMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    backoffBaseMs: config.backoffBaseMs,
+    backoffMaxMs: config.backoffMaxMs,
+    hello: () => ({
+      protocolVersion: PROTOCOL_VERSION,
+      version: opts.version,
+      machineName: opts.machineName ?? os.hostname(),
+      serviceName: instance.serviceName,
+      fingerprint,
+      pid: process.pid,
+      startedAt,
+      status: status.status,
+      installedConnectors: installedConnectors(paths.connectors, log),
+    }),
+    heartbeat: () => ({ status: status.status, rssBytes: Math.round(readRss()), runningWork: work.count }),
+    onCommand: (command) => dispatch(command),
+    onFatal: (err) => {
+      log.error({ code: err.code }, 'the Service refused this Agent; stopping without restart');
+      void finish(CONFIG_EXIT_CODE);
+    },
+  });
+
+  const restart = new RestartController({
+    status,
+    work,
+    log,
+    flush: async () => {
+      if (!(await channel.flush(config.stopGraceMs))) log.warn({ queued: outbox.size }, 'outbox not drained before restart; it is sent after');
+    },
+    exit: (code) => void finish(code),
+  });
+
+  const watchdog = new MemoryWatchdog({
+    limitBytes: config.maxRssMb * 1024 * 1024,
+    intervalMs: config.watchdogMs,
+    readRss,
+    onExceeded: (rssBytes) => {
+      log.warn({ rssBytes, limitMb: config.maxRssMb }, 'memory limit exceeded; restarting after running work');
+      restart.request('memory', false).catch((err: unknown) => log.error({ err }, 'restart failed'));
+    },
+  });
+
+  const handlers = {
+    restart: restartCommand({ restart, log }),
+    zipLogs: zipLogsCommand({
+      work,
+      outbox,
+      log: logger.log.child({ component: 'logs' }),
+      logsDir: paths.logs,
+      tmpDir: paths.data,
+      serviceUrl,
+      authorization: bearer(instance.agentId, instance.agentSecret),
+      flushLogs: () => logger.flush(),
+    }),
+  };
+  const dispatch = (command: ServiceRequest): Promise<unknown> => {
+    switch (command.type) {
+      case 'restart':
+        return handlers.restart(command);
+      case 'zipLogs':
+        return handlers.zipLogs(command);
+    }
+  };
+
+  const { agentSecret: _secret, ...publicInstance } = instance;
+  return {
+    instance: publicInstance,
+    log,
+    status,
+    work,
+    channel,
+    outbox,
+    exited,
+    start() {
+      log.info({ version: opts.version, serviceUrl, serviceName: instance.serviceName, queued: outbox.size, maxRssMb: config.maxRssMb }, 'agent starting');
+      outbox.enqueue({ kind: 'started', at: startedAt, version: opts.version });
+      outbox.enqueue({ kind: 'status', status: 'Running', at: startedAt, reason: 'started' });
+      channel.start();
+      watchdog.start();
+    },
+    async stop(reason) {
+      if (finishing) return finishing;
+      log.info({ reason, runningWork: work.count }, 'stopping');
+      work.drain('stopping');
+      const graceOver = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.stopGraceMs).unref());
+      if ((await Promise.race([work.idle(), graceOver])) === 'timeout') {
+        work.interruptAll('the Agent is stopping');
+        await work.idle();
+      }
+      status.move(shutdownStatus, reason);
+      if (!(await channel.flush(Math.min(config.stopGraceMs, 5_000)))) log.warn({ queued: outbox.size }, 'outbox not drained before stop; it is sent at the next start');
+      return finish(0);
+    },
+  };
+}
+
+/** The Connector plugins in the connectors folder, from their manifests (the plugin host fills this in fully). */
+function installedConnectors(dir: string, log: Logger): InstalledConnector[] {
+  const out: InstalledConnector[] = [];
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    try {
+      const manifest = JSON.parse(fs.readFileSync(path.join(dir, name, 'manifest.json'), 'utf8')) as { id?: unknown; version?: unknown };
+      if (typeof manifest.id === 'string' && typeof manifest.version === 'string') out.push({ connectorId: manifest.id, version: manifest.version });
+    } catch (err) {
+      log.debug({ err, name }, 'skipping a connectors entry without a readable manifest');
+    }
+  }
+  return out.slice(0, 1000);
+}

@@ -1,0 +1,149 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { Backoff, sleep } from '../channel/backoff.js';
+import { FerryError } from '../errors/ferry-error.js';
+import type { InstancePaths } from './home.js';
+import { CONFIG_EXIT_CODE, RESTART_EXIT_CODE } from './restart.js';
+
+/** What {@link supervise} needs. */
+export interface SupervisorOptions {
+  readonly paths: InstancePaths;
+  /** The worker's command line: executable and arguments. */
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: NodeJS.ProcessEnv;
+  /** One line per life-cycle event (the supervisor has no pino logger: it must not hold the log files). */
+  readonly say: (line: string) => void;
+  /** Crash back-off: first delay and cap. */
+  readonly crashBaseMs?: number;
+  readonly crashMaxMs?: number;
+  /** A worker that ran this long before crashing is not counted as crash-looping. */
+  readonly stableMs?: number;
+  /** After a forwarded stop signal, how long the worker may take before SIGKILL. */
+  readonly killAfterMs?: number;
+  /** Stops like SIGTERM when aborted (embedding and tests). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * `ferry agent run`: a small supervisor so that a restart really replaces the process, also
+ * without systemd (the Cloud Agent container, tests, a terminal).
+ *
+ *   run ──spawn──▶ worker ──exit 75 (restart)──▶ spawn again at once
+ *    │                   ──exit 78 (refused, clone)─▶ run exits 78 (systemd: RestartPreventExitStatus)
+ *    │                   ──crash─▶ spawn again after capped back-off
+ *    └─ SIGTERM/SIGINT ─▶ forwarded; run exits when the worker has stopped (SIGKILL after killAfterMs)
+ *
+ * The worker holds an IPC channel to the supervisor and stops gracefully when it closes, so a
+ * kill -9 of the supervisor does not leave an orphan Agent behind.
+ */
+export async function supervise(opts: SupervisorOptions): Promise<number> {
+  const releasePid = acquirePidFile(opts.paths);
+  const backoff = new Backoff(opts.crashBaseMs ?? 1_000, opts.crashMaxMs ?? 60_000);
+  const stop = new AbortController();
+  let child: ChildProcess | undefined;
+  let killTimer: NodeJS.Timeout | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) return;
+    opts.say(`${signal} received; stopping the Agent worker`);
+    stop.abort();
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child?.kill('SIGKILL'), opts.killAfterMs ?? 60_000);
+    }
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  const onAbort = () => onSignal('SIGTERM');
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      const startedAt = Date.now();
+      child = spawn(opts.command, [...opts.args], { env: opts.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const worker = child;
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+        worker.once('exit', (code, signal) => resolve({ code, signal }));
+        worker.once('error', () => resolve({ code: null, signal: null }));
+      });
+      opts.say(`worker started pid ${worker.pid ?? '?'}`);
+      const { code, signal } = await exit;
+      clearTimeout(killTimer);
+      if (stop.signal.aborted) {
+        opts.say(`worker stopped (${signal ?? code ?? '?'})`);
+        return code === CONFIG_EXIT_CODE ? CONFIG_EXIT_CODE : 0;
+      }
+      if (code === RESTART_EXIT_CODE) {
+        opts.say('worker asked for a restart; starting it again');
+        backoff.reset();
+        continue;
+      }
+      if (code === CONFIG_EXIT_CODE) {
+        opts.say('worker stopped on a configuration error (see its log); not restarting');
+        return CONFIG_EXIT_CODE;
+      }
+      if (code === 0) {
+        opts.say('worker exited');
+        return 0;
+      }
+      if (Date.now() - startedAt >= (opts.stableMs ?? 60_000)) backoff.reset();
+      const delay = backoff.next();
+      opts.say(`worker crashed (${signal ?? `exit ${code}`}); starting it again in ${delay} ms`);
+      try {
+        await sleep(delay, stop.signal);
+      } catch {
+        return 0;
+      }
+    }
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    opts.signal?.removeEventListener('abort', onAbort);
+    releasePid();
+  }
+}
+
+/** The PID in the instance's agent.pid when that process is alive, else undefined. */
+export function runningPid(paths: InstancePaths): number | undefined {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(paths.pidFile, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : undefined;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to another user (the service account).
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Writes agent.pid, refusing when another live process holds it; returns the release function. */
+function acquirePidFile(paths: InstancePaths): () => void {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(paths.pidFile, `${process.pid}\n`, { flag: 'wx', mode: 0o644 });
+      return () => {
+        try {
+          if (fs.readFileSync(paths.pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(paths.pidFile, { force: true });
+        } catch {
+          // Already gone (uninstalled while running): nothing to release.
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = runningPid(paths);
+      if (pid !== undefined && pid !== process.pid) {
+        throw new FerryError('AGT_ALREADY_RUNNING', `The Agent instance ${paths.serviceName} already runs as process ${pid}.`, { details: { pid } });
+      }
+      // A stale file from a process that died without cleaning up.
+      fs.rmSync(paths.pidFile, { force: true });
+    }
+  }
+  throw new FerryError('AGT_ALREADY_RUNNING', `Cannot claim ${paths.pidFile}.`);
+}

@@ -1,0 +1,108 @@
+/**
+ * `ferry up` (what `npm start` runs): the Service on the embedded store, then one local Agent —
+ * installed once under `<dataDir>/agent` with an installation key the Service makes in-process
+ * (the generated administrator password is known only on the first start, so no REST call) — run
+ * as a supervised child process (`ferry agent run`) and stopped before the Service on shutdown.
+ *
+ *   up ─▶ Service listens ─▶ no instance yet? provision key in-process ─▶ ferry agent install (HTTP register)
+ *                          └─▶ spawn `ferry agent run --home <dataDir>/agent` (IPC: it stops when up goes)
+ *   SIGTERM/SIGINT ─▶ agent stops (reports Shutdown to the still running Service) ─▶ Service closes ─▶ exit 0
+ *
+ * This is CLI code: it is the one place allowed to compose the two halves, and loads the Service lazily.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { listInstances } from '../agent/home.js';
+import { installInstance } from '../agent/install.js';
+
+export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
+      'no-agent': { type: 'boolean', default: false },
+    },
+  });
+  const { parseServiceConfig } = await import('../../service/config.js');
+  const { buildService } = await import('../../service/build-service.js');
+  const { provisionLocalAgentKey } = await import('./local-agent.js');
+  const config = parseServiceConfig(env, { port: values.port, host: values.host, dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const service = await buildService(config);
+  const url = await service.listen();
+  const b = service.bootstrap;
+  const lines = [
+    `Ferry Service listening on ${url}`,
+    `  API:      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json, browsable: ${url}/docs)`,
+    `  Store:    ${config.databaseUrl ? 'PostgreSQL' : `SQLite in ${config.dataDir}`}`,
+    `  Org:      ${b.orgId}   Administrator: ${b.adminEmail}`,
+  ];
+  if (b.generatedPassword) lines.push(`  Password: ${b.generatedPassword}   (generated now and shown only once; set FERRY_ADMIN_PASSWORD to choose one)`);
+  lines.push(`  Try:      curl -u ${b.adminEmail}:PASSWORD ${url}/v1/orgs`);
+  process.stdout.write(lines.join('\n') + '\n');
+
+  // Signals are handled from here on, so that a stop during the Agent's installation is clean too.
+  let agent: ChildProcess | undefined;
+  let installing: Promise<unknown> | undefined;
+  let closing = false;
+  const stop = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    service.app.log.info({ signal }, 'shutting down');
+    void (async () => {
+      try {
+        // An installation under way finishes first, so that its folder is complete (it is not started).
+        await installing;
+        await stopAgent(agent);
+        await service.close();
+        process.exit(0);
+      } catch (err) {
+        service.app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      }
+    })();
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+
+  if (values['no-agent']) return;
+  const home = path.join(config.dataDir, 'agent');
+  try {
+    let instance = listInstances(home)[0];
+    if (!instance) {
+      const key = await provisionLocalAgentKey(service, b.orgId);
+      const pending = installInstance({ home, key, serviceUrl: url, version: (await import('./agent.commands.js')).packageVersion() });
+      installing = pending.catch(() => undefined);
+      const installed = await pending;
+      instance = installed.paths;
+      process.stdout.write(`  Agent:    installed "${installed.config.name}" (${installed.config.agentId}) in ${installed.paths.dir}\n`);
+    }
+    if (closing) return;
+    agent = startLocalAgent(home, instance.number, url, env);
+    process.stdout.write(`  Agent:    ${instance.serviceName} running (logs in ${instance.logs})\n`);
+  } catch (err) {
+    // The Service is still useful without its local Agent: say why and go on.
+    process.stderr.write(`ferry: the local Agent did not start: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+}
+
+/** Stops the local Agent (it reports Shutdown to the Service, which still runs) and waits for it. */
+async function stopAgent(agent: ChildProcess | undefined): Promise<void> {
+  if (!agent || agent.exitCode !== null || agent.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => agent.once('exit', () => resolve()));
+  agent.kill('SIGTERM');
+  await gone;
+}
+
+/** `ferry agent run` for the local instance, pointed at this Service's URL (the port may differ from the one installed with). */
+function startLocalAgent(home: string, instance: number, url: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const script = process.argv[1];
+  if (!script) throw new Error('Cannot tell how this CLI was started.');
+  return spawn(process.execPath, [...process.execArgv, path.resolve(script), 'agent', 'run', '--home', home, '--instance', String(instance)], {
+    env: { ...env, FERRY_AGENT_SERVICE_URL: url },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}

@@ -1,0 +1,419 @@
+/**
+ * Lookup Tables at 200,000 values, on a real Service over HTTP:
+ *
+ *   npx tsx test/bench/lookup-tables.bench.ts            # SQLite
+ *   FERRY_TEST_DATABASE_URL=postgres://… npx tsx …       # SQLite, then PostgreSQL
+ *
+ * The Service runs in a child process (this file with `--serve`), so its peak RSS is its own. Per
+ * store, in BENCH_ROUNDS rounds (median reported): create a table with 200,000 values in one POST;
+ * import a 200,000-line CSV into an empty table in one POST; and the anchors, on the same disk and
+ * server in the same round: the same rows written into a table of the same shape and indexes by a
+ * raw multi-row INSERT through the same driver, and by the store's own bulk loader
+ * (`sqlite3 .import` / `psql \copy`) when installed. Then 10,000 lookups (value2 for value1) over
+ * HTTP against as many calls of the cheapest authenticated read (Security Rules); export and
+ * download the CSV; GET the table as JSON; load it for a Map run (loadLookupTables) and look up in
+ * memory. Prints one JSON document; times are milliseconds, ratios are ours ÷ anchor.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import pino from 'pino';
+import { buildService } from '../../service/build-service.js';
+import { parseServiceConfig } from '../../service/config.js';
+import { loadLookupTables } from '../../service/store/repos/lookup-tables.repo.js';
+import { SQLITE_MAX_PARAMS } from '../../service/store/repos/lookup-values.repo.js';
+import { openStore } from '../../service/store/store.js';
+import { uuidV7 } from '../../service/util/uuid-v7.js';
+import { newId } from '../../service/util/values.js';
+import { createTestDatabase } from '../helpers/stores.js';
+
+const VALUES = Number(process.env['BENCH_VALUES'] ?? 200_000);
+const LOOKUPS = Number(process.env['BENCH_LOOKUPS'] ?? 10_000);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const CONCURRENCY = 8;
+const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
+const ADMIN = { email: 'bench@ferry.test', password: 'Bench-password-1' };
+
+type StoreName = 'sqlite' | 'postgres';
+
+/** What the child Service reports when it is up. */
+interface Served {
+  url: string;
+  orgId: number;
+  dataDir: string;
+  databaseUrl?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Service side: `--serve <store>` starts a Service, prints where it listens, answers `rss`
+// messages with its peak RSS, and cleans up when its stdin closes.
+// ---------------------------------------------------------------------------------------------
+
+async function serve(store: StoreName): Promise<void> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-bench-'));
+  const database = store === 'postgres' ? await createTestDatabase() : undefined;
+  const config = parseServiceConfig({}, {
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    databaseUrl: database?.url,
+    adminEmail: ADMIN.email,
+    adminPassword: ADMIN.password,
+    bootstrapAllow: '127.0.0.1,::1',
+    rateLimitPerMinute: 100_000_000,
+    rateLimitPerDay: 100_000_000,
+    logLevel: 'silent',
+  });
+  const service = await buildService(config, { logger: pino({ level: 'silent' }) });
+  const url = await service.listen();
+  const served: Served = { url, orgId: service.bootstrap.orgId, dataDir, ...(database ? { databaseUrl: database.url } : {}) };
+  process.stdout.write(`${JSON.stringify(served)}\n`);
+  process.on('message', (msg) => {
+    if (msg === 'rss') process.send?.({ peakRssMiB: peakRssMiB() });
+  });
+  process.stdin.resume();
+  process.stdin.on('end', () => {
+    void (async () => {
+      await service.close();
+      await database?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      process.exit(0);
+    })();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client side.
+// ---------------------------------------------------------------------------------------------
+
+interface Pair {
+  value1: string;
+  value2: string;
+}
+
+interface Response {
+  status: number;
+  text: string;
+}
+
+/** Deterministic data: unique value1 codes, value2 texts with a comma in every tenth. */
+function pairs(n: number): Pair[] {
+  return Array.from({ length: n }, (_, i) => ({ value1: `CODE-${String(i).padStart(7, '0')}`, value2: i % 10 === 0 ? `Name ${i}, Inc.` : `Name ${i}` }));
+}
+
+const csvField = (v: string): string => (/[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
+const toCsv = (rows: Pair[]): string => `value1,value2\r\n${rows.map((r) => `${csvField(r.value1)},${csvField(r.value2)}\r\n`).join('')}`;
+
+/** The process's peak resident set so far (the kernel's high-water mark), in MiB. */
+const peakRssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024);
+const perSecond = (n: number, ms: number): number => Math.round((n / Math.max(ms, 1)) * 1000);
+const ratio = (a: number, b: number | undefined): number | null => (b ? Math.round((a / b) * 100) / 100 : null);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const mib = (chars: number): number => Math.round((chars / 2 ** 20) * 10) / 10;
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; result: T }> {
+  const start = performance.now();
+  const result = await fn();
+  return { ms: Math.round(performance.now() - start), result };
+}
+
+function check(cond: boolean, what: string): void {
+  if (!cond) throw new Error(`benchmark check failed: ${what}`);
+}
+
+function hasCommand(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+class Client {
+  readonly #agent = new http.Agent({ keepAlive: true });
+  readonly #auth = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
+  constructor(readonly base: string) {}
+
+  request(method: string, pathAndQuery: string, body?: string, contentType = 'application/json'): Promise<Response> {
+    const headers: Record<string, string> = { authorization: this.#auth };
+    if (body !== undefined) headers['content-type'] = contentType;
+    return new Promise((resolve, reject) => {
+      const req = http.request(new URL(pathAndQuery, this.base), { method, headers, agent: this.#agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  async json<T>(method: string, pathAndQuery: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
+    const res = await this.request(method, pathAndQuery, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
+    return { status: res.status, text: res.text, body: JSON.parse(res.text) as T };
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}
+
+/** Starts the Service child for a store. */
+async function startChild(store: StoreName): Promise<{ child: ChildProcess; served: Served; rss: () => Promise<number> }> {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', store], {
+    stdio: ['pipe', 'pipe', 'inherit', 'ipc'],
+    env: process.env,
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const served = await new Promise<Served>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the Service exited with ${code}`)));
+    lines.once('line', (line) => resolve(JSON.parse(line) as Served));
+  });
+  const rss = (): Promise<number> =>
+    new Promise((resolve) => {
+      child.once('message', (msg) => resolve((msg as { peakRssMiB: number }).peakRssMiB));
+      child.send('rss');
+    });
+  return { child, served, rss };
+}
+
+const DDL = (collate: string): string[] => [
+  `CREATE TABLE anchor (id text PRIMARY KEY, table_id text NOT NULL, seq integer NOT NULL, value1 text${collate} NOT NULL, value2 text${collate} NOT NULL, creation_date text NOT NULL, last_modification_date text NOT NULL)`,
+  'CREATE UNIQUE INDEX anchor_seq ON anchor (table_id, seq)',
+  'CREATE INDEX anchor_v1 ON anchor (table_id, value1, value2, seq)',
+  'CREATE INDEX anchor_v2 ON anchor (table_id, value2, value1, seq)',
+];
+
+/** The rows as the store holds them (ID, table ID, seq, value1, value2, two dates), as CSV for the bulk loaders. */
+function fullRowsCsv(rows: Pair[], now: string): string {
+  const tableId = newId();
+  return rows.map((r, i) => `${uuidV7()},${tableId},${i},${csvField(r.value1)},${csvField(r.value2)},${now},${now}\n`).join('');
+}
+
+/** Raw multi-row INSERTs through better-sqlite3 (one transaction), then `sqlite3 .import`, into fresh files. */
+function sqliteAnchor(dir: string, rows: Pair[]): { rawInsertMs: number; bulkLoaderMs?: number } {
+  const file = path.join(dir, `anchor-${newId()}.db`);
+  const db = new SQLite(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  for (const ddl of DDL('')) db.exec(ddl);
+  const tableId = newId();
+  const now = new Date().toISOString();
+  const perStmt = Math.floor(SQLITE_MAX_PARAMS / 7);
+  const start = performance.now();
+  db.transaction(() => {
+    for (let i = 0; i < rows.length; i += perStmt) {
+      const part = rows.slice(i, i + perStmt);
+      db.prepare(`INSERT INTO anchor VALUES ${part.map(() => '(?,?,?,?,?,?,?)').join(',')}`).run(part.flatMap((r, j) => [uuidV7(), tableId, i + j, r.value1, r.value2, now, now]));
+    }
+  })();
+  const rawInsertMs = Math.round(performance.now() - start);
+  db.close();
+  fs.rmSync(file, { force: true });
+  if (!hasCommand('sqlite3')) return { rawInsertMs };
+  const csvFile = path.join(dir, 'anchor.csv');
+  fs.writeFileSync(csvFile, fullRowsCsv(rows, now));
+  const cli = path.join(dir, `anchor-cli-${newId()}.db`);
+  execFileSync('sqlite3', [cli, 'PRAGMA journal_mode=WAL;', ...DDL('').map((d) => `${d};`)]);
+  const t = performance.now();
+  execFileSync('sqlite3', [cli, 'PRAGMA synchronous=NORMAL;', '.mode csv', `.import ${csvFile} anchor`]);
+  const bulkLoaderMs = Math.round(performance.now() - t);
+  fs.rmSync(cli, { force: true });
+  return { rawInsertMs, bulkLoaderMs };
+}
+
+/** Raw multi-row INSERTs through pg (at most 65,535 parameters each, one transaction), then `psql \copy`. */
+async function postgresAnchor(databaseUrl: string, dir: string, rows: Pair[]): Promise<{ rawInsertMs: number; bulkLoaderMs?: number }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('DROP TABLE IF EXISTS anchor');
+    for (const ddl of DDL(' COLLATE "C"')) await client.query(ddl);
+    const tableId = newId();
+    const now = new Date().toISOString();
+    const perStmt = Math.floor(65_535 / 7);
+    const start = performance.now();
+    await client.query('BEGIN');
+    for (let i = 0; i < rows.length; i += perStmt) {
+      const part = rows.slice(i, i + perStmt);
+      const tuples = part.map((_, j) => `(${Array.from({ length: 7 }, (_, k) => `$${j * 7 + k + 1}`).join(',')})`);
+      await client.query(`INSERT INTO anchor VALUES ${tuples.join(',')}`, part.flatMap((r, j) => [uuidV7(), tableId, i + j, r.value1, r.value2, now, now]));
+    }
+    await client.query('COMMIT');
+    const rawInsertMs = Math.round(performance.now() - start);
+    if (!hasCommand('psql')) return { rawInsertMs };
+    const csvFile = path.join(dir, 'anchor.csv');
+    fs.writeFileSync(csvFile, fullRowsCsv(rows, now));
+    await client.query('TRUNCATE anchor');
+    const t = performance.now();
+    execFileSync('psql', [databaseUrl, '-q', '-c', `\\copy anchor FROM '${csvFile}' WITH (FORMAT csv)`]);
+    return { rawInsertMs, bulkLoaderMs: Math.round(performance.now() - t) };
+  } finally {
+    await client.query('DROP TABLE IF EXISTS anchor');
+    await client.end();
+  }
+}
+
+/** Runs `n` calls with at most `concurrency` in flight; returns the latencies in ms, sorted. */
+async function pool(n: number, concurrency: number, call: (i: number) => Promise<void>): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const t = performance.now();
+        await call(i);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  return latencies.sort((a, b) => a - b);
+}
+
+const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
+
+async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string, unknown>> {
+  const { child, served, rss } = await startChild(store);
+  const api = new Client(served.url);
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-bench-anchor-'));
+  try {
+    const L = `/v1/orgs/${served.orgId}/lookuptables`;
+    const csv = toCsv(rows);
+    const rounds: Array<{ create: number; import: number; rawInsert: number; bulkLoader?: number }> = [];
+    const startRss = await rss();
+    let tableId = '';
+    let tableName = '';
+    let createBodyChars = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      tableName = `Bench ${round}`;
+      const createBody = JSON.stringify({ name: tableName, description: `${rows.length} values`, lookupTableValues: rows });
+      createBodyChars = createBody.length;
+      const create = await timed(() => api.request('POST', L, createBody));
+      check(create.result.status === 201, `create answered ${create.result.status}: ${create.result.text.slice(0, 300)}`);
+      tableId = (JSON.parse(create.result.text) as { id: string }).id;
+
+      const empty = await api.json<{ id: string }>('POST', L, { name: `Bench import ${round}` });
+      const imported = await timed(() => api.request('POST', `${L}/${empty.body.id}/import?hasHeaderRow=true`, csv, 'text/csv'));
+      check(imported.result.status === 200 && imported.result.text.includes(`"valuesImported":${rows.length}`), `import answered ${imported.result.status}: ${imported.result.text.slice(0, 300)}`);
+
+      const anchor = store === 'sqlite' ? sqliteAnchor(scratch, rows) : await postgresAnchor(served.databaseUrl ?? '', scratch, rows);
+      rounds.push({ create: create.ms, import: imported.ms, rawInsert: anchor.rawInsertMs, ...(anchor.bulkLoaderMs ? { bulkLoader: anchor.bulkLoaderMs } : {}) });
+    }
+    const writesRss = await rss();
+    const createMs = median(rounds.map((r) => r.create));
+    const importMs = median(rounds.map((r) => r.import));
+    const rawInsertMs = median(rounds.map((r) => r.rawInsert));
+    const loaderMs = rounds.every((r) => r.bulkLoader) ? median(rounds.map((r) => r.bulkLoader ?? 0)) : undefined;
+
+    let state = 12345;
+    const random = (): number => {
+      state = (state * 1103515245 + 12345) % 2 ** 31;
+      return state / 2 ** 31;
+    };
+    const keys = Array.from({ length: LOOKUPS }, () => rows[Math.floor(random() * rows.length)] as Pair);
+    const refName = encodeURIComponent(tableName);
+    const lookups = await timed(() =>
+      pool(LOOKUPS, CONCURRENCY, async (i) => {
+        const key = keys[i] as Pair;
+        const res = await api.json<{ value2: string }>('GET', `${L}/${refName}/values/value2/${encodeURIComponent(key.value1)}`);
+        if (res.status !== 200 || res.body.value2 !== key.value2) throw new Error(`lookup ${key.value1} answered ${res.status}`);
+      }),
+    );
+    // The same number of calls of the cheapest authenticated Organization read, which pays the
+    // same authentication, Security Rule and role checks as a lookup.
+    const baseline = await timed(() =>
+      pool(LOOKUPS, CONCURRENCY, async () => {
+        const res = await api.request('GET', `/v1/orgs/${served.orgId}/securityrules`);
+        if (res.status !== 200) throw new Error(`security rules answered ${res.status}`);
+      }),
+    );
+
+    const exportId = (await api.json<{ exportId: number }>('GET', `${L}/${tableId}/export`)).body.exportId;
+    const download = await timed(() => api.request('GET', `${L}/${tableId}/export/${exportId}`));
+    check(download.result.status === 200 && download.result.text.length > csv.length / 2, 'export downloaded');
+    const get = await timed(() => api.request('GET', `${L}/${tableId}`));
+    check(get.result.status === 200 && get.result.text.length > createBodyChars, 'GET returned the values');
+    const readsRss = await rss();
+
+    const local = await openStore({ databaseUrl: served.databaseUrl, dataDir: served.dataDir });
+    try {
+      const load = await timed(() => loadLookupTables(local.db, served.orgId, [tableName]));
+      const inMemory = await timed(async () => {
+        let found = 0;
+        for (let i = 0; i < 1_000_000; i++) if (load.result.value2(tableName, (keys[i % keys.length] as Pair).value1) !== undefined) found++;
+        return found;
+      });
+      check(inMemory.result === 1_000_000, 'in-memory lookups all matched');
+      return {
+        store,
+        values: rows.length,
+        rounds: ROUNDS,
+        create: {
+          ms: createMs,
+          valuesPerSecond: perSecond(rows.length, createMs),
+          bodyMiB: mib(createBodyChars),
+          responseMiB: mib(get.result.text.length),
+          vsRawInsert: ratio(createMs, rawInsertMs),
+          vsBulkLoader: ratio(createMs, loaderMs),
+        },
+        import: { ms: importMs, rowsPerSecond: perSecond(rows.length, importMs), csvMiB: mib(csv.length), vsRawInsert: ratio(importMs, rawInsertMs), vsBulkLoader: ratio(importMs, loaderMs) },
+        lookupsHttp: {
+          count: LOOKUPS,
+          concurrency: CONCURRENCY,
+          ms: lookups.ms,
+          perSecond: perSecond(LOOKUPS, lookups.ms),
+          p50Ms: percentile(lookups.result, 0.5),
+          p99Ms: percentile(lookups.result, 0.99),
+          vsSecurityRulesRead: ratio(lookups.ms, baseline.ms),
+        },
+        exportDownload: { ms: download.ms, rowsPerSecond: perSecond(rows.length, download.ms), csvMiB: mib(download.result.text.length) },
+        getTableJson: { ms: get.ms, mib: mib(get.result.text.length) },
+        loadForRun: { ms: load.ms, inMemoryLookupsPerSecond: perSecond(1_000_000, inMemory.ms) },
+        servicePeakRssMiB: { atStart: startRss, afterWrites: writesRss, afterReads: readsRss },
+        anchor: { rawInsertMs, bulkLoaderMs: loaderMs ?? null, securityRulesReadsPerSecond: perSecond(LOOKUPS, baseline.ms), rounds },
+      };
+    } finally {
+      await local.close();
+    }
+  } finally {
+    api.close();
+    fs.rmSync(scratch, { recursive: true, force: true });
+    child.stdin?.end();
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+}
+
+async function main(): Promise<void> {
+  const rows = pairs(VALUES);
+  const loadBefore = os.loadavg()[0] ?? 0;
+  const stores: StoreName[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+  const results = [];
+  for (const store of stores) results.push(await benchStore(store, rows));
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        benchmark: 'lookup-tables',
+        node: process.version,
+        cpus: os.cpus().length,
+        // Other work on the machine skews the times; the ratios compare steps measured side by side.
+        loadAverage1m: { before: Math.round(loadBefore * 10) / 10, after: Math.round((os.loadavg()[0] ?? 0) * 10) / 10 },
+        clientPeakRssMiB: peakRssMiB(),
+        results,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+}
+
+if (process.argv[2] === '--serve') await serve(process.argv[3] === 'postgres' ? 'postgres' : 'sqlite');
+else await main();

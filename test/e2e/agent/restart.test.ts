@@ -1,0 +1,60 @@
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ferry, getAgent, install, killAll, reportsOf, serviceUnderTest, until, untilStatus, workerPids, type ServiceUnderTest } from './harness.js';
+
+describe('Agent restarts replace the process and come back Running', () => {
+  let sut: ServiceUnderTest;
+  let home: string;
+  let agentId: string;
+  beforeAll(async () => {
+    sut = serviceUnderTest();
+    await sut.start();
+    home = path.join(sut.dataDir, 'agents');
+    ({ agentId } = await install(sut, home));
+  }, 60_000);
+  afterEach(() => killAll());
+  afterAll(async () => {
+    killAll();
+    await sut.dispose();
+  });
+
+  for (const restartNow of [false, true]) {
+    it(`POST restart with restartNow=${restartNow}`, { timeout: 120_000 }, async () => {
+      const since = new Date().toISOString();
+      const run = ferry(['agent', 'run', '--home', home]);
+      // This process's own start, not a previous test's Agent that the Service still believes Running.
+      await until('this Agent connected', async () => {
+        const view = await getAgent(sut, agentId);
+        return view.status === 'Running' && (view.lastStartTime ?? '') >= since ? true : undefined;
+      });
+      const before = workerPids(run);
+      const res = await sut.request<{ status: string }>('POST', `/v1/orgs/${sut.orgId}/agents/${agentId}/restart`, { body: { restartNow } });
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('WaitingToRestartAgentUserRequest');
+      await until('a new worker process', () => (workerPids(run).length > before.length ? true : undefined));
+      expect(new Set(workerPids(run)).size).toBe(workerPids(run).length);
+      await untilStatus(sut, agentId, 'Running');
+      // The Service gets the whole story, in order, each report once (the new process's Running may follow its hello).
+      const tail = () => {
+        const statuses = reportsOf(sut, agentId).filter((r) => r.kind === 'status').map((r) => r.status);
+        return statuses.slice(statuses.lastIndexOf('WaitingToRestartAgentUserRequest'));
+      };
+      await until('the Running report of the new process', () => (tail().length >= 3 ? true : undefined));
+      expect(tail()).toEqual(['WaitingToRestartAgentUserRequest', 'Restarting', 'Running']);
+      expect(await run.stop()).toBe(0);
+    });
+  }
+
+  it('the memory watchdog restarts an Agent above its RSS limit', { timeout: 120_000 }, async () => {
+    // 1 MB is below any Node.js process: every worker exceeds it at its first sample.
+    const run = ferry(['agent', 'run', '--home', home], { FERRY_AGENT_MAX_RSS_MB: '1', FERRY_AGENT_WATCHDOG_MS: '300' });
+    await until('two worker restarts', () => (workerPids(run).length >= 3 ? true : undefined), 40_000);
+    await until('the memory-limit status at the Service', () =>
+      reportsOf(sut, agentId).some((r) => r.status === 'WaitingToRestartAgentMemoryLimit') ? true : undefined,
+    );
+    expect(run.output()).toMatch(/worker asked for a restart/);
+    expect(await run.stop()).toBe(0);
+    const ids = reportsOf(sut, agentId).map((r) => r.messageId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
