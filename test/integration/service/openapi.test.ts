@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from '../../helpers/service.js';
 
@@ -26,6 +27,12 @@ describe('the OpenAPI document, /docs and /healthz', () => {
     for (const [p, methods] of Object.entries(res.body.paths)) {
       for (const [m, op] of Object.entries(methods)) expect(op.summary, `${m} ${p}`).toBeTruthy();
     }
+  });
+
+  it('matches the copy in docs/openapi.json (regenerate it with npm run openapi)', async () => {
+    const res = await svc.request<OpenApi>('GET', '/v1/openapi.json', { auth: null });
+    const committed = JSON.parse(fs.readFileSync(new URL('../../../docs/openapi.json', import.meta.url), 'utf8')) as OpenApi;
+    expect(res.body).toEqual(committed);
   });
 
   it('serves the browsable documentation without credentials', async () => {
