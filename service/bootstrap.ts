@@ -4,9 +4,9 @@ import { hashPassword } from './auth/password.js';
 import type { ServiceConfig } from './config.js';
 import { SecretBox } from './crypto/master-key.js';
 import { checkDataCenter, createOrganization } from './http/org-model.js';
-import { getUserByEmail, insertUser } from './store/repos/users.repo.js';
+import { getUserByEmail, insertUser, newUserRow } from './store/repos/users.repo.js';
 import { openStore, type Store } from './store/store.js';
-import { newId, nowIso, toFlag } from './util/values.js';
+import { newId, nowIso } from './util/values.js';
 
 export interface BootstrapResult {
   /** True on the first start, when the root Organization was created. */
@@ -47,25 +47,7 @@ export async function addRootOrganization(store: Store, secrets: SecretBox, inpu
     const now = nowIso();
     const admin =
       existing ??
-      (await insertUser(tx, {
-        id: newId(),
-        email: input.adminEmail,
-        emailKey: input.adminEmail.toLowerCase(),
-        firstName: 'Ferry',
-        lastName: 'Administrator',
-        company: null,
-        country: null,
-        state: null,
-        postalCode: null,
-        phone: null,
-        jobTitle: null,
-        httpReferrer: null,
-        leadSource: null,
-        isApproved: toFlag(true),
-        passwordHash,
-        createdAt: now,
-        modifiedAt: now,
-      }));
+      (await insertUser(tx, newUserRow({ email: input.adminEmail, firstName: 'Ferry', lastName: 'Administrator', passwordHash, isApproved: true }, now)));
     return createOrganization({ secrets }, tx, {
       name: input.name,
       parentId: null,

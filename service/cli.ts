@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { buildService } from './build-service.js';
-import { createRootOrganization } from './bootstrap.js';
-import { parseServiceConfig, type ServiceConfigInput } from './config.js';
+import { createRootOrganization, type BootstrapResult } from './bootstrap.js';
+import { parseServiceConfig, type ServiceConfig, type ServiceConfigInput } from './config.js';
 
 const SERVICE_OPTIONS = {
   port: { type: 'string' },
@@ -21,12 +21,8 @@ function configFrom(argv: string[], env: NodeJS.ProcessEnv) {
   return parseServiceConfig(env, overrides);
 }
 
-/** `ferry service start`: runs the Service in the foreground until SIGINT or SIGTERM. */
-export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const config = configFrom(argv, env);
-  const service = await buildService(config);
-  const url = await service.listen();
-  const b = service.bootstrap;
+/** What a start prints: where the Service listens, how to log in, and the password when it was just generated. */
+export function banner(config: ServiceConfig, url: string, b: BootstrapResult): string {
   const lines = [
     `Ferry Service listening on ${url}`,
     `  API:      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json, browsable: ${url}/docs)`,
@@ -37,7 +33,15 @@ export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Prom
     lines.push(`  Password: ${b.generatedPassword}   (generated now and shown only once; set FERRY_ADMIN_PASSWORD to choose one)`);
   }
   lines.push(`  Try:      curl -u ${b.adminEmail}:PASSWORD ${url}/v1/orgs`);
-  process.stdout.write(lines.join('\n') + '\n');
+  return lines.join('\n') + '\n';
+}
+
+/** `ferry service start`: runs the Service in the foreground until SIGINT or SIGTERM. */
+export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const config = configFrom(argv, env);
+  const service = await buildService(config);
+  const url = await service.listen();
+  process.stdout.write(banner(config, url, service.bootstrap));
 
   let closing = false;
   const stop = (signal: string) => {

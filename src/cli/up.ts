@@ -34,15 +34,7 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
   const service = await buildService(config);
   const url = await service.listen();
   const b = service.bootstrap;
-  const lines = [
-    `Ferry Service listening on ${url}`,
-    `  API:      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json, browsable: ${url}/docs)`,
-    `  Store:    ${config.databaseUrl ? 'PostgreSQL' : `SQLite in ${config.dataDir}`}`,
-    `  Org:      ${b.orgId}   Administrator: ${b.adminEmail}`,
-  ];
-  if (b.generatedPassword) lines.push(`  Password: ${b.generatedPassword}   (generated now and shown only once; set FERRY_ADMIN_PASSWORD to choose one)`);
-  lines.push(`  Try:      curl -u ${b.adminEmail}:PASSWORD ${url}/v1/orgs`);
-  process.stdout.write(lines.join('\n') + '\n');
+  process.stdout.write((await import('../../service/cli.js')).banner(config, url, b));
 
   // Signals are handled from here on, so that a stop during the Agent's installation is clean too.
   let agent: ChildProcess | undefined;

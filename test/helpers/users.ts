@@ -1,7 +1,7 @@
 import { hashPassword } from '../../service/auth/password.js';
-import { addMembership, insertUser } from '../../service/store/repos/users.repo.js';
+import { addMembership, insertUser, newUserRow } from '../../service/store/repos/users.repo.js';
 import type { RoleType } from '../../service/store/schema.js';
-import { newId, nowIso } from '../../service/util/values.js';
+import { nowIso } from '../../service/util/values.js';
 import type { Credentials, TestService } from './service.js';
 
 let counter = 0;
@@ -12,27 +12,8 @@ export async function addUser(svc: TestService, orgId: number | undefined, role:
   const address = email ?? `user${counter}-${role.toLowerCase()}@ferry.test`;
   const password = `Password-${counter}-x`;
   const now = nowIso();
-  const id = newId();
   const { db } = svc.service.store;
-  await insertUser(db, {
-    id,
-    email: address,
-    emailKey: address.toLowerCase(),
-    firstName: 'Test',
-    lastName: role,
-    company: null,
-    country: null,
-    state: null,
-    postalCode: null,
-    phone: null,
-    jobTitle: null,
-    httpReferrer: null,
-    leadSource: null,
-    isApproved: 1,
-    passwordHash: await hashPassword(password),
-    createdAt: now,
-    modifiedAt: now,
-  });
+  const { id } = await insertUser(db, newUserRow({ email: address, firstName: 'Test', lastName: role, passwordHash: await hashPassword(password), isApproved: true }, now));
   if (orgId !== undefined) await addMembership(db, orgId, id, role, now);
   return { id, email: address, password };
 }

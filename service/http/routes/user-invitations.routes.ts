@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import { hashPassword, sha256 } from '../../auth/password.js';
 import { countInvitationsFor, getInvitation, listInvitationsFor, updateInvitation, type InvitationWithOrgRow } from '../../store/repos/invitations.repo.js';
-import { getUserByEmail, insertUser, isUniqueViolation, listUserMemberships } from '../../store/repos/users.repo.js';
-import { fromFlag, newId, nowIso, toFlag } from '../../util/values.js';
+import { getUserByEmail, insertUser, isUniqueViolation, listUserMemberships, newUserRow } from '../../store/repos/users.repo.js';
+import { fromFlag, nowIso } from '../../util/values.js';
 import type { ServiceDeps } from '../deps.js';
 import { callerOf } from '../guard.js';
 import { PageQuery, sendCreated, sendList } from '../schemas/common.js';
@@ -110,26 +110,8 @@ const userInvitationsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, de
     let user;
     try {
       user = await db.transaction().execute(async (tx) => {
-        const created = await insertUser(tx, {
-          id: newId(),
-          email: invitation.email,
-          emailKey: invitation.emailKey,
-          firstName: body.firstName,
-          lastName: body.lastName,
-          company: null,
-          country: null,
-          state: null,
-          postalCode: null,
-          phone: null,
-          jobTitle: null,
-          httpReferrer: null,
-          leadSource: null,
-          // Holding the token proves the invitation reached the address's owner.
-          isApproved: toFlag(true),
-          passwordHash,
-          createdAt: now,
-          modifiedAt: now,
-        });
+        const created = // Holding the token proves the invitation reached the address's owner: the email is approved.
+        await insertUser(tx, newUserRow({ email: invitation.email, firstName: body.firstName, lastName: body.lastName, passwordHash, isApproved: true }, now));
         if (!(await acceptInvitation(tx, deps.store.dialect, invitation, created.id, invitation.tokenHash ?? ''))) throw invalidToken();
         return created;
       });

@@ -1,4 +1,5 @@
 import type { StoreDialect } from '../dialect.js';
+import { newId, toFlag } from '../../util/values.js';
 import type { Db } from '../sql.js';
 import type { MembershipRow, MembershipsTable, RoleType, UserRow, UsersTable } from '../schema.js';
 import type { Insertable, Updateable } from 'kysely';
@@ -9,6 +10,29 @@ export async function getUserByEmail(db: Db, email: string): Promise<UserRow | u
 
 export async function getUser(db: Db, id: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** A new user's row: the account fields a person fills in later start empty. */
+export function newUserRow(input: { email: string; firstName: string | null; lastName: string | null; passwordHash: string | null; isApproved: boolean }, now: string): Insertable<UsersTable> {
+  return {
+    id: newId(),
+    email: input.email,
+    emailKey: input.email.trim().toLowerCase(),
+    firstName: input.firstName,
+    lastName: input.lastName,
+    company: null,
+    country: null,
+    state: null,
+    postalCode: null,
+    phone: null,
+    jobTitle: null,
+    httpReferrer: null,
+    leadSource: null,
+    isApproved: toFlag(input.isApproved),
+    passwordHash: input.passwordHash,
+    createdAt: now,
+    modifiedAt: now,
+  };
 }
 
 export async function insertUser(db: Db, row: Insertable<UsersTable>): Promise<UserRow> {
