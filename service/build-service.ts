@@ -39,7 +39,7 @@ function cliCommand(entry: string): [string, ...string[]] {
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 export async function buildService(config: ServiceConfig, opts: { logger?: Logger } = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onConnectionError: (err) => log.warn({ err }, 'a PostgreSQL connection failed; the pool replaces it') });
   try {
     const secrets = secretsFor(config);
     const boot = await bootstrap(store, secrets, config);

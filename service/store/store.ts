@@ -20,6 +20,8 @@ export interface StoreOptions {
   /** `postgres://…` for PostgreSQL; absent for SQLite in `dataDir`. */
   databaseUrl?: string | undefined;
   dataDir: string;
+  /** Told of errors on idle PostgreSQL connections (a server restart, an administrator's kill). */
+  onConnectionError?: (err: Error) => void;
 }
 
 // PostgreSQL bigint (count(*), sums) as a JS number: record counts stay far below 2^53.
@@ -27,7 +29,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 /** Opens the store and brings its schema up to date. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
-  const store = opts.databaseUrl ? openPostgres(opts.databaseUrl) : openSqlite(opts.dataDir);
+  const store = opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.onConnectionError) : openSqlite(opts.dataDir);
   try {
     await migrate(store);
   } catch (err) {
@@ -49,8 +51,11 @@ function openSqlite(dataDir: string): Store {
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
-function openPostgres(url: string): Store {
+function openPostgres(url: string, onConnectionError: (err: Error) => void = () => undefined): Store {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client that loses its server emits 'error' on the pool; unheard, it would end the
+  // process. The pool drops that client and opens a new one on the next query.
+  pool.on('error', onConnectionError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }
