@@ -184,7 +184,12 @@ export class AgentGateway {
     heartbeat: async (session: AgentSession, msg: Heartbeat) => {
       const agent = await getAgentById(this.#opts.store.db, session.agentId);
       const now = nowIso();
-      if (agent) await updateAgent(this.#opts.store.db, agent.id, heartbeatPatch(agent, msg, now));
+      if (!agent) {
+        // Deleted while connected (with its Organization, say): tell it, so it stops for good.
+        session.closeAfterReply(CLOSE.agentDeleted, 'agent deleted');
+        throw new FerryError('AGT_DELETED', `Agent ${session.agentId} was deleted in the Service; uninstall it.`);
+      }
+      await updateAgent(this.#opts.store.db, agent.id, heartbeatPatch(agent, msg, now));
       return { serverTime: now };
     },
 

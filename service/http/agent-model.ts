@@ -1,11 +1,14 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { AgentStatus } from '../../src/protocol/agent-status.js';
+import { CLOSE } from '../../src/protocol/channel.js';
+import { listAgentLogIds } from '../store/repos/agent-logs.repo.js';
 import type { ServiceConfig } from '../config.js';
-import { getAgent } from '../store/repos/agents.repo.js';
+import { deleteAgent, getAgent } from '../store/repos/agents.repo.js';
 import type { Db } from '../store/sql.js';
 import type { AgentRow } from '../store/schema.js';
 import { fromFlag } from '../util/values.js';
+import type { ServiceDeps } from './deps.js';
 import type { Agent } from './schemas/agent.schema.js';
 
 /** Time a command to an Agent may take to be acknowledged (the work itself goes on after). */
@@ -73,4 +76,17 @@ export function serviceBaseUrl(req: FastifyRequest, config: ServiceConfig): stri
     });
   }
   return `${req.protocol === 'https' ? 'https' : 'http'}://${host}`;
+}
+
+/**
+ * Removes an Agent for good: stops its Cloud Agent process, deletes its record, closes its channel
+ * (close 4404, so the Agent stops instead of reconnecting) and deletes its log archives.
+ */
+export async function retireAgent(deps: Pick<ServiceDeps, 'store' | 'agents'>, agent: AgentRow, log: FastifyBaseLogger): Promise<void> {
+  const { db } = deps.store;
+  if (agent.isCloudAgent === 1) await deps.agents.cloudAgents.remove(agent.id);
+  const logIds = await listAgentLogIds(db, agent.id);
+  await deleteAgent(db, agent.id);
+  deps.agents.commands.disconnect(agent.id, CLOSE.agentDeleted, 'agent deleted');
+  await Promise.all(logIds.map((id) => deps.agents.logArchives.remove(id).catch((err: unknown) => log.warn({ err, logId: id }, 'log archive not removed'))));
 }

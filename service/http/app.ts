@@ -3,6 +3,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import { isUniqueViolation } from '../store/sql.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
 import { sendProblem } from './problem.js';
@@ -71,6 +72,8 @@ const FASTIFY_CODES: Record<string, () => FerryError> = {
 /** Every error becomes a FerryError: Fastify's own (body parsing, limits) by their codes and statuses. */
 function toFerryError(err: FastifyError | FerryError): FerryError {
   if (isFerryError(err)) return err;
+  // A write that lost a race for a unique name or ID: a conflict the caller can resolve by retrying.
+  if (isUniqueViolation(err)) return new FerryError('API_CONFLICT', 'Another request took the same name or ID at the same moment; read the current state and retry.');
   const known = FASTIFY_CODES[err.code];
   if (known) return known();
   const status = err.statusCode;

@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { rangeContains } from '../auth/ip-range.js';
-import { sha256, verifyPassword } from '../auth/password.js';
+import { hashPassword, sha256, verifyPassword } from '../auth/password.js';
 import { getOrg, roleIn } from '../store/repos/orgs.repo.js';
 import { listRules } from '../store/repos/security-rules.repo.js';
 import { getUserByEmail } from '../store/repos/users.repo.js';
@@ -53,11 +54,40 @@ function basicCredentials(req: FastifyRequest): { email: string; password: strin
   return { email: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
+/**
+ * Failed logins per client address in the current minute: past the limit, further attempts are
+ * refused before any password is hashed, so guessing costs the guesser time, not the Service CPU.
+ */
+class LoginFailures {
+  readonly #limit: number;
+  readonly #windows = new Map<string, { start: number; count: number }>();
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+  check(ip: string, now = Date.now()): void {
+    const w = this.#windows.get(ip);
+    if (w && now - w.start < 60_000 && w.count >= this.#limit) {
+      const retryAfterSeconds = Math.max(1, Math.ceil((w.start + 60_000 - now) / 1000));
+      throw new FerryError('API_RATE_LIMITED', `Too many failed logins from ${ip}; retry in ${retryAfterSeconds} seconds.`, { details: { retryAfterSeconds } });
+    }
+  }
+  fail(ip: string, now = Date.now()): void {
+    if (this.#windows.size > 10_000) this.#windows.clear();
+    const w = this.#windows.get(ip);
+    if (!w || now - w.start >= 60_000) this.#windows.set(ip, { start: now, count: 1 });
+    else w.count += 1;
+  }
+}
+
+/** Verified against when the email is unknown, so that a miss costs what a wrong password costs. */
+let dummyHash: Promise<string> | undefined;
+
 const unauthenticated = (): FerryError =>
   new FerryError('API_UNAUTHENTICATED', 'Send your email and password with HTTP Basic authentication.');
 
 export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   const cache = new CredentialCache();
+  const failures = new LoginFailures(20);
   const { db } = deps.store;
 
   app.decorateRequest('ferryUser', undefined);
@@ -67,11 +97,20 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   async function authenticate(req: FastifyRequest): Promise<UserRow> {
     const creds = basicCredentials(req);
     if (!creds || creds.email.length > 320 || creds.password.length > 1024) throw unauthenticated();
+    failures.check(req.ip);
     const user = await getUserByEmail(db, creds.email);
-    if (!user?.passwordHash) throw unauthenticated();
+    if (!user?.passwordHash) {
+      dummyHash ??= hashPassword(randomUUID());
+      await verifyPassword(creds.password, await dummyHash);
+      failures.fail(req.ip);
+      throw unauthenticated();
+    }
     const key = sha256(`${user.id}\0${creds.password}\0${user.passwordHash}`);
     if (!cache.has(key)) {
-      if (!(await verifyPassword(creds.password, user.passwordHash))) throw unauthenticated();
+      if (!(await verifyPassword(creds.password, user.passwordHash))) {
+        failures.fail(req.ip);
+        throw unauthenticated();
+      }
       cache.add(key);
     }
     return user;

@@ -9,3 +9,13 @@ export function containsInsensitive(column: string, text: string) {
   const pattern = `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   return sql<boolean>`lower(${sql.ref(column)}) LIKE ${pattern} ESCAPE '\\'`;
 }
+
+/**
+ * Whether a driver error is a unique-constraint violation, by its code: SQLSTATE 23505 on
+ * PostgreSQL, SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY on SQLite. A lost race (two requests taking
+ * the same name at once) is then a conflict, not a failure.
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

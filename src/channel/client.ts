@@ -379,7 +379,15 @@ export class ChannelClient {
   private async pump(s: Session): Promise<void> {
     const outbox = this.opts.outbox;
     while (s.open && this.ready) {
-      const [next] = outbox.pending(0, 1);
+      let next: ReturnType<typeof outbox.pending>[number] | undefined;
+      try {
+        [next] = outbox.pending(0, 1);
+      } catch (err) {
+        // The outbox file cannot be read now (disk full, locked): keep the Agent up and try again.
+        this.log.error({ err }, 'the outbox could not be read');
+        await sleep(this.opts.backoffBaseMs);
+        continue;
+      }
       if (!next) {
         await new Promise<void>((resolve) => (this.wakePump = resolve));
         continue;

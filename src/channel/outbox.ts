@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { Report, type ReportBody } from '../protocol/channel.js';
+import { Report, ReportBody } from '../protocol/channel.js';
 
 /**
  * The durable outbox: everything the Agent reports is written here first and deleted only when
@@ -56,12 +56,25 @@ export class Outbox {
     return report;
   }
 
-  /** Up to `limit` reports after `afterSeq`, oldest first. */
+  /**
+   * Up to `limit` reports after `afterSeq`, oldest first. A row that no longer reads as a report
+   * (a damaged file, a report kind this version does not know) moves to `outbox_dead` rather than
+   * stopping every later report.
+   */
   pending(afterSeq = 0, limit = 100): Array<{ seq: number; report: Report }> {
-    return this.selectAfter.all(afterSeq, limit).map((row) => ({
-      seq: row.seq,
-      report: { id: row.id, type: 'report', at: row.created, report: JSON.parse(row.body) as ReportBody },
-    }));
+    const out: Array<{ seq: number; report: Report }> = [];
+    for (const row of this.selectAfter.all(afterSeq, limit)) {
+      let body: unknown;
+      try {
+        body = JSON.parse(row.body);
+      } catch {
+        body = undefined;
+      }
+      const parsed = ReportBody.safeParse(body);
+      if (parsed.success) out.push({ seq: row.seq, report: { id: row.id, type: 'report', at: row.created, report: parsed.data } });
+      else this.reject(row.id, JSON.stringify({ code: 'CHN_INVALID_MESSAGE', message: 'The stored report could not be read.' }));
+    }
+    return out;
   }
 
   /** The Service has the report: forget it. */

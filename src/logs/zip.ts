@@ -22,21 +22,40 @@ export async function zipLogs(logsDir: string, dest: string, opts: { solutionId?
     .readdirSync(logsDir)
     .filter((n) => n.endsWith('.log'))
     .sort();
+  opts.signal?.throwIfAborted();
   const archive = new ZipArchive({ zlib: { level: 9 } });
   const out = fs.createWriteStream(dest, { mode: 0o600 });
-  const done = pipeline(archive, out, { signal: opts.signal });
-  for (const name of names) {
-    const file = path.join(logsDir, name);
-    if (opts.solutionId === undefined) archive.file(file, { name });
-    else archive.append(Readable.from(linesOf(file, opts.solutionId)), { name });
+  // An interruption (restart now, stop past its grace) aborts the archive, so that neither
+  // promise below is left pending and the failure reaches the caller, not the process.
+  const onAbort = () => archive.abort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const done = pipeline(archive, out, { signal: opts.signal });
+    for (const name of names) {
+      const file = path.join(logsDir, name);
+      if (opts.solutionId === undefined) archive.file(file, { name });
+      else archive.append(Readable.from(linesOf(file, opts.solutionId)), { name });
+    }
+    await Promise.all([archive.finalize(), done]);
+  } catch (err) {
+    fs.rmSync(dest, { force: true });
+    throw err;
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
   }
-  await archive.finalize();
-  await done;
   return { file: dest, bytes: fs.statSync(dest).size, entries: names };
 }
 
 async function* linesOf(file: string, solutionId: string): AsyncGenerator<string> {
-  const lines = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(file, 'r');
+  } catch (err) {
+    // Rotated away between the listing and now: nothing of it to include.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const lines = readline.createInterface({ input: handle.createReadStream({ encoding: 'utf8' }), crlfDelay: Infinity });
   for await (const line of lines) {
     try {
       const entry = JSON.parse(line) as { solutionId?: unknown };

@@ -75,6 +75,8 @@ const agentLogsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
   });
 
   app.get('/v1/orgs/:orgId/agents/:agentId/logs/:logId', {
+    // A HEAD would use up the single download.
+    exposeHeadRoute: false,
     config: { access: 'write' },
     schema: {
       tags: ['Logs'],

@@ -1,12 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
-import { CLOSE } from '../../../src/protocol/channel.js';
 import { CLOUD_AGENT_NAME } from '../../auth/agent-registration.js';
-import { listAgentLogIds } from '../../store/repos/agent-logs.repo.js';
-import { agentNameTaken, deleteAgent, getAgentById, listAgents, updateAgent } from '../../store/repos/agents.repo.js';
+import { agentNameTaken, getAgentById, listAgents, updateAgent } from '../../store/repos/agents.repo.js';
 import { nowIso } from '../../util/values.js';
-import { COMMAND_TIMEOUT_MS, installedConnectors, requireAgent, solutionsUsingAgent, toAgent } from '../agent-model.js';
+import { COMMAND_TIMEOUT_MS, installedConnectors, requireAgent, retireAgent, solutionsUsingAgent, toAgent } from '../agent-model.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf } from '../guard.js';
 import { Agent, AgentInput, AgentListQuery, AgentParams, RestartBody, RestartQuery } from '../schemas/agent.schema.js';
@@ -75,11 +73,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     if (usedIn.length > 0) {
       throw new FerryError('API_IN_USE', `Agent ${agent.name} is used by the Solutions ${usedIn.join(', ')}; move them to another Agent first.`);
     }
-    if (agent.isCloudAgent === 1) await deps.agents.cloudAgents.remove(agent.id);
-    const logIds = await listAgentLogIds(db, agent.id);
-    await deleteAgent(db, agent.id);
-    deps.agents.commands.disconnect(agent.id, CLOSE.agentDeleted, 'agent deleted');
-    await Promise.all(logIds.map((id) => deps.agents.logArchives.remove(id).catch((err: unknown) => req.log.warn({ err, logId: id }, 'log archive not removed'))));
+    await retireAgent(deps, agent, req.log);
     return reply.code(204).send(null);
   });
 

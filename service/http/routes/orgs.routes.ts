@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import { countChildren, deleteOrg, getOrg, listOrgsForUser, roleIn, updateOrg } from '../../store/repos/orgs.repo.js';
 import { replaceRules } from '../../store/repos/security-rules.repo.js';
+import { listAgents } from '../../store/repos/agents.repo.js';
+import { retireAgent } from '../agent-model.js';
 import { nowIso } from '../../util/values.js';
 import type { ServiceDeps } from '../deps.js';
 import { assertApiAccess, callerOf, hasApiAccess, orgOf, userName } from '../guard.js';
@@ -44,16 +46,20 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
       });
     }
     const user = callerOf(req);
-    let rows = await listOrgsForUser(db, user.id, { name: q.name, nameContains: q.nameContains, parentId: q.parentId });
-    if (q.filterbyAPIAccess) {
-      const allowed = await Promise.all(rows.map((o) => hasApiAccess(deps, o.id, req.ip)));
-      rows = rows.filter((_, i) => allowed[i]);
-    }
-    const withStatus = rows.map((org) => ({ org, status: statusOf(org) }));
+    const rows = await listOrgsForUser(db, user.id, { name: q.name, nameContains: q.nameContains, parentId: q.parentId });
+    // Whether the caller's address may use each Organization's API: filters the list on request,
+    // and always decides whether the crypto token may be shown.
+    const access = await Promise.all(rows.map((o) => hasApiAccess(deps, o.id, req.ip)));
+    const visible = rows.map((org, i) => ({ org, open: access[i] === true })).filter((o) => !q.filterbyAPIAccess || o.open);
+    const withStatus = visible.map((o) => ({ ...o, status: statusOf(o.org) }));
     const filtered = q.status === 'All' ? withStatus : withStatus.filter((o) => o.status.status === q.status);
     const page = q.noPagination ? filtered : filtered.slice(q.offset, q.offset + q.limit);
     const models = await Promise.all(
-      page.map(async ({ org, status }) => toOrganization(deps, db, org, (await roleIn(db, user.id, org.id)) ?? 'ReadOnly', q.expandStatus ? status : undefined)),
+      page.map(async ({ org, open, status }) => {
+        const role = (await roleIn(db, user.id, org.id)) ?? 'ReadOnly';
+        // The token is a secret of the Organization's API: not shown where its Security Rules refuse the caller.
+        return toOrganization(deps, db, org, open ? role : 'ReadOnly', q.expandStatus ? status : undefined);
+      }),
     );
     return sendList(reply, models, filtered.length);
   });
@@ -148,6 +154,9 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     if ((await countChildren(db, org.id)) > 0) {
       throw new FerryError('API_IN_USE', 'The Organization has child Organizations; delete them first.');
     }
+    // Its Agents go first, processes and files included: the database cascade alone would leave a
+    // Cloud Agent running and On-Premise Agents connected to an Organization that no longer exists.
+    for (const agent of await listAgents(db, org.id)) await retireAgent(deps, agent, req.log);
     await deleteOrg(db, org.id);
     return reply.code(204).send(null);
   });

@@ -6,7 +6,6 @@ import {
   countUserMemberships,
   emailKeyOf,
   getUser,
-  getUserByEmail,
   getUserMembershipByTenant,
   inPlatformHostedOrg,
   isUniqueViolation,
@@ -94,8 +93,13 @@ const usersRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const patch: Updateable<UsersTable> = { firstName: body.firstName, lastName: body.lastName, modifiedAt: nowIso() };
     const emailKey = emailKeyOf(body.email);
     if (body.email !== user.email && !omitted.has('email')) {
-      const holder = emailKey === user.emailKey ? undefined : await getUserByEmail(db, body.email);
-      if (holder) throw new FerryError('API_CONFLICT', `Another user already has the email ${body.email}.`);
+      // The email is the login and the address invitations are matched by: changing it to an
+      // address nobody has proved to own would let anyone claim invitations sent there.
+      if (emailKey !== user.emailKey) {
+        throw new FerryError('API_UNSUPPORTED', 'Your email cannot be changed to another address: it is your login and the address invitations reach. Ask an Administrator to invite the new address; only the letter case may change here.', {
+          errors: [{ path: 'body.email', message: `must be ${user.email} (any letter case)` }],
+        });
+      }
       patch.email = body.email;
       patch.emailKey = emailKey;
     }

@@ -3,15 +3,9 @@ import { FerryError } from '../../../src/errors/ferry-error.js';
 import { isGuid, LookupTableIndex, LookupTableSet, nameKeyOf } from '../../../src/maps/lookup/lookup-set.js';
 import type { LookupTableRow, LookupTablesTable } from '../schema.js';
 import { pairPages } from './lookup-values.repo.js';
-import type { Db } from '../sql.js';
+import { isUniqueViolation, type Db } from '../sql.js';
 
 export { nameKeyOf };
-
-/** Whether a driver error is a unique-constraint violation (PostgreSQL SQLSTATE 23505, SQLite's extended code). */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
 
 const duplicateName = (name: string): FerryError =>
   new FerryError('API_DUPLICATE_NAME', `A Lookup Table named "${name}" already exists in this Organization; Lookup Table names are unique (ignoring case).`);

@@ -24,8 +24,8 @@ export async function countChildren(db: Db, id: number): Promise<number> {
 }
 
 /**
- * The role of a user in an Organization: their own membership, or Administrator when they
- * administer an ancestor (an administrator of a parent manages its children). Undefined: no access.
+ * The role of a user in an Organization: Administrator when they administer it or an ancestor (an
+ * administrator of a parent manages its children), else their own membership's role. Undefined: no access.
  */
 export async function roleIn(db: Db, userId: string, orgId: number): Promise<RoleType | undefined> {
   const rows = await sql<{ orgId: number; roleType: RoleType; depth: number }>`
@@ -37,9 +37,9 @@ export async function roleIn(db: Db, userId: string, orgId: number): Promise<Rol
     SELECT m.org_id, m.role_type, c.depth FROM memberships m JOIN chain c ON c.id = m.org_id
     WHERE m.user_id = ${userId}
     ORDER BY c.depth`.execute(db);
-  const own = rows.rows.find((r) => Number(r.depth) === 0);
-  if (own) return own.roleType;
-  return rows.rows.some((r) => r.roleType === 'Administrator') ? 'Administrator' : undefined;
+  // The highest right wins: an Administrator of an ancestor stays one here even with a lower own membership.
+  if (rows.rows.some((r) => r.roleType === 'Administrator')) return 'Administrator';
+  return rows.rows.find((r) => Number(r.depth) === 0)?.roleType;
 }
 
 export interface OrgListFilter {

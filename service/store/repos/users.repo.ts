@@ -91,15 +91,7 @@ export async function countMembers(db: Db, orgId: number): Promise<number> {
   return Number(r.n);
 }
 
-/**
- * Whether a driver error is a unique-constraint violation, by its code: SQLSTATE 23505 on
- * PostgreSQL, SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY on SQLite. Lets a repository answer a lost race
- * (two requests taking the same email at once) as a conflict rather than a failure.
- */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
+export { isUniqueViolation } from '../sql.js';
 
 /** The lower-cased form of an email, the key users and invitations are matched by. */
 export const emailKeyOf = (email: string): string => email.trim().toLowerCase();

@@ -88,6 +88,8 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
 
     const file = path.join(svc.dataDir, 'log-archives', `${logId}.zip`);
     expect(fs.existsSync(file)).toBe(true);
+    // A HEAD does not use up the one download.
+    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: basic } })).status).toBe(404);
     const got = await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: basic } });
     expect(got.status).toBe(200);
     expect(got.type).toBe('application/zip');

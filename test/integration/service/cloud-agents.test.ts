@@ -129,4 +129,26 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
       await svc.close();
     }
   }, 90_000);
+
+  it('stops the Cloud Agent and removes its folder when its Organization is deleted', async () => {
+    const svc = await data.start();
+    try {
+      const child = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+        body: { name: 'Short-lived', parentId: svc.orgId, securityRules: [{ name: 'lo', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true }] },
+      });
+      const cloud = await svc.request<AgentModel>('POST', `/v1/orgs/${child.body.id}/agents/provision_cloud_agent`);
+      expect(cloud.status).toBe(201);
+      const id = cloud.body.id;
+      const pid = await until(async () => {
+        const p = currentPid(id);
+        const model = (await svc.request<AgentModel>('GET', `/v1/orgs/${child.body.id}/agents/${id}`)).body;
+        return p !== undefined && model.status === 'Running' ? p : undefined;
+      }, 'the child Organization\'s Cloud Agent to run', 40_000);
+      expect((await svc.request('DELETE', `/v1/orgs/${child.body.id}`)).status).toBe(204);
+      expect(alive(pid)).toBe(false);
+      expect(fs.existsSync(path.join(data.dataDir, 'cloud-agents', id))).toBe(false);
+    } finally {
+      await svc.close();
+    }
+  }, 90_000);
 });

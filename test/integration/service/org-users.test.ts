@@ -144,10 +144,13 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
     expect(ok.body.roleType).toBe('ReadOnly');
     // Now `second` is the last one.
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(second.email)}`, { auth: second })).status).toBe(409);
-    // The demoted member's own role now applies in this Organization.
-    expect((await svc.request('PUT', `/v1/orgs/${orgId}/users`, { body: { email: svc.admin.email, roleType: 'Administrator' } })).status).toBe(403);
-    const restore = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, { auth: second, body: { email: svc.admin.email, roleType: 'Administrator' } });
+    // A demoted member who administers the parent still manages this Organization: the highest right wins.
+    const restore = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, { body: { email: svc.admin.email, roleType: 'Administrator' } });
+    expect(restore.status).toBe(200);
     expect(restore.body.roleType).toBe('Administrator');
+    // A member whose only right is their own membership is bound by it.
+    const reader = await addUser(svc, orgId, 'ReadOnly');
+    expect((await svc.request('PUT', `/v1/orgs/${orgId}`, { auth: reader, body: { city: 'x' } })).status).toBe(403);
   });
 
   it('lets exactly one of two concurrent demotions of the last two Administrators through', async () => {

@@ -138,6 +138,25 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
     expect(after.body.securityRules).toEqual(child.securityRules);
   });
 
+  it('refuses a rule ID that another Organization uses with 409, not a 500', async () => {
+    const a = (await createChild('Rule owner')).body;
+    const b = (await createChild('Rule borrower')).body;
+    const foreign = a.securityRules[0]?.id;
+    const res = await svc.request<{ code: string }>('PUT', `/v1/orgs/${b.id}`, { body: { securityRules: [{ ...loopbackRule, id: foreign }] } });
+    expect(res.status).toBe(409);
+    const post = await svc.request('POST', '/v1/orgs', { body: { name: 'Borrower 2', parentId: svc.orgId, securityRules: [{ ...loopbackRule, id: foreign }] } });
+    expect(post.status).toBe(409);
+    expect((await svc.request<Org>('GET', `/v1/orgs/${b.id}`)).body.securityRules).toEqual(b.securityRules);
+  });
+
+  it('hides the crypto token in the list from addresses the Organization\'s rules refuse', async () => {
+    const open = await svc.request<Org[]>('GET', `/v1/orgs?name=${encodeURIComponent('Ferry')}`);
+    expect(open.body[0]?.apiToken).toMatch(/^[0-9a-f-]{36}$/);
+    const closed = await svc.request<Org[]>('GET', `/v1/orgs?name=${encodeURIComponent('Ferry')}`, { from: '127.0.0.2' });
+    expect(closed.status).toBe(200);
+    expect(closed.body[0]?.apiToken).toBeNull();
+  });
+
   it('refuses rules that would shut the caller out', async () => {
     const child = (await createChild('Lockout')).body;
     const res = await svc.request('PUT', `/v1/orgs/${child.id}`, { body: { securityRules: [{ ...loopbackRule, apiAccessEnabled: false }] } });

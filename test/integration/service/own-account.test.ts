@@ -140,21 +140,26 @@ describe.each(STORE_TARGETS)('Own account on $name', (target) => {
       expect((await me({ email: user.email, password: 'a-new-password' })).status).toBe(200);
     });
 
-    it('changes the email, refusing one that is taken with 409', async () => {
+    it('refuses a change of email to another address, so nobody can claim invitations sent there', async () => {
       const user = await addUser(svc, undefined, 'User');
       const other = await addUser(svc, undefined, 'User');
       const taken = await svc.request<Problem>('PUT', '/v1/users', { auth: user, body: { email: other.email.toUpperCase(), firstName: 'E', lastName: 'M' } });
-      expect(taken.status).toBe(409);
-      expect(taken.body.code).toBe('API_CONFLICT');
-      const res = await svc.request<User>('PUT', '/v1/users', { auth: user, body: { email: 'Renamed.Person@ferry.test', firstName: 'E', lastName: 'M' } });
-      expect(res.status).toBe(200);
-      expect(res.body.email).toBe('Renamed.Person@ferry.test');
-      expect((await me(user)).status).toBe(401);
-      const renamed = { email: 'renamed.person@ferry.test', password: user.password };
-      expect((await me(renamed)).body.id).toBe(user.id);
-      // Only the case changes: same login, new spelling.
-      const recased = await svc.request<User>('PUT', '/v1/users', { auth: renamed, body: { email: 'RENAMED.person@ferry.test', firstName: 'E', lastName: 'M' } });
-      expect(recased.body.email).toBe('RENAMED.person@ferry.test');
+      expect(taken.status).toBe(400);
+      const invitee = 'cfo@victim.example';
+      const child = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+        body: { name: 'Victim', parentId: svc.orgId, securityRules: [{ name: 'lo', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true }] },
+      });
+      expect((await svc.request('POST', `/v1/orgs/${child.body.id}/invitedusers`, { body: { email: invitee, roleType: 'Administrator', statusType: 'Pending' } })).status).toBe(201);
+      const claim = await svc.request<Problem>('PUT', '/v1/users', { auth: user, body: { email: invitee, firstName: 'E', lastName: 'M' } });
+      expect(claim.status).toBe(400);
+      expect(claim.body.code).toBe('API_UNSUPPORTED');
+      expect((await svc.request<unknown[]>('GET', '/v1/users/invitations', { auth: user })).body).toEqual([]);
+      expect((await me(user)).status).toBe(200);
+      // Only the case may change: same login, new spelling.
+      const recased = await svc.request<User>('PUT', '/v1/users', { auth: user, body: { email: user.email.toUpperCase(), firstName: 'E', lastName: 'M' } });
+      expect(recased.status).toBe(200);
+      expect(recased.body.email).toBe(user.email.toUpperCase());
+      expect((await me(user)).body.id).toBe(user.id);
     });
 
     it('refuses bad models with 400 and another user\'s ID with 403', async () => {

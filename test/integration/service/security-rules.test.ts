@@ -153,3 +153,24 @@ describe('Rate limits', () => {
     }
   });
 });
+
+describe('Failed logins', () => {
+  it('refuses an address after 20 failed logins in a minute, before hashing anything, and not other addresses', async () => {
+    const svc = await startService({ name: 'sqlite' });
+    try {
+      const wrong = { email: svc.admin.email, password: 'not-the-password' };
+      const unknown = { email: 'nobody@ferry.test', password: 'whatever-1' };
+      for (let i = 0; i < 10; i++) {
+        expect((await svc.request('GET', '/v1/orgs', { auth: wrong })).status).toBe(401);
+        expect((await svc.request('GET', '/v1/orgs', { auth: unknown })).status).toBe(401);
+      }
+      const locked = await svc.request<{ code: string }>('GET', '/v1/orgs');
+      expect(locked.status).toBe(429);
+      expect(locked.body.code).toBe('API_RATE_LIMITED');
+      expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+      expect((await svc.request('GET', '/v1/orgs', { from: '127.0.0.2' })).status).toBe(200);
+    } finally {
+      await svc.close();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Outbox } from '../../../src/channel/outbox.js';
 
@@ -53,5 +54,24 @@ describe('the durable outbox', () => {
     box.reject(bad.id, '{"code":"CHN_INVALID_MESSAGE"}');
     expect(box.pending().map((p) => p.report.id)).toEqual([good.id]);
     box.close();
+  });
+
+  it('sets aside a stored row that no longer reads as a report instead of stopping the queue', () => {
+    const file = path.join(dir, 'o.db');
+    const box = new Outbox(file);
+    const first = box.enqueue({ kind: 'status', status: 'Running', at: 'a' });
+    const damaged = box.enqueue({ kind: 'status', status: 'Running', at: 'b' });
+    const last = box.enqueue({ kind: 'status', status: 'Running', at: 'c' });
+    box.close();
+    const raw = new Database(file);
+    raw.prepare('UPDATE outbox SET body = ? WHERE id = ?').run('{not json', damaged.id);
+    raw.close();
+    const reopened = new Outbox(file);
+    expect(reopened.pending().map((p) => p.report.id)).toEqual([first.id, last.id]);
+    expect(reopened.size).toBe(2);
+    reopened.close();
+    const check = new Database(file);
+    expect(check.prepare('SELECT id FROM outbox_dead').all()).toEqual([{ id: damaged.id }]);
+    check.close();
   });
 });

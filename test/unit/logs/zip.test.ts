@@ -33,6 +33,50 @@ describe('zipping the logs folder', () => {
   });
 });
 
+describe('zipping under faults', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-zip-'));
+    fs.mkdirSync(path.join(dir, 'logs'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('rejects (never hangs, never crashes) when interrupted mid-zip, and leaves no partial zip', async () => {
+    const line = `${JSON.stringify({ msg: 'x'.repeat(200), solutionId: 's1', n: Math.random() })}\n`;
+    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(dir, 'logs', `agent.2025-01-0${i + 1}.1.log`), line.repeat(40_000));
+    const controller = new AbortController();
+    const zipping = zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { signal: controller.signal });
+    setTimeout(() => controller.abort(), 20);
+    await expect(zipping).rejects.toThrow();
+    expect(fs.existsSync(path.join(dir, 'out.zip'))).toBe(false);
+    const already = new AbortController();
+    already.abort();
+    await expect(zipLogs(path.join(dir, 'logs'), path.join(dir, 'out2.zip'), { signal: already.signal })).rejects.toThrow();
+  });
+
+  it("skips a log file rotated away between the listing and the read of a Solution's lines", async () => {
+    fs.writeFileSync(path.join(dir, 'logs', 'agent.2025-01-01.1.log'), '{"msg":"kept","solutionId":"s1"}\n');
+    const gone = path.join(dir, 'logs', 'agent.2025-01-02.1.log');
+    fs.writeFileSync(gone, '{"msg":"gone","solutionId":"s1"}\n');
+    const realReaddir = fs.readdirSync;
+    // The listing still names the file; it is gone by the time it is read.
+    const spy = (p: fs.PathLike) => {
+      const names = realReaddir(p);
+      fs.rmSync(gone, { force: true });
+      return names;
+    };
+    (fs as { readdirSync: unknown }).readdirSync = spy;
+    try {
+      const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { solutionId: 's1' });
+      const text = [...unzip(fs.readFileSync(zip.file)).values()].map((b) => b.toString()).join('');
+      expect(text).toContain('kept');
+      expect(text).not.toContain('gone');
+    } finally {
+      (fs as { readdirSync: unknown }).readdirSync = realReaddir;
+    }
+  });
+});
+
 describe('the upload address', () => {
   it('resolves paths against the Service and accepts the same origin', () => {
     expect(resolveUploadUrl('/v1/agent/logs/x', 'http://127.0.0.1:8780').href).toBe('http://127.0.0.1:8780/v1/agent/logs/x');
