@@ -12,6 +12,7 @@ const loadService = () => import('../../service/cli.js');
 const loadAgent = () => import('./agent.commands.js');
 const loadUp = () => import('./up.js');
 const loadFormula = () => import('./formula.commands.js');
+const loadMap = () => import('./map.commands.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
@@ -25,6 +26,8 @@ const COMMANDS: Record<string, Command> = {
   'agent stop': async (argv, env) => (await loadAgent()).agentStop(argv, env),
   'agent status': async (argv, env) => (await loadAgent()).agentStatus(argv, env),
   'formula eval': async (argv) => (await loadFormula()).formulaEval(argv),
+  'map validate': async (argv) => (await loadMap()).mapValidate(argv),
+  'map run': async (argv) => (await loadMap()).mapRun(argv),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
   version: async () => {
@@ -48,6 +51,8 @@ Commands:
   agent uninstall        stop an instance and remove its service unit and folder
                          every agent command takes --home DIR (FERRY_AGENT_HOME) and --instance N
   formula eval           evaluate a formula: '<formula>' [--record '<json>'] [--lookup-tables '<json>']
+  map validate           validate a Map: MAP.json --connections CONNS.json (per-Block results)
+  map run                run a Map locally: MAP.json --connections CONNS.json [--state F] [--failures DIR]
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;

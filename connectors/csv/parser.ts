@@ -1,0 +1,182 @@
+/**
+ * A streaming RFC 4180 parser with a fast path. Most lines of most files have no quote character:
+ * such a line is cut at the newline and split at the delimiter (two native string scans), which is
+ * several times faster than a character state machine. A line with a quote goes through the full
+ * state machine, which handles quoted delimiters, doubled quotes and newlines inside quotes.
+ *
+ * A field is a string, or null when it was empty and unquoted (`a,,b`); a quoted empty field
+ * (`a,"",b`) is the empty string. `\r\n` and `\n` both end a record.
+ */
+export type CsvField = string | null;
+export type CsvRow = CsvField[];
+
+export class CsvParser {
+  private buf = '';
+  private readonly delim: string;
+  private readonly quote: string;
+  /** Records parsed so far (for messages that name a record). */
+  rows = 0;
+
+  constructor(delimiter = ',', quote = '"') {
+    if (delimiter.length !== 1 || quote.length !== 1) throw new Error('delimiter and quote are one character each');
+    this.delim = delimiter;
+    this.quote = quote;
+  }
+
+  /** Parses what `text` completes; rows are pushed into `out`. */
+  push(text: string, out: CsvRow[]): void {
+    const buf = this.buf.length ? this.buf + text : text;
+    const end = this.scan(buf, out, false);
+    this.buf = end < buf.length ? buf.slice(end) : '';
+  }
+
+  /** Parses the rest (a last record without a newline). */
+  end(out: CsvRow[]): void {
+    if (this.buf.length) {
+      const buf = this.buf;
+      this.buf = '';
+      this.scan(buf, out, true);
+    }
+  }
+
+  private scan(buf: string, out: CsvRow[], final: boolean): number {
+    const delim = this.delim;
+    let pos = 0;
+    let q = buf.indexOf(this.quote);
+    for (;;) {
+      let nl = buf.indexOf('\n', pos);
+      if (nl < 0) {
+        if (!final || pos >= buf.length) return pos;
+        nl = buf.length;
+      }
+      if (q >= 0 && q < pos) q = buf.indexOf(this.quote, pos);
+      if (q < 0 || q > nl) {
+        // Fast path: no quote in this line.
+        const lineEnd = nl > pos && buf.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+        if (lineEnd > pos) {
+          const fields: CsvRow = buf.slice(pos, lineEnd).split(delim);
+          for (let i = 0; i < fields.length; i++) if (fields[i] === '') fields[i] = null;
+          out.push(fields);
+          this.rows++;
+        }
+        pos = nl + 1;
+        if (pos >= buf.length) return buf.length;
+        continue;
+      }
+      const next = this.slow(buf, pos, out, final);
+      if (next < 0) return pos;
+      pos = next;
+      if (pos >= buf.length) return buf.length;
+    }
+  }
+
+  /** The state machine for one record starting at `start`; returns the position after it, or -1 if the record is incomplete. */
+  private slow(buf: string, start: number, out: CsvRow[], final: boolean): number {
+    const quote = this.quote;
+    const delim = this.delim;
+    const fields: CsvRow = [];
+    let i = start;
+    const n = buf.length;
+    for (;;) {
+      // At the start of a field.
+      if (i < n && buf[i] === quote) {
+        let value = '';
+        let from = i + 1;
+        for (;;) {
+          const close = buf.indexOf(quote, from);
+          if (close < 0) {
+            if (!final) return -1;
+            // Unterminated quote at end of input: take the rest as the value.
+            value += buf.slice(from);
+            i = n;
+            break;
+          }
+          if (close + 1 < n && buf[close + 1] === quote) {
+            value += buf.slice(from, close + 1);
+            from = close + 2;
+            continue;
+          }
+          if (close + 1 >= n && !final) return -1;
+          value += buf.slice(from, close);
+          i = close + 1;
+          break;
+        }
+        // Text after the closing quote up to the delimiter is kept (lenient, like most readers).
+        let j = i;
+        while (j < n && buf[j] !== delim && buf[j] !== '\n' && buf[j] !== '\r') j++;
+        if (j > i) value += buf.slice(i, j);
+        i = j;
+        fields.push(value);
+      } else {
+        let j = i;
+        while (j < n && buf[j] !== delim && buf[j] !== '\n' && buf[j] !== '\r' && buf[j] !== quote) j++;
+        if (j < n && buf[j] === quote) {
+          // A quote inside an unquoted field is a literal character.
+          let k = j;
+          while (k < n && buf[k] !== delim && buf[k] !== '\n' && buf[k] !== '\r') k++;
+          j = k;
+        }
+        if (j >= n && !final) return -1;
+        fields.push(j > i ? buf.slice(i, j) : null);
+        i = j;
+      }
+      if (i >= n) {
+        if (!final) return -1;
+        out.push(fields);
+        this.rows++;
+        return n;
+      }
+      const c = buf[i];
+      if (c === delim) {
+        i++;
+        if (i >= n && !final) return -1;
+        if (i >= n) {
+          fields.push(null);
+          out.push(fields);
+          this.rows++;
+          return n;
+        }
+        continue;
+      }
+      // End of record: \n, \r\n or a lone \r.
+      if (c === '\r') {
+        if (i + 1 >= n && !final) return -1;
+        i += buf[i + 1] === '\n' ? 2 : 1;
+      } else i++;
+      out.push(fields);
+      this.rows++;
+      return i;
+    }
+  }
+}
+
+/**
+ * Formats one field for a CSV line: null as nothing, the empty string as `""`, and a text with the
+ * delimiter, a quote, a line break or edge spaces quoted with doubled quotes.
+ */
+export function formatField(v: string | number | boolean | null, delim: string, quote = '"'): string {
+  if (v === null) return '';
+  if (typeof v !== 'string') return String(v);
+  if (v === '') return quote + quote;
+  if (
+    v.includes(delim) ||
+    v.includes(quote) ||
+    v.includes('\n') ||
+    v.includes('\r') ||
+    v.charCodeAt(0) === 32 ||
+    v.charCodeAt(v.length - 1) === 32
+  ) {
+    return quote + v.split(quote).join(quote + quote) + quote;
+  }
+  return v;
+}
+
+/** One CSV line (with its `\n`). */
+export function formatRow(values: readonly (string | number | boolean | null)[], delim: string): string {
+  let s = '';
+  for (let i = 0; i < values.length; i++) {
+    if (i) s += delim;
+    s += formatField(values[i] ?? null, delim);
+  }
+  return `${s}\n`;
+}

@@ -1,0 +1,105 @@
+import {
+  ConnectorError,
+  compareValues,
+  compileFilter,
+  filterFields,
+  throwIfAborted,
+  type CallContext,
+  type ConnectorRecord,
+  type Filter,
+  type QueryOptions,
+  type RecordBatch,
+} from '../../src/connectors/sdk.js';
+import { readRows } from './reader.js';
+import { recordBuilder } from './records.js';
+import { sortRecords } from './sort.js';
+import type { CsvProps } from './properties.js';
+import type { CsvEntity } from './schema.js';
+
+/** Checks that every field an option names exists; FieldNotFound names the first that does not. */
+export function requireFields(entity: CsvEntity, names: Iterable<string>): void {
+  const known = new Set(entity.columns.map((c) => c.fullName));
+  for (const n of names) {
+    if (!known.has(n)) throw new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${n}.`);
+  }
+}
+
+/**
+ * Streams an entity's records: parse → type → filter → (sort) → project → batches. Without an
+ * order the file is read once, front to back, a chunk at a time. Net change or an order sorts
+ * in bounded memory (sort.ts).
+ */
+export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  const order = options.netChange ? [{ field: options.netChange.field, direction: 'asc' as const }] : (options.orderBy ?? []);
+  requireFields(entity, [...filterFields(filter), ...(options.fields ?? []), ...order.map((o) => o.field)]);
+  const typeOf = (f: string) => entity.columns.find((c) => c.fullName === f)?.type;
+  const conditions: Filter[] = [];
+  if (filter) conditions.push(filter);
+  if (options.netChange) conditions.push({ op: '>=', field: options.netChange.field, value: options.netChange.since });
+  const test =
+    conditions.length === 0
+      ? undefined
+      : compileFilter(conditions.length === 1 ? conditions[0] : { op: 'and', args: conditions }, typeOf, (f) => new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${f}.`));
+  const build = recordBuilder(entity, ctx.log);
+  const fields = options.fields;
+  const project = fields
+    ? (r: ConnectorRecord): ConnectorRecord => {
+        const o: ConnectorRecord = {};
+        for (const f of fields) o[f] = r[f] ?? null;
+        return o;
+      }
+    : undefined;
+  const limit = options.limit ?? Infinity;
+  const batchSize = options.batchSize;
+
+  async function* matching(): AsyncGenerator<ConnectorRecord[], void, undefined> {
+    let header = props.hasHeader;
+    for await (const rows of readRows(entity.file, props, ctx.signal)) {
+      const out: ConnectorRecord[] = [];
+      for (let i = 0; i < rows.length; i++) {
+        if (header) {
+          header = false;
+          continue;
+        }
+        const rec = build(rows[i] as (string | null)[]);
+        if (!test || test(rec)) out.push(rec);
+      }
+      if (out.length) yield out;
+    }
+  }
+
+  let source: AsyncIterable<ConnectorRecord[]> = matching();
+  if (order.length) {
+    const cols = order.map((o) => ({ name: o.field, type: typeOf(o.field) ?? 'string', sign: o.direction === 'desc' ? -1 : 1 }));
+    source = sortRecords(
+      source,
+      (a, b) => {
+        for (const c of cols) {
+          const x = a[c.name];
+          const y = b[c.name];
+          // Nulls last, as PostgreSQL orders ascending.
+          const d = x === null || x === undefined ? (y === null || y === undefined ? 0 : 1) : y === null || y === undefined ? -1 : compareValues(c.type, x, y) * c.sign;
+          if (d !== 0) return d;
+        }
+        return 0;
+      },
+      batchSize,
+    );
+  }
+
+  let sent = 0;
+  let batch: RecordBatch = [];
+  for await (const chunk of source) {
+    throwIfAborted(ctx.signal);
+    for (const rec of chunk) {
+      batch.push(project ? project(rec) : rec);
+      if (++sent >= limit || batch.length >= batchSize) {
+        yield batch;
+        batch = [];
+        ctx.progress({ records: sent });
+        if (sent >= limit) return;
+      }
+    }
+  }
+  if (batch.length) yield batch;
+}

@@ -1,0 +1,67 @@
+import fs from 'node:fs';
+import { ConnectorError } from '../../src/connectors/sdk.js';
+import { CsvParser, type CsvRow } from './parser.js';
+import type { CsvProps } from './properties.js';
+
+/** Bytes read per chunk: large enough to amortise the per-chunk work, small enough to bound memory. */
+const CHUNK = 1 << 18;
+
+/**
+ * The rows of a file, as arrays of rows per chunk read (the header row included). Streamed: at
+ * most one chunk of text and its rows are in memory. Breaking out closes the file.
+ */
+export async function* readRows(file: string, props: CsvProps, signal?: AbortSignal): AsyncGenerator<CsvRow[], void, undefined> {
+  const stream = fs.createReadStream(file, { encoding: props.encoding, highWaterMark: CHUNK });
+  const parser = new CsvParser(props.delimiter);
+  let first = true;
+  try {
+    for await (const chunk of stream as AsyncIterable<string>) {
+      if (signal?.aborted) throw new ConnectorError('Aborted', 'The read was cancelled.');
+      let text = chunk;
+      if (first) {
+        first = false;
+        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      }
+      const rows: CsvRow[] = [];
+      parser.push(text, rows);
+      if (rows.length) yield rows;
+    }
+    const rows: CsvRow[] = [];
+    parser.end(rows);
+    if (rows.length) yield rows;
+  } catch (err) {
+    throw fileError(err, file);
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** The first record of a file (its header), or undefined for an empty file. */
+export async function readFirstRow(file: string, props: CsvProps): Promise<CsvRow | undefined> {
+  for await (const rows of readRows(file, props)) return rows[0];
+  return undefined;
+}
+
+/** A file-system error as the ConnectorError the host maps: by errno, never by message. */
+export function fileError(err: unknown, file: string): unknown {
+  if (typeof err !== 'object' || err === null || (err as { name?: unknown }).name === 'ConnectorError') return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+      return new ConnectorError('EntityNotFound', `The file ${file} does not exist.`, { nativeCode: code, cause: err });
+    case 'EACCES':
+    case 'EPERM':
+      return new ConnectorError('AuthFailed', `No permission to access ${file}.`, { nativeCode: code, cause: err });
+    case 'EISDIR':
+    case 'ENOTDIR':
+      return new ConnectorError('InvalidProperties', `${file} is not a file.`, { nativeCode: code, cause: err });
+    case 'ENOSPC':
+    case 'EIO':
+    case 'EMFILE':
+    case 'ENFILE':
+    case 'EBUSY':
+      return new ConnectorError('Datastore', `The file ${file} could not be read or written (${code}).`, { nativeCode: code, cause: err });
+    default:
+      return err;
+  }
+}

@@ -1,0 +1,43 @@
+import { ConnectorError, type RecordErrorCode } from '../../src/connectors/sdk.js';
+
+/**
+ * Driver errors by their codes: SQLSTATE for errors from the server, errno for the network. Never
+ * by message text.
+ */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** The per-record error of a failure that concerns the records of the statement (SQLSTATE classes 22, 23); undefined otherwise. */
+export function recordErrorCode(state: string | undefined): RecordErrorCode | undefined {
+  if (!state) return undefined;
+  if (state === '23505') return 'DuplicateKey';
+  if (state.startsWith('23')) return 'ConstraintViolation';
+  if (state.startsWith('22')) return 'InvalidValue';
+  // ON CONFLICT DO UPDATE cannot affect a row twice: two records of one statement share a key.
+  if (state === '21000') return 'DuplicateKey';
+  return undefined;
+}
+
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+
+/** A whole-call failure as the ConnectorError the host maps. */
+export function callError(err: unknown, what: string): unknown {
+  if (typeof err !== 'object' || err === null || (err as { name?: unknown }).name === 'ConnectorError') return err;
+  const code = (err as { code?: unknown }).code;
+  const msg = err instanceof Error ? err.message : 'unknown error';
+  if (typeof code === 'string' && NETWORK.has(code)) return new ConnectorError('Unreachable', `${what}: the server cannot be reached (${code}).`, { nativeCode: code, cause: err });
+  const state = sqlState(err);
+  if (!state) return err;
+  const cls = state.slice(0, 2);
+  const opts = { nativeCode: state, cause: err };
+  if (state === '28P01' || state === '28000' || state === '42501') return new ConnectorError('AuthFailed', `${what}: ${msg}`, opts);
+  if (state === '3D000' || state === '3F000') return new ConnectorError('InvalidProperties', `${what}: ${msg}`, opts);
+  if (state === '42P01') return new ConnectorError('EntityNotFound', `${what}: ${msg}`, opts);
+  if (state === '42703') return new ConnectorError('FieldNotFound', `${what}: ${msg}`, opts);
+  if (state === '57014') return new ConnectorError('Aborted', `${what}: the statement was cancelled.`, opts);
+  if (cls === '08' || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300') return new ConnectorError('Unreachable', `${what}: ${msg}`, opts);
+  if (cls === '42' || cls === '0A' || cls === '22' || cls === '21') return new ConnectorError('InvalidQuery', `${what}: ${msg}`, opts);
+  return new ConnectorError('Datastore', `${what}: ${msg}`, opts);
+}

@@ -1,0 +1,149 @@
+import pg from 'pg';
+import type { Pool, PoolConfig } from 'pg';
+import {
+  ConnectorError,
+  type CallContext,
+  type ConnectionMetadata,
+  type ConnectionProperties,
+  type ConnectorPlugin,
+  type ConnectorRecord,
+  type ConnectorSession,
+  type EnsureEntityOptions,
+  type EnsureEntityResult,
+  type EntityMetadata,
+  type Filter,
+  type NativeQueryOptions,
+  type QueryOptions,
+  type RecordBatch,
+  type Value,
+  type WriteAction,
+  type WriteOptions,
+  type WriteResult,
+} from '../../src/connectors/sdk.js';
+import { parseProps, type PgProps } from './properties.js';
+import { readCatalogue, type PgTable } from './catalogue.js';
+import { connectionMetadata } from './metadata.js';
+import { checkout } from './cursor.js';
+import { callError } from './errors.js';
+import { nativeRows, queryTable } from './query.js';
+import { PgWriter } from './write.js';
+import { ensureTable } from './ensure-entity.js';
+
+/**
+ * The postgres Connector (docs/connectors.md "postgres"): a pool of pg connections; metadata from
+ * pg_catalog; queries through server-side cursors; bulk writes through COPY and unnest statements.
+ */
+class PgSession implements ConnectorSession {
+  private tables: Map<string, PgTable> | undefined;
+  private readonly writer: PgWriter;
+
+  constructor(
+    private readonly props: PgProps,
+    private readonly pool: Pool,
+  ) {
+    this.writer = new PgWriter(pool);
+  }
+
+  private get config(): PoolConfig {
+    return this.props.pool;
+  }
+
+  async test(ctx: CallContext): Promise<void> {
+    const { client, release } = await checkout(this.pool, ctx);
+    try {
+      await client.query('SELECT 1');
+      release();
+    } catch (err) {
+      release(err as Error);
+      throw callError(err, 'The test query failed');
+    }
+  }
+
+  private async catalogue(ctx: CallContext): Promise<Map<string, PgTable>> {
+    const { client, release } = await checkout(this.pool, ctx);
+    try {
+      const tables = await readCatalogue(client, this.props.schemas);
+      this.tables = new Map(tables.map((t) => [t.fullName, t]));
+      release();
+      return this.tables;
+    } catch (err) {
+      release(err as Error);
+      throw callError(err, 'The catalogue cannot be read');
+    }
+  }
+
+  private async table(fullName: string, ctx: CallContext): Promise<PgTable> {
+    const t = this.tables?.get(fullName) ?? (await this.catalogue(ctx)).get(fullName);
+    if (!t) throw new ConnectorError('EntityNotFound', `The database has no table or view ${fullName}.`);
+    return t;
+  }
+
+  async metadata(ctx: CallContext): Promise<ConnectionMetadata> {
+    return connectionMetadata([...(await this.catalogue(ctx)).values()]);
+  }
+
+  async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+    const table = await this.table(entity, ctx);
+    yield* queryTable(this.pool, this.config, table, filter, options, ctx);
+  }
+
+  async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+    return this.writer.write(action, await this.table(entity, ctx), batch, options, ctx);
+  }
+
+  async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+    yield* nativeRows(this.pool, this.config, statement, params, options.batchSize, ctx);
+    // A statement may have changed the schema.
+    this.tables = undefined;
+  }
+
+  async ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, ctx: CallContext): Promise<EnsureEntityResult> {
+    const name = options.entity ?? source.fullName;
+    const existing = (await this.catalogue(ctx)).get(name);
+    const { client, release } = await checkout(this.pool, ctx);
+    let res: Awaited<ReturnType<typeof ensureTable>>;
+    try {
+      res = await ensureTable(client, source, options, this.props.targetSchema, existing);
+    } finally {
+      release();
+    }
+    const md = connectionMetadata([...(await this.catalogue(ctx)).values()]);
+    const entity = md.entities.find((e) => e.fullName === name) ?? md.entities.find((e) => e.originalName === `${this.props.targetSchema}.${name}`);
+    if (!entity) throw new ConnectorError('Datastore', `The table ${name} is missing after it was created.`);
+    return { entity, created: res.created, addedFields: res.addedFields, mismatchedFields: res.mismatched };
+  }
+
+  async disconnect(_ctx: CallContext): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
+  }
+}
+
+async function openPool(props: PgProps, ctx: CallContext): Promise<Pool> {
+  const pool = new pg.Pool(props.pool);
+  // An idle connection that breaks emits 'error' on the pool; unheard, it would end the process.
+  pool.on('error', (err) => ctx.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres connection failed'));
+  try {
+    const client = await pool.connect();
+    client.release();
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    const mapped = callError(err, 'Cannot connect to PostgreSQL');
+    // A failure while connecting without a code (a time-out) is still a failure to reach the server.
+    throw mapped === err ? new ConnectorError('Unreachable', `Cannot connect to PostgreSQL: ${(err as Error).message}`, { cause: err }) : mapped;
+  }
+  return pool;
+}
+
+const plugin: ConnectorPlugin = {
+  async preconnect(properties: ConnectionProperties, ctx: CallContext) {
+    const pool = await openPool(parseProps(properties), ctx);
+    await pool.end();
+    return { reply: 'SUCCESS' };
+  },
+  async connect(properties: ConnectionProperties, ctx: CallContext) {
+    const props = parseProps(properties);
+    return new PgSession(props, await openPool(props, ctx));
+  },
+};
+
+export default plugin;

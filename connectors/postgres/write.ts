@@ -1,0 +1,373 @@
+import { createHash } from 'node:crypto';
+import type { Pool, PoolClient } from 'pg';
+import {
+  ConnectorError,
+  failed,
+  succeeded,
+  throwIfAborted,
+  type CallContext,
+  type ConnectorRecord,
+  type WriteAction,
+  type WriteOptions,
+  type WriteResult,
+} from '../../src/connectors/sdk.js';
+import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.js';
+import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
+import { checkout } from './cursor.js';
+import { callError, recordErrorCode, sqlState } from './errors.js';
+import { textConverter, type ToText } from './types.js';
+
+/**
+ * Bulk writes (docs/connectors.md "postgres"):
+ *
+ *   Create        COPY … FROM STDIN (text format), rows encoded while they are sent
+ *   Upsert        INSERT … SELECT FROM unnest($1::text[], …) ON CONFLICT (key) DO UPDATE
+ *   Update        UPDATE … FROM unnest(…) WITH ORDINALITY … RETURNING ordinality
+ *   UpdateInsert  that UPDATE, then INSERT … SELECT FROM unnest(…) for the records it missed
+ *   Delete        DELETE … USING unnest(…) WITH ORDINALITY … RETURNING ordinality
+ *
+ * One statement per batch (per field set), sent as a named prepared statement so the server plans
+ * it once per connection. Values travel as text arrays cast to the column types, so any column
+ * type works. Records with one key are split into consecutive statements first, so two records
+ * with the same key apply in order.
+ *
+ * A statement fails as a whole. When it fails for a reason that belongs to records (SQLSTATE class
+ * 22 data exception, 23 integrity violation, 21000), the records are split in halves and each half
+ * is run again, recursively, until the failing records stand alone: exactly they fail, in place,
+ * with their own error; every other record is written. One bad record in a batch of n costs about
+ * 2·log2(n) extra statements carrying about 2n records. Other failures fail the call.
+ */
+
+interface Group {
+  cols: PgColumn[];
+  indices: number[];
+}
+
+const NAME_HASH_LEN = 20;
+
+/** Upserts of at least this many records go through a stage table; fewer take one unnest statement. */
+const STAGE_MIN = 64;
+
+/** Streams the records `ks` (positions in the group) of a group through a COPY statement. */
+function copySender(g: Group, batch: readonly ConnectorRecord[]): (client: PoolClient, sql: string, ks: number[]) => Promise<number> {
+  const names = g.cols.map((c) => c.fullName);
+  const enc = g.cols.map((c) => copyEncoder(c.type));
+  const n = names.length;
+  const encode = (k: number): string => {
+    const rec = batch[g.indices[k] as number] as ConnectorRecord;
+    let line = (enc[0] as CopyEncode)(rec[names[0] as string]);
+    for (let j = 1; j < n; j++) line += `\t${(enc[j] as CopyEncode)(rec[names[j] as string])}`;
+    return `${line}\n`;
+  };
+  return async (client, sql, ks) => {
+    const copy = new CopyIn(sql, (send) => {
+      let chunk = '';
+      for (const k of ks) {
+        chunk += encode(k);
+        if (chunk.length >= 262144) {
+          send(chunk);
+          chunk = '';
+        }
+      }
+      if (chunk) send(chunk);
+    });
+    client.query(copy);
+    return copy.done;
+  };
+}
+
+export class PgWriter {
+  /** Stage tables already created, per pooled connection (temporary tables live per session). */
+  private readonly stages = new WeakMap<PoolClient, Set<string>>();
+
+  constructor(private readonly pool: Pool) {}
+
+  async write(action: WriteAction, table: PgTable, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+    if (table.kind !== 'table') throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
+    const byName = new Map(table.columns.map((c) => [c.fullName, c]));
+    let keys: PgColumn[] = [];
+    if (action !== 'Create') {
+      const names = options.keyFields ?? table.columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.fullName);
+      if (names.length === 0) throw new ConnectorError('Unsupported', `${action} on ${table.fullName} needs key fields: the table has no primary key, give lookup fields.`);
+      keys = names.map((n) => {
+        const c = byName.get(n);
+        if (!c) throw new ConnectorError('FieldNotFound', `The entity ${table.fullName} has no field ${n}.`);
+        return c;
+      });
+    }
+    const results: WriteResult[] = new Array<WriteResult>(batch.length);
+    const groups = groupRecords(table, byName, keys, batch, results);
+    if (groups.length === 0) return results;
+    throwIfAborted(ctx.signal);
+    const { client, release } = await checkout(this.pool, ctx);
+    let broken: Error | undefined;
+    try {
+      for (const g of groups) {
+        if (action === 'Create') await this.copy(client, table, g, batch, results);
+        else if (action === 'Upsert' && g.indices.length >= STAGE_MIN) for (const seg of uniqueKeySegments(g, keys, batch)) await this.stagedUpsert(client, table, keys, { cols: g.cols, indices: seg }, batch, results);
+        else for (const seg of uniqueKeySegments(g, keys, batch)) await this.keyed(client, action, table, keys, { cols: g.cols, indices: seg }, batch, results);
+        throwIfAborted(ctx.signal);
+      }
+    } catch (err) {
+      if (sqlState(err) === undefined) broken = err as Error;
+      throw callError(err, `The ${action} batch failed`);
+    } finally {
+      release(broken);
+    }
+    ctx.progress({ records: batch.length });
+    return results;
+  }
+
+  private async copy(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<void> {
+    const sql = `COPY ${qualified(table)} (${g.cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
+    const send = copySender(g, batch);
+    const run = async (ks: number[]): Promise<undefined> => {
+      await send(client, sql, ks);
+      return undefined;
+    };
+    await bisect(
+      g.indices.map((_, k) => k),
+      run,
+      (k) => g.indices[k] as number,
+      results,
+      table,
+    );
+  }
+
+  /**
+   * Upsert of a bulk batch: COPY into a temporary stage table (no WAL, no index), then one
+   * `INSERT … SELECT … ON CONFLICT DO UPDATE` from it, in one transaction; the stage empties on
+   * commit. Twice as fast as unnest arrays: values are parsed by COPY, once.
+   */
+  private async stagedUpsert(client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<void> {
+    const stage = `pg_temp.${quoteIdent(`ferry_stage_${table.oid}_${table.columns.length}`)}`;
+    let known = this.stages.get(client);
+    if (!known) this.stages.set(client, (known = new Set()));
+    if (!known.has(stage)) {
+      // Column types only: no NOT NULL or defaults, the target checks those on INSERT.
+      await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${stage.slice('pg_temp.'.length)} ON COMMIT DELETE ROWS AS SELECT * FROM ${qualified(table)} WITH NO DATA`);
+      known.add(stage);
+    }
+    const list = g.cols.map((c) => quoteIdent(c.name)).join(', ');
+    const setCols = g.cols.filter((c) => !keys.includes(c));
+    const onConflict = setCols.length ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`).join(', ')}` : 'DO NOTHING';
+    const upsert = `INSERT INTO ${qualified(table)} (${list}) SELECT ${list} FROM ${stage} ON CONFLICT (${keys.map((k) => quoteIdent(k.name)).join(', ')}) ${onConflict}`;
+    const send = copySender(g, batch);
+    const run = async (ks: number[]): Promise<undefined> => {
+      await client.query('BEGIN');
+      try {
+        await send(client, `COPY ${stage} (${list}) FROM STDIN`, ks);
+        await client.query(upsert);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+      return undefined;
+    };
+    await bisect(
+      g.indices.map((_, k) => k),
+      run,
+      (k) => g.indices[k] as number,
+      results,
+      table,
+    );
+  }
+
+  private async keyed(client: PoolClient, action: WriteAction, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<void> {
+    const cols = g.cols;
+    const conv = cols.map((c) => textConverter(c.type));
+    // Each column travels as one text[] literal built here: pg's own array serialisation
+    // (prepareValue and a regular-expression escape per element) costs twice as much.
+    const arrays = (idx: number[], which: PgColumn[]): string[] =>
+      which.map((c) => {
+        const f = conv[cols.indexOf(c)] as ToText;
+        let lit = '{';
+        for (let k = 0; k < idx.length; k++) {
+          if (k) lit += ',';
+          lit += arrayElement(f((batch[idx[k] as number] as ConnectorRecord)[c.fullName]));
+        }
+        return `${lit}}`;
+      });
+    const t = qualified(table);
+    const alias = (c: PgColumn): string => `a${cols.indexOf(c)}`;
+    const unnest = (which: PgColumn[], ordinality: boolean): string =>
+      `unnest(${which.map((_, i) => `$${i + 1}::text[]`).join(', ')})${ordinality ? ' WITH ORDINALITY' : ''} AS v(${which.map(alias).join(', ')}${ordinality ? ', ord' : ''})`;
+    const cast = (c: PgColumn): string => `v.${alias(c)}::${c.sqlType}`;
+    const match = keys.map((k) => `t.${quoteIdent(k.name)} = ${cast(k)}`).join(' AND ');
+    const setCols = cols.filter((c) => !keys.includes(c));
+    const insertSql = `INSERT INTO ${t} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) SELECT ${cols.map(cast).join(', ')} FROM ${unnest(cols, false)}`;
+
+    const statement = async (sql: string, values: string[]): Promise<{ rows: { ord: number }[] }> => {
+      const name = `ferry_w_${createHash('sha1').update(sql).digest('hex').slice(0, NAME_HASH_LEN)}`;
+      return client.query<{ ord: number }>({ name, text: sql, values });
+    };
+    const counted = async (sql: string, which: PgColumn[], idx: number[]): Promise<number[]> => {
+      const r = await statement(sql, arrays(idx, which));
+      const counts = new Array<number>(idx.length).fill(0);
+      for (const row of r.rows) counts[Number(row.ord) - 1] = (counts[Number(row.ord) - 1] ?? 0) + 1;
+      return counts;
+    };
+    const notFound = (): WriteResult => failed('NotFound', `No record of ${table.fullName} matches the key.`);
+
+    switch (action) {
+      case 'Upsert': {
+        const target = keys.map((k) => quoteIdent(k.name)).join(', ');
+        const onConflict = setCols.length ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`).join(', ')}` : 'DO NOTHING';
+        const sql = `${insertSql} ON CONFLICT (${target}) ${onConflict}`;
+        await bisect(g.indices, async (idx) => void (await statement(sql, arrays(idx, cols))), (i) => i, results, table);
+        return;
+      }
+      case 'Delete': {
+        const sql = `DELETE FROM ${t} AS t USING ${unnest(keys, true)} WHERE ${match} RETURNING v.ord`;
+        await bisect(g.indices, (idx) => counted(sql, keys, idx), (i) => i, results, table, notFound);
+        return;
+      }
+      case 'Update':
+      case 'UpdateInsert': {
+        const upd = [...setCols, ...keys];
+        const set = setCols.length ? setCols.map((c) => `${quoteIdent(c.name)} = ${cast(c)}`).join(', ') : `${quoteIdent((keys[0] as PgColumn).name)} = t.${quoteIdent((keys[0] as PgColumn).name)}`;
+        const sql = `UPDATE ${t} AS t SET ${set} FROM ${unnest(upd, true)} WHERE ${match} RETURNING v.ord`;
+        await bisect(g.indices, (idx) => counted(sql, upd, idx), (i) => i, results, table, action === 'Update' ? notFound : undefined);
+        if (action === 'UpdateInsert') {
+          const missing = g.indices.filter((i) => results[i] === undefined);
+          if (missing.length) await bisect(missing, async (idx) => void (await statement(insertSql, arrays(idx, cols))), (i) => i, results, table);
+        }
+        return;
+      }
+      case 'Create':
+        return;
+    }
+  }
+}
+
+const ARRAY_ESCAPE = /["\\]/;
+const ARRAY_ESCAPES = /["\\]/g;
+
+/** One element of a text[] literal: NULL, or the text in double quotes with `"` and `\` escaped. */
+function arrayElement(v: string | null): string {
+  if (v === null) return 'NULL';
+  return ARRAY_ESCAPE.test(v) ? `"${v.replace(ARRAY_ESCAPES, '\\$&')}"` : `"${v}"`;
+}
+
+/**
+ * Runs `run` over items; on a record-class failure splits them in halves and retries each, down
+ * to single items, which then get their own error. `run` returns affected counts per item (or
+ * undefined for one each); a count of 0 gets `zero()` if given, else stays unset (UpdateInsert
+ * inserts those next).
+ */
+async function bisect<T>(
+  items: T[],
+  run: (items: T[]) => Promise<number[] | undefined>,
+  index: (item: T) => number,
+  results: WriteResult[],
+  table: PgTable,
+  zero?: () => WriteResult,
+): Promise<void> {
+  if (items.length === 0) return;
+  let counts: number[] | undefined;
+  try {
+    counts = await run(items);
+  } catch (err) {
+    const state = sqlState(err);
+    const code = recordErrorCode(state);
+    if (!code) throw err;
+    if (items.length === 1) {
+      const e = err as { message?: string; detail?: string; column?: string };
+      const field = e.column ? (table.columns.find((c) => c.name === e.column)?.fullName ?? e.column) : undefined;
+      results[index(items[0] as T)] = failed(code, [e.message, e.detail].filter(Boolean).join(' '), { ...(state ? { nativeCode: state } : {}), ...(field ? { field } : {}) });
+      return;
+    }
+    const mid = items.length >> 1;
+    await bisect(items.slice(0, mid), run, index, results, table, zero);
+    await bisect(items.slice(mid), run, index, results, table, zero);
+    return;
+  }
+  items.forEach((item, k) => {
+    const n = counts ? (counts[k] ?? 0) : 1;
+    if (n > 0) results[index(item)] = succeeded(n);
+    else if (zero) results[index(item)] = zero();
+  });
+}
+
+/**
+ * Checks each record and groups the valid ones by their field set (in column order), keeping input
+ * order inside a group. Invalid records get their result here.
+ */
+function groupRecords(table: PgTable, byName: Map<string, PgColumn>, keys: PgColumn[], batch: readonly ConnectorRecord[], results: WriteResult[]): Group[] {
+  const groups = new Map<string, Group>();
+  let prevKeys: string[] | undefined;
+  let prevGroup: Group | undefined;
+  for (let r = 0; r < batch.length; r++) {
+    const rec = batch[r] as ConnectorRecord;
+    if (prevKeys && prevGroup && sameKeys(prevKeys, rec)) {
+      if (keys.length && !hasKeys(rec, keys, results, r)) continue;
+      prevGroup.indices.push(r);
+      continue;
+    }
+    const names = Object.keys(rec);
+    const cols: PgColumn[] = [];
+    let bad: WriteResult | undefined;
+    for (const n of names) {
+      const c = byName.get(n);
+      if (!c) bad = failed('UnknownField', `The entity ${table.fullName} has no field ${n}.`, { field: n });
+      else if (c.readOnly) bad = failed('InvalidValue', `The field ${n} is generated and cannot be written.`, { field: n });
+      if (bad) break;
+      cols.push(c as PgColumn);
+    }
+    if (bad) {
+      results[r] = bad;
+      continue;
+    }
+    if (keys.length && !hasKeys(rec, keys, results, r)) continue;
+    cols.sort((a, b) => a.attnum - b.attnum);
+    const sig = cols.map((c) => c.name).join('\u0000');
+    let g = groups.get(sig);
+    if (!g) {
+      g = { cols, indices: [] };
+      groups.set(sig, g);
+    }
+    g.indices.push(r);
+    prevKeys = names;
+    prevGroup = g;
+  }
+  return [...groups.values()];
+}
+
+/** The record has exactly these fields in this order (checked without allocating). */
+function sameKeys(names: string[], rec: ConnectorRecord): boolean {
+  let n = 0;
+  for (const k in rec) if (names[n++] !== k) return false;
+  return n === names.length;
+}
+
+function hasKeys(rec: ConnectorRecord, keys: PgColumn[], results: WriteResult[], r: number): boolean {
+  for (const k of keys) {
+    const v = rec[k.fullName];
+    if (v === null || v === undefined) {
+      results[r] = failed('MissingKey', `The record has no value for the key field ${k.fullName}.`, { field: k.fullName });
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Splits a group into consecutive runs in which no key repeats, so each statement sees a key once. */
+function uniqueKeySegments(g: Group, keys: PgColumn[], batch: readonly ConnectorRecord[]): number[][] {
+  const out: number[][] = [];
+  let seen = new Set<string>();
+  let cur: number[] = [];
+  for (const i of g.indices) {
+    const rec = batch[i] as ConnectorRecord;
+    const key = keys.map((k) => `${typeof rec[k.fullName]}:${String(rec[k.fullName])}`).join('\u0001');
+    if (seen.has(key)) {
+      out.push(cur);
+      cur = [];
+      seen = new Set();
+    }
+    seen.add(key);
+    cur.push(i);
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}

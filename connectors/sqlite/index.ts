@@ -1,0 +1,166 @@
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import {
+  ConnectorError,
+  throwIfAborted,
+  type CallContext,
+  type ConnectionMetadata,
+  type ConnectionProperties,
+  type ConnectorPlugin,
+  type ConnectorRecord,
+  type ConnectorSession,
+  type EnsureEntityOptions,
+  type EnsureEntityResult,
+  type EntityMetadata,
+  type Filter,
+  type NativeQueryOptions,
+  type QueryOptions,
+  type RecordBatch,
+  type Value,
+  type WriteAction,
+  type WriteOptions,
+  type WriteResult,
+} from '../../src/connectors/sdk.js';
+import { parseProps, type SqliteProps } from './properties.js';
+import { readCatalogue, type SqliteTable } from './catalogue.js';
+import { connectionMetadata } from './metadata.js';
+import { callError } from './errors.js';
+import { nativeRows, queryTable } from './query.js';
+import { SqliteWriter } from './write.js';
+import { ensureTable } from './ensure-entity.js';
+
+/**
+ * The sqlite Connector: one database file (docs/connectors.md "sqlite"). Writes go through one
+ * connection; each query reads on a connection of its own, so a stream can stay open while the
+ * same database is written (in WAL mode without blocking; in rollback-journal mode a long read
+ * makes writers wait up to busyTimeoutMs).
+ */
+function open(props: SqliteProps, readonly: boolean): Database.Database {
+  let db: Database.Database;
+  try {
+    if (!props.create || readonly) {
+      // better-sqlite3 reports a missing file only as a generic error: check it first.
+      if (!fs.existsSync(props.file)) throw new ConnectorError('Unreachable', `The database file ${props.file} does not exist.`, { nativeCode: 'ENOENT' });
+    }
+    db = new Database(props.file, { readonly: readonly || props.readOnly, fileMustExist: !props.create || readonly, timeout: props.busyTimeoutMs });
+  } catch (err) {
+    throw callError(err, `The database ${props.file} cannot be opened`);
+  }
+  try {
+    db.pragma('case_sensitive_like = ON');
+    if (!readonly) {
+      db.pragma('foreign_keys = ON');
+      if (props.journalMode && !props.readOnly) db.pragma(`journal_mode = ${props.journalMode}`);
+      if (props.synchronous) db.pragma(`synchronous = ${props.synchronous}`);
+    }
+    // Fails here, not on the first query, when the file is not a database.
+    db.prepare('SELECT count(*) FROM sqlite_schema').get();
+  } catch (err) {
+    db.close();
+    throw callError(err, `The database ${props.file} cannot be used`);
+  }
+  return db;
+}
+
+class SqliteSession implements ConnectorSession {
+  private tables: Map<string, SqliteTable> | undefined;
+  private readonly writer: SqliteWriter;
+
+  constructor(
+    private readonly props: SqliteProps,
+    private readonly db: Database.Database,
+  ) {
+    this.writer = new SqliteWriter(db);
+  }
+
+  async test(_ctx: CallContext): Promise<void> {
+    try {
+      this.db.prepare('SELECT count(*) FROM sqlite_schema').get();
+    } catch (err) {
+      throw callError(err, 'The database cannot be read');
+    }
+  }
+
+  private catalogue(): Map<string, SqliteTable> {
+    try {
+      this.tables = new Map(readCatalogue(this.db).map((t) => [t.fullName, t]));
+    } catch (err) {
+      throw callError(err, 'The catalogue cannot be read');
+    }
+    return this.tables;
+  }
+
+  private table(fullName: string): SqliteTable {
+    const t = this.tables?.get(fullName) ?? this.catalogue().get(fullName);
+    if (!t) throw new ConnectorError('EntityNotFound', `The database has no table or view ${fullName}.`);
+    return t;
+  }
+
+  async metadata(_ctx: CallContext): Promise<ConnectionMetadata> {
+    return connectionMetadata([...this.catalogue().values()]);
+  }
+
+  async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+    const table = this.table(entity);
+    const reader = open(this.props, true);
+    try {
+      yield* queryTable(reader, table, filter, options, ctx);
+    } finally {
+      reader.close();
+    }
+  }
+
+  async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+    throwIfAborted(ctx.signal);
+    if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
+    const results = this.writer.write(action, this.table(entity), batch, options);
+    ctx.progress({ records: batch.length });
+    return results;
+  }
+
+  async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+    let reads: boolean;
+    try {
+      reads = this.db.prepare(statement).reader;
+    } catch (err) {
+      throw callError(err, 'The native query is not valid');
+    }
+    const db = reads ? open(this.props, true) : this.db;
+    try {
+      yield* nativeRows(db, statement, params, options.batchSize, ctx);
+    } finally {
+      if (reads) db.close();
+    }
+    // A statement may have changed the schema.
+    if (!reads) this.tables = undefined;
+  }
+
+  async ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, _ctx: CallContext): Promise<EnsureEntityResult> {
+    if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
+    const name = options.entity ?? source.fullName;
+    const existing = this.catalogue().get(name);
+    const res = ensureTable(this.db, source, options, existing);
+    const md = connectionMetadata([...this.catalogue().values()]);
+    const entity = md.entities.find((e) => e.fullName === name);
+    if (!entity) throw new ConnectorError('Datastore', `The table ${name} is missing after it was created.`);
+    return { entity, created: res.created, addedFields: res.addedFields, mismatchedFields: res.mismatched };
+  }
+
+  async disconnect(_ctx: CallContext): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+const plugin: ConnectorPlugin = {
+  async preconnect(properties: ConnectionProperties) {
+    const props = parseProps(properties);
+    open(props, props.readOnly || !props.create).close();
+    return { reply: 'SUCCESS' };
+  },
+  async connect(properties: ConnectionProperties) {
+    const props = parseProps(properties);
+    return new SqliteSession(props, open(props, false));
+  },
+};
+
+export default plugin;

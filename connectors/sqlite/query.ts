@@ -1,0 +1,90 @@
+import type Database from 'better-sqlite3';
+import { throwIfAborted, uniqueFullNames, type CallContext, type ConnectorRecord, type Filter, type QueryOptions, type RecordBatch, type Value } from '../../src/connectors/sdk.js';
+import type { SqliteTable } from './catalogue.js';
+import { callError } from './errors.js';
+import { selectSql, type Bind } from './sql.js';
+import { readConverter, type ReadConvert } from './types.js';
+
+type Row = (number | bigint | string | Buffer | null)[];
+
+/**
+ * Streams the rows of a statement in batches. better-sqlite3 steps the statement one row at a time
+ * (`iterate`), so only one batch is in memory; the statement and its connection are released when
+ * the caller stops.
+ */
+export async function* streamRows(db: Database.Database, sql: string, params: Bind[], names: string[], convs: ReadConvert[], batchSize: number, limitRows: number | undefined, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  let it: IterableIterator<Row>;
+  try {
+    it = db.prepare(sql).raw(true).safeIntegers(true).iterate(...params) as IterableIterator<Row>;
+  } catch (err) {
+    throw callError(err, 'The query failed');
+  }
+  const n = names.length;
+  let sent = 0;
+  try {
+    for (;;) {
+      throwIfAborted(ctx.signal);
+      const batch: ConnectorRecord[] = [];
+      let done = false;
+      try {
+        while (batch.length < batchSize) {
+          const r = it.next();
+          if (r.done) {
+            done = true;
+            break;
+          }
+          const row = r.value;
+          const rec: Record<string, Value> = {};
+          for (let i = 0; i < n; i++) rec[names[i] as string] = (convs[i] as ReadConvert)(row[i] ?? null);
+          batch.push(rec);
+        }
+      } catch (err) {
+        throw callError(err, 'The query failed');
+      }
+      sent += batch.length;
+      if (batch.length) {
+        yield batch;
+        ctx.progress({ records: sent });
+      }
+      if (done || (limitRows !== undefined && sent >= limitRows)) return;
+    }
+  } finally {
+    it.return?.();
+  }
+}
+
+export function queryTable(db: Database.Database, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  const { sql, params, columns } = selectSql(table, filter, options);
+  return streamRows(
+    db,
+    sql,
+    params,
+    columns.map((c) => c.fullName),
+    columns.map((c) => readConverter(c.type)),
+    options.batchSize,
+    undefined,
+    ctx,
+  );
+}
+
+/** Native query: rows of a reading statement, or one record `{ affected }` for the others. */
+export async function* nativeRows(db: Database.Database, statement: string, params: readonly Value[], batchSize: number, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  let stmt: Database.Statement;
+  try {
+    stmt = db.prepare(statement);
+  } catch (err) {
+    throw callError(err, 'The native query is not valid');
+  }
+  const binds = params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p));
+  if (!stmt.reader) {
+    try {
+      const r = stmt.run(...binds);
+      yield [{ affected: r.changes }];
+    } catch (err) {
+      throw callError(err, 'The native query failed');
+    }
+    return;
+  }
+  const names = uniqueFullNames(stmt.columns().map((c) => c.name));
+  yield* streamRows(db, statement, binds, names, names.map(() => readConverter('string')), batchSize, undefined, ctx);
+}

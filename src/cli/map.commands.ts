@@ -1,0 +1,159 @@
+/**
+ * `ferry map validate MAP.json --connections CONNS.json` and `ferry map run MAP.json --connections
+ * CONNS.json [--state FILE] [--failures DIR] [--batch-size N]`: validate or run a Map locally
+ * with the built-in Connector plugins, no Service needed.
+ *
+ * CONNS.json: `{ "<connectionId>": { "connector": "CSV", "properties": { "folder": "/data" } } }`.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { ConnectorHost } from '../connectors/host.js';
+import type { HostConnection } from '../connectors/connection.js';
+import type { ConnectionMetadata } from '../connectors/sdk.js';
+import { FerryError, isFerryError } from '../errors/ferry-error.js';
+import { walkBlocks } from '../protocol/map.js';
+import { compilePlan } from '../maps/compiler/plan.js';
+import { upgradeMap } from '../maps/compiler/upgrade.js';
+import { validateModel, type ValidationResult } from '../maps/compiler/validate.js';
+import { runMap } from '../maps/runtime/run.js';
+import { FileWatermark } from '../maps/runtime/watermark.js';
+import { FailedRecordStore } from '../failures/store.js';
+
+const OPTIONS = {
+  connections: { type: 'string' },
+  connectors: { type: 'string' },
+  state: { type: 'string' },
+  failures: { type: 'string' },
+  'batch-size': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const USAGE = `Usage: ferry map validate MAP.json --connections CONNS.json
+       ferry map run MAP.json --connections CONNS.json [--state FILE] [--failures DIR] [--batch-size N]
+
+  --connections  {"<connectionId>": {"connector": "CSV", "properties": {...}}}
+  --connectors   the folder of Connector plugins (default: the built-in ones)
+  --state        a JSON file keeping the net-change watermark between runs (checkpointed per batch)
+  --failures     a folder for the local failed-record store (SQLite)
+  --batch-size   records per batch (default the Map's, else 2000; clamped to the Connector's limit)`;
+
+interface Loaded {
+  host: ConnectorHost;
+  conns: Map<string, HostConnection>;
+  metadata: Record<string, ConnectionMetadata>;
+}
+
+/** The built-in plugins beside the command: `connectors/` from src/cli, `dist/connectors/` from dist/src/cli. */
+const defaultConnectorsDir = (): string => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../connectors');
+
+async function readJson(file: string, what: string): Promise<unknown> {
+  try {
+    return JSON.parse(await fs.readFile(file, 'utf8')) as unknown;
+  } catch (err) {
+    throw new FerryError('MAP_MODEL_INVALID', `${what} ${file} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+async function open(connsFile: string, connectorsDir: string, ids: Set<string>): Promise<Loaded> {
+  const spec = (await readJson(connsFile, 'The connections file')) as Record<string, { connector?: string; properties?: Record<string, string> }>;
+  const host = new ConnectorHost({ dir: connectorsDir, log: pino({ level: 'silent' }) });
+  await host.loadAll();
+  const conns = new Map<string, HostConnection>();
+  const metadata: Record<string, ConnectionMetadata> = {};
+  for (const id of ids) {
+    const c = spec[id];
+    if (!c?.connector) continue; // reported by the validator as MAP_CONNECTION_NOT_FOUND
+    const conn = await host.open({ connectorId: c.connector, connectionId: id, properties: c.properties ?? {} });
+    conns.set(id, conn);
+    metadata[id] = await conn.metadata();
+  }
+  return { host, conns, metadata };
+}
+
+function parse(argv: string[]): { file: string; values: Record<string, string | boolean | undefined> } | undefined {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return undefined;
+  }
+  if (positionals.length !== 1 || !values.connections) {
+    process.stderr.write(`ferry map: give one MAP.json and --connections CONNS.json\n\n${USAGE}\n`);
+    process.exitCode = 2;
+    return undefined;
+  }
+  return { file: positionals[0] as string, values };
+}
+
+function formatResult(r: ValidationResult): string {
+  const where = r.position ? ` (line ${r.position.line}, column ${r.position.column})` : '';
+  return `${r.severity.toUpperCase()} ${r.code} ${r.blockName ?? '(map)'}${r.blockId ? ` [${r.blockId}]` : ''}: ${r.message}${where}`;
+}
+
+/** `ferry map validate`: prints the per-Block results; exit 1 when there are errors. */
+export async function mapValidate(argv: string[]): Promise<void> {
+  const a = parse(argv);
+  if (!a) return;
+  const model = upgradeMap(await readJson(a.file, 'The Map'));
+  const ids = new Set([...walkBlocks(model.blocks)].map((b) => b.connectionId).filter((x): x is string => !!x));
+  const { host, metadata } = await open(a.values['connections'] as string, (a.values['connectors'] as string | undefined) ?? defaultConnectorsDir(), ids);
+  try {
+    const v = validateModel(model, metadata);
+    for (const r of v.results) process.stdout.write(`${formatResult(r)}\n`);
+    process.stdout.write(v.valid ? `The Map ${model.name} is valid.\n` : `The Map ${model.name} has ${v.results.filter((r) => r.severity === 'error').length} error(s).\n`);
+    if (!v.valid) process.exitCode = 1;
+  } finally {
+    await host.close();
+  }
+}
+
+/** `ferry map run`: runs the Map; a progress line on a terminal, the statistics as JSON at the end. */
+export async function mapRun(argv: string[]): Promise<void> {
+  const a = parse(argv);
+  if (!a) return;
+  const model = upgradeMap(await readJson(a.file, 'The Map'));
+  const ids = new Set([...walkBlocks(model.blocks)].map((b) => b.connectionId).filter((x): x is string => !!x));
+  const { host, conns, metadata } = await open(a.values['connections'] as string, (a.values['connectors'] as string | undefined) ?? defaultConnectorsDir(), ids);
+  const store = a.values['failures'] ? new FailedRecordStore(a.values['failures'] as string) : undefined;
+  const ac = new AbortController();
+  const stop = (): void => ac.abort();
+  process.once('SIGINT', stop);
+  const tty = process.stderr.isTTY;
+  try {
+    let plan;
+    try {
+      plan = compilePlan(model, metadata);
+    } catch (err) {
+      if (isFerryError(err) && err.code === 'MAP_INVALID') {
+        for (const r of (err.details?.['results'] as ValidationResult[] | undefined) ?? []) process.stderr.write(`${formatResult(r)}\n`);
+      }
+      throw err;
+    }
+    const batch = a.values['batch-size'] ? Number(a.values['batch-size']) : undefined;
+    const started = Date.now();
+    const { stats } = await runMap(plan, {
+      connections: conns,
+      signal: ac.signal,
+      ...(batch ? { batchSize: batch } : {}),
+      ...(a.values['state'] ? { watermark: new FileWatermark(a.values['state'] as string) } : {}),
+      ...(store ? { failures: store } : {}),
+      onProgress: (p) => {
+        if (!tty) return;
+        const s = (Date.now() - started) / 1000;
+        process.stderr.write(`\r${p.processed} processed, ${p.failed} failed, ${Math.round(p.processed / Math.max(s, 0.001))} records/s`);
+      },
+      onRecordError: (e) => {
+        if (!tty) process.stderr.write(`${JSON.stringify(e)}\n`);
+      },
+    });
+    if (tty) process.stderr.write('\n');
+    process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
+    if (stats.failed > 0) process.exitCode = 1;
+  } finally {
+    process.off('SIGINT', stop);
+    store?.close();
+    await host.close();
+  }
+}

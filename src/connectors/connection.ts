@@ -1,0 +1,203 @@
+import type { ConnectorManifest } from '../protocol/connector-manifest.js';
+import { Filter } from '../protocol/filter.js';
+import { FerryError } from '../errors/ferry-error.js';
+import { guardCall, guardIterable, type CallOptions, type CallScope } from './guard.js';
+import { metadataFingerprint, type MetadataCache } from './metadata-cache.js';
+import {
+  DEFAULT_BATCH_SIZE,
+  WRITE_ACTIONS,
+  type ConnectionMetadata,
+  type ConnectionProperties,
+  type ConnectorRecord,
+  type ConnectorSession,
+  type EnsureEntityOptions,
+  type EnsureEntityResult,
+  type EntityMetadata,
+  type QueryOptions,
+  type RecordBatch,
+  type Value,
+  type WriteAction,
+  type WriteOptions,
+  type WriteResult,
+} from './sdk.js';
+
+type Verb = 'test' | 'metadata' | 'write' | 'ensureEntity' | 'disconnect';
+
+export interface HostConnectionInit {
+  manifest: ConnectorManifest;
+  connectionId: string;
+  properties: ConnectionProperties;
+  session: ConnectorSession;
+  scope: (verb: string) => CallScope;
+  cache: MetadataCache;
+  timeouts: Record<Verb, number>;
+  onClose: (c: HostConnection) => void;
+}
+
+/** Query options as callers give them: `batchSize` defaults to min(2000, bulkLimit). */
+export type HostQueryOptions = Partial<QueryOptions> & CallOptions;
+
+/**
+ * One open Connection, as the Agent's commands and the Map runtime use it. Every method is
+ * contained (a plugin failure is a `CON_` FerryError for that call only), takes CallOptions
+ * (signal, timeoutMs, onProgress), and enforces the SDK contract: batches no larger than asked,
+ * one write result per record in order, writes split at the plugin's bulkLimit.
+ */
+export class HostConnection {
+  readonly manifest: ConnectorManifest;
+  readonly connectionId: string;
+  private readonly init: HostConnectionInit;
+  private closed = false;
+
+  constructor(init: HostConnectionInit) {
+    this.init = init;
+    this.manifest = init.manifest;
+    this.connectionId = init.connectionId;
+  }
+
+  /** Most records per batch and per write call the plugin accepts. */
+  get bulkLimit(): number {
+    return this.manifest.bulkLimit;
+  }
+
+  private live(verb: string): CallScope {
+    if (this.closed) throw new FerryError('CON_CLOSED', `The connection ${this.connectionId} is closed.`, { details: { connectionId: this.connectionId, verb } });
+    return this.init.scope(verb);
+  }
+
+  private timeout(verb: Verb, opts: CallOptions): CallOptions {
+    return { timeoutMs: this.init.timeouts[verb], ...opts };
+  }
+
+  /** Proves the connection works; throws a FerryError (CON_AUTH_FAILED, CON_UNREACHABLE, …) if not. */
+  async test(opts: CallOptions = {}): Promise<void> {
+    const s = this.init.session;
+    await guardCall(this.live('test'), this.timeout('test', opts), (ctx) => s.test(ctx));
+  }
+
+  /** The Connection's metadata, from the cache unless `reload` (or the properties changed). */
+  async metadata(opts: CallOptions & { reload?: boolean } = {}): Promise<ConnectionMetadata> {
+    const scope = this.live('metadata');
+    const { reload, ...callOpts } = opts;
+    if (reload) this.init.cache.invalidate(this.connectionId);
+    const fp = metadataFingerprint(this.manifest.id, this.manifest.version, this.init.properties);
+    const s = this.init.session;
+    return this.init.cache.get(this.connectionId, fp, async () => {
+      const md = await guardCall(scope, this.timeout('metadata', callOpts), (ctx) => s.metadata(ctx));
+      if (!md || !Array.isArray(md.entities)) {
+        throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${this.manifest.name} connector's metadata has no entities list.`, { details: { connector: this.manifest.name } });
+      }
+      return md;
+    });
+  }
+
+  /** One entity's metadata by fullName (from the cached metadata); `CON_ENTITY_NOT_FOUND` if absent. */
+  async entity(fullName: string, opts: CallOptions & { reload?: boolean } = {}): Promise<EntityMetadata> {
+    const md = await this.metadata(opts);
+    const e = md.entities.find((x) => x.fullName === fullName) ?? md.entities.find((x) => x.fullName.toLowerCase() === fullName.toLowerCase());
+    if (!e) throw new FerryError('CON_ENTITY_NOT_FOUND', `The ${this.manifest.name} connection has no entity ${fullName}.`, { details: { connectionId: this.connectionId, entity: fullName } });
+    return e;
+  }
+
+  private batchSize(asked: number | undefined): number {
+    const size = asked ?? Math.min(DEFAULT_BATCH_SIZE, this.bulkLimit);
+    if (!Number.isInteger(size) || size < 1) throw new FerryError('CON_QUERY_INVALID', `The batch size ${size} is not a positive whole number.`);
+    return Math.min(size, this.bulkLimit);
+  }
+
+  /**
+   * The records of an entity as a stream of batches (filter and options per the SDK). Time-outs
+   * apply to each pull, not to the whole stream; pass a signal to stop it.
+   */
+  query(entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<RecordBatch> {
+    const scope = this.live('query');
+    const { signal, timeoutMs, onProgress, batchSize, ...rest } = opts;
+    if (filter !== undefined) {
+      const parsed = Filter.safeParse(filter);
+      if (!parsed.success) {
+        throw new FerryError('CON_QUERY_INVALID', `The filter is not valid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+      }
+    }
+    const options: QueryOptions = { ...rest, batchSize: this.batchSize(batchSize) };
+    const s = this.init.session;
+    const callOpts: CallOptions = { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) };
+    return guardIterable(scope, callOpts, options.batchSize, (ctx) => s.query(entity, filter, options, ctx));
+  }
+
+  /** Runs a statement in the datastore's own language; `CON_UNSUPPORTED` where the plugin has none. */
+  nativeQuery(statement: string, params: readonly Value[] = [], opts: CallOptions & { batchSize?: number } = {}): AsyncIterable<RecordBatch> {
+    const scope = this.live('nativeQuery');
+    const s = this.init.session;
+    if (typeof s.nativeQuery !== 'function') {
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector has no native query.`, { details: { connector: this.manifest.name } });
+    }
+    const { batchSize, ...callOpts } = opts;
+    const size = this.batchSize(batchSize);
+    const run = s.nativeQuery.bind(s);
+    return guardIterable(scope, callOpts, size, (ctx) => run(statement, params, { batchSize: size }, ctx));
+  }
+
+  /**
+   * Writes records for an action. A batch larger than the plugin's bulkLimit is split; the result
+   * has exactly one entry per record, in input order. Throws only when the whole call failed.
+   */
+  async write(action: WriteAction, entity: string, records: readonly ConnectorRecord[], opts: WriteOptions & CallOptions = {}): Promise<WriteResult[]> {
+    const scope = this.live('write');
+    if (!(WRITE_ACTIONS as readonly string[]).includes(action)) {
+      throw new FerryError('CON_UNSUPPORTED', `${String(action)} is not a write action.`, { details: { action } });
+    }
+    const { keyFields, signal, timeoutMs, onProgress } = opts;
+    const writeOpts: WriteOptions = keyFields ? { keyFields } : {};
+    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) });
+    const s = this.init.session;
+    const out: WriteResult[] = [];
+    for (let i = 0; i < records.length; i += this.bulkLimit) {
+      const part = i === 0 && records.length <= this.bulkLimit ? records : records.slice(i, i + this.bulkLimit);
+      const results = await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx));
+      if (!Array.isArray(results) || results.length !== part.length || !results.every(isWriteResult)) {
+        throw new FerryError(
+          'CON_PROTOCOL_VIOLATION',
+          `The ${this.manifest.name} connector's write returned ${Array.isArray(results) ? `${results.length} results (each needs ok: true | false)` : 'no results'} for ${part.length} records.`,
+          { details: { connector: this.manifest.name, connectionId: this.connectionId, action, entity } },
+        );
+      }
+      for (const r of results) out.push(r);
+    }
+    return out;
+  }
+
+  /** Creates or widens a target entity to match a source entity; `CON_UNSUPPORTED` where the plugin cannot. */
+  async ensureEntity(source: EntityMetadata, opts: EnsureEntityOptions & CallOptions = {}): Promise<EnsureEntityResult> {
+    const scope = this.live('ensureEntity');
+    const s = this.init.session;
+    if (typeof s.ensureEntity !== 'function') {
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector cannot create entities.`, { details: { connector: this.manifest.name } });
+    }
+    const { entity, ...callOpts } = opts;
+    const run = s.ensureEntity.bind(s);
+    const res = await guardCall(scope, this.timeout('ensureEntity', callOpts), (ctx) => run(source, entity ? { entity } : {}, ctx));
+    // The entity list changed: the next metadata call reloads.
+    this.init.cache.invalidate(this.connectionId);
+    return res;
+  }
+
+  /** Disconnects; idempotent, never throws (a failing disconnect is logged). */
+  async close(opts: CallOptions = {}): Promise<void> {
+    if (this.closed) return;
+    const scope = this.init.scope('disconnect');
+    this.closed = true;
+    this.init.onClose(this);
+    const s = this.init.session;
+    try {
+      await guardCall(scope, this.timeout('disconnect', opts), (ctx) => s.disconnect(ctx));
+    } catch {
+      // logged by guardCall; a disconnect failure must not fail the caller's work
+    }
+  }
+}
+
+function isWriteResult(r: unknown): boolean {
+  if (typeof r !== 'object' || r === null) return false;
+  const x = r as { ok?: unknown; error?: { code?: unknown } };
+  return x.ok === true || (x.ok === false && typeof x.error?.code === 'string');
+}

@@ -1,0 +1,393 @@
+/**
+ * The Connector SDK: what a Connector plugin implements and the only part of Ferry it imports.
+ *
+ *   connectors/<folder>/manifest.json   checked by the host before any plugin code runs
+ *   connectors/<folder>/index.ts        `export default plugin satisfies ConnectorPlugin`
+ *
+ *   host ── preconnect(props) ───────────▶ plugin          form check or OAuth step
+ *   host ── connect(props) ──────────────▶ plugin ──▶ session
+ *   host ── session.test / metadata / query / write / nativeQuery / ensureEntity ──▶ datastore
+ *   host ── session.disconnect() ─────────▶ plugin
+ *
+ * Every call gets a {@link CallContext}: a logger, an AbortSignal and a progress callback. The host
+ * wraps every call: a throw, a rejected promise or a hang (past its time-out or abort) fails that
+ * call with a `CON_` error and never the Agent. Write results come back one per input record, in
+ * input order. Values follow the value model of `./value.ts` (docs/connectors.md).
+ *
+ * Beside the types, the SDK exports a few pure helpers every plugin needs alike (value coercion,
+ * fullNames, filter evaluation and SQL translation, errors).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Filter } from '../protocol/filter.js';
+import type { ConnectorRecord, PropertyType, RecordBatch, Value } from './value.js';
+
+export type { Filter, FilterValue, ComparisonOp } from '../protocol/filter.js';
+export { filterFields } from '../protocol/filter.js';
+export type { ConnectorManifest, UiDecoration, SolutionRole } from '../protocol/connector-manifest.js';
+export * from './value.js';
+export * from './connector-error.js';
+export { compileFilter, likeToRegExp } from './filter-eval.js';
+export { filterToSql, escapeLike, type SqlFilterDialect } from './sql-filter.js';
+export { toFullName, uniqueFullNames, isFullName } from './names.js';
+
+/** The SDK version plugins declare a range against in `manifest.json` (`sdkVersion`). */
+export const SDK_VERSION = '1.0.0';
+/** Records per batch unless the caller or the plugin's `bulkLimit` says otherwise. */
+export const DEFAULT_BATCH_SIZE = 2000;
+
+// ── context ────────────────────────────────────────────────────────────────────
+
+type LogFn = (objOrMsg: object | string, msg?: string) => void;
+
+/** A pino-compatible logger. Constant messages, data in fields: `log.debug({ rows }, 'batch read')`. */
+export interface ConnectorLog {
+  trace: LogFn;
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+  child(bindings: Record<string, unknown>): ConnectorLog;
+}
+
+export interface Progress {
+  /** Records handled so far in this call. */
+  records?: number;
+  message?: string;
+}
+
+/** Handed to every plugin call. */
+export interface CallContext {
+  /** Carries connector, connection and verb; protected properties are redacted by path. */
+  readonly log: ConnectorLog;
+  /** Fires on cancellation or time-out. Check it between units of work; pass it to drivers that take one. */
+  readonly signal: AbortSignal;
+  /** Reports progress of a long call (cheap; call it per batch, not per record). */
+  progress(update: Progress): void;
+}
+
+// ── connection properties ──────────────────────────────────────────────────────
+
+/**
+ * The Connection's properties as the user entered them (decrypted by the Agent), keyed by the
+ * manifest's `uiDecorations[].propertyName`. Protected ones (inputType Password) must never be
+ * logged or put into error messages.
+ */
+export type ConnectionProperties = Readonly<Record<string, string>>;
+
+/** Result of {@link ConnectorPlugin.preconnect}. */
+export interface PreconnectResult {
+  /** `SUCCESS`, or a message for the user. */
+  reply: string;
+  /** Properties to store on the Connection (for example tokens of an OAuth step). */
+  properties?: Record<string, string>;
+  /** Where the user must go next (OAuth authorization). */
+  authorizationUrl?: string;
+}
+
+// ── metadata (SPEC.md "Entity, Field, Relationship, Action") ───────────────────
+
+export const WRITE_ACTIONS = ['Create', 'Update', 'UpdateInsert', 'Upsert', 'Delete'] as const;
+/**
+ * `Update/Insert` (UpdateInsert) updates the records the key fields match and inserts the rest;
+ * `Upsert` (the original's InsertUpdate) uses the datastore's own insert-or-update on its primary
+ * key or unique constraint.
+ */
+export type WriteAction = (typeof WRITE_ACTIONS)[number];
+export type ActionName = 'Query' | 'NativeQuery' | WriteAction;
+
+export interface Action {
+  /** The datastore action run. */
+  action: ActionName;
+  /** Label: Query, Native Query, Create, Update, Update/Insert, Upsert, Delete. */
+  operationName: string;
+  /** `Starter` (Query, Native Query) or `Operation` (writes). */
+  blockType: 'Starter' | 'Operation';
+  supportsBulk: boolean;
+  /** Filters (Query only). */
+  supportsConstraints: boolean;
+  /** Field mapping input. */
+  supportsInput: boolean;
+  supportsLookupConditions: boolean;
+  supportsRelations: boolean;
+  supportsMultipleRecordOperations: boolean;
+  supportsSequences: boolean;
+}
+
+export interface Field {
+  name: string;
+  /** Letters, digits, underscore; how records and filters name the field. */
+  fullName: string;
+  /** The datastore's own name. */
+  originalName: string;
+  description: string;
+  isPrimaryKey: boolean;
+  nullable: boolean;
+  /** Characters for text, bytes for integers (2, 4, 8), precision digits for decimals; 0 = unknown or unbounded. */
+  size: number;
+  /** Decimal scale when known. */
+  scale?: number;
+  /** 1-based position in the entity. */
+  ordinal: number;
+  propertyType: PropertyType;
+  /** The datastore's type as its catalogue spells it (`character varying(50)`, `INTEGER`). */
+  nativeType: string;
+  /** The datastore fills it when a Create leaves it out (default, identity, rowid). */
+  hasDefault: boolean;
+  requiredInActionInput: boolean;
+  usedInLookupCondition: boolean;
+  usedInActionInput: boolean;
+  usedInQueryConstraint: boolean;
+  usedInQuerySelect: boolean;
+}
+
+export interface Relationship {
+  name: string;
+  fullName: string;
+  description: string;
+  /** `ThisEntityFullName.RelatedEntityFullName` */
+  path: string;
+  thisEntityFullName: string;
+  relatedEntityFullName: string;
+  /** Field fullNames of this entity, in key order. */
+  thisProperties: string[];
+  /** The matching field fullNames of the related entity. */
+  relatedProperties: string[];
+  /** `ManyToOne`: this entity holds the foreign key; `OneToMany`: the related one does. */
+  relationshipType: 'ManyToOne' | 'OneToMany';
+  /** Temporary grouping IDs, regenerated on each call (SPEC.md). */
+  parentId: string;
+  uniqueId: string;
+}
+
+export interface EntityMetadata {
+  id: string;
+  name: string;
+  fullName: string;
+  originalName: string;
+  description: string;
+  isHidden: boolean;
+  actions: Action[];
+  fields: Field[];
+  relationships: Relationship[];
+}
+
+export interface ConnectionMetadata {
+  entities: EntityMetadata[];
+  /** The actions the connection supports at all (each entity lists its own). */
+  actions: Action[];
+}
+
+// ── query ──────────────────────────────────────────────────────────────────────
+
+/** Net change: records whose `field` (a date or datetime) is at or after `since`, ascending by it. */
+export interface NetChange {
+  field: string;
+  /** ISO-8601; records with `field >= since` (at-least-once: the boundary instant is read again). */
+  since: string;
+}
+
+export interface OrderBy {
+  field: string;
+  direction?: 'asc' | 'desc';
+}
+
+export interface QueryOptions {
+  /** Fields to return (fullNames); absent = all. */
+  fields?: string[];
+  netChange?: NetChange;
+  /** Ignored when `netChange` is given (which orders by its field). */
+  orderBy?: OrderBy[];
+  /** Most records to return in all. */
+  limit?: number;
+  /** Most records per yielded batch; the host sets it (≤ the plugin's bulkLimit). */
+  batchSize: number;
+}
+
+export interface NativeQueryOptions {
+  batchSize: number;
+}
+
+// ── write ──────────────────────────────────────────────────────────────────────
+
+export const RECORD_ERROR_CODES = [
+  /** A unique or primary key already holds the value. */
+  'DuplicateKey',
+  /** Update / Delete: no record matches the key. */
+  'NotFound',
+  /** A foreign key, not-null or check constraint refused the record. */
+  'ConstraintViolation',
+  /** A value does not fit the field (type, format, length, range). */
+  'InvalidValue',
+  /** The record names a field the entity does not have. */
+  'UnknownField',
+  /** The record lacks a value for a key field the action needs. */
+  'MissingKey',
+  /** The datastore refused the record for another reason (see nativeCode). */
+  'DatastoreError',
+] as const;
+export type RecordErrorCode = (typeof RECORD_ERROR_CODES)[number];
+
+export interface RecordError {
+  code: RecordErrorCode;
+  message: string;
+  /** The driver's code: SQLSTATE, SQLite extended code, errno. */
+  nativeCode?: string;
+  field?: string;
+}
+
+/**
+ * The outcome for one input record. Results may be shared frozen objects (a batch of successful
+ * Creates returns the same `{ ok: true, affected: 1 }` many times): never mutate them.
+ */
+export type WriteResult =
+  | { readonly ok: true; readonly affected: number; readonly key?: Readonly<ConnectorRecord> }
+  | { readonly ok: false; readonly error: RecordError };
+
+export interface WriteOptions {
+  /**
+   * The fields that identify a record for Update, UpdateInsert and Delete (lookup conditions) and
+   * the conflict target of Upsert; default the entity's primary key.
+   */
+  keyFields?: string[];
+}
+
+// ── ensureEntity (replication targets) ─────────────────────────────────────────
+
+export interface EnsureEntityOptions {
+  /** fullName of the target entity; default the source's fullName. */
+  entity?: string;
+}
+
+export interface EnsureEntityResult {
+  entity: EntityMetadata;
+  created: boolean;
+  /** Fields added to an existing entity. */
+  addedFields: string[];
+  /** Fields present on both sides whose types differ; left as they are (never narrowed or dropped). */
+  mismatchedFields: { field: string; sourceType: PropertyType; targetType: PropertyType }[];
+}
+
+// ── the plugin ─────────────────────────────────────────────────────────────────
+
+/** An open connection to one datastore. */
+export interface ConnectorSession {
+  /** Proves the connection works (reach, credentials, permission); throws a ConnectorError if not. */
+  test(ctx: CallContext): Promise<void>;
+  /** Entities, fields, relationships and actions, referenced by fullName. */
+  metadata(ctx: CallContext): Promise<ConnectionMetadata>;
+  /**
+   * Records of an entity as a stream of batches of at most `options.batchSize`: pulled one at a
+   * time, never the whole result in memory. Breaking out of the loop must release the datastore
+   * (cursor, file handle).
+   */
+  query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncIterable<RecordBatch>;
+  /**
+   * Writes a batch (at most the plugin's bulkLimit) and returns exactly one result per record, in
+   * input order. A failing record fails alone; a thrown error means the whole call failed.
+   */
+  write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]>;
+  /** The datastore's own query language, with bound parameters; records keyed by column fullName. */
+  nativeQuery?(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncIterable<RecordBatch>;
+  /** Replication targets: creates the entity to match `source`, or adds the fields it lacks. */
+  ensureEntity?(source: EntityMetadata, options: EnsureEntityOptions, ctx: CallContext): Promise<EnsureEntityResult>;
+  disconnect(ctx: CallContext): Promise<void>;
+}
+
+/** The module's default export. */
+export interface ConnectorPlugin {
+  /** Checks a connection form (or runs an OAuth step) before the Connection is saved. */
+  preconnect?(properties: ConnectionProperties, ctx: CallContext): Promise<PreconnectResult>;
+  connect(properties: ConnectionProperties, ctx: CallContext): Promise<ConnectorSession>;
+}
+
+// ── helpers for plugins ────────────────────────────────────────────────────────
+
+const LABELS: Record<ActionName, string> = {
+  Query: 'Query',
+  NativeQuery: 'Native Query',
+  Create: 'Create',
+  Update: 'Update',
+  UpdateInsert: 'Update/Insert',
+  Upsert: 'Upsert',
+  Delete: 'Delete',
+};
+
+/** An Action with the flags a bulk-capable datastore sets for it. */
+export function action(name: ActionName, flags: Partial<Omit<Action, 'action' | 'operationName' | 'blockType'>> = {}): Action {
+  const isQuery = name === 'Query' || name === 'NativeQuery';
+  const keyed = name === 'Update' || name === 'UpdateInsert' || name === 'Delete' || name === 'Upsert';
+  return {
+    action: name,
+    operationName: LABELS[name],
+    blockType: isQuery ? 'Starter' : 'Operation',
+    supportsBulk: true,
+    supportsConstraints: name === 'Query',
+    supportsInput: !isQuery && name !== 'Delete',
+    supportsLookupConditions: keyed,
+    supportsRelations: false,
+    supportsMultipleRecordOperations: keyed,
+    supportsSequences: false,
+    ...flags,
+  };
+}
+
+/** The successful result of a write that touched one record; shared and frozen. */
+export const OK_ONE: WriteResult = Object.freeze({ ok: true, affected: 1 });
+
+/** A failed result. */
+export function failed(code: RecordErrorCode, message: string, extra: Omit<RecordError, 'code' | 'message'> = {}): WriteResult {
+  return { ok: false, error: { code, message, ...extra } };
+}
+
+/** A successful result touching `affected` records. */
+export function succeeded(affected: number, key?: ConnectorRecord): WriteResult {
+  if (affected === 1 && !key) return OK_ONE;
+  return key ? { ok: true, affected, key } : { ok: true, affected };
+}
+
+/** A foreign key of the datastore's catalogue, by fullNames. */
+export interface ForeignKey {
+  /** The constraint's fullName. */
+  name: string;
+  /** The entity holding the key (the child). */
+  entity: string;
+  fields: string[];
+  /** The referenced entity (the parent). */
+  relatedEntity: string;
+  relatedFields: string[];
+}
+
+/**
+ * Both sides of a foreign key as Relationships: `ManyToOne` on the child (fullName = the
+ * constraint's), `OneToMany` on the parent (fullName = child entity + constraint).
+ */
+export function foreignKeyRelationships(fk: ForeignKey): { child: Relationship; parent: Relationship } {
+  const child: Relationship = {
+    name: fk.name,
+    fullName: fk.name,
+    description: `${fk.entity}(${fk.fields.join(', ')}) references ${fk.relatedEntity}(${fk.relatedFields.join(', ')})`,
+    path: `${fk.entity}.${fk.relatedEntity}`,
+    thisEntityFullName: fk.entity,
+    relatedEntityFullName: fk.relatedEntity,
+    thisProperties: fk.fields,
+    relatedProperties: fk.relatedFields,
+    relationshipType: 'ManyToOne',
+    parentId: fk.entity,
+    uniqueId: randomUUID(),
+  };
+  const parentName = `${fk.entity}_${fk.name}`;
+  const parent: Relationship = {
+    ...child,
+    name: parentName,
+    fullName: parentName,
+    path: `${fk.relatedEntity}.${fk.entity}`,
+    thisEntityFullName: fk.relatedEntity,
+    relatedEntityFullName: fk.entity,
+    thisProperties: fk.relatedFields,
+    relatedProperties: fk.fields,
+    relationshipType: 'OneToMany',
+    parentId: fk.relatedEntity,
+    uniqueId: randomUUID(),
+  };
+  return { child, parent };
+}

@@ -1,0 +1,140 @@
+/**
+ * The Agent's local failed-record store: SQLite (better-sqlite3) in a given folder (the instance
+ * folder). One row per failed source record, holding the source fields the Map references, so a
+ * marked record is reprocessed once from this copy without reading the source again.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
+import type { ConnectorRecord } from '../connectors/sdk.js';
+import { FerryError } from '../errors/ferry-error.js';
+import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run.js';
+
+export interface StoredFailedRecord {
+  id: string;
+  executionId: string;
+  mapId: number | null;
+  mapName: string;
+  entity: string;
+  blockId: string;
+  blockName: string;
+  code: string;
+  errorMessage: string;
+  errorDetail: string;
+  source: ConnectorRecord;
+  canReprocess: boolean;
+  marked: boolean;
+  createdAt: string;
+}
+
+interface Row {
+  id: string;
+  execution_id: string;
+  map_id: number | null;
+  map_name: string;
+  entity: string;
+  block_id: string;
+  block_name: string;
+  code: string;
+  error_message: string;
+  error_detail: string;
+  source: string;
+  can_reprocess: number;
+  marked: number;
+  created_at: string;
+}
+
+const toRecord = (r: Row): StoredFailedRecord => ({
+  id: r.id,
+  executionId: r.execution_id,
+  mapId: r.map_id,
+  mapName: r.map_name,
+  entity: r.entity,
+  blockId: r.block_id,
+  blockName: r.block_name,
+  code: r.code,
+  errorMessage: r.error_message,
+  errorDetail: r.error_detail,
+  source: JSON.parse(r.source) as ConnectorRecord,
+  canReprocess: r.can_reprocess === 1,
+  marked: r.marked === 1,
+  createdAt: r.created_at,
+});
+
+export const FAILED_RECORDS_FILE = 'failed-records.db';
+
+export class FailedRecordStore implements FailedRecordSink {
+  private readonly db: Database.Database;
+
+  constructor(folder: string, opts: { now?: () => Date } = {}) {
+    this.now = opts.now ?? (() => new Date());
+    try {
+      fs.mkdirSync(folder, { recursive: true });
+      this.db = new Database(path.join(folder, FAILED_RECORDS_FILE));
+      this.db.pragma('journal_mode = WAL');
+      this.db.exec(`CREATE TABLE IF NOT EXISTS failed_records (
+        id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, map_id INTEGER, map_name TEXT NOT NULL, entity TEXT NOT NULL,
+        block_id TEXT NOT NULL, block_name TEXT NOT NULL, code TEXT NOT NULL, error_message TEXT NOT NULL, error_detail TEXT NOT NULL,
+        source TEXT NOT NULL, can_reprocess INTEGER NOT NULL DEFAULT 1, marked INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+        CREATE INDEX IF NOT EXISTS failed_records_execution ON failed_records(execution_id);`);
+    } catch (err) {
+      throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
+    }
+  }
+
+  private readonly now: () => Date;
+
+  /** Stores one failed source record; returns its id. */
+  capture(rec: FailedRecordInput): Promise<string> {
+    const id = randomUUID();
+    this.db
+      .prepare(`INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), this.now().toISOString());
+    return Promise.resolve(id);
+  }
+
+  get(id: string): StoredFailedRecord | undefined {
+    const r = this.db.prepare('SELECT * FROM failed_records WHERE id = ?').get(id) as Row | undefined;
+    return r ? toRecord(r) : undefined;
+  }
+
+  /** Records of an execution, oldest first. */
+  list(executionId?: string): StoredFailedRecord[] {
+    const rows = (executionId ? this.db.prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid').all(executionId) : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()) as Row[];
+    return rows.map(toRecord);
+  }
+
+  /** Marks (or unmarks) records for reprocessing; only records that can still be reprocessed. */
+  mark(ids: readonly string[], marked = true): number {
+    const stmt = this.db.prepare('UPDATE failed_records SET marked = ? WHERE id = ? AND can_reprocess = 1');
+    let n = 0;
+    this.db.transaction(() => {
+      for (const id of ids) n += stmt.run(marked ? 1 : 0, id).changes;
+    })();
+    return n;
+  }
+
+  /** Marks every failed record of an execution (the history-level mark). */
+  markExecution(executionId: string, marked = true): number {
+    return this.db.prepare('UPDATE failed_records SET marked = ? WHERE execution_id = ? AND can_reprocess = 1').run(marked ? 1 : 0, executionId).changes;
+  }
+
+  /** The marked records still reprocessable, of one execution or all. */
+  marked(executionId?: string): StoredFailedRecord[] {
+    return this.list(executionId).filter((r) => r.marked && r.canReprocess);
+  }
+
+  /** Records were reprocessed: they cannot be again. */
+  setReprocessed(ids: readonly string[]): void {
+    const stmt = this.db.prepare('UPDATE failed_records SET can_reprocess = 0, marked = 0 WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) stmt.run(id);
+    })();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

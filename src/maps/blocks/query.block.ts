@@ -1,0 +1,19 @@
+/**
+ * Query (starter): reads the entity as a stream of batches with the Block's filter; with net
+ * change, only records whose date field is at or after the watermark, ascending by it.
+ */
+import type { HostConnection } from '../../connectors/connection.js';
+import type { RecordBatch } from '../../connectors/sdk.js';
+import type { Block } from '../../protocol/map.js';
+
+export function queryBatches(block: Block, conn: HostConnection, opts: { since: string | null; batchSize: number; fields?: string[]; signal: AbortSignal }): AsyncIterable<RecordBatch> {
+  const netChange = block.netChange && opts.since ? { field: block.netChange.fieldName, since: opts.since } : undefined;
+  const orderBy = block.netChange && !netChange ? [{ field: block.netChange.fieldName, direction: 'asc' as const }] : undefined;
+  return conn.query(block.entity ?? '', block.filter, {
+    batchSize: opts.batchSize,
+    signal: opts.signal,
+    ...(netChange ? { netChange } : {}),
+    ...(orderBy ? { orderBy } : {}),
+    ...(opts.fields ? { fields: opts.fields } : {}),
+  });
+}

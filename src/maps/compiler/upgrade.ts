@@ -1,0 +1,222 @@
+/**
+ * Upgrades a Map model of an older version to the current one (3.0). Pure: no I/O, no clock; the
+ * Service's upgrade endpoint calls it and returns the result without saving.
+ *
+ * The original service's 2.5 export is a flat list of Blocks linked by `nextBlockId`,
+ * `prevBlockId`, `parentBlockId` and `firstChildBlockId`. We rebuild the tree:
+ *
+ *   StartingBlockId ─next─▶ block ─next─▶ block …          top-level sequence
+ *   If/Else ─firstChild─▶ container(then) ─next─▶ container(else)   each ─firstChild─▶ sequence
+ *   For Each ─firstChild─▶ sequence (its body)
+ *
+ * Keys are matched case-insensitively (clients send PascalCase). Unknown Block kinds are kept
+ * under the closest kind we know and reported by the validator, never dropped.
+ */
+import type { Filter, FilterValue } from '../../protocol/filter.js';
+import { BLOCK_TYPES, DEFAULT_ACTION, MAP_MODEL_VERSION, MapModel, type BlockAction, type BlockType, type FieldMapping, type LookupCondition } from '../../protocol/map.js';
+import { FerryError } from '../../errors/ferry-error.js';
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Lower-camel-cases every key, deeply (`StartingBlockId` → `startingBlockId`). */
+function camel(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(camel);
+  if (!isObj(v)) return v;
+  const out: Obj = {};
+  for (const [k, x] of Object.entries(v)) out[k.charAt(0).toLowerCase() + k.slice(1)] = camel(x);
+  return out;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined);
+const norm = (s: string): string => s.replace(/[^a-z0-9]/gi, '').toLowerCase();
+
+const TYPE_ALIASES: Record<string, BlockType> = {
+  ...Object.fromEntries(BLOCK_TYPES.map((t) => [norm(t), t])),
+  insertupdate: 'Upsert',
+  ifelse: 'IfElse',
+  if: 'IfElse',
+  foreach: 'ForEachResult',
+  foreachresults: 'ForEachResult',
+  exit: 'MapExit',
+  native: 'NativeQuery',
+  nativequeryblock: 'NativeQuery',
+  wait: 'WaitForMessage',
+};
+
+const ACTION_TYPES: Record<string, BlockType> = {
+  create: 'Create',
+  update: 'Update',
+  updateinsert: 'UpdateInsert',
+  insertupdate: 'Upsert',
+  upsert: 'Upsert',
+  delete: 'Delete',
+  query: 'Query',
+  nativequery: 'NativeQuery',
+  createwith: 'CreateWith',
+  updatewith: 'UpdateWith',
+};
+
+function blockTypeOf(b: Obj): BlockType | 'Container' {
+  const raw = norm(str(b['blockType']) ?? '');
+  const category = norm(str(b['category']) ?? '');
+  if (raw === 'container' || raw === 'then' || raw === 'else' || category === 'container') return 'Container';
+  const byType = TYPE_ALIASES[raw];
+  // Operation Blocks of 2.5 carry the kind in actionName (blockType is "Operation").
+  const byAction = ACTION_TYPES[norm(str(b['actionName']) ?? '')];
+  if (byType && !(raw === 'query' && byAction && byAction !== 'Query')) return byType;
+  if (byAction) return byAction;
+  throw new FerryError('MAP_UPGRADE_FAILED', `The Block ${str(b['name']) ?? str(b['id']) ?? '?'} has an unknown blockType ${str(b['blockType']) ?? '(none)'}.`, { details: { blockId: str(b['id']) } });
+}
+
+/** A 2.5 compare value as a filter literal: quoted text, a number, true/false/null, else the text as is. */
+function literal(text: string): FilterValue {
+  const t = text.trim();
+  if (/^".*"$/s.test(t)) return t.slice(1, -1).replace(/""/g, '"');
+  if (/^-?\d+(\.\d+)?$/.test(t)) return Number(t);
+  if (/^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
+  if (/^null$/i.test(t)) return null;
+  return t;
+}
+
+function filterOf(items: Obj[]): Filter | undefined {
+  const args: Filter[] = [];
+  for (const it of items) {
+    const field = str(it['fieldName']);
+    if (!field) continue;
+    const op = str(it['comparisonOperator']) ?? '=';
+    const value = literal(str(it['compareValue']) ?? '');
+    if (value === null && (op === '=' || op === '<>')) args.push(op === '=' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
+    else if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') args.push({ op, field, value });
+    else if (/^like$/i.test(op)) args.push({ op: 'like', field, pattern: String(value) });
+    else if (/^contains$/i.test(op)) args.push({ op: 'contains', field, value: String(value) });
+  }
+  if (args.length === 0) return undefined;
+  return args.length === 1 ? args[0] : { op: 'and', args };
+}
+
+/** If/Else expression items joined into one formula: `formula`, or `leftValue op rightValue`, joined by each item's logicalOperator (default AND). */
+function conditionOf(items: Obj[]): string | undefined {
+  let out = '';
+  items.forEach((it, i) => {
+    const f = str(it['formula']) ?? str(it['expression']) ?? [str(it['leftValue']) ?? str(it['fieldName']) ?? 'null', str(it['comparisonOperator']) ?? '=', str(it['rightValue']) ?? str(it['compareValue']) ?? 'null'].join(' ');
+    if (i > 0) out += /^or$/i.test(str(items[i - 1]?.['logicalOperator']) ?? '') ? ' OR ' : ' AND ';
+    out += `(${f})`;
+  });
+  return out || undefined;
+}
+
+const arr = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter(isObj) : []);
+
+/** Upgrades any supported older model (2.5 export) to 3.0; a 3.0 model is validated and returned. */
+export function upgradeMap(input: unknown): MapModel {
+  const m = camel(input);
+  if (!isObj(m)) throw new FerryError('MAP_UPGRADE_FAILED', 'The Map model is not an object.');
+  const version = str(m['version']) ?? str(m['modelVersion']) ?? '2.5';
+  if (version === MAP_MODEL_VERSION) return parseModel(m);
+  if (!/^2\.\d+$/.test(version)) throw new FerryError('MAP_UPGRADE_FAILED', `The Map model version ${version} cannot be upgraded (2.x and ${MAP_MODEL_VERSION} are supported).`, { details: { version } });
+  return parseModel(upgrade25(m));
+}
+
+function parseModel(m: unknown): MapModel {
+  const parsed = MapModel.safeParse(m);
+  if (!parsed.success) {
+    const errors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+    throw new FerryError('MAP_MODEL_INVALID', `The Map model is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`, { errors });
+  }
+  return parsed.data;
+}
+
+function upgrade25(m: Obj): Obj {
+  const list = arr(m['blocks']);
+  const byId = new Map<string, Obj>();
+  for (const b of list) {
+    const id = str(b['id']) ?? str(b['blockId']);
+    if (id) byId.set(id.toLowerCase(), b);
+  }
+  const get = (id: unknown): Obj | undefined => {
+    const s = str(id);
+    return s ? byId.get(s.toLowerCase()) : undefined;
+  };
+  const seen = new Set<Obj>();
+  const sequence = (first: Obj | undefined): Obj[] => {
+    const out: Obj[] = [];
+    for (let b = first; b && !seen.has(b); b = get(b['nextBlockId'])) {
+      seen.add(b);
+      out.push(b);
+    }
+    return out;
+  };
+  const netChange = m['netChange'] === true;
+  const netField = str(m['netChangeFieldName']);
+  let starterDone = false;
+
+  const convert = (b: Obj): Obj => {
+    const type = blockTypeOf(b);
+    if (type === 'Container') throw new FerryError('MAP_UPGRADE_FAILED', `The container ${str(b['name']) ?? ''} is outside an If/Else Block.`);
+    const out: Obj = {
+      blockId: str(b['id']) ?? str(b['blockId']),
+      name: (str(b['name']) ?? str(b['label']) ?? type).slice(0, 50),
+      blockType: type,
+      action: actionOf(b, type),
+    };
+    const copy = (from: string, to = from): void => {
+      const v = b[from];
+      if (v !== undefined && v !== null && v !== '') out[to] = v;
+    };
+    copy('label');
+    copy('operationName');
+    copy('connectionId');
+    copy('entity');
+    copy('useBulk');
+    copy('bulkCountPerOperation');
+    copy('onErrorMessage');
+    copy('statement');
+    copy('source');
+    copy('cacheResults');
+    if (type === 'Query' && !starterDone) {
+      starterDone = true;
+      const f = filterOf(arr(b['filterItems']));
+      if (f) out['filter'] = f;
+      if (netChange && netField) out['netChange'] = { fieldName: netField };
+      if (Array.isArray(b['relationships'])) out['relationships'] = (b['relationships'] as unknown[]).map((r) => (isObj(r) ? str(r['fullName']) ?? str(r['name']) : str(r))).filter(Boolean);
+    } else if (Array.isArray(b['filterItems'])) {
+      out['lookupConditions'] = arr(b['filterItems']).map(
+        (it): LookupCondition => ({ fieldName: str(it['fieldName']) ?? '', comparisonOperator: (str(it['comparisonOperator']) ?? '=') as LookupCondition['comparisonOperator'], compareValue: str(it['compareValue']) ?? 'null' }),
+      );
+    }
+    if (Array.isArray(b['fieldMappings'])) {
+      out['fieldMappings'] = arr(b['fieldMappings']).map((f): FieldMapping => {
+        const dt = str(f['targetDataType']);
+        return { targetField: str(f['targetField']) ?? '', ...(dt ? { targetDataType: dt } : {}), targetFormula: str(f['targetFormula']) ?? 'null' };
+      });
+    }
+    if (type === 'IfElse') {
+      const cond = conditionOf(arr(b['expressionItems']));
+      if (cond) out['condition'] = cond;
+      const containers = sequence(get(b['firstChildBlockId']));
+      out['then'] = sequence(get(containers[0]?.['firstChildBlockId'])).map(convert);
+      out['else'] = sequence(get(containers[1]?.['firstChildBlockId'])).map(convert);
+    } else if (str(b['firstChildBlockId'])) {
+      out['body'] = sequence(get(b['firstChildBlockId'])).map(convert);
+    }
+    return out;
+  };
+
+  const start = get(m['startingBlockId']) ?? list.find((b) => !str(b['prevBlockId']) && !str(b['parentBlockId']));
+  const blocks = sequence(start).map(convert);
+  const out: Obj = { version: MAP_MODEL_VERSION, name: str(m['name']) ?? 'Upgraded Map', blocks };
+  const mapId = m['mapId'] ?? m['id'];
+  if (typeof mapId === 'number') out['mapId'] = mapId;
+  if (str(m['description'])) out['description'] = m['description'];
+  if (str(m['mapType'])) out['mapType'] = m['mapType'];
+  if (str(m['lastRunDate'])) out['lastRunDate'] = m['lastRunDate'];
+  return out;
+}
+
+function actionOf(b: Obj, type: BlockType): BlockAction {
+  const a = str(b['actionName']) ?? str(b['action']);
+  const known: Record<string, BlockAction> = { none: 'None', create: 'Create', insertupdate: 'InsertUpdate', upsert: 'InsertUpdate', updateinsert: 'UpdateInsert', query: 'Query', update: 'Update', delete: 'Delete', nativequery: 'NativeQuery', createwith: 'CreateWith', updatewith: 'UpdateWith' };
+  return (a ? known[norm(a)] : undefined) ?? DEFAULT_ACTION[type];
+}

@@ -1,0 +1,64 @@
+/**
+ * What flows through a Map run: one {@link Item} per record (per source record, or per result
+ * inside a For Each), and the {@link RunEnv} every Block step gets.
+ */
+import type { HostConnection } from '../../connectors/connection.js';
+import type { ConnectorRecord } from '../../connectors/sdk.js';
+import type { ErrorData } from '../../errors/ferry-error.js';
+import type { Block } from '../../protocol/map.js';
+import type { FormulaEngine } from '../formula/evaluator.js';
+import type { StatsCollector } from './stats.js';
+
+/** Shared by a source record and every item derived from it (For Each): one failure fails the source record. */
+export interface SourceState {
+  readonly source: ConnectorRecord;
+  failed: boolean;
+  /** The first error, for the failed-record entry. */
+  firstError?: { blockId: string; blockName: string; error: ErrorData };
+}
+
+export interface Item {
+  /** What formulas read: `{"BlockName": {"Field": value}}`. */
+  ctx: Record<string, ConnectorRecord | null>;
+  /** All results of each Lookup, for For Each Result. */
+  results: Map<string, ConnectorRecord[]>;
+  state: SourceState;
+}
+
+export interface RunEnv {
+  readonly connections: ReadonlyMap<string, HostConnection>;
+  readonly engine: FormulaEngine;
+  readonly signal: AbortSignal;
+  readonly stats: StatsCollector;
+  /** Records per write call (the Map's batch size; each write Block clamps it to its Connector's bulkLimit). */
+  readonly batchSize: number;
+  /** Marks the item's source record failed and reports the record error. */
+  fail(item: Item, block: Block, error: ErrorData): void;
+}
+
+/** A compiled Block: takes the items that reach it, returns those that go on. */
+export interface Step {
+  readonly block: Block;
+  run(items: Item[], env: RunEnv): Promise<Item[]>;
+}
+
+/** Runs a sequence of steps over a batch of items. */
+export async function runSequence(steps: readonly Step[], items: Item[], env: RunEnv): Promise<Item[]> {
+  let live = items;
+  for (const step of steps) {
+    if (live.length === 0) break;
+    if (env.signal.aborted) break;
+    const t0 = performance.now();
+    const before = live.length;
+    const out = await step.run(live, env);
+    env.stats.block(step.block, before, performance.now() - t0);
+    // A failed record goes no further: later Blocks would read output it never had.
+    live = out.filter((i) => !i.state.failed);
+  }
+  return live;
+}
+
+/** A copy of an item for a branch or an iteration (same source state). */
+export function forkItem(item: Item): Item {
+  return { ctx: { ...item.ctx }, results: new Map(item.results), state: item.state };
+}

@@ -1,0 +1,210 @@
+import { z } from 'zod';
+import { Filter } from './filter.js';
+
+/**
+ * The Map model, version 3.0 (DESIGN.md "Maps"): an ordered tree of Blocks. Field names follow
+ * the original service's 2.5 export where the concept is the same (`fieldMappings`,
+ * `targetField`, `targetFormula`, `filterItems`-style `lookupConditions`, `connectionId`,
+ * `useBulk`, `bulkCountPerOperation`, `onErrorMessage`), so `upgradeMap` converts such exports.
+ *
+ * Formulas (mappings, conditions, compare values) are text in the formula language
+ * (docs/formulas.md) and reference fields as `BlockName.Field`.
+ */
+
+export const MAP_MODEL_VERSION = '3.0';
+/** Most Blocks a Map may hold, nested ones included (SPEC.md limits). */
+export const MAX_BLOCKS = 250;
+/** Longest Block name. */
+export const MAX_BLOCK_NAME = 50;
+/** Records per write batch unless the Map says otherwise (the original's default). */
+export const DEFAULT_MAP_BATCH_SIZE = 2000;
+
+/** Every Block kind. The Agent reports the ones it cannot run yet as validation errors. */
+export const BLOCK_TYPES = [
+  // starters
+  'Query',
+  'Fetch',
+  'NativeQuery',
+  'WaitForMessage',
+  // control
+  'ForEachResult',
+  'ForEachChild',
+  'IfElse',
+  'Loop',
+  'LoopExit',
+  'Continue',
+  'MapExit',
+  // operations
+  'Lookup',
+  'Create',
+  'Update',
+  'UpdateInsert',
+  'Upsert',
+  'Delete',
+  'CreateWith',
+  'UpdateWith',
+  // request-response event Maps
+  'WaitForRequest',
+  'BuildReply',
+  'SendReply',
+] as const;
+export type BlockType = (typeof BLOCK_TYPES)[number];
+
+export const STARTER_TYPES: readonly BlockType[] = ['Query', 'Fetch', 'NativeQuery', 'WaitForMessage', 'WaitForRequest'];
+export const WRITE_TYPES = ['Create', 'Update', 'UpdateInsert', 'Upsert', 'Delete'] as const;
+export type WriteBlockType = (typeof WRITE_TYPES)[number];
+export const isWriteType = (t: BlockType): t is WriteBlockType => (WRITE_TYPES as readonly string[]).includes(t);
+
+/** The action values of changeblocktype (SPEC.md). */
+export const BLOCK_ACTIONS = ['None', 'Create', 'InsertUpdate', 'UpdateInsert', 'Query', 'Update', 'Delete', 'NativeQuery', 'CreateWith', 'UpdateWith'] as const;
+export type BlockAction = (typeof BLOCK_ACTIONS)[number];
+
+/** The action a Block kind runs by default. `InsertUpdate` is the original's name for Upsert. */
+export const DEFAULT_ACTION: Record<BlockType, BlockAction> = {
+  Query: 'Query',
+  Fetch: 'Query',
+  NativeQuery: 'NativeQuery',
+  WaitForMessage: 'None',
+  ForEachResult: 'None',
+  ForEachChild: 'None',
+  IfElse: 'None',
+  Loop: 'None',
+  LoopExit: 'None',
+  Continue: 'None',
+  MapExit: 'None',
+  Lookup: 'Query',
+  Create: 'Create',
+  Update: 'Update',
+  UpdateInsert: 'UpdateInsert',
+  Upsert: 'InsertUpdate',
+  Delete: 'Delete',
+  CreateWith: 'CreateWith',
+  UpdateWith: 'UpdateWith',
+  WaitForRequest: 'None',
+  BuildReply: 'None',
+  SendReply: 'None',
+};
+
+/** `targetField` ← `targetFormula`. */
+export const FieldMapping = z.object({
+  targetField: z.string().min(1),
+  targetDataType: z.string().optional(),
+  targetFormula: z.string(),
+});
+export type FieldMapping = z.infer<typeof FieldMapping>;
+
+export const LOOKUP_OPERATORS = ['=', '<>', '<', '<=', '>', '>='] as const;
+/** A Lookup (or keyed write) condition: the entity's `fieldName` compared with a formula's value. */
+export const LookupCondition = z.object({
+  fieldName: z.string().min(1),
+  comparisonOperator: z.enum(LOOKUP_OPERATORS).default('='),
+  compareValue: z.string(),
+});
+export type LookupCondition = z.infer<typeof LookupCondition>;
+
+/** Net change of a Query: read records whose `fieldName` (date/datetime) is at or after the Map's lastRunDate. */
+export const NetChangeSpec = z.object({ fieldName: z.string().min(1) });
+
+export interface Block {
+  blockId: string;
+  name: string;
+  blockType: BlockType;
+  action: BlockAction;
+  operationName?: string | undefined;
+  label?: string | undefined;
+  connectionId?: string | undefined;
+  /** Entity fullName. */
+  entity?: string | undefined;
+  /** Query / Fetch: the filter AST. */
+  filter?: Filter | undefined;
+  /** Query: net change on a date field. */
+  netChange?: { fieldName: string } | undefined;
+  /** Query: relationship fullNames to child entities read with each record. */
+  relationships?: string[] | undefined;
+  fieldMappings?: FieldMapping[] | undefined;
+  /** Lookup, Update, UpdateInsert, Delete: how the record is found. */
+  lookupConditions?: LookupCondition[] | undefined;
+  /** If/Else and Loop: a formula that is true or false. */
+  condition?: string | undefined;
+  /** Native Query: the statement. */
+  statement?: string | undefined;
+  /** For Each Result: the name of the Lookup (or Fetch) Block whose results it iterates. */
+  source?: string | undefined;
+  /** Lookup: cache results per key for the run. */
+  cacheResults?: boolean | undefined;
+  /** Write Blocks: write in bulk when the Action supports it (default true). */
+  useBulk?: boolean | undefined;
+  bulkCountPerOperation?: number | undefined;
+  onErrorMessage?: string | undefined;
+  then?: Block[] | undefined;
+  else?: Block[] | undefined;
+  body?: Block[] | undefined;
+}
+
+const Guid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'a GUID');
+
+export const Block: z.ZodType<Block> = z.lazy(() =>
+  z.object({
+    blockId: Guid,
+    name: z.string().min(1).max(MAX_BLOCK_NAME),
+    blockType: z.enum(BLOCK_TYPES),
+    action: z.enum(BLOCK_ACTIONS),
+    operationName: z.string().optional(),
+    label: z.string().optional(),
+    connectionId: z.string().min(1).optional(),
+    entity: z.string().min(1).optional(),
+    filter: Filter.optional(),
+    netChange: NetChangeSpec.optional(),
+    relationships: z.array(z.string().min(1)).optional(),
+    fieldMappings: z.array(FieldMapping).optional(),
+    lookupConditions: z.array(LookupCondition).optional(),
+    condition: z.string().optional(),
+    statement: z.string().optional(),
+    source: z.string().optional(),
+    cacheResults: z.boolean().optional(),
+    useBulk: z.boolean().optional(),
+    bulkCountPerOperation: z.number().int().min(1).optional(),
+    onErrorMessage: z.string().optional(),
+    then: z.array(Block).optional(),
+    else: z.array(Block).optional(),
+    body: z.array(Block).optional(),
+  }),
+);
+
+export const MapModel = z
+  .object({
+    version: z.literal(MAP_MODEL_VERSION),
+    mapId: z.number().int().optional(),
+    name: z.string().min(1),
+    description: z.string().optional(),
+    mapType: z.string().optional(),
+    /** Net change: records modified at or after this instant are read (ISO-8601; null = all). */
+    lastRunDate: z.string().nullable().optional(),
+    /** Records per write batch (default 2000; clamped to the Connector's bulkLimit). */
+    batchSize: z.number().int().min(1).max(100_000).optional(),
+    blocks: z.array(Block).min(1),
+  })
+  .superRefine((m, ctx) => {
+    const all = [...walkBlocks(m.blocks)];
+    if (all.length > MAX_BLOCKS) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `a Map holds at most ${MAX_BLOCKS} Blocks (this one has ${all.length})` });
+    const names = new Map<string, number>();
+    const ids = new Set<string>();
+    for (const b of all) {
+      const key = b.name.toLowerCase();
+      names.set(key, (names.get(key) ?? 0) + 1);
+      if (ids.has(b.blockId.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the blockId ${b.blockId} is used twice` });
+      ids.add(b.blockId.toLowerCase());
+    }
+    for (const [name, n] of names) if (n > 1) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the Block name ${name} is used ${n} times; names are unique in a Map` });
+  });
+export type MapModel = z.infer<typeof MapModel>;
+
+/** Every Block of a tree, depth first, in flow order. */
+export function* walkBlocks(blocks: readonly Block[]): Generator<Block> {
+  for (const b of blocks) {
+    yield b;
+    if (b.then) yield* walkBlocks(b.then);
+    if (b.else) yield* walkBlocks(b.else);
+    if (b.body) yield* walkBlocks(b.body);
+  }
+}
