@@ -255,7 +255,7 @@ export class AgentSession {
     else {
       pending.reject(
         new FerryError('AGT_COMMAND_FAILED', `Agent ${this.agentId} could not carry out the ${pending.type} command: ${reply.error.message}`, {
-          details: { agentId: this.agentId, agentErrorCode: reply.error.code, agentErrorKind: reply.error.kind },
+          details: { agentId: this.agentId, agentErrorCode: reply.error.code, agentErrorKind: reply.error.kind, agentMessage: reply.error.message },
         }),
       );
     }

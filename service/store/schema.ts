@@ -20,6 +20,8 @@ export interface Database {
   lookupTables: LookupTablesTable;
   lookupTableValues: LookupTableValuesTable;
   exports: ExportsTable;
+  connections: ConnectionsTable;
+  connectionTests: ConnectionTestsTable;
 }
 
 /** 0 or 1. */
@@ -250,3 +252,43 @@ export type NewAgentRow = Insertable<AgentsTable>;
 export type AgentUpdate = Updateable<AgentsTable>;
 export type AgentInstallationKeyRow = Selectable<AgentInstallationKeysTable>;
 export type AgentLogRow = Selectable<AgentLogsTable>;
+
+/** A Connection: a Connector plus the properties that reach one datastore. */
+export interface ConnectionsTable {
+  id: string;
+  orgId: number;
+  name: string;
+  /** Lower-cased name (the name filter). */
+  nameKey: string;
+  alias: string;
+  connectorId: string;
+  color: string;
+  /** JSON object `{property: value}` of plain values, sealed as a whole with the SecretBox. */
+  properties: string;
+  createDateTime: string;
+  lastModificationDateTime: string;
+  modificationBy: string | null;
+}
+
+export type ConnectionTestStatus = 'Requested' | 'Completed';
+
+/** A Connection test sent to an Agent, and its result once the Agent replied. */
+export interface ConnectionTestsTable {
+  /** The commandId. */
+  id: string;
+  orgId: number;
+  agentId: string;
+  /** Null when an unsaved Connection model was tested. */
+  connectionId: string | null;
+  /** The Connection's name. */
+  name: string;
+  status: ConnectionTestStatus;
+  /** SUCCESS or the error message. */
+  reply: string | null;
+  requestedAt: string;
+  completedAt: string | null;
+}
+
+export type ConnectionRow = Selectable<ConnectionsTable>;
+export type ConnectionUpdate = Updateable<ConnectionsTable>;
+export type ConnectionTestRow = Selectable<ConnectionTestsTable>;

@@ -7,6 +7,7 @@ import type { StoreDialect } from './dialect.js';
 import { foundation } from './migrations/001-foundation.js';
 import { lookupTables } from './migrations/002-lookup-tables.js';
 import { agents } from './migrations/005-agents.js';
+import { connections } from './migrations/006-connections.js';
 import type { Database } from './schema.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
@@ -65,6 +66,7 @@ function migrations(dialect: StoreDialect): Record<string, Migration> {
     '001-foundation': foundation(dialect),
     '002-lookup-tables': lookupTables(dialect),
     '005-agents': agents(),
+    '006-connections': connections(),
   };
 }
 

@@ -10,6 +10,8 @@ import type { InstalledConnector, ServiceRequest } from '../protocol/channel.js'
 import { PROTOCOL_VERSION } from '../protocol/channel.js';
 import { restartCommand } from './commands/restart.command.js';
 import { zipLogsCommand } from './commands/zip-logs.command.js';
+import { testConnectionCommand } from './commands/test-connection.command.js';
+import { ConnectorHost } from '../connectors/host.js';
 import type { AgentConfig } from './config.js';
 import { computeFingerprint, readMachineId } from './fingerprint.js';
 import { readInstanceConfig, type InstanceConfig, type InstancePaths } from './home.js';
@@ -99,6 +101,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     finishing ??= (async () => {
       watchdog.stop();
       await channel.stop();
+      if (connectorHost) await connectorHost.then((h) => h.close()).catch((err: unknown) => log.warn({ err }, 'connector host not closed cleanly'));
       outbox.close();
       log.info({ code }, 'agent process ending');
       logger.flush();
@@ -157,6 +160,15 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     },
   });
 
+  // The plugin host loads the installed plugins at the first command that needs one.
+  let connectorHost: Promise<ConnectorHost> | undefined;
+  const loadConnectorHost = async (): Promise<ConnectorHost> => {
+    const host = new ConnectorHost({ dir: paths.connectors, log, agentVersion: opts.version });
+    const { failed } = await host.loadAll();
+    for (const f of failed) log.warn({ folder: f.folder, code: f.error.code }, 'connector plugin not loaded');
+    return host;
+  };
+
   const handlers = {
     restart: restartCommand({ restart, log }),
     zipLogs: zipLogsCommand({
@@ -169,6 +181,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       authorization: bearer(instance.agentId, instance.agentSecret),
       flushLogs: () => logger.flush(),
     }),
+    testConnection: testConnectionCommand({ work, log, host: () => (connectorHost ??= loadConnectorHost()) }),
   };
   const dispatch = (command: ServiceRequest): Promise<unknown> => {
     switch (command.type) {
@@ -176,6 +189,8 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         return handlers.restart(command);
       case 'zipLogs':
         return handlers.zipLogs(command);
+      case 'testConnection':
+        return handlers.testConnection(command);
     }
   };
 

@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   API_INVALID_CSV: { kind: 'config', status: 400, title: 'The CSV text is not valid' },
   API_PAYLOAD_TOO_LARGE: { kind: 'config', status: 413, title: 'The request body is too large' },
   API_UNSUPPORTED_MEDIA_TYPE: { kind: 'config', status: 415, title: 'The content type is not supported' },
+  API_PROPERTY_ENCRYPTION: { kind: 'config', status: 400, title: 'A Connection property value is not encrypted with the crypto token' },
   API_RATE_LIMITED: { kind: 'transient', status: 429, title: 'Too many requests' },
   SVC_INTERNAL: { kind: 'system', status: 500, title: 'Internal error' },
   SVC_UNAVAILABLE: { kind: 'transient', status: 503, title: 'The Service is temporarily unavailable' },

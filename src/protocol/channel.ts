@@ -94,10 +94,23 @@ export const ZipLogsCommand = z.object({
   uploadUrl: z.string().max(2000),
   solutionId: z.string().max(100).optional(),
 });
-export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand]);
+/**
+ * `testConnection`: open a connection with these plain properties (the channel is authenticated
+ * and, in production, TLS), test it and close it. The reply is `{ok: true}` when the test passed,
+ * else the error. Added in protocol version 1 without a bump: an older Agent answers it with a
+ * validation error, which the Service reports as the test's reply.
+ */
+export const TestConnectionCommand = z.object({
+  id: Id,
+  type: z.literal('testConnection'),
+  connectorId: z.string().max(100),
+  properties: z.record(z.string().max(200), z.string().max(100_000)),
+});
+export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;
 export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;
+export type TestConnectionCommand = z.infer<typeof TestConnectionCommand>;
 
 // ── Replies, both ways ─────────────────────────────────────────────────────────
 

@@ -1,0 +1,44 @@
+import type { Db } from '../sql.js';
+import type { ConnectionRow, ConnectionTestRow, ConnectionUpdate, ConnectionsTable, ConnectionTestsTable } from '../schema.js';
+
+export async function insertConnection(db: Db, row: ConnectionsTable): Promise<void> {
+  await db.insertInto('connections').values(row).execute();
+}
+
+export async function getConnection(db: Db, orgId: number, id: string): Promise<ConnectionRow | undefined> {
+  return db.selectFrom('connections').selectAll().where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+}
+
+/** The Organization's Connections, oldest first; `name` matches exactly, case-insensitively. */
+export async function listConnections(db: Db, orgId: number, filter: { name?: string | undefined } = {}): Promise<ConnectionRow[]> {
+  let q = db.selectFrom('connections').selectAll().where('orgId', '=', orgId);
+  if (filter.name !== undefined) q = q.where('nameKey', '=', filter.name.toLowerCase());
+  return q.orderBy('createDateTime').orderBy('id').execute();
+}
+
+export async function updateConnection(db: Db, orgId: number, id: string, patch: ConnectionUpdate): Promise<boolean> {
+  const res = await db.updateTable('connections').set(patch).where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+export async function deleteConnection(db: Db, orgId: number, id: string): Promise<boolean> {
+  const res = await db.deleteFrom('connections').where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  return Number(res.numDeletedRows) > 0;
+}
+
+export async function insertConnectionTest(db: Db, row: ConnectionTestsTable): Promise<void> {
+  await db.insertInto('connectionTests').values(row).execute();
+}
+
+export async function getConnectionTest(db: Db, orgId: number, id: string): Promise<ConnectionTestRow | undefined> {
+  return db.selectFrom('connectionTests').selectAll().where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+}
+
+export async function completeConnectionTest(db: Db, id: string, reply: string, completedAt: string): Promise<void> {
+  await db.updateTable('connectionTests').set({ status: 'Completed', reply, completedAt }).where('id', '=', id).execute();
+}
+
+/** Forgets test results older than `before` (ISO time). */
+export async function pruneConnectionTests(db: Db, before: string): Promise<void> {
+  await db.deleteFrom('connectionTests').where('requestedAt', '<', before).execute();
+}
