@@ -22,6 +22,8 @@ export interface Database {
   exports: ExportsTable;
   connections: ConnectionsTable;
   connectionTests: ConnectionTestsTable;
+  connectionMetadata: ConnectionMetadataTable;
+  metadataRequests: MetadataRequestsTable;
 }
 
 /** 0 or 1. */
@@ -292,3 +294,35 @@ export interface ConnectionTestsTable {
 export type ConnectionRow = Selectable<ConnectionsTable>;
 export type ConnectionUpdate = Updateable<ConnectionsTable>;
 export type ConnectionTestRow = Selectable<ConnectionTestsTable>;
+
+/** The metadata cache of a Connection. */
+export interface ConnectionMetadataTable {
+  connectionId: string;
+  orgId: number;
+  /** The Agent that loaded it (and loads it again after a reset when no agentId is given). */
+  agentId: string;
+  /** The Agent's ConnectionMetadata as JSON; null after a reset (the next call reloads). */
+  metadata: string | null;
+  loadedAt: string | null;
+}
+
+export type MetadataRequestState = 'Requested' | 'Completed' | 'Failed';
+
+/** A metadata load sent to an Agent. */
+export interface MetadataRequestsTable {
+  id: string;
+  orgId: number;
+  connectionId: string;
+  agentId: string;
+  /** The Connection's name when the request was made. */
+  objectName: string | null;
+  startDate: string;
+  endDate: string | null;
+  state: MetadataRequestState;
+  errorMessage: string | null;
+  /** 1 once a metadata call has answered with this failure (the next call starts a new load). */
+  errorSeen: Generated<Flag>;
+}
+
+export type ConnectionMetadataRow = Selectable<ConnectionMetadataTable>;
+export type MetadataRequestRow = Selectable<MetadataRequestsTable>;

@@ -8,6 +8,7 @@ import { foundation } from './migrations/001-foundation.js';
 import { lookupTables } from './migrations/002-lookup-tables.js';
 import { agents } from './migrations/005-agents.js';
 import { connections } from './migrations/006-connections.js';
+import { metadata } from './migrations/007-metadata.js';
 import type { Database } from './schema.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
@@ -67,6 +68,7 @@ function migrations(dialect: StoreDialect): Record<string, Migration> {
     '002-lookup-tables': lookupTables(dialect),
     '005-agents': agents(),
     '006-connections': connections(),
+    '007-metadata': metadata(),
   };
 }
 

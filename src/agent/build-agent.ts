@@ -11,6 +11,7 @@ import { PROTOCOL_VERSION } from '../protocol/channel.js';
 import { restartCommand } from './commands/restart.command.js';
 import { zipLogsCommand } from './commands/zip-logs.command.js';
 import { testConnectionCommand } from './commands/test-connection.command.js';
+import { loadMetadataCommand } from './commands/load-metadata.command.js';
 import { ConnectorHost } from '../connectors/host.js';
 import type { AgentConfig } from './config.js';
 import { computeFingerprint, readMachineId } from './fingerprint.js';
@@ -182,6 +183,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       flushLogs: () => logger.flush(),
     }),
     testConnection: testConnectionCommand({ work, log, host: () => (connectorHost ??= loadConnectorHost()) }),
+    loadMetadata: loadMetadataCommand({ work, log, host: () => (connectorHost ??= loadConnectorHost()) }),
   };
   const dispatch = (command: ServiceRequest): Promise<unknown> => {
     switch (command.type) {
@@ -191,6 +193,8 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         return handlers.zipLogs(command);
       case 'testConnection':
         return handlers.testConnection(command);
+      case 'loadMetadata':
+        return handlers.loadMetadata(command);
     }
   };
 

@@ -11,7 +11,7 @@ import { AgentStatus } from './agent-status.js';
  *     │ ── {id, type:'heartbeat', …}  every heartbeatMs ──────────▶ │ lastContactTime
  *     │ ── {id, type:'report', report} (from the durable outbox) ─▶ │ stored once per id
  *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
- *     │ ◀── {id, type:'restart' | 'zipLogs' | …} (commands) ─────── │
+ *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata'} ── │
  *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
  *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
  *
@@ -106,11 +106,29 @@ export const TestConnectionCommand = z.object({
   connectorId: z.string().max(100),
   properties: z.record(z.string().max(200), z.string().max(100_000)),
 });
-export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand]);
+/**
+ * `loadMetadata`: open the Connection with these plain properties and answer with its
+ * ConnectionMetadata (docs/connectors.md), from the Agent's cache unless `reload`. Bounded: an
+ * answer with more than {@link MAX_METADATA_ENTITIES} entities, or one that would not fit in a
+ * channel message, is refused with CON_METADATA_TOO_LARGE. Added in protocol version 1 without a
+ * bump, like testConnection.
+ */
+export const LoadMetadataCommand = z.object({
+  id: Id,
+  type: z.literal('loadMetadata'),
+  connectionId: z.string().max(100),
+  connectorId: z.string().max(100),
+  properties: z.record(z.string().max(200), z.string().max(100_000)),
+  reload: z.boolean().optional(),
+});
+/** The most entities a loadMetadata answer may carry. */
+export const MAX_METADATA_ENTITIES = 20_000;
+export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand, LoadMetadataCommand]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;
 export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;
 export type TestConnectionCommand = z.infer<typeof TestConnectionCommand>;
+export type LoadMetadataCommand = z.infer<typeof LoadMetadataCommand>;
 
 // ── Replies, both ways ─────────────────────────────────────────────────────────
 

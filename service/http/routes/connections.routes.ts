@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
 import { completeConnectionTest, deleteConnection, getConnection, getConnectionTest, insertConnection, insertConnectionTest, listConnections, pruneConnectionTests, updateConnection } from '../../store/repos/connections.repo.js';
+import { resetMetadataCache } from '../../store/repos/metadata.repo.js';
 import type { ConnectionRow, OrgRow } from '../../store/schema.js';
 import { newId, nowIso } from '../../util/values.js';
 import { installedConnectors, requireAgent } from '../agent-model.js';
@@ -142,6 +143,8 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
       modificationBy: userName(user),
     });
     if (!found) throw connectionNotFound(org.id, current.id);
+    // New properties may reach another datastore: the next metadata call reloads.
+    await resetMetadataCache(db, current.id);
     return model(org, await requireConnection(org.id, current.id));
   });
 
