@@ -67,7 +67,12 @@ describe('ferry map validate | run', () => {
     const db = new Database(path.join(dir, 'target.db'), { readonly: true });
     expect(db.prepare('SELECT id, full_name, age_next FROM contacts ORDER BY id').all()).toEqual(expected.tables.contacts);
     db.close();
-    expect(JSON.parse(fs.readFileSync(state, 'utf8'))).toEqual({ lastRunDate: expected.lastRunDate });
+    // the watermark, with the identity (primary key) of the record processed at exactly it
+    expect(JSON.parse(fs.readFileSync(state, 'utf8'))).toEqual({ lastRunDate: expected.lastRunDate, processedAtLastRunDate: ['k:[5]'] });
     expect(fs.existsSync(path.join(dir, 'failures'))).toBe(true);
+    // a second run re-reads the record at the watermark and skips it: nothing to do, exit 0
+    const again = await ferry('run', path.join(FIXTURE, 'map.json'), '--connections', conns, '--state', state, '--failures', path.join(dir, 'failures'));
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ processed: 0, failed: 0, lastRunDate: expected.lastRunDate });
   });
 });

@@ -25,6 +25,8 @@ export interface MapPlan {
   readonly blocks: readonly Block[];
   /** Fields of the starter's records that the Map reads: what a failed-record copy keeps. */
   readonly sourceFields: readonly string[];
+  /** The starter entity's primary-key fields (Connection metadata): a source record's identity; empty = none. */
+  readonly sourceKeyFields: readonly string[];
   /** Lookup Tables the formulas name; `dynamic` when some name is computed. */
   readonly lookupTables: { names: string[]; dynamic: boolean };
   readonly warnings: readonly ValidationResult[];
@@ -90,5 +92,7 @@ export function compilePlan(input: unknown, metadata: MetadataByConnection): Map
     dynamic ||= c.dynamicLookupTables;
   }
   if (starter.netChange) sourceFields.add(starter.netChange.fieldName);
-  return { model, starter, steps, blocks: [...walkBlocks(model.blocks)], sourceFields: [...sourceFields], lookupTables: { names: [...names], dynamic }, warnings: v.results };
+  const starterEntity = findEntity(starter.connectionId ? metadata[starter.connectionId] : undefined, starter.entity);
+  const sourceKeyFields = (starterEntity?.fields ?? []).filter((f) => f.isPrimaryKey).map((f) => f.fullName);
+  return { model, starter, steps, blocks: [...walkBlocks(model.blocks)], sourceFields: [...sourceFields], sourceKeyFields, lookupTables: { names: [...names], dynamic }, warnings: v.results };
 }

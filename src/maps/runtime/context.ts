@@ -25,9 +25,12 @@ export interface Item {
   state: SourceState;
 }
 
+/** What the Blocks need of the formula engine (the sandboxed FormulaEngine; benchmarks may swap in a host one). */
+export type FormulaEvaluator = Pick<FormulaEngine, 'evaluate'>;
+
 export interface RunEnv {
   readonly connections: ReadonlyMap<string, HostConnection>;
-  readonly engine: FormulaEngine;
+  readonly engine: FormulaEvaluator;
   readonly signal: AbortSignal;
   readonly stats: StatsCollector;
   /** Records per write call (the Map's batch size; each write Block clamps it to its Connector's bulkLimit). */

@@ -19,9 +19,9 @@ import { queryBatches } from '../blocks/query.block.js';
 import type { MapPlan } from '../compiler/plan.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
 import { clampBatch } from './batching.js';
-import { runSequence, type Item, type RunEnv, type SourceState } from './context.js';
+import { runSequence, type FormulaEvaluator, type Item, type RunEnv, type SourceState } from './context.js';
 import { StatsCollector, type MapStats } from './stats.js';
-import { later, type WatermarkStore } from './watermark.js';
+import { MarkTracker, type WatermarkStore } from './watermark.js';
 
 /** A record error (SPEC.md "Error"): one per failing record and Block. */
 export interface MapRecordError {
@@ -79,8 +79,8 @@ export interface RunOptions {
   source?: AsyncIterable<RecordBatch>;
   /** Reprocessing: called with each source record's outcome, in order. */
   onSourceDone?(index: number, ok: boolean): void;
-  /** Formula sandbox limits. */
-  engine?: FormulaEngine;
+  /** The formula engine (its sandbox limits); the caller disposes it. Default: a FormulaEngine of the run. */
+  engine?: FormulaEvaluator;
 }
 
 export interface RunResult {
@@ -97,7 +97,8 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   const sourceConn = opts.connections.get(starter.connectionId ?? '');
   if (!sourceConn && !opts.source) throw new Error(`The connection ${starter.connectionId ?? ''} of ${starter.name} is not open.`);
   const batchSize = clampBatch(opts.batchSize ?? model.batchSize, sourceConn?.bulkLimit ?? Number.MAX_SAFE_INTEGER);
-  const engine = opts.engine ?? (await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {}));
+  const owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
+  const engine: FormulaEvaluator = opts.engine ?? (owned as FormulaEngine);
   const entity = starter.entity ?? '';
   let errors = 0;
   const captures: Promise<void>[] = [];
@@ -142,14 +143,19 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
 
   const wm = opts.watermark;
   // The checkpointed watermark wins; without one, the Map's lastRunDate.
-  let mark: string | null = opts.source ? null : ((wm ? await wm.load() : null) ?? model.lastRunDate ?? null);
-  const since = mark;
+  const saved = opts.source || !wm ? null : await wm.load();
+  const since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
+  const netField = starter.netChange?.fieldName;
+  const tracker = new MarkTracker(since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], netField ?? '', plan.sourceKeyFields);
   let cancelled = false;
   let index = 0;
   try {
     const batches = opts.source ?? queryBatches(starter, sourceConn as HostConnection, { since, batchSize, signal });
-    for await (const batch of batches) {
+    for await (const read of batches) {
       if (signal.aborted) break;
+      // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
+      const batch = netField && !opts.source ? tracker.skip(read) : read;
+      if (batch.length === 0) continue;
       const t0 = performance.now();
       const states: SourceState[] = batch.map((source) => ({ source, failed: false }));
       const items: Item[] = states.map((state) => ({ ctx: { [starter.name]: state.source }, results: new Map(), state }));
@@ -158,28 +164,28 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
       await Promise.all(captures.splice(0));
       if (signal.aborted) break; // the batch did not finish: no checkpoint
       let failed = 0;
-      let newMark = mark;
+      const done: ConnectorRecord[] = [];
       for (const st of states) {
         if (st.failed) failed++;
-        else if (starter.netChange) newMark = later(newMark, st.source[starter.netChange.fieldName]);
+        else done.push(st.source);
         opts.onSourceDone?.(index++, !st.failed);
       }
-      if (newMark !== null && newMark !== mark) {
-        mark = newMark;
-        if (wm) await wm.save(mark);
+      if (netField && !opts.source && tracker.advance(done)) {
+        const state = tracker.state();
+        if (wm && state) await wm.save(state);
       }
       stats.batch(batch.length, failed, performance.now() - t0);
-      opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: mark });
+      opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
     }
   } catch (err) {
     if (!signal.aborted) throw err;
   } finally {
     cancelled = signal.aborted;
     await Promise.allSettled(captures);
-    if (!opts.engine) engine.dispose();
+    owned?.dispose();
   }
   return {
-    stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: mark } : {}), cancelled }),
+    stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
     errors,
   };
 }

@@ -4,14 +4,27 @@
  * newest value among the batch's records whose writes all succeeded and is checkpointed, so a run
  * that crashes resumes from its last finished batch. Records that failed are not re-read: they
  * are in the record errors and the failed-record store, from which they are reprocessed.
+ *
+ * Reading at or after the watermark re-reads the records whose value equals it (several records
+ * can share an instant, and a batch can end in the middle of them). So the watermark keeps, with
+ * its value, the identities of the records at exactly that value that went through; the next read
+ * skips those, and only those (`AtMarkFilter`).
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import type { Value } from '../../connectors/sdk.js';
+import type { ConnectorRecord, Value } from '../../connectors/sdk.js';
+
+/** A checkpoint: the watermark and the identities of the records at exactly it that were processed. */
+export interface WatermarkState {
+  lastRunDate: string;
+  /** Record identities (`recordIdentity`) whose net-change value is `lastRunDate`; absent = none. */
+  processedAtLastRunDate?: string[];
+}
 
 /** Where a run checkpoints its watermark (the Service via the outbox, or a local file). */
 export interface WatermarkStore {
-  load(): Promise<string | null>;
-  save(value: string): Promise<void>;
+  load(): Promise<WatermarkState | null>;
+  save(state: WatermarkState): Promise<void>;
 }
 
 /** Orders two net-change values (ISO-8601 text of one field compares by instant). */
@@ -25,33 +38,125 @@ export function later(a: string | null, b: Value | undefined): string | null {
   return v > a ? v : a;
 }
 
+/** Whether a net-change value is the watermark itself (same instant, or the same text). */
+export function sameMark(mark: string, b: Value | undefined): boolean {
+  if (b === null || b === undefined) return false;
+  const v = String(b);
+  if (v === mark) return true;
+  const ta = Date.parse(mark);
+  const tb = Date.parse(v);
+  return !Number.isNaN(ta) && !Number.isNaN(tb) && ta === tb;
+}
+
+/**
+ * A source record's identity: its primary-key values when the entity has a primary key and the
+ * record holds it, else a hash of the whole record (fields in name order).
+ */
+export function recordIdentity(rec: ConnectorRecord, keyFields: readonly string[]): string {
+  if (keyFields.length > 0 && keyFields.every((f) => rec[f] !== undefined && rec[f] !== null)) {
+    return `k:${JSON.stringify(keyFields.map((f) => rec[f] ?? null))}`;
+  }
+  const h = createHash('sha256');
+  for (const k of Object.keys(rec).sort()) h.update(JSON.stringify([k, rec[k] ?? null]));
+  return `h:${h.digest('base64url')}`;
+}
+
+/**
+ * The watermark of a run in memory: its value and the identities processed at exactly it.
+ * `skip` drops re-read records already processed; `advance` folds in a finished batch's
+ * successful records and says whether there is something new to checkpoint.
+ */
+export class MarkTracker {
+  private atMark: Set<string>;
+  /** Set once the read has gone past the watermark: records come ascending, nothing more to skip. */
+  private past = false;
+
+  constructor(
+    private mark: string | null,
+    processed: readonly string[],
+    private readonly field: string,
+    private readonly keyFields: readonly string[],
+  ) {
+    this.atMark = new Set(mark === null ? [] : processed);
+  }
+
+  get value(): string | null {
+    return this.mark;
+  }
+
+  state(): WatermarkState | null {
+    return this.mark === null ? null : { lastRunDate: this.mark, processedAtLastRunDate: [...this.atMark] };
+  }
+
+  /** The records of a batch read from the source that were not processed already. */
+  skip(batch: ConnectorRecord[]): ConnectorRecord[] {
+    const mark = this.mark;
+    if (this.past || mark === null || this.atMark.size === 0) return batch;
+    const out: ConnectorRecord[] = [];
+    for (const rec of batch) {
+      if (!this.past && sameMark(mark, rec[this.field])) {
+        if (this.atMark.has(recordIdentity(rec, this.keyFields))) continue;
+      } else {
+        this.past = true;
+      }
+      out.push(rec);
+    }
+    return out;
+  }
+
+  /** Folds in a finished batch's successfully processed records; true when the checkpoint changed. */
+  advance(done: readonly ConnectorRecord[]): boolean {
+    let top = this.mark;
+    for (const rec of done) top = later(top, rec[this.field]);
+    if (top === null) return false;
+    const moved = top !== this.mark;
+    if (moved) {
+      this.mark = top;
+      this.atMark = new Set();
+      this.past = true;
+    }
+    const before = this.atMark.size;
+    for (const rec of done) if (sameMark(top, rec[this.field])) this.atMark.add(recordIdentity(rec, this.keyFields));
+    return moved || this.atMark.size !== before;
+  }
+}
+
 /** A watermark in memory (tests, and runs the caller checkpoints itself through onCheckpoint). */
 export class MemoryWatermark implements WatermarkStore {
-  constructor(private value: string | null = null) {}
-  load(): Promise<string | null> {
+  private value: WatermarkState | null;
+  constructor(value: string | WatermarkState | null = null) {
+    this.value = typeof value === 'string' ? { lastRunDate: value } : value;
+  }
+  load(): Promise<WatermarkState | null> {
     return Promise.resolve(this.value);
   }
-  save(value: string): Promise<void> {
-    this.value = value;
+  save(state: WatermarkState): Promise<void> {
+    this.value = { ...state };
     return Promise.resolve();
   }
 }
 
-/** A watermark in a JSON file, written atomically (rename) at each checkpoint. */
+/**
+ * A watermark in a JSON file, written atomically (rename) at each checkpoint:
+ * `{ lastRunDate, processedAtLastRunDate? }`. Files holding only `{ lastRunDate }` still load.
+ */
 export class FileWatermark implements WatermarkStore {
   constructor(private readonly file: string) {}
-  async load(): Promise<string | null> {
+  async load(): Promise<WatermarkState | null> {
     try {
-      const j = JSON.parse(await fs.readFile(this.file, 'utf8')) as { lastRunDate?: string | null };
-      return j.lastRunDate ?? null;
+      const j = JSON.parse(await fs.readFile(this.file, 'utf8')) as { lastRunDate?: string | null; processedAtLastRunDate?: unknown };
+      if (!j.lastRunDate) return null;
+      const ids = Array.isArray(j.processedAtLastRunDate) ? j.processedAtLastRunDate.filter((x): x is string => typeof x === 'string') : [];
+      return { lastRunDate: j.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
   }
-  async save(value: string): Promise<void> {
+  async save(state: WatermarkState): Promise<void> {
     const tmp = `${this.file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify({ lastRunDate: value }) + '\n');
+    const ids = state.processedAtLastRunDate ?? [];
+    await fs.writeFile(tmp, JSON.stringify({ lastRunDate: state.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) }) + '\n');
     await fs.rename(tmp, this.file);
   }
 }
