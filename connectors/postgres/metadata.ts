@@ -1,20 +1,9 @@
-import { action, foreignKeyRelationships, type Action, type ConnectionMetadata, type EntityMetadata, type Relationship } from '../../src/connectors/sdk.js';
+import { relationshipsByEntity, SQL_CONNECTION_ACTIONS, SQL_TABLE_ACTIONS, SQL_VIEW_ACTIONS, type ConnectionMetadata, type EntityMetadata } from '../../src/connectors/sdk.js';
 import type { PgTable } from './catalogue.js';
 
-const TABLE_ACTIONS: Action[] = [action('Query', { supportsRelations: true }), action('Create'), action('Update'), action('UpdateInsert'), action('Upsert'), action('Delete')];
-const VIEW_ACTIONS: Action[] = [action('Query')];
-const CONNECTION_ACTIONS: Action[] = [...TABLE_ACTIONS, action('NativeQuery', { supportsBulk: false })];
 
 export function connectionMetadata(tables: PgTable[]): ConnectionMetadata {
-  const rels = new Map<string, Relationship[]>();
-  const add = (entity: string, r: Relationship): void => void rels.set(entity, [...(rels.get(entity) ?? []), r]);
-  for (const t of tables) {
-    for (const fk of t.foreignKeys) {
-      const { child, parent } = foreignKeyRelationships(fk);
-      add(fk.entity, child);
-      add(fk.relatedEntity, parent);
-    }
-  }
+  const rels = relationshipsByEntity(tables.flatMap((t) => t.foreignKeys));
   const entities: EntityMetadata[] = tables.map((t) => ({
     id: String(t.oid),
     name: t.schema === 'public' ? t.name : `${t.schema}.${t.name}`,
@@ -22,7 +11,7 @@ export function connectionMetadata(tables: PgTable[]): ConnectionMetadata {
     originalName: `${t.schema}.${t.name}`,
     description: t.description,
     isHidden: false,
-    actions: t.kind === 'view' ? VIEW_ACTIONS : TABLE_ACTIONS,
+    actions: t.kind === 'view' ? [...SQL_VIEW_ACTIONS] : [...SQL_TABLE_ACTIONS],
     fields: t.columns.map((c, i) => ({
       name: c.name,
       fullName: c.fullName,
@@ -44,5 +33,5 @@ export function connectionMetadata(tables: PgTable[]): ConnectionMetadata {
     })),
     relationships: rels.get(t.fullName) ?? [],
   }));
-  return { entities, actions: CONNECTION_ACTIONS };
+  return { entities, actions: [...SQL_CONNECTION_ACTIONS] };
 }

@@ -10,6 +10,7 @@ import {
   type WriteAction,
   type WriteOptions,
   type WriteResult,
+  keyColumns,
 } from '../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.js';
 import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
@@ -85,16 +86,7 @@ export class PgWriter {
   async write(action: WriteAction, table: PgTable, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
     if (table.kind !== 'table') throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
-    let keys: PgColumn[] = [];
-    if (action !== 'Create') {
-      const names = options.keyFields ?? table.columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.fullName);
-      if (names.length === 0) throw new ConnectorError('Unsupported', `${action} on ${table.fullName} needs key fields: the table has no primary key, give lookup fields.`);
-      keys = names.map((n) => {
-        const c = byName.get(n);
-        if (!c) throw new ConnectorError('FieldNotFound', `The entity ${table.fullName} has no field ${n}.`);
-        return c;
-      });
-    }
+    const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
     const groups = groupRecords(table, byName, keys, batch, results);
     if (groups.length === 0) return results;

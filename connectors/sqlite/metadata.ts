@@ -1,21 +1,10 @@
-import { action, foreignKeyRelationships, type Action, type ConnectionMetadata, type EntityMetadata, type Relationship } from '../../src/connectors/sdk.js';
+import { relationshipsByEntity, SQL_CONNECTION_ACTIONS, SQL_TABLE_ACTIONS, SQL_VIEW_ACTIONS, type ConnectionMetadata, type EntityMetadata } from '../../src/connectors/sdk.js';
 import type { SqliteTable } from './catalogue.js';
 
-const TABLE_ACTIONS: Action[] = [action('Query', { supportsRelations: true }), action('Create'), action('Update'), action('UpdateInsert'), action('Upsert'), action('Delete')];
-const VIEW_ACTIONS: Action[] = [action('Query')];
-const CONNECTION_ACTIONS: Action[] = [...TABLE_ACTIONS, action('NativeQuery', { supportsBulk: false })];
 
 /** The SDK metadata of the catalogue. */
 export function connectionMetadata(tables: SqliteTable[]): ConnectionMetadata {
-  const rels = new Map<string, Relationship[]>();
-  const add = (entity: string, r: Relationship): void => void rels.set(entity, [...(rels.get(entity) ?? []), r]);
-  for (const t of tables) {
-    for (const fk of t.foreignKeys) {
-      const { child, parent } = foreignKeyRelationships(fk);
-      add(fk.entity, child);
-      add(fk.relatedEntity, parent);
-    }
-  }
+  const rels = relationshipsByEntity(tables.flatMap((t) => t.foreignKeys));
   const entities: EntityMetadata[] = tables.map((t) => ({
     id: t.fullName,
     name: t.name,
@@ -23,7 +12,7 @@ export function connectionMetadata(tables: SqliteTable[]): ConnectionMetadata {
     originalName: t.name,
     description: t.isView ? 'view' : '',
     isHidden: false,
-    actions: t.isView ? VIEW_ACTIONS : TABLE_ACTIONS,
+    actions: t.isView ? [...SQL_VIEW_ACTIONS] : [...SQL_TABLE_ACTIONS],
     fields: t.columns.map((c, i) => ({
       name: c.name,
       fullName: c.fullName,
@@ -45,5 +34,5 @@ export function connectionMetadata(tables: SqliteTable[]): ConnectionMetadata {
     })),
     relationships: rels.get(t.fullName) ?? [],
   }));
-  return { entities, actions: CONNECTION_ACTIONS };
+  return { entities, actions: [...SQL_CONNECTION_ACTIONS] };
 }

@@ -9,6 +9,7 @@ import {
   type WriteAction,
   type WriteOptions,
   type WriteResult,
+  keyColumns,
 } from '../../src/connectors/sdk.js';
 import { quoteIdent, type SqliteColumn, type SqliteTable } from './catalogue.js';
 import { callError, recordErrorCode, sqliteCode } from './errors.js';
@@ -99,16 +100,7 @@ export class SqliteWriter {
   write(action: WriteAction, table: SqliteTable, batch: readonly ConnectorRecord[], options: WriteOptions): WriteResult[] {
     if (table.isView) throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
-    let keys: SqliteColumn[] = [];
-    if (action !== 'Create') {
-      const names = options.keyFields ?? table.columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.fullName);
-      if (names.length === 0) throw new ConnectorError('Unsupported', `${action} on ${table.fullName} needs key fields: the table has no primary key, give lookup fields.`);
-      keys = names.map((n) => {
-        const c = byName.get(n);
-        if (!c) throw new ConnectorError('FieldNotFound', `The entity ${table.fullName} has no field ${n}.`);
-        return c;
-      });
-    }
+    const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
     const prepared = this.prepare(table, byName, keys, batch, results);
     const run = this.db.transaction(() => {

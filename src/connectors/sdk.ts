@@ -20,6 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Filter } from '../protocol/filter.js';
 import type { ConnectorRecord, PropertyType, RecordBatch, Value } from './value.js';
+import { ConnectorError } from './connector-error.js';
 
 export type { Filter, FilterValue, ComparisonOp } from '../protocol/filter.js';
 export { filterFields } from '../protocol/filter.js';
@@ -331,6 +332,32 @@ export function action(name: ActionName, flags: Partial<Omit<Action, 'action' | 
   };
 }
 
+/** The Actions of a relational table, a view, and a relational Connection (its tables' plus Native Query). */
+export const SQL_TABLE_ACTIONS: readonly Action[] = [action('Query', { supportsRelations: true }), action('Create'), action('Update'), action('UpdateInsert'), action('Upsert'), action('Delete')];
+export const SQL_VIEW_ACTIONS: readonly Action[] = [action('Query')];
+export const SQL_CONNECTION_ACTIONS: readonly Action[] = [...SQL_TABLE_ACTIONS, action('NativeQuery', { supportsBulk: false })];
+
+/**
+ * The columns a keyed write finds its records by: the lookup fields given, else the primary key in
+ * its order. Create needs none.
+ */
+export function keyColumns<C extends { fullName: string; pk: number }>(
+  writeAction: WriteAction,
+  entity: string,
+  columns: readonly C[],
+  byName: ReadonlyMap<string, C>,
+  keyFields: readonly string[] | undefined,
+): C[] {
+  if (writeAction === 'Create') return [];
+  const names = keyFields ?? columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.fullName);
+  if (names.length === 0) throw new ConnectorError('Unsupported', `${writeAction} on ${entity} needs key fields: the table has no primary key, give lookup fields.`);
+  return names.map((n) => {
+    const c = byName.get(n);
+    if (!c) throw new ConnectorError('FieldNotFound', `The entity ${entity} has no field ${n}.`);
+    return c;
+  });
+}
+
 /** The successful result of a write that touched one record; shared and frozen. */
 export const OK_ONE: WriteResult = Object.freeze({ ok: true, affected: 1 });
 
@@ -390,4 +417,16 @@ export function foreignKeyRelationships(fk: ForeignKey): { child: Relationship; 
     uniqueId: randomUUID(),
   };
   return { child, parent };
+}
+
+/** Every foreign key as its two Relationships, grouped by the fullName of the entity that holds each. */
+export function relationshipsByEntity(foreignKeys: Iterable<ForeignKey>): Map<string, Relationship[]> {
+  const byEntity = new Map<string, Relationship[]>();
+  const add = (entity: string, r: Relationship): void => void byEntity.set(entity, [...(byEntity.get(entity) ?? []), r]);
+  for (const fk of foreignKeys) {
+    const { child, parent } = foreignKeyRelationships(fk);
+    add(fk.entity, child);
+    add(fk.relatedEntity, parent);
+  }
+  return byEntity;
 }

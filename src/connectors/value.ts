@@ -29,7 +29,7 @@ export const PROPERTY_TYPES = [
   'binary',
   /** JSON text (a string) */
   'json',
-  /** lower-case `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` */
+  /** lower-case GUID text: 8-4-4-4-12 hex digits */
   'guid',
 ] as const;
 export type PropertyType = (typeof PROPERTY_TYPES)[number];
