@@ -7,6 +7,9 @@ import type { ServiceConfig } from './config.js';
 import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
 import { AgentGateway } from './gateway/gateway.js';
 import { HeartbeatSweeper } from './gateway/sweeper.js';
+import { ConnectorCatalogue } from './connectors/catalogue.js';
+import { ConnectorInstalls } from './connectors/installs.js';
+import { PackageStore } from './connectors/package-store.js';
 import { buildApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
@@ -20,6 +23,8 @@ export interface FerryService {
   readonly app: FastifyInstance;
   readonly store: Store;
   readonly bootstrap: BootstrapResult;
+  /** The Connector catalogue, packages and installs. */
+  readonly connectors: ConnectorInstalls;
   /** Listens on the configured host and port; resolves to the base URL. */
   listen(): Promise<string>;
   close(): Promise<void>;
@@ -60,6 +65,15 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
             },
           })
         : undefined;
+    const catalogue = ConnectorCatalogue.fromDirs([path.join(packageRoot(), 'connectors'), ...(config.connectorsDir ? [config.connectorsDir] : [])]);
+    const connectors = new ConnectorInstalls({
+      store,
+      commands,
+      catalogue,
+      packages: new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages')),
+      log,
+      timeoutMs: config.connectorInstallTimeout * 1000,
+    });
     const app = await buildApp({
       config,
       store,
@@ -67,8 +81,15 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, config.rateLimitPerDay),
       log,
       agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
+      connectors,
     });
-    const gateway = new AgentGateway({ store, config, log, registry });
+    const gateway = new AgentGateway({
+      store,
+      config,
+      log,
+      registry,
+      onConnected: (agentId) => void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed')),
+    });
     gateway.attach(app.server);
     const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000 });
     const housekeeping = new AgentHousekeeping({ store, log, logArchives });
@@ -76,6 +97,7 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
       app,
       store,
       bootstrap: boot,
+      connectors,
       async listen() {
         await app.listen({ port: config.port, host: config.host });
         const addr = app.server.address();
@@ -84,6 +106,7 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
         const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
         sweeper.start();
         housekeeping.start();
+        connectors.start();
         if (supervisor) {
           // Cloud Agents run beside the Service and reach it on the address it listens at.
           supervisor.setServiceUrl(url);
@@ -95,6 +118,7 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
         // Cloud Agents first, so that their shutdown reports still reach the gateway.
         await supervisor?.close();
         await sweeper.stop();
+        connectors.stop();
         await housekeeping.stop();
         await gateway.close();
         await app.close();

@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
 import { buildService } from './build-service.js';
+import { setManagedConnectorVendor } from './store/repos/connector-installs.repo.js';
+import { getOrg } from './store/repos/orgs.repo.js';
 import { createRootOrganization, type BootstrapResult } from './bootstrap.js';
 import { parseServiceConfig, type ServiceConfig, type ServiceConfigInput } from './config.js';
 
@@ -96,4 +98,28 @@ export async function serviceCreateOrg(argv: string[], env: NodeJS.ProcessEnv): 
   });
   process.stdout.write(`Organization ${result.orgId} created; Administrator ${values['admin-email']}` +
     (result.generatedPassword ? ` with password ${result.generatedPassword} (shown only once)` : ' (existing account)') + '\n');
+}
+
+/**
+ * `ferry service manage-connector`: makes an Organization the vendor that manages a private
+ * (Managed) Connector of the catalogue (a plugin in FERRY_CONNECTORS_DIR whose manifest says
+ * `"isPublic": false`); its Administrators then grant it to customer Organizations through the API.
+ */
+export async function serviceManageConnector(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { ...SERVICE_OPTIONS, connector: { type: 'string' }, 'vendor-org': { type: 'string' } } });
+  if (!values.connector || !values['vendor-org']) throw new Error('--connector ID and --vendor-org N are required');
+  const config = parseServiceConfig({ ...env, FERRY_LOG_LEVEL: 'silent' }, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const service = await buildService(config);
+  try {
+    const m = service.connectors.catalogue.get(values.connector);
+    if (!m) throw new Error(`Connector ${values.connector} is not in the catalogue (built-in plugins and FERRY_CONNECTORS_DIR)`);
+    if (m.isPublic) throw new Error(`Connector ${m.name} is public; only a private Connector ("isPublic": false in its manifest) is managed by a vendor`);
+    const orgId = Number(values['vendor-org']);
+    if (!Number.isInteger(orgId) || !(await getOrg(service.store.db, orgId))) throw new Error(`Organization ${values['vendor-org']} does not exist`);
+    await setManagedConnectorVendor(service.store.db, m.id, orgId, new Date().toISOString());
+    await service.connectors.installInOrg(orgId, m.id, 'ferry service manage-connector');
+    process.stdout.write(`Organization ${orgId} now manages the ${m.name} connector (${m.id}) and has it installed.\n`);
+  } finally {
+    await service.close();
+  }
 }

@@ -40,6 +40,10 @@ export const ServiceConfigSchema = z.object({
   cloudAgents: z.enum(['on', 'off']).default('on'),
   /** The `ferry` CLI script Cloud Agents are started with; absent: the package's `dist/src/cli/main.js`. */
   cloudAgentEntry: z.string().min(1).optional(),
+  /** A folder of extra Connector plugins (vendor and Managed Connectors) offered beside the built-in ones. */
+  connectorsDir: z.string().min(1).optional(),
+  /** Seconds an Agent may take to finish a Connector install before it is InstallTimedOut. */
+  connectorInstallTimeout: z.coerce.number().positive().default(900),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
@@ -68,6 +72,8 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_AGENT_KEY_TTL: 'agentKeyTtl',
   FERRY_CLOUD_AGENTS: 'cloudAgents',
   FERRY_CLOUD_AGENT_ENTRY: 'cloudAgentEntry',
+  FERRY_CONNECTORS_DIR: 'connectorsDir',
+  FERRY_CONNECTOR_INSTALL_TIMEOUT: 'connectorInstallTimeout',
 };
 
 /** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */

@@ -134,7 +134,12 @@ export class AgentSession {
   request(command: AgentCommand, timeoutMs: number): Promise<unknown> {
     if (this.#closed) return Promise.reject(notConnected(this.agentId));
     const id = randomUUID();
-    const message = { ...command, id, ...('uploadUrl' in command ? { uploadUrl: this.resolveUrl(command.uploadUrl) } : {}) } as FromService;
+    const message = {
+      ...command,
+      id,
+      ...('uploadUrl' in command ? { uploadUrl: this.resolveUrl(command.uploadUrl) } : {}),
+      ...('packageUrl' in command ? { packageUrl: this.resolveUrl(command.packageUrl) } : {}),
+    } as FromService;
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);

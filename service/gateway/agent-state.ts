@@ -80,6 +80,8 @@ export function reportPatch(agent: Pick<AgentRow, 'isCloudAgent' | 'lastStartTim
     }
     case 'logArchiveFailed':
       return { lastContactTime: now };
+    case 'connectorInstall':
+      return { installedConnectors: connectorsJson(report.installed), lastContactTime: now };
   }
 }
 

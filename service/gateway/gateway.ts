@@ -15,12 +15,15 @@ import { nowIso } from '../util/values.js';
 import { AgentSession, type SessionHandlers } from './agent-session.js';
 import { heartbeatPatch, helloPatch, reportPatch } from './agent-state.js';
 import type { SessionRegistry } from './command-bus.js';
+import { applyInstallReport } from '../connectors/installs.js';
 
 export interface GatewayOptions {
   store: Store;
   config: ServiceConfig;
   log: FastifyBaseLogger;
   registry: SessionRegistry;
+  /** Called once an Agent's hello was accepted (the Connector installs reconcile it). */
+  onConnected?: (agentId: string) => void;
   /** Application-level ping interval (default 20 s). */
   pingIntervalMs?: number;
   /** A socket without any traffic this long is terminated as half-open (default 60 s). */
@@ -178,6 +181,9 @@ export class AgentGateway {
       const previous = this.#opts.registry.attach(session);
       previous?.close(CLOSE.replaced, 'replaced by a newer connection');
       this.#log.info({ agentId: agent.id, orgId: agent.orgId, version: msg.version, status: msg.status, replaced: previous !== undefined }, 'agent connected');
+      // After the hello is answered, so that the Agent is ready for commands.
+      const onConnected = this.#opts.onConnected;
+      if (onConnected) setImmediate(() => onConnected(agent.id));
       return { serverTime: now, heartbeatMs: this.#opts.config.agentHeartbeatMs, agentName: agent.name, orgId: agent.orgId };
     },
 
@@ -203,6 +209,7 @@ export class AgentGateway {
         const patch = reportPatch(agent, msg.report, now);
         if (patch) await updateAgent(tx, agent.id, patch);
         if (msg.report.kind === 'logArchiveFailed') await markAgentLogFailed(tx, msg.report.logId, agent.id, msg.report.error.message);
+        if (msg.report.kind === 'connectorInstall') await applyInstallReport(tx, agent.id, msg.report, now);
         return true;
       });
       this.#log.debug({ agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, duplicate: !stored }, stored ? 'agent report stored' : 'duplicate agent report acknowledged again');

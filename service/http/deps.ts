@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceConfig } from '../config.js';
 import type { SecretBox } from '../crypto/master-key.js';
+import type { ConnectorInstalls } from '../connectors/installs.js';
 import type { AgentRuntime } from '../gateway/runtime.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -14,4 +15,6 @@ export interface ServiceDeps {
   readonly log: FastifyBaseLogger;
   /** Agent channel commands, log archives and Cloud Agents. */
   readonly agents: AgentRuntime;
+  /** The Connector catalogue (Marketplace), packages and their installation in Organizations and on Agents. */
+  readonly connectors: ConnectorInstalls;
 }

@@ -1,3 +1,5 @@
+import { preinstalledConnectors } from '../connectors/catalogue.js';
+import { upsertOrgConnector } from '../store/repos/connector-installs.repo.js';
 import { FerryError, type FieldError } from '../../src/errors/ferry-error.js';
 import { validateRange } from '../auth/ip-range.js';
 import type { Db } from '../store/sql.js';
@@ -136,6 +138,7 @@ export async function createOrganization(deps: Pick<ServiceDeps, 'secrets'>, tx:
   await replaceRules(tx, row.id, input.rules, iso);
   await addMembership(tx, row.id, input.administrator.id, 'Administrator', iso);
   await createDefaultSubscriptions(tx, row.id, now);
+  for (const c of preinstalledConnectors()) await upsertOrgConnector(tx, { orgId: row.id, connectorId: c.id, version: c.version, isLocked: 0, installedAt: iso, installedBy: null });
   return row;
 }
 

@@ -24,6 +24,10 @@ export interface Database {
   connectionTests: ConnectionTestsTable;
   connectionMetadata: ConnectionMetadataTable;
   metadataRequests: MetadataRequestsTable;
+  orgConnectors: OrgConnectorsTable;
+  agentConnectorInstalls: AgentConnectorInstallsTable;
+  managedConnectors: ManagedConnectorsTable;
+  managedConnectorCustomers: ManagedConnectorCustomersTable;
 }
 
 /** 0 or 1. */
@@ -130,6 +134,8 @@ export interface SubscriptionsTable {
   tscAccountId: string | null;
   tscRegion: string | null;
   tscSubscriptionId: string | null;
+  /** Most Connections per Connector in the Organization; null: no limit. */
+  connectionsPerConnector: Generated<number | null>;
 }
 
 export interface SubscriptionUsageTable {
@@ -289,7 +295,13 @@ export interface ConnectionTestsTable {
   reply: string | null;
   requestedAt: string;
   completedAt: string | null;
+  /** `test` (a Connection test) or `preconnect` (a Connector's preconnect step). */
+  kind: Generated<ConnectionCommandKind>;
+  /** JSON `[{key, value}]` the plugin answered with (values sealed under the master key), or null. */
+  replyData: Generated<string | null>;
 }
+
+export type ConnectionCommandKind = 'test' | 'preconnect';
 
 export type ConnectionRow = Selectable<ConnectionsTable>;
 export type ConnectionUpdate = Updateable<ConnectionsTable>;
@@ -326,3 +338,55 @@ export interface MetadataRequestsTable {
 
 export type ConnectionMetadataRow = Selectable<ConnectionMetadataTable>;
 export type MetadataRequestRow = Selectable<MetadataRequestsTable>;
+
+/** A Connector installed in an Organization: the version its Agents run, and its lock. */
+export interface OrgConnectorsTable {
+  orgId: number;
+  connectorId: string;
+  /** The version installed (the locked one while locked). */
+  version: string;
+  isLocked: Flag;
+  lockCreatedAt: string | null;
+  lockModifiedAt: string | null;
+  lockModifiedBy: string | null;
+  installedAt: string;
+  installedBy: string | null;
+}
+
+/** The Marketplace install statuses of SPEC.md, in order. */
+export const INSTALL_STATUSES = ['SendingCommandToTheAgent', 'AgentReceivedCommand', 'AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'InstallTimedOut', 'Installed'] as const;
+export type InstallStatus = (typeof INSTALL_STATUSES)[number];
+/** Statuses after which nothing more happens. */
+export const FINAL_INSTALL_STATUSES: readonly InstallStatus[] = ['InstallFailed', 'InstallTimedOut', 'Installed'];
+
+/** The latest install or uninstall of a Connector on one Agent. */
+export interface AgentConnectorInstallsTable {
+  agentId: string;
+  connectorId: string;
+  orgId: number;
+  operation: 'install' | 'uninstall';
+  version: string;
+  status: InstallStatus;
+  error: string | null;
+  requestedAt: string;
+  updatedAt: string;
+}
+
+/** The vendor Organization that manages a private (Managed) Connector. */
+export interface ManagedConnectorsTable {
+  connectorId: string;
+  vendorOrgId: number;
+  assignedAt: string;
+}
+
+/** An Organization the vendor granted a Managed Connector to. */
+export interface ManagedConnectorCustomersTable {
+  connectorId: string;
+  orgId: number;
+  provisionedBy: string;
+  provisionedDate: string;
+}
+
+export type OrgConnectorRow = Selectable<OrgConnectorsTable>;
+export type AgentConnectorInstallRow = Selectable<AgentConnectorInstallsTable>;
+export type ManagedConnectorCustomerRow = Selectable<ManagedConnectorCustomersTable>;

@@ -9,6 +9,8 @@ import { lookupTables } from './migrations/002-lookup-tables.js';
 import { agents } from './migrations/005-agents.js';
 import { connections } from './migrations/006-connections.js';
 import { metadata } from './migrations/007-metadata.js';
+import { connectorInstalls } from './migrations/008-connector-installs.js';
+import { preinstalledConnectors } from '../connectors/catalogue.js';
 import type { Database } from './schema.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
@@ -69,6 +71,7 @@ function migrations(dialect: StoreDialect): Record<string, Migration> {
     '005-agents': agents(),
     '006-connections': connections(),
     '007-metadata': metadata(),
+    '008-connector-installs': connectorInstalls(preinstalledConnectors()),
   };
 }
 

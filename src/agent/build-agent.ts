@@ -1,17 +1,17 @@
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import type { Logger } from 'pino';
 import { bearer, ChannelClient } from '../channel/client.js';
 import { Outbox } from '../channel/outbox.js';
 import { FerryError } from '../errors/ferry-error.js';
 import { createAgentLogger, type AgentLogger } from '../logs/logger.js';
-import type { InstalledConnector, ServiceRequest } from '../protocol/channel.js';
+import type { ServiceRequest } from '../protocol/channel.js';
 import { PROTOCOL_VERSION } from '../protocol/channel.js';
 import { restartCommand } from './commands/restart.command.js';
 import { zipLogsCommand } from './commands/zip-logs.command.js';
 import { testConnectionCommand } from './commands/test-connection.command.js';
 import { loadMetadataCommand } from './commands/load-metadata.command.js';
+import { preconnectCommand } from './commands/preconnect.command.js';
+import { ConnectorInstaller } from './connector-installer.js';
 import { ConnectorHost } from '../connectors/host.js';
 import type { AgentConfig } from './config.js';
 import { computeFingerprint, readMachineId } from './fingerprint.js';
@@ -131,7 +131,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       pid: process.pid,
       startedAt,
       status: status.status,
-      installedConnectors: installedConnectors(paths.connectors, log),
+      installedConnectors: installer.installed(),
     }),
     heartbeat: () => ({ status: status.status, rssBytes: Math.round(readRss()), runningWork: work.count }),
     onCommand: (command) => dispatch(command),
@@ -170,6 +170,17 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     return host;
   };
 
+  const hostOnce = () => (connectorHost ??= loadConnectorHost());
+  const installer = new ConnectorInstaller({
+    dir: paths.connectors,
+    host: hostOnce,
+    work,
+    status,
+    log: log.child({ component: 'connector-installer' }),
+    report: (body) => outbox.enqueue(body),
+    authorization: bearer(instance.agentId, instance.agentSecret),
+  });
+
   const handlers = {
     restart: restartCommand({ restart, log }),
     zipLogs: zipLogsCommand({
@@ -182,8 +193,9 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       authorization: bearer(instance.agentId, instance.agentSecret),
       flushLogs: () => logger.flush(),
     }),
-    testConnection: testConnectionCommand({ work, log, host: () => (connectorHost ??= loadConnectorHost()) }),
-    loadMetadata: loadMetadataCommand({ work, log, host: () => (connectorHost ??= loadConnectorHost()) }),
+    testConnection: testConnectionCommand({ work, log, host: hostOnce }),
+    loadMetadata: loadMetadataCommand({ work, log, host: hostOnce }),
+    preconnect: preconnectCommand({ work, log, host: hostOnce }),
   };
   const dispatch = (command: ServiceRequest): Promise<unknown> => {
     switch (command.type) {
@@ -195,6 +207,14 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         return handlers.testConnection(command);
       case 'loadMetadata':
         return handlers.loadMetadata(command);
+      case 'preconnect':
+        return handlers.preconnect(command);
+      case 'installConnector':
+        void installer.install(command);
+        return Promise.resolve({ received: true });
+      case 'uninstallConnector':
+        void installer.uninstall(command);
+        return Promise.resolve({ received: true });
     }
   };
 
@@ -209,6 +229,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     exited,
     start() {
       log.info({ version: opts.version, serviceUrl, serviceName: instance.serviceName, queued: outbox.size, maxRssMb: config.maxRssMb }, 'agent starting');
+      installer.prepare();
       outbox.enqueue({ kind: 'started', at: startedAt, version: opts.version });
       outbox.enqueue({ kind: 'status', status: 'Running', at: startedAt, reason: 'started' });
       channel.start();
@@ -228,24 +249,4 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       return finish(0);
     },
   };
-}
-
-/** The Connector plugins in the connectors folder, from their manifests (the plugin host fills this in fully). */
-function installedConnectors(dir: string, log: Logger): InstalledConnector[] {
-  const out: InstalledConnector[] = [];
-  let names: string[] = [];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const name of names) {
-    try {
-      const manifest = JSON.parse(fs.readFileSync(path.join(dir, name, 'manifest.json'), 'utf8')) as { id?: unknown; version?: unknown };
-      if (typeof manifest.id === 'string' && typeof manifest.version === 'string') out.push({ connectorId: manifest.id, version: manifest.version });
-    } catch (err) {
-      log.debug({ err, name }, 'skipping a connectors entry without a readable manifest');
-    }
-  }
-  return out.slice(0, 1000);
 }

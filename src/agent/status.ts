@@ -7,9 +7,12 @@ import { DRAINING_STATUSES, type AgentStatus } from '../protocol/agent-status.js
  *   Running ──restart(user)──▶ WaitingToRestartAgentUserRequest ─┐
  *      │   ──memory limit───▶ WaitingToRestartAgentMemoryLimit ──┼─ work done ─▶ Restarting ─▶ (new process) Running
  *      └──────────────── stop ──────────────────────────────────┴─────────────▶ Shutdown | ShutdownCloud
+ *   Running ──connector update──▶ WaitingToUpdateConnector ── work done ─▶ UpdatingConnector ─▶ Running
  */
 const MOVES: Partial<Record<AgentStatus, readonly AgentStatus[]>> = {
-  Running: ['WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Restarting', 'Shutdown', 'ShutdownCloud'],
+  Running: ['WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Restarting', 'Shutdown', 'ShutdownCloud', 'WaitingToUpdateConnector', 'UpdatingConnector'],
+  WaitingToUpdateConnector: ['UpdatingConnector', 'Running', 'WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Shutdown', 'ShutdownCloud'],
+  UpdatingConnector: ['Running', 'WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Shutdown', 'ShutdownCloud'],
   // A user's restart request while the memory restart waits (or the reverse) keeps the first reason.
   WaitingToRestartAgentUserRequest: ['Restarting', 'Shutdown', 'ShutdownCloud'],
   WaitingToRestartAgentMemoryLimit: ['Restarting', 'Shutdown', 'ShutdownCloud'],

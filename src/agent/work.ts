@@ -17,6 +17,7 @@ export class WorkRegistry {
   private readonly idleWaiters = new Set<() => void>();
   private nextId = 1;
   private drainReason: string | undefined;
+  private readonly pauses = new Set<string>();
 
   /** How many pieces of work run now. */
   get count(): number {
@@ -32,10 +33,23 @@ export class WorkRegistry {
     this.drainReason ??= reason;
   }
 
-  /** Runs `fn` as tracked work; refuses when draining. */
+  /**
+   * Refuses new work until {@link resume} with the same reason (a Connector update waiting for
+   * running work); unlike {@link drain} it ends.
+   */
+  pause(reason: string): void {
+    this.pauses.add(reason);
+  }
+
+  resume(reason: string): void {
+    this.pauses.delete(reason);
+  }
+
+  /** Runs `fn` as tracked work; refuses when draining or paused. */
   async run<T>(kind: string, fn: (work: WorkHandle) => Promise<T>): Promise<T> {
-    if (this.drainReason !== undefined) {
-      throw new FerryError('AGT_DRAINING', `The Agent is ${this.drainReason} and starts no new work.`, { details: { kind } });
+    const refusal = this.drainReason ?? [...this.pauses][0];
+    if (refusal !== undefined) {
+      throw new FerryError('AGT_DRAINING', `The Agent is ${refusal} and starts no new work; ask again shortly.`, { details: { kind } });
     }
     const controller = new AbortController();
     const handle: WorkHandle = { id: this.nextId++, kind, signal: controller.signal };

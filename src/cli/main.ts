@@ -18,6 +18,7 @@ const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
   'service openapi': async (argv, env) => (await loadService()).serviceOpenapi(argv, env),
   'service create-org': async (argv, env) => (await loadService()).serviceCreateOrg(argv, env),
+  'service manage-connector': async (argv, env) => (await loadService()).serviceManageConnector(argv, env),
   'agent install': async (argv, env) => (await loadAgent()).agentInstall(argv, env),
   'agent uninstall': async (argv, env) => (await loadAgent()).agentUninstall(argv, env),
   'agent run': async (argv, env) => (await loadAgent()).agentRun(argv, env),
@@ -43,6 +44,8 @@ Commands:
   service openapi        print the OpenAPI document
   service create-org     add a root Organization: --name, --admin-email, [--platform-hosted],
                          [--data-center N], [--allow RANGES], [--data-dir], [--database-url]
+  service manage-connector  make an Organization the vendor of a private Connector:
+                         --connector ID --vendor-org N [--data-dir] [--database-url]
   agent install          register and install an Agent instance: --key KEY --service URL [--name N]
                          [--user U] [--no-service]
   agent run              run an instance in the foreground (supervised; restarts replace the process)

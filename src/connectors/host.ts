@@ -114,8 +114,12 @@ export class ConnectorHost {
     return { loaded, failed };
   }
 
-  /** Loads one plugin folder; throws a `CON_` FerryError (also recorded in {@link failures}). */
-  async load(folder: string): Promise<LoadedConnector> {
+  /**
+   * Loads one plugin folder; throws a `CON_` FerryError (also recorded in {@link failures}). With
+   * `replace`, a loaded plugin of the same id from another folder (an earlier version) is replaced
+   * once the new one has loaded; its open connections keep working until they close.
+   */
+  async load(folder: string, opts: { replace?: boolean } = {}): Promise<LoadedConnector> {
     let manifest: ConnectorManifest | undefined;
     try {
       manifest = await readManifest(folder);
@@ -131,7 +135,7 @@ export class ConnectorHost {
         });
       }
       const other = this.loaded.get(m.id);
-      if (other && other.folder !== folder) {
+      if (other && other.folder !== folder && !opts.replace) {
         throw new FerryError('CON_DUPLICATE', `The ${m.name} connector in ${folder} has the same id as the one in ${other.folder}.`, { details: { folder, connectorId: m.id } });
       }
       const plugin = await this.importPlugin(folder, m);
@@ -181,6 +185,26 @@ export class ConnectorHost {
   private forgetFailure(folder: string): void {
     const i = this.failed.findIndex((f) => f.folder === folder);
     if (i >= 0) this.failed.splice(i, 1);
+  }
+
+  /** Forgets a loaded plugin (uninstall): new connections to it fail with CON_NOT_FOUND; open ones finish. */
+  unload(connectorId: string): LoadedConnector | undefined {
+    const key = connectorId.toLowerCase();
+    for (const [id, l] of this.loaded) {
+      if (id.toLowerCase() === key) {
+        this.loaded.delete(id);
+        this.log.info({ connector: l.manifest.name, connectorId: l.manifest.id, version: l.manifest.version }, 'connector unloaded');
+        return { folder: l.folder, manifest: l.manifest };
+      }
+    }
+    return undefined;
+  }
+
+  /** The loaded plugin of a Connector id, if any. */
+  loadedOf(connectorId: string): LoadedConnector | undefined {
+    const key = connectorId.toLowerCase();
+    const l = [...this.loaded.values()].find((x) => x.manifest.id.toLowerCase() === key);
+    return l ? { folder: l.folder, manifest: l.manifest } : undefined;
   }
 
   /** The plugins that loaded. */

@@ -11,7 +11,8 @@ import { AgentStatus } from './agent-status.js';
  *     │ ── {id, type:'heartbeat', …}  every heartbeatMs ──────────▶ │ lastContactTime
  *     │ ── {id, type:'report', report} (from the durable outbox) ─▶ │ stored once per id
  *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
- *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata'} ── │
+ *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata' |      │
+ *     │           'installConnector' | 'uninstallConnector' | 'preconnect'} ───── │
  *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
  *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
  *
@@ -74,6 +75,19 @@ export const ReportBody = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('started'), at: Timestamp, version: z.string().max(50) }),
   z.object({ kind: z.literal('shutdown'), at: Timestamp, status: z.enum(['Shutdown', 'ShutdownCloud']) }),
   z.object({ kind: z.literal('logArchiveFailed'), logId: z.string().max(100), error: ErrorData }),
+  /**
+   * Progress and outcome of an installConnector / uninstallConnector command. `status` is one of
+   * the Marketplace install statuses (SPEC.md); `installed` is the Agent's list afterwards.
+   */
+  z.object({
+    kind: z.literal('connectorInstall'),
+    operation: z.enum(['install', 'uninstall']),
+    connectorId: z.string().max(100),
+    version: z.string().max(50),
+    status: z.enum(['AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'Installed']),
+    error: ErrorData.optional(),
+    installed: z.array(InstalledConnector).max(1000),
+  }),
 ]);
 export type ReportBody = z.infer<typeof ReportBody>;
 
@@ -121,14 +135,46 @@ export const LoadMetadataCommand = z.object({
   properties: z.record(z.string().max(200), z.string().max(100_000)),
   reload: z.boolean().optional(),
 });
+/**
+ * `installConnector`: download the package at `packageUrl` (with the Agent's bearer credentials),
+ * check its SHA-256, and load it, replacing any other version once running work has finished.
+ * The reply only acknowledges the command (AgentReceivedCommand); progress and the outcome come
+ * as `connectorInstall` reports.
+ */
+export const InstallConnectorCommand = z.object({
+  id: Id,
+  type: z.literal('installConnector'),
+  connectorId: z.string().max(100),
+  name: z.string().max(100),
+  version: z.string().max(50),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  size: z.number().int().positive(),
+  packageUrl: z.string().max(2000),
+});
+/** `uninstallConnector`: unload and delete the plugin once running work has finished; the outcome comes as a report. */
+export const UninstallConnectorCommand = z.object({ id: Id, type: z.literal('uninstallConnector'), connectorId: z.string().max(100) });
+/**
+ * `preconnect`: run the plugin's preconnect step (a form step, or the start of an OAuth flow) with
+ * these plain properties; the reply's result is the plugin's PreconnectResult.
+ */
+export const PreconnectCommand = z.object({
+  id: Id,
+  type: z.literal('preconnect'),
+  connectorId: z.string().max(100),
+  isOauth: z.boolean(),
+  properties: z.record(z.string().max(200), z.string().max(100_000)),
+});
 /** The most entities a loadMetadata answer may carry. */
 export const MAX_METADATA_ENTITIES = 20_000;
-export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand, LoadMetadataCommand]);
+export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand, LoadMetadataCommand, InstallConnectorCommand, UninstallConnectorCommand, PreconnectCommand]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;
 export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;
 export type TestConnectionCommand = z.infer<typeof TestConnectionCommand>;
 export type LoadMetadataCommand = z.infer<typeof LoadMetadataCommand>;
+export type InstallConnectorCommand = z.infer<typeof InstallConnectorCommand>;
+export type UninstallConnectorCommand = z.infer<typeof UninstallConnectorCommand>;
+export type PreconnectCommand = z.infer<typeof PreconnectCommand>;
 
 // ── Replies, both ways ─────────────────────────────────────────────────────────
 

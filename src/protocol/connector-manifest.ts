@@ -69,6 +69,16 @@ export const ConnectorManifest = z
     /** Most records the plugin accepts in one `write` and returns in one query batch. */
     bulkLimit: z.number().int().min(1).max(100_000).default(2000),
     uiDecorations: z.array(UiDecoration).max(200),
+    /** Marketplace: false for a Managed Connector (only Organizations its vendor granted it to see it). */
+    isPublic: z.boolean().default(true),
+    /** Marketplace: a hotfix version, which only the vendor can lock. */
+    isHotFix: z.boolean().default(false),
+    isFree: z.boolean().default(true),
+    link: z.url().optional(),
+    logoUrl: z.url().optional(),
+    contactUrl: z.url().optional(),
+    /** ISO date the vendor's Connector was certified. */
+    certificationDate: z.iso.date().optional(),
   })
   .superRefine((m, ctx) => {
     const seen = new Set<string>();

@@ -1,13 +1,12 @@
-import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
-import { completeConnectionTest, deleteConnection, getConnection, getConnectionTest, insertConnection, insertConnectionTest, listConnections, pruneConnectionTests, updateConnection } from '../../store/repos/connections.repo.js';
+import { FerryError } from '../../../src/errors/ferry-error.js';
+import { deleteConnection, getConnection, getConnectionTest, insertConnection, listConnections, updateConnection } from '../../store/repos/connections.repo.js';
+import { commandStatus, startConnectionCommand } from '../connection-commands.js';
 import { resetMetadataCache } from '../../store/repos/metadata.repo.js';
 import type { ConnectionRow, OrgRow } from '../../store/schema.js';
 import { newId, nowIso } from '../../util/values.js';
 import { installedConnectors, requireAgent } from '../agent-model.js';
-import { builtInConnectors } from '../connector-catalogue.js';
 import {
   aliasOf,
   connectionNotFound,
@@ -27,15 +26,11 @@ import { Connection, ConnectionInput, ConnectionListQuery, ConnectionParams, Con
 
 const tags = ['Connections'];
 
-/** How long an Agent may take to test a Connection (the plugin's own time-out is 60 s). */
-export const TEST_TIMEOUT_MS = 90_000;
-/** Test results are kept this long after they were requested. */
-const TEST_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** Connections: list, create, get, modify, delete, test (SPEC.md "Connections"). */
 const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db } = deps.store;
-  const catalogue = builtInConnectors();
+  const catalogue = deps.connectors.catalogue;
 
   const model = async (org: OrgRow, row: ConnectionRow) =>
     toConnection(row, catalogue, openProperties(deps.secrets, row), cryptoTokenOf(deps.secrets, org), await solutionsUsingConnection(db, row.id));
@@ -69,7 +64,9 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     const { org, user } = orgOf(req);
     const body = req.body;
     const manifest = connectorOfInput(catalogue, body.connectorId);
+    await deps.connectors.requireInstalled(org.id, manifest.id);
     const props = resolveProperties(manifest, body.properties, cryptoTokenOf(deps.secrets, org));
+    await deps.connectors.checkConnectionLimit(org.id, manifest);
     const now = nowIso();
     const row: ConnectionRow = {
       id: newId(),
@@ -94,9 +91,9 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: { tags, summary: 'Status of a Connection test: Requested, then Completed with reply SUCCESS or the error', params: ConnectionTestParams, response: { 200: TestStatus } },
   }, async (req) => {
     const { org } = orgOf(req);
-    const test = await getConnectionTest(db, org.id, req.params.commandId);
+    const test = await getConnectionTest(db, org.id, req.params.commandId, 'test');
     if (!test) throw new FerryError('API_NOT_FOUND', `Connection test ${req.params.commandId} was not found in Organization ${org.id}.`);
-    return { id: test.id, name: test.name, status: test.status, reply: test.reply };
+    return commandStatus(deps, org, test);
   });
 
   app.post('/v1/orgs/:orgId/connections/test', {
@@ -106,7 +103,7 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     const { org } = orgOf(req);
     const manifest = connectorOfInput(catalogue, req.body.connectorId);
     const props = resolveProperties(manifest, req.body.properties, cryptoTokenOf(deps.secrets, org));
-    return startTest(deps, req.log, org.id, req.query.agentId, { connectionId: null, name: req.body.name, connectorId: manifest.id, props });
+    return startConnectionCommand(deps, req.log, org.id, req.query.agentId, { kind: 'test', connectionId: null, name: req.body.name }, { type: 'testConnection', connectorId: manifest.id, properties: props });
   });
 
   app.get('/v1/orgs/:orgId/connections/:connectionId', {
@@ -169,50 +166,8 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     const { org } = orgOf(req);
     const row = await requireConnection(org.id, req.params.connectionId);
     const props = openProperties(deps.secrets, row);
-    return startTest(deps, req.log, org.id, req.query.agentId, { connectionId: row.id, name: row.name, connectorId: row.connectorId, props });
+    return startConnectionCommand(deps, req.log, org.id, req.query.agentId, { kind: 'test', connectionId: row.id, name: row.name }, { type: 'testConnection', connectorId: row.connectorId, properties: props });
   });
 };
-
-/**
- * Records a Requested test, sends `testConnection` to the Agent and answers with the commandId at
- * once; the Agent's reply completes the record (SUCCESS, or the error's message). An Agent that is
- * not connected fails the request itself (409 AGT_NOT_CONNECTED).
- */
-async function startTest(
-  deps: ServiceDeps,
-  log: FastifyBaseLogger,
-  orgId: number,
-  agentId: string,
-  what: { connectionId: string | null; name: string; connectorId: string; props: PlainProperties },
-): Promise<{ commandId: string }> {
-  const { db } = deps.store;
-  const agent = await requireAgent(db, orgId, agentId);
-  if (!deps.agents.commands.isConnected(agent.id)) {
-    throw new FerryError('AGT_NOT_CONNECTED', `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`, { details: { agentId: agent.id } });
-  }
-  const id = newId();
-  const now = nowIso();
-  await pruneConnectionTests(db, new Date(Date.now() - TEST_RETENTION_MS).toISOString());
-  await insertConnectionTest(db, { id, orgId, agentId: agent.id, connectionId: what.connectionId, name: what.name, status: 'Requested', reply: null, requestedAt: now, completedAt: null });
-  log.info({ commandId: id, agentId: agent.id, connectionId: what.connectionId, connectorId: what.connectorId }, 'connection test requested');
-  void deps.agents.commands
-    .send(agent.id, { type: 'testConnection', connectorId: what.connectorId, properties: what.props }, TEST_TIMEOUT_MS)
-    .then(
-      () => 'SUCCESS',
-      (err: unknown) => testFailure(err),
-    )
-    .then((reply) => completeConnectionTest(db, id, reply, nowIso()))
-    .catch((err: unknown) => log.error({ err, commandId: id }, 'connection test result not stored'));
-  return { commandId: id };
-}
-
-/** The reply of a failed test: the Agent's own message when it answered, else why it did not. */
-function testFailure(err: unknown): string {
-  if (isFerryError(err)) {
-    const agentMessage = err.details?.agentMessage;
-    return typeof agentMessage === 'string' ? agentMessage : err.message;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
 
 export default connectionsRoutes;

@@ -18,8 +18,9 @@ import agentsRoutes from './agents.routes.js';
 import agentProvisioningRoutes from './agent-provisioning.routes.js';
 import agentLogsRoutes from './agent-logs.routes.js';
 import connectorsRoutes from './connectors.routes.js';
+import marketplaceRoutes from './marketplace.routes.js';
 import connectionsRoutes from './connections.routes.js';
 import connectionMetadataRoutes from './connection-metadata.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
-export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, connectionsRoutes, connectionMetadataRoutes];
+export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, marketplaceRoutes, connectionsRoutes, connectionMetadataRoutes];

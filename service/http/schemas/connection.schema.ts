@@ -46,6 +46,21 @@ export const ConnectorListQuery = PageQuery.extend({
   name: z.string().max(255).optional(),
 });
 
+export const PreconnectParams = ConnectorParams.extend({ commandId: Guid });
+export const PreconnectQuery = z.object({ agentId: Guid, isOauth: z.stringbool().default(false) });
+export const PreconnectBody = z.strictObject({
+  properties: z.array(z.object({ key: z.string().min(1).max(100), value: z.string().max(100_000).nullable().optional() })).max(200),
+});
+
+/** SPEC.md's version lock; isLocked is the string true or false. */
+export const VersionLock = z.object({
+  isLocked: z.enum(['true', 'false']),
+  version: z.string(),
+  creationDate: Timestamp.nullable(),
+  lastModificationDate: Timestamp.nullable(),
+  modificationBy: z.string().nullable(),
+});
+
 export const UiOptionsQuery = z.object({ agentId: z.string().max(100).optional(), version: z.string().max(50).optional() });
 
 export const Property = z.object({ key: z.string(), value: z.string() });
@@ -101,4 +116,14 @@ export const ConnectionListQuery = PageQuery.extend({
 
 export const TestQuery = z.object({ agentId: Guid });
 export const TestStarted = z.object({ commandId: z.string() });
-export const TestStatus = z.object({ id: z.string(), name: z.string(), status: z.enum(['Requested', 'Completed']), reply: z.string().nullable() });
+/** The status of a Connection test or preconnect: Requested, then Completed with the reply (SUCCESS or the error). */
+export const TestStatus = z.object({
+  id: z.string(),
+  commandId: z.string(),
+  name: z.string(),
+  status: z.enum(['Requested', 'Completed']),
+  reply: z.string().nullable(),
+  /** Properties the Connector answered with (an OAuth step's tokens, say), values encrypted with the crypto token. */
+  replyData: z.array(Property),
+});
+export type TestStatus = z.infer<typeof TestStatus>;

@@ -1,5 +1,6 @@
+import type { Insertable } from 'kysely';
 import type { Db } from '../sql.js';
-import type { ConnectionRow, ConnectionTestRow, ConnectionUpdate, ConnectionsTable, ConnectionTestsTable } from '../schema.js';
+import type { ConnectionCommandKind, ConnectionRow, ConnectionTestRow, ConnectionUpdate, ConnectionsTable, ConnectionTestsTable } from '../schema.js';
 
 export async function insertConnection(db: Db, row: ConnectionsTable): Promise<void> {
   await db.insertInto('connections').values(row).execute();
@@ -26,16 +27,17 @@ export async function deleteConnection(db: Db, orgId: number, id: string): Promi
   return Number(res.numDeletedRows) > 0;
 }
 
-export async function insertConnectionTest(db: Db, row: ConnectionTestsTable): Promise<void> {
+export async function insertConnectionTest(db: Db, row: Insertable<ConnectionTestsTable>): Promise<void> {
   await db.insertInto('connectionTests').values(row).execute();
 }
 
-export async function getConnectionTest(db: Db, orgId: number, id: string): Promise<ConnectionTestRow | undefined> {
-  return db.selectFrom('connectionTests').selectAll().where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+export async function getConnectionTest(db: Db, orgId: number, id: string, kind: ConnectionCommandKind): Promise<ConnectionTestRow | undefined> {
+  return db.selectFrom('connectionTests').selectAll().where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).where('kind', '=', kind).executeTakeFirst();
 }
 
-export async function completeConnectionTest(db: Db, id: string, reply: string, completedAt: string): Promise<void> {
-  await db.updateTable('connectionTests').set({ status: 'Completed', reply, completedAt }).where('id', '=', id).execute();
+/** Completes a test or preconnect; `replyData` is the sealed JSON of what the plugin answered with. */
+export async function completeConnectionTest(db: Db, id: string, reply: string, completedAt: string, replyData: string | null = null): Promise<void> {
+  await db.updateTable('connectionTests').set({ status: 'Completed', reply, completedAt, replyData }).where('id', '=', id).execute();
 }
 
 /** Forgets test results older than `before` (ISO time). */

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import type { Db } from '../sql.js';
 import type { SubscriptionRow, SubscriptionsTable } from '../schema.js';
@@ -43,7 +43,7 @@ export async function createDefaultSubscriptions(db: Db, orgId: number, now: Dat
 }
 
 /** Adds one Subscription (renewals, purchases, tests). */
-export async function insertSubscription(db: Db, row: SubscriptionsTable): Promise<SubscriptionRow> {
+export async function insertSubscription(db: Db, row: Insertable<SubscriptionsTable>): Promise<SubscriptionRow> {
   return db.insertInto('subscriptions').values(row).returningAll().executeTakeFirstOrThrow();
 }
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptProperty, encryptProperty } from '../../../service/crypto/connection-crypto.js';
 import { SecretBox } from '../../../service/crypto/master-key.js';
-import { NO_GENERIC_UI } from '../../../service/http/connector-catalogue.js';
+import { NO_GENERIC_UI } from '../../../service/connectors/catalogue.js';
 import { TestChannel, registerTestAgent, until, type Incoming } from '../../helpers/agent-client.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
@@ -231,7 +231,7 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     const status = `${C}/test/${started.body.commandId}`;
     await until(async () => (commands.length > 0 ? true : undefined), 'the command');
     expect(commands[0]).toMatchObject({ type: 'testConnection', connectorId: POSTGRES, properties: { host: 'pg', password: 'pw', port: '' } });
-    expect((await svc.request<{ status: string }>('GET', status)).body).toEqual({ id: started.body.commandId, name: 'To test', status: 'Requested', reply: null });
+    expect((await svc.request<{ status: string }>('GET', status)).body).toEqual({ id: started.body.commandId, commandId: started.body.commandId, name: 'To test', status: 'Requested', reply: null, replyData: [] });
 
     const unsaved = await svc.request<{ commandId: string }>('POST', `${C}/test?AgentId=${agent.agentId}`, { body: { name: 'Unsaved', connectorId: POSTGRES, color: '#FF000000', properties: [{ key: 'host', value: enc('bad') }] } });
     expect(unsaved.status).toBe(200);
