@@ -164,6 +164,13 @@ export const PreconnectCommand = z.object({
   isOauth: z.boolean(),
   properties: z.record(z.string().max(200), z.string().max(100_000)),
 });
+/**
+ * A loadMetadata answer whose JSON would not fit in one channel message travels compressed:
+ * `{encoding: 'gzip+base64', data}` (metadata compresses 10–20×). Larger still is refused with
+ * CON_METADATA_TOO_LARGE.
+ */
+export const PackedMetadata = z.object({ encoding: z.literal('gzip+base64'), data: z.string() });
+export type PackedMetadata = z.infer<typeof PackedMetadata>;
 /** The most entities a loadMetadata answer may carry. */
 export const MAX_METADATA_ENTITIES = 20_000;
 export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand, LoadMetadataCommand, InstallConnectorCommand, UninstallConnectorCommand, PreconnectCommand]);

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { gunzipSync } from 'node:zlib';
+import { PackedMetadata } from '../../../src/protocol/channel.js';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
@@ -121,7 +123,7 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
         { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(deps.secrets, conn), reload },
         METADATA_TIMEOUT_MS,
       );
-      const parsed = AgentMetadata.safeParse(result);
+      const parsed = AgentMetadata.safeParse(unpackMetadata(result));
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
         throw new Error(`The Agent's metadata is not valid: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'unknown shape'}`);
@@ -316,3 +318,10 @@ function loadFailure(err: unknown): string {
 }
 
 export default connectionMetadataRoutes;
+
+/** The Agent's answer, uncompressed when it came packed (PackedMetadata), at most 256 MiB of JSON. */
+function unpackMetadata(result: unknown): unknown {
+  const packed = PackedMetadata.safeParse(result);
+  if (!packed.success) return result;
+  return JSON.parse(gunzipSync(Buffer.from(packed.data.data, 'base64'), { maxOutputLength: 256 * 1024 * 1024 }).toString('utf8')) as unknown;
+}

@@ -1,8 +1,9 @@
+import { gzipSync } from 'node:zlib';
 import type { Logger } from 'pino';
 import { FerryError } from '../../errors/ferry-error.js';
 import type { ConnectorHost } from '../../connectors/host.js';
 import type { ConnectionMetadata } from '../../connectors/sdk.js';
-import { MAX_MESSAGE_BYTES, MAX_METADATA_ENTITIES, type LoadMetadataCommand } from '../../protocol/channel.js';
+import { MAX_MESSAGE_BYTES, MAX_METADATA_ENTITIES, type LoadMetadataCommand, type PackedMetadata } from '../../protocol/channel.js';
 import type { WorkRegistry } from '../work.js';
 
 /** Room left in a channel message for the reply's envelope (`{re, ok, result}`). */
@@ -18,18 +19,19 @@ export interface LoadMetadataDeps {
   readonly timeoutMs?: number;
   /** Most entities answered; default {@link MAX_METADATA_ENTITIES} (tests lower it). */
   readonly maxEntities?: number;
-  /** Largest answer in bytes; default what fits in one channel message (tests lower it). */
+  /** Largest answer in bytes, compressed or not; default what fits in one channel message (tests lower it). */
   readonly maxBytes?: number;
 }
 
 /**
  * `loadMetadata`: opens the Connection with the host (keyed by the Service's connectionId, so the
  * host's metadata cache serves repeated loads), reads its metadata (reloaded when asked), closes
- * it and answers with the ConnectionMetadata. Refuses answers that are too large with
+ * it and answers with the ConnectionMetadata — compressed (PackedMetadata) when its JSON does not
+ * fit in one channel message. Refuses answers that are too large even so with
  * CON_METADATA_TOO_LARGE rather than sending a message the channel would drop.
  */
 export function loadMetadataCommand(deps: LoadMetadataDeps) {
-  return async (command: LoadMetadataCommand): Promise<ConnectionMetadata> => {
+  return async (command: LoadMetadataCommand): Promise<ConnectionMetadata | PackedMetadata> => {
     if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
     const host = await deps.host();
     const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId, connectionId: command.connectionId });
@@ -49,14 +51,20 @@ export function loadMetadataCommand(deps: LoadMetadataDeps) {
         details: { entities: md.entities.length, limit: maxEntities },
       });
     }
-    const bytes = Buffer.byteLength(JSON.stringify(md));
+    const json = JSON.stringify(md);
+    const bytes = Buffer.byteLength(json);
     const maxBytes = deps.maxBytes ?? MAX_MESSAGE_BYTES - ENVELOPE_BYTES;
-    if (bytes > maxBytes) {
-      throw new FerryError('CON_METADATA_TOO_LARGE', `The metadata of ${md.entities.length} entities takes ${bytes} bytes; Ferry loads at most ${maxBytes} bytes of metadata.`, {
-        details: { entities: md.entities.length, bytes, limit: maxBytes },
+    if (bytes <= maxBytes) {
+      log.info({ entities: md.entities.length, bytes }, 'connection metadata loaded');
+      return md;
+    }
+    const packed: PackedMetadata = { encoding: 'gzip+base64', data: gzipSync(json, { level: 9 }).toString('base64') };
+    if (packed.data.length > maxBytes) {
+      throw new FerryError('CON_METADATA_TOO_LARGE', `The metadata of ${md.entities.length} entities takes ${bytes} bytes (${packed.data.length} compressed); Ferry loads at most ${maxBytes} bytes of compressed metadata.`, {
+        details: { entities: md.entities.length, bytes, compressed: packed.data.length, limit: maxBytes },
       });
     }
-    log.info({ entities: md.entities.length, bytes }, 'connection metadata loaded');
-    return md;
+    log.info({ entities: md.entities.length, bytes, compressed: packed.data.length }, 'connection metadata loaded (compressed)');
+    return packed;
   };
 }

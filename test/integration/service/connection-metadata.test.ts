@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestChannel, registerTestAgent, until, type Incoming, type TestAgent } from '../../helpers/agent-client.js';
 import { startService, type TestService } from '../../helpers/service.js';
@@ -101,6 +102,8 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
   /** While set, loadMetadata commands wait for it. */
   let gate: Promise<void> | undefined;
   let failNext: string | undefined;
+  /** When set, the next answer travels compressed, as an Agent sends metadata larger than a channel message. */
+  let packNext = false;
 
   /** Polls a POLL operation until it stops answering 404 API_METADATA_LOADING. */
   const poll = <T>(path: string): Promise<Res<T>> =>
@@ -129,6 +132,9 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
           const message = failNext;
           failNext = undefined;
           ch.send({ re: cmd['id'], ok: false, error: { code: 'CON_AUTH_FAILED', kind: 'config', message } });
+        } else if (packNext) {
+          packNext = false;
+          ch.send({ re: cmd['id'], ok: true, result: { encoding: 'gzip+base64', data: gzipSync(JSON.stringify(METADATA)).toString('base64') } });
         } else ch.send({ re: cmd['id'], ok: true, result: METADATA });
       };
       void (gate ?? Promise.resolve()).then(answer);
@@ -234,6 +240,15 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     const reqs = await svc.request<Array<{ state: string; errorMessage: string | null }>>('GET', `${conn}/metadatarequests?limit=2`);
     expect(reqs.body.map((r) => r.state)).toEqual(['Completed', 'Failed']);
     expect(reqs.headers['total-count']).toBe('3');
+  });
+
+  it('accepts metadata the Agent sent compressed', async () => {
+    const conn = await newConnection('Packed');
+    packNext = true;
+    const names = await poll<string[]>(`${conn}/entitynames?agentId=${agent.agentId}`);
+    expect(names.body).toEqual(['customers', 'Orders']);
+    expect(packNext).toBe(false);
+    expect((await svc.request<Array<{ fullName: string }>>('GET', `${conn}/entities/Orders/fields`)).body.map((f) => f.fullName)).toEqual(['id', 'customer_id']);
   });
 
   it('refuses an unknown Connection or Agent, and an Agent that is not connected', async () => {

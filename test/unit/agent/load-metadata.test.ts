@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -7,6 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadMetadataCommand } from '../../../src/agent/commands/load-metadata.command.js';
 import { WorkRegistry } from '../../../src/agent/work.js';
 import { ConnectorHost } from '../../../src/connectors/host.js';
+import type { ConnectionMetadata } from '../../../src/connectors/sdk.js';
+import { PackedMetadata } from '../../../src/protocol/channel.js';
 
 const CONNECTORS = path.resolve(import.meta.dirname, '../../../connectors');
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
@@ -28,7 +31,7 @@ describe('the loadMetadata command', () => {
 
   it("answers the SQLite catalogue's entities, fields and foreign-key relationship", async () => {
     const work = new WorkRegistry();
-    const md = await loadMetadataCommand({ work, log, host: () => loaded })(command());
+    const md = (await loadMetadataCommand({ work, log, host: () => loaded })(command())) as ConnectionMetadata;
     expect(md.entities.map((e) => e.fullName).sort()).toEqual(['customers', 'orders']);
     const orders = md.entities.find((e) => e.fullName === 'orders');
     expect(orders?.fields.map((f) => f.fullName)).toEqual(['id', 'customer_id', 'total']);
@@ -41,6 +44,15 @@ describe('the loadMetadata command', () => {
   it('refuses more entities or bytes than allowed with CON_METADATA_TOO_LARGE', async () => {
     await expect(loadMetadataCommand({ work: new WorkRegistry(), log, host: () => loaded, maxEntities: 1 })(command({ reload: true }))).rejects.toMatchObject({ code: 'CON_METADATA_TOO_LARGE' });
     await expect(loadMetadataCommand({ work: new WorkRegistry(), log, host: () => loaded, maxBytes: 100 })(command())).rejects.toMatchObject({ code: 'CON_METADATA_TOO_LARGE', details: { limit: 100 } });
+  });
+
+  it('compresses an answer that does not fit in one channel message, losing nothing', async () => {
+    const plain = await loadMetadataCommand({ work: new WorkRegistry(), log, host: () => loaded })(command());
+    const size = Buffer.byteLength(JSON.stringify(plain));
+    const packed = await loadMetadataCommand({ work: new WorkRegistry(), log, host: () => loaded, maxBytes: size - 1 })(command());
+    const parsed = PackedMetadata.parse(packed);
+    expect(parsed.data.length).toBeLessThan(size);
+    expect(JSON.parse(gunzipSync(Buffer.from(parsed.data, 'base64')).toString('utf8'))).toEqual(plain);
   });
 
   it('fails with CON_NOT_FOUND for an unknown Connector and AGT_DRAINING while draining', async () => {
