@@ -1,9 +1,10 @@
 /**
  * `ferry map validate MAP.json --connections CONNS.json` and `ferry map run MAP.json --connections
- * CONNS.json [--state FILE] [--failures DIR] [--batch-size N]`: validate or run a Map locally
- * with the built-in Connector plugins, no Service needed.
+ * CONNS.json [--state FILE] [--failures DIR] [--lookup-tables FILE] [--batch-size N]`: validate or
+ * run a Map locally with the built-in Connector plugins, no Service needed.
  *
  * CONNS.json: `{ "<connectionId>": { "connector": "CSV", "properties": { "folder": "/data" } } }`.
+ * The Lookup Tables file: see lookup-tables-file.ts.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -21,24 +22,32 @@ import { validateModel, type ValidationResult } from '../maps/compiler/validate.
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { FailedRecordStore } from '../failures/store.js';
+import { missingTables, readLookupTablesFile } from './lookup-tables-file.js';
 
 const OPTIONS = {
   connections: { type: 'string' },
   connectors: { type: 'string' },
   state: { type: 'string' },
   failures: { type: 'string' },
+  'lookup-tables': { type: 'string' },
   'batch-size': { type: 'string' },
+  message: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 const USAGE = `Usage: ferry map validate MAP.json --connections CONNS.json
-       ferry map run MAP.json --connections CONNS.json [--state FILE] [--failures DIR] [--batch-size N]
+       ferry map run MAP.json --connections CONNS.json [--state FILE] [--failures DIR]
+                     [--lookup-tables FILE] [--batch-size N] [--message FILE]
 
   --connections  {"<connectionId>": {"connector": "CSV", "properties": {...}}}
   --connectors   the folder of Connector plugins (default: the built-in ones)
   --state        a JSON file keeping the net-change watermark between runs (checkpointed per batch)
   --failures     a folder for the local failed-record store (SQLite)
-  --batch-size   records per batch (default the Map's, else 2000; clamped to the Connector's limit)`;
+  --lookup-tables  a JSON file of the Lookup Tables the formulas read:
+                 {"States": [{"value1": "California", "value2": "CA"}, …], …}
+  --batch-size   records per batch (default the Map's, else 2000; clamped to the Connector's limit)
+  --message      a JSON file: the message of a Wait For Message / Wait For Request Map; a reply sent
+                 by Send Reply is printed as {"reply": …} before the statistics`;
 
 interface Loaded {
   host: ConnectorHost;
@@ -114,6 +123,8 @@ export async function mapRun(argv: string[]): Promise<void> {
   const a = parse(argv);
   if (!a) return;
   const model = upgradeMap(await readJson(a.file, 'The Map'));
+  const tablesFile = a.values['lookup-tables'] as string | undefined;
+  const lookupTables = tablesFile ? await readLookupTablesFile(tablesFile) : [];
   const ids = new Set([...walkBlocks(model.blocks)].map((b) => b.connectionId).filter((x): x is string => !!x));
   const { host, conns, metadata } = await open(a.values['connections'] as string, (a.values['connectors'] as string | undefined) ?? defaultConnectorsDir(), ids);
   const store = a.values['failures'] ? new FailedRecordStore(a.values['failures'] as string) : undefined;
@@ -131,14 +142,22 @@ export async function mapRun(argv: string[]): Promise<void> {
       }
       throw err;
     }
+    const missing = missingTables(plan.lookupTables.names, lookupTables);
+    if (missing.length > 0) {
+      throw new FerryError('MAP_LOOKUP_TABLE_NOT_FOUND', `The Map reads the Lookup Table(s) ${missing.map((n) => `"${n}"`).join(', ')}, ${tablesFile ? `which ${tablesFile} does not hold` : 'but no --lookup-tables file was given'}.`, { details: { tables: missing } });
+    }
     const batch = a.values['batch-size'] ? Number(a.values['batch-size']) : undefined;
+    const message = a.values['message'] ? await readJson(a.values['message'] as string, 'The message') : undefined;
     const started = Date.now();
     const { stats } = await runMap(plan, {
       connections: conns,
       signal: ac.signal,
+      lookupTables,
       ...(batch ? { batchSize: batch } : {}),
       ...(a.values['state'] ? { watermark: new FileWatermark(a.values['state'] as string) } : {}),
       ...(store ? { failures: store } : {}),
+      ...(message !== undefined ? { message } : {}),
+      onReply: (reply) => void process.stdout.write(`${JSON.stringify({ reply })}\n`),
       onProgress: (p) => {
         if (!tty) return;
         const s = (Date.now() - started) / 1000;

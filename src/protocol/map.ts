@@ -51,6 +51,10 @@ export const BLOCK_TYPES = [
 export type BlockType = (typeof BLOCK_TYPES)[number];
 
 export const STARTER_TYPES: readonly BlockType[] = ['Query', 'Fetch', 'NativeQuery', 'WaitForMessage', 'WaitForRequest'];
+/** Starters whose single record is a message handed to the run. */
+export const MESSAGE_STARTERS: readonly BlockType[] = ['WaitForMessage', 'WaitForRequest'];
+/** Blocks whose body runs repeatedly; Loop Exit and Continue act on the innermost one. */
+export const LOOP_TYPES: readonly BlockType[] = ['ForEachResult', 'ForEachChild', 'Loop'];
 export const WRITE_TYPES = ['Create', 'Update', 'UpdateInsert', 'Upsert', 'Delete'] as const;
 export type WriteBlockType = (typeof WRITE_TYPES)[number];
 export const isWriteType = (t: BlockType): t is WriteBlockType => (WRITE_TYPES as readonly string[]).includes(t);
@@ -102,6 +106,29 @@ export const LookupCondition = z.object({
 });
 export type LookupCondition = z.infer<typeof LookupCondition>;
 
+/** Most records a Fetch reads. */
+export const MAX_FETCH_RECORDS = 1000;
+/** Iterations a Loop runs per record unless its `maxIterations` says otherwise. */
+export const DEFAULT_LOOP_ITERATIONS = 100;
+/** Highest `maxIterations` a Loop may set. */
+export const MAX_LOOP_ITERATIONS = 100_000;
+
+/**
+ * CreateWith / UpdateWith: child records written with the parent. For each record of `source` (a
+ * Lookup Block's results, or a Query relationship's children named `Query.relationship`), one child
+ * record of the `relationship`'s related entity is written from `fieldMappings`; the relationship's
+ * key fields are set from the parent as written. Child formulas read the current source record as
+ * `name.Field`.
+ */
+export const ChildWrite = z.object({
+  relationship: z.string().min(1),
+  source: z.string().min(1),
+  /** The name the child formulas read the current source record by; default `source` (required for `Query.relationship`). */
+  name: z.string().min(1).max(MAX_BLOCK_NAME).optional(),
+  fieldMappings: z.array(FieldMapping),
+});
+export type ChildWrite = z.infer<typeof ChildWrite>;
+
 /** Net change of a Query: read records whose `fieldName` (date/datetime) is at or after the Map's lastRunDate. */
 export const NetChangeSpec = z.object({ fieldName: z.string().min(1) });
 
@@ -121,6 +148,16 @@ export interface Block {
   netChange?: { fieldName: string } | undefined;
   /** Query: relationship fullNames to child entities read with each record. */
   relationships?: string[] | undefined;
+  /** For Each Child: the relationship (one of its source Query's `relationships`) whose children it iterates. */
+  relationship?: string | undefined;
+  /** Native Query, Wait For Message, Wait For Request without an entity: the fields of the records the Block yields. */
+  fields?: string[] | undefined;
+  /** Fetch: most records read (default 1, at most {@link MAX_FETCH_RECORDS}). */
+  maxRecords?: number | undefined;
+  /** Loop: most iterations per record (default {@link DEFAULT_LOOP_ITERATIONS}). */
+  maxIterations?: number | undefined;
+  /** CreateWith / UpdateWith: the child records written with the parent. */
+  children?: ChildWrite[] | undefined;
   fieldMappings?: FieldMapping[] | undefined;
   /** Lookup, Update, UpdateInsert, Delete: how the record is found. */
   lookupConditions?: LookupCondition[] | undefined;
@@ -128,7 +165,7 @@ export interface Block {
   condition?: string | undefined;
   /** Native Query: the statement. */
   statement?: string | undefined;
-  /** For Each Result: the name of the Lookup (or Fetch) Block whose results it iterates. */
+  /** For Each Result: the Lookup whose results it iterates; For Each Child: the Query (default the starter); Send Reply: the Build Reply. */
   source?: string | undefined;
   /** Lookup: cache results per key for the run. */
   cacheResults?: boolean | undefined;
@@ -156,6 +193,11 @@ export const Block: z.ZodType<Block> = z.lazy(() =>
     filter: Filter.optional(),
     netChange: NetChangeSpec.optional(),
     relationships: z.array(z.string().min(1)).optional(),
+    relationship: z.string().min(1).optional(),
+    fields: z.array(z.string().min(1)).optional(),
+    maxRecords: z.number().int().min(1).max(MAX_FETCH_RECORDS).optional(),
+    maxIterations: z.number().int().min(1).max(MAX_LOOP_ITERATIONS).optional(),
+    children: z.array(ChildWrite).optional(),
     fieldMappings: z.array(FieldMapping).optional(),
     lookupConditions: z.array(LookupCondition).optional(),
     condition: z.string().optional(),

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import ivm from 'isolated-vm';
 import { compileFormulas, FormulaEngine, type FormulaRecord } from '../../src/maps/formula/evaluator.js';
 import { librarySource } from '../../src/maps/formula/library/index.js';
-import { chunk, packRows } from '../../src/maps/formula/wire.js';
+import { packColumns, wireColumns } from '../../src/maps/formula/wire.js';
 
 const RECORDS = Number(process.env['BENCH_RECORDS'] ?? 200_000);
 const FORMULA = 'CONCATENATE(UPPER(Query_Contact.FirstName), " ", Query_Contact.LastName)';
@@ -106,7 +106,7 @@ async function runScenario(scenario: Scenario): Promise<Result> {
     for (const batch of batches(total, 1000)) {
       let last: unknown;
       for (const r of batch) {
-        last = run.applySync(undefined, [chunk(JSON.stringify(packRows([r], compiled.fields))), Date.now(), 1, 2, 3, 4, -1], {
+        last = run.applySync(undefined, [wireColumns(packColumns([r], compiled.fields)), Date.now(), 1, 2, 3, 4, -1], {
           arguments: { copy: true },
           result: { copy: true },
         });

@@ -10,7 +10,9 @@
  *   For Each ─firstChild─▶ sequence (its body)
  *
  * Keys are matched case-insensitively (clients send PascalCase). Unknown Block kinds are kept
- * under the closest kind we know and reported by the validator, never dropped.
+ * under the closest kind we know and reported by the validator, never dropped. Fetch reads its
+ * `filterItems` as a filter like Query; Loop joins its `expressionItems` into its condition like
+ * If/Else; a For Each Child's `relationship` (text or `{fullName}`) is kept.
  */
 import type { Filter, FilterValue } from '../../protocol/filter.js';
 import { BLOCK_TYPES, DEFAULT_ACTION, MAP_MODEL_VERSION, MapModel, type BlockAction, type BlockType, type FieldMapping, type LookupCondition } from '../../protocol/map.js';
@@ -43,6 +45,12 @@ const TYPE_ALIASES: Record<string, BlockType> = {
   native: 'NativeQuery',
   nativequeryblock: 'NativeQuery',
   wait: 'WaitForMessage',
+  message: 'WaitForMessage',
+  request: 'WaitForRequest',
+  reply: 'SendReply',
+  exitloop: 'LoopExit',
+  while: 'Loop',
+  foreachchildren: 'ForEachChild',
 };
 
 const ACTION_TYPES: Record<string, BlockType> = {
@@ -172,14 +180,21 @@ function upgrade25(m: Obj): Obj {
     copy('useBulk');
     copy('bulkCountPerOperation');
     copy('onErrorMessage');
+    copy('nativeQuery', 'statement');
     copy('statement');
     copy('source');
     copy('cacheResults');
-    if (type === 'Query' && !starterDone) {
+    copy('maxRecords');
+    copy('maxIterations');
+    copy('fields');
+    const rel = b['relationship'] ?? b['relationshipName'];
+    const relName = isObj(rel) ? (str(rel['fullName']) ?? str(rel['name'])) : str(rel);
+    if (type === 'ForEachChild' && relName) out['relationship'] = relName;
+    if ((type === 'Query' || type === 'Fetch') && !starterDone) {
       starterDone = true;
       const f = filterOf(arr(b['filterItems']));
       if (f) out['filter'] = f;
-      if (netChange && netField) out['netChange'] = { fieldName: netField };
+      if (netChange && netField && type === 'Query') out['netChange'] = { fieldName: netField };
       if (Array.isArray(b['relationships'])) out['relationships'] = (b['relationships'] as unknown[]).map((r) => (isObj(r) ? str(r['fullName']) ?? str(r['name']) : str(r))).filter(Boolean);
     } else if (Array.isArray(b['filterItems'])) {
       out['lookupConditions'] = arr(b['filterItems']).map(
@@ -191,6 +206,18 @@ function upgrade25(m: Obj): Obj {
         const dt = str(f['targetDataType']);
         return { targetField: str(f['targetField']) ?? '', ...(dt ? { targetDataType: dt } : {}), targetFormula: str(f['targetFormula']) ?? 'null' };
       });
+    }
+    if (type === 'Loop') {
+      const cond = conditionOf(arr(b['expressionItems']));
+      if (cond) out['condition'] = cond;
+    }
+    if (Array.isArray(b['children']) && (type === 'CreateWith' || type === 'UpdateWith')) {
+      out['children'] = arr(b['children']).map((c) => ({
+        relationship: str(c['relationship']) ?? str(c['relationshipName']) ?? '',
+        source: str(c['source']) ?? '',
+        ...(str(c['name']) ? { name: str(c['name']) } : {}),
+        fieldMappings: arr(c['fieldMappings']).map((f) => ({ targetField: str(f['targetField']) ?? '', targetFormula: str(f['targetFormula']) ?? 'null' })),
+      }));
     }
     if (type === 'IfElse') {
       const cond = conditionOf(arr(b['expressionItems']));

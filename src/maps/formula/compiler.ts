@@ -6,14 +6,16 @@
  * the catalogue (and become `F_NAME` constants), fields become array indices (`r[3]`), text
  * becomes JSON string literals. Each formula is written twice:
  *
- *   f<j>(r)  fast: direct calls of the library, bound to local constants;
- *   t<j>(r)  traced: every call that can fail goes through `C(span, name, fn, args)`, which stamps
+ *   f<j>(i)  fast: direct calls of the library, bound to local constants;
+ *   t<j>(i)  traced: every call that can fail goes through `C(span, name, fn, args)`, which stamps
  *            the error with the place in the formula. It runs only for a record the fast version
  *            failed, to find where.
  *
- * The program's `run(input, now, s0..s3, only)` reads a batch of records (JSON in chunks, see
- * wire.ts: one array of field values per record, in the order of `fields`), evaluates every
- * formula (or only formula `only`) for each, and answers JSON `[values, errors]`, in chunks too.
+ * The program's `run(input, now, s0..s3, only)` reads a batch of records by columns (JSON in
+ * chunks, see wire.ts: `[n, column of field 0, column of field 1, …]` in the order of `fields`;
+ * field k of record i is `c<k>[i]`), evaluates every formula (or only formula `only`) for each
+ * record, and answers JSON `[[column of formula 0, …], errors]`, in chunks too; a failed value is
+ * null.
  */
 import { findFunction, FORMULA_FUNCTIONS } from './catalogue.js';
 import type { Expr, FieldNode, Span } from './ast.js';
@@ -219,7 +221,7 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
         case 'literal':
           return literal(e.value);
         case 'field':
-          return `r[${fieldIndex.get(fieldKey(e.block, e.field)) as number}]`;
+          return `c${fieldIndex.get(fieldKey(e.block, e.field)) as number}[i]`;
         case 'unary':
           if (e.op === 'NOT') return `!${bool(e.operand, 'NOT', e.opSpan)}`;
           return call(h(e.op === '-' ? 'NEG' : 'PLUS'), [emit(e.operand, traced)], e.opSpan, null);
@@ -275,8 +277,8 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
     const fast = emit(f.ast, false);
     temp = 0;
     const traced = emit(f.ast, true);
-    functions.push(`  function f${j}(r) { return ${h('OUT')}(${fast}); }`);
-    functions.push(`  function t${j}(r) { return ${h('C')}(0, null, ${h('OUT')}, [${traced}]); }`);
+    functions.push(`  function f${j}(i) { return ${h('OUT')}(${fast}); }`);
+    functions.push(`  function t${j}(i) { return ${h('C')}(0, null, ${h('OUT')}, [${traced}]); }`);
   });
 
   const calls = new Set<string>();
@@ -297,32 +299,31 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
     ...[...calls].sort().map((name) => `F_${name} = L.fn[${JSON.stringify(name)}]`),
   ];
   const k = formulas.length;
+  const columns = Array.from({ length: fieldIndex.size }, (_, c) => `c${c}`);
+  const outs = Array.from({ length: k }, (_, j) => `o${j}`);
   const loop = formulas
     .map(
       (_, j) =>
-        `      if (only < 0 || only === ${j}) {\n        try { o[${j}] = f${j}(r); } catch (e) { errors.push(failed(e, i, ${j}, t${j}, r)); }\n      }`,
+        `      if (only < 0 || only === ${j}) {\n        try { o${j}[i] = f${j}(i); } catch (e) { errors.push(failed(e, i, ${j}, t${j})); }\n      }`,
     )
     .join('\n');
   const source = `(function (L) {
   "use strict";
-${bindings.length ? `  const ${bindings.join(',\n    ')};\n` : ''}${usesTry ? '  const TRY = (f, g) => { try { return f(); } catch { return g(); } };\n' : ''}${functions.join('\n')}
-  function failed(e, i, j, traced, r) {
-    try { traced(r); } catch (again) { return L.errorTuple(again, i, j); }
+${bindings.length ? `  const ${bindings.join(',\n    ')};\n` : ''}${usesTry ? '  const TRY = (f, g) => { try { return f(); } catch { return g(); } };\n' : ''}${columns.length ? `  let ${columns.join(', ')};\n` : ''}${functions.join('\n')}
+  function failed(e, i, j, traced) {
+    try { traced(i); } catch (again) { return L.errorTuple(again, i, j); }
     return L.errorTuple(e, i, j);
   }
   return function run(input, now, s0, s1, s2, s3, only) {
     L.begin(now, s0, s1, s2, s3);
-    const rows = JSON.parse(input.join(""));
-    const n = rows.length;
-    const out = new Array(n);
-    const errors = [];
+    const data = JSON.parse(input.join(""));
+    const n = data[0];
+${columns.map((c, x) => `    ${c} = data[${x + 1}];\n`).join('')}${outs.map((o) => `    const ${o} = new Array(n).fill(null);\n`).join('')}    const errors = [];
     for (let i = 0; i < n; i++) {
-      const r = rows[i];
-      const o = [${Array.from({ length: k }, () => 'null').join(', ')}];
 ${loop}
-      out[i] = o;
     }
-    const json = JSON.stringify([out, errors]);
+${columns.length ? `    ${columns.join(' = ')} = undefined;\n` : ''}    const result = [[${outs.join(', ')}], errors];
+    const json = JSON.stringify(result);
     const parts = [];
     for (let i = 0; i < json.length; i += ${WIRE_CHUNK}) parts.push(json.slice(i, i + ${WIRE_CHUNK}));
     return parts;

@@ -18,12 +18,12 @@ import { webcrypto } from 'node:crypto';
 import type { ErrorCode } from '../../errors/codes.js';
 import { FerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import type { LookupPair } from '../lookup/lookup-set.js';
-import { fieldKey } from './ast.js';
+import { fieldKey, type Expr } from './ast.js';
 import { checkTree, fieldsOf, generateProgram, lookupTablesOf, type FieldRef } from './compiler.js';
 import type { ErrorTuple, WireLookupTable } from './library/types.js';
 import { parseFormula } from './parser.js';
 import { FormulaSandbox, RunFailure, type RunFailureKind } from './sandbox.js';
-import { chunk, fatalError, packRows, recordError, type FormulaInfo, type FormulaRecord, type FormulaRecordError, type FormulaValue, type WireValue } from './wire.js';
+import { fatalError, packColumns, readField, recordError, sliceColumns, wireColumns, type Columns, type FormulaInfo, type FormulaRecord, type FormulaRecordError, type FormulaValue, type WireValue } from './wire.js';
 
 export type { FieldRef } from './compiler.js';
 export type { FormulaRecord, FormulaRecordError, FormulaValue } from './wire.js';
@@ -47,6 +47,25 @@ export interface CompiledFormula {
   readonly blockId?: string;
   /** The fields this formula reads. */
   readonly fields: readonly FieldRef[];
+  /** Set when the formula is a bare field or a literal: the host evaluates it, the sandbox never sees it. */
+  readonly host?: HostFormula;
+}
+
+/**
+ * A formula whose value the host computes exactly as the sandbox would, with no call across: a
+ * bare field (`Block.Field`, the field's value as the sandbox would receive it) or a literal.
+ */
+export type HostFormula = { readonly kind: 'field'; readonly block: string; readonly field: string } | { readonly kind: 'literal'; readonly value: WireValue };
+
+/** The formulas of a set that need the sandbox: their program, and only the fields they read. */
+export interface SandboxPart {
+  /** Index in the whole set of each formula of the part, in the part's order. */
+  readonly indices: readonly number[];
+  /** The fields that cross into the sandbox, in this order. */
+  readonly fields: readonly FieldRef[];
+  readonly source: string;
+  /** @internal spans the program's errors refer to, per formula of the part. */
+  readonly info: readonly FormulaInfo[];
 }
 
 /** A compiled formula set: compile once, evaluate over any number of batches. Immutable. */
@@ -58,10 +77,45 @@ export interface CompiledFormulas {
   readonly lookupTables: readonly string[];
   /** True when some lookup names its table with a computed value: load every table the Map may use. */
   readonly dynamicLookupTables: boolean;
-  /** The generated program (JavaScript source, for the sandbox). */
+  /** The generated program of the whole set (JavaScript source, for the sandbox). */
   readonly source: string;
   /** @internal spans the program's errors refer to, per formula. */
   readonly info: readonly FormulaInfo[];
+  /** What `evaluate` sends into the sandbox: the formulas that are not bare fields or literals; null when none. */
+  readonly sandboxed: SandboxPart | null;
+}
+
+/** A formula the host can evaluate: a bare field, or a literal whose value leaves the sandbox unchanged. */
+function hostFormula(ast: Expr): HostFormula | undefined {
+  if (ast.kind === 'field') return { kind: 'field', block: ast.block, field: ast.field };
+  if (ast.kind !== 'literal') return undefined;
+  if (typeof ast.value === 'number' && !Number.isFinite(ast.value)) return undefined;
+  return { kind: 'literal', value: ast.value === 0 ? 0 : ast.value };
+}
+
+/** Generates the program of the formulas at `indices` with only the fields they read. */
+function sandboxPart(checked: ReadonlyArray<{ source: FormulaSource; ast: Expr }>, compiled: readonly CompiledFormula[], indices: readonly number[]): SandboxPart {
+  const fieldIndex = new Map<string, number>();
+  const fields: FieldRef[] = [];
+  for (const j of indices) {
+    for (const f of (compiled[j] as CompiledFormula).fields) {
+      const k = fieldKey(f.block, f.field);
+      if (!fieldIndex.has(k)) {
+        fieldIndex.set(k, fields.length);
+        fields.push(f);
+      }
+    }
+  }
+  const part = indices.map((j) => checked[j] as { source: FormulaSource; ast: Expr });
+  const { source, spans } = generateProgram(
+    part.map((c) => ({ text: c.source.formula, ast: c.ast })),
+    fieldIndex,
+  );
+  const info = indices.map((j, p) => {
+    const c = compiled[j] as CompiledFormula;
+    return { key: c.key, formula: c.formula, ...(c.blockId !== undefined ? { blockId: c.blockId } : {}), spans: spans[p] ?? [] };
+  });
+  return Object.freeze({ indices, fields, source, info });
 }
 
 /**
@@ -105,14 +159,18 @@ export function compileFormulas(formulas: ReadonlyArray<FormulaSource | string> 
     const lookups = lookupTablesOf(ast);
     lookups.names.forEach((n) => tables.add(n));
     dynamicLookupTables ||= lookups.dynamic;
-    return { key, formula: source.formula, ...(source.blockId !== undefined ? { blockId: source.blockId } : {}), fields: own };
+    const host = hostFormula(ast);
+    return { key, formula: source.formula, ...(source.blockId !== undefined ? { blockId: source.blockId } : {}), fields: own, ...(host ? { host } : {}) };
   });
   const { source, spans } = generateProgram(
     checked.map((c) => ({ text: c.source.formula, ast: c.ast })),
     fieldIndex,
   );
   const info = compiled.map((c, j) => ({ key: c.key, formula: c.formula, ...(c.blockId !== undefined ? { blockId: c.blockId } : {}), spans: spans[j] ?? [] }));
-  return Object.freeze({ formulas: compiled, fields, lookupTables: [...tables], dynamicLookupTables, source, info });
+  const indices = compiled.flatMap((c, j) => (c.host ? [] : [j]));
+  const sandboxed =
+    indices.length === 0 ? null : indices.length === compiled.length ? Object.freeze({ indices, fields, source, info }) : sandboxPart(checked, compiled, indices);
+  return Object.freeze({ formulas: compiled, fields, lookupTables: [...tables], dynamicLookupTables, source, info, sandboxed });
 }
 
 /** Checks one formula without compiling a program: the compile error as plain data, or null. */
@@ -168,6 +226,8 @@ interface RunOutput {
   errors: ErrorTuple[];
 }
 
+const DEFAULT_MAX_TEXT = 10_000_000;
+
 const FATAL_CODE: Record<RunFailureKind, ErrorCode> = { timeout: 'FML_TIMEOUT', memory: 'FML_MEMORY_LIMIT', error: 'FML_INTERNAL' };
 
 /** Evaluates compiled formula sets over batches of records inside one sandbox. */
@@ -176,6 +236,7 @@ export class FormulaEngine {
   readonly #timeLimitMs: number;
   readonly #perRecordMs: number;
   readonly #clock: () => number;
+  readonly #maxText: number;
   /** Runs one after another: a rebuilt isolate must not surprise a concurrent run. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -184,6 +245,7 @@ export class FormulaEngine {
     this.#timeLimitMs = options.timeLimitMs ?? 250;
     this.#perRecordMs = options.timeLimitPerRecordMs ?? 1;
     this.#clock = options.clock ?? Date.now;
+    this.#maxText = Math.floor(options.maxTextLength ?? DEFAULT_MAX_TEXT);
   }
 
   static async create(options: FormulaEngineOptions = {}): Promise<FormulaEngine> {
@@ -194,7 +256,7 @@ export class FormulaEngine {
     }));
     const sandbox = await FormulaSandbox.create({
       memoryLimitMb: Math.max(8, options.memoryLimitMb ?? 128),
-      maxTextLength: options.maxTextLength ?? 10_000_000,
+      maxTextLength: options.maxTextLength ?? DEFAULT_MAX_TEXT,
       lookupTables,
       ...(options.onCatastrophicError ? { onCatastrophicError: options.onCatastrophicError } : {}),
     });
@@ -212,15 +274,49 @@ export class FormulaEngine {
   }
 
   /**
-   * Evaluates every formula of the set for every record of the batch, in one sandbox call when
-   * nothing goes wrong. Record errors are data in the result; only a broken sandbox rejects.
+   * Evaluates every formula of the set for every record of the batch. Bare fields and literals are
+   * computed in the host; the other formulas go into the sandbox in one call when nothing goes
+   * wrong, with only the fields they read. Record errors are data in the result; only a broken
+   * sandbox rejects.
    */
   evaluate(formulas: CompiledFormulas, records: readonly FormulaRecord[], options: EvaluateOptions = {}): Promise<FormulaBatchResult> {
+    if (this.#sandbox.disposed) return Promise.reject(new FerryError('FML_SANDBOX', 'The formula sandbox was disposed'));
+    const part = formulas.sandboxed;
+    if (part === null) return Promise.resolve(this.#merge(formulas, records, null));
     const now = options.now === undefined ? this.#clock() : typeof options.now === 'number' ? options.now : options.now.getTime();
-    const rows = packRows(records, formulas.fields);
-    const next = this.#queue.then(() => this.#evaluateRows(formulas, rows, now));
-    this.#queue = next.catch(() => undefined);
-    return next;
+    const rows = packColumns(records, part.fields);
+    const run = this.#queue.then(() => this.#evaluateRows(part, rows, now));
+    this.#queue = run.catch(() => undefined);
+    return part.indices.length === formulas.formulas.length ? run : run.then((res) => this.#merge(formulas, records, res));
+  }
+
+  /** The values of the whole set: the host formulas' beside the sandbox part's (`res`, in the part's order). */
+  #merge(formulas: CompiledFormulas, records: readonly FormulaRecord[], res: FormulaBatchResult | null): FormulaBatchResult {
+    const list = formulas.formulas;
+    const k = list.length;
+    const indices = formulas.sandboxed?.indices ?? [];
+    const errors: FormulaRecordError[] = res ? res.errors.map((e) => ({ ...e, formula: indices[e.formula] as number })) : [];
+    const values = new Array<FormulaValue[]>(records.length);
+    for (let i = 0; i < records.length; i++) {
+      const o = new Array<FormulaValue>(k);
+      const sv = res?.values[i];
+      for (let p = 0; p < indices.length; p++) o[indices[p] as number] = sv?.[p] ?? null;
+      for (let j = 0; j < k; j++) {
+        const host = (list[j] as CompiledFormula).host;
+        if (!host) continue;
+        const v = host.kind === 'literal' ? host.value : readField(records[i], host.block, host.field);
+        if (typeof v === 'string' && v.length > this.#maxText) {
+          o[j] = null;
+          const message = `The formula: the text would be ${v.length} characters long, more than the limit of ${this.#maxText}`;
+          errors.push(recordError(formulas.info[j] as FormulaInfo, [i, j, 'FML_TEXT_TOO_LONG', message, null, 0, null]));
+        } else {
+          o[j] = v === 0 ? 0 : v;
+        }
+      }
+      values[i] = o;
+    }
+    if (errors.length > 1) errors.sort((a, b) => a.record - b.record || a.formula - b.formula);
+    return { values, errors };
   }
 
   /** Frees the sandbox. Evaluations afterwards reject with FML_SANDBOX. */
@@ -228,18 +324,18 @@ export class FormulaEngine {
     this.#sandbox.dispose();
   }
 
-  async #evaluateRows(formulas: CompiledFormulas, rows: WireValue[][], now: number): Promise<FormulaBatchResult> {
-    const values = new Array<FormulaValue[]>(rows.length);
+  async #evaluateRows(formulas: SandboxPart, rows: Columns, now: number): Promise<FormulaBatchResult> {
+    const values = new Array<FormulaValue[]>(rows.n);
     const errors: FormulaRecordError[] = [];
-    await this.#runRange(formulas, rows, 0, rows.length, now, values, errors);
+    await this.#runRange(formulas, rows, 0, rows.n, now, values, errors);
     if (errors.length > 1) errors.sort((a, b) => a.record - b.record || a.formula - b.formula);
     return { values, errors };
   }
 
   /** Runs rows [start, end); on a failure of the whole run, halves the range (see the module comment). */
-  async #runRange(formulas: CompiledFormulas, rows: WireValue[][], start: number, end: number, now: number, values: FormulaValue[][], errors: FormulaRecordError[]): Promise<void> {
+  async #runRange(formulas: SandboxPart, rows: Columns, start: number, end: number, now: number, values: FormulaValue[][], errors: FormulaRecordError[]): Promise<void> {
     if (start >= end) return;
-    const slice = start === 0 && end === rows.length ? rows : rows.slice(start, end);
+    const slice = sliceColumns(rows, start, end);
     try {
       const out = await this.#run(formulas, slice, now, -1);
       out.values.forEach((v, i) => (values[start + i] = v));
@@ -258,9 +354,9 @@ export class FormulaEngine {
   }
 
   /** One record failed the whole run: run its formulas one at a time to find which fail. */
-  async #attribute(formulas: CompiledFormulas, rows: WireValue[][], index: number, now: number, failure: RunFailure, values: FormulaValue[][], errors: FormulaRecordError[]): Promise<void> {
-    const k = formulas.formulas.length;
-    const row = [rows[index] as WireValue[]];
+  async #attribute(formulas: SandboxPart, rows: Columns, index: number, now: number, failure: RunFailure, values: FormulaValue[][], errors: FormulaRecordError[]): Promise<void> {
+    const k = formulas.info.length;
+    const row = sliceColumns(rows, index, index + 1);
     const result = new Array<FormulaValue>(k).fill(null);
     values[index] = result;
     const fatal = (j: number, f: RunFailure): void => {
@@ -279,11 +375,18 @@ export class FormulaEngine {
     }
   }
 
-  async #run(formulas: CompiledFormulas, rows: WireValue[][], now: number, only: number): Promise<RunOutput> {
+  async #run(formulas: SandboxPart, rows: Columns, now: number, only: number): Promise<RunOutput> {
     const seed = webcrypto.getRandomValues(new Uint32Array(4));
-    const timeout = this.#timeLimitMs + this.#perRecordMs * rows.length;
-    const json = await this.#sandbox.run(formulas.source, [chunk(JSON.stringify(rows)), now, seed[0] ?? 1, seed[1] ?? 2, seed[2] ?? 3, seed[3] ?? 4, only], timeout);
-    const [values, errors] = JSON.parse(json) as [FormulaValue[][], ErrorTuple[]];
+    const timeout = this.#timeLimitMs + this.#perRecordMs * rows.n;
+    const json = await this.#sandbox.run(formulas.source, [wireColumns(rows), now, seed[0] ?? 1, seed[1] ?? 2, seed[2] ?? 3, seed[3] ?? 4, only], timeout);
+    const [cols, errors] = JSON.parse(json) as [FormulaValue[][], ErrorTuple[]];
+    const k = cols.length;
+    const values = new Array<FormulaValue[]>(rows.n);
+    for (let i = 0; i < rows.n; i++) {
+      const v = new Array<FormulaValue>(k);
+      for (let j = 0; j < k; j++) v[j] = (cols[j] as FormulaValue[])[i] ?? null;
+      values[i] = v;
+    }
     return { values, errors };
   }
 }

@@ -1,7 +1,7 @@
 /**
  * What crosses the sandbox boundary, host side: records are reduced to the fields the formulas
- * read and packed as JSON arrays; the program's answer is parsed back into values and record
- * errors with positions.
+ * read and packed by columns (one JSON array per field); the program's answer, one array per
+ * formula, is parsed back into values and record errors with positions.
  */
 import { ERROR_CODES, type ErrorCode } from '../../errors/codes.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
@@ -68,21 +68,38 @@ export function toWire(v: unknown): WireValue {
 
 const hasOwn = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
 
-/** The fields of each record in `fields` order. Only own properties are read, so `__proto__` or `constructor` as names read nothing. */
-export function packRows(records: readonly FormulaRecord[], fields: readonly FieldRef[]): WireValue[][] {
-  const rows = new Array<WireValue[]>(records.length);
-  const nf = fields.length;
-  for (let i = 0; i < records.length; i++) {
-    const record = records[i];
-    const row = new Array<WireValue>(nf);
-    for (let k = 0; k < nf; k++) {
-      const { block, field } = fields[k] as FieldRef;
-      const b = record !== null && typeof record === 'object' && hasOwn(record, block) ? record[block] : undefined;
-      row[k] = b !== null && typeof b === 'object' && hasOwn(b, field) ? toWire((b as Record<string, unknown>)[field]) : null;
-    }
-    rows[i] = row;
-  }
-  return rows;
+/** One field of a record as the sandbox receives it (null when absent). Only own properties are read, so `__proto__` or `constructor` as names read nothing. */
+export function readField(record: FormulaRecord | undefined, block: string, field: string): WireValue {
+  const b = record !== null && typeof record === 'object' && hasOwn(record, block) ? record[block] : undefined;
+  return b !== null && typeof b === 'object' && hasOwn(b, field) ? toWire((b as Record<string, unknown>)[field]) : null;
+}
+
+/** A batch as it crosses into the sandbox: `cols[k][i]` is field k of record i. */
+export interface Columns {
+  readonly n: number;
+  readonly cols: WireValue[][];
+}
+
+/** The fields of the records by columns, in `fields` order. Only own properties are read (see {@link readField}). */
+export function packColumns(records: readonly FormulaRecord[], fields: readonly FieldRef[]): Columns {
+  const n = records.length;
+  const cols = fields.map(({ block, field }) => {
+    const col = new Array<WireValue>(n);
+    for (let i = 0; i < n; i++) col[i] = readField(records[i], block, field);
+    return col;
+  });
+  return { n, cols };
+}
+
+/** Records [start, end) of a batch. */
+export function sliceColumns(c: Columns, start: number, end: number): Columns {
+  if (start === 0 && end === c.n) return c;
+  return { n: Math.max(0, Math.min(end, c.n) - start), cols: c.cols.map((col) => col.slice(start, end)) };
+}
+
+/** The JSON the program reads: `[n, column 0, column 1, …]`, in chunks. */
+export function wireColumns(c: Columns): string[] {
+  return chunk(JSON.stringify([c.n, ...c.cols]));
 }
 
 /** What the host knows about one formula, to turn the sandbox's error tuples into record errors. */

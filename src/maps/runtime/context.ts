@@ -17,13 +17,24 @@ export interface SourceState {
   firstError?: { blockId: string; blockName: string; error: ErrorData };
 }
 
+/**
+ * Where a control Block sent the item: `map` (Map Exit: the record leaves the Map), `loop` (Loop
+ * Exit: leave the innermost Loop or For Each), `continue` (Continue: end this iteration). The
+ * innermost Loop or For Each clears `loop` and `continue`.
+ */
+export type ItemExit = 'map' | 'loop' | 'continue';
+
 export interface Item {
   /** What formulas read: `{"BlockName": {"Field": value}}`. */
   ctx: Record<string, ConnectorRecord | null>;
-  /** All results of each Lookup, for For Each Result. */
+  /** Record collections: each Lookup's results (by its name), each Query relationship's children (by `Query.relationship`). */
   results: Map<string, ConnectorRecord[]>;
   state: SourceState;
+  exit?: ItemExit | undefined;
 }
+
+/** The key of a Query relationship's children in {@link Item.results}. */
+export const childrenKey = (query: string, relationship: string): string => `${query}.${relationship}`;
 
 /** What the Blocks need of the formula engine (the sandboxed FormulaEngine; benchmarks may swap in a host one). */
 export type FormulaEvaluator = Pick<FormulaEngine, 'evaluate'>;
@@ -37,6 +48,8 @@ export interface RunEnv {
   readonly batchSize: number;
   /** Marks the item's source record failed and reports the record error. */
   fail(item: Item, block: Block, error: ErrorData): void;
+  /** Send Reply: hands the reply of a request Map to the run's caller; false when a reply was already sent. */
+  reply(reply: ConnectorRecord): Promise<boolean>;
 }
 
 /** A compiled Block: takes the items that reach it, returns those that go on. */
@@ -61,7 +74,7 @@ export async function runSequence(steps: readonly Step[], items: Item[], env: Ru
   return live;
 }
 
-/** A copy of an item for a branch or an iteration (same source state). */
+/** A copy of an item for an iteration (same source state). */
 export function forkItem(item: Item): Item {
   return { ctx: { ...item.ctx }, results: new Map(item.results), state: item.state };
 }

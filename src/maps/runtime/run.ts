@@ -1,24 +1,32 @@
 /**
  * Runs a compiled Map plan as a stream.
  *
- *   starter (Query) ──batch──▶ items ──▶ step ──▶ step ──▶ … (If/Else, For Each: sub-sequences)
+ *   starter ──batch──▶ items ──▶ step ──▶ step ──▶ … (If/Else, Loop, For Each: sub-sequences)
+ *   (Query, Fetch, Native Query: pulled from the Connection; with the Query's relationships'
+ *    children; Wait For Message / Request: the one message handed to the run)
  *        ▲ pulled one batch at a time        │ failing record: record error (+ failed-record copy)
  *        │                                   ▼
  *        └──── next batch ◀── checkpoint watermark, stats, progress
  *
- * Back-pressure is by pulling: the next batch is read only when the previous one has gone
- * through every Block, so memory holds one batch whatever the row count. A failing record never
+ * Back-pressure is by pulling: one batch goes through every Block while the next is read
+ * (read-ahead.ts), and no more, so memory holds two batches whatever the row count. A failing record never
  * stops the run. The AbortSignal stops it between batches (and aborts Connector calls).
  */
 import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
 import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
-import type { ErrorData } from '../../errors/ferry-error.js';
-import type { Block } from '../../protocol/map.js';
+import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
+import { MESSAGE_STARTERS, type Block } from '../../protocol/map.js';
+import { fetchBatches } from '../blocks/fetch.block.js';
+import { nativeQueryBatches } from '../blocks/native-query.block.js';
 import { queryBatches } from '../blocks/query.block.js';
+import { readChildren } from '../blocks/relationships.js';
+import { messageBatches } from '../blocks/wait-for-message.block.js';
+import { requestBatches } from '../blocks/wait-for-request.block.js';
 import type { MapPlan } from '../compiler/plan.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
 import { clampBatch } from './batching.js';
+import { readAhead } from './read-ahead.js';
 import { runSequence, type FormulaEvaluator, type Item, type RunEnv, type SourceState } from './context.js';
 import { StatsCollector, type MapStats } from './stats.js';
 import { MarkTracker, type WatermarkStore } from './watermark.js';
@@ -81,11 +89,37 @@ export interface RunOptions {
   onSourceDone?(index: number, ok: boolean): void;
   /** The formula engine (its sandbox limits); the caller disposes it. Default: a FormulaEngine of the run. */
   engine?: FormulaEvaluator;
+  /** Wait For Message / Wait For Request: the message (a JSON object), the Map's single record. */
+  message?: unknown;
+  /** Send Reply: receives the reply of a request Map as soon as it is sent (once per run); a throw fails the record with RUN_REPLY_FAILED. */
+  onReply?(reply: ConnectorRecord): void | Promise<void>;
 }
 
 export interface RunResult {
   stats: MapStats;
   errors: number;
+  /** A Map that begins with Wait For Request: the reply sent, or null when none was. */
+  reply?: ConnectorRecord | null;
+}
+
+/** The starter's records as a stream of batches. */
+function starterBatches(starter: Block, conn: HostConnection | undefined, opts: { since: string | null; batchSize: number; signal: AbortSignal; message: unknown }): AsyncIterable<RecordBatch> {
+  const open = (): HostConnection => {
+    if (!conn) throw new Error(`The connection ${starter.connectionId ?? ''} of ${starter.name} is not open.`);
+    return conn;
+  };
+  switch (starter.blockType) {
+    case 'WaitForMessage':
+      return messageBatches(starter, opts.message);
+    case 'WaitForRequest':
+      return requestBatches(starter, opts.message);
+    case 'Fetch':
+      return fetchBatches(starter, open(), opts);
+    case 'NativeQuery':
+      return nativeQueryBatches(starter, open(), opts);
+    default:
+      return queryBatches(starter, open(), opts);
+  }
 }
 
 /** Runs the plan to the end of its starter's records, or until the signal aborts. */
@@ -95,13 +129,15 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   const signal = opts.signal ?? new AbortController().signal;
   const stats = new StatsCollector(plan.blocks);
   const sourceConn = opts.connections.get(starter.connectionId ?? '');
-  if (!sourceConn && !opts.source) throw new Error(`The connection ${starter.connectionId ?? ''} of ${starter.name} is not open.`);
+  const fromMessage = MESSAGE_STARTERS.includes(starter.blockType);
+  if (!sourceConn && !opts.source && !fromMessage) throw new Error(`The connection ${starter.connectionId ?? ''} of ${starter.name} is not open.`);
   const batchSize = clampBatch(opts.batchSize ?? model.batchSize, sourceConn?.bulkLimit ?? Number.MAX_SAFE_INTEGER);
   const owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
   const engine: FormulaEvaluator = opts.engine ?? (owned as FormulaEngine);
   const entity = starter.entity ?? '';
   let errors = 0;
   const captures: Promise<void>[] = [];
+  let reply: ConnectorRecord | null = null;
 
   const env: RunEnv = {
     connections: opts.connections,
@@ -139,6 +175,12 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
       }
       opts.onRecordError?.(rec);
     },
+    async reply(r: ConnectorRecord) {
+      if (reply) return false;
+      reply = r;
+      await opts.onReply?.(r);
+      return true;
+    },
   };
 
   const wm = opts.watermark;
@@ -150,8 +192,8 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   let cancelled = false;
   let index = 0;
   try {
-    const batches = opts.source ?? queryBatches(starter, sourceConn as HostConnection, { since, batchSize, signal });
-    for await (const read of batches) {
+    const batches = opts.source ?? starterBatches(starter, sourceConn, { since, batchSize, signal, message: opts.message });
+    for await (const read of readAhead(batches)) {
       if (signal.aborted) break;
       // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
       const batch = netField && !opts.source ? tracker.skip(read) : read;
@@ -159,15 +201,30 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
       const t0 = performance.now();
       const states: SourceState[] = batch.map((source) => ({ source, failed: false }));
       const items: Item[] = states.map((state) => ({ ctx: { [starter.name]: state.source }, results: new Map(), state }));
-      stats.block(starter, batch.length, 0);
-      await runSequence(plan.steps, items, env);
+      const tc = performance.now();
+      if (plan.starterRelationships.length > 0) {
+        try {
+          await readChildren(starter, sourceConn as HostConnection, plan.starterRelationships, items, signal);
+        } catch (e) {
+          if (signal.aborted) break;
+          const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
+          for (const item of items) env.fail(item, starter, { code: 'RUN_CHILDREN_READ_FAILED', kind: 'transient', message: `${starter.name}: the child records could not be read: ${cause.message}`, details: { blockId: starter.blockId, cause } });
+        }
+      }
+      stats.block(starter, batch.length, performance.now() - tc);
+      await runSequence(
+        plan.steps,
+        items.filter((i) => !i.state.failed),
+        env,
+      );
       await Promise.all(captures.splice(0));
       if (signal.aborted) break; // the batch did not finish: no checkpoint
       let failed = 0;
       const done: ConnectorRecord[] = [];
       for (const st of states) {
         if (st.failed) failed++;
-        else done.push(st.source);
+        // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
+        if (!st.failed || st.firstError) done.push(st.source);
         opts.onSourceDone?.(index++, !st.failed);
       }
       if (netField && !opts.source && tracker.advance(done)) {
@@ -187,5 +244,6 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   return {
     stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
     errors,
+    ...(starter.blockType === 'WaitForRequest' ? { reply } : {}),
   };
 }

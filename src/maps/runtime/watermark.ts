@@ -1,14 +1,16 @@
 /**
  * The net-change watermark ("most recent record processed"). The Query reads records whose
  * net-change field is at or after it, ascending. After each batch the watermark moves to the
- * newest value among the batch's records whose writes all succeeded and is checkpointed, so a run
- * that crashes resumes from its last finished batch. Records that failed are not re-read: they
- * are in the record errors and the failed-record store, from which they are reprocessed.
+ * newest value among the batch's records that are done — those whose writes all succeeded, and
+ * those that failed and were stored in the failed-record store — and is checkpointed, so a run
+ * that crashes resumes from its last finished batch. A stored failed record is reprocessed from
+ * its entry, never re-read by the next run. A failed record that could not be stored (the run has
+ * no store) does not move the watermark: when nothing after it is done, the next run reads it again.
  *
  * Reading at or after the watermark re-reads the records whose value equals it (several records
  * can share an instant, and a batch can end in the middle of them). So the watermark keeps, with
- * its value, the identities of the records at exactly that value that went through; the next read
- * skips those, and only those (`AtMarkFilter`).
+ * its value, the identities of the records at exactly that value that are done; the next read
+ * skips those, and only those (`MarkTracker.skip`).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -104,7 +106,7 @@ export class MarkTracker {
     return out;
   }
 
-  /** Folds in a finished batch's successfully processed records; true when the checkpoint changed. */
+  /** Folds in a finished batch's done records (written, or failed and stored); true when the checkpoint changed. */
   advance(done: readonly ConnectorRecord[]): boolean {
     let top = this.mark;
     for (const rec of done) top = later(top, rec[this.field]);

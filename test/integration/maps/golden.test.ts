@@ -1,7 +1,9 @@
 /**
  * Golden Map fixtures: test/fixtures/maps/<case>/{map.json, input/, expected.json}, run through the
  * compiler and the runtime against the real csv (connection "src" = the input folder) and sqlite
- * (connection "db" = a fresh database from input/target.sql) plugins.
+ * (connection "db" = a fresh database from input/target.sql) plugins. A case with message.json
+ * hands it to the run (Wait For Message / Wait For Request); expected.json may give the reply sent
+ * and per-Block statistics by Block name.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -12,7 +14,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
-import type { ConnectionMetadata } from '../../../src/connectors/sdk.js';
+import type { ConnectionMetadata, ConnectorRecord } from '../../../src/connectors/sdk.js';
 import { compilePlan } from '../../../src/maps/compiler/plan.js';
 import { runMap, type MapRecordError } from '../../../src/maps/runtime/run.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
@@ -28,6 +30,8 @@ interface Expected {
   stats: { processed: number; failed: number };
   errors: { blockName: string; code: string }[];
   lastRunDate?: string;
+  blocks?: Record<string, { processed: number; failed: number }>;
+  reply?: Record<string, unknown> | null;
 }
 
 let host: ConnectorHost;
@@ -75,11 +79,30 @@ describe.each(cases)('golden Map %s', (name) => {
     const progress: number[] = [];
     const store = new FailedRecordStore(path.join(dir, 'failures'));
     const wm = new MemoryWatermark(model.lastRunDate ?? null);
-    const { stats } = await runMap(plan, { connections: conns, watermark: wm, failures: store, onRecordError: (e) => errors.push(e), onProgress: (p) => progress.push(p.processed) });
+    const messageFile = path.join(FIXTURES, name, 'message.json');
+    const message = fs.existsSync(messageFile) ? (JSON.parse(await fsp.readFile(messageFile, 'utf8')) as unknown) : undefined;
+    const replies: ConnectorRecord[] = [];
+    const { stats, reply } = await runMap(plan, {
+      connections: conns,
+      watermark: wm,
+      failures: store,
+      ...(message !== undefined ? { message } : {}),
+      onReply: (r) => void replies.push(r),
+      onRecordError: (e) => errors.push(e),
+      onProgress: (p) => progress.push(p.processed),
+    });
     expect(tables(dbFile, Object.keys(expected.tables))).toEqual(expected.tables);
     expect({ processed: stats.processed, failed: stats.failed }).toEqual(expected.stats);
     expect(errors.map((e) => ({ blockName: e.blockName, code: e.code }))).toEqual(expected.errors);
     expect(progress.at(-1)).toBe(expected.stats.processed);
+    if (expected.blocks) {
+      const byName = Object.fromEntries(stats.blocks.map((b) => [b.name, { processed: b.processed, failed: b.failed }]));
+      expect(byName).toEqual(expected.blocks);
+    }
+    if (expected.reply !== undefined) {
+      expect(reply).toEqual(expected.reply);
+      expect(replies).toEqual(expected.reply === null ? [] : [expected.reply]);
+    }
     if (expected.lastRunDate) {
       expect(Date.parse(stats.lastRunDate ?? '')).toBe(Date.parse(expected.lastRunDate));
       expect(Date.parse((await wm.load())?.lastRunDate ?? '')).toBe(Date.parse(expected.lastRunDate));

@@ -32,10 +32,41 @@ describe('validateMap', () => {
     expect(v.results[0]).toMatchObject({ blockName: 'C', code: 'FML_UNKNOWN_FIELD', formula: 'fieldMappings.name.targetFormula', position: { line: 1, column: 7 } });
   });
 
-  it('reports unsupported Block kinds, never ignores them', () => {
-    const v = validateMap(map({ blockId: id(), name: 'L', blockType: 'Loop', action: 'None', condition: 'true', body: [] }, { blockId: id(), name: 'R', blockType: 'SendReply', action: 'None' }), MD);
-    expect(v.results.filter((r) => r.code === 'MAP_BLOCK_UNSUPPORTED').map((r) => r.blockName)).toEqual(['L', 'R']);
-    expect(v.results[0]?.message).toContain('not supported by this Agent version yet');
+  it('accepts every Block kind of the model', () => {
+    const v = validateMap(map({ blockId: id(), name: 'L', blockType: 'Loop', action: 'None', condition: 'L.index < 2', body: [{ blockId: id(), name: 'X', blockType: 'LoopExit', action: 'None' }] }), MD);
+    expect(v).toEqual({ valid: true, results: [] });
+  });
+
+  it('checks the rules of the control Blocks', () => {
+    const v = validateMap(
+      map(
+        { blockId: id(), name: 'L', blockType: 'Loop', action: 'None', body: [] },
+        { blockId: id(), name: 'C', blockType: 'Continue', action: 'None' },
+        { blockId: id(), name: 'E', blockType: 'ForEachChild', action: 'None', relationship: 'nope', body: [] },
+        { blockId: id(), name: 'S', blockType: 'SendReply', action: 'None', source: 'L' },
+      ),
+      MD,
+    );
+    expect(v.results.map((r) => [r.blockName, r.code])).toEqual([
+      ['L', 'MAP_MODEL_INVALID'],
+      ['C', 'MAP_BLOCK_MISPLACED'],
+      ['E', 'MAP_RELATIONSHIP_NOT_FOUND'],
+      ['S', 'MAP_BLOCK_MISPLACED'],
+      ['S', 'MAP_BLOCK_MISPLACED'],
+    ]);
+  });
+
+  it('checks the starters: Fetch needs a filter, Native Query a Connector with one, messages their fields', () => {
+    const fetch = { blockId: id(), name: 'F', blockType: 'Fetch', action: 'Query', connectionId: 'c', entity: 'people' };
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [fetch] }, MD).results.map((r) => r.code)).toEqual(['MAP_MODEL_INVALID']);
+    const nq = { blockId: id(), name: 'N', blockType: 'NativeQuery', action: 'NativeQuery', connectionId: 'c', statement: 'SELECT 1 AS one', fields: ['one'] };
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [nq] }, MD).results.map((r) => r.code)).toEqual(['MAP_ACTION_UNSUPPORTED']);
+    const withNq: Record<string, ConnectionMetadata> = { c: { ...(MD['c'] as ConnectionMetadata), actions: [action('NativeQuery')] } };
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [nq] }, withNq).valid).toBe(true);
+    const msg = { blockId: id(), name: 'W', blockType: 'WaitForMessage', action: 'None', fields: ['a'] };
+    const read = (f: string) => ({ blockId: id(), name: `C${n}`, blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'out', fieldMappings: [{ targetField: 'id', targetFormula: f }] });
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [msg, read('W.a')] }, MD).valid).toBe(true);
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [msg, read('W.b')] }, MD).results.map((r) => r.code)).toEqual(['FML_UNKNOWN_FIELD']);
   });
 
   it('refuses reading the output of a batched write, allows it when the write is not bulk', () => {

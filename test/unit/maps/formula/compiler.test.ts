@@ -99,7 +99,7 @@ describe('the generated program', () => {
     const c = compileFormulas([`CONCATENATE(${JSON.stringify(evil).replace(/\\"/g, '""')}, [x"); process.exit(1); ("].[y])`]);
     expect(c.source).not.toContain('process.exit(1); (');
     expect(c.source).toContain(JSON.stringify(evil));
-    expect(c.source).toContain('r[0]');
+    expect(c.source).toContain('c0[i]');
     expect(c.source).not.toMatch(/\beval\b|new Function/);
   });
 

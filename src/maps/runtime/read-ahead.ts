@@ -1,0 +1,35 @@
+/**
+ * One batch of read-ahead for a run's starter: while a batch goes through the Blocks, the next is
+ * read. The formula sandbox works on its own thread, so the source's parsing (a CSV file, a
+ * query's rows) runs while the event loop would otherwise wait for it. Memory holds two batches.
+ */
+import { setImmediate as nextMacrotask } from 'node:timers/promises';
+
+/**
+ * Yields the batches of `source`, asking for the next one a macrotask after handing one out (so
+ * the consumer's synchronous start runs first). Stopping early releases the source once the batch
+ * being read has settled.
+ */
+export async function* readAhead<T>(source: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
+  const it = source[Symbol.asyncIterator]();
+  let next: Promise<IteratorResult<T>> = it.next();
+  let done = false;
+  try {
+    for (;;) {
+      const r = await next;
+      if (r.done) {
+        done = true;
+        return;
+      }
+      next = nextMacrotask().then(() => it.next());
+      // A failed read-ahead is thrown when its batch is asked for.
+      next.catch(() => undefined);
+      yield r.value;
+    }
+  } finally {
+    if (!done) {
+      await next.catch(() => undefined);
+      await it.return?.();
+    }
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Cancelling a run through its AbortSignal, on the real csv and sqlite plugins: the run stops at
+ * once (no further batch is read or written), returns its statistics marked cancelled, and the
+ * checkpointed watermark covers exactly the batches whose writes finished, so the next run
+ * resumes there with nothing lost and nothing written twice.
+ */
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectorHost } from '../../../src/connectors/host.js';
+import type { HostConnection } from '../../../src/connectors/connection.js';
+import { compilePlan, type MapPlan } from '../../../src/maps/compiler/plan.js';
+import { runMap, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
+import type { MapStats } from '../../../src/maps/runtime/stats.js';
+import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
+
+const FIXTURE = new URL('../../fixtures/maps/query-create/', import.meta.url).pathname;
+const CONNECTORS = new URL('../../../connectors/', import.meta.url).pathname;
+const RECORDS = 1000;
+const BATCH = 100;
+/** The one record whose formula fails (age is not a number). */
+const BAD = 450;
+const T0 = Date.UTC(2024, 0, 2);
+const at = (i: number): string => new Date(T0 + i * 1000).toISOString().replace('.000Z', 'Z');
+
+let host: ConnectorHost;
+let tmp: string;
+let n = 0;
+beforeAll(async () => {
+  host = new ConnectorHost({ dir: CONNECTORS, log: pino({ level: 'silent' }) });
+  await host.loadAll();
+  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-cancel-'));
+});
+afterAll(async () => {
+  await host.close();
+  await fsp.rm(tmp, { recursive: true, force: true });
+});
+
+interface Env {
+  dbFile: string;
+  conns: Map<string, HostConnection>;
+  plan: MapPlan;
+  close(): Promise<void>;
+}
+
+/** The query-create fixture's Map (CSV people → SQLite contacts, net change) over RECORDS people, one a second. */
+async function setUp(): Promise<Env> {
+  const dir = path.join(tmp, `case-${++n}`);
+  await fsp.cp(path.join(FIXTURE, 'input'), path.join(dir, 'src'), { recursive: true });
+  let csv = 'id,first,last,age,updated_at\n';
+  for (let i = 1; i <= RECORDS; i++) csv += `${i},p${i},l${i},${i === BAD ? 'x' : i % 90},${at(i)}\n`;
+  await fsp.writeFile(path.join(dir, 'src', 'people.csv'), csv);
+  const dbFile = path.join(dir, 'target.db');
+  const db = new Database(dbFile);
+  db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
+  db.close();
+  await fsp.rm(path.join(dir, 'src', 'target.sql'));
+  const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });
+  const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile } });
+  const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as Record<string, unknown>;
+  const plan = compilePlan({ ...model, batchSize: BATCH }, { src: await src.metadata(), db: await dst.metadata() });
+  return {
+    dbFile,
+    conns: new Map([['src', src], ['db', dst]]),
+    plan,
+    async close() {
+      await src.close();
+      await dst.close();
+    },
+  };
+}
+
+async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ stats: MapStats; errors: MapRecordError[]; progress: RunProgress[] }> {
+  const errors: MapRecordError[] = [];
+  const progress: RunProgress[] = [];
+  const { stats } = await runMap(env.plan, {
+    connections: env.conns,
+    watermark: wm,
+    ...extra,
+    onRecordError: (e) => {
+      errors.push(e);
+      extra.onRecordError?.(e);
+    },
+    onProgress: (p) => {
+      progress.push(p);
+      extra.onProgress?.(p);
+    },
+  });
+  return { stats, errors, progress };
+}
+
+function ids(dbFile: string): number[] {
+  const db = new Database(dbFile, { readonly: true });
+  try {
+    return (db.prepare('SELECT id FROM contacts ORDER BY id').all() as { id: number }[]).map((r) => r.id);
+  } finally {
+    db.close();
+  }
+}
+
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, k) => from + k);
+const allButBad = range(1, RECORDS).filter((i) => i !== BAD);
+
+describe('cancelling a run', () => {
+  it('between batches: stops after the batch, reports cancelled statistics, the watermark is that batch', async () => {
+    const env = await setUp();
+    const wm = new MemoryWatermark('2024-01-01T12:00:00Z');
+    const ac = new AbortController();
+    const first = await run(env, wm, { signal: ac.signal, onProgress: (p) => p.batches === 3 && ac.abort() });
+    expect(first.stats).toMatchObject({ cancelled: true, processed: 3 * BATCH, failed: 0, batches: 3, lastRunDate: at(3 * BATCH) });
+    expect(first.stats.blocks.find((b) => b.name === 'CreateContact')).toMatchObject({ processed: 3 * BATCH, failed: 0 });
+    expect(first.progress).toHaveLength(3);
+    expect(ids(env.dbFile)).toEqual(range(1, 3 * BATCH));
+    expect(await wm.load()).toEqual({ lastRunDate: at(3 * BATCH), processedAtLastRunDate: [`k:[${3 * BATCH}]`] });
+
+    const resumed = await run(env, wm);
+    expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 3 * BATCH, failed: 1, lastRunDate: at(RECORDS) });
+    expect(resumed.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
+    expect(ids(env.dbFile)).toEqual(allButBad);
+    await env.close();
+  });
+
+  it('in the middle of a batch: that batch is neither written nor checkpointed, and the next run does it once', async () => {
+    const env = await setUp();
+    const wm = new MemoryWatermark('2024-01-01T12:00:00Z');
+    const ac = new AbortController();
+    // The bad record's error is reported while its batch (401–500) is being evaluated, before the write.
+    const first = await run(env, wm, { signal: ac.signal, onRecordError: () => ac.abort() });
+    expect(first.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
+    expect(first.stats).toMatchObject({ cancelled: true, processed: 4 * BATCH, batches: 4, lastRunDate: at(4 * BATCH) });
+    expect(first.progress.map((p) => p.processed)).toEqual([100, 200, 300, 400]);
+    expect(ids(env.dbFile)).toEqual(range(1, 4 * BATCH));
+    expect(await wm.load()).toMatchObject({ lastRunDate: at(4 * BATCH) });
+
+    const resumed = await run(env, wm);
+    // A record written twice would fail as a duplicate key in this Create Map.
+    expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 4 * BATCH, failed: 1 });
+    expect(resumed.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
+    expect(ids(env.dbFile)).toEqual(allButBad);
+    await env.close();
+  });
+
+  it('before the first batch: nothing is read through, nothing written, no watermark saved', async () => {
+    const env = await setUp();
+    const wm = new MemoryWatermark(null);
+    const ac = new AbortController();
+    ac.abort();
+    const { stats } = await run(env, wm, { signal: ac.signal });
+    expect(stats).toMatchObject({ cancelled: true, processed: 0, batches: 0 });
+    expect(ids(env.dbFile)).toEqual([]);
+    expect(await wm.load()).toBeNull();
+    await env.close();
+  });
+});
