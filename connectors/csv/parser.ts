@@ -1,8 +1,9 @@
 /**
  * A streaming RFC 4180 parser with a fast path. Most lines of most files have no quote character:
- * such a line is cut at the newline and split at the delimiter (two native string scans), which is
- * several times faster than a character state machine. A line with a quote goes through the full
- * state machine, which handles quoted delimiters, doubled quotes and newlines inside quotes.
+ * such a line is found with two native string scans (newline, quote) and handed to the sink as it
+ * is, which cuts it at the delimiter (by default with `split`; the query's sink types its fields
+ * in place, records.ts). A line with a quote goes through the full state machine, which handles
+ * quoted delimiters, doubled quotes and newlines inside quotes.
  *
  * A field is a string, or null when it was empty and unquoted (`a,,b`); a quoted empty field
  * (`a,"",b`) is the empty string. `\r\n` and `\n` both end a record.
@@ -10,28 +11,51 @@
 export type CsvField = string | null;
 export type CsvRow = CsvField[];
 
-export class CsvParser {
+/** What the parser makes of records: `line` for a line without quotes, `row` for the fields of any other. */
+export interface CsvSink<T> {
+  /** A non-empty line without quotes: `buf` from `start` to `end` (without its line break). */
+  line(buf: string, start: number, end: number, out: T[]): void;
+  row(fields: CsvRow, out: T[]): void;
+}
+
+/** Rows as arrays of fields. */
+export function rowSink(delimiter: string): CsvSink<CsvRow> {
+  return {
+    line(buf, start, end, out) {
+      const fields: CsvRow = buf.slice(start, end).split(delimiter);
+      for (let i = 0; i < fields.length; i++) if (fields[i] === '') fields[i] = null;
+      out.push(fields);
+    },
+    row(fields, out) {
+      out.push(fields);
+    },
+  };
+}
+
+export class CsvParser<T = CsvRow> {
   private buf = '';
   private readonly delim: string;
   private readonly quote: string;
+  private readonly sink: CsvSink<T>;
   /** Records parsed so far (for messages that name a record). */
   rows = 0;
 
-  constructor(delimiter = ',', quote = '"') {
+  constructor(delimiter = ',', quote = '"', sink?: CsvSink<T>) {
     if (delimiter.length !== 1 || quote.length !== 1) throw new Error('delimiter and quote are one character each');
     this.delim = delimiter;
     this.quote = quote;
+    this.sink = sink ?? (rowSink(delimiter) as unknown as CsvSink<T>);
   }
 
-  /** Parses what `text` completes; rows are pushed into `out`. */
-  push(text: string, out: CsvRow[]): void {
+  /** Parses what `text` completes; records are pushed into `out`. */
+  push(text: string, out: T[]): void {
     const buf = this.buf.length ? this.buf + text : text;
     const end = this.scan(buf, out, false);
     this.buf = end < buf.length ? buf.slice(end) : '';
   }
 
   /** Parses the rest (a last record without a newline). */
-  end(out: CsvRow[]): void {
+  end(out: T[]): void {
     if (this.buf.length) {
       const buf = this.buf;
       this.buf = '';
@@ -39,8 +63,8 @@ export class CsvParser {
     }
   }
 
-  private scan(buf: string, out: CsvRow[], final: boolean): number {
-    const delim = this.delim;
+  private scan(buf: string, out: T[], final: boolean): number {
+    const sink = this.sink;
     let pos = 0;
     let q = buf.indexOf(this.quote);
     for (;;) {
@@ -54,9 +78,7 @@ export class CsvParser {
         // Fast path: no quote in this line.
         const lineEnd = nl > pos && buf.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
         if (lineEnd > pos) {
-          const fields: CsvRow = buf.slice(pos, lineEnd).split(delim);
-          for (let i = 0; i < fields.length; i++) if (fields[i] === '') fields[i] = null;
-          out.push(fields);
+          sink.line(buf, pos, lineEnd, out);
           this.rows++;
         }
         pos = nl + 1;
@@ -71,7 +93,7 @@ export class CsvParser {
   }
 
   /** The state machine for one record starting at `start`; returns the position after it, or -1 if the record is incomplete. */
-  private slow(buf: string, start: number, out: CsvRow[], final: boolean): number {
+  private slow(buf: string, start: number, out: T[], final: boolean): number {
     const quote = this.quote;
     const delim = this.delim;
     const fields: CsvRow = [];
@@ -122,7 +144,7 @@ export class CsvParser {
       }
       if (i >= n) {
         if (!final) return -1;
-        out.push(fields);
+        this.sink.row(fields, out);
         this.rows++;
         return n;
       }
@@ -132,7 +154,7 @@ export class CsvParser {
         if (i >= n && !final) return -1;
         if (i >= n) {
           fields.push(null);
-          out.push(fields);
+          this.sink.row(fields, out);
           this.rows++;
           return n;
         }
@@ -143,7 +165,7 @@ export class CsvParser {
         if (i + 1 >= n && !final) return -1;
         i += buf[i + 1] === '\n' ? 2 : 1;
       } else i++;
-      out.push(fields);
+      this.sink.row(fields, out);
       this.rows++;
       return i;
     }

@@ -10,8 +10,8 @@ import {
   type QueryOptions,
   type RecordBatch,
 } from '../../src/connectors/sdk.js';
-import { readRows } from './reader.js';
-import { recordBuilder } from './records.js';
+import { readWith } from './reader.js';
+import { recordSink } from './records.js';
 import { sortRecords } from './sort.js';
 import type { CsvProps } from './properties.js';
 import type { CsvEntity } from './schema.js';
@@ -40,7 +40,6 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
     conditions.length === 0
       ? undefined
       : compileFilter(conditions.length === 1 ? conditions[0] : { op: 'and', args: conditions }, typeOf, (f) => new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${f}.`));
-  const build = recordBuilder(entity, ctx.log);
   const fields = options.fields;
   const project = fields
     ? (r: ConnectorRecord): ConnectorRecord => {
@@ -53,17 +52,9 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
   const batchSize = options.batchSize;
 
   async function* matching(): AsyncGenerator<ConnectorRecord[], void, undefined> {
-    let header = props.hasHeader;
-    for await (const rows of readRows(entity.file, props, ctx.signal)) {
-      const out: ConnectorRecord[] = [];
-      for (let i = 0; i < rows.length; i++) {
-        if (header) {
-          header = false;
-          continue;
-        }
-        const rec = build(rows[i] as (string | null)[]);
-        if (!test || test(rec)) out.push(rec);
-      }
+    const sink = recordSink(entity, ctx.log, props.delimiter, props.hasHeader);
+    for await (const records of readWith(entity.file, props, ctx.signal, sink)) {
+      const out = test ? records.filter(test) : records;
       if (out.length) yield out;
     }
   }

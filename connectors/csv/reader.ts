@@ -1,18 +1,23 @@
 import fs from 'node:fs';
 import { ConnectorError } from '../../src/connectors/sdk.js';
-import { CsvParser, type CsvRow } from './parser.js';
+import { CsvParser, type CsvRow, type CsvSink } from './parser.js';
 import type { CsvProps } from './properties.js';
 
 /** Bytes read per chunk: large enough to amortise the per-chunk work, small enough to bound memory. */
 const CHUNK = 1 << 18;
 
 /**
- * The rows of a file, as arrays of rows per chunk read (the header row included). Streamed: at
- * most one chunk of text and its rows are in memory. Breaking out closes the file.
+ * The rows of a file, as arrays of rows per chunk read (the header row included), or what a sink
+ * makes of them. Streamed: at most one chunk of text and its rows are in memory. Breaking out
+ * closes the file.
  */
-export async function* readRows(file: string, props: CsvProps, signal?: AbortSignal): AsyncGenerator<CsvRow[], void, undefined> {
+export function readRows(file: string, props: CsvProps, signal?: AbortSignal): AsyncGenerator<CsvRow[], void, undefined> {
+  return readWith<CsvRow>(file, props, signal);
+}
+
+export async function* readWith<T>(file: string, props: CsvProps, signal?: AbortSignal, sink?: CsvSink<T>): AsyncGenerator<T[], void, undefined> {
   const stream = fs.createReadStream(file, { encoding: props.encoding, highWaterMark: CHUNK });
-  const parser = new CsvParser(props.delimiter);
+  const parser = new CsvParser<T>(props.delimiter, '"', sink);
   let first = true;
   try {
     for await (const chunk of stream as AsyncIterable<string>) {
@@ -22,11 +27,11 @@ export async function* readRows(file: string, props: CsvProps, signal?: AbortSig
         first = false;
         if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       }
-      const rows: CsvRow[] = [];
+      const rows: T[] = [];
       parser.push(text, rows);
       if (rows.length) yield rows;
     }
-    const rows: CsvRow[] = [];
+    const rows: T[] = [];
     parser.end(rows);
     if (rows.length) yield rows;
   } catch (err) {

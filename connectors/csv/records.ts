@@ -1,5 +1,5 @@
 import { coerceValue, INVALID, type ConnectorLog, type ConnectorRecord, type PropertyType, type Value } from '../../src/connectors/sdk.js';
-import type { CsvField, CsvRow } from './parser.js';
+import type { CsvField, CsvRow, CsvSink } from './parser.js';
 import type { CsvColumn, CsvEntity } from './schema.js';
 
 type Convert = (raw: string) => Value;
@@ -54,13 +54,148 @@ export function recordBuilder(entity: CsvEntity, log: ConnectorLog): (row: CsvRo
   const names = cols.map((c) => c.fullName);
   const convs = cols.map((c) => converter(c, log, entity.fullName));
   const isString = cols.map((c) => c.type === 'string');
+  const template: ConnectorRecord = {};
+  for (const name of names) template[name] = null;
   return (row) => {
-    const rec: ConnectorRecord = {};
+    const rec: ConnectorRecord = { ...template };
     for (let i = 0; i < n; i++) {
       const raw: CsvField | undefined = row[i];
       rec[names[i] as string] = raw === null || raw === undefined ? null : isString[i] ? raw : raw === '' ? null : (convs[i] as Convert)(raw);
     }
     return rec;
+  };
+}
+
+const enum Kind {
+  Text,
+  Integer,
+  Double,
+  Boolean,
+  Decimal,
+  Other,
+}
+
+const KIND_OF: Partial<Record<PropertyType, Kind>> = { string: Kind.Text, integer: Kind.Integer, double: Kind.Double, boolean: Kind.Boolean, decimal: Kind.Decimal };
+const POW10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+const TRUE = 'true';
+const FALSE = 'false';
+
+/**
+ * A whole number or a plain decimal (`-?digits[.digits]`, at most 15 digits) read from the
+ * characters of `buf` without cutting it out; NaN when the text has another form. Exact: the
+ * digits make an integer below 2^53 and 10^k is exact, so the one division rounds correctly, as
+ * Number() does.
+ */
+function plainNumber(buf: string, start: number, end: number, fraction: boolean): number {
+  let i = start;
+  const neg = buf.charCodeAt(i) === 45;
+  if (neg) i++;
+  if (i >= end || end - i > 16) return NaN;
+  let m = 0;
+  let scale = 0;
+  let digits = 0;
+  for (; i < end; i++) {
+    const c = buf.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      m = m * 10 + (c - 48);
+      digits++;
+      if (scale > 0) scale++;
+    } else if (c === 46 && fraction && scale === 0 && digits > 0 && i + 1 < end) scale = 1;
+    else return NaN;
+  }
+  if (digits > 15) return NaN;
+  const v = scale > 1 ? m / (POW10[scale - 1] as number) : m;
+  return neg ? -v : v;
+}
+
+/** The text is `-?digits[.digits]`: a canonical decimal. */
+function isPlainDecimal(buf: string, start: number, end: number): boolean {
+  let i = start;
+  if (buf.charCodeAt(i) === 45) i++;
+  let digits = 0;
+  let dot = false;
+  for (; i < end; i++) {
+    const c = buf.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+    else if (c === 46 && !dot && digits > 0 && i + 1 < end) dot = true;
+    else return false;
+  }
+  return digits > 0;
+}
+
+function equalsAt(buf: string, start: number, end: number, word: string): boolean {
+  if (end - start !== word.length) return false;
+  for (let i = 0; i < word.length; i++) if (buf.charCodeAt(start + i) !== word.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * The query's parser sink: records straight from the text. A line without quotes is cut field by
+ * field; numbers, booleans and plain decimals are read from its characters (no substring, no
+ * regular expression), text is one substring each; any other form goes through the field's
+ * converter like the cells of quoted lines (which come as rows, through {@link recordBuilder}).
+ * The first record is skipped when the file has a header.
+ */
+export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: string, hasHeader: boolean): CsvSink<ConnectorRecord> {
+  const cols = entity.columns;
+  const n = cols.length;
+  const names = cols.map((c) => c.fullName);
+  const convs = cols.map((c) => converter(c, log, entity.fullName));
+  const kinds = cols.map((c) => KIND_OF[c.type] ?? Kind.Other);
+  const build = recordBuilder(entity, log);
+  // Records are copies of one object with every field (as recordBuilder's): they get its shape at
+  // once, with the fields inside the object, instead of growing field by field into a separate store.
+  const template: ConnectorRecord = {};
+  for (const name of names) template[name] = null;
+  let header = hasHeader;
+  return {
+    line(buf, start, end, out) {
+      if (header) {
+        header = false;
+        return;
+      }
+      const rec: ConnectorRecord = { ...template };
+      let pos = start;
+      for (let i = 0; i < n; i++) {
+        if (pos > end) break;
+        // The native search beats a character loop several times over.
+        let fe = buf.indexOf(delimiter, pos);
+        if (fe < 0 || fe > end) fe = end;
+        let v: Value;
+        if (fe === pos) v = null;
+        else {
+          switch (kinds[i]) {
+            case Kind.Text:
+              v = buf.slice(pos, fe);
+              break;
+            case Kind.Integer:
+            case Kind.Double: {
+              const x = plainNumber(buf, pos, fe, kinds[i] === Kind.Double);
+              v = Number.isNaN(x) ? (convs[i] as Convert)(buf.slice(pos, fe)) : x;
+              break;
+            }
+            case Kind.Boolean:
+              v = equalsAt(buf, pos, fe, TRUE) ? true : equalsAt(buf, pos, fe, FALSE) ? false : (convs[i] as Convert)(buf.slice(pos, fe));
+              break;
+            case Kind.Decimal:
+              v = isPlainDecimal(buf, pos, fe) ? buf.slice(pos, fe) : (convs[i] as Convert)(buf.slice(pos, fe));
+              break;
+            default:
+              v = (convs[i] as Convert)(buf.slice(pos, fe));
+          }
+        }
+        rec[names[i] as string] = v;
+        pos = fe + 1;
+      }
+      out.push(rec);
+    },
+    row(fields, out) {
+      if (header) {
+        header = false;
+        return;
+      }
+      out.push(build(fields));
+    },
   };
 }
 

@@ -8,6 +8,8 @@ export interface PgColumn {
   attnum: number;
   /** `format_type()`: what casts use (`character varying(50)`, `numeric(12,2)`, `public.mood`). */
   sqlType: string;
+  /** The type's name in pg_type (of the base type for a domain): how its values travel in binary. */
+  typname: string;
   type: PropertyType;
   size: number;
   scale?: number;
@@ -104,6 +106,7 @@ export async function readCatalogue(client: PoolClient, schemas: string[]): Prom
           fullName: names[j] as string,
           attnum: r.attnum,
           sqlType: r.sql_type,
+          typname: r.typname,
           type: pt.type,
           size: pt.size,
           ...(pt.scale !== undefined ? { scale: pt.scale } : {}),

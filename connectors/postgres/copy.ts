@@ -23,7 +23,7 @@ export class CopyIn implements Submittable {
   constructor(
     private readonly text: string,
     /** Writes the COPY data through `send`; called once the server is ready for it. */
-    private readonly produce: (send: (chunk: string) => void) => void,
+    private readonly produce: (send: (chunk: string | Buffer) => void) => void,
   ) {
     this.done = new Promise<number>((res, rej) => {
       this.resolve = res;
@@ -35,7 +35,7 @@ export class CopyIn implements Submittable {
     const con = connection as unknown as { query(text: string): void; sendCopyFromChunk(b: Buffer): void; endCopyFrom(): void; sendCopyFail(msg: string): void };
     con.query(this.text);
     try {
-      this.produce((chunk) => con.sendCopyFromChunk(Buffer.from(chunk, 'utf8')));
+      this.produce((chunk) => con.sendCopyFromChunk(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk));
       con.endCopyFrom();
     } catch (err) {
       this.error = err as Error;

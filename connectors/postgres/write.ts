@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import {
   ConnectorError,
   failed,
+  OK_ONE,
   succeeded,
   throwIfAborted,
   type CallContext,
@@ -14,6 +15,7 @@ import {
 } from '../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.js';
 import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
+import { binaryWriter, encodeBinary } from './binary-copy.js';
 import { checkout } from './cursor.js';
 import { callError, recordErrorCode, sqlState } from './errors.js';
 import { textConverter, type ToText } from './types.js';
@@ -21,8 +23,10 @@ import { textConverter, type ToText } from './types.js';
 /**
  * Bulk writes (docs/connectors.md "postgres"):
  *
- *   Create        COPY … FROM STDIN (text format), rows encoded while they are sent
- *   Upsert        INSERT … SELECT FROM unnest($1::text[], …) ON CONFLICT (key) DO UPDATE
+ *   Create        COPY … FROM STDIN, binary format when every column type has one (else text)
+ *   Upsert        bulk: COPY into the table when no key exists yet (tried while it keeps working,
+ *                 see upsertByCopy), else COPY into a stage table and INSERT … SELECT … ON CONFLICT;
+ *                 small batches: INSERT … SELECT FROM unnest($1::text[], …) ON CONFLICT (key) DO UPDATE
  *   Update        UPDATE … FROM unnest(…) WITH ORDINALITY … RETURNING ordinality
  *   UpdateInsert  that UPDATE, then INSERT … SELECT FROM unnest(…) for the records it missed
  *   Delete        DELETE … USING unnest(…) WITH ORDINALITY … RETURNING ordinality
@@ -46,12 +50,19 @@ interface Group {
 
 const NAME_HASH_LEN = 20;
 
-/** Upserts of at least this many records go through a stage table; fewer take one unnest statement. */
+/** Upserts of at least this many records go through COPY; fewer take one unnest statement. */
 const STAGE_MIN = 64;
+/** Most batches an Upsert skips the COPY into the table for after it met existing keys. */
+const COPY_BACKOFF_MAX = 64;
 
-/** Streams the records `ks` (positions in the group) of a group through a COPY statement. */
+/**
+ * Sends the records `ks` (positions in the group) of a group through a COPY statement: in the
+ * binary format when every column and value has a binary form (binary-copy.ts), else as text.
+ */
 function copySender(g: Group, batch: readonly ConnectorRecord[]): (client: PoolClient, sql: string, ks: number[]) => Promise<number> {
   const names = g.cols.map((c) => c.fullName);
+  const writers = g.cols.map((c) => binaryWriter(c.typname));
+  const binary = writers.every((f) => f !== undefined) ? writers : undefined;
   const enc = g.cols.map((c) => copyEncoder(c.type));
   const n = names.length;
   const encode = (k: number): string => {
@@ -61,17 +72,22 @@ function copySender(g: Group, batch: readonly ConnectorRecord[]): (client: PoolC
     return `${line}\n`;
   };
   return async (client, sql, ks) => {
-    const copy = new CopyIn(sql, (send) => {
-      let chunk = '';
-      for (const k of ks) {
-        chunk += encode(k);
-        if (chunk.length >= 262144) {
-          send(chunk);
-          chunk = '';
-        }
-      }
-      if (chunk) send(chunk);
-    });
+    const data = binary ? encodeBinary(ks.map((k) => batch[g.indices[k] as number]), names, binary) : undefined;
+    const copy = data
+      ? new CopyIn(`${sql} WITH (FORMAT binary)`, (send) => {
+          for (const b of data) send(b);
+        })
+      : new CopyIn(sql, (send) => {
+          let chunk = '';
+          for (const k of ks) {
+            chunk += encode(k);
+            if (chunk.length >= 262144) {
+              send(chunk);
+              chunk = '';
+            }
+          }
+          if (chunk) send(chunk);
+        });
     client.query(copy);
     return copy.done;
   };
@@ -80,6 +96,8 @@ function copySender(g: Group, batch: readonly ConnectorRecord[]): (client: PoolC
 export class PgWriter {
   /** Stage tables already created, per pooled connection (temporary tables live per session). */
   private readonly stages = new WeakMap<PoolClient, Set<string>>();
+  /** Per table oid: batches left before an Upsert tries COPY into the table again, and the current back-off. */
+  private readonly copyBackoff = new Map<number, { skip: number; backoff: number }>();
 
   constructor(private readonly pool: Pool) {}
 
@@ -96,7 +114,11 @@ export class PgWriter {
     try {
       for (const g of groups) {
         if (action === 'Create') await this.copy(client, table, g, batch, results);
-        else if (action === 'Upsert' && g.indices.length >= STAGE_MIN) for (const seg of uniqueKeySegments(g, keys, batch)) await this.stagedUpsert(client, table, keys, { cols: g.cols, indices: seg }, batch, results);
+        else if (action === 'Upsert' && g.indices.length >= STAGE_MIN) {
+          if (!(await this.upsertByCopy(client, table, keys, g, batch, results))) {
+            for (const seg of uniqueKeySegments(g, keys, batch)) await this.stagedUpsert(client, table, keys, { cols: g.cols, indices: seg }, batch, results);
+          }
+        }
         else for (const seg of uniqueKeySegments(g, keys, batch)) await this.keyed(client, action, table, keys, { cols: g.cols, indices: seg }, batch, results);
         throwIfAborted(ctx.signal);
       }
@@ -124,6 +146,42 @@ export class PgWriter {
       results,
       table,
     );
+  }
+
+  /**
+   * Upsert of a bulk batch whose keys are all new is a Create: one COPY into the table, no stage
+   * and no conflict check per row. The COPY fails as a whole at the first key that exists (or any
+   * other error), nothing is written, and the caller runs the staged upsert. After a failure the
+   * table's next batches go straight to the stage, for twice as many batches each time (at most
+   * {@link COPY_BACKOFF_MAX}), so a table whose keys mostly exist seldom pays the failed attempt.
+   * Only for the primary key: an Upsert on other fields must still be refused when they have no
+   * unique constraint.
+   */
+  private async upsertByCopy(client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<boolean> {
+    const pk = table.columns.filter((c) => c.pk > 0);
+    if (keys.length !== pk.length || !keys.every((k) => k.pk > 0)) return false;
+    const state = this.copyBackoff.get(table.oid) ?? { skip: 0, backoff: 0 };
+    this.copyBackoff.set(table.oid, state);
+    if (state.skip > 0) {
+      state.skip--;
+      return false;
+    }
+    const sql = `COPY ${qualified(table)} (${g.cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
+    try {
+      await copySender(g, batch)(
+        client,
+        sql,
+        g.indices.map((_, k) => k),
+      );
+    } catch (err) {
+      if (sqlState(err) === undefined) throw err;
+      state.backoff = Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
+      state.skip = state.backoff;
+      return false;
+    }
+    state.backoff = 0;
+    for (const i of g.indices) results[i] = OK_ONE;
+    return true;
   }
 
   /**
@@ -312,8 +370,12 @@ function groupRecords(table: PgTable, byName: Map<string, PgColumn>, keys: PgCol
       continue;
     }
     if (keys.length && !hasKeys(rec, keys, results, r)) continue;
-    cols.sort((a, b) => a.attnum - b.attnum);
-    const sig = cols.map((c) => c.name).join('\u0000');
+    // Grouped by field set; the group's columns keep its first record's order (its COPY reads
+    // records in that order).
+    const sig = [...cols]
+      .sort((a, b) => a.attnum - b.attnum)
+      .map((c) => c.name)
+      .join('\u0000');
     let g = groups.get(sig);
     if (!g) {
       g = { cols, indices: [] };
@@ -347,11 +409,13 @@ function hasKeys(rec: ConnectorRecord, keys: PgColumn[], results: WriteResult[],
 /** Splits a group into consecutive runs in which no key repeats, so each statement sees a key once. */
 function uniqueKeySegments(g: Group, keys: PgColumn[], batch: readonly ConnectorRecord[]): number[][] {
   const out: number[][] = [];
-  let seen = new Set<string>();
+  let seen = new Set<unknown>();
   let cur: number[] = [];
+  const single = keys.length === 1 ? (keys[0] as PgColumn).fullName : undefined;
   for (const i of g.indices) {
     const rec = batch[i] as ConnectorRecord;
-    const key = keys.map((k) => `${typeof rec[k.fullName]}:${String(rec[k.fullName])}`).join('\u0001');
+    // One key field: its value itself (a Set tells 1 from '1' as the tagged text below does).
+    const key = single !== undefined ? rec[single] : keys.map((k) => `${typeof rec[k.fullName]}:${String(rec[k.fullName])}`).join('\u0001');
     if (seen.has(key)) {
       out.push(cur);
       cur = [];

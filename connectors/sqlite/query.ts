@@ -20,6 +20,9 @@ export async function* streamRows(db: Database.Database, sql: string, params: Bi
     throw callError(err, 'The query failed');
   }
   const n = names.length;
+  // Each record is a copy of one object with every field: it gets its shape at once, fields inside.
+  const template: Record<string, Value> = {};
+  for (const name of names) template[name] = null;
   let sent = 0;
   try {
     for (;;) {
@@ -34,7 +37,7 @@ export async function* streamRows(db: Database.Database, sql: string, params: Bi
             break;
           }
           const row = r.value;
-          const rec: Record<string, Value> = {};
+          const rec: Record<string, Value> = { ...template };
           for (let i = 0; i < n; i++) rec[names[i] as string] = (convs[i] as ReadConvert)(row[i] ?? null);
           batch.push(rec);
         }

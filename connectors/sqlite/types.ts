@@ -56,23 +56,21 @@ export function declaredTypeOf(type: PropertyType, size: number, scale?: number)
 type Raw = number | bigint | string | Buffer | null;
 export type ReadConvert = (v: Raw) => Value;
 
-const MAX = BigInt(Number.MAX_SAFE_INTEGER);
-const MIN = -MAX;
-
 function fromBigint(v: bigint): number | string {
-  return v <= MAX && v >= MIN ? Number(v) : v.toString();
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : v.toString();
 }
 
 /**
  * Stored value → value model, per property type. Statements read with safe integers, so whole
- * numbers beyond 2^53 arrive as bigint and leave as exact strings.
+ * numbers beyond 2^53 arrive as bigint and leave as exact strings. Text and numbers, what most
+ * cells hold, are tested first.
  */
 export function readConverter(type: PropertyType): ReadConvert {
   const generic = (v: Raw): Value => {
-    if (v === null) return null;
+    if (typeof v === 'string' || typeof v === 'number' || v === null) return v;
     if (typeof v === 'bigint') return fromBigint(v);
-    if (Buffer.isBuffer(v)) return v.toString('base64');
-    return v;
+    return v.toString('base64');
   };
   switch (type) {
     case 'integer':

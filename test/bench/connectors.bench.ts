@@ -13,7 +13,8 @@
  *
  * Each goal case runs FERRY_BENCH_PAIRS times (default 3), each time right after its anchor; the
  * median of the pairs' ratios is the figure (the machine is shared: pairing cancels most of the
- * other processes' load).
+ * other processes' load). FERRY_BENCH_ONLY=csvToPostgres,sqliteToPostgres,… runs only those goal
+ * cases (names as in the output's `pairs`), without the reference and memory runs.
  *
  * Environment: FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/test) names a server where the bench may create and drop a
@@ -48,6 +49,8 @@ const BATCH = Number(process.env['FERRY_BENCH_BATCH'] ?? 10_000);
 const NODE_FLAGS = (process.env['FERRY_BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=64').split(' ').filter(Boolean);
 /** How many times each goal case runs beside its anchor. */
 const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 3);
+/** Comma-separated goal cases to run (csvToPostgres, upsertPostgresConflicts, …); absent = all, with the reference and memory runs. */
+const ONLY = process.env['FERRY_BENCH_ONLY']?.split(',').filter(Boolean);
 
 interface PairResult {
   goal: number;
@@ -218,12 +221,15 @@ async function child(name: string): Promise<void> {
     await src.metadata();
     await dst.metadata();
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     const stats =
       name === 'csv-read'
         ? await transfer(src.query('rows', undefined, { batchSize: cfg.batch }), async (b) => b.map(() => ({ ok: true, affected: 1 }) as const))
         : await transfer(src.query('rows', undefined, { batchSize: cfg.batch }), (b) => dst.write(action, 'rows', b));
     const ms = performance.now() - t0;
-    result = { case: name, rows: stats.written, failed: stats.failed, ms, rowsPerSec: (stats.written / ms) * 1000, peakRssMB: 0 };
+    const cpu = process.cpuUsage(cpu0);
+    // Node's own CPU time (every thread of the process) for the copy: what it costs beside the datastore's.
+    result = { case: name, rows: stats.written, failed: stats.failed, ms, rowsPerSec: (stats.written / ms) * 1000, peakRssMB: 0, extra: { nodeCpuMs: Math.round((cpu.user + cpu.system) / 1000) } };
   }
   await host.close();
   if (name !== 'copy-fallback' && name !== 'csv-parse') result.peakRssMB = Math.round(process.resourceUsage().maxRSS / 1024);
@@ -299,7 +305,8 @@ async function main(): Promise<void> {
   const smalls: Config[] = MEMORY_ROWS.map((n) => ({ ...cfg, csvFolder: path.join(dir, `csv-${n}`) }));
   const results: CaseResult[] = [];
   const record = (r: CaseResult): CaseResult => {
-    log(`${r.case}: ${Math.round(r.rowsPerSec).toLocaleString('en')} rows/s (${Math.round(r.ms)} ms, ${r.rows} rows, ${r.failed} failed${r.peakRssMB ? `, peak RSS ${r.peakRssMB} MB` : ''})`);
+    const cpu = r.extra?.['nodeCpuMs'];
+    log(`${r.case}: ${Math.round(r.rowsPerSec).toLocaleString('en')} rows/s (${Math.round(r.ms)} ms, ${r.rows} rows, ${r.failed} failed${r.peakRssMB ? `, peak RSS ${r.peakRssMB} MB` : ''}${cpu ? `, Node CPU ${cpu} ms` : ''})`);
     results.push(r);
     return r;
   };
@@ -316,6 +323,7 @@ async function main(): Promise<void> {
     const connectorDb = path.join(dir, 'connector.db');
     const pairs: Record<string, PairResult> = {};
     const pair = async (key: string, goal: number, anchor: () => Promise<CaseResult>, run: () => Promise<CaseResult>): Promise<void> => {
+      if (ONLY && !ONLY.includes(key)) return;
       const p: PairResult = { goal, ratios: [], anchorRowsPerSec: [], rowsPerSec: [], peakRssMB: 0 };
       for (let i = 0; i < PAIRS; i++) {
         const a = record(await anchor());
@@ -337,7 +345,16 @@ async function main(): Promise<void> {
       freshSqlite(connectorDb);
       return { ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } })), case: 'csv-sqlite (WAL, synchronous NORMAL)' };
     });
+    if ((!ONLY || ONLY.includes('sqliteToPostgres')) && !fs.existsSync(connectorDb)) {
+      freshSqlite(connectorDb);
+      await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
+    }
     await pair('sqliteToPostgres', 0.65, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('sqlite-postgres', { ...cfg, sqliteFile: connectorDb })));
+    if (ONLY) {
+      const load = os.loadavg().map((l) => Math.round(l * 100) / 100);
+      process.stdout.write(`${JSON.stringify({ load, rows: ROWS, batch: BATCH, pairs }, null, 2)}\n`);
+      return;
+    }
 
     // Reference runs: the default batch size and V8 flags; SQLite's own default journal settings.
     await truncate();

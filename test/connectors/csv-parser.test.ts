@@ -1,8 +1,11 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
+import pino from 'pino';
 import { CsvParser, formatRow, type CsvRow } from '../../connectors/csv/parser.js';
+import { recordBuilder, recordSink } from '../../connectors/csv/records.js';
+import type { CsvEntity } from '../../connectors/csv/schema.js';
 import { sortRecords } from '../../connectors/csv/sort.js';
-import type { ConnectorRecord } from '../../src/connectors/sdk.js';
+import type { ConnectorLog, ConnectorRecord, PropertyType } from '../../src/connectors/sdk.js';
 
 function parseAll(text: string, chunk: number, delim = ','): CsvRow[] {
   const p = new CsvParser(delim);
@@ -45,6 +48,37 @@ describe('the csv parser', () => {
     const values = ['plain', '', 'with, comma', 'with "quotes"', 'two\nlines', ' padded ', null, 12, true];
     const text = formatRow(values, ',');
     expect(parseAll(text, 5)).toEqual([['plain', '', 'with, comma', 'with "quotes"', 'two\nlines', ' padded ', null, '12', 'true']]);
+  });
+});
+
+describe('the query fast path', () => {
+  it('types the cells of lines without quotes exactly as the row path does', () => {
+    const types: PropertyType[] = ['integer', 'double', 'decimal', 'boolean', 'string', 'date', 'datetime', 'guid'];
+    const entity: CsvEntity = {
+      file: '/dev/null',
+      fileName: 't.csv',
+      name: 't',
+      fullName: 't',
+      description: '',
+      inferred: false,
+      columns: types.map((type, i) => ({ name: `c${i}`, fullName: `c${i}`, type, isPrimaryKey: false, size: 0, description: '' })),
+    };
+    const cells = ['', '0', '-0', '007', '-12', '1.', '.5', '1.50', '-3.25', '1e5', '123456789012345', '1234567890123456', '9007199254740993', '0.1234567890123', '1.234567890123456', '99999.9999999999', '-', '--1', '1.2.3', 'true', 'false', 'TRUE', 't', 'no', 'abc', ' 1', '2024-02-29', '2024-13-01', '2024-05-06T07:08:09Z', '2024-05-06 07:08:09+02:00', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', 'é€'];
+    const rand = rng(3);
+    const lines = ['c0,c1,c2,c3,c4,c5,c6,c7'];
+    for (let r = 0; r < 2000; r++) {
+      const width = 6 + Math.floor(rand() * 4);
+      lines.push(Array.from({ length: width }, () => cells[Math.floor(rand() * cells.length)] as string).join(','));
+    }
+    const text = `${lines.join('\n')}\n"quoted",1\n`;
+    const log = pino({ level: 'silent' }) as unknown as ConnectorLog;
+    const viaRows = parseAll(text, 4096).slice(1).map(recordBuilder(entity, log));
+    const fast = new CsvParser<ConnectorRecord>(',', '"', recordSink(entity, log, ',', true));
+    const viaSink: ConnectorRecord[] = [];
+    for (let i = 0; i < text.length; i += 4096) fast.push(text.slice(i, i + 4096), viaSink);
+    fast.end(viaSink);
+    expect(viaSink).toHaveLength(2001);
+    for (let i = 0; i < viaRows.length; i++) expect(viaSink[i], lines[i + 1]).toStrictEqual(viaRows[i]);
   });
 });
 

@@ -7,6 +7,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
+import { binaryWriter, encodeBinary } from '../../connectors/postgres/binary-copy.js';
 
 const URL_SET = Boolean(process.env['FERRY_TEST_DATABASE_URL']);
 const SKIP = URL_SET ? undefined : 'FERRY_TEST_DATABASE_URL is not set: the postgres connector tests need a PostgreSQL server (postgres://…) and are skipped.';
@@ -129,6 +130,92 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     expect(res[1]).toMatchObject({ ok: false, error: { code: 'InvalidValue' } });
     const { records } = await collect(conn.query('customers'));
     expect(records).toEqual([{ id: 1, ...rec, doc: '{"a": [1, 2]}' }]);
+  });
+
+  it('writes every type through COPY binary exactly as the text format does', async () => {
+    const values: Record<string, unknown[]> = {
+      i2: [-32768, 32767, '12'],
+      i4: [-2147483648, 2147483647, 0],
+      i8: ['9223372036854775807', -9007199254740991, '9007199254740993', '-9223372036854775808'],
+      num: ['0', '-0.001', '12345678901234567890.123456789', '100', '0.0001', 1.5, '00012.50', '-99999999.00000001', '10000'],
+      num2: ['1.555', '-0.005', '9999.99'],
+      f8: [0.1, -0, 1e300, -2.5e-308, 123.456],
+      b: [true, false],
+      t: ['héllo ✓ 𝄞', '', 'tab\tnew\nline\\ "q"', 42, true],
+      vc: ['abcdefghij', 'é'],
+      ch: ['ab', 'abcde'],
+      d: ['2024-02-29', '1999-12-31', '0001-01-01', '9999-12-31', '2000-01-01'],
+      ts: ['2024-05-06T07:08:09.123456', '1900-01-01T00:00:00', '2000-01-01T00:00:00Z', '2024-05-06 07:08:09.1', '2024-05-06', '1969-12-31T23:59:59.999999'],
+      tz: ['2024-05-06T07:08:09.5Z', '1969-12-31T23:59:59.999999Z', '2024-05-06T07:08:09', '1800-03-01T12:00:00Z', '2284-12-31T23:59:59Z'],
+      u: ['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A12'],
+      jb: ['{"b": 1, "a": [1, 2.50]}', '"x"'],
+      js: [' {"x" :1} ', '[]'],
+      by: [Buffer.from([0, 1, 2, 255, 10]).toString('base64'), ''],
+    };
+    const records: ConnectorRecord[] = [];
+    let n = 0;
+    for (const [field, vs] of Object.entries(values)) for (const v of vs) records.push({ n: ++n, [field]: v as string });
+    records.push({ n: ++n, i4: null, t: null, d: null });
+    const cols = ['n', ...Object.keys(values)];
+    await withClient(db.url, (c) =>
+      c.query(`
+        CREATE TABLE typed (n int PRIMARY KEY, i2 int2, i4 int4, i8 int8, num numeric, num2 numeric(6,2), f8 float8, b bool, t text, vc varchar(10), ch char(5),
+          d date, ts timestamp, tz timestamptz, u uuid, jb jsonb, js json, by bytea);
+        CREATE TABLE typed_text (LIKE typed INCLUDING ALL, f4 real);`),
+    );
+    const md = await conn.metadata({ reload: true });
+    expect(md.entities.some((e) => e.fullName === 'typed')).toBe(true);
+    // Each record on its own, so that every one that has a binary form is sent in it.
+    for (const rec of records) {
+      const names = Object.keys(rec);
+      const typnames: Record<string, string> = { n: 'int4', i2: 'int2', i4: 'int4', i8: 'int8', num: 'numeric', num2: 'numeric', f8: 'float8', b: 'bool', t: 'text', vc: 'varchar', ch: 'bpchar', d: 'date', ts: 'timestamp', tz: 'timestamptz', u: 'uuid', jb: 'jsonb', js: 'json', by: 'bytea' };
+      const writers = names.map((f) => binaryWriter(typnames[f] as string));
+      expect(writers.every(Boolean), names.join()).toBe(true);
+      expect(encodeBinary([rec], names, writers as NonNullable<(typeof writers)[number]>[]), JSON.stringify(rec)).toBeDefined();
+      expect(await conn.write('Create', 'typed', [rec]), JSON.stringify(rec)).toEqual([{ ok: true, affected: 1 }]);
+      expect(await conn.write('Create', 'typed_text', [{ ...rec, f4: 1.5 }]), JSON.stringify(rec)).toEqual([{ ok: true, affected: 1 }]);
+    }
+    const list = cols.map((c) => `${c}::text`).join(', ');
+    const [bin, txt] = await withClient(db.url, async (c) => [(await c.query(`SELECT ${list} FROM typed ORDER BY n`)).rows, (await c.query(`SELECT ${list} FROM typed_text ORDER BY n`)).rows]);
+    expect(bin).toHaveLength(records.length);
+    expect(bin).toEqual(txt);
+    // Values the binary writers leave to the text format still arrive, or fail as the server says.
+    const other = await conn.write('Create', 'typed', [
+      { n: 1001, tz: '2024-05-06T07:08:09+02:00', num: '1e3', i4: '12', d: '2024-05-06T00:00:00Z', ts: '2024-05-06T07:08:09.1234567' },
+      { n: 1002, i2: 40000 },
+      { n: 1003, d: '2023-02-29' },
+      { n: 1004, tz: '0001-01-01T00:00:00Z' },
+    ]);
+    expect(other.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['ok', 'InvalidValue', 'InvalidValue', 'ok']);
+    const [row] = await withClient(db.url, async (c) => (await c.query(`SELECT tz::text, num::text, i4, d::text FROM typed WHERE n = 1001`)).rows);
+    expect(row).toEqual({ tz: '2024-05-06 05:08:09+00', num: '1000', i4: 12, d: '2024-05-06' });
+  });
+
+  it('bulk-upserts new keys by COPY and falls back to the stage for existing ones, record by record', async () => {
+    await withClient(db.url, (c) => c.query(`CREATE TABLE up (id int PRIMARY KEY, v text NOT NULL, x numeric(6,2))`));
+    await conn.metadata({ reload: true });
+    const fresh = Array.from({ length: 200 }, (_, i) => ({ id: i + 1, v: `a${i + 1}`, x: '1.00' }));
+    expect((await conn.write('Upsert', 'up', fresh)).every((r) => r.ok)).toBe(true);
+    const mixed: ConnectorRecord[] = Array.from({ length: 200 }, (_, i) => ({ id: 101 + i, v: `b${101 + i}`, x: '2.00' }));
+    mixed[10] = { id: 111, v: 'bad', x: '123456789' };
+    mixed[20] = { id: 105, v: 'again' };
+    const res = await conn.write('Upsert', 'up', mixed);
+    expect(res.map((r, i) => (r.ok ? -1 : i)).filter((i) => i >= 0)).toEqual([10]);
+    expect(res[10]).toMatchObject({ ok: false, error: { code: 'InvalidValue', nativeCode: '22003' } });
+    // Straight to the stage after a conflict: new keys still go in.
+    const more = Array.from({ length: 100 }, (_, i) => ({ id: 1001 + i, v: `c${i}` }));
+    expect((await conn.write('Upsert', 'up', more)).every((r) => r.ok)).toBe(true);
+    const rows = await withClient(db.url, async (c) => (await c.query(`SELECT id, v, x::text FROM up WHERE id IN (1, 105, 111, 112, 300, 1001) ORDER BY id`)).rows);
+    expect(rows).toEqual([
+      { id: 1, v: 'a1', x: '1.00' },
+      { id: 105, v: 'again', x: '2.00' },
+      { id: 111, v: 'a111', x: '1.00' },
+      { id: 112, v: 'b112', x: '2.00' },
+      { id: 300, v: 'b300', x: '2.00' },
+      { id: 1001, v: 'c0', x: null },
+    ]);
+    const count = await withClient(db.url, async (c) => (await c.query(`SELECT count(*)::int AS n FROM up`)).rows[0] as { n: number });
+    expect(count.n).toBe(400);
   });
 
   it('queries with bound parameters only: a value with SQL in it is just a value', async () => {
