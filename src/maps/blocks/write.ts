@@ -10,7 +10,7 @@ import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import { clampBatch } from '../runtime/batching.js';
 import type { Item, Step } from '../runtime/context.js';
-import { evaluateItems } from '../runtime/formulas.js';
+import { evaluateOrTake } from '../runtime/formulas.js';
 
 export interface WriteStepSpec {
   block: Block;
@@ -27,10 +27,11 @@ export function writeStep(spec: WriteStepSpec): Step {
   const nTargets = targetFields.length;
   return {
     block,
-    async run(items, env) {
+    leading: formulas,
+    async run(items, env, ahead) {
       const conn = env.connections.get(block.connectionId ?? '');
       const entity = block.entity ?? '';
-      const { values, errors } = await evaluateItems(formulas, items, env);
+      const { values, errors } = await evaluateOrTake(formulas, items, env, ahead);
       const ready: Item[] = [];
       const records: ConnectorRecord[] = [];
       items.forEach((item, i) => {

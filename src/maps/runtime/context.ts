@@ -6,7 +6,7 @@ import type { HostConnection } from '../../connectors/connection.js';
 import type { ConnectorRecord } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
-import type { FormulaEngine } from '../formula/evaluator.js';
+import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
 import type { StatsCollector } from './stats.js';
 
 /** Shared by a source record and every item derived from it (For Each): one failure fails the source record. */
@@ -52,21 +52,45 @@ export interface RunEnv {
   reply(reply: ConnectorRecord): Promise<boolean>;
 }
 
+/** A Block's formula values for a batch of items. */
+export interface ItemValues {
+  /** values[i][j]: formula j of item i. */
+  values: FormulaValue[][];
+  /** The first error per failed item index. */
+  errors: Map<number, ErrorData>;
+}
+
+/**
+ * A step's leading formulas evaluated ahead over a batch's items as the starter handed them over
+ * (see runtime/run.ts): the step takes the values of the items that reach it from here.
+ */
+export interface AheadValues {
+  readonly formulas: CompiledFormulas;
+  readonly items: readonly Item[];
+  readonly values: Promise<ItemValues>;
+}
+
 /** A compiled Block: takes the items that reach it, returns those that go on. */
 export interface Step {
   readonly block: Block;
-  run(items: Item[], env: RunEnv): Promise<Item[]>;
+  /**
+   * Formulas the step evaluates over every item that reaches it before doing anything else. They
+   * are pure, so the run evaluates those of its first step ahead, while the previous batch is
+   * still in the Blocks, and hands them to `run` as `ahead`.
+   */
+  readonly leading?: CompiledFormulas;
+  run(items: Item[], env: RunEnv, ahead?: AheadValues): Promise<Item[]>;
 }
 
-/** Runs a sequence of steps over a batch of items. */
-export async function runSequence(steps: readonly Step[], items: Item[], env: RunEnv): Promise<Item[]> {
+/** Runs a sequence of steps over a batch of items; `ahead` holds the first step's leading formulas. */
+export async function runSequence(steps: readonly Step[], items: Item[], env: RunEnv, ahead?: AheadValues): Promise<Item[]> {
   let live = items;
   for (const step of steps) {
     if (live.length === 0) break;
     if (env.signal.aborted) break;
     const t0 = performance.now();
     const before = live.length;
-    const out = await step.run(live, env);
+    const out = await (step === steps[0] && ahead ? step.run(live, env, ahead) : step.run(live, env));
     env.stats.block(step.block, before, performance.now() - t0);
     // A failed record goes no further: later Blocks would read output it never had.
     live = out.filter((i) => !i.state.failed);

@@ -9,8 +9,17 @@
  *        └──── next batch ◀── checkpoint watermark, stats, progress
  *
  * Back-pressure is by pulling: one batch goes through every Block while the next is read
- * (read-ahead.ts), and no more, so memory holds two batches whatever the row count. A failing record never
- * stops the run. The AbortSignal stops it between batches (and aborts Connector calls).
+ * (read-ahead.ts), and no more, so memory holds two batches whatever the row count. As soon as the
+ * next batch is read, the first Block's leading formulas (a write's mappings) start evaluating for
+ * it in the sandbox's thread, so they overlap the current batch's writes on the main thread:
+ *
+ *   main thread     … read N+1   │ write N, checkpoint N │ read N+2     │ write N+1 …
+ *   sandbox thread  … formulas N │ formulas N+1                         │ formulas N+2 …
+ *
+ * Formulas are pure, so evaluating them early changes nothing else: record errors, writes,
+ * statistics and checkpoints still happen batch by batch, in order. A failing record never stops
+ * the run. The AbortSignal stops it between batches (and aborts Connector calls); a batch whose
+ * Blocks all finished before the abort is checkpointed, a batch cut short is not.
  */
 import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
@@ -27,7 +36,8 @@ import type { MapPlan } from '../compiler/plan.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
 import { clampBatch } from './batching.js';
 import { readAhead } from './read-ahead.js';
-import { runSequence, type FormulaEvaluator, type Item, type RunEnv, type SourceState } from './context.js';
+import { runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv } from './context.js';
+import { evaluateAhead } from './formulas.js';
 import { StatsCollector, type MapStats } from './stats.js';
 import { MarkTracker, type WatermarkStore } from './watermark.js';
 
@@ -100,6 +110,13 @@ export interface RunResult {
   errors: number;
   /** A Map that begins with Wait For Request: the reply sent, or null when none was. */
   reply?: ConnectorRecord | null;
+}
+
+/** A batch as the starter read it, with its items and the first step's formulas evaluating ahead. */
+interface Prepared {
+  read: RecordBatch;
+  items: Item[];
+  ahead: AheadValues | undefined;
 }
 
 /** The starter's records as a stream of batches. */
@@ -191,16 +208,36 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   const tracker = new MarkTracker(since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], netField ?? '', plan.sourceKeyFields);
   let cancelled = false;
   let index = 0;
+  const first = plan.steps[0];
+  let stopped = false;
+  let lastAhead: Promise<unknown> | undefined;
+  /** A batch as read, its items, and the first step's leading formulas started for them. */
+  const prepare = (read: RecordBatch): Prepared => {
+    const items: Item[] = read.map((source) => ({ ctx: { [starter.name]: source }, results: new Map(), state: { source, failed: false } }));
+    let ahead: AheadValues | undefined;
+    if (first?.leading && items.length > 0 && !stopped && !signal.aborted) {
+      ahead = evaluateAhead(first.leading, items, env);
+      lastAhead = ahead.values;
+    }
+    return { read, items, ahead };
+  };
+  async function* prepared(batches: AsyncIterable<RecordBatch>): AsyncGenerator<Prepared, void, undefined> {
+    for await (const read of batches) yield prepare(read);
+  }
   try {
     const batches = opts.source ?? starterBatches(starter, sourceConn, { since, batchSize, signal, message: opts.message });
-    for await (const read of readAhead(batches)) {
+    for await (const next of readAhead(prepared(batches))) {
       if (signal.aborted) break;
+      const { read } = next;
       // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
       const batch = netField && !opts.source ? tracker.skip(read) : read;
       if (batch.length === 0) continue;
       const t0 = performance.now();
-      const states: SourceState[] = batch.map((source) => ({ source, failed: false }));
-      const items: Item[] = states.map((state) => ({ ctx: { [starter.name]: state.source }, results: new Map(), state }));
+      let items = next.items;
+      if (batch.length !== read.length) {
+        const kept = new Set(batch);
+        items = items.filter((i) => kept.has(i.state.source));
+      }
       const tc = performance.now();
       if (plan.starterRelationships.length > 0) {
         try {
@@ -216,12 +253,15 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
         plan.steps,
         items.filter((i) => !i.state.failed),
         env,
+        next.ahead,
       );
+      // Every Block ran to its end unless the signal fired first (it stays set once fired).
+      const finished = !signal.aborted;
       await Promise.all(captures.splice(0));
-      if (signal.aborted) break; // the batch did not finish: no checkpoint
+      if (!finished) break; // the batch was cut short: no checkpoint
       let failed = 0;
       const done: ConnectorRecord[] = [];
-      for (const st of states) {
+      for (const { state: st } of items) {
         if (st.failed) failed++;
         // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
         if (!st.failed || st.firstError) done.push(st.source);
@@ -237,8 +277,11 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   } catch (err) {
     if (!signal.aborted) throw err;
   } finally {
+    stopped = true;
     cancelled = signal.aborted;
     await Promise.allSettled(captures);
+    // A batch read ahead but not run: its formulas settle before the engine is freed.
+    await lastAhead?.catch(() => undefined);
     owned?.dispose();
   }
   return {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
 import { compilePlan, type MapPlan } from '../../../src/maps/compiler/plan.js';
-import { runMap, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
+import { runMap, type FailedRecordSink, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
 import type { MapStats } from '../../../src/maps/runtime/stats.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 
@@ -139,6 +139,44 @@ describe('cancelling a run', () => {
     // A record written twice would fail as a duplicate key in this Create Map.
     expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 4 * BATCH, failed: 1 });
     expect(resumed.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
+    expect(ids(env.dbFile)).toEqual(allButBad);
+    await env.close();
+  });
+
+  it('just after a batch was written, while its failed record is being stored: that batch is checkpointed', async () => {
+    const env = await setUp();
+    const db = env.conns.get('db') as HostConnection;
+    let writes = 0;
+    const counted = Object.assign(Object.create(db) as HostConnection, {
+      write: async (...args: Parameters<HostConnection['write']>) => {
+        const res = await db.write(...args);
+        writes++;
+        return res;
+      },
+    });
+    const wm = new MemoryWatermark('2024-01-01T12:00:00Z');
+    const ac = new AbortController();
+    const stored: number[] = [];
+    // The bad record's copy is stored while its batch (401–500) is written; the signal fires once that write returned.
+    const failures: FailedRecordSink = {
+      async capture(rec) {
+        const after = writes + 1;
+        while (writes < after) await new Promise((r) => setImmediate(r));
+        ac.abort();
+        stored.push(Number(rec.source['id']));
+        return 'failed-1';
+      },
+    };
+    const first = await run({ ...env, conns: new Map([['src', env.conns.get('src') as HostConnection], ['db', counted]]) }, wm, { signal: ac.signal, failures });
+    expect(stored).toEqual([BAD]);
+    expect(first.errors.map((e) => [e.code, e.failedRecordId])).toEqual([['FML_NOT_A_NUMBER', 'failed-1']]);
+    expect(first.stats).toMatchObject({ cancelled: true, processed: 5 * BATCH, failed: 1, batches: 5, lastRunDate: at(5 * BATCH) });
+    expect(ids(env.dbFile)).toEqual(range(1, 5 * BATCH).filter((i) => i !== BAD));
+    expect(await wm.load()).toMatchObject({ lastRunDate: at(5 * BATCH) });
+
+    // Nothing of that batch is read again: a record written twice would fail as a duplicate key in this Create Map.
+    const resumed = await run(env, wm);
+    expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 5 * BATCH, failed: 0 });
     expect(ids(env.dbFile)).toEqual(allButBad);
     await env.close();
   });
