@@ -4,21 +4,14 @@
  * checkpointed watermark covers exactly the batches whose writes finished, so the next run
  * resumes there with nothing lost and nothing written twice.
  */
-import fsp from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import Database from 'better-sqlite3';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectorHost } from '../../../src/connectors/host.js';
+import { describe, expect, it } from 'vitest';
+import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
-import { compilePlan, type MapPlan } from '../../../src/maps/compiler/plan.js';
 import { runMap, type FailedRecordSink, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
 import type { MapStats } from '../../../src/maps/runtime/stats.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 
-const FIXTURE = new URL('../../fixtures/maps/query-create/', import.meta.url).pathname;
-const CONNECTORS = new URL('../../../connectors/', import.meta.url).pathname;
 const RECORDS = 1000;
 const BATCH = 100;
 /** The one record whose formula fails (age is not a number). */
@@ -26,51 +19,14 @@ const BAD = 450;
 const T0 = Date.UTC(2024, 0, 2);
 const at = (i: number): string => new Date(T0 + i * 1000).toISOString().replace('.000Z', 'Z');
 
-let host: ConnectorHost;
-let tmp: string;
-let n = 0;
-beforeAll(async () => {
-  host = new ConnectorHost({ dir: CONNECTORS, log: pino({ level: 'silent' }) });
-  await host.loadAll();
-  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-cancel-'));
-});
-afterAll(async () => {
-  await host.close();
-  await fsp.rm(tmp, { recursive: true, force: true });
-});
-
-interface Env {
-  dbFile: string;
-  conns: Map<string, HostConnection>;
-  plan: MapPlan;
-  close(): Promise<void>;
-}
+const newCase = useQueryCreateMap('cancel');
+type Env = QueryCreateCase;
 
 /** The query-create fixture's Map (CSV people → SQLite contacts, net change) over RECORDS people, one a second. */
-async function setUp(): Promise<Env> {
-  const dir = path.join(tmp, `case-${++n}`);
-  await fsp.cp(path.join(FIXTURE, 'input'), path.join(dir, 'src'), { recursive: true });
+function setUp(): Promise<Env> {
   let csv = 'id,first,last,age,updated_at\n';
   for (let i = 1; i <= RECORDS; i++) csv += `${i},p${i},l${i},${i === BAD ? 'x' : i % 90},${at(i)}\n`;
-  await fsp.writeFile(path.join(dir, 'src', 'people.csv'), csv);
-  const dbFile = path.join(dir, 'target.db');
-  const db = new Database(dbFile);
-  db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
-  db.close();
-  await fsp.rm(path.join(dir, 'src', 'target.sql'));
-  const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });
-  const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile } });
-  const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as Record<string, unknown>;
-  const plan = compilePlan({ ...model, batchSize: BATCH }, { src: await src.metadata(), db: await dst.metadata() });
-  return {
-    dbFile,
-    conns: new Map([['src', src], ['db', dst]]),
-    plan,
-    async close() {
-      await src.close();
-      await dst.close();
-    },
-  };
+  return newCase({ csv, model: { batchSize: BATCH } });
 }
 
 async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ stats: MapStats; errors: MapRecordError[]; progress: RunProgress[] }> {

@@ -4,21 +4,17 @@
  * again (it is reprocessed from its entry), even when its date is the watermark or the newest.
  */
 import fsp from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectorHost } from '../../../src/connectors/host.js';
+import { describe, expect, it } from 'vitest';
+import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
 import { FailedRecordStore } from '../../../src/failures/store.js';
 import { reprocessFailed } from '../../../src/failures/reprocess.js';
-import { compilePlan, type MapPlan } from '../../../src/maps/compiler/plan.js';
+import { compilePlan } from '../../../src/maps/compiler/plan.js';
 import { runMap, type RunOptions } from '../../../src/maps/runtime/run.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 
-const FIXTURE = new URL('../../fixtures/maps/query-create/', import.meta.url).pathname;
-const CONNECTORS = new URL('../../../connectors/', import.meta.url).pathname;
 const HEADER = 'id,first,last,age,updated_at\n';
 const T1 = '2024-02-01T00:00:00Z';
 const T2 = '2024-02-02T00:00:00Z';
@@ -26,51 +22,9 @@ const T3 = '2024-02-03T00:00:00Z';
 /** 1 and 2 succeed; 3 fails at the instant of 2; 4 fails and is the newest. */
 const CSV = `${HEADER}1,ada,a,30,${T1}\n2,alan,b,40,${T2}\n3,grace,c,x,${T2}\n4,kid,d,y,${T3}\n`;
 
-let host: ConnectorHost;
-let tmp: string;
-let n = 0;
-beforeAll(async () => {
-  host = new ConnectorHost({ dir: CONNECTORS, log: pino({ level: 'silent' }) });
-  await host.loadAll();
-  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-failed-wm-'));
-});
-afterAll(async () => {
-  await host.close();
-  await fsp.rm(tmp, { recursive: true, force: true });
-});
-
-interface Env {
-  dir: string;
-  dbFile: string;
-  conns: Map<string, HostConnection>;
-  plan: MapPlan;
-  close(): Promise<void>;
-}
-
-async function setUp(csv: string): Promise<Env> {
-  const dir = path.join(tmp, `case-${++n}`);
-  await fsp.cp(path.join(FIXTURE, 'input'), path.join(dir, 'src'), { recursive: true });
-  await fsp.writeFile(path.join(dir, 'src', 'people.csv'), csv);
-  const dbFile = path.join(dir, 'target.db');
-  const db = new Database(dbFile);
-  db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
-  db.close();
-  await fsp.rm(path.join(dir, 'src', 'target.sql'));
-  const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });
-  const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile } });
-  const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as unknown;
-  const plan = compilePlan(model, { src: await src.metadata(), db: await dst.metadata() });
-  return {
-    dir,
-    dbFile,
-    conns: new Map([['src', src], ['db', dst]]),
-    plan,
-    async close() {
-      await src.close();
-      await dst.close();
-    },
-  };
-}
+const newCase = useQueryCreateMap('failed-wm');
+const setUp = (csv: string) => newCase({ csv });
+type Env = QueryCreateCase;
 
 async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ processed: number; failed: number; codes: string[] }> {
   const codes: string[] = [];

@@ -4,67 +4,17 @@
  * last record of every run, and no record lost when a run stops between records of one instant).
  */
 import fsp from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectorHost } from '../../../src/connectors/host.js';
-import type { HostConnection } from '../../../src/connectors/connection.js';
-import { compilePlan, type MapPlan } from '../../../src/maps/compiler/plan.js';
+import { describe, expect, it } from 'vitest';
+import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
 import { runMap, type MapRecordError, type RunOptions } from '../../../src/maps/runtime/run.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 
-const FIXTURE = new URL('../../fixtures/maps/query-create/', import.meta.url).pathname;
-const CONNECTORS = new URL('../../../connectors/', import.meta.url).pathname;
-
-let host: ConnectorHost;
-let tmp: string;
-let n = 0;
-beforeAll(async () => {
-  host = new ConnectorHost({ dir: CONNECTORS, log: pino({ level: 'silent' }) });
-  await host.loadAll();
-  tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-netchange-'));
-});
-afterAll(async () => {
-  await host.close();
-  await fsp.rm(tmp, { recursive: true, force: true });
-});
-
-interface Env {
-  dir: string;
-  dbFile: string;
-  conns: Map<string, HostConnection>;
-  plan: MapPlan;
-  close(): Promise<void>;
-}
-
 /** The query-create fixture's Map over `csv` (the fixture's own input when absent), into a fresh target. */
-async function setUp(csv?: string, schema?: string): Promise<Env> {
-  const dir = path.join(tmp, `case-${++n}`);
-  await fsp.cp(path.join(FIXTURE, 'input'), path.join(dir, 'src'), { recursive: true });
-  if (csv !== undefined) await fsp.writeFile(path.join(dir, 'src', 'people.csv'), csv);
-  if (schema !== undefined) await fsp.writeFile(path.join(dir, 'src', 'schema.json'), schema);
-  const dbFile = path.join(dir, 'target.db');
-  const db = new Database(dbFile);
-  db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
-  db.close();
-  await fsp.rm(path.join(dir, 'src', 'target.sql'));
-  const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });
-  const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile } });
-  const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as unknown;
-  const plan = compilePlan(model, { src: await src.metadata(), db: await dst.metadata() });
-  return {
-    dir,
-    dbFile,
-    conns: new Map([['src', src], ['db', dst]]),
-    plan,
-    async close() {
-      await src.close();
-      await dst.close();
-    },
-  };
-}
+const newCase = useQueryCreateMap('netchange');
+const setUp = (csv?: string, schema?: string) => newCase({ ...(csv !== undefined ? { csv } : {}), ...(schema !== undefined ? { schema } : {}) });
+type Env = QueryCreateCase;
 
 async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ processed: number; failed: number; errors: MapRecordError[] }> {
   const errors: MapRecordError[] = [];
