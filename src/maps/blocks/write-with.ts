@@ -57,6 +57,8 @@ async function writeAll(block: Block, conn: HostConnection | undefined, action: 
         );
       }
     } catch (e) {
+      // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
+      if (env.signal.aborted) throw e;
       const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
       const error: ErrorData = { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${part.length} records in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, entity, cause } };
       for (let k = 0; k < part.length; k++) out.push({ ok: false, error });

@@ -54,6 +54,8 @@ export function writeStep(spec: WriteStepSpec): Step {
           if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
           results = await conn.write(action, entity, part, opts);
         } catch (e) {
+          // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
+          if (env.signal.aborted) throw e;
           const cause: ErrorData | { message: string } = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
           for (let k = 0; k < part.length; k++) {
             env.fail(ready[s + k] as Item, block, { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${part.length} records in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, cause } });

@@ -6,6 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { FerryError } from '../../../src/errors/ferry-error.js';
 import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
 import { runMap, type FailedRecordSink, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
@@ -95,6 +96,37 @@ describe('cancelling a run', () => {
     // A record written twice would fail as a duplicate key in this Create Map.
     expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 4 * BATCH, failed: 1 });
     expect(resumed.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
+    expect(ids(env.dbFile)).toEqual(allButBad);
+    await env.close();
+  });
+
+  it('while a batch is being written: the cancelled write fails no record and stores no failed record; the next run writes it once', async () => {
+    const env = await setUp();
+    const db = env.conns.get('db') as HostConnection;
+    const ac = new AbortController();
+    let writes = 0;
+    // The third write is cancelled on its way, as a network write is when the signal fires.
+    const cancelling = Object.assign(Object.create(db) as HostConnection, {
+      write: async (...args: Parameters<HostConnection['write']>) => {
+        if (++writes === 3) {
+          ac.abort();
+          throw new FerryError('CON_ABORTED', 'The write was cancelled.');
+        }
+        return db.write(...args);
+      },
+    });
+    const stored: unknown[] = [];
+    const failures: FailedRecordSink = { capture: async (rec) => (stored.push(rec.source['id']), 'f') };
+    const wm = new MemoryWatermark('2024-01-01T12:00:00Z');
+    const first = await run({ ...env, conns: new Map([['src', env.conns.get('src') as HostConnection], ['db', cancelling]]) }, wm, { signal: ac.signal, failures });
+    expect(first.errors).toEqual([]);
+    expect(stored).toEqual([]);
+    expect(first.stats).toMatchObject({ cancelled: true, processed: 2 * BATCH, failed: 0 });
+    expect(ids(env.dbFile)).toEqual(range(1, 2 * BATCH));
+    expect(await wm.load()).toMatchObject({ lastRunDate: at(2 * BATCH) });
+
+    const resumed = await run(env, wm);
+    expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 2 * BATCH, failed: 1 });
     expect(ids(env.dbFile)).toEqual(allButBad);
     await env.close();
   });
