@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import type { RegisterRequest, RegisterResponse } from '../../src/protocol/registration.js';
 import { bindInstallationKey, claimInstallationKey, getAgentById, getInstallationKey, insertAgent, insertInstallationKey, uniqueAgentName, updateAgent } from '../store/repos/agents.repo.js';
-import type { Db } from '../store/sql.js';
+import { isUniqueViolation, type Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
 import { newId } from '../util/values.js';
 import { sha256 } from './password.js';
@@ -42,6 +42,18 @@ export async function issueInstallationKey(db: Db, opts: { orgId: number; ttlSec
  * named as asked (default the machine name), numbered when the name is taken.
  */
 export async function registerAgent(store: Store, req: RegisterRequest, heartbeatMs: number): Promise<RegisterResponse> {
+  // Installations on one machine registering at once race for the same numbered name; the loser's
+  // transaction rolls back (its key unused again) and tries the next free name.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await registerOnce(store, req, heartbeatMs);
+    } catch (err) {
+      if (!isUniqueViolation(err) || attempt >= 20) throw err;
+    }
+  }
+}
+
+async function registerOnce(store: Store, req: RegisterRequest, heartbeatMs: number): Promise<RegisterResponse> {
   const keyHash = sha256(req.agentInstallationKey.trim());
   const now = new Date().toISOString();
   return store.db.transaction().execute(async (tx) => {

@@ -82,6 +82,13 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
     expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
   });
 
+  it('gives Agents of one machine registering at the same moment numbered names instead of refusing one', async () => {
+    const keys = await Promise.all(Array.from({ length: 6 }, () => provision()));
+    const results = await Promise.all(keys.map((k, i) => register(request(k.agentInstallationKey, { machineName: 'twin-host', fingerprint: `fingerprint-twin-${i}` }))));
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201, 201]);
+    expect(results.map((r) => r.body.name).sort()).toEqual(['twin-host', 'twin-host 2', 'twin-host 3', 'twin-host 4', 'twin-host 5', 'twin-host 6']);
+  });
+
   it('refuses an unknown key with 401', async () => {
     const res = await register(request('3f2504e0-4f89-41d3-9a0c-0305e82c3301'));
     expect(res.status).toBe(401);
