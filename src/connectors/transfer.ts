@@ -1,4 +1,4 @@
-import { setImmediate as nextMacrotask } from 'node:timers/promises';
+import { readAhead } from './read-ahead.js';
 import type { RecordBatch, WriteResult } from './sdk.js';
 
 /** Counts of one {@link transfer}. */
@@ -30,34 +30,16 @@ export async function transfer(
   onResults?: (batch: RecordBatch, results: WriteResult[]) => void | Promise<void>,
 ): Promise<TransferStats> {
   const stats: TransferStats = { read: 0, written: 0, failed: 0, batches: 0 };
-  const it = source[Symbol.asyncIterator]();
-  let next: Promise<IteratorResult<RecordBatch>> = it.next();
-  let done = false;
-  try {
-    for (;;) {
-      const r = await next;
-      if (r.done) {
-        done = true;
-        break;
-      }
-      const batch = r.value;
-      const writing = write(batch);
-      next = nextMacrotask().then(() => it.next());
-      // The read-ahead may fail while we write; it is awaited (and thrown) on the next turn.
-      next.catch(() => undefined);
-      const results = await writing;
-      stats.read += batch.length;
-      stats.batches++;
-      for (const res of results) {
-        if (res.ok) stats.written++;
-        else stats.failed++;
-      }
-      if (onResults) await onResults(batch, results);
+  // Stopping early (a write or onResults threw) releases the source once its read-ahead settles.
+  for await (const batch of readAhead(source)) {
+    const results = await write(batch);
+    stats.read += batch.length;
+    stats.batches++;
+    for (const res of results) {
+      if (res.ok) stats.written++;
+      else stats.failed++;
     }
-  } finally {
-    // Stopped early (a write or onResults threw): release the source once its read-ahead settles,
-    // without making the caller wait for it.
-    if (!done) void next.then(() => it.return?.()).catch(() => undefined);
+    if (onResults) await onResults(batch, results);
   }
   return stats;
 }

@@ -35,7 +35,7 @@ import { requestBatches } from '../blocks/wait-for-request.block.js';
 import type { MapPlan } from '../compiler/plan.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
 import { clampBatch } from './batching.js';
-import { readAhead } from './read-ahead.js';
+import { readAhead } from '../../connectors/read-ahead.js';
 import { runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv } from './context.js';
 import { evaluateAhead } from './formulas.js';
 import { StatsCollector, type MapStats } from './stats.js';

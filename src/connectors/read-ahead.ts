@@ -1,7 +1,7 @@
 /**
- * One batch of read-ahead for a run's starter: while a batch goes through the Blocks, the next is
- * read. The formula sandbox works on its own thread, so the source's parsing (a CSV file, a
- * query's rows) runs while the event loop would otherwise wait for it. Memory holds two batches.
+ * One batch of read-ahead, for {@link transfer} and a Map run's starter: while a batch is written
+ * (or goes through the Blocks), the next is read, so the source's work (a CSV file's parsing, a
+ * query's rows) overlaps the target's and the formula sandbox's. Memory holds two batches.
  */
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 
