@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
+import { authenticateAgent } from '../auth/agent-auth.js';
 import { AgentStatus } from '../../src/protocol/agent-status.js';
 import { CLOSE } from '../../src/protocol/channel.js';
 import { listAgentLogIds } from '../store/repos/agent-logs.repo.js';
@@ -10,6 +11,27 @@ import type { AgentRow } from '../store/schema.js';
 import { fromFlag } from '../util/values.js';
 import type { ServiceDeps } from './deps.js';
 import type { Agent } from './schemas/agent.schema.js';
+
+/**
+ * Bearer authentication of the Agent-facing HTTP routes (log upload, package download): an
+ * `onRequest` hook that checks `Authorization: Bearer <agentId>.<secret>` before the body is read,
+ * and `agentOf` for the handler.
+ */
+export function agentBearer(db: Db): { onRequest: (req: FastifyRequest) => Promise<void>; agentOf: (req: FastifyRequest) => AgentRow } {
+  const agents = new WeakMap<FastifyRequest, AgentRow>();
+  return {
+    onRequest: async (req) => {
+      const agent = await authenticateAgent(db, req.headers.authorization);
+      if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.');
+      agents.set(req, agent);
+    },
+    agentOf: (req) => {
+      const agent = agents.get(req);
+      if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Agent credentials are required.');
+      return agent;
+    },
+  };
+}
 
 /** Time a command to an Agent may take to be acknowledged (the work itself goes on after). */
 export const COMMAND_TIMEOUT_MS = 10_000;

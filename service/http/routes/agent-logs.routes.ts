@@ -1,16 +1,13 @@
 import { Readable } from 'node:stream';
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
 import { LOG_UPLOAD_PATH } from '../../../src/protocol/registration.js';
-import { authenticateAgent } from '../../auth/agent-auth.js';
 import { notConnected } from '../../gateway/command-bus.js';
 import { MAX_LOG_ARCHIVE_BYTES } from '../../store/log-archives.js';
 import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed, markAgentLogReady } from '../../store/repos/agent-logs.repo.js';
-import type { AgentRow } from '../../store/schema.js';
 import { newId, nowIso } from '../../util/values.js';
-import { COMMAND_TIMEOUT_MS, requireAgent } from '../agent-model.js';
+import { agentBearer, COMMAND_TIMEOUT_MS, requireAgent } from '../agent-model.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
 import { AgentLogParams, AgentParams, LogRequested } from '../schemas/agent.schema.js';
@@ -33,7 +30,7 @@ const sameIp = (a: string, b: string): boolean => a.replace(/^::ffff:/i, '') ===
 const agentLogsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db } = deps.store;
   const files = deps.agents.logArchives;
-  const uploader = new WeakMap<FastifyRequest, AgentRow>();
+  const uploader = agentBearer(db);
 
   // The upload body is streamed to disk as it arrives, never held in memory.
   app.addContentTypeParser(['application/zip', 'application/octet-stream', 'application/x-zip-compressed'], (_req, payload, done) => done(null, payload));
@@ -116,11 +113,7 @@ const agentLogsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
     config: { access: 'public' },
     bodyLimit: MAX_LOG_ARCHIVE_BYTES,
     // The Agent's bearer secret is checked before the body is read.
-    onRequest: async (req) => {
-      const agent = await authenticateAgent(db, req.headers.authorization);
-      if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.');
-      uploader.set(req, agent);
-    },
+    onRequest: uploader.onRequest,
     schema: {
       tags: ['Agent protocol'],
       summary: 'An Agent uploads the log archive it was asked for (application/zip, bearer credentials)',
@@ -128,8 +121,7 @@ const agentLogsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
       response: { 204: z.null() },
     },
   }, async (req, reply) => {
-    const agent = uploader.get(req);
-    if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Agent credentials are required.');
+    const agent = uploader.agentOf(req);
     const row = await getAgentLog(db, req.params.logId);
     if (!row || row.agentId !== agent.id) throw new FerryError('API_NOT_FOUND', `Log archive ${req.params.logId} was not requested from this Agent.`);
     if (row.state !== 'Requested') throw new FerryError('API_CONFLICT', `Log archive ${row.id} is ${row.state}; it takes one upload.`);

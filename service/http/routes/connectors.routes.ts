@@ -3,13 +3,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import type { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
-import { authenticateAgent } from '../../auth/agent-auth.js';
 import { toConnector, toUiOptions } from '../../connectors/catalogue.js';
 import { getConnectionTest } from '../../store/repos/connections.repo.js';
 import { getOrgConnector, listOrgConnectors, updateOrgConnectorLock } from '../../store/repos/connector-installs.repo.js';
 import type { OrgConnectorRow } from '../../store/schema.js';
 import { nowIso } from '../../util/values.js';
-import { installedConnectors, requireAgent } from '../agent-model.js';
+import { agentBearer, installedConnectors, requireAgent } from '../agent-model.js';
 import { commandStatus, startConnectionCommand } from '../connection-commands.js';
 import { cryptoTokenOf } from '../connection-model.js';
 import { decryptProperty } from '../../crypto/connection-crypto.js';
@@ -197,22 +196,17 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     return toLock(updated);
   });
 
-  const agentOf = new WeakMap<object, { id: string; orgId: number }>();
+  const downloader = agentBearer(db);
   app.get('/v1/agent/connectors/:connectorId/:version/package', {
     config: { access: 'public' },
-    onRequest: async (req) => {
-      const agent = await authenticateAgent(db, req.headers.authorization);
-      if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.');
-      agentOf.set(req, agent);
-    },
+    onRequest: downloader.onRequest,
     schema: {
       tags: ['Agent protocol'],
       summary: 'An Agent downloads a Connector package (application/gzip, bearer credentials); its SHA-256 came with the install command',
       params: z.object({ connectorId: Guid, version: z.string().min(1).max(50) }),
     },
   }, async (req, reply) => {
-    const agent = agentOf.get(req);
-    if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Agent credentials are required.');
+    const agent = downloader.agentOf(req);
     const m = await installs.requireUsable(agent.orgId, req.params.connectorId);
     const pkg = await deps.connectors.packages.get(m.id, req.params.version);
     void reply.type('application/gzip').header('Content-Length', String(pkg.size)).header('Content-Disposition', `attachment; filename="${m.id}-${pkg.version}.tgz"`);
