@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { toFullName, uniqueFullNames, type ForeignKey, type PropertyType } from '../../src/connectors/sdk.js';
-import { propertyTypeOf } from './types.js';
+import { numericAffinity, propertyTypeOf } from './types.js';
 
 export interface SqliteColumn {
   name: string;
@@ -15,6 +15,8 @@ export interface SqliteColumn {
   hasDefault: boolean;
   /** Generated columns cannot be written. */
   generated: boolean;
+  /** SQLite stores numeric text given to this column as a number (INTEGER, REAL or NUMERIC affinity). */
+  numeric: boolean;
 }
 
 export interface SqliteTable {
@@ -60,6 +62,7 @@ export function readCatalogue(db: Database.Database): SqliteTable[] {
           pk: c.pk,
           hasDefault: c.dflt_value !== null || fullName === rowidAlias || c.hidden >= 2,
           generated: c.hidden >= 2,
+          numeric: numericAffinity(c.type),
         };
       })
       .filter((_, j) => (cols[j]?.hidden ?? 0) !== 1);

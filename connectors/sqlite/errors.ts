@@ -6,27 +6,27 @@ export function sqliteCode(err: unknown): string | undefined {
   return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
 }
 
+const RECORD_ERRORS: Readonly<Record<string, RecordErrorCode>> = {
+  SQLITE_CONSTRAINT_PRIMARYKEY: 'DuplicateKey',
+  SQLITE_CONSTRAINT_UNIQUE: 'DuplicateKey',
+  SQLITE_CONSTRAINT_ROWID: 'DuplicateKey',
+  SQLITE_CONSTRAINT_FOREIGNKEY: 'ConstraintViolation',
+  SQLITE_CONSTRAINT_NOTNULL: 'ConstraintViolation',
+  SQLITE_CONSTRAINT_CHECK: 'ConstraintViolation',
+  SQLITE_CONSTRAINT_TRIGGER: 'ConstraintViolation',
+  SQLITE_CONSTRAINT: 'ConstraintViolation',
+  SQLITE_MISMATCH: 'InvalidValue',
+  SQLITE_CONSTRAINT_DATATYPE: 'InvalidValue',
+  SQLITE_TOOBIG: 'InvalidValue',
+  SQLITE_RANGE: 'InvalidValue',
+};
+
+/** The SQLite codes of statement failures that concern one record alone. */
+export const RECORD_ERROR_CODES: readonly string[] = Object.keys(RECORD_ERRORS);
+
 /** A per-record error for a statement failure that concerns the record alone; undefined for the others. */
 export function recordErrorCode(code: string | undefined): RecordErrorCode | undefined {
-  switch (code) {
-    case 'SQLITE_CONSTRAINT_PRIMARYKEY':
-    case 'SQLITE_CONSTRAINT_UNIQUE':
-    case 'SQLITE_CONSTRAINT_ROWID':
-      return 'DuplicateKey';
-    case 'SQLITE_CONSTRAINT_FOREIGNKEY':
-    case 'SQLITE_CONSTRAINT_NOTNULL':
-    case 'SQLITE_CONSTRAINT_CHECK':
-    case 'SQLITE_CONSTRAINT_TRIGGER':
-    case 'SQLITE_CONSTRAINT':
-      return 'ConstraintViolation';
-    case 'SQLITE_MISMATCH':
-    case 'SQLITE_CONSTRAINT_DATATYPE':
-    case 'SQLITE_TOOBIG':
-    case 'SQLITE_RANGE':
-      return 'InvalidValue';
-    default:
-      return undefined;
-  }
+  return code !== undefined && Object.hasOwn(RECORD_ERRORS, code) ? RECORD_ERRORS[code] : undefined;
 }
 
 /** A whole-call failure as the ConnectorError the host maps, chosen by the SQLite code. */

@@ -24,9 +24,10 @@ import {
 import { parseProps, type SqliteProps } from './properties.js';
 import { readCatalogue, type SqliteTable } from './catalogue.js';
 import { connectionMetadata } from './metadata.js';
-import { callError } from './errors.js';
+import { callError, RECORD_ERROR_CODES } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
 import { SqliteWriter } from './write.js';
+import { WriteThread } from './write-thread.js';
 import { ensureTable } from './ensure-entity.js';
 
 /**
@@ -35,6 +36,14 @@ import { ensureTable } from './ensure-entity.js';
  * same database is written (in WAL mode without blocking; in rollback-journal mode a long read
  * makes writers wait up to busyTimeoutMs).
  */
+/** The PRAGMAs every writing connection of a session runs first (its own and its writer thread's). */
+function writePragmas(props: SqliteProps): string[] {
+  const out = ['case_sensitive_like = ON', 'foreign_keys = ON'];
+  if (props.journalMode && !props.readOnly) out.push(`journal_mode = ${props.journalMode}`);
+  if (props.synchronous) out.push(`synchronous = ${props.synchronous}`);
+  return out;
+}
+
 function open(props: SqliteProps, readonly: boolean): Database.Database {
   let db: Database.Database;
   try {
@@ -47,12 +56,7 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
     throw callError(err, `The database ${props.file} cannot be opened`);
   }
   try {
-    db.pragma('case_sensitive_like = ON');
-    if (!readonly) {
-      db.pragma('foreign_keys = ON');
-      if (props.journalMode && !props.readOnly) db.pragma(`journal_mode = ${props.journalMode}`);
-      if (props.synchronous) db.pragma(`synchronous = ${props.synchronous}`);
-    }
+    for (const p of readonly ? ['case_sensitive_like = ON'] : writePragmas(props)) db.pragma(p);
     // Fails here, not on the first query, when the file is not a database.
     db.prepare('SELECT count(*) FROM sqlite_schema').get();
   } catch (err) {
@@ -62,9 +66,15 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
   return db;
 }
 
+/** Batches of at least this many records go to the writer thread when writerThread is auto. */
+const THREAD_MIN_RECORDS = 1000;
+
 class SqliteSession implements ConnectorSession {
   private tables: Map<string, SqliteTable> | undefined;
   private readonly writer: SqliteWriter;
+  private thread: WriteThread | undefined;
+  /** Writes run one after another: the session's connection and its writer thread never write at once. */
+  private writing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly props: SqliteProps,
@@ -113,9 +123,29 @@ class SqliteSession implements ConnectorSession {
   async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
     throwIfAborted(ctx.signal);
     if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
-    const results = this.writer.write(action, this.table(entity), batch, options);
+    const table = this.table(entity);
+    const run = this.writing.then(() => {
+      throwIfAborted(ctx.signal);
+      return this.writer.write(action, table, batch, options, this.threadFor(batch.length));
+    });
+    this.writing = run.catch(() => undefined);
+    const results = await run;
     ctx.progress({ records: batch.length });
     return results;
+  }
+
+  /**
+   * The writer thread for a batch of `records`, started on the first bulk batch (writerThread
+   * `auto`: {@link THREAD_MIN_RECORDS} records or more; `on`: every batch; `off`: never), and
+   * again after it failed.
+   */
+  private threadFor(records: number): WriteThread | undefined {
+    const mode = this.props.writerThread;
+    if (mode === 'off' || (mode === 'auto' && records < THREAD_MIN_RECORDS)) return undefined;
+    if (!this.thread?.alive) {
+      this.thread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_ERROR_CODES });
+    }
+    return this.thread;
   }
 
   async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
@@ -147,6 +177,8 @@ class SqliteSession implements ConnectorSession {
   }
 
   async disconnect(_ctx: CallContext): Promise<void> {
+    await this.writing;
+    await this.thread?.close();
     if (this.db.open) this.db.close();
   }
 }

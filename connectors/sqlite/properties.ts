@@ -11,6 +11,8 @@ export interface SqliteProps {
   journalMode: string;
   /** PRAGMA synchronous to set on connect; empty = SQLite's default. */
   synchronous: string;
+  /** Where bulk writes run: `auto` (batches of 1000 records or more in the writer thread), `on` (all), `off` (none). */
+  writerThread: 'auto' | 'on' | 'off';
 }
 
 const JOURNAL = ['', 'DELETE', 'TRUNCATE', 'PERSIST', 'MEMORY', 'WAL', 'OFF'];
@@ -34,5 +36,7 @@ export function parseProps(p: ConnectionProperties): SqliteProps {
   if (!JOURNAL.includes(journalMode)) throw new ConnectorError('InvalidProperties', `The property journalMode must be one of ${JOURNAL.filter(Boolean).join(', ')} or empty.`);
   const synchronous = (p['synchronous'] ?? '').trim().toUpperCase();
   if (!SYNC.includes(synchronous)) throw new ConnectorError('InvalidProperties', `The property synchronous must be one of ${SYNC.filter(Boolean).join(', ')} or empty.`);
-  return { file, readOnly: flag(p, 'readOnly', false), create: flag(p, 'create', false), busyTimeoutMs: busy, journalMode, synchronous };
+  const writerThread = (p['writerThread'] ?? '').trim().toLowerCase() || 'auto';
+  if (writerThread !== 'auto' && writerThread !== 'on' && writerThread !== 'off') throw new ConnectorError('InvalidProperties', 'The property writerThread must be auto, on or off.');
+  return { file, readOnly: flag(p, 'readOnly', false), create: flag(p, 'create', false), busyTimeoutMs: busy, journalMode, synchronous, writerThread };
 }

@@ -25,6 +25,18 @@ export function propertyTypeOf(declared: string): { type: PropertyType; size: nu
   return { type: 'string', size: 0 };
 }
 
+/**
+ * Whether a declared type has INTEGER, REAL or NUMERIC affinity (SQLite's rules, in its order):
+ * such a column stores well-formed numeric text as a number.
+ */
+export function numericAffinity(declared: string): boolean {
+  const t = declared.toUpperCase();
+  if (t.includes('INT')) return true;
+  if (t.includes('CHAR') || t.includes('CLOB') || t.includes('TEXT')) return false;
+  if (t.includes('BLOB') || t === '') return false;
+  return true;
+}
+
 /** The declared type ensureEntity gives a field of a property type. */
 export function declaredTypeOf(type: PropertyType, size: number, scale?: number): string {
   switch (type) {

@@ -12,9 +12,11 @@ import {
   keyColumns,
 } from '../../src/connectors/sdk.js';
 import { quoteIdent, type SqliteColumn, type SqliteTable } from './catalogue.js';
-import { callError, recordErrorCode, sqliteCode } from './errors.js';
+import { callError, RECORD_ERROR_CODES, recordErrorCode } from './errors.js';
 import { writeValue } from './types.js';
 import type { Bind } from './sql.js';
+import { FAILED, NOT_FOUND, sqliteExecutor, type ExecChunk, type ExecJob, type ExecResult } from './executor.js';
+import { WriteThreadError, type WriteThread } from './write-thread.js';
 
 /**
  * Writes of one batch run in one transaction (`BEGIN IMMEDIATE … COMMIT`). A constraint failure
@@ -31,6 +33,8 @@ import type { Bind } from './sql.js';
  * INTEGER column): a value that does not fit is an InvalidValue for its record.
  */
 const ROWS_PER_STATEMENT = 64;
+/** Records per part of a batch handed to the writer thread. */
+const PART_RECORDS = 1000;
 const MAX_VARIABLES = 32_766;
 
 interface Sql {
@@ -40,32 +44,18 @@ interface Sql {
   delete: string;
 }
 
-/** A record checked against the table: its columns (shared by records with the same fields) and bound values. */
-interface Prepared {
-  index: number;
-  cols: SqliteColumn[];
-  vals: Bind[];
+/** The checked records of a part of a batch: the executor's job, and each job record's index in the batch. */
+interface Packed {
+  job: ExecJob;
+  indices: number[];
 }
 
 export class SqliteWriter {
-  private readonly statements = new Map<string, Database.Statement>();
   private readonly sqlCache = new Map<string, Sql>();
+  private readonly exec: (job: ExecJob) => ExecResult;
 
-  constructor(private readonly db: Database.Database) {}
-
-  private stmt(sql: string): Database.Statement {
-    let s = this.statements.get(sql);
-    if (!s) {
-      // Bound the cache: records with ever new field sets must not grow it without end.
-      if (this.statements.size >= 500) this.statements.clear();
-      try {
-        s = this.db.prepare(sql);
-      } catch (err) {
-        throw callError(err, 'The write statement is not valid');
-      }
-      this.statements.set(sql, s);
-    }
-    return s;
+  constructor(db: Database.Database) {
+    this.exec = sqliteExecutor(db, RECORD_ERROR_CODES);
   }
 
   /** The statements of one (table, field set, key, rows per statement); built once per combination. */
@@ -97,39 +87,111 @@ export class SqliteWriter {
     return sql;
   }
 
-  write(action: WriteAction, table: SqliteTable, batch: readonly ConnectorRecord[], options: WriteOptions): WriteResult[] {
+  /**
+   * Checks the batch here, then runs its statements through `thread` when given (the session's
+   * writer thread), else on this thread; both run the same executor.
+   */
+  async write(action: WriteAction, table: SqliteTable, batch: readonly ConnectorRecord[], options: WriteOptions, thread?: WriteThread): Promise<WriteResult[]> {
     if (table.isView) throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
     const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
-    const prepared = this.prepare(table, byName, keys, batch, results);
-    const run = this.db.transaction(() => {
-      if (action === 'Create' || action === 'Upsert') this.inserts(action, table, keys, prepared, results);
-      else for (const p of prepared) results[p.index] = this.one(action, table, keys, p);
-    });
+    // With a thread, the batch goes over in parts: the thread runs one part while this thread
+    // checks the next. Parts share the batch's one transaction.
+    const parts: { indices: number[]; out: Promise<ExecResult> | ExecResult }[] = [];
     try {
-      run.immediate();
+      let from = 0;
+      do {
+        // A small first part: the thread starts on it while this thread checks the rest.
+        const to = !thread ? batch.length : Math.min(batch.length, from + (from === 0 ? PART_RECORDS / 4 : PART_RECORDS));
+        const { job, indices } = this.pack(action, table, byName, keys, batch, results, from, to);
+        job.begin = from === 0;
+        job.commit = to === batch.length;
+        if (thread) {
+          const out = thread.run(job);
+          // Awaited below in order; a part failing after an earlier failure is not reported twice.
+          out.catch(() => undefined);
+          parts.push({ indices, out });
+        } else parts.push({ indices, out: this.exec(job) });
+        from = to;
+      } while (from < batch.length);
+      for (const part of parts) this.results(table, part.indices, await part.out, results);
     } catch (err) {
+      if (err instanceof WriteThreadError && !err.code) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
       throw callError(err, `The ${action} batch failed`);
     }
     return results;
   }
 
-  /** Checks records; invalid ones get their result now. Records with the same fields share one column list. */
-  private prepare(table: SqliteTable, byName: Map<string, SqliteColumn>, keys: SqliteColumn[], batch: readonly ConnectorRecord[], results: WriteResult[]): Prepared[] {
-    const out: Prepared[] = [];
+  private results(table: SqliteTable, indices: number[], out: ExecResult, results: WriteResult[]): void {
+    if (out.errors.length === 0 && !out.rowids) {
+      // The common case: every record written once.
+      const status = out.status;
+      let k = 0;
+      for (; k < indices.length && status[k] === 1; k++) results[indices[k] as number] = OK_ONE;
+      if (k === indices.length) return;
+    }
+    const errors = new Map(out.errors.map((e) => [e.at, e]));
+    for (let k = 0; k < indices.length; k++) {
+      const index = indices[k] as number;
+      const st = out.status[k] as number;
+      if (st === NOT_FOUND) results[index] = failed('NotFound', `No record of ${table.fullName} matches the key.`);
+      else if (st === FAILED) {
+        const e = errors.get(k);
+        results[index] = failed(recordErrorCode(e?.code) ?? 'ConstraintViolation', e?.message ?? 'The record was refused.', e ? { nativeCode: e.code } : {});
+      } else {
+        const rowid = out.rowids?.[k];
+        results[index] = rowid !== undefined && !Number.isNaN(rowid) && table.rowidAlias ? succeeded(st, { [table.rowidAlias]: rowid }) : succeeded(st);
+      }
+    }
+  }
+
+  /**
+   * Checks the records `from`–`to` of the batch and packs the valid ones for the executor; the
+   * invalid ones get their result now. Records with the same fields in the same order share one
+   * column list (checked once). Values are checked against the field types (SQLite itself would
+   * store 'abc' in an INTEGER column) and packed in record order; consecutive records with the
+   * same columns form a chunk: for Create and Upsert of {@link ROWS_PER_STATEMENT} records, one
+   * statement (retried record by record when it fails for a record's reason); for the other
+   * actions one statement per record (each needs its own count).
+   */
+  private pack(
+    action: WriteAction,
+    table: SqliteTable,
+    byName: Map<string, SqliteColumn>,
+    keys: SqliteColumn[],
+    batch: readonly ConnectorRecord[],
+    results: WriteResult[],
+    from: number,
+    to: number,
+  ): Packed {
+    const cap = (to - from) * table.columns.length;
+    const tags = new Uint8Array(cap);
+    const nums = new Float64Array(cap);
+    const ends = new Uint32Array(cap);
+    const others: unknown[] = [];
+    let text = '';
+    let v = 0;
+    let s = 0;
+    const indices: number[] = [];
+    const colsOf: SqliteColumn[][] = [];
+    const vals: Bind[] = new Array<Bind>(table.columns.length);
+    const raw: unknown[] = new Array<unknown>(table.columns.length);
     let prevNames: string[] = [];
     let prevCols: SqliteColumn[] = [];
-    for (let r = 0; r < batch.length; r++) {
+    let keyPos: number[] = keys.map(() => -1);
+    for (let r = from; r < to; r++) {
       const rec = batch[r] as ConnectorRecord;
       // Same fields in the same order as the previous record: reuse its columns (no allocation).
+      // The values are read in the same loop (for-in reads them by the enumeration's own index).
       let same = true;
       let n = 0;
       for (const name in rec) {
-        if (prevNames[n++] !== name) {
+        if (prevNames[n] !== name) {
           same = false;
           break;
         }
+        raw[n++] = rec[name];
       }
       let cols = prevCols;
       if (!same || n !== prevNames.length) {
@@ -150,96 +212,81 @@ export class SqliteWriter {
         }
         prevNames = names;
         prevCols = cols;
+        keyPos = keys.map((k) => cols.indexOf(k));
+        for (let i = 0; i < cols.length; i++) raw[i] = rec[(cols[i] as SqliteColumn).fullName];
       }
-      const vals: Bind[] = new Array<Bind>(cols.length);
       let bad: WriteResult | undefined;
       for (let i = 0; i < cols.length; i++) {
         const c = cols[i] as SqliteColumn;
-        const v = writeValue(c.type, rec[c.fullName]);
-        if (v === INVALID) {
+        const x = writeValue(c.type, raw[i]);
+        if (x === INVALID) {
           bad = failed('InvalidValue', `The value of ${c.fullName} is not a valid ${c.type}.`, { field: c.fullName });
           break;
         }
-        vals[i] = v;
+        // A decimal of at most 15 characters is exact as a double, and the column would store it
+        // as that number anyway: bound as one it costs a fraction of a text.
+        vals[i] = c.numeric && c.type === 'decimal' && typeof x === 'string' && x.length <= 15 ? Number(x) : x;
       }
-      if (!bad && keys.length) {
-        const missing = keys.find((k) => {
-          const i = cols.indexOf(k);
-          return i < 0 || vals[i] === null;
-        });
-        if (missing) bad = failed('MissingKey', `The record has no value for the key field ${missing.fullName}.`, { field: missing.fullName });
+      if (!bad) {
+        for (let k = 0; k < keys.length; k++) {
+          const at = keyPos[k] as number;
+          if (at < 0 || vals[at] === null) {
+            const key = keys[k] as SqliteColumn;
+            bad = failed('MissingKey', `The record has no value for the key field ${key.fullName}.`, { field: key.fullName });
+            break;
+          }
+        }
       }
-      if (bad) results[r] = bad;
-      else out.push({ index: r, cols, vals });
+      if (bad) {
+        results[r] = bad;
+        continue;
+      }
+      for (let i = 0; i < cols.length; i++, v++) {
+        const x = vals[i];
+        if (typeof x === 'number') {
+          tags[v] = 1;
+          nums[v] = x;
+        } else if (typeof x === 'string') {
+          tags[v] = 2;
+          text += x;
+          ends[s++] = text.length;
+        } else if (x !== null && x !== undefined) {
+          tags[v] = 3;
+          others.push(x);
+        }
+      }
+      indices.push(r);
+      colsOf.push(cols);
     }
-    return out;
-  }
 
-  /** Create / Upsert: runs of records with the same fields go in multi-row statements; a failed statement is retried record by record. */
-  private inserts(action: 'Create' | 'Upsert', table: SqliteTable, keys: SqliteColumn[], prepared: Prepared[], results: WriteResult[]): void {
+    const chunks: ExecChunk[] = [];
+    const bulk = action === 'Create' || action === 'Upsert';
     let i = 0;
-    while (i < prepared.length) {
-      const first = prepared[i] as Prepared;
-      const cols = first.cols;
-      // Records that need their rowid back, or a lone record, take the single-row path.
-      const wantsKey = action === 'Create' && table.rowidAlias !== undefined && !cols.some((c) => c.fullName === table.rowidAlias);
-      const per = wantsKey || cols.length === 0 ? 1 : Math.max(1, Math.min(ROWS_PER_STATEMENT, Math.floor(MAX_VARIABLES / cols.length)));
+    while (i < colsOf.length) {
+      const cols = colsOf[i] as SqliteColumn[];
+      // Records that need their rowid back take the single-row statement.
+      const rowid = action === 'Create' && table.rowidAlias !== undefined && !cols.some((c) => c.fullName === table.rowidAlias);
+      const per = !bulk ? Infinity : rowid || cols.length === 0 ? 1 : Math.max(1, Math.min(ROWS_PER_STATEMENT, Math.floor(MAX_VARIABLES / cols.length)));
       let j = i + 1;
-      while (j < prepared.length && j - i < per && (prepared[j] as Prepared).cols === cols) j++;
-      const run = prepared.slice(i, j);
+      while (j < colsOf.length && j - i < per && colsOf[j] === cols) j++;
+      const rows = j - i;
       i = j;
-      if (run.length === per && per > 1) {
-        const sql = this.sqlFor(table, cols, keys, per);
-        const params: Bind[] = [];
-        for (const p of run) for (const v of p.vals) params.push(v);
-        try {
-          this.stmt(action === 'Create' ? sql.insert : sql.upsert).run(params);
-          for (const p of run) results[p.index] = OK_ONE;
-          continue;
-        } catch (err) {
-          if (!recordErrorCode(sqliteCode(err)) || !this.db.inTransaction) throw err;
-          // fall through: one by one, so that only the failing records fail
+      const sql = this.sqlFor(table, cols, keys);
+      if (bulk) {
+        const chunk: ExecChunk = { rows, cols: cols.length, one: action === 'Create' ? sql.insert : sql.upsert };
+        if (rows === per && per > 1) {
+          const many = this.sqlFor(table, cols, keys, per);
+          chunk.multi = action === 'Create' ? many.insert : many.upsert;
         }
+        if (rowid) chunk.rowid = true;
+        chunks.push(chunk);
+      } else {
+        const chunk: ExecChunk = { rows, cols: cols.length, one: action === 'Delete' ? sql.delete : sql.update, keyPos: keys.map((k) => cols.indexOf(k)) };
+        if (action !== 'Delete') chunk.setPos = cols.flatMap((c, k) => (keys.includes(c) ? [] : [k]));
+        if (action === 'UpdateInsert') chunk.insert = sql.insert;
+        chunks.push(chunk);
       }
-      for (const p of run) results[p.index] = this.one(action, table, keys, p);
     }
-  }
-
-  private one(action: WriteAction, table: SqliteTable, keys: SqliteColumn[], p: Prepared): WriteResult {
-    const { cols, vals } = p;
-    const sql = this.sqlFor(table, cols, keys);
-    const keyVals = keys.map((k) => vals[cols.indexOf(k)] ?? null);
-    const setVals = keys.length ? vals.filter((_, i) => !keys.includes(cols[i] as SqliteColumn)) : vals;
-    try {
-      switch (action) {
-        case 'Create': {
-          const info = this.stmt(sql.insert).run(vals);
-          if (table.rowidAlias && !cols.some((c) => c.fullName === table.rowidAlias)) return succeeded(1, { [table.rowidAlias]: Number(info.lastInsertRowid) });
-          return OK_ONE;
-        }
-        case 'Update':
-        case 'UpdateInsert': {
-          const info = this.stmt(sql.update).run([...setVals, ...keyVals]);
-          if (info.changes > 0) return succeeded(info.changes);
-          if (action === 'Update') return failed('NotFound', `No record of ${table.fullName} matches the key.`);
-          this.stmt(sql.insert).run(vals);
-          return OK_ONE;
-        }
-        case 'Upsert':
-          this.stmt(sql.upsert).run(vals);
-          return OK_ONE;
-        case 'Delete': {
-          const info = this.stmt(sql.delete).run(keyVals);
-          return info.changes > 0 ? succeeded(info.changes) : failed('NotFound', `No record of ${table.fullName} matches the key.`);
-        }
-      }
-    } catch (err) {
-      const code = sqliteCode(err);
-      const rc = recordErrorCode(code);
-      // Only failures of this record are per-record; anything else (and a transaction SQLite
-      // rolled back) fails the whole call.
-      if (!rc || !this.db.inTransaction) throw err;
-      return failed(rc, err instanceof Error ? err.message : String(err), code ? { nativeCode: code } : {});
-    }
+    return { job: { begin: true, commit: true, action, chunks, tags, nums, text, ends, others }, indices };
   }
 }

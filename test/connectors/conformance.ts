@@ -42,6 +42,8 @@ export const PEOPLE: ConnectorRecord[] = [
 export interface ConformanceTarget {
   /** The manifest `name` of the connector. */
   connector: string;
+  /** Told apart in the suite's title when a connector runs it under more than one setting. */
+  label?: string;
   /** Why the suite cannot run here (e.g. no PostgreSQL configured); it is skipped with this message. */
   skip?: string;
   /** A fresh datastore holding `people` (PEOPLE, written natively) and its connection properties. */
@@ -117,7 +119,7 @@ export const FILTER_CASES: { name: string; filter: Filter; ids: number[] }[] = [
 
 /** Defines the conformance tests for a target. */
 export function runConformance(target: ConformanceTarget): void {
-  describe.skipIf(Boolean(target.skip))(`${target.connector} conformance`, () => {
+  describe.skipIf(Boolean(target.skip))(`${target.connector}${target.label ? ` (${target.label})` : ''} conformance`, () => {
     let host: ConnectorHost;
     let props: Record<string, string>;
     let cleanup: (() => Promise<void>) | undefined;

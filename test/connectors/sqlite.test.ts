@@ -8,6 +8,8 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
 import type { Value } from '../../src/connectors/sdk.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
+import { WriteThread } from '../../connectors/sqlite/write-thread.js';
+import { RECORD_ERROR_CODES } from '../../connectors/sqlite/errors.js';
 
 const PEOPLE_DDL = `CREATE TABLE people (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL, email VARCHAR(100), score REAL, balance DECIMAL(12,2),
@@ -26,29 +28,33 @@ async function tempDb(): Promise<{ dir: string; file: string }> {
   return { dir, file: path.join(dir, 'test.db') };
 }
 
-runConformance({
-  connector: 'SQLite',
-  async setup() {
-    const { dir, file } = await tempDb();
-    const db = new Database(file);
-    db.exec(PEOPLE_DDL);
-    const names = PEOPLE_FIELDS.map((f) => f.name);
-    const ins = db.prepare(`INSERT INTO people (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`);
-    for (const p of PEOPLE) ins.run(...names.map((n) => bind(p[n], n)));
-    db.close();
-    return { properties: { file }, cleanup: () => fsp.rm(dir, { recursive: true, force: true }) };
-  },
-  async createLarge(properties, rows) {
-    const db = new Database(properties['file']);
-    db.exec(`CREATE TABLE big (id INTEGER PRIMARY KEY, payload TEXT);
-      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})
-      INSERT INTO big SELECT i, printf('%.90c%d', 'x', i) FROM n;`);
-    db.close();
-  },
-  enforcesUniqueKeys: true,
-  nativeQuery: { statement: 'SELECT id, name FROM people WHERE id > ? ORDER BY id', params: [4] },
-  ensureEntity: true,
-});
+/** The conformance suite once as configured by default and once with every write in the writer thread. */
+for (const writerThread of ['auto', 'on'] as const) {
+  runConformance({
+    connector: 'SQLite',
+    ...(writerThread === 'on' ? { label: 'writer thread' } : {}),
+    async setup() {
+      const { dir, file } = await tempDb();
+      const db = new Database(file);
+      db.exec(PEOPLE_DDL);
+      const names = PEOPLE_FIELDS.map((f) => f.name);
+      const ins = db.prepare(`INSERT INTO people (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`);
+      for (const p of PEOPLE) ins.run(...names.map((n) => bind(p[n], n)));
+      db.close();
+      return { properties: { file, writerThread }, cleanup: () => fsp.rm(dir, { recursive: true, force: true }) };
+    },
+    async createLarge(properties, rows) {
+      const db = new Database(properties['file']);
+      db.exec(`CREATE TABLE big (id INTEGER PRIMARY KEY, payload TEXT);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})
+        INSERT INTO big SELECT i, printf('%.90c%d', 'x', i) FROM n;`);
+      db.close();
+    },
+    enforcesUniqueKeys: true,
+    nativeQuery: { statement: 'SELECT id, name FROM people WHERE id > ? ORDER BY id', params: [4] },
+    ensureEntity: true,
+  });
+}
 
 describe('sqlite connector', () => {
   let host: ConnectorHost;
@@ -147,5 +153,115 @@ describe('sqlite connector', () => {
     const junk = path.join(dir, 'junk.db');
     await fsp.writeFile(junk, 'this is not a database, just some text that is long enough to have a header');
     await expect(host.open({ connectorId: 'SQLite', connectionId: 'sqlite-junk', properties: { file: junk } })).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID' });
+  });
+});
+
+describe('sqlite writer thread', () => {
+  let host: ConnectorHost;
+  let dir: string;
+  let file: string;
+  let conn: HostConnection;
+
+  beforeAll(async () => {
+    host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
+    await host.loadAll();
+    ({ dir, file } = await tempDb());
+    const db = new Database(file);
+    db.exec(`
+      CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price DECIMAL(10,2), code TEXT UNIQUE, at DATETIME);
+      CREATE TABLE guarded (id INTEGER PRIMARY KEY, name TEXT);
+      CREATE TRIGGER guarded_poison BEFORE INSERT ON guarded WHEN NEW.name = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END;
+    `);
+    db.close();
+    // auto: batches of 1000 records or more go to the thread, in parts of 1000 (the first 250).
+    conn = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-thread', properties: { file, journalMode: 'WAL' } });
+  });
+  afterAll(async () => {
+    await host.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('writes a batch of several parts in order, failing exactly the bad records of every part', async () => {
+    const batch: Record<string, Value>[] = Array.from({ length: 4500 }, (_, i) => ({ id: i + 1, name: `item ${i + 1}`, price: `${i}.25`, code: `c${i + 1}`, at: '2024-05-06T07:08:09Z' }));
+    batch[10] = { id: 11, name: 'bad price', price: 'twelve' }; // part 1: refused before SQLite
+    batch[1700] = { id: 1701, name: 'dup code', code: 'c5' }; // part 2: UNIQUE
+    batch[3999] = { id: 4000, price: '1.00' }; // part 4: NOT NULL
+    const res = await conn.write('Create', 'items', batch);
+    expect(res).toHaveLength(4500);
+    const failures = res.flatMap((r, i) => (r.ok ? [] : [[i, r.error.code]]));
+    expect(failures).toEqual([
+      [10, 'InvalidValue'],
+      [1700, 'DuplicateKey'],
+      [3999, 'ConstraintViolation'],
+    ]);
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) AS n, sum(id) AS s FROM items').get()).toEqual({ n: 4497, s: (4500 * 4501) / 2 - 11 - 1701 - 4000 });
+      // Stored as the same classes an in-thread write stores: decimals as numbers, datetimes as text.
+      expect(db.prepare('SELECT typeof(price) AS p, price, typeof(at) AS a, at FROM items WHERE id = 3').get()).toEqual({ p: 'real', price: 2.25, a: 'text', at: '2024-05-06T07:08:09Z' });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('returns generated rowids in record order across parts', async () => {
+    const res = await conn.write('Create', 'guarded', Array.from({ length: 2100 }, (_, i) => ({ name: `g${i}` })));
+    const keys = res.map((r) => (r.ok ? r.key?.['id'] : undefined));
+    expect(keys).toEqual(Array.from({ length: 2100 }, (_, i) => i + 1));
+  });
+
+  it('undoes every part of a batch that fails as a whole (a trigger ends the transaction), and writes the next batch', async () => {
+    const batch = Array.from({ length: 3000 }, (_, i) => ({ id: 10_000 + i, name: i === 2500 ? 'poison' : `p${i}` }));
+    await expect(conn.write('Create', 'guarded', batch)).rejects.toMatchObject({ code: expect.stringMatching(/^CON_/) });
+    const count = (): number => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return (db.prepare('SELECT count(*) AS n FROM guarded WHERE id >= 10000').get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    expect(count()).toBe(0);
+    const next = await conn.write('Create', 'guarded', batch.map((r) => ({ ...r, name: r.name === 'poison' ? 'cured' : r.name })));
+    expect(next.every((r) => r.ok)).toBe(true);
+    expect(count()).toBe(3000);
+  });
+
+  it('runs Upsert, Update and Delete batches in the thread with their counts', async () => {
+    const up = await conn.write('Upsert', 'items', Array.from({ length: 1200 }, (_, i) => ({ id: i + 1, name: `renamed ${i + 1}` })));
+    expect(up.every((r) => r.ok)).toBe(true);
+    const upd = await conn.write('Update', 'items', Array.from({ length: 1000 }, (_, i) => ({ id: i + 4001, price: '9.99' })));
+    // ids 4001–4500 exist, 4501–5000 do not.
+    expect(upd.filter((r) => r.ok).length).toBe(500);
+    expect(upd.slice(500).every((r) => !r.ok && r.error.code === 'NotFound')).toBe(true);
+    const del = await conn.write('Delete', 'items', Array.from({ length: 1000 }, (_, i) => ({ id: i + 1 })));
+    expect(del.every((r) => r.ok && r.affected === 1)).toBe(true);
+    expect(await conn.write('Delete', 'items', [{ id: 1 }])).toMatchObject([{ ok: false, error: { code: 'NotFound' } }]);
+    const { records } = await collect(conn.query('items', { op: '<=', field: 'id', value: 1200 }));
+    expect(records.map((r) => [r['id'], r['name']])).toEqual(Array.from({ length: 200 }, (_, i) => [i + 1001, `renamed ${i + 1001}`]));
+  });
+});
+
+describe('sqlite WriteThread', () => {
+  const job = { begin: true, commit: true, action: 'Create' as const, chunks: [], tags: new Uint8Array(0), nums: new Float64Array(0), text: '', ends: new Uint32Array(0), others: [] };
+
+  it('reports a database it cannot open on the first job, with the SQLite code, and is then not alive', async () => {
+    const { dir, file } = await tempDb();
+    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: [], recordCodes: RECORD_ERROR_CODES });
+    await expect(t.run(job)).rejects.toMatchObject({ code: 'SQLITE_CANTOPEN' });
+    expect(t.alive).toBe(false);
+    await t.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('fails the jobs of a closed thread instead of waiting for them', async () => {
+    const { dir, file } = await tempDb();
+    new Database(file).close();
+    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: ['journal_mode = WAL'], recordCodes: RECORD_ERROR_CODES });
+    expect((await t.run(job)).status).toHaveLength(0);
+    await t.close();
+    expect(t.alive).toBe(false);
+    await expect(t.run(job)).rejects.toThrow(/closed|stopped/);
+    await fsp.rm(dir, { recursive: true, force: true });
   });
 });
