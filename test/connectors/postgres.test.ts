@@ -218,6 +218,39 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     expect(count.n).toBe(400);
   });
 
+  it('upserts a large batch of existing keys on parallel connections: same-key records in order, a bad record alone, a deadlocked lane again', async () => {
+    await withClient(db.url, (c) =>
+      c.query(`
+        CREATE TABLE lanes (id int PRIMARY KEY, v text NOT NULL, n int);
+        INSERT INTO lanes SELECT i, 'old', 0 FROM generate_series(1, 6000) i;
+        CREATE SEQUENCE lanes_once;
+        CREATE FUNCTION lanes_trip() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF NEW.id = 4321 AND nextval('lanes_once') = 1 THEN RAISE EXCEPTION 'simulated deadlock' USING ERRCODE = '40P01'; END IF;
+            RETURN NEW;
+          END $$;
+        CREATE TRIGGER lanes_trip BEFORE UPDATE ON lanes FOR EACH ROW EXECUTE FUNCTION lanes_trip();
+      `),
+    );
+    await conn.metadata({ reload: true });
+    const batch: ConnectorRecord[] = Array.from({ length: 6000 }, (_, i) => ({ id: i + 1, v: `new ${i + 1}`, n: 1 }));
+    batch[99] = { id: 100, v: 'bad', n: 2 ** 40 };
+    batch.push({ id: 7, v: 'seven again', n: 2 });
+    const res = await conn.write('Upsert', 'lanes', batch);
+    expect(res.flatMap((r, i) => (r.ok ? [] : [[i, r.error.code]]))).toEqual([[99, 'InvalidValue']]);
+    const rows = await withClient(db.url, async (c) => (await c.query(`SELECT id, v, n FROM lanes WHERE id IN (7, 100, 4321, 6000) ORDER BY id`)).rows);
+    expect(rows).toEqual([
+      { id: 7, v: 'seven again', n: 2 },
+      { id: 100, v: 'old', n: 0 },
+      { id: 4321, v: 'new 4321', n: 1 },
+      { id: 6000, v: 'new 6000', n: 1 },
+    ]);
+    const counts = await withClient(db.url, async (c) => (await c.query(`SELECT count(*) FILTER (WHERE v LIKE 'new %')::int AS fresh, (SELECT last_value FROM lanes_once)::int AS trips FROM lanes`)).rows[0] as { fresh: number; trips: number });
+    // Every row but 7 (its second record) and 100 (the bad one) holds its new value; the lane with
+    // 4321 failed once as deadlocked and ran again.
+    expect(counts).toEqual({ fresh: 5998, trips: 2 });
+  });
+
   it('queries with bound parameters only: a value with SQL in it is just a value', async () => {
     const { records } = await collect(conn.query('customers', { op: '=', field: 'Full_Name', value: "x' OR '1'='1" }));
     expect(records).toEqual([]);
