@@ -27,7 +27,7 @@ import { connectionMetadata } from './metadata.js';
 import { callError, RECORD_ERROR_CODES } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
 import { SqliteWriter } from './write.js';
-import { WriteThread } from './write-thread.js';
+import { WriteThread } from './thread.js';
 import { ensureTable } from './ensure-entity.js';
 
 /**
@@ -36,6 +36,9 @@ import { ensureTable } from './ensure-entity.js';
  * same database is written (in WAL mode without blocking; in rollback-journal mode a long read
  * makes writers wait up to busyTimeoutMs).
  */
+/** The PRAGMAs every reading connection of a session runs first. */
+const READ_PRAGMAS = ['case_sensitive_like = ON'];
+
 /** The PRAGMAs every writing connection of a session runs first (its own and its writer thread's). */
 function writePragmas(props: SqliteProps): string[] {
   const out = ['case_sensitive_like = ON', 'foreign_keys = ON'];
@@ -56,7 +59,7 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
     throw callError(err, `The database ${props.file} cannot be opened`);
   }
   try {
-    for (const p of readonly ? ['case_sensitive_like = ON'] : writePragmas(props)) db.pragma(p);
+    for (const p of readonly ? READ_PRAGMAS : writePragmas(props)) db.pragma(p);
     // Fails here, not on the first query, when the file is not a database.
     db.prepare('SELECT count(*) FROM sqlite_schema').get();
   } catch (err) {
@@ -66,13 +69,13 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
   return db;
 }
 
-/** Batches of at least this many records go to the writer thread when writerThread is auto. */
+/** Writes of at least this many records go to the writer thread when `writerThread` is auto. */
 const THREAD_MIN_RECORDS = 1000;
 
 class SqliteSession implements ConnectorSession {
   private tables: Map<string, SqliteTable> | undefined;
   private readonly writer: SqliteWriter;
-  private thread: WriteThread | undefined;
+  private writeThread: WriteThread | undefined;
   /** Writes run one after another: the session's connection and its writer thread never write at once. */
   private writing: Promise<unknown> = Promise.resolve();
 
@@ -135,17 +138,17 @@ class SqliteSession implements ConnectorSession {
   }
 
   /**
-   * The writer thread for a batch of `records`, started on the first bulk batch (writerThread
-   * `auto`: {@link THREAD_MIN_RECORDS} records or more; `on`: every batch; `off`: never), and
-   * again after it failed.
+   * The writer thread for a batch of `records` (`writerThread` auto: {@link THREAD_MIN_RECORDS}
+   * records or more; on: every batch; off: never), started on the first such batch and again after
+   * it failed.
    */
   private threadFor(records: number): WriteThread | undefined {
     const mode = this.props.writerThread;
     if (mode === 'off' || (mode === 'auto' && records < THREAD_MIN_RECORDS)) return undefined;
-    if (!this.thread?.alive) {
-      this.thread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_ERROR_CODES });
+    if (!this.writeThread?.alive) {
+      this.writeThread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_ERROR_CODES });
     }
-    return this.thread;
+    return this.writeThread;
   }
 
   async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
@@ -178,7 +181,7 @@ class SqliteSession implements ConnectorSession {
 
   async disconnect(_ctx: CallContext): Promise<void> {
     await this.writing;
-    await this.thread?.close();
+    await this.writeThread?.close();
     if (this.db.open) this.db.close();
   }
 }

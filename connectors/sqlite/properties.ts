@@ -11,7 +11,7 @@ export interface SqliteProps {
   journalMode: string;
   /** PRAGMA synchronous to set on connect; empty = SQLite's default. */
   synchronous: string;
-  /** Where bulk writes run: `auto` (batches of 1000 records or more in the writer thread), `on` (all), `off` (none). */
+  /** Where writes run: `auto` (batches of 1000 records or more in the writer thread), `on` (every write), `off` (none). */
   writerThread: 'auto' | 'on' | 'off';
 }
 

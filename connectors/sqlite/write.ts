@@ -16,7 +16,7 @@ import { callError, RECORD_ERROR_CODES, recordErrorCode } from './errors.js';
 import { writeValue } from './types.js';
 import type { Bind } from './sql.js';
 import { FAILED, NOT_FOUND, sqliteExecutor, type ExecChunk, type ExecJob, type ExecResult } from './executor.js';
-import { WriteThreadError, type WriteThread } from './write-thread.js';
+import { SqliteThreadError, type WriteThread } from './thread.js';
 
 /**
  * Writes of one batch run in one transaction (`BEGIN IMMEDIATE … COMMIT`). A constraint failure
@@ -117,7 +117,7 @@ export class SqliteWriter {
       } while (from < batch.length);
       for (const part of parts) this.results(table, part.indices, await part.out, results);
     } catch (err) {
-      if (err instanceof WriteThreadError && !err.code) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
+      if (err instanceof SqliteThreadError && !err.code) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
       throw callError(err, `The ${action} batch failed`);
     }
     return results;

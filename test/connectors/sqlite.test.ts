@@ -8,7 +8,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
 import type { Value } from '../../src/connectors/sdk.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
-import { WriteThread } from '../../connectors/sqlite/write-thread.js';
+import { WriteThread } from '../../connectors/sqlite/thread.js';
 import { RECORD_ERROR_CODES } from '../../connectors/sqlite/errors.js';
 
 const PEOPLE_DDL = `CREATE TABLE people (

@@ -1,0 +1,156 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { sqliteExecutor, type ExecJob, type ExecResult } from './executor.js';
+
+/**
+ * The writer thread of a SQLite session: a worker with its own connection to the database that
+ * runs write jobs (executor.ts) while the session's thread does the rest of a copy. better-sqlite3
+ * is synchronous: on the session's thread, SQLite's insert work would stop every other step
+ * (reading and parsing the next source batch, formulas) for as long as it runs.
+ *
+ * The thread runs its handler from the handler's source text, with the better-sqlite3 the plugin
+ * itself resolves: the same from the source tree, the compiled tree and an installed package.
+ * Data crosses packed in transferable buffers (see executor.ts), not as structured-cloned records.
+ * (A reader thread for queries was built the same way and measured: sqlite → postgres did not get
+ * faster, as PostgreSQL's backend already uses the second core, so queries stay on the session's
+ * thread.)
+ */
+const SOURCE = (factory: string): string => `
+const __name = (f) => f;
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.lib);
+const failure = (err) => ({ code: err && typeof err.code === 'string' ? err.code : undefined, message: err instanceof Error ? err.message : String(err) });
+const open = () => {
+  const db = new Database(workerData.file, { readonly: workerData.readonly, fileMustExist: true, timeout: workerData.busyTimeoutMs });
+  for (const p of workerData.pragmas) db.pragma(p);
+  return db;
+};
+let handle;
+try {
+  handle = (${factory})(open(), workerData.extra, open);
+  parentPort.postMessage({ ready: true });
+} catch (err) {
+  parentPort.postMessage({ fatal: failure(err) });
+}
+parentPort.on('message', (msg) => {
+  try {
+    const out = handle(msg.body);
+    parentPort.postMessage({ id: msg.id, result: out.reply }, out.transfer);
+  } catch (err) {
+    parentPort.postMessage({ id: msg.id, error: failure(err) });
+  }
+});
+`;
+
+export interface SqliteThreadOptions {
+  file: string;
+  busyTimeoutMs: number;
+  /** PRAGMA statements the connection runs first, as the session's own connections do. */
+  pragmas: string[];
+}
+
+/** An error of a session thread, with the SQLite code when it has one (errors.ts maps it). */
+export class SqliteThreadError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+type Reply<T> = { ready: true } | { fatal: { code?: string; message: string } } | { id: number; result: T } | { id: number; error: { code?: string; message: string } };
+
+class SqliteThread<Req, Res> {
+  private readonly worker: Worker;
+  private readonly ready: Promise<void>;
+  private readonly pending = new Map<number, { resolve: (r: Res) => void; reject: (e: Error) => void }>();
+  private nextId = 1;
+  private dead: Error | undefined;
+  private started = false;
+
+  constructor(
+    private readonly role: string,
+    factory: string,
+    opts: SqliteThreadOptions & { readonly: boolean; extra?: unknown },
+  ) {
+    const lib = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, readonly: opts.readonly, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
+    // Idle, the thread must not keep the process alive; while a call runs it must (see call()).
+    this.worker.unref();
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.worker.on('message', (m: Reply<Res>) => {
+        if ('ready' in m) {
+          this.started = true;
+          resolve();
+        } else if ('fatal' in m) {
+          // The thread could not open the database: it is done, the session starts another next time.
+          const err = new SqliteThreadError(m.fatal.message, m.fatal.code);
+          this.dead ??= err;
+          reject(err);
+          void this.worker.terminate();
+        } else {
+          const p = this.pending.get(m.id);
+          if (!p) return;
+          this.pending.delete(m.id);
+          if (this.pending.size === 0) this.worker.unref();
+          if ('result' in m) p.resolve(m.result);
+          else p.reject(new SqliteThreadError(m.error.message, m.error.code));
+        }
+      });
+      const die = (err: Error): void => {
+        this.dead ??= err;
+        reject(err);
+        for (const p of this.pending.values()) p.reject(err);
+        this.pending.clear();
+      };
+      this.worker.on('error', (err) => die(new SqliteThreadError(`The SQLite ${this.role} thread failed: ${err.message}`)));
+      this.worker.on('exit', (code) => die(new SqliteThreadError(`The SQLite ${this.role} thread stopped (exit code ${code}).`)));
+    });
+    // A start failure is reported by the first call, not as an unhandled rejection.
+    this.ready.catch(() => undefined);
+  }
+
+  /** False once the thread has failed or stopped: the session starts another. */
+  get alive(): boolean {
+    return this.dead === undefined;
+  }
+
+  /**
+   * Posts a request. Once the thread has started it is posted at once, not after the caller's
+   * synchronous work: the thread starts on a batch's first part while the caller checks the next.
+   */
+  call(body: Req, transfer: ArrayBuffer[] = []): Promise<Res> {
+    if (!this.started) return this.ready.then(() => this.call(body, transfer));
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    return new Promise<Res>((resolve, reject) => {
+      if (this.pending.size === 0) this.worker.ref();
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, body }, transfer);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.dead ??= new SqliteThreadError(`The SQLite ${this.role} thread was closed.`);
+    await this.worker.terminate();
+  }
+}
+
+/** The writer thread: runs write jobs in its own read-write connection. */
+export class WriteThread extends SqliteThread<ExecJob, ExecResult> {
+  constructor(opts: SqliteThreadOptions & { recordCodes: readonly string[] }) {
+    const factory = `(db, extra) => {
+      const run = (${sqliteExecutor.toString()})(db, extra.recordCodes);
+      return (job) => {
+        const reply = run(job);
+        return { reply, transfer: reply.rowids ? [reply.status.buffer, reply.rowids.buffer] : [reply.status.buffer] };
+      };
+    }`;
+    super('writer', factory, { ...opts, readonly: false, extra: { recordCodes: opts.recordCodes } });
+  }
+
+  run(job: ExecJob): Promise<ExecResult> {
+    return this.call(job, [job.tags.buffer as ArrayBuffer, job.nums.buffer as ArrayBuffer, job.ends.buffer as ArrayBuffer]);
+  }
+}
