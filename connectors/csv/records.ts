@@ -1,4 +1,4 @@
-import { coerceValue, INVALID, type ConnectorLog, type ConnectorRecord, type PropertyType, type Value } from '../../src/connectors/sdk.js';
+import { coerceValue, INVALID, recordMaker, type ConnectorLog, type ConnectorRecord, type PropertyType, type Value } from '../../src/connectors/sdk.js';
 import type { CsvField, CsvRow, CsvSink } from './parser.js';
 import type { CsvColumn, CsvEntity } from './schema.js';
 
@@ -54,15 +54,14 @@ export function recordBuilder(entity: CsvEntity, log: ConnectorLog): (row: CsvRo
   const names = cols.map((c) => c.fullName);
   const convs = cols.map((c) => converter(c, log, entity.fullName));
   const isString = cols.map((c) => c.type === 'string');
-  const template: ConnectorRecord = {};
-  for (const name of names) template[name] = null;
+  const make = recordMaker(names);
+  const vals = new Array<Value>(n);
   return (row) => {
-    const rec: ConnectorRecord = { ...template };
     for (let i = 0; i < n; i++) {
       const raw: CsvField | undefined = row[i];
-      rec[names[i] as string] = raw === null || raw === undefined ? null : isString[i] ? raw : raw === '' ? null : (convs[i] as Convert)(raw);
+      vals[i] = raw === null || raw === undefined ? null : isString[i] ? raw : raw === '' ? null : (convs[i] as Convert)(raw);
     }
-    return rec;
+    return make(vals);
   };
 }
 
@@ -143,10 +142,9 @@ export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: stri
   const convs = cols.map((c) => converter(c, log, entity.fullName));
   const kinds = cols.map((c) => KIND_OF[c.type] ?? Kind.Other);
   const build = recordBuilder(entity, log);
-  // Records are copies of one object with every field (as recordBuilder's): they get its shape at
-  // once, with the fields inside the object, instead of growing field by field into a separate store.
-  const template: ConnectorRecord = {};
-  for (const name of names) template[name] = null;
+  // Records are made as recordBuilder's are: one object literal with every field (recordMaker).
+  const make = recordMaker(names);
+  const vals = new Array<Value>(n).fill(null);
   let header = hasHeader;
   return {
     line(buf, start, end, out) {
@@ -154,10 +152,13 @@ export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: stri
         header = false;
         return;
       }
-      const rec: ConnectorRecord = { ...template };
       let pos = start;
       for (let i = 0; i < n; i++) {
-        if (pos > end) break;
+        // A line with fewer fields: the missing ones are null.
+        if (pos > end) {
+          vals.fill(null, i);
+          break;
+        }
         // The native search beats a character loop several times over.
         let fe = buf.indexOf(delimiter, pos);
         if (fe < 0 || fe > end) fe = end;
@@ -184,10 +185,10 @@ export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: stri
               v = (convs[i] as Convert)(buf.slice(pos, fe));
           }
         }
-        rec[names[i] as string] = v;
+        vals[i] = v;
         pos = fe + 1;
       }
-      out.push(rec);
+      out.push(make(vals));
     },
     row(fields, out) {
       if (header) {

@@ -22,7 +22,7 @@ const RECORD_ERRORS: Readonly<Record<string, RecordErrorCode>> = {
 };
 
 /** The SQLite codes of statement failures that concern one record alone. */
-export const RECORD_ERROR_CODES: readonly string[] = Object.keys(RECORD_ERRORS);
+export const RECORD_SQLITE_CODES: readonly string[] = Object.keys(RECORD_ERRORS);
 
 /** A per-record error for a statement failure that concerns the record alone; undefined for the others. */
 export function recordErrorCode(code: string | undefined): RecordErrorCode | undefined {

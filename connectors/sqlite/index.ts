@@ -24,7 +24,7 @@ import {
 import { parseProps, type SqliteProps } from './properties.js';
 import { readCatalogue, type SqliteTable } from './catalogue.js';
 import { connectionMetadata } from './metadata.js';
-import { callError, RECORD_ERROR_CODES } from './errors.js';
+import { callError, RECORD_SQLITE_CODES } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
 import { SqliteWriter } from './write.js';
 import { WriteThread } from './thread.js';
@@ -146,7 +146,7 @@ class SqliteSession implements ConnectorSession {
     const mode = this.props.writerThread;
     if (mode === 'off' || (mode === 'auto' && records < THREAD_MIN_RECORDS)) return undefined;
     if (!this.writeThread?.alive) {
-      this.writeThread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_ERROR_CODES });
+      this.writeThread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_SQLITE_CODES });
     }
     return this.writeThread;
   }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { throwIfAborted, uniqueFullNames, type CallContext, type ConnectorRecord, type Filter, type QueryOptions, type RecordBatch, type Value } from '../../src/connectors/sdk.js';
+import { recordMaker, throwIfAborted, uniqueFullNames, type CallContext, type ConnectorRecord, type Filter, type QueryOptions, type RecordBatch, type Value } from '../../src/connectors/sdk.js';
 import type { SqliteTable } from './catalogue.js';
 import { callError } from './errors.js';
 import { selectSql, type Bind } from './sql.js';
@@ -20,9 +20,9 @@ export async function* streamRows(db: Database.Database, sql: string, params: Bi
     throw callError(err, 'The query failed');
   }
   const n = names.length;
-  // Each record is a copy of one object with every field: it gets its shape at once, fields inside.
-  const template: Record<string, Value> = {};
-  for (const name of names) template[name] = null;
+  // Each record is one object literal with every field (recordMaker).
+  const make = recordMaker(names);
+  const vals = new Array<Value>(n);
   let sent = 0;
   try {
     for (;;) {
@@ -37,9 +37,8 @@ export async function* streamRows(db: Database.Database, sql: string, params: Bi
             break;
           }
           const row = r.value;
-          const rec: Record<string, Value> = { ...template };
-          for (let i = 0; i < n; i++) rec[names[i] as string] = (convs[i] as ReadConvert)(row[i] ?? null);
-          batch.push(rec);
+          for (let i = 0; i < n; i++) vals[i] = (convs[i] as ReadConvert)(row[i] ?? null);
+          batch.push(make(vals));
         }
       } catch (err) {
         throw callError(err, 'The query failed');

@@ -12,7 +12,7 @@ import {
   keyColumns,
 } from '../../src/connectors/sdk.js';
 import { quoteIdent, type SqliteColumn, type SqliteTable } from './catalogue.js';
-import { callError, RECORD_ERROR_CODES, recordErrorCode } from './errors.js';
+import { callError, RECORD_SQLITE_CODES, recordErrorCode } from './errors.js';
 import { writeValue } from './types.js';
 import type { Bind } from './sql.js';
 import { FAILED, NOT_FOUND, sqliteExecutor, type ExecChunk, type ExecJob, type ExecResult } from './executor.js';
@@ -55,7 +55,7 @@ export class SqliteWriter {
   private readonly exec: (job: ExecJob) => ExecResult;
 
   constructor(db: Database.Database) {
-    this.exec = sqliteExecutor(db, RECORD_ERROR_CODES);
+    this.exec = sqliteExecutor(db, RECORD_SQLITE_CODES);
   }
 
   /** The statements of one (table, field set, key, rows per statement); built once per combination. */

@@ -9,7 +9,7 @@ import type { HostConnection } from '../../src/connectors/connection.js';
 import type { Value } from '../../src/connectors/sdk.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
 import { WriteThread } from '../../connectors/sqlite/thread.js';
-import { RECORD_ERROR_CODES } from '../../connectors/sqlite/errors.js';
+import { RECORD_SQLITE_CODES } from '../../connectors/sqlite/errors.js';
 
 const PEOPLE_DDL = `CREATE TABLE people (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL, email VARCHAR(100), score REAL, balance DECIMAL(12,2),
@@ -247,7 +247,7 @@ describe('sqlite WriteThread', () => {
 
   it('reports a database it cannot open on the first job, with the SQLite code, and is then not alive', async () => {
     const { dir, file } = await tempDb();
-    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: [], recordCodes: RECORD_ERROR_CODES });
+    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: [], recordCodes: RECORD_SQLITE_CODES });
     await expect(t.run(job)).rejects.toMatchObject({ code: 'SQLITE_CANTOPEN' });
     expect(t.alive).toBe(false);
     await t.close();
@@ -257,7 +257,7 @@ describe('sqlite WriteThread', () => {
   it('fails the jobs of a closed thread instead of waiting for them', async () => {
     const { dir, file } = await tempDb();
     new Database(file).close();
-    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: ['journal_mode = WAL'], recordCodes: RECORD_ERROR_CODES });
+    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: ['journal_mode = WAL'], recordCodes: RECORD_SQLITE_CODES });
     expect((await t.run(job)).status).toHaveLength(0);
     await t.close();
     expect(t.alive).toBe(false);

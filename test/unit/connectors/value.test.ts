@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { coerceValue, INVALID, normalizeDatetime, datetimeMillis } from '../../../src/connectors/value.js';
+import { recordMaker } from '../../../src/connectors/sdk.js';
 
 describe('the value model', () => {
   it('keeps whole numbers exact: numbers when safe, strings beyond 2^53', () => {
@@ -37,5 +38,30 @@ describe('the value model', () => {
     expect(coerceValue('binary', 'not base64!')).toBe(INVALID);
     expect(coerceValue('json', '{"a":1}')).toBe('{"a":1}');
     expect(coerceValue('json', '{a:1}')).toBe(INVALID);
+  });
+});
+
+describe('recordMaker', () => {
+  it('makes records with the fields in order from arrays of values', () => {
+    const make = recordMaker(['id', 'Full Name', 'say "hi"', 'back\\slash', 'line\u2028sep']);
+    const rec = make([1, 'Ann', null, 'x', true]);
+    expect(Object.keys(rec)).toEqual(['id', 'Full Name', 'say "hi"', 'back\\slash', 'line\u2028sep']);
+    expect(rec).toEqual({ id: 1, 'Full Name': 'Ann', 'say "hi"': null, 'back\\slash': 'x', 'line\u2028sep': true });
+    // Each call is a new object.
+    expect(make([2, 'Bo', null, 'y', false])).not.toBe(rec);
+  });
+
+  it('takes a name that would break out of a string literal as a name, not as code', () => {
+    const evil = '"}; globalThis.ferryPwned = true; ({"';
+    const rec = recordMaker([evil])(['v']);
+    expect(rec[evil]).toBe('v');
+    expect((globalThis as Record<string, unknown>)['ferryPwned']).toBeUndefined();
+  });
+
+  it('keeps a field named __proto__ as a field, not as the prototype', () => {
+    const rec = recordMaker(['id', '__proto__'])([1, 'x']);
+    expect(Object.getPrototypeOf(rec)).toBe(Object.prototype);
+    expect(Object.keys(rec)).toEqual(['id', '__proto__']);
+    expect(Object.getOwnPropertyDescriptor(rec, '__proto__')?.value).toBe('x');
   });
 });
