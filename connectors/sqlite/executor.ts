@@ -66,12 +66,15 @@ export const FAILED = -2;
  * An executor bound to one connection. `recordCodes` are the SQLite error codes that concern
  * the record alone: a statement failing with one of them fails that record; any other error, or
  * one after which SQLite ended the transaction, is thrown and fails the whole job (nothing of it
- * is committed).
+ * is committed). `owned`: only the executor uses the connection (the writer thread's), so a
+ * transaction it finds open at a batch's start is one of its own batches left unfinished, and is
+ * undone; on a shared connection (the session's) the batch runs inside it, as a savepoint.
  */
-export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[]): (job: ExecJob) => ExecResult {
+export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[], owned: boolean): (job: ExecJob) => ExecResult {
   // The statuses once more: the body must not refer to anything outside it (the types keep them equal).
   const notFound: typeof NOT_FOUND = -1;
   const failedStatus: typeof FAILED = -2;
+  let nested = false;
   const statements = new Map<string, ReturnType<ExecDatabase['prepare']>>();
   const stmt = (sql: string): ReturnType<ExecDatabase['prepare']> => {
     let s = statements.get(sql);
@@ -157,11 +160,11 @@ export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[])
     };
 
     if (job.begin) {
-      // A batch whose sender stopped before its last part left its transaction open: undo it.
-      if (db.inTransaction) stmt('ROLLBACK').run([]);
-      stmt('BEGIN IMMEDIATE').run([]);
-    }
-    else if (!db.inTransaction) throw new Error('The transaction of this batch ended before its last part.');
+      // Owned: a batch whose sender stopped before its last part left its transaction open.
+      if (db.inTransaction && owned) stmt('ROLLBACK').run([]);
+      nested = db.inTransaction;
+      stmt(nested ? 'SAVEPOINT ferry_batch' : 'BEGIN IMMEDIATE').run([]);
+    } else if (!db.inTransaction) throw new Error('The transaction of this batch ended before its last part.');
     try {
       let at = 0;
       for (const c of job.chunks) {
@@ -179,9 +182,12 @@ export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[])
         if (!done) for (let r = 0; r < c.rows; r++) one(c, c.rows === 1 ? vals : vals.slice(r * c.cols, (r + 1) * c.cols), at + r);
         at += c.rows;
       }
-      if (job.commit) stmt('COMMIT').run([]);
+      if (job.commit) stmt(nested ? 'RELEASE ferry_batch' : 'COMMIT').run([]);
     } catch (err) {
-      if (db.inTransaction) stmt('ROLLBACK').run([]);
+      if (nested && db.inTransaction) {
+        stmt('ROLLBACK TO ferry_batch').run([]);
+        stmt('RELEASE ferry_batch').run([]);
+      } else if (db.inTransaction) stmt('ROLLBACK').run([]);
       throw err;
     }
     return rowids ? { status, rowids, errors } : { status, errors };

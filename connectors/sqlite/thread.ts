@@ -141,7 +141,7 @@ class SqliteThread<Req, Res> {
 export class WriteThread extends SqliteThread<ExecJob, ExecResult> {
   constructor(opts: SqliteThreadOptions & { recordCodes: readonly string[] }) {
     const factory = `(db, extra) => {
-      const run = (${sqliteExecutor.toString()})(db, extra.recordCodes);
+      const run = (${sqliteExecutor.toString()})(db, extra.recordCodes, true);
       return (job) => {
         const reply = run(job);
         return { reply, transfer: reply.rowids ? [reply.status.buffer, reply.rowids.buffer] : [reply.status.buffer] };

@@ -55,7 +55,7 @@ export class SqliteWriter {
   private readonly exec: (job: ExecJob) => ExecResult;
 
   constructor(db: Database.Database) {
-    this.exec = sqliteExecutor(db, RECORD_SQLITE_CODES);
+    this.exec = sqliteExecutor(db, RECORD_SQLITE_CODES, false);
   }
 
   /** The statements of one (table, field set, key, rows per statement); built once per combination. */

@@ -148,6 +148,15 @@ describe('sqlite connector', () => {
     await expect(collect(conn.nativeQuery('SELEC nonsense'))).rejects.toMatchObject({ code: 'CON_QUERY_INVALID' });
   });
 
+  it('runs a write inside a transaction a native statement opened, as a savepoint of it', async () => {
+    await collect(conn.nativeQuery('BEGIN'));
+    const res = await conn.write('Create', 'notes', [{ body: 'inside', tag: 'tx' }, { body: 'inside too', tag: 'tx' }]);
+    expect(res.every((r) => r.ok)).toBe(true);
+    await collect(conn.nativeQuery('ROLLBACK'));
+    const { records } = await collect(conn.query('notes', { op: '=', field: 'tag', value: 'tx' }));
+    expect(records).toEqual([]);
+  });
+
   it('reports a missing database file as CON_UNREACHABLE and a non-database as CON_PROPERTIES_INVALID', async () => {
     await expect(host.open({ connectorId: 'SQLite', connectionId: 'sqlite-missing', properties: { file: path.join(dir, 'nope.db') } })).rejects.toMatchObject({ code: 'CON_UNREACHABLE' });
     const junk = path.join(dir, 'junk.db');
