@@ -28,6 +28,18 @@ async function tempDb(): Promise<{ dir: string; file: string }> {
   return { dir, file: path.join(dir, 'test.db') };
 }
 
+/** A host with the plugins, a database file made by `ddl`, and a Connection to it with `properties`. */
+async function openFixture(ddl: string, connectionId: string, properties: Record<string, string> = {}): Promise<{ host: ConnectorHost; dir: string; file: string; conn: HostConnection }> {
+  const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
+  await host.loadAll();
+  const { dir, file } = await tempDb();
+  const db = new Database(file);
+  db.exec(ddl);
+  db.close();
+  const conn = await host.open({ connectorId: 'SQLite', connectionId, properties: { file, ...properties } });
+  return { host, dir, file, conn };
+}
+
 /** The conformance suite once as configured by default and once with every write in the writer thread. */
 for (const writerThread of ['auto', 'on'] as const) {
   runConformance({
@@ -63,20 +75,17 @@ describe('sqlite connector', () => {
   let conn: HostConnection;
 
   beforeAll(async () => {
-    host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
-    await host.loadAll();
-    ({ dir, file } = await tempDb());
-    const db = new Database(file);
-    db.exec(`
+    ({ host, dir, file, conn } = await openFixture(
+      `
       CREATE TABLE customers (id INTEGER PRIMARY KEY, "Full Name" TEXT NOT NULL, email TEXT UNIQUE, created DATETIME DEFAULT CURRENT_TIMESTAMP);
       CREATE TABLE orders (order_no INTEGER, line INTEGER, customer_id INTEGER REFERENCES customers(id), total NUMERIC(10,2), PRIMARY KEY (order_no, line));
       CREATE TABLE shipments (id INTEGER PRIMARY KEY, order_no INTEGER, line INTEGER, FOREIGN KEY (order_no, line) REFERENCES orders (order_no, line));
       CREATE TABLE notes (body TEXT, tag TEXT);
       CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;
       INSERT INTO customers (id, "Full Name", email, created) VALUES (1, 'Ann', 'ann@x', '2024-01-02 03:04:05');
-    `);
-    db.close();
-    conn = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-own', properties: { file } });
+    `,
+      'sqlite-own',
+    ));
   });
   afterAll(async () => {
     await host.close();
@@ -172,18 +181,16 @@ describe('sqlite writer thread', () => {
   let conn: HostConnection;
 
   beforeAll(async () => {
-    host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
-    await host.loadAll();
-    ({ dir, file } = await tempDb());
-    const db = new Database(file);
-    db.exec(`
+    // auto: batches of 1000 records or more go to the thread, in parts of 1000 (the first 250).
+    ({ host, dir, file, conn } = await openFixture(
+      `
       CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price DECIMAL(10,2), code TEXT UNIQUE, at DATETIME);
       CREATE TABLE guarded (id INTEGER PRIMARY KEY, name TEXT);
       CREATE TRIGGER guarded_poison BEFORE INSERT ON guarded WHEN NEW.name = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END;
-    `);
-    db.close();
-    // auto: batches of 1000 records or more go to the thread, in parts of 1000 (the first 250).
-    conn = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-thread', properties: { file, journalMode: 'WAL' } });
+    `,
+      'sqlite-thread',
+      { journalMode: 'WAL' },
+    ));
   });
   afterAll(async () => {
     await host.close();
