@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import {
+  coerceValue,
   ConnectorError,
   failed,
+  INVALID,
   OK_ONE,
   succeeded,
   throwIfAborted,
@@ -204,7 +206,7 @@ export class PgWriter {
     const extras: Awaited<ReturnType<typeof checkout>>[] = [];
     // Only connections the pool can give at once: waiting for one another call holds (a query's
     // cursor) would stall the batch, or never end.
-    const spare = (): boolean => this.pool.idleCount > 0 || this.pool.totalCount < (this.pool.options.max ?? 10);
+    const spare = (): boolean => this.pool.waitingCount === 0 && (this.pool.idleCount > 0 || this.pool.totalCount < (this.pool.options.max ?? 10));
     while (extras.length < UPSERT_LANES - 1 && spare()) {
       try {
         extras.push(await checkout(this.pool, ctx));
@@ -217,14 +219,17 @@ export class PgWriter {
     try {
       const lanes = splitByKey(g, keys, batch, clients.length);
       const settled = await Promise.allSettled(lanes.map((indices, i) => run(clients[i] as PoolClient, indices)));
+      // Every lane's outcome first, so that each broken connection is known before anything throws.
       const again: number[][] = [];
+      let fatal: unknown;
       for (const [i, s] of settled.entries()) {
         if (s.status === 'fulfilled') continue;
         const state = sqlState(s.reason);
         if (state === undefined) broken.set(clients[i] as PoolClient, s.reason as Error);
         if (state === '40P01' || state === '40001') again.push(lanes[i] as number[]);
-        else throw s.reason;
+        else fatal ??= s.reason;
       }
+      if (fatal !== undefined) throw fatal;
       for (const indices of again) await run(client, indices);
     } finally {
       for (const e of extras) e.release(broken.get(e.client));
@@ -461,8 +466,11 @@ function splitByKey(g: Group, keys: PgColumn[], batch: readonly ConnectorRecord[
     const rec = batch[i] as ConnectorRecord;
     let h = 0x811c9dc5;
     for (const k of keys) {
-      // FNV-1a of the value's text: 1 and '1', one row to the server, land in one lane.
-      const t = String(rec[k.fullName]);
+      // FNV-1a of the value's canonical text: values the server takes for one key (7 and '07',
+      // datetimes in two zones) land in one lane.
+      const raw = rec[k.fullName];
+      const c = coerceValue(k.type, raw);
+      const t = String(c === INVALID ? raw : c);
       for (let j = 0; j < t.length; j++) h = Math.imul(h ^ t.charCodeAt(j), 0x01000193);
       h = Math.imul(h ^ 0x1f, 0x01000193);
     }

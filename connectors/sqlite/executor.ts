@@ -41,6 +41,8 @@ export interface ExecChunk {
 export interface ExecJob {
   begin: boolean;
   commit: boolean;
+  /** Undo the open batch instead (its sender stopped before its last part); no records. */
+  abort?: boolean;
   action: 'Create' | 'Upsert' | 'Update' | 'UpdateInsert' | 'Delete';
   chunks: ExecChunk[];
   /** Per value, in record then column order: 0 null, 1 number (`nums`), 2 text (`text` up to the next `ends`), 3 other (`others`). */
@@ -159,6 +161,14 @@ export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[],
       }
     };
 
+    if (job.abort) {
+      if (nested && db.inTransaction) {
+        stmt('ROLLBACK TO ferry_batch').run([]);
+        stmt('RELEASE ferry_batch').run([]);
+      } else if (!nested && db.inTransaction) stmt('ROLLBACK').run([]);
+      nested = false;
+      return { status, errors };
+    }
     if (job.begin) {
       // Owned: a batch whose sender stopped before its last part left its transaction open.
       if (db.inTransaction && owned) stmt('ROLLBACK').run([]);

@@ -78,6 +78,8 @@ class SqliteSession implements ConnectorSession {
   private writeThread: WriteThread | undefined;
   /** Writes run one after another: the session's connection and its writer thread never write at once. */
   private writing: Promise<unknown> = Promise.resolve();
+  /** Set by a writing native statement: connection state the writer thread would not share. */
+  private ownWritesOnly = false;
 
   constructor(
     private readonly props: SqliteProps,
@@ -145,6 +147,8 @@ class SqliteSession implements ConnectorSession {
   private threadFor(records: number): WriteThread | undefined {
     const mode = this.props.writerThread;
     if (mode === 'off' || (mode === 'auto' && records < THREAD_MIN_RECORDS)) return undefined;
+    // Inside a transaction of this connection (a native BEGIN) the write must join it.
+    if (this.ownWritesOnly || this.db.inTransaction) return undefined;
     if (!this.writeThread?.alive) {
       this.writeThread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_SQLITE_CODES });
     }
@@ -157,6 +161,13 @@ class SqliteSession implements ConnectorSession {
       reads = this.db.prepare(statement).reader;
     } catch (err) {
       throw callError(err, 'The native query is not valid');
+    }
+    if (!reads) {
+      // After the session's writes, never between the parts of one. A writing statement may also
+      // set state of this connection (PRAGMAs, temporary triggers, ATTACH, a transaction) that the
+      // writer thread's connection would not have: the session's writes stay on this one from now on.
+      await this.writing;
+      this.ownWritesOnly = true;
     }
     const db = reads ? open(this.props, true) : this.db;
     try {
@@ -171,6 +182,7 @@ class SqliteSession implements ConnectorSession {
   async ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, _ctx: CallContext): Promise<EnsureEntityResult> {
     if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
     const name = options.entity ?? source.fullName;
+    await this.writing;
     const existing = this.catalogue().get(name);
     const res = ensureTable(this.db, source, options, existing);
     const md = connectionMetadata([...this.catalogue().values()]);

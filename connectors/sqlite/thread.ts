@@ -68,6 +68,9 @@ class SqliteThread<Req, Res> {
   private nextId = 1;
   private dead: Error | undefined;
   private started = false;
+  /** Calls not answered yet: while there are any the thread keeps the process alive, idle it does not. */
+  private inflight = 0;
+  private closing = false;
 
   constructor(
     private readonly role: string,
@@ -76,8 +79,6 @@ class SqliteThread<Req, Res> {
   ) {
     const lib = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, readonly: opts.readonly, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
-    // Idle, the thread must not keep the process alive; while a call runs it must (see call()).
-    this.worker.unref();
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on('message', (m: Reply<Res>) => {
         if ('ready' in m) {
@@ -93,7 +94,6 @@ class SqliteThread<Req, Res> {
           const p = this.pending.get(m.id);
           if (!p) return;
           this.pending.delete(m.id);
-          if (this.pending.size === 0) this.worker.unref();
           if ('result' in m) p.resolve(m.result);
           else p.reject(new SqliteThreadError(m.error.message, m.error.code));
         }
@@ -109,6 +109,8 @@ class SqliteThread<Req, Res> {
     });
     // A start failure is reported by the first call, not as an unhandled rejection.
     this.ready.catch(() => undefined);
+    // Idle, the thread must not keep the process alive (after the listeners, which would ref it).
+    this.worker.unref();
   }
 
   /** False once the thread has failed or stopped: the session starts another. */
@@ -121,18 +123,29 @@ class SqliteThread<Req, Res> {
    * synchronous work: the thread starts on a batch's first part while the caller checks the next.
    */
   call(body: Req, transfer: ArrayBuffer[] = []): Promise<Res> {
-    if (!this.started) return this.ready.then(() => this.call(body, transfer));
+    if (this.inflight++ === 0) this.worker.ref();
+    const out = this.started ? this.post(body, transfer) : this.ready.then(() => this.post(body, transfer));
+    const settle = (): void => {
+      if (--this.inflight === 0 && !this.closing) this.worker.unref();
+    };
+    out.then(settle, settle);
+    return out;
+  }
+
+  private post(body: Req, transfer: ArrayBuffer[]): Promise<Res> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
     return new Promise<Res>((resolve, reject) => {
-      if (this.pending.size === 0) this.worker.ref();
       this.pending.set(id, { resolve, reject });
       this.worker.postMessage({ id, body }, transfer);
     });
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     this.dead ??= new SqliteThreadError(`The SQLite ${this.role} thread was closed.`);
+    // Held until it has stopped: a reply arriving meanwhile must not let the process end first.
+    this.worker.ref();
     await this.worker.terminate();
   }
 }

@@ -12,7 +12,7 @@ import {
   keyColumns,
 } from '../../src/connectors/sdk.js';
 import { quoteIdent, type SqliteColumn, type SqliteTable } from './catalogue.js';
-import { callError, RECORD_SQLITE_CODES, recordErrorCode } from './errors.js';
+import { callError, RECORD_SQLITE_CODES, recordErrorCode, sqliteCode } from './errors.js';
 import { writeValue } from './types.js';
 import type { Bind } from './sql.js';
 import { FAILED, NOT_FOUND, sqliteExecutor, type ExecChunk, type ExecJob, type ExecResult } from './executor.js';
@@ -33,8 +33,13 @@ import { SqliteThreadError, type WriteThread } from './thread.js';
  * INTEGER column): a value that does not fit is an InvalidValue for its record.
  */
 const ROWS_PER_STATEMENT = 64;
-/** Records per part of a batch handed to the writer thread. */
-const PART_RECORDS = 1000;
+/** Records per part of a batch handed to the writer thread (a multiple of ROWS_PER_STATEMENT). */
+const PART_RECORDS = 1024;
+/**
+ * Characters of text per part at most (plus one record's): a batch's text travels as one string,
+ * and V8's strings stop at about 2^29 characters.
+ */
+const TEXT_BUDGET = 1 << 25;
 const MAX_VARIABLES = 32_766;
 
 interface Sql {
@@ -48,6 +53,8 @@ interface Sql {
 interface Packed {
   job: ExecJob;
   indices: number[];
+  /** The record after the last one packed: `to`, or earlier when the text reached TEXT_BUDGET. */
+  to: number;
 }
 
 export class SqliteWriter {
@@ -96,29 +103,36 @@ export class SqliteWriter {
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
     const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
+    const exec = (job: ExecJob): Promise<ExecResult> | ExecResult => (thread ? thread.run(job) : this.exec(job));
     // With a thread, the batch goes over in parts: the thread runs one part while this thread
-    // checks the next. Parts share the batch's one transaction.
+    // checks the next (a small first part, so that it starts at once). Parts share the batch's one
+    // transaction. Any part also ends where its text would pass TEXT_BUDGET.
     const parts: { indices: number[]; out: Promise<ExecResult> | ExecResult }[] = [];
+    let committed = false;
     try {
       let from = 0;
       do {
-        // A small first part: the thread starts on it while this thread checks the rest.
-        const to = !thread ? batch.length : Math.min(batch.length, from + (from === 0 ? PART_RECORDS / 4 : PART_RECORDS));
-        const { job, indices } = this.pack(action, table, byName, keys, batch, results, from, to);
+        const limit = !thread ? batch.length : Math.min(batch.length, from + (from === 0 ? PART_RECORDS / 4 : PART_RECORDS));
+        const { job, indices, to } = this.pack(action, table, byName, keys, batch, results, from, limit);
         job.begin = from === 0;
         job.commit = to === batch.length;
-        if (thread) {
-          const out = thread.run(job);
-          // Awaited below in order; a part failing after an earlier failure is not reported twice.
-          out.catch(() => undefined);
-          parts.push({ indices, out });
-        } else parts.push({ indices, out: this.exec(job) });
+        const out = exec(job);
+        // Awaited below in order; a part failing after an earlier failure is not reported twice.
+        if (out instanceof Promise) out.catch(() => undefined);
+        parts.push({ indices, out });
+        committed = job.commit;
         from = to;
       } while (from < batch.length);
       for (const part of parts) this.results(table, part.indices, await part.out, results);
     } catch (err) {
-      if (err instanceof SqliteThreadError && !err.code) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
-      throw callError(err, `The ${action} batch failed`);
+      // Every part posted has its answer before the call returns (the session's next write, or
+      // its close, must not overtake them); a batch stopped before its last part is undone.
+      await Promise.allSettled(parts.map((p) => p.out));
+      if (!committed && parts.length > 0) await Promise.resolve(exec({ begin: false, commit: false, abort: true, action, chunks: [], tags: new Uint8Array(0), nums: new Float64Array(0), text: '', ends: new Uint32Array(0), others: [] })).catch(() => undefined);
+      if (err instanceof ConnectorError) throw err;
+      if (err instanceof SqliteThreadError && !sqliteCode(err)) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
+      const mapped = callError(err, `The ${action} batch failed`);
+      throw mapped === err && !sqliteCode(err) ? new ConnectorError('Datastore', `The ${action} batch failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err }) : mapped;
     }
     return results;
   }
@@ -180,7 +194,8 @@ export class SqliteWriter {
     let prevNames: string[] = [];
     let prevCols: SqliteColumn[] = [];
     let keyPos: number[] = keys.map(() => -1);
-    for (let r = from; r < to; r++) {
+    let r = from;
+    for (; r < to && text.length < TEXT_BUDGET; r++) {
       const rec = batch[r] as ConnectorRecord;
       // Same fields in the same order as the previous record: reuse its columns (no allocation).
       // The values are read in the same loop (for-in reads them by the enumeration's own index).
@@ -287,6 +302,6 @@ export class SqliteWriter {
         chunks.push(chunk);
       }
     }
-    return { job: { begin: true, commit: true, action, chunks, tags, nums, text, ends, others }, indices };
+    return { job: { begin: true, commit: true, action, chunks, tags, nums, text, ends, others }, indices, to: r };
   }
 }

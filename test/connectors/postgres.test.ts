@@ -236,19 +236,22 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     const batch: ConnectorRecord[] = Array.from({ length: 6000 }, (_, i) => ({ id: i + 1, v: `new ${i + 1}`, n: 1 }));
     batch[99] = { id: 100, v: 'bad', n: 2 ** 40 };
     batch.push({ id: 7, v: 'seven again', n: 2 });
+    // The server takes '0042' for 42: one row, so one lane, in order.
+    batch.push({ id: '0042', v: 'forty-two again', n: 3 });
     const res = await conn.write('Upsert', 'lanes', batch);
     expect(res.flatMap((r, i) => (r.ok ? [] : [[i, r.error.code]]))).toEqual([[99, 'InvalidValue']]);
-    const rows = await withClient(db.url, async (c) => (await c.query(`SELECT id, v, n FROM lanes WHERE id IN (7, 100, 4321, 6000) ORDER BY id`)).rows);
+    const rows = await withClient(db.url, async (c) => (await c.query(`SELECT id, v, n FROM lanes WHERE id IN (7, 42, 100, 4321, 6000) ORDER BY id`)).rows);
     expect(rows).toEqual([
       { id: 7, v: 'seven again', n: 2 },
+      { id: 42, v: 'forty-two again', n: 3 },
       { id: 100, v: 'old', n: 0 },
       { id: 4321, v: 'new 4321', n: 1 },
       { id: 6000, v: 'new 6000', n: 1 },
     ]);
     const counts = await withClient(db.url, async (c) => (await c.query(`SELECT count(*) FILTER (WHERE v LIKE 'new %')::int AS fresh, (SELECT last_value FROM lanes_once)::int AS trips FROM lanes`)).rows[0] as { fresh: number; trips: number });
-    // Every row but 7 (its second record) and 100 (the bad one) holds its new value; the lane with
-    // 4321 failed once as deadlocked and ran again.
-    expect(counts).toEqual({ fresh: 5998, trips: 2 });
+    // Every row but 7 and 42 (their second records) and 100 (the bad one) holds its new value; the
+    // lane with 4321 failed once as deadlocked and ran again.
+    expect(counts).toEqual({ fresh: 5997, trips: 2 });
   });
 
   it('queries with bound parameters only: a value with SQL in it is just a value', async () => {

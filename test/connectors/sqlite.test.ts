@@ -243,6 +243,32 @@ describe('sqlite writer thread', () => {
     expect(count()).toBe(3000);
   });
 
+  it('keeps a bulk write inside a transaction a native statement opened, and later writes on the connection that statement set up', async () => {
+    await collect(conn.nativeQuery('BEGIN'));
+    const inside = await conn.write('Create', 'guarded', Array.from({ length: 1200 }, (_, i) => ({ id: 50_000 + i, name: `tx${i}` })));
+    expect(inside.every((r) => r.ok)).toBe(true);
+    await collect(conn.nativeQuery('ROLLBACK'));
+    const { records } = await collect(conn.query('guarded', { op: '>=', field: 'id', value: 50_000 }));
+    expect(records).toEqual([]);
+    // A temporary trigger exists on this connection only: bulk writes after it must still meet it.
+    await collect(conn.nativeQuery("CREATE TEMP TRIGGER guarded_tag BEFORE INSERT ON guarded WHEN NEW.name = 'tagged' BEGIN SELECT RAISE(ABORT, 'tagged'); END"));
+    const after = await conn.write('Create', 'guarded', Array.from({ length: 1200 }, (_, i) => ({ id: 60_000 + i, name: i === 700 ? 'tagged' : `t${i}` })));
+    expect(after.flatMap((r, i) => (r.ok ? [] : [[i, r.error.code]]))).toEqual([[700, 'ConstraintViolation']]);
+  });
+
+  it('cuts a batch whose text would not fit one string into several parts of its transaction', async () => {
+    const big = 'x'.repeat(1_000_000);
+    const batch = Array.from({ length: 40 }, (_, i) => ({ id: 70_000 + i, name: `${big}${i}` }));
+    const res = await conn.write('Create', 'guarded', batch);
+    expect(res.every((r) => r.ok)).toBe(true);
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) AS n, sum(length(name)) AS len FROM guarded WHERE id >= 70000 AND id < 70040').get()).toEqual({ n: 40, len: 40 * 1_000_000 + 10 + 30 * 2 });
+    } finally {
+      db.close();
+    }
+  });
+
   it('runs Upsert, Update and Delete batches in the thread with their counts', async () => {
     const up = await conn.write('Upsert', 'items', Array.from({ length: 1200 }, (_, i) => ({ id: i + 1, name: `renamed ${i + 1}` })));
     expect(up.every((r) => r.ok)).toBe(true);
@@ -255,6 +281,22 @@ describe('sqlite writer thread', () => {
     expect(await conn.write('Delete', 'items', [{ id: 1 }])).toMatchObject([{ ok: false, error: { code: 'NotFound' } }]);
     const { records } = await collect(conn.query('items', { op: '<=', field: 'id', value: 1200 }));
     expect(records.map((r) => [r['id'], r['name']])).toEqual(Array.from({ length: 200 }, (_, i) => [i + 1001, `renamed ${i + 1001}`]));
+  });
+});
+
+describe('sqlite writer thread: a failed batch', () => {
+  it('has every part answered before the call fails, so the session closes at once', async () => {
+    const { host, dir, conn } = await openFixture(
+      `CREATE TABLE g (id INTEGER PRIMARY KEY, name TEXT);
+       CREATE TRIGGER g_poison BEFORE INSERT ON g WHEN NEW.name = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END;`,
+      'sqlite-thread-fail',
+    );
+    // The first part (256 records) fails; the five parts after it are already in the thread's queue.
+    const batch = Array.from({ length: 5000 }, (_, i) => ({ id: i + 1, name: i === 10 ? 'poison' : `n${i}` }));
+    await expect(conn.write('Create', 'g', batch)).rejects.toMatchObject({ code: expect.stringMatching(/^CON_/) });
+    const closed = host.close().then(() => 'closed');
+    expect(await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 5000))])).toBe('closed');
+    await fsp.rm(dir, { recursive: true, force: true });
   });
 });
 
