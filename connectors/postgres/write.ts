@@ -221,13 +221,13 @@ export class PgWriter {
       const settled = await Promise.allSettled(lanes.map((indices, i) => run(clients[i] as PoolClient, indices)));
       // Every lane's outcome first, so that each broken connection is known before anything throws.
       const again: number[][] = [];
-      let fatal: unknown;
+      let fatal: Error | undefined;
       for (const [i, s] of settled.entries()) {
         if (s.status === 'fulfilled') continue;
         const state = sqlState(s.reason);
         if (state === undefined) broken.set(clients[i] as PoolClient, s.reason as Error);
         if (state === '40P01' || state === '40001') again.push(lanes[i] as number[]);
-        else fatal ??= s.reason;
+        else fatal ??= s.reason instanceof Error ? s.reason : new Error(String(s.reason));
       }
       if (fatal !== undefined) throw fatal;
       for (const indices of again) await run(client, indices);

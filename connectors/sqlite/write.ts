@@ -127,8 +127,14 @@ export class SqliteWriter {
     } catch (err) {
       // Every part posted has its answer before the call returns (the session's next write, or
       // its close, must not overtake them); a batch stopped before its last part is undone.
-      await Promise.allSettled(parts.map((p) => p.out));
-      if (!committed && parts.length > 0) await Promise.resolve(exec({ begin: false, commit: false, abort: true, action, chunks: [], tags: new Uint8Array(0), nums: new Float64Array(0), text: '', ends: new Uint32Array(0), others: [] })).catch(() => undefined);
+      await Promise.allSettled(parts.map((p) => Promise.resolve(p.out)));
+      if (!committed && parts.length > 0) {
+        try {
+          await exec({ begin: false, commit: false, abort: true, action, chunks: [], tags: new Uint8Array(0), nums: new Float64Array(0), text: '', ends: new Uint32Array(0), others: [] });
+        } catch {
+          // Nothing left to undo, or the thread is gone with its transaction.
+        }
+      }
       if (err instanceof ConnectorError) throw err;
       if (err instanceof SqliteThreadError && !sqliteCode(err)) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
       const mapped = callError(err, `The ${action} batch failed`);
