@@ -20,14 +20,11 @@ const __name = (f) => f;
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.lib);
 const failure = (err) => ({ code: err && typeof err.code === 'string' ? err.code : undefined, message: err instanceof Error ? err.message : String(err) });
-const open = () => {
-  const db = new Database(workerData.file, { readonly: workerData.readonly, fileMustExist: true, timeout: workerData.busyTimeoutMs });
-  for (const p of workerData.pragmas) db.pragma(p);
-  return db;
-};
 let handle;
 try {
-  handle = (${factory})(open(), workerData.extra, open);
+  const db = new Database(workerData.file, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
+  for (const p of workerData.pragmas) db.pragma(p);
+  handle = (${factory})(db, workerData.extra);
   parentPort.postMessage({ ready: true });
 } catch (err) {
   parentPort.postMessage({ fatal: failure(err) });
@@ -75,10 +72,10 @@ class SqliteThread<Req, Res> {
   constructor(
     private readonly role: string,
     factory: string,
-    opts: SqliteThreadOptions & { readonly: boolean; extra?: unknown },
+    opts: SqliteThreadOptions & { extra?: unknown },
   ) {
     const lib = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, readonly: opts.readonly, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
+    this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on('message', (m: Reply<Res>) => {
         if ('ready' in m) {
@@ -160,7 +157,7 @@ export class WriteThread extends SqliteThread<ExecJob, ExecResult> {
         return { reply, transfer: reply.rowids ? [reply.status.buffer, reply.rowids.buffer] : [reply.status.buffer] };
       };
     }`;
-    super('writer', factory, { ...opts, readonly: false, extra: { recordCodes: opts.recordCodes } });
+    super('writer', factory, { ...opts, extra: { recordCodes: opts.recordCodes } });
   }
 
   run(job: ExecJob): Promise<ExecResult> {
