@@ -25,9 +25,9 @@ import { parseProps, type SqliteProps } from './properties.js';
 import { readCatalogue, type SqliteTable } from './catalogue.js';
 import { connectionMetadata } from './metadata.js';
 import { callError, RECORD_SQLITE_CODES } from './errors.js';
-import { nativeRows, queryTable } from './query.js';
+import { nativeRows, queryTable, queryTableInThread } from './query.js';
 import { SqliteWriter } from './write.js';
-import { WriteThread } from './thread.js';
+import { ReadThread, WriteThread } from './thread.js';
 import { ensureTable } from './ensure-entity.js';
 
 /**
@@ -69,13 +69,14 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
   return db;
 }
 
-/** Writes of at least this many records go to the writer thread when `writerThread` is auto. */
+/** Writes of at least this many records go to the writer thread when `writerThread` is auto; queries in batches of at least this many to the reader thread when `readerThread` is auto. */
 const THREAD_MIN_RECORDS = 1000;
 
 class SqliteSession implements ConnectorSession {
   private tables: Map<string, SqliteTable> | undefined;
   private readonly writer: SqliteWriter;
   private writeThread: WriteThread | undefined;
+  private readThread: ReadThread | undefined;
   /** Writes run one after another: the session's connection and its writer thread never write at once. */
   private writing: Promise<unknown> = Promise.resolve();
   /** Set by a writing native statement: connection state the writer thread would not share. */
@@ -117,6 +118,11 @@ class SqliteSession implements ConnectorSession {
 
   async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
     const table = this.table(entity);
+    const thread = this.readerFor(options.batchSize, options.limit);
+    if (thread) {
+      yield* queryTableInThread(thread, table, filter, options, ctx);
+      return;
+    }
     const reader = open(this.props, true);
     try {
       yield* queryTable(reader, table, filter, options, ctx);
@@ -153,6 +159,19 @@ class SqliteSession implements ConnectorSession {
       this.writeThread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_SQLITE_CODES });
     }
     return this.writeThread;
+  }
+
+  /**
+   * The reader thread for a query read in batches of `batchSize` (`readerThread` auto: {@link
+   * THREAD_MIN_RECORDS} or more, unless the query asks for at most that many records, as lookups
+   * do; on: every query; off: never), started on the first such query and again after it failed.
+   * Either way a query reads on a read-only connection of its own.
+   */
+  private readerFor(batchSize: number, limit: number | undefined): ReadThread | undefined {
+    const mode = this.props.readerThread;
+    if (mode === 'off' || (mode === 'auto' && (batchSize < THREAD_MIN_RECORDS || (limit !== undefined && limit <= THREAD_MIN_RECORDS)))) return undefined;
+    if (!this.readThread?.alive) this.readThread = new ReadThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: READ_PRAGMAS });
+    return this.readThread;
   }
 
   async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
@@ -194,6 +213,7 @@ class SqliteSession implements ConnectorSession {
   async disconnect(_ctx: CallContext): Promise<void> {
     await this.writing;
     await this.writeThread?.close();
+    await this.readThread?.close();
     if (this.db.open) this.db.close();
   }
 }

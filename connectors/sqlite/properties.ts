@@ -13,6 +13,8 @@ export interface SqliteProps {
   synchronous: string;
   /** Where writes run: `auto` (batches of 1000 records or more in the writer thread), `on` (every write), `off` (none). */
   writerThread: 'auto' | 'on' | 'off';
+  /** Where queries run: `auto` (read in batches of 1000 records or more: in the reader thread), `on` (every query), `off` (none). */
+  readerThread: 'auto' | 'on' | 'off';
 }
 
 const JOURNAL = ['', 'DELETE', 'TRUNCATE', 'PERSIST', 'MEMORY', 'WAL', 'OFF'];
@@ -26,6 +28,12 @@ function flag(p: ConnectionProperties, name: string, dflt: boolean): boolean {
   throw new ConnectorError('InvalidProperties', `The property ${name} must be true or false.`);
 }
 
+function threadMode(p: ConnectionProperties, name: string): 'auto' | 'on' | 'off' {
+  const v = (p[name] ?? '').trim().toLowerCase() || 'auto';
+  if (v !== 'auto' && v !== 'on' && v !== 'off') throw new ConnectorError('InvalidProperties', `The property ${name} must be auto, on or off.`);
+  return v;
+}
+
 export function parseProps(p: ConnectionProperties): SqliteProps {
   const file = p['file']?.trim();
   if (!file) throw new ConnectorError('InvalidProperties', 'The property file is required: the path of the SQLite database file.');
@@ -36,7 +44,14 @@ export function parseProps(p: ConnectionProperties): SqliteProps {
   if (!JOURNAL.includes(journalMode)) throw new ConnectorError('InvalidProperties', `The property journalMode must be one of ${JOURNAL.filter(Boolean).join(', ')} or empty.`);
   const synchronous = (p['synchronous'] ?? '').trim().toUpperCase();
   if (!SYNC.includes(synchronous)) throw new ConnectorError('InvalidProperties', `The property synchronous must be one of ${SYNC.filter(Boolean).join(', ')} or empty.`);
-  const writerThread = (p['writerThread'] ?? '').trim().toLowerCase() || 'auto';
-  if (writerThread !== 'auto' && writerThread !== 'on' && writerThread !== 'off') throw new ConnectorError('InvalidProperties', 'The property writerThread must be auto, on or off.');
-  return { file, readOnly: flag(p, 'readOnly', false), create: flag(p, 'create', false), busyTimeoutMs: busy, journalMode, synchronous, writerThread };
+  return {
+    file,
+    readOnly: flag(p, 'readOnly', false),
+    create: flag(p, 'create', false),
+    busyTimeoutMs: busy,
+    journalMode,
+    synchronous,
+    writerThread: threadMode(p, 'writerThread'),
+    readerThread: threadMode(p, 'readerThread'),
+  };
 }

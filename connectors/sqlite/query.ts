@@ -2,7 +2,9 @@ import type Database from 'better-sqlite3';
 import { recordMaker, throwIfAborted, uniqueFullNames, type CallContext, type ConnectorRecord, type Filter, type QueryOptions, type RecordBatch, type Value } from '../../src/connectors/sdk.js';
 import type { SqliteTable } from './catalogue.js';
 import { callError } from './errors.js';
+import type { ReadBatch } from './reader.js';
 import { selectSql, type Bind } from './sql.js';
+import type { ReadThread } from './thread.js';
 import { readConverter, type ReadConvert } from './types.js';
 
 type Row = (number | bigint | string | Buffer | null)[];
@@ -55,6 +57,66 @@ export async function* streamRows(db: Database.Database, sql: string, params: Bi
   }
 }
 
+/**
+ * Streams the rows of a statement the session's reader thread runs (thread.ts, reader.ts): the
+ * thread steps the statement and packs each batch; this side turns the packed values into records
+ * with the same converters as {@link streamRows}, while the thread reads the next batch.
+ */
+export async function* threadRows(thread: ReadThread, sql: string, params: Bind[], names: string[], convs: ReadConvert[], batchSize: number, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  const n = names.length;
+  const make = recordMaker(names);
+  const vals = new Array<Value>(n);
+  let b: ReadBatch;
+  try {
+    b = await thread.open(sql, params, batchSize, n);
+  } catch (err) {
+    throw callError(err, 'The query failed');
+  }
+  let sent = 0;
+  try {
+    for (;;) {
+      throwIfAborted(ctx.signal);
+      const { rows, tags, nums, text, ends, blobs } = b;
+      const batch = new Array<ConnectorRecord>(rows);
+      let v = 0;
+      let s = 0;
+      let pos = 0;
+      let o = 0;
+      for (let r = 0; r < rows; r++) {
+        for (let i = 0; i < n; i++, v++) {
+          const t = tags[v];
+          let raw: number | bigint | string | Buffer | null = null;
+          if (t === 1) raw = nums[v] as number;
+          else if (t === 2 || t === 3) {
+            const e = ends[s++] as number;
+            raw = t === 2 ? text.slice(pos, e) : BigInt(text.slice(pos, e));
+            pos = e;
+          } else if (t === 4) {
+            const u = blobs[o++] as Uint8Array;
+            raw = Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+          }
+          vals[i] = (convs[i] as ReadConvert)(raw);
+        }
+        batch[r] = make(vals);
+      }
+      sent += rows;
+      if (rows) {
+        yield batch;
+        ctx.progress({ records: sent });
+      }
+      if (b.done) return;
+      try {
+        b = await thread.next(b.cursor);
+      } catch (err) {
+        throw callError(err, 'The query failed');
+      }
+    }
+  } finally {
+    // Stopped early: the thread releases the statement and its connection.
+    if (!b.done) await thread.release(b.cursor).catch(() => undefined);
+  }
+}
+
 export function queryTable(db: Database.Database, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
   const { sql, params, columns } = selectSql(table, filter, options);
   return streamRows(
@@ -89,4 +151,18 @@ export async function* nativeRows(db: Database.Database, statement: string, para
   }
   const names = uniqueFullNames(stmt.columns().map((c) => c.name));
   yield* streamRows(db, statement, binds, names, names.map(() => readConverter('string')), batchSize, undefined, ctx);
+}
+
+/** {@link queryTable} through the session's reader thread. */
+export function queryTableInThread(thread: ReadThread, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  const { sql, params, columns } = selectSql(table, filter, options);
+  return threadRows(
+    thread,
+    sql,
+    params,
+    columns.map((c) => c.fullName),
+    columns.map((c) => readConverter(c.type)),
+    options.batchSize,
+    ctx,
+  );
 }

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { sqliteExecutor, type ExecJob, type ExecResult } from './executor.js';
+import { sqliteReader, type ReadBatch, type ReadBind, type ReadRequest } from './reader.js';
 
 /**
  * The writer thread of a SQLite session: a worker with its own connection to the database that
@@ -11,9 +12,7 @@ import { sqliteExecutor, type ExecJob, type ExecResult } from './executor.js';
  * The thread runs its handler from the handler's source text, with the better-sqlite3 the plugin
  * itself resolves: the same from the source tree, the compiled tree and an installed package.
  * Data crosses packed in transferable buffers (see executor.ts), not as structured-cloned records.
- * (A reader thread for queries was built the same way and measured: sqlite → postgres did not get
- * faster, as PostgreSQL's backend already uses the second core, so queries stay on the session's
- * thread.)
+ * The reader thread runs a session's bulk queries the same way (reader.ts).
  */
 const SOURCE = (factory: string): string => `
 const __name = (f) => f;
@@ -22,9 +21,9 @@ const Database = require(workerData.lib);
 const failure = (err) => ({ code: err && typeof err.code === 'string' ? err.code : undefined, message: err instanceof Error ? err.message : String(err) });
 let handle;
 try {
-  const db = new Database(workerData.file, { fileMustExist: true, timeout: workerData.busyTimeoutMs });
+  const db = new Database(workerData.file, { readonly: workerData.readOnly, fileMustExist: true, timeout: workerData.busyTimeoutMs });
   for (const p of workerData.pragmas) db.pragma(p);
-  handle = (${factory})(db, workerData.extra);
+  handle = (${factory})(db, workerData.extra, Database);
   parentPort.postMessage({ ready: true });
 } catch (err) {
   parentPort.postMessage({ fatal: failure(err) });
@@ -44,6 +43,8 @@ export interface SqliteThreadOptions {
   busyTimeoutMs: number;
   /** PRAGMA statements the connection runs first, as the session's own connections do. */
   pragmas: string[];
+  /** Open the thread's connection read-only (the reader thread). */
+  readOnly?: boolean;
 }
 
 /** An error of a session thread, with the SQLite code when it has one (errors.ts maps it). */
@@ -75,7 +76,7 @@ class SqliteThread<Req, Res> {
     opts: SqliteThreadOptions & { extra?: unknown },
   ) {
     const lib = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
+    this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, readOnly: opts.readOnly === true, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on('message', (m: Reply<Res>) => {
         if ('ready' in m) {
@@ -162,5 +163,29 @@ export class WriteThread extends SqliteThread<ExecJob, ExecResult> {
 
   run(job: ExecJob): Promise<ExecResult> {
     return this.call(job, [job.tags.buffer as ArrayBuffer, job.nums.buffer as ArrayBuffer, job.ends.buffer as ArrayBuffer]);
+  }
+}
+
+/**
+ * The reader thread: runs a session's bulk queries, each on a read-only connection of its own (as
+ * a query on the session's thread does), and answers them batch by batch, reading the next batch
+ * while the session works on the one it has.
+ */
+export class ReadThread extends SqliteThread<ReadRequest, ReadBatch | { closed: true }> {
+  constructor(opts: SqliteThreadOptions) {
+    const factory = `(db, extra, Database) => (${sqliteReader.toString()})(Database, extra)`;
+    super('reader', factory, { ...opts, readOnly: true, extra: { file: opts.file, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas } });
+  }
+
+  open(sql: string, params: ReadBind[], batch: number, cols: number): Promise<ReadBatch> {
+    return this.call({ op: 'open', sql, params, batch, cols }) as Promise<ReadBatch>;
+  }
+
+  next(cursor: number): Promise<ReadBatch> {
+    return this.call({ op: 'next', cursor }) as Promise<ReadBatch>;
+  }
+
+  async release(cursor: number): Promise<void> {
+    if (this.alive) await this.call({ op: 'close', cursor });
   }
 }

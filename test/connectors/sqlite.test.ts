@@ -8,7 +8,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
 import type { Value } from '../../src/connectors/sdk.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
-import { WriteThread } from '../../connectors/sqlite/thread.js';
+import { ReadThread, WriteThread } from '../../connectors/sqlite/thread.js';
 import { RECORD_SQLITE_CODES } from '../../connectors/sqlite/errors.js';
 
 const PEOPLE_DDL = `CREATE TABLE people (
@@ -40,11 +40,11 @@ async function openFixture(ddl: string, connectionId: string, properties: Record
   return { host, dir, file, conn };
 }
 
-/** The conformance suite once as configured by default and once with every write in the writer thread. */
-for (const writerThread of ['auto', 'on'] as const) {
+/** The conformance suite once as configured by default and once with every write and query in the session's threads. */
+for (const threads of ['auto', 'on'] as const) {
   runConformance({
     connector: 'SQLite',
-    ...(writerThread === 'on' ? { label: 'writer thread' } : {}),
+    ...(threads === 'on' ? { label: 'writer and reader threads' } : {}),
     async setup() {
       const { dir, file } = await tempDb();
       const db = new Database(file);
@@ -53,7 +53,7 @@ for (const writerThread of ['auto', 'on'] as const) {
       const ins = db.prepare(`INSERT INTO people (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`);
       for (const p of PEOPLE) ins.run(...names.map((n) => bind(p[n], n)));
       db.close();
-      return { properties: { file, writerThread }, cleanup: () => fsp.rm(dir, { recursive: true, force: true }) };
+      return { properties: { file, writerThread: threads, readerThread: threads }, cleanup: () => fsp.rm(dir, { recursive: true, force: true }) };
     },
     async createLarge(properties, rows) {
       const db = new Database(properties['file']);
@@ -320,6 +320,113 @@ describe('sqlite WriteThread', () => {
     await t.close();
     expect(t.alive).toBe(false);
     await expect(t.run(job)).rejects.toThrow(/closed|stopped/);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+});
+
+describe('sqlite reader thread', () => {
+  const DDL = `CREATE TABLE vals (id INTEGER PRIMARY KEY, i BIGINT, r REAL, d DECIMAL(30,10), t TEXT, b BLOB, f BOOLEAN, at DATETIME, anything);
+    CREATE TABLE many (id INTEGER PRIMARY KEY, name TEXT);
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) INSERT INTO many SELECT i, 'name ' || i FROM n;`;
+  // Every storage class in columns of every property type, including values a column's type does not suggest.
+  const ROWS = `INSERT INTO vals VALUES
+    (1, 9223372036854775807, 1.5, '12345678901234567890.0123456789', 'plain', x'00ff10', 1, '2024-01-02 03:04:05', 42),
+    (2, -9223372036854775808, -0.0, 0.1, 'ünïcödé 🚀 and a NUL: ' || char(0) || '.', x'', 0, 1700000000, 'text'),
+    (3, 9007199254740993, 1e300, 9007199254740993, '', NULL, 'yes', '2024-01-02T03:04:05.123Z', x'cafe'),
+    (4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+    (5, 'not a number', 'nan?', 'x', 7, 2.25, 2, 1.5, 9007199254740991)`;
+  let host: ConnectorHost;
+  let dir: string;
+  let file: string;
+  let inThread: HostConnection;
+  let onSession: HostConnection;
+
+  beforeAll(async () => {
+    ({ host, dir, file, conn: inThread } = await openFixture(`${DDL}; ${ROWS};`, 'sqlite-reader-on', { readerThread: 'on' }));
+    onSession = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-reader-off', properties: { file, readerThread: 'off' } });
+  });
+  afterAll(async () => {
+    await host.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('gives exactly the records a query on the session thread gives, for every storage class and property type', async () => {
+    const off = await collect(onSession.query('vals', undefined, { batchSize: 2 }));
+    const on = await collect(inThread.query('vals', undefined, { batchSize: 2 }));
+    expect(on.batches).toEqual([2, 2, 1]);
+    expect(on.records).toEqual(off.records);
+    // Spot checks that the comparison covers what matters: exact big integers, blobs, text with NUL.
+    expect(on.records[0]).toMatchObject({ i: '9223372036854775807', b: 'AP8Q' });
+    expect(on.records[1]?.['t']).toBe('ünïcödé 🚀 and a NUL: \u0000.');
+    expect(on.records[2]).toMatchObject({ i: '9007199254740993', anything: 'yv4=' });
+  });
+
+  it('reads a large table in order, batch by batch, with filters', async () => {
+    const all = await collect(inThread.query('many', undefined, { batchSize: 1000 }));
+    expect(all.batches).toEqual([1000, 1000, 1000, 1000, 1000]);
+    expect(all.records.map((r) => r['id'])).toEqual(Array.from({ length: 5000 }, (_, i) => i + 1));
+    const some = await collect(inThread.query('many', { op: '>', field: 'id', value: 4990 }, { batchSize: 1000 }));
+    expect(some.records.map((r) => r['name'])).toEqual(Array.from({ length: 10 }, (_, i) => `name ${4991 + i}`));
+  });
+
+  it('releases the statement and its connection when the reader stops early', async () => {
+    // Rollback-journal mode: a statement left open would hold a shared lock and block this commit.
+    for await (const batch of inThread.query('many', undefined, { batchSize: 1000 })) {
+      expect(batch).toHaveLength(1000);
+      break;
+    }
+    const db = new Database(file, { timeout: 0 });
+    try {
+      expect(() => db.prepare("UPDATE many SET name = 'changed' WHERE id = 1").run()).not.toThrow();
+    } finally {
+      db.close();
+    }
+  });
+
+  it('ends a batch early once its text passes 32 M characters, and reads on', async () => {
+    const db = new Database(file);
+    db.exec(`CREATE TABLE wide (id INTEGER PRIMARY KEY, body TEXT);
+      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 70) INSERT INTO wide SELECT i, printf('%.600000c', 'w') FROM n;`);
+    db.close();
+    await inThread.metadata({ reload: true });
+    const first = Math.ceil((1 << 25) / 600_000);
+    const { records, batches } = await collect(inThread.query('wide', undefined, { batchSize: 1000 }));
+    expect(batches).toEqual([first, 70 - first]);
+    expect(records.map((r) => r['id'])).toEqual(Array.from({ length: 70 }, (_, i) => i + 1));
+    expect(records.every((r) => r['body'] === 'w'.repeat(600_000))).toBe(true);
+  });
+
+  it('runs two queries of one session side by side', async () => {
+    const a = inThread.query('many', undefined, { batchSize: 1000 })[Symbol.asyncIterator]();
+    const b = inThread.query('vals', undefined, { batchSize: 1000 })[Symbol.asyncIterator]();
+    const firstA = await a.next();
+    const allB = await b.next();
+    let restA = 0;
+    for (let r = await a.next(); !r.done; r = await a.next()) restA += r.value.length;
+    expect(firstA.value).toHaveLength(1000);
+    expect(allB.value).toHaveLength(5);
+    expect(restA).toBe(4000);
+  });
+
+  it('reports a statement that fails in the thread as the query error the session thread gives', async () => {
+    const db = new Database(file);
+    db.exec('CREATE TABLE doomed (id INTEGER PRIMARY KEY)');
+    db.close();
+    await inThread.metadata({ reload: true });
+    const d = new Database(file);
+    d.exec('DROP TABLE doomed');
+    d.close();
+    await expect(collect(inThread.query('doomed', undefined, { batchSize: 1000 }))).rejects.toMatchObject({ code: 'CON_QUERY_INVALID' });
+  });
+});
+
+describe('sqlite ReadThread', () => {
+  it('reports a database it cannot open on the first query, with the SQLite code, and is then not alive', async () => {
+    const { dir, file } = await tempDb();
+    const t = new ReadThread({ file, busyTimeoutMs: 0, pragmas: [] });
+    await expect(t.open('SELECT 1', [], 10, 1)).rejects.toMatchObject({ code: 'SQLITE_CANTOPEN' });
+    expect(t.alive).toBe(false);
+    await t.close();
     await fsp.rm(dir, { recursive: true, force: true });
   });
 });
