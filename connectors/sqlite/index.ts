@@ -25,7 +25,7 @@ import { parseProps, type SqliteProps } from './properties.js';
 import { readCatalogue, type SqliteTable } from './catalogue.js';
 import { connectionMetadata } from './metadata.js';
 import { callError, RECORD_SQLITE_CODES } from './errors.js';
-import { nativeRows, queryTable, queryTableInThread } from './query.js';
+import { nativeRows, queryTable } from './query.js';
 import { SqliteWriter } from './write.js';
 import { ReadThread, WriteThread } from './thread.js';
 import { ensureTable } from './ensure-entity.js';
@@ -120,7 +120,7 @@ class SqliteSession implements ConnectorSession {
     const table = this.table(entity);
     const thread = this.readerFor(options.batchSize, options.limit);
     if (thread) {
-      yield* queryTableInThread(thread, table, filter, options, ctx);
+      yield* queryTable(thread, table, filter, options, ctx);
       return;
     }
     const reader = open(this.props, true);

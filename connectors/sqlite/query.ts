@@ -4,7 +4,7 @@ import type { SqliteTable } from './catalogue.js';
 import { callError } from './errors.js';
 import type { ReadBatch } from './reader.js';
 import { selectSql, type Bind } from './sql.js';
-import type { ReadThread } from './thread.js';
+import { ReadThread } from './thread.js';
 import { readConverter, type ReadConvert } from './types.js';
 
 type Row = (number | bigint | string | Buffer | null)[];
@@ -117,18 +117,12 @@ export async function* threadRows(thread: ReadThread, sql: string, params: Bind[
   }
 }
 
-export function queryTable(db: Database.Database, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+/** A table's query, on a connection of the session's thread or in its reader thread. */
+export function queryTable(from: Database.Database | ReadThread, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
   const { sql, params, columns } = selectSql(table, filter, options);
-  return streamRows(
-    db,
-    sql,
-    params,
-    columns.map((c) => c.fullName),
-    columns.map((c) => readConverter(c.type)),
-    options.batchSize,
-    undefined,
-    ctx,
-  );
+  const names = columns.map((c) => c.fullName);
+  const convs = columns.map((c) => readConverter(c.type));
+  return from instanceof ReadThread ? threadRows(from, sql, params, names, convs, options.batchSize, ctx) : streamRows(from, sql, params, names, convs, options.batchSize, undefined, ctx);
 }
 
 /** Native query: rows of a reading statement, or one record `{ affected }` for the others. */
@@ -151,18 +145,4 @@ export async function* nativeRows(db: Database.Database, statement: string, para
   }
   const names = uniqueFullNames(stmt.columns().map((c) => c.name));
   yield* streamRows(db, statement, binds, names, names.map(() => readConverter('string')), batchSize, undefined, ctx);
-}
-
-/** {@link queryTable} through the session's reader thread. */
-export function queryTableInThread(thread: ReadThread, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
-  const { sql, params, columns } = selectSql(table, filter, options);
-  return threadRows(
-    thread,
-    sql,
-    params,
-    columns.map((c) => c.fullName),
-    columns.map((c) => readConverter(c.type)),
-    options.batchSize,
-    ctx,
-  );
 }
