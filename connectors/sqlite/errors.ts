@@ -1,4 +1,5 @@
 import { ConnectorError, type RecordErrorCode } from '../../src/connectors/sdk.js';
+import { SqliteThreadError } from './thread.js';
 
 /** The SQLite error code of a driver error (`SQLITE_CONSTRAINT_UNIQUE`), if it has one. */
 export function sqliteCode(err: unknown): string | undefined {
@@ -29,11 +30,16 @@ export function recordErrorCode(code: string | undefined): RecordErrorCode | und
   return code !== undefined && Object.hasOwn(RECORD_ERRORS, code) ? RECORD_ERRORS[code] : undefined;
 }
 
-/** A whole-call failure as the ConnectorError the host maps, chosen by the SQLite code. */
+/**
+ * A whole-call failure as the ConnectorError the host maps, chosen by the SQLite code. A session
+ * thread that failed or stopped without one is the datastore's failure (the next call starts
+ * another thread); one closed under the call by a disconnect has stopped it.
+ */
 export function callError(err: unknown, what: string): unknown {
   const code = sqliteCode(err);
-  if (!code) return err;
   const msg = err instanceof Error ? err.message : String(err);
+  if (!code && err instanceof SqliteThreadError) return new ConnectorError(err.closed ? 'Aborted' : 'Datastore', `${what}: ${msg}`, { cause: err });
+  if (!code) return err;
   if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_CANTOPEN_')) return new ConnectorError('Unreachable', `${what}: the database file cannot be opened.`, { nativeCode: code, cause: err });
   if (code === 'SQLITE_PERM' || code === 'SQLITE_AUTH' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_')) {
     return new ConnectorError('AuthFailed', `${what}: no permission (${msg}).`, { nativeCode: code, cause: err });

@@ -47,11 +47,15 @@ export interface SqliteThreadOptions {
   readOnly?: boolean;
 }
 
-/** An error of a session thread, with the SQLite code when it has one (errors.ts maps it). */
+/**
+ * An error of a session thread, with the SQLite code when it has one (errors.ts maps it);
+ * `closed` when the session closed the thread under a call (a disconnect).
+ */
 export class SqliteThreadError extends Error {
   constructor(
     message: string,
     readonly code?: string,
+    readonly closed = false,
   ) {
     super(message);
   }
@@ -141,7 +145,7 @@ class SqliteThread<Req, Res> {
 
   async close(): Promise<void> {
     this.closing = true;
-    this.dead ??= new SqliteThreadError(`The SQLite ${this.role} thread was closed.`);
+    this.dead ??= new SqliteThreadError(`the session was disconnected and its SQLite ${this.role} thread closed.`, undefined, true);
     // Held until it has stopped: a reply arriving meanwhile must not let the process end first.
     this.worker.ref();
     await this.worker.terminate();

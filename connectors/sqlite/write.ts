@@ -16,7 +16,7 @@ import { callError, RECORD_SQLITE_CODES, recordErrorCode, sqliteCode } from './e
 import { writeValue } from './types.js';
 import type { Bind } from './sql.js';
 import { FAILED, NOT_FOUND, sqliteExecutor, type ExecChunk, type ExecJob, type ExecResult } from './executor.js';
-import { SqliteThreadError, type WriteThread } from './thread.js';
+import type { WriteThread } from './thread.js';
 
 /**
  * Writes of one batch run in one transaction (`BEGIN IMMEDIATE … COMMIT`). A constraint failure
@@ -136,7 +136,6 @@ export class SqliteWriter {
         }
       }
       if (err instanceof ConnectorError) throw err;
-      if (err instanceof SqliteThreadError && !sqliteCode(err)) throw new ConnectorError('Datastore', `The ${action} batch failed: ${err.message}`, { cause: err });
       const mapped = callError(err, `The ${action} batch failed`);
       throw mapped === err && !sqliteCode(err) ? new ConnectorError('Datastore', `The ${action} batch failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err }) : mapped;
     }

@@ -396,6 +396,22 @@ describe('sqlite reader thread', () => {
     expect(records.every((r) => r['body'] === 'w'.repeat(600_000))).toBe(true);
   });
 
+  it('keeps text exact when a batch turns from Latin-1 to wider characters and outgrows its first buffer', async () => {
+    const db = new Database(file);
+    db.exec(`CREATE TABLE mixed (id INTEGER PRIMARY KEY, body TEXT);
+      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+      INSERT INTO mixed SELECT i, CASE WHEN i <= 1500 THEN printf('café %d %.30c', i, 'x') ELSE printf('🚀 ünï €%d %.30c', i, 'y') END FROM n;`);
+    db.close();
+    await inThread.metadata({ reload: true });
+    await onSession.metadata({ reload: true });
+    const on = await collect(inThread.query('mixed', undefined, { batchSize: 3000 }));
+    const off = await collect(onSession.query('mixed', undefined, { batchSize: 3000 }));
+    expect(on.batches).toEqual([3000]);
+    expect(on.records).toEqual(off.records);
+    expect(on.records[0]?.['body']).toBe(`café 1 ${'x'.repeat(30)}`);
+    expect(on.records[2999]?.['body']).toBe(`🚀 ünï €3000 ${'y'.repeat(30)}`);
+  });
+
   it('runs two queries of one session side by side', async () => {
     const a = inThread.query('many', undefined, { batchSize: 1000 })[Symbol.asyncIterator]();
     const b = inThread.query('vals', undefined, { batchSize: 1000 })[Symbol.asyncIterator]();
@@ -417,6 +433,28 @@ describe('sqlite reader thread', () => {
     d.exec('DROP TABLE doomed');
     d.close();
     await expect(collect(inThread.query('doomed', undefined, { batchSize: 1000 }))).rejects.toMatchObject({ code: 'CON_QUERY_INVALID' });
+  });
+});
+
+describe('sqlite reader thread, disconnected under a query', () => {
+  it('ends the open query with CON_ABORTED, not a plugin failure, and a new session reads again', async () => {
+    const { host, dir, file, conn } = await openFixture(
+      `CREATE TABLE many (id INTEGER PRIMARY KEY, name TEXT);
+       WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO many SELECT i, 'name ' || i FROM n;`,
+      'sqlite-reader-disconnect',
+      { readerThread: 'on' },
+    );
+    try {
+      const it = conn.query('many', undefined, { batchSize: 1000 })[Symbol.asyncIterator]();
+      expect((await it.next()).value).toHaveLength(1000);
+      await conn.close();
+      await expect(it.next()).rejects.toMatchObject({ code: 'CON_ABORTED', message: expect.stringMatching(/disconnected/) });
+      const again = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-reader-disconnect-2', properties: { file, readerThread: 'on' } });
+      expect((await collect(again.query('many', undefined, { batchSize: 1000 }))).records).toHaveLength(3000);
+    } finally {
+      await host.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
