@@ -5,8 +5,9 @@
  *   anchors   psql \copy of the CSV into PostgreSQL; the sqlite3 CLI's .import into SQLite
  *   cases     csv → postgres, sqlite → postgres, csv → sqlite, csv → postgres Upsert,
  *             all through the plugin host (query + bulk write, transfer() with one batch read ahead)
- *   memory    each case runs in a child process that reports its peak RSS; csv → postgres also
- *             runs at 1/10, 1/3 and twice the rows to show that peak RSS does not grow with them
+ *   memory    each case runs in a child process that reports its peak RSS; csv → postgres and
+ *             sqlite → postgres also run at 1/10, 1/3 and twice the rows to show that peak RSS
+ *             does not grow with them
  *   fallback  cost of a bad record in a COPY batch (bisection) against clean batches
  *
  *   npx tsx test/bench/connectors.bench.ts            → JSON on stdout, progress on stderr
@@ -372,6 +373,16 @@ async function main(): Promise<void> {
       await truncate();
       smallRuns.push(record({ ...(await runChild('csv-postgres', s)), case: `csv-postgres (${MEMORY_ROWS[i]} rows)` }));
     }
+    // sqlite → postgres at the same row counts: the reader thread holds batches of its own.
+    const sqliteSmallRuns: CaseResult[] = [];
+    for (const [i, s] of smalls.entries()) {
+      const db = path.join(dir, `connector-${MEMORY_ROWS[i]}.db`);
+      freshSqlite(db);
+      await runChild('csv-sqlite', { ...s, sqliteFile: db, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
+      await truncate();
+      sqliteSmallRuns.push(record({ ...(await runChild('sqlite-postgres', { ...cfg, sqliteFile: db })), case: `sqlite-postgres (${MEMORY_ROWS[i]} rows)` }));
+      for (const f of [db, `${db}-wal`, `${db}-shm`]) fs.rmSync(f, { force: true });
+    }
     const fallback = record(await runChild('copy-fallback', cfg));
     const read = record({ ...(await runChild('csv-read', cfg)), case: 'csv connector read alone' });
     const parseOnly = record(await runChild('csv-parse', cfg));
@@ -389,7 +400,12 @@ async function main(): Promise<void> {
         csvToSqliteDatabaseDefaults: ratio(csvSqliteDefaults, impRef),
         csvReadAloneVsCsvParse: ratio(read, parseOnly),
       },
-      peakRssMB: Object.fromEntries([...smallRuns.map((r, i) => [`csvToPostgres_${MEMORY_ROWS[i]}`, r.peakRssMB]), [`csvToPostgres_${ROWS}`, pairs['csvToPostgres']?.peakRssMB ?? 0]]),
+      peakRssMB: Object.fromEntries([
+        ...smallRuns.map((r, i) => [`csvToPostgres_${MEMORY_ROWS[i]}`, r.peakRssMB]),
+        [`csvToPostgres_${ROWS}`, pairs['csvToPostgres']?.peakRssMB ?? 0],
+        ...sqliteSmallRuns.map((r, i) => [`sqliteToPostgres_${MEMORY_ROWS[i]}`, r.peakRssMB]),
+        [`sqliteToPostgres_${ROWS}`, pairs['sqliteToPostgres']?.peakRssMB ?? 0],
+      ]),
       copyFallback: fallback.extra,
       results: results.map((r) => ({ ...r, ms: Math.round(r.ms), rowsPerSec: Math.round(r.rowsPerSec) })),
     };
