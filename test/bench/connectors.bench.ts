@@ -12,9 +12,10 @@
  *
  *   npx tsx test/bench/connectors.bench.ts            → JSON on stdout, progress on stderr
  *
- * Each goal case runs FERRY_BENCH_PAIRS times (default 3), each time right after its anchor; the
- * median of the pairs' ratios is the figure (the machine is shared: pairing cancels most of the
- * other processes' load). FERRY_BENCH_ONLY=csvToPostgres,sqliteToPostgres,… runs only those goal
+ * Each goal case runs FERRY_BENCH_PAIRS times (default 5), each time right after its anchor and
+ * each step after a CHECKPOINT of the server; the median of the pairs' ratios is the figure (the
+ * machine is shared: pairing cancels most of the other processes' load, and single pairs still
+ * move by ±0.1 on a 2-core machine, so the median of five rather than three). FERRY_BENCH_ONLY=csvToPostgres,sqliteToPostgres,… runs only those goal
  * cases (names as in the output's `pairs`), without the reference and memory runs.
  *
  * Environment: FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
@@ -49,7 +50,7 @@ const MEMORY_ROWS = [Math.max(1000, Math.floor(ROWS / 10)), Math.max(1000, Math.
 const BATCH = Number(process.env['FERRY_BENCH_BATCH'] ?? 10_000);
 const NODE_FLAGS = (process.env['FERRY_BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=64').split(' ').filter(Boolean);
 /** How many times each goal case runs beside its anchor. */
-const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 3);
+const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 5);
 /** Comma-separated goal cases to run (csvToPostgres, upsertPostgresConflicts, …); absent = all, with the reference and memory runs. */
 const ONLY = process.env['FERRY_BENCH_ONLY']?.split(',').filter(Boolean);
 
@@ -323,11 +324,15 @@ async function main(): Promise<void> {
     // can. The median ratio is reported, with every pair.
     const connectorDb = path.join(dir, 'connector.db');
     const pairs: Record<string, PairResult> = {};
+    const checkpoint = (): Promise<void> => pgExec(cfg.pgUrl, 'CHECKPOINT');
     const pair = async (key: string, goal: number, anchor: () => Promise<CaseResult>, run: () => Promise<CaseResult>): Promise<void> => {
       if (ONLY && !ONLY.includes(key)) return;
       const p: PairResult = { goal, ratios: [], anchorRowsPerSec: [], rowsPerSec: [], peakRssMB: 0 };
       for (let i = 0; i < PAIRS; i++) {
+        // Each step starts after a checkpoint: neither pays for writing out the other's dirty pages.
+        await checkpoint();
         const a = record(await anchor());
+        await checkpoint();
         const c = record(await run());
         p.ratios.push(Math.round((c.rowsPerSec / a.rowsPerSec) * 1000) / 1000);
         p.anchorRowsPerSec.push(Math.round(a.rowsPerSec));
