@@ -30,7 +30,7 @@ export async function* sortRecords(
       for (const r of chunk) {
         run.push(r);
         if (run.length >= runSize) {
-          dir ??= await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-csv-sort-'));
+          dir ??= await spillDir();
           runFiles.push(await spill(run.sort(compare), path.join(dir, `run-${runFiles.length}.ndjson`)));
           run = [];
         }
@@ -64,6 +64,35 @@ export async function* sortRecords(
   } finally {
     for (const r of readers) r.close();
     if (dir) await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Spill folders are named after the process: `ferry-csv-sort-<pid>-<random>`. */
+const SPILL_DIR = /^ferry-csv-sort-(\d+)-/;
+
+/**
+ * A new folder for a sort's spill files. The folders of processes that no longer run (an Agent
+ * killed in the middle of a sort cannot remove its own) are removed first, so they do not pile up
+ * in the temporary directory.
+ */
+async function spillDir(): Promise<string> {
+  const tmp = os.tmpdir();
+  const names = await fsp.readdir(tmp).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(SPILL_DIR.exec(name)?.[1] ?? NaN);
+    if (!Number.isInteger(pid) || pid === process.pid || running(pid)) continue;
+    await fsp.rm(path.join(tmp, name), { recursive: true, force: true }).catch(() => undefined);
+  }
+  return fsp.mkdtemp(path.join(tmp, `ferry-csv-sort-${process.pid}-`));
+}
+
+/** Whether a process with this PID exists (one of another user counts: EPERM). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -1,3 +1,9 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
@@ -98,5 +104,30 @@ describe('the external sort', () => {
     const expected = [...input].sort((a, b) => Number(a['k']) - Number(b['k']));
     expect(out).toEqual(expected);
     expect(Math.max(...sizes)).toBe(64);
+  });
+
+  it('removes the spill folders of processes that no longer run, and keeps those of running ones', async () => {
+    // A process that has ended: its PID no longer runs.
+    const ended = spawn(process.execPath, ['-e', '']);
+    await once(ended, 'exit');
+    const deadPid = ended.pid as number;
+    const stale = await fsp.mkdtemp(path.join(os.tmpdir(), `ferry-csv-sort-${deadPid}-`));
+    await fsp.writeFile(path.join(stale, 'run-0.ndjson'), '{"k":1}\n');
+    const live = await fsp.mkdtemp(path.join(os.tmpdir(), `ferry-csv-sort-${process.ppid}-`));
+    try {
+      async function* chunks(): AsyncGenerator<ConnectorRecord[]> {
+        for (let i = 0; i < 200; i += 50) yield Array.from({ length: 50 }, (_, j) => ({ k: 200 - i - j }));
+      }
+      const out: ConnectorRecord[] = [];
+      for await (const b of sortRecords(chunks(), (a, b) => Number(a['k']) - Number(b['k']), 100, 60)) out.push(...b);
+      expect(out.map((r) => r['k'])).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+      expect(fs.existsSync(stale)).toBe(false);
+      expect(fs.existsSync(live)).toBe(true);
+      // The sort's own folder is gone once it has finished.
+      expect((await fsp.readdir(os.tmpdir())).filter((n) => n.startsWith(`ferry-csv-sort-${process.pid}-`))).toEqual([]);
+    } finally {
+      await fsp.rm(stale, { recursive: true, force: true });
+      await fsp.rm(live, { recursive: true, force: true });
+    }
   });
 });
