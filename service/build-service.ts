@@ -66,11 +66,12 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
           })
         : undefined;
     const catalogue = ConnectorCatalogue.fromDirs([path.join(packageRoot(), 'connectors'), ...(config.connectorsDir ? [config.connectorsDir] : [])]);
+    const packages = new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages'));
     const connectors = new ConnectorInstalls({
       store,
       commands,
       catalogue,
-      packages: new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages')),
+      packages,
       log,
       timeoutMs: config.connectorInstallTimeout * 1000,
     });
@@ -122,6 +123,8 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
         await housekeeping.stop();
         await gateway.close();
         await app.close();
+        // A package build started by a request or a reconcile must not write after the close.
+        await packages.settled();
         await store.close();
       },
     };

@@ -61,6 +61,11 @@ export class PackageStore {
     }
   }
 
+  /** Resolves once no build of this store is running: a closing Service waits, so nothing writes into its data folder after it has closed. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#built.values()]);
+  }
+
   #file(connectorId: string, version: string): string {
     return path.join(this.dir, connectorId.toLowerCase(), `${version}.tgz`);
   }
