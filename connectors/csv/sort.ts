@@ -3,7 +3,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
-import type { ConnectorRecord } from '../../src/connectors/sdk.js';
+import { processAlive, type ConnectorRecord } from '../../src/connectors/sdk.js';
 
 /** Records sorted in memory before a run is spilled to disk. */
 export const RUN_SIZE = 50_000;
@@ -80,20 +80,10 @@ async function spillDir(): Promise<string> {
   const names = await fsp.readdir(tmp).catch(() => [] as string[]);
   for (const name of names) {
     const pid = Number(SPILL_DIR.exec(name)?.[1] ?? NaN);
-    if (!Number.isInteger(pid) || pid === process.pid || running(pid)) continue;
+    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
     await fsp.rm(path.join(tmp, name), { recursive: true, force: true }).catch(() => undefined);
   }
   return fsp.mkdtemp(path.join(tmp, `ferry-csv-sort-${process.pid}-`));
-}
-
-/** Whether a process with this PID exists (one of another user counts: EPERM). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function spill(records: ConnectorRecord[], file: string): Promise<string> {

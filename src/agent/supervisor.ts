@@ -4,6 +4,7 @@ import { Backoff, sleep } from '../channel/backoff.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { InstancePaths } from './home.js';
 import { CONFIG_EXIT_CODE, RESTART_EXIT_CODE } from './restart.js';
+import { processAlive } from '../util/process.js';
 
 /** What {@link supervise} needs. */
 export interface SupervisorOptions {
@@ -110,18 +111,9 @@ export function runningPid(paths: InstancePaths): number | undefined {
   } catch {
     return undefined;
   }
-  return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : undefined;
+  return Number.isInteger(pid) && pid > 0 && processAlive(pid) ? pid : undefined;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to another user (the service account).
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Writes agent.pid, refusing when another live process holds it; returns the release function. */
 function acquirePidFile(paths: InstancePaths): () => void {

@@ -30,6 +30,7 @@ export * from './connector-error.js';
 export { compileFilter, likeToRegExp } from './filter-eval.js';
 export { filterToSql, escapeLike, type SqlFilterDialect } from './sql-filter.js';
 export { toFullName, uniqueFullNames, isFullName } from './names.js';
+export { processAlive } from '../util/process.js';
 
 /** The SDK version plugins declare a range against in `manifest.json` (`sdkVersion`). */
 export const SDK_VERSION = '1.0.0';
