@@ -52,8 +52,10 @@ describe('Agent logs: zip, upload and one download from the same address', () =>
 
     // One download per logId.
     expect((await sut.request('GET', `${base}/${logId}`)).status).toBe(410);
-    // The temporary zip is gone from the Agent's folder.
-    expect(fs.readdirSync(path.join(agent.dir, 'data')).filter((n) => n.endsWith('.zip'))).toEqual([]);
+    // The temporary zip is gone from the Agent's folder (removed once the Agent has the upload's
+    // answer, which may come a moment after the Service already serves the archive).
+    const zips = (): string[] => fs.readdirSync(path.join(agent.dir, 'data')).filter((n) => n.endsWith('.zip'));
+    expect(await until('the temporary zip to be removed', () => (zips().length === 0 ? true : undefined), 10_000)).toBe(true);
     expect(await run.stop()).toBe(0);
   });
 });
