@@ -13,8 +13,6 @@ export const LIMITS = {
   defaultBulkBatchSize: 2000,
   defaultPageSize: 100,
   maxPageSize: 1000,
-  heartbeatLateAfterMinutes: 15,
-  heartbeatFailedAfterMinutes: 60,
   cloudAgentsPerOrganization: 1,
   maxNestedPropertyRelations: 10,
 } as const;
@@ -31,12 +29,21 @@ const DEFINITIONS: ReadonlyArray<{ id: string; name: string; value: (config: Ser
   { id: 'dec94c72-c9e2-4b08-80b4-5a8614f2a724', name: 'DefaultPageSize', value: () => ({ decimal: LIMITS.defaultPageSize }) },
   { id: 'baeb24f5-5138-4647-97f1-f0ee5df40f20', name: 'MaxPageSize', value: () => ({ decimal: LIMITS.maxPageSize }) },
   { id: 'a77ba2ba-c883-4d36-950e-9305938776e0', name: 'RequestBodyLimitBytes', value: (c) => ({ decimal: c.bodyLimit }) },
-  { id: 'a509a07e-b5cb-41d9-9f21-d428313e1b61', name: 'HeartbeatLateAfterMinutes', value: () => ({ decimal: LIMITS.heartbeatLateAfterMinutes }) },
-  { id: '01f11139-1a12-4885-b6aa-862d89358f0e', name: 'HeartbeatFailedAfterMinutes', value: () => ({ decimal: LIMITS.heartbeatFailedAfterMinutes }) },
+  { id: 'a509a07e-b5cb-41d9-9f21-d428313e1b61', name: 'HeartbeatLateAfterMinutes', value: (c) => ({ decimal: secondsAsMinutes(c.heartbeatLateAfter) }) },
+  { id: '01f11139-1a12-4885-b6aa-862d89358f0e', name: 'HeartbeatFailedAfterMinutes', value: (c) => ({ decimal: secondsAsMinutes(c.heartbeatFailedAfter) }) },
   { id: '693f4338-1d24-4b07-b636-ec983b1dae12', name: 'CloudAgentsPerOrganization', value: () => ({ decimal: LIMITS.cloudAgentsPerOrganization }) },
   { id: '139fc8a2-e64d-4675-b55b-e6e8ec675597', name: 'MaxNestedPropertyRelations', value: () => ({ decimal: LIMITS.maxNestedPropertyRelations }) },
   { id: '6e3375bc-208e-48dd-83c0-5c6d8c9cd85e', name: 'FunctionCategories', value: () => ({ blob: FUNCTION_CATEGORIES }) },
 ];
+
+/**
+ * A limit configured in seconds, in the minutes its Setting is named after. A limit that is not a
+ * whole number of minutes stays fractional (30 s is 0.5), since rounding would publish a limit other
+ * than the one enforced; six decimals keep 20 s readable (0.333333) and are finer than the sweeper.
+ */
+export function secondsAsMinutes(seconds: number): number {
+  return Math.round((seconds / 60) * 1e6) / 1e6;
+}
 
 /**
  * The effective operational Settings of an Organization, from the Service configuration and the

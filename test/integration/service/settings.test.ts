@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTION_CATEGORIES } from '../../../src/maps/formula/catalogue.js';
+import { secondsAsMinutes } from '../../../service/http/org-settings.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
@@ -75,5 +76,25 @@ describe.each(STORE_TARGETS)('Settings and Message Endpoints on $name', (target)
     const reader = await addUser(svc, svc.orgId, 'ReadOnly');
     expect((await svc.request('PUT', `/v1/orgs/${svc.orgId}/endpoints/7/clear`, { auth: reader })).status).toBe(403);
     expect((await svc.request('GET', `/v1/orgs/${svc.orgId}/endpoints`, { auth: reader })).status).toBe(200);
+  });
+});
+
+describe('Heartbeat Settings', () => {
+  it('show the heartbeat limits in force, in minutes, fractional when the limit is not whole minutes', async () => {
+    const svc = await startService({ name: 'sqlite' }, { heartbeatLateAfter: 30, heartbeatFailedAfter: 60 });
+    try {
+      const res = await svc.request<Setting[]>('GET', `/v1/orgs/${svc.orgId}/Settings`);
+      expect(res.status).toBe(200);
+      const decimal = (name: string) => res.body.find((s) => s.name === name)?.decimalValue;
+      expect(decimal('HeartbeatLateAfterMinutes')).toBe('0.5');
+      expect(decimal('HeartbeatFailedAfterMinutes')).toBe('1');
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('round a limit of a repeating fraction of a minute to six decimals', async () => {
+    expect(secondsAsMinutes(20)).toBe(0.333333);
+    expect(secondsAsMinutes(5400)).toBe(90);
   });
 });
