@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvider } from 'kysely';
 import pg from 'pg';
 import type { StoreDialect } from './dialect.js';
 import { foundation } from './migrations/001-foundation.js';
@@ -12,6 +12,7 @@ import { metadata } from './migrations/007-metadata.js';
 import { connectorInstalls } from './migrations/008-connector-installs.js';
 import { preinstalledConnectors } from '../connectors/catalogue.js';
 import type { Database } from './schema.js';
+import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
 export interface Store {
@@ -51,7 +52,11 @@ function openSqlite(dataDir: string): Store {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }), plugins: [new CamelCasePlugin()] });
+  // A second connection serves reads beside a long write transaction (WAL allows it): see sqlite-dialect.ts.
+  const reader = new SQLite(file);
+  reader.pragma('busy_timeout = 5000');
+  reader.pragma('query_only = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteReadWriteDialect({ writer: database, reader }), plugins: [new CamelCasePlugin()] });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 

@@ -1,0 +1,155 @@
+import type SQLite from 'better-sqlite3';
+import {
+  CompiledQuery,
+  SelectQueryNode,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+} from 'kysely';
+
+/**
+ * The Service's SQLite dialect: one connection that writes and one that only reads.
+ *
+ * Kysely's own SQLite driver has a single connection behind a mutex, so a transaction holds up
+ * every other query until it ends: a Lookup Table import of a million values, written in batches
+ * that yield to the event loop, would still stop `/healthz` and every read for its whole length.
+ * In WAL mode SQLite lets readers run beside one writer, each reading the last committed state, so
+ * here a SELECT outside a transaction goes to the reader connection at once, while transactions
+ * and every other statement take the writer connection in turn, as before.
+ *
+ *   query ──► SELECT, not in a transaction? ──yes──► reader connection (no wait)
+ *                      │ no
+ *                      ▼
+ *             writer mutex ──► writer connection (BEGIN … COMMIT, INSERT, UPDATE, …)
+ *
+ * A read never sees a transaction's uncommitted rows (it would have waited for them before), and
+ * a write made earlier by the same request is committed before the next statement, so it is seen.
+ */
+export class SqliteReadWriteDialect implements Dialect {
+  constructor(private readonly databases: { writer: SQLite.Database; reader: SQLite.Database }) {}
+
+  createDriver(): Driver {
+    return new ReadWriteDriver(this.databases.writer, this.databases.reader);
+  }
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
+
+/** Hands the writer connection to one holder at a time, in order of asking. */
+class Mutex {
+  #tail: Promise<void> = Promise.resolve();
+
+  /** Waits for the holders before, then answers the function that releases the lock. */
+  async lock(): Promise<() => void> {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const before = this.#tail;
+    this.#tail = before.then(() => held);
+    await before;
+    return release;
+  }
+}
+
+function run(db: SQLite.Database, query: CompiledQuery): QueryResult<unknown> {
+  const stmt = db.prepare(query.sql);
+  // An array binds its items in order, as Kysely's own driver passes them.
+  const params = query.parameters as unknown[];
+  if (stmt.reader) return { rows: stmt.all(params) };
+  const { changes, lastInsertRowid } = stmt.run(params);
+  return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+}
+
+/**
+ * One borrowed connection: reads go to the reader until the holder writes or begins a transaction;
+ * from then on everything goes to the writer, whose lock is held until the connection is released.
+ */
+class RoutedConnection implements DatabaseConnection {
+  #release: (() => void) | undefined;
+  #inTransaction = false;
+
+  constructor(private readonly driver: ReadWriteDriver) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (!this.#release && !this.#inTransaction && SelectQueryNode.is(query.query)) return run(this.driver.reader, query) as QueryResult<R>;
+    await this.lockWriter();
+    return run(this.driver.writer, query) as QueryResult<R>;
+  }
+
+  async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (!SelectQueryNode.is(query.query)) throw new Error('Sqlite driver only supports streaming of select queries');
+    const db = this.#release || this.#inTransaction ? this.driver.writer : this.driver.reader;
+    for (const row of db.prepare(query.sql).iterate(query.parameters as unknown[])) yield { rows: [row as R] };
+  }
+
+  async lockWriter(): Promise<void> {
+    this.#release ??= await this.driver.mutex.lock();
+  }
+
+  async begin(): Promise<void> {
+    await this.lockWriter();
+    run(this.driver.writer, CompiledQuery.raw('begin'));
+    this.#inTransaction = true;
+  }
+
+  end(statement: 'commit' | 'rollback'): void {
+    this.#inTransaction = false;
+    run(this.driver.writer, CompiledQuery.raw(statement));
+  }
+
+  release(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
+}
+
+class ReadWriteDriver implements Driver {
+  readonly mutex = new Mutex();
+
+  constructor(
+    readonly writer: SQLite.Database,
+    readonly reader: SQLite.Database,
+  ) {}
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new RoutedConnection(this);
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as RoutedConnection).begin();
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    (connection as RoutedConnection).end('commit');
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    (connection as RoutedConnection).end('rollback');
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    (connection as RoutedConnection).release();
+  }
+
+  async destroy(): Promise<void> {
+    this.reader.close();
+    this.writer.close();
+  }
+}
