@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { issueInstallationKey } from './auth/agent-registration.js';
+import { LoginThrottle } from './auth/login-throttle.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
 import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
@@ -41,8 +42,14 @@ function cliCommand(entry: string): [string, ...string[]] {
   return entry.endsWith('.ts') ? [process.execPath, '--import', 'tsx', entry] : [process.execPath, entry];
 }
 
+export interface BuildOptions {
+  logger?: Logger;
+  /** The failed-login throttle; tests give one with their own clock and limits. */
+  loginThrottle?: LoginThrottle;
+}
+
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
-export async function buildService(config: ServiceConfig, opts: { logger?: Logger } = {}): Promise<FerryService> {
+export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onConnectionError: (err) => log.warn({ err }, 'a PostgreSQL connection failed; the pool replaces it') });
   try {
@@ -80,6 +87,7 @@ export async function buildService(config: ServiceConfig, opts: { logger?: Logge
       store,
       secrets,
       rateLimiter: new RateLimiter(config.rateLimitPerMinute, config.rateLimitPerDay),
+      loginThrottle: opts.loginThrottle ?? new LoginThrottle(),
       log,
       agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
       connectors,

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceConfig } from '../config.js';
+import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorInstalls } from '../connectors/installs.js';
 import type { AgentRuntime } from '../gateway/runtime.js';
@@ -12,6 +13,8 @@ export interface ServiceDeps {
   readonly store: Store;
   readonly secrets: SecretBox;
   readonly rateLimiter: RateLimiter;
+  /** Failed-login counts per account–address pair and per address. */
+  readonly loginThrottle: LoginThrottle;
   readonly log: FastifyBaseLogger;
   /** Agent channel commands, log archives and Cloud Agents. */
   readonly agents: AgentRuntime;

@@ -54,31 +54,6 @@ function basicCredentials(req: FastifyRequest): { email: string; password: strin
   return { email: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-/**
- * Failed logins per client address in the current minute: past the limit, further attempts are
- * refused before any password is hashed, so guessing costs the guesser time, not the Service CPU.
- */
-class LoginFailures {
-  readonly #limit: number;
-  readonly #windows = new Map<string, { start: number; count: number }>();
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-  check(ip: string, now = Date.now()): void {
-    const w = this.#windows.get(ip);
-    if (w && now - w.start < 60_000 && w.count >= this.#limit) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((w.start + 60_000 - now) / 1000));
-      throw new FerryError('API_RATE_LIMITED', `Too many failed logins from ${ip}; retry in ${retryAfterSeconds} seconds.`, { details: { retryAfterSeconds } });
-    }
-  }
-  fail(ip: string, now = Date.now()): void {
-    if (this.#windows.size > 10_000) this.#windows.clear();
-    const w = this.#windows.get(ip);
-    if (!w || now - w.start >= 60_000) this.#windows.set(ip, { start: now, count: 1 });
-    else w.count += 1;
-  }
-}
-
 /** Verified against when the email is unknown, so that a miss costs what a wrong password costs. */
 let dummyHash: Promise<string> | undefined;
 
@@ -87,7 +62,7 @@ const unauthenticated = (): FerryError =>
 
 export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   const cache = new CredentialCache();
-  const failures = new LoginFailures(20);
+  const throttle = deps.loginThrottle;
   const { db } = deps.store;
 
   app.decorateRequest('ferryUser', undefined);
@@ -97,22 +72,24 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   async function authenticate(req: FastifyRequest): Promise<UserRow> {
     const creds = basicCredentials(req);
     if (!creds || creds.email.length > 320 || creds.password.length > 1024) throw unauthenticated();
-    failures.check(req.ip);
-    const user = await getUserByEmail(db, creds.email);
-    if (!user?.passwordHash) {
+    const { email, password } = creds;
+    // The order is the one in service/auth/login-throttle.ts: a locked pair costs no lookup and no hash.
+    throttle.checkPair(email, req.ip);
+    const user = await getUserByEmail(db, email);
+    const key = user?.passwordHash ? sha256(`${user.id}\0${password}\0${user.passwordHash}`) : undefined;
+    if (user && key && cache.has(key)) {
+      throttle.succeeded(email, req.ip, false);
+      return user;
+    }
+    throttle.attempt(email, req.ip);
+    if (!user?.passwordHash || !key) {
       dummyHash ??= hashPassword(randomUUID());
-      await verifyPassword(creds.password, await dummyHash);
-      failures.fail(req.ip);
+      await verifyPassword(password, await dummyHash);
       throw unauthenticated();
     }
-    const key = sha256(`${user.id}\0${creds.password}\0${user.passwordHash}`);
-    if (!cache.has(key)) {
-      if (!(await verifyPassword(creds.password, user.passwordHash))) {
-        failures.fail(req.ip);
-        throw unauthenticated();
-      }
-      cache.add(key);
-    }
+    if (!(await verifyPassword(password, user.passwordHash))) throw unauthenticated();
+    cache.add(key);
+    throttle.succeeded(email, req.ip, true);
     return user;
   }
 

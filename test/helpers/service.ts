@@ -3,7 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { buildService, type FerryService } from '../../service/build-service.js';
+import { buildService, type BuildOptions, type FerryService } from '../../service/build-service.js';
 import { parseServiceConfig, type ServiceConfigInput } from '../../service/config.js';
 import { createTestDatabase, type StoreTarget } from './stores.js';
 
@@ -45,7 +45,7 @@ export const ADMIN: Credentials = { email: 'admin@ferry.test', password: 'Admin-
  * Starts a real Service on a loopback port with its own data folder (and its own PostgreSQL
  * database for the postgres target). Rate limits are lifted unless the test sets them.
  */
-export async function startService(target: StoreTarget, overrides: Partial<ServiceConfigInput> = {}): Promise<TestService> {
+export async function startService(target: StoreTarget, overrides: Partial<ServiceConfigInput> = {}, opts: Omit<BuildOptions, 'logger'> = {}): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-test-'));
   const database = target.name === 'postgres' ? await createTestDatabase() : undefined;
   const config = parseServiceConfig({}, {
@@ -61,7 +61,7 @@ export async function startService(target: StoreTarget, overrides: Partial<Servi
     logLevel: 'silent',
     ...overrides,
   });
-  const service = await buildService(config, { logger: pino({ level: 'silent' }) });
+  const service = await buildService(config, { ...opts, logger: pino({ level: 'silent' }) });
   const url = await service.listen();
   const agent = new http.Agent({ keepAlive: true });
 

@@ -1,0 +1,183 @@
+import ipaddr from 'ipaddr.js';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { parseAddress } from './ip-range.js';
+
+/*
+ * Throttles password guessing without locking anyone else out (docs/decisions.md, API conventions).
+ *
+ *   attempt ─▶ (email, address) pair locked? ──yes──▶ 429, no lookup, no hash
+ *                 │ no
+ *                 ▼
+ *              credentials verified before (cache)? ──yes──▶ in (pair count cleared)
+ *                 │ no
+ *                 ▼
+ *              pair locked now, or address over its failure budget? ──yes──▶ 429
+ *                 │ no: counted as a failure of the pair and the address
+ *                 ▼
+ *              scrypt ─▶ right: in (pair cleared, address count taken back) │ wrong: 401
+ *
+ * - The pair is the login as sent (lower-cased, whether or not such a user exists, so a lock tells
+ *   nothing about which accounts exist) and the client address; IPv6 addresses count by their /64,
+ *   which one client usually holds whole.
+ * - A locked pair refuses its correct password too: letting it through would answer every guess
+ *   (a cached password costs one sha256), and the lock would slow nothing. Other accounts at that
+ *   address, and that account at other addresses, are not touched.
+ * - The address budget stops one client spraying a few passwords over many accounts. Past it, only
+ *   credentials already verified go through, so colleagues behind the same address keep working.
+ * - Windows are fixed, starting at a pair's or address's first failure. The maps are bounded: past
+ *   their cap, ended windows are dropped, then the oldest entries.
+ */
+
+/** How many failed logins a {@link LoginThrottle} allows, and how long it remembers them. */
+export interface LoginThrottleLimits {
+  /** Failed logins of one account from one address within a window before the pair is locked. */
+  readonly perPair: number;
+  /** Failed logins from one address, over all accounts, within a window before only verified credentials pass. */
+  readonly perAddress: number;
+  /** Length of a window in milliseconds. */
+  readonly windowMs: number;
+  /** Most pairs and addresses remembered (each). */
+  readonly maxEntries: number;
+}
+
+export const LOGIN_THROTTLE_DEFAULTS: LoginThrottleLimits = Object.freeze({
+  perPair: 10,
+  perAddress: 300,
+  windowMs: 15 * 60_000,
+  maxEntries: 100_000,
+});
+
+interface Window {
+  start: number;
+  count: number;
+}
+
+/** Failure counts in fixed windows per key, with at most `max` keys. */
+class FailureWindows {
+  readonly #windows = new Map<string, Window>();
+  readonly #length: number;
+  readonly #max: number;
+
+  constructor(length: number, max: number) {
+    this.#length = length;
+    this.#max = max;
+  }
+
+  /** The window of `key` when it is still running and has reached `limit`. */
+  full(key: string, limit: number, now: number): Window | undefined {
+    const w = this.#current(key, now);
+    return w && w.count >= limit ? w : undefined;
+  }
+
+  add(key: string, now: number): void {
+    const w = this.#current(key, now);
+    if (w) {
+      w.count += 1;
+      return;
+    }
+    this.#makeRoom(now);
+    this.#windows.set(key, { start: now, count: 1 });
+  }
+
+  clear(key: string): void {
+    this.#windows.delete(key);
+  }
+
+  /** Takes one count back (from a window still running). */
+  remove(key: string, now: number): void {
+    const w = this.#current(key, now);
+    if (w && w.count > 0) w.count -= 1;
+  }
+
+  retryAfterSeconds(w: Window, now: number): number {
+    return Math.max(1, Math.ceil((w.start + this.#length - now) / 1000));
+  }
+
+  #current(key: string, now: number): Window | undefined {
+    const w = this.#windows.get(key);
+    if (!w) return undefined;
+    if (now - w.start < this.#length) return w;
+    this.#windows.delete(key);
+    return undefined;
+  }
+
+  #makeRoom(now: number): void {
+    if (this.#windows.size < this.#max) return;
+    for (const [key, w] of this.#windows) {
+      if (now - w.start >= this.#length) this.#windows.delete(key);
+    }
+    // Still full of running windows: the oldest go (a Map iterates in insertion order).
+    for (const key of this.#windows.keys()) {
+      if (this.#windows.size < this.#max) break;
+      this.#windows.delete(key);
+    }
+  }
+}
+
+/** The key a client address counts under: IPv4 as is, IPv6 by its /64. */
+export function addressKey(ip: string): string {
+  const addr = parseAddress(ip);
+  if (!(addr instanceof ipaddr.IPv6)) return addr?.toString() ?? ip;
+  return `${addr.parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+}
+
+const rateLimited = (retryAfterSeconds: number): FerryError =>
+  // One message for a locked pair and a spent address budget, whether or not the account exists.
+  new FerryError('API_RATE_LIMITED', `Too many failed logins from your address; retry in ${retryAfterSeconds} seconds.`, {
+    details: { retryAfterSeconds },
+  });
+
+/** Per account–address and per address counts of failed logins (see the diagram above). */
+export class LoginThrottle {
+  readonly #limits: LoginThrottleLimits;
+  readonly #now: () => number;
+  readonly #pairs: FailureWindows;
+  readonly #addresses: FailureWindows;
+
+  constructor(limits: Partial<LoginThrottleLimits> = {}, now: () => number = Date.now) {
+    this.#limits = { ...LOGIN_THROTTLE_DEFAULTS, ...limits };
+    this.#now = now;
+    this.#pairs = new FailureWindows(this.#limits.windowMs, this.#limits.maxEntries);
+    this.#addresses = new FailureWindows(this.#limits.windowMs, this.#limits.maxEntries);
+  }
+
+  /** Throws API_RATE_LIMITED when this login has failed too often from this address; before any lookup. */
+  checkPair(email: string, ip: string): void {
+    const now = this.#now();
+    const w = this.#pairs.full(pairKey(email, ip), this.#limits.perPair, now);
+    if (w) throw rateLimited(this.#pairs.retryAfterSeconds(w, now));
+  }
+
+  /**
+   * Before a password is hashed: throws API_RATE_LIMITED when the pair is locked or the address has
+   * spent its failure budget, else counts the attempt as a failure until {@link succeeded} says
+   * otherwise. Checking and counting in one step means parallel guesses cannot all pass the check
+   * before the first of them fails. An attempt refused for the address budget counts as a guess on
+   * the pair, so that refusals answer no more guesses than failures would.
+   */
+  attempt(email: string, ip: string): void {
+    const now = this.#now();
+    const pair = pairKey(email, ip);
+    const address = addressKey(ip);
+    const locked = this.#pairs.full(pair, this.#limits.perPair, now);
+    if (locked) throw rateLimited(this.#pairs.retryAfterSeconds(locked, now));
+    this.#pairs.add(pair, now);
+    const spent = this.#addresses.full(address, this.#limits.perAddress, now);
+    if (spent) throw rateLimited(this.#addresses.retryAfterSeconds(spent, now));
+    this.#addresses.add(address, now);
+  }
+
+  /**
+   * A successful login: the pair's earlier mistakes are forgiven (the address's are not), and an
+   * {@link attempt} it made is taken back from the address.
+   */
+  succeeded(email: string, ip: string, attempted: boolean): void {
+    this.#pairs.clear(pairKey(email, ip));
+    if (attempted) this.#addresses.remove(addressKey(ip), this.#now());
+  }
+}
+
+function pairKey(email: string, ip: string): string {
+  // The same normalisation as the login lookup, so letter case does not make a fresh pair.
+  return `${email.trim().toLowerCase()}\0${addressKey(ip)}`;
+}
