@@ -23,6 +23,12 @@ export interface CommandBus {
   send(agentId: string, command: AgentCommand, timeoutMs: number): Promise<unknown>;
   /** Whether the Agent has an open channel (that said hello) right now. */
   isConnected(agentId: string): boolean;
+  /**
+   * The Agent's current channel as an opaque token, undefined when it has none. It changes when
+   * the Agent reconnects: a command sent on a channel that is no longer the current one will get
+   * no answer, even if the old socket has not finished closing.
+   */
+  channelOf(agentId: string): object | undefined;
   /** Closes the Agent's channel with an application close code (4404 when it was deleted). */
   disconnect(agentId: string, code: number, reason: string): void;
 }
@@ -67,6 +73,10 @@ export class LocalCommandBus implements CommandBus {
 
   isConnected(agentId: string): boolean {
     return this.registry.get(agentId) !== undefined;
+  }
+
+  channelOf(agentId: string): object | undefined {
+    return this.registry.get(agentId);
   }
 
   disconnect(agentId: string, code: number, reason: string): void {

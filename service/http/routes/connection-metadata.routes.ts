@@ -49,13 +49,18 @@ const tags = ['Connections'];
 
 /** How long an Agent may take to load metadata (the plugin's own time-out is 10 minutes). */
 export const METADATA_TIMEOUT_MS = 11 * 60 * 1000;
-/** A request still Requested this long after it started had its answer lost (a Service restart). */
-const STALE_REQUEST_MS = METADATA_TIMEOUT_MS + 60_000;
 /** Metadata requests kept per Connection. */
 const KEEP_REQUESTS = 50;
 export const METADATA_LOADING = 'Metadata is loading; repeat the call';
 
 const loadingProblem = (connectionId: string): FerryError => new FerryError('API_METADATA_LOADING', METADATA_LOADING, { details: { connectionId } });
+
+/** A load this process sent: its request, and the Agent channel it went out on. */
+interface InFlight {
+  requestId: string;
+  agentId: string;
+  channel: object | undefined;
+}
 
 /**
  * Connection metadata (SPEC.md "Connections": actions, supportedactions, entities, entitynames,
@@ -64,11 +69,18 @@ const loadingProblem = (connectionId: string): FerryError => new FerryError('API
  * Every read is POLL-style: the first call on a Connection without cached metadata starts a
  * `loadMetadata` command on the Agent (agentId, or the Agent that loaded it before) and answers
  * 404 API_METADATA_LOADING; calls answer the same while the load runs, then serve the cache.
+ *
+ * "The load runs" means an answer can still come: this process sent it, on the channel the Agent
+ * holds now. A request recorded as Requested that no longer qualifies (sent by a Service process
+ * that is gone, or on a channel the Agent has since replaced or closed) gets no answer, so the
+ * next call sends the load again at once instead of answering "loading" until a time-out.
  */
 const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db } = deps.store;
   /** Loads under way in this process, by Connection ID (one at a time per Connection). */
-  const loading = new Set<string>();
+  const loading = new Map<string, InFlight>();
+  /** Whether the load's answer can still arrive: the channel it was sent on is the Agent's current one. */
+  const answerable = (f: InFlight | undefined): boolean => f?.channel !== undefined && deps.agents.commands.channelOf(f.agentId) === f.channel;
 
   const requireConnection = async (orgId: number, id: string): Promise<ConnectionRow> => {
     const row = await getConnection(db, orgId, id);
@@ -80,18 +92,21 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
   const metadataOf = async (log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string | undefined): Promise<AgentMetadata> => {
     const cache = await getMetadataCache(db, conn.id);
     if (cache?.metadata) return AgentMetadata.parse(JSON.parse(cache.metadata));
-    if (loading.has(conn.id)) throw loadingProblem(conn.id);
     const [latest] = await listMetadataRequests(db, conn.id, 1);
+    // After the read, so that a load another call started meanwhile is seen here.
+    const inFlight = loading.get(conn.id);
+    if (answerable(inFlight)) throw loadingProblem(conn.id);
     if (latest?.state === 'Requested') {
-      if (Date.now() - Date.parse(latest.startDate) < STALE_REQUEST_MS) throw loadingProblem(conn.id);
-      await finishMetadataRequest(db, latest.id, 'Failed', nowIso(), 'No answer arrived: the Service restarted while the Agent was loading the metadata.');
+      // Not answerable (checked above): its answer is lost, so it is closed and sent again below.
+      const why = inFlight?.requestId === latest.id ? "the Agent's channel closed or was replaced" : 'the Service restarted';
+      await finishMetadataRequest(db, latest.id, 'Failed', nowIso(), `No answer arrived: ${why} while the Agent was loading the metadata.`, { report: false });
     } else if (latest?.state === 'Failed' && latest.errorSeen === 0) {
       await markMetadataErrorSeen(db, latest.id);
       throw new FerryError('API_METADATA_LOAD_FAILED', `Loading the metadata of Connection ${conn.name} failed: ${latest.errorMessage ?? 'unknown error'}`, {
         details: { connectionId: conn.id, requestId: latest.id, agentId: latest.agentId },
       });
     }
-    const loaderId = agentId ?? cache?.agentId;
+    const loaderId = agentId ?? cache?.agentId ?? latest?.agentId;
     if (!loaderId) {
       throw new FerryError('API_METADATA_AGENT_REQUIRED', `The metadata of Connection ${conn.name} was never loaded; give the agentId of an Agent that has the Connector and can reach the datastore.`, {
         details: { connectionId: conn.id },
@@ -101,16 +116,23 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     if (!deps.agents.commands.isConnected(agent.id)) {
       throw new FerryError('AGT_NOT_CONNECTED', `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`, { details: { agentId: agent.id } });
     }
-    if (loading.has(conn.id)) throw loadingProblem(conn.id);
-    loading.add(conn.id);
+    // Another call may have started a load while this one awaited the store.
+    if (answerable(loading.get(conn.id))) throw loadingProblem(conn.id);
+    const id = newId();
+    const entry: InFlight = { requestId: id, agentId: agent.id, channel: deps.agents.commands.channelOf(agent.id) };
+    loading.set(conn.id, entry);
+    const forget = (): void => {
+      if (loading.get(conn.id) === entry) loading.delete(conn.id);
+    };
     try {
-      const id = newId();
       await insertMetadataRequest(db, { id, orgId: org.id, connectionId: conn.id, agentId: agent.id, objectName: conn.name, startDate: nowIso(), endDate: null, state: 'Requested', errorMessage: null });
       await pruneMetadataRequests(db, conn.id, KEEP_REQUESTS);
       log.info({ requestId: id, agentId: agent.id, connectionId: conn.id }, 'metadata load requested');
-      void load(log, org, conn, agent.id, id, cache !== undefined).finally(() => loading.delete(conn.id));
+      // The channel the command goes out on; the Agent may have reconnected while the store was written.
+      entry.channel = deps.agents.commands.channelOf(agent.id);
+      void load(log, org, conn, agent.id, id, cache !== undefined).finally(forget);
     } catch (err) {
-      loading.delete(conn.id);
+      forget();
       throw err;
     }
     throw loadingProblem(conn.id);
@@ -134,7 +156,9 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     } catch (err) {
       const message = loadFailure(err);
       log.warn({ requestId, connectionId: conn.id, message }, 'metadata load failed');
-      await finishMetadataRequest(db, requestId, 'Failed', nowIso(), message).catch((e: unknown) => log.error({ err: e, requestId }, 'metadata request result not stored'));
+      // A channel that closed before the answer is not the load's failure: the next call sends it again.
+      const lost = isFerryError(err) && err.code === 'AGT_NOT_CONNECTED';
+      await finishMetadataRequest(db, requestId, 'Failed', nowIso(), message, { report: !lost }).catch((e: unknown) => log.error({ err: e, requestId }, 'metadata request result not stored'));
     }
   };
 

@@ -23,8 +23,13 @@ export async function insertMetadataRequest(db: Db, row: Omit<MetadataRequestsTa
   await db.insertInto('metadataRequests').values(row).execute();
 }
 
-export async function finishMetadataRequest(db: Db, id: string, state: 'Completed' | 'Failed', endDate: string, errorMessage: string | null): Promise<void> {
-  await db.updateTable('metadataRequests').set({ state, endDate, errorMessage }).where('id', '=', id).execute();
+/**
+ * Records the end of a request. `report: false` marks a failure as already seen, so that no caller
+ * is told about it: the load did not fail, its answer was lost, and the next call sends it again.
+ */
+export async function finishMetadataRequest(db: Db, id: string, state: 'Completed' | 'Failed', endDate: string, errorMessage: string | null, opts: { report?: boolean } = {}): Promise<void> {
+  const seen = opts.report === false ? { errorSeen: 1 } : {};
+  await db.updateTable('metadataRequests').set({ state, endDate, errorMessage, ...seen }).where('id', '=', id).execute();
 }
 
 export async function markMetadataErrorSeen(db: Db, id: string): Promise<void> {
