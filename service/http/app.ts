@@ -4,6 +4,7 @@ import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { isUniqueViolation } from '../store/sql.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
 import { sendProblem } from './problem.js';
@@ -23,8 +24,16 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
     trustProxy: deps.config.trustProxy ? deps.config.trustProxy.split(',').map((s) => s.trim()) : false,
     // The no-slash form `subscriptions{subscriptionId}` of SPEC.md is served by the slash route.
     rewriteUrl: (req) => (req.url ?? '/').replace(/^(\/v1\/orgs\/[^/]+\/subscriptions)([0-9a-fA-F]{8}-)/, '$1/$2'),
-    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // The router answers a path it cannot decode, or a too-long parameter, before any route or
+    // error handler runs: without this, those answers would be Fastify's own JSON, not problems.
+    frameworkErrors: (err, req, reply) => {
+      req.log.debug({ code: err.code }, 'request refused by the router');
+      void sendProblem(reply, frameworkError(err));
+    },
   }).withTypeProvider<ZodTypeProvider>();
+
+  registerJsonParser(app);
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -60,6 +69,37 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
 
   for (const route of ROUTES) await app.register(route, deps);
   return app;
+}
+
+/** Longest path parameter the router accepts; no ID or name of the API is longer. */
+const MAX_PARAM_LENGTH = 500;
+
+/** The router's own refusals as problems: an undecodable path, an over-long parameter. */
+function frameworkError(err: FastifyError): FerryError {
+  if (err.code === 'FST_ERR_BAD_URL') {
+    return new FerryError('API_MALFORMED_URL', 'The request path cannot be decoded: a percent-encoding (%XX) is not valid UTF-8. Encode each path segment as UTF-8.');
+  }
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return new FerryError('API_URI_TOO_LONG', `A path parameter is longer than ${MAX_PARAM_LENGTH} characters; no ID or name of the API is that long.`);
+  }
+  return toFerryError(err);
+}
+
+/**
+ * Fastify's JSON parser, behind a check of the raw text's nesting depth: a body deeper than
+ * MAX_JSON_DEPTH is refused before anything walks the parsed value by recursion.
+ */
+function registerJsonParser(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(new FerryError('API_BODY_TOO_DEEP', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; send a flatter document.`), undefined);
+      return;
+    }
+    void parseJson(req, text, done);
+  });
 }
 
 const FASTIFY_CODES: Record<string, () => FerryError> = {

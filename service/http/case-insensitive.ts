@@ -55,6 +55,11 @@ function keyMap(schema: z.ZodType, shapes: Array<Record<string, z.ZodType>>): Ma
   return map;
 }
 
+/**
+ * Recurses only where the schema itself has an object or array (never through `z.lazy`), so its
+ * depth is bounded by the schema, whatever the input nests; the validator refuses over-deep input
+ * before it gets here anyway.
+ */
 export function normalizeKeys(schema: z.ZodType, value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   const inner = unwrap(schema);
@@ -76,4 +81,9 @@ export function normalizeKeys(schema: z.ZodType, value: unknown): unknown {
     out[target] = field ? normalizeKeys(field, v) : v;
   }
   return out;
+}
+
+/** The field names of the objects a schema describes (through wrappers and unions). */
+export function schemaKeys(schema: z.ZodType): string[] {
+  return objectShapes(schema).flatMap((shape) => Object.keys(shape));
 }

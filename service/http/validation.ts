@@ -1,7 +1,8 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { z } from 'zod';
 import { FerryError, type FieldError } from '../../src/errors/ferry-error.js';
-import { normalizeKeys } from './case-insensitive.js';
+import { MAX_JSON_DEPTH } from '../util/json-depth.js';
+import { normalizeKeys, schemaKeys } from './case-insensitive.js';
 
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 
@@ -13,12 +14,17 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
   const part = PART_NAMES[httpPart ?? ''] ?? httpPart ?? 'input';
   const normalize = httpPart === 'body' || httpPart === 'querystring';
   return (data: unknown) => {
-    const input = normalize ? normalizeKeys(schema, data) : data;
-    // No store keeps U+0000 in text (PostgreSQL refuses it): refuse it here, for every route.
-    const nul = findNul(input, part);
-    if (nul) {
-      return { error: new FerryError('API_VALIDATION', `The request is not valid: ${nul}: the NUL character (U+0000) is not allowed in text.`, { errors: [{ path: nul, message: 'contains the NUL character (U+0000)' }] }) };
+    // First, without recursion: what no later (recursive) step may see, and what no store keeps.
+    const bad = findBadInput(data, part);
+    if (bad) return { error: badInputError(bad) };
+    if (httpPart === 'querystring') {
+      const bracketed = findBracketedKey(schema, data);
+      if (bracketed) {
+        const path = `${part}.${clip(bracketed, 100)}`;
+        return { error: new FerryError('API_VALIDATION', `The request is not valid: ${path}: give each query parameter once, as name=value.`, { errors: [{ path, message: 'is not a query parameter; give it once, as name=value' }] }) };
+      }
     }
+    const input = normalize ? normalizeKeys(schema, data) : data;
     const result = schema.safeParse(input);
     if (result.success) return { value: result.data };
     const errors: FieldError[] = result.error.issues.slice(0, 50).flatMap((issue) => {
@@ -37,21 +43,87 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-/** The path of the first string (or key) holding U+0000, if any. */
-function findNul(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
-  if (value === null || typeof value !== 'object') return undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findNul(value[i], `${path}.${i}`);
-      if (found) return found;
+/** A lone UTF-16 surrogate: text that is not valid Unicode (paired surrogates do not match with the u flag). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+type BadInput = { path: string; problem: 'nul' | 'surrogate' | 'depth' };
+
+function textProblem(text: string): BadInput['problem'] | undefined {
+  if (text.includes('\u0000')) return 'nul';
+  if (LONE_SURROGATE.test(text)) return 'surrogate';
+  return undefined;
+}
+
+/** A key as it may appear in a path of an error: printable, valid Unicode, bounded. */
+function keyForPath(key: string): string {
+  return clip(key.replaceAll('\u0000', '\\0').replace(new RegExp(LONE_SURROGATE.source, 'gu'), '\uFFFD'), 100);
+}
+
+/**
+ * The first string or key that holds U+0000 (no store keeps it; PostgreSQL refuses it) or a lone
+ * surrogate (not valid Unicode; each store would replace it differently), or the first array or
+ * object nested deeper than MAX_JSON_DEPTH. Walks with its own stack, never by recursion, so no
+ * input can overflow the call stack here.
+ */
+function findBadInput(value: unknown, root: string): BadInput | undefined {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: root, depth: 0 }];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const { value: v, path, depth } = top;
+    if (typeof v === 'string') {
+      const problem = textProblem(v);
+      if (problem) return { path, problem };
+      continue;
     }
-    return undefined;
-  }
-  for (const [key, v] of Object.entries(value)) {
-    if (key.includes('\u0000')) return `${path}.${clip(key.replaceAll('\u0000', '\\0'), 100)}`;
-    const found = findNul(v, `${path}.${clip(key, 100)}`);
-    if (found) return found;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) return { path, problem: 'depth' };
+    // Children are pushed last-first, so the first bad one in document order is found first.
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i] as unknown, path: `${path}.${i}`, depth: depth + 1 });
+      continue;
+    }
+    const entries = Object.entries(v);
+    for (const [key] of entries) {
+      const problem = textProblem(key);
+      if (problem) return { path: `${path}.${keyForPath(key)}`, problem };
+    }
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, child] = entries[i] as [string, unknown];
+      stack.push({ value: child, path: `${path}.${clip(key, 100)}`, depth: depth + 1 });
+    }
   }
   return undefined;
+}
+
+function badInputError({ path, problem }: BadInput): FerryError {
+  if (problem === 'depth') {
+    return new FerryError('API_BODY_TOO_DEEP', `The request nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at ${clip(path, 200)}); send a flatter document.`);
+  }
+  const message = problem === 'nul' ? 'contains the NUL character (U+0000)' : 'is not valid Unicode text (a lone surrogate such as \\ud800)';
+  const reason = problem === 'nul' ? 'the NUL character (U+0000) is not allowed in text' : 'text must be valid Unicode: a lone surrogate (\\ud800–\\udfff without its pair) is not allowed';
+  return new FerryError('API_VALIDATION', `The request is not valid: ${path}: ${reason}.`, { errors: [{ path, message }] });
+}
+
+/**
+ * `limit[]=1` or `limit[x]=1`: a parameter of the route given in bracket form. The query string
+ * parser keeps such a key as it is, so the schema would silently ignore it and use the default;
+ * refuse it instead (unknown parameters, bracketed or not, are still ignored).
+ */
+function findBracketedKey(schema: z.ZodType, data: unknown): string | undefined {
+  if (data === null || typeof data !== 'object') return undefined;
+  const known = queryNames(schema);
+  return Object.keys(data).find((key) => {
+    const base = /^([^[\]]+)\[[^\]]*\]/.exec(key)?.[1];
+    return base !== undefined && known.has(base.toLowerCase());
+  });
+}
+
+const queryNamesCache = new WeakMap<z.ZodType, Set<string>>();
+
+function queryNames(schema: z.ZodType): Set<string> {
+  let names = queryNamesCache.get(schema);
+  if (!names) {
+    names = new Set(schemaKeys(schema).map((k) => k.toLowerCase()));
+    queryNamesCache.set(schema, names);
+  }
+  return names;
 }

@@ -16,6 +16,9 @@ export interface ErrorSpec {
 export const ERROR_CODES = {
   API_VALIDATION: { kind: 'config', status: 400, title: 'The request is not valid' },
   API_MALFORMED_BODY: { kind: 'config', status: 400, title: 'The request body could not be read' },
+  API_BODY_TOO_DEEP: { kind: 'config', status: 400, title: 'The request body nests too deeply' },
+  API_MALFORMED_URL: { kind: 'config', status: 400, title: 'The request path could not be read' },
+  API_URI_TOO_LONG: { kind: 'config', status: 414, title: 'A path parameter is too long' },
   API_UNSUPPORTED: { kind: 'config', status: 400, title: 'The operation is not supported' },
   API_INVALID_IP_RANGE: { kind: 'config', status: 400, title: 'The IP range is not valid' },
   API_UNAUTHENTICATED: { kind: 'config', status: 401, title: 'Authentication is required' },

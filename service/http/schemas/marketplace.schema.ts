@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { PageQuery, Timestamp } from './common.js';
+import { intParam, MAX_INT, PageQuery, Timestamp } from './common.js';
 
 export const MarketplaceQuery = PageQuery.extend({
   filterByName: z.string().max(255).optional(),
   filterByDescription: z.string().max(255).optional(),
   /** Needed to include the private Managed Connectors the Organization may use. */
-  orgId: z.coerce.number().int().positive().max(2_147_483_647).optional(),
+  orgId: intParam(1, MAX_INT).optional(),
 });
 
 const InstallStatus = z.enum(['SendingCommandToTheAgent', 'AgentReceivedCommand', 'AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'InstallTimedOut', 'Installed']);
