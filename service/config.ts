@@ -34,6 +34,11 @@ export const ServiceConfigSchema = z.object({
   heartbeatFailedAfter: z.coerce.number().positive().default(3600),
   /** Heartbeat interval the Service tells Agents in the hello reply (milliseconds). */
   agentHeartbeatMs: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * Seconds an Agent channel may stay without any traffic before the Service drops it as half-open
+   * (a frozen Agent, a pulled cable); the Service pings every third of it, and a live Agent answers.
+   */
+  agentChannelTimeout: z.coerce.number().positive().default(60),
   /** Lifetime of an Agent installation key in seconds. */
   agentKeyTtl: z.coerce.number().positive().default(86_400),
   /** `on`: this Service provisions Cloud Agents and runs them as supervised child processes. */
@@ -69,6 +74,7 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_HEARTBEAT_LATE_AFTER: 'heartbeatLateAfter',
   FERRY_HEARTBEAT_FAILED_AFTER: 'heartbeatFailedAfter',
   FERRY_AGENT_HEARTBEAT_MS: 'agentHeartbeatMs',
+  FERRY_AGENT_CHANNEL_TIMEOUT: 'agentChannelTimeout',
   FERRY_AGENT_KEY_TTL: 'agentKeyTtl',
   FERRY_CLOUD_AGENTS: 'cloudAgents',
   FERRY_CLOUD_AGENT_ENTRY: 'cloudAgentEntry',

@@ -24,9 +24,9 @@ export interface GatewayOptions {
   registry: SessionRegistry;
   /** Called once an Agent's hello was accepted (the Connector installs reconcile it). */
   onConnected?: (agentId: string) => void;
-  /** Application-level ping interval (default 20 s). */
+  /** Application-level ping interval (default a third of FERRY_AGENT_CHANNEL_TIMEOUT: 20 s). */
   pingIntervalMs?: number;
-  /** A socket without any traffic this long is terminated as half-open (default 60 s). */
+  /** A socket without any traffic this long is terminated as half-open (default FERRY_AGENT_CHANNEL_TIMEOUT: 60 s). */
   idleTimeoutMs?: number;
 }
 
@@ -56,8 +56,9 @@ export class AgentGateway {
   constructor(opts: GatewayOptions) {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'gateway' });
-    this.#pingIntervalMs = opts.pingIntervalMs ?? 20_000;
-    this.#idleTimeoutMs = opts.idleTimeoutMs ?? 60_000;
+    // A live Agent answers every ping, so a channel silent through three ping intervals has lost its peer.
+    this.#idleTimeoutMs = opts.idleTimeoutMs ?? opts.config.agentChannelTimeout * 1000;
+    this.#pingIntervalMs = opts.pingIntervalMs ?? this.#idleTimeoutMs / 3;
   }
 
   /** Starts answering upgrades on the server and the keepalive. */

@@ -36,8 +36,24 @@ export function agentBearer(db: Db): { onRequest: (req: FastifyRequest) => Promi
 /** Time a command to an Agent may take to be acknowledged (the work itself goes on after). */
 export const COMMAND_TIMEOUT_MS = 10_000;
 
-export function toAgent(row: AgentRow, usedInSolutions: readonly string[] = []): Agent {
-  const status = AgentStatus.safeParse(row.status);
+/**
+ * The status the API shows. The stored status is the last one the Agent stated; while it says
+ * Running but its channel is gone (a frozen process, a pulled cable, a Service restart it has not
+ * reconnected after) it is shown Unknown, since commands would answer AGT_NOT_CONNECTED. The
+ * sweeper's HeartbeatLate and HeartbeatFailed, by lastContactTime, are stored and win as before;
+ * the other statuses (restarting, updating, shut down) already say that the Agent may be away.
+ */
+export function shownStatus(stored: string, connected: boolean): AgentStatus {
+  const status = AgentStatus.safeParse(stored);
+  if (!status.success) return 'Unknown';
+  return status.data === 'Running' && !connected ? 'Unknown' : status.data;
+}
+
+/**
+ * The API model of an Agent. `connected`: whether its channel is open to this Service now
+ * (`CommandBus.isConnected`, the same source that decides AGT_NOT_CONNECTED for commands).
+ */
+export function toAgent(row: AgentRow, connected: boolean, usedInSolutions: readonly string[] = []): Agent {
   return {
     id: row.id,
     name: row.name,
@@ -45,7 +61,8 @@ export function toAgent(row: AgentRow, usedInSolutions: readonly string[] = []):
     serviceName: row.serviceName,
     isCloudAgent: fromFlag(row.isCloudAgent),
     isUpdating: fromFlag(row.isUpdating),
-    status: status.success ? status.data : 'Unknown',
+    status: shownStatus(row.status, connected),
+    isConnected: connected,
     lastContactTime: row.lastContactTime,
     lastShutdownTime: row.lastShutdownTime,
     lastStartTime: row.lastStartTime,

@@ -85,7 +85,7 @@ const agentProvisioningRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, 
     }
     deps.agents.cloudAgents.start(agent.id);
     req.log.info({ orgId: org.id, agentId: agent.id }, 'cloud agent provisioned');
-    return sendCreated(reply, `/v1/orgs/${org.id}/agents/${agent.id}`, toAgent(agent));
+    return sendCreated(reply, `/v1/orgs/${org.id}/agents/${agent.id}`, toAgent(agent, deps.agents.commands.isConnected(agent.id)));
   });
 
   app.post(REGISTER_PATH, {

@@ -13,6 +13,7 @@ import { OrgParams, pageOf, sendList } from '../schemas/common.js';
 /** Agents: list, get, modify, delete, restart (SPEC.md "Agents"). */
 const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db } = deps.store;
+  const connected = (agentId: string) => deps.agents.commands.isConnected(agentId);
 
   app.get('/v1/orgs/:orgId/agents', {
     config: { access: 'read' },
@@ -27,7 +28,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
       rows = rows.filter((r) => installedConnectors(r).some((c) => c.connectorId.toLowerCase() === wanted));
     }
     const page = pageOf(rows, req.query);
-    const models = await Promise.all(page.map(async (r) => toAgent(r, await solutionsUsingAgent(db, r.id))));
+    const models = await Promise.all(page.map(async (r) => toAgent(r, connected(r.id), await solutionsUsingAgent(db, r.id))));
     return sendList(reply, models, rows.length);
   });
 
@@ -37,7 +38,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   }, async (req) => {
     const { org } = orgOf(req);
     const agent = await requireAgent(db, org.id, req.params.agentId);
-    return toAgent(agent, await solutionsUsingAgent(db, agent.id));
+    return toAgent(agent, connected(agent.id), await solutionsUsingAgent(db, agent.id));
   });
 
   app.put('/v1/orgs/:orgId/agents/:agentId', {
@@ -60,7 +61,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
       await updateAgent(db, agent.id, { name, nameKey: name.toLowerCase(), modifiedAt: nowIso() });
     }
     const updated = await requireAgent(db, org.id, agent.id);
-    return toAgent(updated, await solutionsUsingAgent(db, agent.id));
+    return toAgent(updated, connected(agent.id), await solutionsUsingAgent(db, agent.id));
   });
 
   app.delete('/v1/orgs/:orgId/agents/:agentId', {
@@ -97,7 +98,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     req.log.info({ agentId: agent.id, restartNow }, 'agent restart requested');
     const updated = await getAgentById(db, agent.id);
     if (!updated) throw new FerryError('API_NOT_FOUND', `Agent ${agent.id} was not found in Organization ${org.id}.`);
-    return toAgent(updated, await solutionsUsingAgent(db, agent.id));
+    return toAgent(updated, connected(agent.id), await solutionsUsingAgent(db, agent.id));
   });
 };
 

@@ -15,6 +15,7 @@ interface AgentModel {
   isCloudAgent: boolean;
   isUpdating: boolean;
   status: string;
+  isConnected: boolean;
   lastContactTime: string | null;
   lastShutdownTime: string | null;
   lastStartTime: string | null;
@@ -85,6 +86,7 @@ describe.each(STORE_TARGETS)('the Agents API on $name', (target) => {
       isCloudAgent: false,
       isUpdating: false,
       status: 'Unknown',
+      isConnected: false,
       lastContactTime: null,
       lastShutdownTime: null,
       lastStartTime: null,
