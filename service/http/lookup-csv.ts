@@ -93,6 +93,107 @@ export function parseLookupCsv(text: string, hasHeaderRow: boolean): LookupPair[
   return pairs;
 }
 
+/** Bytes of text handed to the parser at a time, cut at a record boundary. */
+const SLICE_CHARS = 64 * 1024;
+
+/**
+ * Where the text can be cut so that both parts parse as they would together: just after the last
+ * line break outside quotes, or -1. Under RFC 4180 every double quote toggles "inside quotes"
+ * (a doubled quote toggles twice), so outside is where the count of quotes from `start` is even.
+ * A CR as the last character is not taken: an LF may follow it in the next chunk. On malformed
+ * text the parser fails inside the slice, at the same record as it would on the whole text.
+ */
+function lastBoundary(text: string): number {
+  let inside = false;
+  let cut = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) inside = !inside;
+    else if (!inside && (c === 10 || (c === 13 && i + 1 < text.length && text.charCodeAt(i + 1) !== 10))) cut = i + 1;
+  }
+  return cut;
+}
+
+/** Line breaks in a text as the parser counts them: CRLF, LF and CR each end one line. */
+function lineBreaks(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) n++;
+  }
+  return n;
+}
+
+/**
+ * Reads the comma-separated text of an import from a stream of text chunks into batches of at most
+ * `batchSize` pairs, with the rules and errors of {@link parseLookupCsv}. The text is parsed a
+ * slice of about 64 KiB at a time, cut at a record boundary, so memory holds one slice and one
+ * batch whatever the size of the import, and the caller can yield to the event loop between
+ * batches. An error names the line in the whole text; batches already handed out must then be
+ * discarded by the caller (the import writes them in a transaction it rolls back).
+ */
+export async function* readLookupCsv(chunks: AsyncIterable<string>, hasHeaderRow: boolean, batchSize: number): AsyncGenerator<LookupPair[]> {
+  let pending = '';
+  let linesBefore = 0;
+  let first = true;
+  let skipHeader = hasHeaderRow;
+  let batch: LookupPair[] = [];
+
+  const parseSlice = (slice: string): LookupPair[] => {
+    const options = first ? PARSE_OPTIONS : { ...PARSE_OPTIONS, bom: false };
+    first = false;
+    let records: string[][];
+    try {
+      records = parse(slice, options);
+    } catch (err) {
+      if (err instanceof CsvError) throw invalidAt(linesBefore + (startLine(slice) ?? (typeof err.lines === 'number' ? err.lines : 0)), `${err.message}.`);
+      throw err;
+    }
+    const pairs: LookupPair[] = [];
+    for (let i = 0; i < records.length; i++) {
+      if (skipHeader) {
+        skipHeader = false;
+        continue;
+      }
+      const record = records[i] ?? [];
+      const problem = problemOf(record);
+      if (problem) throw invalidAt(linesBefore + (startLine(slice, i) ?? 0), problem);
+      pairs.push({ value1: record[0] ?? '', value2: record[1] ?? '' });
+    }
+    linesBefore += lineBreaks(slice);
+    return pairs;
+  };
+
+  const take = function* (pairs: LookupPair[]): Generator<LookupPair[]> {
+    for (const pair of pairs) {
+      batch.push(pair);
+      if (batch.length >= batchSize) {
+        yield batch;
+        batch = [];
+      }
+    }
+  };
+
+  for await (const chunk of chunks) {
+    pending += chunk;
+    while (pending.length >= SLICE_CHARS) {
+      const window = pending.slice(0, SLICE_CHARS * 2);
+      const cut = lastBoundary(window);
+      if (cut < 0) {
+        if (pending.length < SLICE_CHARS * 2) break;
+        // No record boundary in twice a slice: a record is over the size limit or a quote is left
+        // open, and the parser says which, at the line where that record starts.
+        parseSlice(window);
+        throw invalidAt(linesBefore + 1, `a record is longer than ${MAX_RECORD_BYTES} characters.`);
+      }
+      pending = pending.slice(cut);
+      yield* take(parseSlice(window.slice(0, cut)));
+    }
+  }
+  if (pending.length > 0) yield* take(parseSlice(pending));
+  if (batch.length > 0) yield batch;
+}
+
 /** A field as RFC 4180 writes it: quoted when it holds a comma, a quote or a line break, quotes doubled. */
 function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;

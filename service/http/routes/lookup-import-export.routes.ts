@@ -1,19 +1,23 @@
 import { Readable } from 'node:stream';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
-import { claimExport, createExport, getTable, LOOKUP_TABLE_EXPORT, updateTable } from '../../store/repos/lookup-tables.repo.js';
-import { countValues, deleteAllValues, insertValues, nextSeq, pairPages } from '../../store/repos/lookup-values.repo.js';
+import { claimExport, createExport, getTable, LOOKUP_TABLE_EXPORT } from '../../store/repos/lookup-tables.repo.js';
+import { pairPages } from '../../store/repos/lookup-values.repo.js';
 import type { Db } from '../../store/sql.js';
 import { nowIso } from '../../util/values.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
-import { CSV_HEADER, csvRecords, parseLookupCsv } from '../lookup-csv.js';
+import { CSV_HEADER, csvRecords } from '../lookup-csv.js';
+import { importCsv, spoolUpload, textChunks } from '../lookup-import.js';
 import { tableNotFound } from '../lookup-table-model.js';
 import { ExportCreated, ExportParams, ImportBody, ImportQuery, ImportResult, TableParams } from '../schemas/lookup-table.schema.js';
 
 const tags = ['Lookup Tables'];
+
+/** The raw CSV body of an import request, left unread by the content-type parser. */
+const uploads = new WeakMap<FastifyRequest, Readable>();
 
 /** The CSV of a table, header first, read a page of values at a time. */
 async function* tableCsv(db: Db, tableId: string): AsyncGenerator<string> {
@@ -36,8 +40,14 @@ function sendCsv(reply: FastifyReply, name: string, csv: Readable): FastifyReply
 const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db, dialect } = deps.store;
 
-  // The import also takes the CSV as the raw body (text/plain is Fastify's own parser).
-  app.addContentTypeParser(['text/csv', 'application/csv'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // A raw CSV body (text/csv, application/csv, text/plain) is not read here: the handler streams
+  // it to a spool file after authentication, so a 60 MB import never sits in memory. The body the
+  // schema sees is an empty string standing for it.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser(['text/csv', 'application/csv', 'text/plain'], (req, payload, done) => {
+    uploads.set(req, payload);
+    done(null, '');
+  });
 
   app.post('/v1/orgs/:orgId/lookuptables/:tableId/import', {
     config: { access: 'write' },
@@ -46,7 +56,8 @@ const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
       summary: 'Import comma-separated value1,value2 lines into an existing Lookup Table (appends; replace=true replaces)',
       description:
         'The body is the CSV text: raw (text/csv or text/plain), a JSON string, or {"commaSeparatedValues": "…", "hasHeaderRow": true}. ' +
-        'All or nothing: a line that cannot be read or has other than two fields is a 400 naming the line.',
+        'All or nothing: a line that cannot be read or has other than two fields is a 400 naming the line. ' +
+        'A raw body is read as a stream and written in batches: send large files raw.',
       params: TableParams,
       querystring: ImportQuery,
       body: ImportBody,
@@ -56,21 +67,23 @@ const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     const { org, user } = orgOf(req);
     const tableId = req.params.tableId.toLowerCase();
     const body = req.body;
-    const text = typeof body === 'string' ? body : body.commaSeparatedValues;
+    const upload = uploads.get(req);
     const hasHeaderRow = typeof body === 'string' ? req.query.hasHeaderRow : (body.hasHeaderRow ?? req.query.hasHeaderRow);
-    if (!(await getTable(db, org.id, tableId))) throw tableNotFound(tableId);
-    // Read and check everything before the transaction: a bad line changes nothing, and the store
-    // is held only for the writes.
-    const pairs = parseLookupCsv(text, hasHeaderRow);
-    const now = nowIso();
-    return db.transaction().execute(async (tx) => {
-      const found = await updateTable(tx, org.id, tableId, { lastModificationDate: now, modificationBy: userName(user) });
-      if (!found) throw tableNotFound(tableId);
-      const valuesRemoved = req.query.replace ? await deleteAllValues(tx, tableId) : 0;
-      const first = req.query.replace ? 0 : await nextSeq(tx, tableId);
-      await insertValues(tx, dialect, tableId, first, pairs, now);
-      return { lookupTableId: tableId, valuesImported: pairs.length, valuesRemoved, valueCount: await countValues(tx, tableId) };
-    });
+    if (!(await getTable(db, org.id, tableId))) {
+      upload?.resume();
+      throw tableNotFound(tableId);
+    }
+    // The raw body goes to a spool file first, so a slow upload never holds the store's write
+    // lock; a JSON body is already in memory (bounded by FERRY_BODY_LIMIT) and is cut in slices.
+    const declared = Number(req.headers['content-length']);
+    const spool = upload ? await spoolUpload(upload, deps.config.bodyLimit, Number.isFinite(declared) ? declared : undefined) : undefined;
+    try {
+      const text = typeof body === 'string' ? body : body.commaSeparatedValues;
+      const chunks = spool ? spool.chunks() : textChunks(text);
+      return await importCsv(db, dialect, { orgId: org.id, tableId, modifiedBy: userName(user), replace: req.query.replace, hasHeaderRow, chunks });
+    } finally {
+      await spool?.remove();
+    }
   });
 
   // No automatic HEAD routes: a HEAD would create an export, or use one up, without delivering it.

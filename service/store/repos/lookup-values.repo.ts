@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CompiledQuery, type Updateable } from 'kysely';
 import type { StoreDialect } from '../dialect.js';
 import type { LookupTableValueRow, LookupTableValuesTable } from '../schema.js';
@@ -29,7 +30,8 @@ const COLUMNS = 'id, table_id, seq, value1, value2, creation_date, last_modifica
 
 /**
  * Inserts pairs with consecutive seq numbers from `firstSeq`, in multi-row statements of at most
- * {@link ROWS_PER_INSERT} rows: never one statement per row. Run it inside a transaction so that a
+ * {@link ROWS_PER_INSERT} rows: never one statement per row, and the event loop gets a turn between
+ * statements (on SQLite each one runs on the main thread). Run it inside a transaction so that a
  * failure leaves nothing behind. Returns the seq after the last row.
  */
 export async function insertValues(db: Db, dialect: StoreDialect, tableId: string, firstSeq: number, values: readonly NewLookupValue[], now: string): Promise<number> {
@@ -37,6 +39,7 @@ export async function insertValues(db: Db, dialect: StoreDialect, tableId: strin
   let seq = firstSeq;
   for (let start = 0; start < values.length; start += chunk) {
     const part = values.slice(start, start + chunk);
+    if (start > 0) await nextTurn();
     await db.executeQuery(dialect === 'postgres' ? postgresInsert(tableId, seq, part, now) : sqliteInsert(tableId, seq, part, now));
     seq += part.length;
   }
@@ -89,6 +92,20 @@ export async function nextSeq(db: Db, tableId: string): Promise<number> {
 export async function deleteAllValues(db: Db, tableId: string): Promise<number> {
   const res = await db.deleteFrom('lookupTableValues').where('tableId', '=', tableId).executeTakeFirst();
   return Number(res.numDeletedRows);
+}
+
+/**
+ * Deletes every value of a table a range of `rangeSize` seq numbers at a time, calling `between`
+ * after each range: one DELETE of a million rows would hold the event loop for seconds on SQLite.
+ */
+export async function deleteAllValuesInRanges(db: Db, tableId: string, between: () => Promise<unknown>, rangeSize = 5_000): Promise<number> {
+  let deleted = 0;
+  for await (const [from, to] of seqRanges(db, tableId, rangeSize)) {
+    const res = await db.deleteFrom('lookupTableValues').where('tableId', '=', tableId).where('seq', '>=', from).where('seq', '<', to).executeTakeFirst();
+    deleted += Number(res.numDeletedRows);
+    await between();
+  }
+  return deleted;
 }
 
 export async function countValues(db: Db, tableId: string): Promise<number> {

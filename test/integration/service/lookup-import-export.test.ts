@@ -1,5 +1,6 @@
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type TestService } from '../../helpers/service.js';
+import { ADMIN, startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
 
@@ -145,6 +146,50 @@ describe.each(STORE_TARGETS)('Lookup Table import and export on $name', (target)
       expect((await svc.request<Value>('GET', `${L}/Import%20${counter}/values/value1/${encodeURIComponent('value, 12345')}`)).body.value1).toBe('key 12345');
     });
 
+    it('answers other requests while a large import is written, a batch at a time', async () => {
+      const t = await newTable();
+      const lines = 150_000;
+      const csv = Array.from({ length: lines }, (_, i) => `CODE-${String(i).padStart(7, '0')},Name of value ${i}\n`).join('');
+      let done = false;
+      const started = performance.now();
+      const importing = importCsv(t.id, csv, '?hasHeaderRow=false', CSV).then((res) => {
+        done = true;
+        return res;
+      });
+      // One /healthz after another for as long as the import runs: if the import held the event
+      // loop (or the store) while it parsed and wrote, one of them would wait for most of it.
+      const latencies: number[] = [];
+      while (!done) {
+        const t0 = performance.now();
+        const health = await svc.request('GET', '/healthz');
+        expect(health.status).toBe(200);
+        if (!done) latencies.push(performance.now() - t0);
+      }
+      const res = await importing;
+      const importMs = performance.now() - started;
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ valuesImported: lines, valueCount: lines });
+      expect(latencies.length).toBeGreaterThanOrEqual(3);
+      expect(Math.max(...latencies), `longest /healthz of ${latencies.length} during an import of ${Math.round(importMs)} ms`).toBeLessThan(importMs / 3);
+    });
+
+    it('changes nothing when a line far into a large import is bad, and names that line', async () => {
+      const t = await newTable([{ value1: 'kept', value2: '1' }, { value1: 'kept', value2: '2' }]);
+      // Record 1 spans two lines (a quoted line break), so record 15,000 starts on line 15,002,
+      // several slices and batches into the text.
+      const records = Array.from({ length: 20_000 }, (_, i) => (i === 1 ? '"multi\nline",x' : i === 15_000 ? 'a,b,c' : `k${i},"v, ${i}"`));
+      const res = await importCsv(t.id, `${records.join('\r\n')}\r\n`, '?replace=true&hasHeaderRow=false', CSV);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('API_INVALID_CSV');
+      expect(res.body.detail).toMatch(/^Line 15002 of the CSV text: it has 3 fields/);
+      expect(res.body.errors?.[0]?.path).toBe('body.line.15002');
+      expect(await pairsOf(t.id)).toEqual([['kept', '1'], ['kept', '2']]);
+      const open = await importCsv(t.id, `${records.slice(0, 12_000).join('\n')}\n"open quote,1\n${'x,y\n'.repeat(50_000)}`, '?replace=true&hasHeaderRow=false', CSV);
+      expect(open.status).toBe(400);
+      expect(open.body.detail).toMatch(/^Line 12002 of the CSV text: /);
+      expect(await pairsOf(t.id)).toEqual([['kept', '1'], ['kept', '2']]);
+    });
+
     it('needs an existing table, the write role, an open address and a valid body', async () => {
       const t = await newTable();
       expect((await importCsv(MISSING, 'a,b', '', CSV)).status).toBe(404);
@@ -171,6 +216,21 @@ describe.each(STORE_TARGETS)('Lookup Table import and export on $name', (target)
         const res = await small.request<Problem>('POST', `/v1/orgs/${small.orgId}/lookuptables/${t.body.id}/import`, { body: 'a,b\n'.repeat(2000), headers: CSV });
         expect(res.status).toBe(413);
         expect(res.body.code).toBe('API_PAYLOAD_TOO_LARGE');
+        // Without a Content-Length the Service counts the bytes as they arrive.
+        const chunked = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+          const auth = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
+          const req = http.request(new URL(`/v1/orgs/${small.orgId}/lookuptables/${t.body.id}/import`, small.url), { method: 'POST', headers: { authorization: auth, 'content-type': 'text/csv' } }, (r) => {
+            let text = '';
+            r.on('data', (c: Buffer) => (text += c.toString()));
+            r.on('end', () => resolve({ status: r.statusCode ?? 0, text }));
+          });
+          req.on('error', reject);
+          for (let i = 0; i < 20; i++) req.write('a,b\n'.repeat(100));
+          req.end();
+        });
+        expect(chunked.status).toBe(413);
+        expect(chunked.text).toContain('API_PAYLOAD_TOO_LARGE');
+        expect((await small.request<Table>('GET', `/v1/orgs/${small.orgId}/lookuptables/${t.body.id}`)).body.lookupTableValues).toEqual([]);
       } finally {
         await small.close();
       }

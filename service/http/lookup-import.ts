@@ -1,0 +1,132 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import type { StoreDialect } from '../store/dialect.js';
+import { updateTable } from '../store/repos/lookup-tables.repo.js';
+import { countValues, deleteAllValuesInRanges, insertValues, nextSeq } from '../store/repos/lookup-values.repo.js';
+import type { Database } from '../store/schema.js';
+import { nowIso } from '../util/values.js';
+import { readLookupCsv } from './lookup-csv.js';
+import { tableNotFound } from './lookup-table-model.js';
+
+/**
+ * A CSV import into a Lookup Table, in bounded memory and without holding up other requests:
+ *
+ *   request body ──► spool file (≤ FERRY_BODY_LIMIT, on disk) ──► 64 KiB slices ──► csv-parse
+ *        ──► batches of IMPORT_BATCH_ROWS pairs ──► INSERT ──► next event-loop turn ──► …
+ *                        (one transaction from the first batch to COMMIT)
+ *
+ * The body is spooled before the transaction begins, so a slow upload never holds the store's
+ * write lock (on SQLite other writes wait for it). A bad line anywhere rolls the transaction back:
+ * nothing is imported and `replace=true` removes nothing, as before.
+ */
+
+/** Pairs per INSERT of an import: one statement is a few milliseconds of the event loop. */
+export const IMPORT_BATCH_ROWS = 2_000;
+
+/** Characters of a JSON-borne CSV text handed to the reader at a time. */
+const TEXT_SLICE = 64 * 1024;
+
+const tooLarge = (): FerryError => new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).');
+
+/** A request body on disk, read back as UTF-8 text chunks; `remove` deletes it. */
+export interface Spool {
+  chunks(): AsyncIterable<string>;
+  remove(): Promise<void>;
+}
+
+/** UTF-8 text of byte chunks; a character split across two chunks is kept whole, a byte-order mark is left to the CSV reader. */
+async function* decode(bytes: AsyncIterable<Buffer>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  for await (const chunk of bytes) yield decoder.decode(chunk, { stream: true });
+  const rest = decoder.decode();
+  if (rest) yield rest;
+}
+
+/** A text already in memory, in slices, so the reader parses it a bounded piece at a time too. */
+export async function* textChunks(text: string): AsyncGenerator<string> {
+  for (let i = 0; i < text.length; i += TEXT_SLICE) yield text.slice(i, i + TEXT_SLICE);
+}
+
+/**
+ * Writes a request body to a file only the Service's user can read, refusing more than `limit`
+ * bytes with 413 (the rest of the body is read and dropped, so the answer still reaches the client).
+ */
+export async function spoolUpload(upload: Readable, limit: number, declaredLength?: number): Promise<Spool> {
+  if (declaredLength !== undefined && declaredLength > limit) {
+    upload.resume();
+    throw tooLarge();
+  }
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'ferry-import-'));
+  const file = path.join(dir, 'body.csv');
+  const remove = (): Promise<void> => fs.promises.rm(dir, { recursive: true, force: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const out = fs.createWriteStream(file, { mode: 0o600 });
+      let bytes = 0;
+      let failed = false;
+      const fail = (err: Error): void => {
+        if (failed) return;
+        failed = true;
+        upload.unpipe(out);
+        upload.resume();
+        out.destroy();
+        reject(err);
+      };
+      upload.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > limit) fail(tooLarge());
+      });
+      upload.once('error', fail);
+      out.once('error', fail);
+      out.once('finish', () => (failed ? undefined : resolve()));
+      upload.pipe(out);
+    });
+  } catch (err) {
+    await remove();
+    throw err;
+  }
+  return { chunks: () => decode(fs.createReadStream(file, { highWaterMark: TEXT_SLICE })), remove };
+}
+
+export interface ImportJob {
+  orgId: number;
+  tableId: string;
+  modifiedBy: string;
+  replace: boolean;
+  hasHeaderRow: boolean;
+  chunks: AsyncIterable<string>;
+}
+
+export interface ImportOutcome {
+  lookupTableId: string;
+  valuesImported: number;
+  valuesRemoved: number;
+  valueCount: number;
+}
+
+/**
+ * Reads the CSV and writes its pairs into the table in one transaction, a batch at a time, giving
+ * the event loop a turn after each batch (and each range of a replace's delete), so other requests
+ * are answered while an import of a million lines runs.
+ */
+export async function importCsv(db: Kysely<Database>, dialect: StoreDialect, job: ImportJob): Promise<ImportOutcome> {
+  const now = nowIso();
+  return db.transaction().execute(async (tx) => {
+    const found = await updateTable(tx, job.orgId, job.tableId, { lastModificationDate: now, modificationBy: job.modifiedBy });
+    if (!found) throw tableNotFound(job.tableId);
+    const valuesRemoved = job.replace ? await deleteAllValuesInRanges(tx, job.tableId, () => nextTurn()) : 0;
+    let seq = job.replace ? 0 : await nextSeq(tx, job.tableId);
+    let valuesImported = 0;
+    for await (const batch of readLookupCsv(job.chunks, job.hasHeaderRow, IMPORT_BATCH_ROWS)) {
+      seq = await insertValues(tx, dialect, job.tableId, seq, batch, now);
+      valuesImported += batch.length;
+      await nextTurn();
+    }
+    return { lookupTableId: job.tableId, valuesImported, valuesRemoved, valueCount: await countValues(tx, job.tableId) };
+  });
+}
