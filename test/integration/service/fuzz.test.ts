@@ -4,8 +4,9 @@ import { STORE_TARGETS } from '../../helpers/stores.js';
 
 /**
  * Every /v1 route of the OpenAPI document, fed malformed input: bad JSON, wrong types, huge strings,
- * unknown fields, bad path parameters, negative and huge limit/offset. None may answer 5xx, and the
- * plainly malformed ones must answer 4xx with a problem document.
+ * unknown fields, deeply nested bodies, text that is not valid Unicode, bad and undecodable path
+ * parameters, integer parameters that are not decimal digits. None may answer 5xx, and the plainly
+ * malformed ones must answer 4xx with a problem document.
  */
 interface Operation {
   parameters?: Array<{ in: string; name: string; schema?: { type?: string } }>;
@@ -15,6 +16,18 @@ type Paths = Record<string, Record<string, Operation>>;
 
 const HUGE = 'x'.repeat(100_000);
 const GUID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+
+/** Bodies nested far past the limit of 100 levels, at the top and inside a field. */
+const nestedArrays = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+const nestedObjects = (depth: number): string => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+const DEEP_BODIES: Array<[string, string]> = [
+  ['arrays 5,000 deep', nestedArrays(5_000)],
+  ['arrays 100,000 deep', nestedArrays(100_000)],
+  ['objects 20,000 deep', nestedObjects(20_000)],
+  ['objects 20,000 deep in a field', `{"name":"n","value1":${nestedObjects(20_000)}}`],
+  ['arrays 5,000 deep in a field', `{"name":${nestedArrays(5_000)}}`],
+  ['arrays 101 deep in a field', `{"securityRules":${nestedArrays(100)}}`],
+];
 
 function fill(path: string, orgId: number, other: string): string {
   return path.replace(/\{orgId\}/g, String(orgId)).replace(/\{[^}]+\}/g, encodeURIComponent(other));
@@ -86,23 +99,78 @@ describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
       expect4xx(proto, `${what} prototype keys`);
       const xml = await svc.request(method, url, { body: '<a/>', headers: { 'content-type': 'application/xml' } });
       expect4xx(xml, `${what} xml`);
+      for (const body of ['{"name":"sur\\ud800x","value1":"\\udc00"}', '{"\\ud800":1}', '["\\ud83d"]']) {
+        expect4xx(await svc.request(method, url, { body }), `${what} lone surrogate ${body}`);
+      }
     }
   });
 
-  it('answers bad limit, offset and boolean parameters with 4xx', async () => {
-    for (const { method, path, op } of ops.filter((o) => o.method === 'GET')) {
-      const names = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+  it('refuses deeply nested bodies with 400 API_BODY_TOO_DEEP on every JSON route', async () => {
+    const routes = ops.filter((o) => o.op.requestBody !== undefined);
+    let refusedForDepth = 0;
+    for (const { method, path } of routes) {
       const url = fill(path, svc.orgId, GUID);
-      for (const name of names) {
-        const type = (op.parameters ?? []).find((p) => p.name === name)?.schema?.type;
-        const bads = name === 'limit' || name === 'offset' ? ['-1', '99999999999999', 'abc', '1.5'] : type === 'boolean' ? ['maybe'] : [HUGE.slice(0, 5000), 'a\u0000b'];
+      for (const [shape, body] of DEEP_BODIES) {
+        const res = await svc.request(method, url, { body, auth: /\/register$/.test(path) ? null : undefined });
+        const what = `${method} ${path} ${shape}`;
+        expect4xx(res, what);
+        // Routes that refuse the caller before reading the body (an Agent's bearer route called
+        // with a user's credentials) answer that refusal; every other one reads and refuses the body.
+        if (res.status === 401 || res.status === 403) continue;
+        expect(res.status, what).toBe(400);
+        expect((res.body as { code?: string }).code, what).toBe('API_BODY_TOO_DEEP');
+        refusedForDepth++;
+      }
+    }
+    expect(refusedForDepth).toBeGreaterThan(routes.length * DEEP_BODIES.length * 0.8);
+  }, 120_000);
+
+  it('answers undecodable and over-long path parameters with problems', async () => {
+    const shapes: Array<[string, number, string]> = [
+      ['%ED%A0%80', 400, 'API_MALFORMED_URL'],
+      ['%E2%82', 400, 'API_MALFORMED_URL'],
+      ['%C0%AF', 400, 'API_MALFORMED_URL'],
+      ['%FF', 400, 'API_MALFORMED_URL'],
+      ['a'.repeat(501), 414, 'API_URI_TOO_LONG'],
+    ];
+    for (const { method, path } of ops.filter((o) => o.path.includes('{'))) {
+      for (const [raw, status, code] of shapes) {
+        const p = path.replace(/\{[^}]+\}/g, raw);
+        const what = `${method} ${p.slice(0, 120)}`;
+        const res = await svc.request(method, p, { body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        expect4xx(res, what);
+        expect(res.status, what).toBe(status);
+        expect((res.body as { code?: string }).code, what).toBe(code);
+      }
+    }
+  });
+
+  it('answers bad integer (limit, offset, …) and boolean parameters with 4xx', async () => {
+    // Integer parameters take decimal digits only: hex, exponents, fractions, signs, blanks, a
+    // bracketed or repeated parameter are all refused.
+    const BAD_INTEGERS = ['-1', '99999999999999', 'abc', '1.5', '0x2', '1e1', '+1', ' 1', '', '0b1', 'Infinity'];
+    let integers = 0;
+    for (const { method, path, op } of ops.filter((o) => o.method === 'GET')) {
+      const params = (op.parameters ?? []).filter((p) => p.in === 'query');
+      const url = fill(path, svc.orgId, GUID);
+      for (const { name, schema } of params) {
+        const type = schema?.type;
+        const integer = type === 'integer' || name === 'limit' || name === 'offset';
+        if (integer) integers++;
+        const bads = integer ? BAD_INTEGERS : type === 'boolean' ? ['maybe'] : [HUGE.slice(0, 5000), 'a\u0000b'];
         for (const bad of bads) {
           const res = await svc.request(method, `${url}?${name}=${encodeURIComponent(bad)}`);
-          if (name === 'limit' || name === 'offset' || type === 'boolean') expect4xx(res, `${method} ${path}?${name}=${bad.slice(0, 20)}`);
+          if (integer || type === 'boolean') expect4xx(res, `${method} ${path}?${name}=${bad.slice(0, 20)}`);
           else expectNo5xx(res.status, `${method} ${path}?${name}=…`);
+        }
+        if (integer) {
+          for (const query of [`${name}[]=1`, `${name}[0]=1`, `${name}=1&${name}=2`]) {
+            expect4xx(await svc.request(method, `${url}?${query}`), `${method} ${path}?${query}`);
+          }
         }
       }
     }
+    expect(integers).toBeGreaterThan(10);
   });
 
   it('refuses a body over the size limit with 413', async () => {
