@@ -93,7 +93,7 @@ class RoutedConnection implements DatabaseConnection {
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(query.query)) throw new Error('Sqlite driver only supports streaming of select queries');
     const db = this.#release || this.#inTransaction ? this.driver.writer : this.driver.reader;
-    for (const row of db.prepare(query.sql).iterate(query.parameters as unknown[])) yield { rows: [row as R] };
+    for (const row of db.prepare(query.sql).iterate(query.parameters)) yield { rows: [row as R] };
   }
 
   async lockWriter(): Promise<void> {
