@@ -5,6 +5,7 @@ import { jsonSchemaTransform, serializerCompiler, type ZodTypeProvider } from 'f
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
+import { registerAgentParamCheck } from './agent-param.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
 import { sendProblem } from './problem.js';
@@ -60,6 +61,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
   registerGuard(app, deps);
+  registerAgentParamCheck(app, deps);
 
   app.get('/healthz', { config: { access: 'public' }, schema: { hide: true } }, async () => {
     await deps.store.db.selectFrom('orgs').select('id').limit(1).execute();
