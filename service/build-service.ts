@@ -17,6 +17,7 @@ import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
 import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
 import { LogArchiveFiles } from './store/log-archives.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
+import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
 import { packageRoot } from './util/package-root.js';
 
@@ -48,9 +49,19 @@ export interface BuildOptions {
   loginThrottle?: LoginThrottle;
 }
 
+/** Says once per start what the data folder's repair changed (nothing on a private folder). */
+function reportDataDir(log: Logger, dataDir: string, r: ReturnType<typeof secureDataDir>): void {
+  if (r.repaired.length > 0) {
+    log.warn({ dataDir, count: r.repaired.length, paths: r.repaired.slice(0, 20) }, 'data folder was readable by other users: removed group and other permissions');
+  }
+  if (r.failed.length > 0) log.warn({ dataDir, failed: r.failed.slice(0, 20) }, 'data folder: could not remove group and other permissions');
+  if (r.truncated) log.warn({ dataDir }, 'data folder: stopped repairing permissions after 10,000 entries');
+}
+
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+  reportDataDir(log, config.dataDir, secureDataDir(config.dataDir));
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onConnectionError: (err) => log.warn({ err }, 'a PostgreSQL connection failed; the pool replaces it') });
   try {
     const secrets = secretsFor(config);

@@ -4,6 +4,7 @@ import { build } from 'esbuild';
 import { resolveModule } from '../../src/connectors/manifest.js';
 import { packFiles, sha256, PACKAGED_MAIN } from '../../src/connectors/package.js';
 import { FerryError } from '../../src/errors/ferry-error.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/data-dir.js';
 import { packageRoot } from '../util/package-root.js';
 import type { ConnectorCatalogue } from './catalogue.js';
 
@@ -102,9 +103,9 @@ export class PackageStore {
       { name: PACKAGED_MAIN, data: Buffer.from(code) },
     ]);
     const file = this.#file(m.id, m.version);
-    await fs.mkdir(path.dirname(file), { recursive: true });
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
     const tmp = `${file}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, tgz);
+    await fs.writeFile(tmp, tgz, { mode: PRIVATE_FILE_MODE });
     await fs.rename(tmp, file);
     return { connectorId: m.id, version: m.version, file, sha256: sha256(tgz), size: tgz.length };
   }

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { mkdirPrivate } from '../store/data-dir.js';
 
 const KEY_FILE = 'master.key';
 const VERSION = 'v1';
@@ -20,7 +21,7 @@ export class SecretBox {
 
   static fromDataDir(dataDir: string): SecretBox {
     const file = path.join(dataDir, KEY_FILE);
-    fs.mkdirSync(dataDir, { recursive: true });
+    mkdirPrivate(dataDir);
     try {
       return new SecretBox(Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64'));
     } catch (err) {

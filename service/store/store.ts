@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvider } from 'kysely';
 import pg from 'pg';
+import { mkdirPrivate, touchPrivate } from './data-dir.js';
 import type { StoreDialect } from './dialect.js';
 import { foundation } from './migrations/001-foundation.js';
 import { lookupTables } from './migrations/002-lookup-tables.js';
@@ -45,8 +45,10 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
 }
 
 function openSqlite(dataDir: string): Store {
-  fs.mkdirSync(dataDir, { recursive: true });
+  mkdirPrivate(dataDir);
   const file = path.join(dataDir, 'ferry.db');
+  // SQLite would create the file 0644; made 0600 first, it passes that mode on to -wal and -shm.
+  touchPrivate(file);
   const database = new SQLite(file);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');

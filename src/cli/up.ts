@@ -11,6 +11,7 @@
  * This is CLI code: it is the one place allowed to compose the two halves, and loads the Service lazily.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { listInstances } from '../agent/home.js';
@@ -63,6 +64,8 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
   if (values['no-agent']) return;
   const home = path.join(config.dataDir, 'agent');
   try {
+    // Private like the rest of the data folder (the Agent would make its home 0755).
+    fs.mkdirSync(home, { recursive: true, mode: 0o700 });
     let instance = listInstances(home)[0];
     if (!instance) {
       const key = await provisionLocalAgentKey(service, b.orgId);
