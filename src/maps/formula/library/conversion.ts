@@ -6,10 +6,10 @@
 import type { FormulaLibrary, FValue } from './types.js';
 
 export function installConversion(L: FormulaLibrary): void {
-  const { text, num, fail, show, parseNum, parseDate } = L;
+  const { text, num, fail, show, parseNum, parseDate, checkText } = L;
   const F = L.fn;
 
-  F.TOSTRING = (v: FValue): string | null => (v === null ? null : text(v));
+  F.TOSTRING = (v: FValue): string | null => (v === null ? null : checkText(text(v), 'TOSTRING'));
   F.TOINTEGER = (v: FValue): number => Math.trunc(num(v)) + 0;
   F.TODECIMAL = (v: FValue): number => num(v);
   F.TOBOOLEAN = (v: FValue): boolean => L.bool(v);
@@ -55,10 +55,26 @@ export function installConversion(L: FormulaLibrary): void {
     return out;
   };
   const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  /** The number of UTF-8 bytes of a text, without encoding it (a lone surrogate counts 3, as its error comes later). */
+  const utf8Length = (s: string): number => {
+    let n = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x80) n += 1;
+      else if (c < 0x800) n += 2;
+      else if (c >= 0xd800 && c <= 0xdbff && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        n += 4;
+        i++;
+      } else n += 3;
+    }
+    return n;
+  };
   F.TOBASE64 = (v: FValue): string => {
-    const bytes = utf8(text(v));
-    const length = Math.ceil(bytes.length / 3) * 4;
+    const s = text(v);
+    // Counted before the bytes are built: an over-long answer allocates nothing.
+    const length = Math.ceil(utf8Length(s) / 3) * 4;
     if (length > L.maxText) fail('FML_TEXT_TOO_LONG', `TOBASE64: the text would be ${length} characters long, more than the limit of ${L.maxText}`);
+    const bytes = utf8(s);
     let out = '';
     for (let i = 0; i < bytes.length; i += 3) {
       const a = bytes[i] as number;
@@ -88,12 +104,12 @@ export function installConversion(L: FormulaLibrary): void {
       }
     }
     const out = fromUtf8(bytes);
-    return out ?? fail('FML_INVALID_ARGUMENT', 'FROMBASE64: the decoded bytes are not UTF-8 text');
+    return out === undefined ? fail('FML_INVALID_ARGUMENT', 'FROMBASE64: the decoded bytes are not UTF-8 text') : checkText(out, 'FROMBASE64');
   };
   F.TOHEX = (v: FValue): string => {
     const n = num(v);
     if (n < 0 || !Number.isInteger(n)) return fail('FML_INVALID_ARGUMENT', `TOHEX: ${L.numText(n)} is not a non-negative whole number`);
-    return n.toString(16).toUpperCase();
+    return checkText(n.toString(16).toUpperCase(), 'TOHEX');
   };
   F.FROMHEX = (v: FValue): number => {
     const s = text(v).trim();

@@ -286,7 +286,8 @@ export function installCore(L: FormulaLibrary): void {
   L.cat = (a: FValue, b: FValue): string => {
     const x = text(a);
     const y = text(b);
-    return x.length + y.length > L.maxText ? checkText(x + y, '&') : x + y;
+    const length = x.length + y.length;
+    return length > L.maxText ? fail('FML_TEXT_TOO_LONG', `&: the text would be ${length} characters long, more than the limit of ${L.maxText}`) : x + y;
   };
 
   /** Orders two values: dates as instants, else numbers, else booleans, else text by code unit. */

@@ -103,7 +103,7 @@ export function installDateFormat(L: FormulaLibrary): void {
       }
       if (out.length > L.maxText) L.checkText(out, 'FORMATDATE');
     }
-    return out;
+    return L.checkText(out, 'FORMATDATE');
   };
 
   const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -144,8 +144,8 @@ export function installDateTime(L: FormulaLibrary): void {
     const year = new Date(thursday * DAY).getUTCFullYear();
     return Math.floor((thursday - Math.floor(utc(year, 1, 1) / DAY)) / 7) + 1;
   });
-  F.MONTHNAME = ofDate((d) => MONTHS[d.getUTCMonth()] as string);
-  F.DAYNAME = ofDate((d) => DAYS[d.getUTCDay()] as string);
+  F.MONTHNAME = ofDate((d) => L.checkText(MONTHS[d.getUTCMonth()] as string, 'MONTHNAME'));
+  F.DAYNAME = ofDate((d) => L.checkText(DAYS[d.getUTCDay()] as string, 'DAYNAME'));
   F.DATE = (y: FValue, m: FValue, d: FValue): Date => mkDate(utc(int(y), int(m), int(d)));
   F.DATETIME = (y: FValue, mo: FValue, d: FValue, h: FValue, mi: FValue, s: FValue): Date =>
     mkDate(utc(int(y), int(mo), int(d), int(h), int(mi), int(s)));

@@ -73,13 +73,16 @@ export function installLookup(L: FormulaLibrary): void {
   F.LOOKUPTABLEVALUE1 = (table: FValue, value2: FValue): string => {
     const t = tableOf(table);
     const v = text(value2);
-    return t.byValue2.get(v) ?? noMatch('LOOKUPTABLEVALUE1', t, 'value2', v);
+    return L.checkText(t.byValue2.get(v) ?? noMatch('LOOKUPTABLEVALUE1', t, 'value2', v), 'LOOKUPTABLEVALUE1');
   };
   F.LOOKUPTABLEVALUE2 = (table: FValue, value1: FValue): string => {
     const t = tableOf(table);
     const v = text(value1);
-    return t.byValue1.get(v) ?? noMatch('LOOKUPTABLEVALUE2', t, 'value1', v);
+    return L.checkText(t.byValue1.get(v) ?? noMatch('LOOKUPTABLEVALUE2', t, 'value1', v), 'LOOKUPTABLEVALUE2');
   };
-  F.LOOKUPTABLEVALUE1_DEFAULT = (table: FValue, value2: FValue, fallback: FValue): FValue => tableOf(table).byValue2.get(text(value2)) ?? fallback;
-  F.LOOKUPTABLEVALUE2_DEFAULT = (table: FValue, value1: FValue, fallback: FValue): FValue => tableOf(table).byValue1.get(text(value1)) ?? fallback;
+  const checked = (v: FValue, fn: string): FValue => (typeof v === 'string' ? L.checkText(v, fn) : v);
+  F.LOOKUPTABLEVALUE1_DEFAULT = (table: FValue, value2: FValue, fallback: FValue): FValue =>
+    checked(tableOf(table).byValue2.get(text(value2)) ?? fallback, 'LOOKUPTABLEVALUE1_DEFAULT');
+  F.LOOKUPTABLEVALUE2_DEFAULT = (table: FValue, value1: FValue, fallback: FValue): FValue =>
+    checked(tableOf(table).byValue1.get(text(value1)) ?? fallback, 'LOOKUPTABLEVALUE2_DEFAULT');
 }

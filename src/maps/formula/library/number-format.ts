@@ -36,7 +36,7 @@ export function installNumberFormat(L: FormulaLibrary): void {
     let n = num(v);
     const format = text(f);
     let first = format.search(/[0#]/);
-    if (first < 0) return format;
+    if (first < 0) return L.checkText(format, 'FORMAT');
     if (format.charAt(first - 1) === '.') first -= 1;
     const last = Math.max(format.lastIndexOf('0'), format.lastIndexOf('#'));
     const prefix = format.slice(0, first);
@@ -67,6 +67,6 @@ export function installNumberFormat(L: FormulaLibrary): void {
       wholeText = placeDigits(intPattern, whole);
     }
     const negative = n < 0 && rounded !== 0;
-    return `${negative ? '-' : ''}${prefix}${wholeText}${frac === '' ? '' : `.${frac}`}${suffix}`;
+    return L.checkText(`${negative ? '-' : ''}${prefix}${wholeText}${frac === '' ? '' : `.${frac}`}${suffix}`, 'FORMAT');
   };
 }
