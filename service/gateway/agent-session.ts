@@ -17,6 +17,7 @@ import {
   type Report,
 } from '../../src/protocol/channel.js';
 import type { z } from 'zod';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { notConnected, type AgentCommand } from './command-bus.js';
 
 /** The part of a `ws` WebSocket a session uses (a stand-in implements it in unit tests). */
@@ -112,6 +113,15 @@ export class AgentSession {
     }
     const obj = json !== null && typeof json === 'object' && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
     const id = typeof obj?.['id'] === 'string' && obj['id'].length <= 100 ? obj['id'] : undefined;
+    // JSON.parse reads any depth, but what handles a message (JSON.stringify when it is stored,
+    // the HTTP answer a reply feeds) recurses: refuse a deep message here, answering its ID so
+    // that the Agent sets the report aside instead of sending it again.
+    if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      const detail = `the message nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
+      const re = typeof obj?.['re'] === 'string' && obj['re'].length <= 100 ? obj['re'] : undefined;
+      if (re !== undefined) this.#settle({ re, ok: false, error: { code: 'CHN_INVALID_MESSAGE', kind: 'config', message: detail } });
+      return this.#bad('CHN_INVALID_MESSAGE', re === undefined ? id : undefined, detail);
+    }
 
     if (obj && 're' in obj) {
       const reply = Reply.safeParse(json);

@@ -144,6 +144,34 @@ describe('an Agent session', () => {
     expect(socket.closedWith).toBe(CLOSE.protocolError);
   });
 
+  it('refuses a message nested deeper than 100 levels, answering its ID so that the Agent sets it aside', async () => {
+    const reports: unknown[] = [];
+    const { s, socket, receive, settle } = session({
+      report: async (_sess, msg) => {
+        reports.push(msg);
+      },
+    });
+    receive(helloMsg);
+    await settle();
+    const nested = (depth: number): string => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const report = (id: string, depth: number): string =>
+      `{"id":"${id}","type":"report","at":"x","report":{"kind":"logArchiveFailed","logId":"l1","error":{"code":"X","kind":"system","message":"m","details":{"d":${nested(depth)}}}}}`;
+    receive(report('deep', 20_000));
+    receive(report('fine', 90));
+    await settle();
+    expect(socket.sent.slice(1)).toMatchObject([
+      { re: 'deep', ok: false, error: { code: 'CHN_INVALID_MESSAGE', kind: 'config' } },
+      { re: 'fine', ok: true },
+    ]);
+    expect(reports).toHaveLength(1);
+
+    // A reply that deep fails its command instead of handing the value to the caller.
+    const pending = s.request({ type: 'restart', restartNow: false }, 10_000);
+    const id = (socket.sent.at(-1) as { id: string }).id;
+    receive(`{"re":"${id}","ok":true,"result":${'['.repeat(5_000)}${']'.repeat(5_000)}}`);
+    await expect(pending).rejects.toMatchObject({ code: 'AGT_COMMAND_FAILED', details: { agentErrorCode: 'CHN_INVALID_MESSAGE' } });
+  });
+
   it('counts a binary frame as a bad message without answering it', () => {
     const { s, socket } = session();
     s.receive(Buffer.from([1, 2, 3]), true);
