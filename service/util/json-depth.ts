@@ -1,9 +1,9 @@
 /**
  * The deepest nesting of arrays and objects the Service reads from a request body or an Agent
- * message. A Map model nests each Block two levels inside its parent (`then: [ {…} ]`), so 100
- * levels leave room for some 45 Blocks inside one another plus their filters and mappings, far more
- * than any real model; anything deeper is refused before it reaches code that walks it by recursion
- * (validation, key matching, serializers), which would overflow the stack (docs/decisions.md).
+ * message. A filter of the maximal 32 levels takes 64 (`{op, args: [ … ]}`) and each nested Block
+ * two (`then: [ {…} ]`), so 100 holds every real Map model; anything deeper is refused before it
+ * reaches code that walks it by recursion (validation, key matching, serializers), which would
+ * overflow the stack (docs/decisions.md).
  */
 export const MAX_JSON_DEPTH = 100;
 
