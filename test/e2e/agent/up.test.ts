@@ -37,6 +37,8 @@ describe('ferry up (npm start) installs one local Agent once and runs it', () =>
     }, 90_000);
     expect(running?.serviceName).toBe('ferry-agent-1');
     expect(fs.existsSync(path.join(dataDir, 'agent', 'ferry-agent-1', 'config.json'))).toBe(true);
+    // The Agent's home in the data folder is as private as the rest of it.
+    expect(fs.statSync(path.join(dataDir, 'agent')).mode & 0o777).toBe(0o700);
     expect(await first.stop()).toBe(0);
     expect(storedStatus()).toEqual([{ id: running?.id, status: 'Shutdown' }]);
 

@@ -154,8 +154,9 @@ describe('Rate limits', () => {
   });
 });
 
+// More on failed logins: login-throttle.test.ts.
 describe('Failed logins', () => {
-  it('refuses an address after 20 failed logins in a minute, before hashing anything, and not other addresses', async () => {
+  it('lock the guessed account at the guessing address after 10, not at other addresses', async () => {
     const svc = await startService({ name: 'sqlite' });
     try {
       const wrong = { email: svc.admin.email, password: 'not-the-password' };
@@ -168,6 +169,7 @@ describe('Failed logins', () => {
       expect(locked.status).toBe(429);
       expect(locked.body.code).toBe('API_RATE_LIMITED');
       expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+      expect((await svc.request('GET', '/v1/orgs', { auth: unknown })).status).toBe(429);
       expect((await svc.request('GET', '/v1/orgs', { from: '127.0.0.2' })).status).toBe(200);
     } finally {
       await svc.close();
