@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { parseAddress } from './ip-range.js';
@@ -178,6 +179,8 @@ export class LoginThrottle {
 }
 
 function pairKey(email: string, ip: string): string {
-  // The same normalisation as the login lookup, so letter case does not make a fresh pair.
-  return `${email.trim().toLowerCase()}\0${addressKey(ip)}`;
+  // The same normalisation as the login lookup, so letter case does not make a fresh pair; hashed,
+  // so that a full map holds 44 characters per login, not up to 320.
+  const login = createHash('sha256').update(email.trim().toLowerCase()).digest('base64');
+  return `${login}\0${addressKey(ip)}`;
 }
