@@ -94,7 +94,7 @@ export function parseLookupCsv(text: string, hasHeaderRow: boolean): LookupPair[
 }
 
 /** Bytes of text handed to the parser at a time, cut at a record boundary. */
-const SLICE_CHARS = 64 * 1024;
+const SLICE_CHARS = 16 * 1024;
 
 /**
  * Where the text can be cut so that both parts parse as they would together: just after the last

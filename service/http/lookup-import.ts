@@ -26,10 +26,10 @@ import { tableNotFound } from './lookup-table-model.js';
  */
 
 /** Pairs per INSERT of an import: one statement is a few milliseconds of the event loop. */
-export const IMPORT_BATCH_ROWS = 2_000;
+export const IMPORT_BATCH_ROWS = 500;
 
 /** Characters of a JSON-borne CSV text handed to the reader at a time. */
-const TEXT_SLICE = 64 * 1024;
+const TEXT_SLICE = 16 * 1024;
 
 const tooLarge = (): FerryError => new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).');
 
