@@ -18,7 +18,7 @@ import { FINAL_INSTALL_STATUSES, type AgentConnectorInstallRow, type InstallStat
 import { nowIso } from '../../util/values.js';
 import type { ServiceDeps } from '../deps.js';
 import { assertApiAccess, callerOf, orgOf, userName } from '../guard.js';
-import { intParam, MAX_INT, OrgParams, pageOf, PageQuery, sendList } from '../schemas/common.js';
+import { decimal, MAX_INT, OrgParams, pageOf, PageQuery, sendList } from '../schemas/common.js';
 import { Customer, MarketplaceConnector, MarketplaceQuery } from '../schemas/marketplace.schema.js';
 
 /**
@@ -141,7 +141,7 @@ const marketplaceRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: {
       tags: ['Connectors'],
       summary: 'Grant a customer Organization access to a Managed Connector and install it there (on its Agents as they connect)',
-      params: CustomerParams.extend({ id: intParam(1, MAX_INT) }),
+      params: CustomerParams.extend({ id: decimal(z.number().int().positive().max(MAX_INT)) }),
       response: { 200: Customer },
     },
   }, async (req) => {
@@ -161,7 +161,7 @@ const marketplaceRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: {
       tags: ['Connectors'],
       summary: 'Remove a customer\'s access to a Managed Connector (uninstalls it there; 409 while its Connections use it)',
-      params: CustomerParams.extend({ id: intParam(1, MAX_INT) }),
+      params: CustomerParams.extend({ id: decimal(z.number().int().positive().max(MAX_INT)) }),
       response: { 204: z.null() },
     },
   }, async (req, reply) => {

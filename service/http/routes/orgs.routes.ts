@@ -9,7 +9,7 @@ import { nowIso } from '../../util/values.js';
 import type { ServiceDeps } from '../deps.js';
 import { assertApiAccess, callerOf, hasApiAccess, orgOf, userName } from '../guard.js';
 import { capturePatch, checkDataCenter, checkRules, createOrganization, refusePlatformHosted, toOrganization } from '../org-model.js';
-import { intParam, MAX_INT, OrgParams, PageQuery, qbool, sendCreated, sendList } from '../schemas/common.js';
+import { decimal, MAX_INT, OrgParams, PageQuery, qbool, sendCreated, sendList } from '../schemas/common.js';
 import { ORG_STATUSES, Organization, OrganizationInput } from '../schemas/org.schema.js';
 import { rangeContains } from '../../auth/ip-range.js';
 import type { OrgRow } from '../../store/schema.js';
@@ -20,7 +20,7 @@ const ListQuery = PageQuery.extend({
   name: z.string().max(255).optional(),
   nameContains: z.string().max(255).optional(),
   noPagination: qbool(false),
-  parentId: intParam(0, MAX_INT).optional(),
+  parentId: decimal(z.number().int().min(0).max(MAX_INT).optional()),
   status: z.enum(ORG_STATUSES).default('All'),
 });
 

@@ -4,21 +4,24 @@ import { z } from 'zod';
 const DECIMAL_INTEGER = /^-?[0-9]+$/;
 
 /**
- * An integer query or path parameter from min to max. Only decimal digits (and a leading minus)
- * are read as a number: `0x2`, `1e1`, `1.0`, ` 2`, an empty value or a parameter given twice stay
- * text and are refused, where a plain number coercion would read them as 2, 10, 1 or 0.
+ * An integer query or path parameter: `schema` (a z.number with its bounds and default) behind a
+ * check that the text is decimal digits (and a leading minus). `0x2`, `1e1`, `1.0`, ` 2`, an empty
+ * value or a parameter given twice (an array) are refused, where a plain number coercion would
+ * read them as 2, 10, 1 or 0. The OpenAPI document shows `schema` itself.
  */
-export const intParam = (min: number, max: number) =>
-  z.preprocess(
-    (v) => (typeof v === 'string' && DECIMAL_INTEGER.test(v) ? Number(v) : v),
-    z.number({ error: 'must be a decimal integer (digits only)' }).int().min(min).max(max),
-  );
+export const decimal = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v, ctx) => {
+    if (v === undefined || typeof v === 'number') return v;
+    if (typeof v === 'string' && DECIMAL_INTEGER.test(v)) return Number(v);
+    ctx.addIssue({ code: 'custom', message: 'must be a decimal integer (digits only, given once)', input: v });
+    return v;
+  }, schema);
 
 /** The largest ID or offset: PostgreSQL's integer. */
 export const MAX_INT = 2_147_483_647;
 
 /** `{orgId}`: the integer Organization ID of every `/v1/orgs/{orgId}/…` path. */
-export const OrgParams = z.object({ orgId: intParam(1, MAX_INT) });
+export const OrgParams = z.object({ orgId: decimal(z.number().int().positive().max(MAX_INT)) });
 
 /** A GUID in a path or body. */
 export const Guid = z.guid();
@@ -28,8 +31,8 @@ export const qbool = (fallback: boolean) => z.stringbool().default(fallback);
 
 /** limit (default 100, at most 1000) and offset (default 0) of every list. */
 export const PageQuery = z.object({
-  limit: intParam(0, 1000).default(100),
-  offset: intParam(0, MAX_INT).default(0),
+  limit: decimal(z.number().int().min(0).max(1000).default(100)),
+  offset: decimal(z.number().int().min(0).max(MAX_INT).default(0)),
 });
 export type Page = z.infer<typeof PageQuery>;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Guid, intParam, MAX_INT, Name, OrgParams, PageQuery, qbool, Text, Timestamp } from './common.js';
+import { decimal, Guid, MAX_INT, Name, OrgParams, PageQuery, qbool, Text, Timestamp } from './common.js';
 
 /**
  * The longest value1 or value2, in characters (UTF-16 code units). It keeps an entry of the
@@ -66,7 +66,7 @@ export type LookupTableInputModel = z.infer<typeof LookupTableInput>;
 export const TableParams = OrgParams.extend({ tableId: Guid });
 export const TableRefParams = OrgParams.extend({ tableIdOrName: z.string().trim().min(1).max(255) });
 export const ValueParams = TableParams.extend({ valueId: Guid });
-export const ExportParams = TableParams.extend({ exportId: intParam(1, MAX_INT) });
+export const ExportParams = TableParams.extend({ exportId: decimal(z.number().int().positive().max(MAX_INT)) });
 export const Value1LookupParams = TableRefParams.extend({ value2: z.string() });
 export const Value2LookupParams = TableRefParams.extend({ value1: z.string() });
 

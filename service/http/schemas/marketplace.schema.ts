@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { intParam, MAX_INT, PageQuery, Timestamp } from './common.js';
+import { decimal, MAX_INT, PageQuery, Timestamp } from './common.js';
 
 export const MarketplaceQuery = PageQuery.extend({
   filterByName: z.string().max(255).optional(),
   filterByDescription: z.string().max(255).optional(),
   /** Needed to include the private Managed Connectors the Organization may use. */
-  orgId: intParam(1, MAX_INT).optional(),
+  orgId: decimal(z.number().int().positive().max(MAX_INT).optional()),
 });
 
 const InstallStatus = z.enum(['SendingCommandToTheAgent', 'AgentReceivedCommand', 'AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'InstallTimedOut', 'Installed']);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { intParam, MAX_INT, OrgParams, Timestamp } from './common.js';
+import { decimal, MAX_INT, OrgParams, Timestamp } from './common.js';
 
 /**
  * The Message Endpoint model of SPEC.md: the inbound queue of one Event Solution Map (a Map that
@@ -17,5 +17,5 @@ export const MessageEndpoint = z.object({
 export type MessageEndpoint = z.infer<typeof MessageEndpoint>;
 
 export const MessageEndpointParams = OrgParams.extend({
-  endpointid: intParam(1, MAX_INT),
+  endpointid: decimal(z.number().int().positive().max(MAX_INT)),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_METADATA_ENTITIES } from '../../../src/protocol/channel.js';
-import { Guid, intParam, MAX_INT, PageQuery, Timestamp, qbool } from './common.js';
+import { decimal, Guid, MAX_INT, PageQuery, Timestamp, qbool } from './common.js';
 import { ConnectionParams } from './connection.schema.js';
 
 // ── what an Agent answers to loadMetadata (the SDK's ConnectionMetadata), checked before it is cached ──
@@ -149,12 +149,12 @@ export const ActionsQuery = PageQuery.extend(AgentIdQuery.shape).extend({
 export const SupportedActionsQuery = AgentIdQuery.extend({
   expand: qbool(false).describe('entities with their fields and relationships'),
   mapType: z.string().max(100).optional(),
-  limit: intParam(0, MAX_METADATA_ENTITIES).optional().describe('entities; default all'),
-  offset: intParam(0, MAX_INT).default(0),
+  limit: decimal(z.number().int().min(0).max(MAX_METADATA_ENTITIES).optional()).describe('entities; default all'),
+  offset: decimal(z.number().int().min(0).max(MAX_INT).default(0)),
 });
 export const EntitiesQuery = PageQuery.extend(AgentIdQuery.shape).extend({ expand: qbool(true).describe('entities with their fields and relationships') });
 export const RelationshipsQuery = AgentIdQuery.extend({
-  nestedPropertyRelations: intParam(0, 10).default(0).describe('depth of property-type relations (0 to 10); the built-in Connectors have none'),
+  nestedPropertyRelations: decimal(z.number().int().min(0).max(10).default(0)).describe('depth of property-type relations (0 to 10); the built-in Connectors have none'),
 });
 export const EntityParams = ConnectionParams.extend({ entityIdOrName: z.string().min(1).max(1000) });
 export const MetadataRequestsQuery = PageQuery;
