@@ -6,6 +6,7 @@ import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { registerAgentParamCheck } from './agent-param.js';
+import { answerClientError } from './client-error.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
 import { sendProblem } from './problem.js';
@@ -28,6 +29,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // The router answers a path it cannot decode, or a too-long parameter, before any route or
     // error handler runs: without this, those answers would be Fastify's own JSON, not problems.
+    clientErrorHandler: answerClientError,
     frameworkErrors: (err, req, reply) => {
       req.log.debug({ code: err.code }, 'request refused by the router');
       void sendProblem(reply, frameworkError(err));

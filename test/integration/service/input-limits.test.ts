@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type ApiResponse, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
@@ -23,6 +24,24 @@ function expectProblem(res: ApiResponse, status: number, code: string, what = ''
   expect(problem.code, what).toBe(code);
   expect(problem.status, what).toBe(status);
   return problem;
+}
+
+/** Sends raw bytes and reads the answer until the Service closes the connection. */
+function rawRequest(url: string, bytes: string): Promise<{ status: number; contentType: string; body: { code?: string } }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', body = ''] = text.split('\r\n\r\n');
+      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]);
+      const contentType = /^content-type: (.*)$/im.exec(head)?.[1] ?? '';
+      resolve({ status, contentType, body: body ? (JSON.parse(body) as { code?: string }) : {} });
+    });
+  });
 }
 
 describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
@@ -125,6 +144,17 @@ describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
     ] as const)('answers %s with a problem', async (_what, path, status, code) => {
       expectProblem(await svc.request('GET', path()), status, code, path().slice(0, 80));
       expectProblem(await svc.request('GET', path(), { auth: null }), status, code, `${path().slice(0, 80)} without credentials`);
+    });
+
+    it.each([
+      ['a header line without a colon', 'GET /v1/orgs HTTP/1.1\r\nHost: x\r\nnot a header\r\n\r\n', 400, 'API_MALFORMED_REQUEST'],
+      ['a request line that is not HTTP', 'HELLO\r\n\r\n', 400, 'API_MALFORMED_REQUEST'],
+      ['headers over 16 KiB', `GET /v1/orgs HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'API_HEADERS_TOO_LARGE'],
+    ] as const)('answers %s, refused by the HTTP parser, with a problem', async (_what, bytes, status, code) => {
+      const res = await rawRequest(svc.url, bytes);
+      expect(res.status).toBe(status);
+      expect(res.contentType).toMatch(/^application\/problem\+json/);
+      expect(res.body.code).toBe(code);
     });
   });
 });
