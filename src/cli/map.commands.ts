@@ -19,6 +19,7 @@ import { walkBlocks } from '../protocol/map.js';
 import { compilePlan } from '../maps/compiler/plan.js';
 import { upgradeMap } from '../maps/compiler/upgrade.js';
 import { validateModel, type ValidationResult } from '../maps/compiler/validate.js';
+import type { FormulaBudget } from '../maps/runtime/formula-budget.js';
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { FailedRecordStore } from '../failures/store.js';
@@ -32,12 +33,15 @@ const OPTIONS = {
   'lookup-tables': { type: 'string' },
   'batch-size': { type: 'string' },
   message: { type: 'string' },
+  'formula-budget-block-ms': { type: 'string' },
+  'formula-budget-run-ms': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 const USAGE = `Usage: ferry map validate MAP.json --connections CONNS.json
        ferry map run MAP.json --connections CONNS.json [--state FILE] [--failures DIR]
                      [--lookup-tables FILE] [--batch-size N] [--message FILE]
+                     [--formula-budget-block-ms N] [--formula-budget-run-ms N]
 
   --connections  {"<connectionId>": {"connector": "CSV", "properties": {...}}}
   --connectors   the folder of Connector plugins (default: the built-in ones)
@@ -47,7 +51,11 @@ const USAGE = `Usage: ferry map validate MAP.json --connections CONNS.json
                  {"States": [{"value1": "California", "value2": "CA"}, …], …}
   --batch-size   records per batch (default the Map's, else 2000; clamped to the Connector's limit)
   --message      a JSON file: the message of a Wait For Message / Wait For Request Map; a reply sent
-                 by Send Reply is printed as {"reply": …} before the statistics`;
+                 by Send Reply is printed as {"reply": …} before the statistics
+  --formula-budget-block-ms  the formula time one record may use in one Block, all its Loop
+                 iterations together (default 10000); past it the record fails with
+                 RUN_FORMULA_TIME_BUDGET and the run goes on; 0 turns it off
+  --formula-budget-run-ms    the same for one record in the whole run (default 60000)`;
 
 interface Loaded {
   host: ConnectorHost;
@@ -101,6 +109,19 @@ function formatResult(r: ValidationResult): string {
   return `${r.severity.toUpperCase()} ${r.code} ${r.blockName ?? '(map)'}${r.blockId ? ` [${r.blockId}]` : ''}: ${r.message}${where}`;
 }
 
+/** The --formula-budget-* flags: milliseconds, a whole number from 0 (off). */
+function formulaBudget(values: Record<string, string | boolean | undefined>): Partial<FormulaBudget> {
+  const read = (flag: string): number | undefined => {
+    const text = values[flag];
+    if (typeof text !== 'string') return undefined;
+    if (!/^[0-9]{1,10}$/.test(text)) throw new FerryError('MAP_MODEL_INVALID', `--${flag} must be a whole number of milliseconds (0 turns the budget off), not "${text}".`);
+    return Number(text);
+  };
+  const perBlockMs = read('formula-budget-block-ms');
+  const perRunMs = read('formula-budget-run-ms');
+  return { ...(perBlockMs !== undefined ? { perBlockMs } : {}), ...(perRunMs !== undefined ? { perRunMs } : {}) };
+}
+
 /** `ferry map validate`: prints the per-Block results; exit 1 when there are errors. */
 export async function mapValidate(argv: string[]): Promise<void> {
   const a = parse(argv);
@@ -147,6 +168,7 @@ export async function mapRun(argv: string[]): Promise<void> {
       throw new FerryError('MAP_LOOKUP_TABLE_NOT_FOUND', `The Map reads the Lookup Table(s) ${missing.map((n) => `"${n}"`).join(', ')}, ${tablesFile ? `which ${tablesFile} does not hold` : 'but no --lookup-tables file was given'}.`, { details: { tables: missing } });
     }
     const batch = a.values['batch-size'] ? Number(a.values['batch-size']) : undefined;
+    const budget = formulaBudget(a.values);
     const message = a.values['message'] ? await readJson(a.values['message'] as string, 'The message') : undefined;
     const started = Date.now();
     const { stats } = await runMap(plan, {
@@ -157,6 +179,7 @@ export async function mapRun(argv: string[]): Promise<void> {
       ...(a.values['state'] ? { watermark: new FileWatermark(a.values['state'] as string) } : {}),
       ...(store ? { failures: store } : {}),
       ...(message !== undefined ? { message } : {}),
+      formulaBudget: budget,
       onReply: (reply) => void process.stdout.write(`${JSON.stringify({ reply })}\n`),
       onProgress: (p) => {
         if (!tty) return;

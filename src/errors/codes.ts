@@ -78,6 +78,7 @@ export const ERROR_CODES = {
   RUN_PARENT_KEY_MISSING: { kind: 'config', status: 422, title: 'A child record has no parent key to refer to' },
   RUN_CHILDREN_READ_FAILED: { kind: 'transient', status: 502, title: 'The child records of a relationship could not be read' },
   RUN_STORE_FAILED: { kind: 'system', status: 500, title: 'The failed-record store failed' },
+  RUN_FORMULA_TIME_BUDGET: { kind: 'config', status: 422, title: 'A record used up its formula time budget' },
   AGT_CONFIG: { kind: 'config', status: 400, title: 'The Agent configuration is not valid' },
   AGT_NO_INSTANCE: { kind: 'config', status: 404, title: 'No Agent instance is installed here' },
   AGT_INSTANCE_AMBIGUOUS: { kind: 'config', status: 400, title: 'Several Agent instances are installed: name one' },

@@ -219,6 +219,8 @@ export interface FormulaBatchResult {
   readonly values: FormulaValue[][];
   /** One per failed record and formula, by record then formula. */
   readonly errors: FormulaRecordError[];
+  /** The time the sandbox spent on the batch (its calls, retries included), without time queued behind other batches. */
+  readonly sandboxMs?: number;
 }
 
 interface RunOutput {
@@ -285,7 +287,11 @@ export class FormulaEngine {
     if (part === null) return Promise.resolve(this.#merge(formulas, records, null));
     const now = options.now === undefined ? this.#clock() : typeof options.now === 'number' ? options.now : options.now.getTime();
     const rows = packColumns(records, part.fields);
-    const run = this.#queue.then(() => this.#evaluateRows(part, rows, now));
+    const run = this.#queue.then(async () => {
+      const started = performance.now();
+      const res = await this.#evaluateRows(part, rows, now);
+      return { ...res, sandboxMs: performance.now() - started };
+    });
     this.#queue = run.catch(() => undefined);
     return part.indices.length === formulas.formulas.length ? run : run.then((res) => this.#merge(formulas, records, res));
   }
@@ -316,7 +322,7 @@ export class FormulaEngine {
       values[i] = o;
     }
     if (errors.length > 1) errors.sort((a, b) => a.record - b.record || a.formula - b.formula);
-    return { values, errors };
+    return { values, errors, ...(res?.sandboxMs !== undefined ? { sandboxMs: res.sandboxMs } : {}) };
   }
 
   /** Frees the sandbox. Evaluations afterwards reject with FML_SANDBOX. */

@@ -7,6 +7,7 @@ import type { ConnectorRecord } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
+import type { FormulaBudget, FormulaTimeUsed } from './formula-budget.js';
 import type { StatsCollector } from './stats.js';
 
 /** Shared by a source record and every item derived from it (For Each): one failure fails the source record. */
@@ -15,6 +16,8 @@ export interface SourceState {
   failed: boolean;
   /** The first error, for the failed-record entry. */
   firstError?: { blockId: string; blockName: string; error: ErrorData };
+  /** The sandbox time the record's formulas used so far (formula-budget.ts). */
+  formulaTime?: FormulaTimeUsed;
 }
 
 /**
@@ -46,6 +49,8 @@ export interface RunEnv {
   readonly stats: StatsCollector;
   /** Records per write call (the Map's batch size; each write Block clamps it to its Connector's bulkLimit). */
   readonly batchSize: number;
+  /** The formula time each source record may use (formula-budget.ts). */
+  readonly formulaBudget: FormulaBudget;
   /** Marks the item's source record failed and reports the record error. */
   fail(item: Item, block: Block, error: ErrorData): void;
   /** Send Reply: hands the reply of a request Map to the run's caller; false when a reply was already sent. */

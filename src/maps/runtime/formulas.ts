@@ -2,17 +2,29 @@
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { CompiledFormulas, FormulaValue } from '../formula/evaluator.js';
 import type { AheadValues, Item, ItemValues, RunEnv } from './context.js';
+import { chargeFormulaTime } from './formula-budget.js';
 
 export type { ItemValues } from './context.js';
 
 export async function evaluateItems(compiled: CompiledFormulas, items: readonly Item[], env: RunEnv): Promise<ItemValues> {
   if (compiled.formulas.length === 0) return { values: items.map(() => []), errors: new Map() };
+  const started = performance.now();
   const res = await env.engine.evaluate(
     compiled,
     items.map((i) => i.ctx),
   );
+  // The sandbox's own time when the engine reports it (not the time spent queued behind other calls).
+  const ms = res.sandboxMs ?? performance.now() - started;
   const errors = new Map<number, ErrorData>();
   for (const e of res.errors) if (!errors.has(e.record)) errors.set(e.record, e.error);
+  if (ms > 0 && items.length > 0) {
+    const blockId = compiled.formulas[0]?.blockId ?? '';
+    const share = ms / items.length;
+    items.forEach((item, i) => {
+      const spent = chargeFormulaTime(item.state, blockId, share, env.formulaBudget);
+      if (spent && !errors.has(i)) errors.set(i, spent);
+    });
+  }
   return { values: res.values, errors };
 }
 

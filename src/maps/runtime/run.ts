@@ -38,6 +38,7 @@ import { clampBatch } from './batching.js';
 import { readAhead } from '../../connectors/read-ahead.js';
 import { runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv } from './context.js';
 import { evaluateAhead } from './formulas.js';
+import { DEFAULT_FORMULA_BUDGET, type FormulaBudget } from './formula-budget.js';
 import { StatsCollector, type MapStats } from './stats.js';
 import { MarkTracker, type WatermarkStore } from './watermark.js';
 
@@ -101,6 +102,8 @@ export interface RunOptions {
   engine?: FormulaEvaluator;
   /** Wait For Message / Wait For Request: the message (a JSON object), the Map's single record. */
   message?: unknown;
+  /** The formula time a source record may use per Block and per run (default 10 s and 60 s; 0 turns one off). */
+  formulaBudget?: Partial<FormulaBudget>;
   /** Send Reply: receives the reply of a request Map as soon as it is sent (once per run); a throw fails the record with RUN_REPLY_FAILED. */
   onReply?(reply: ConnectorRecord): void | Promise<void>;
 }
@@ -162,6 +165,7 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
     signal,
     stats,
     batchSize,
+    formulaBudget: { ...DEFAULT_FORMULA_BUDGET, ...opts.formulaBudget },
     fail(item: Item, block: Block, error: ErrorData) {
       errors++;
       stats.blockFailed(block);
