@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -118,15 +120,46 @@ class RoutedConnection implements DatabaseConnection {
   }
 }
 
+/**
+ * Checkpoints the WAL from a worker thread with its own connection. SQLite's automatic checkpoint
+ * runs inside the COMMIT that crosses 1,000 pages, on the committing connection: after a
+ * million-value import that is hundreds of MB copied back into the database file while the event
+ * loop waits (seconds). A PASSIVE checkpoint from another connection blocks neither the writer
+ * nor the readers.
+ */
+const CHECKPOINTER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const SQLite = require(workerData.module);
+const db = new SQLite(workerData.file);
+db.pragma('busy_timeout = 5000');
+const checkpoint = () => { try { db.pragma('wal_checkpoint(PASSIVE)'); } catch {} };
+const timer = setInterval(checkpoint, workerData.everyMs);
+parentPort.once('message', () => { clearInterval(timer); checkpoint(); db.close(); parentPort.close(); });
+`;
+
+/** How often the worker checkpoints. */
+const CHECKPOINT_EVERY_MS = 1_000;
+
+function startCheckpointer(file: string): Worker {
+  const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS } });
+  worker.unref();
+  return worker;
+}
+
 class ReadWriteDriver implements Driver {
   readonly mutex = new Mutex();
+  #checkpointer: Worker | undefined;
 
   constructor(
     readonly writer: SQLite.Database,
     readonly reader: SQLite.Database,
   ) {}
 
-  async init(): Promise<void> {}
+  async init(): Promise<void> {
+    if (this.writer.memory) return;
+    this.writer.pragma('wal_autocheckpoint = 0');
+    this.#checkpointer = startCheckpointer(this.writer.name);
+  }
 
   async acquireConnection(): Promise<DatabaseConnection> {
     return new RoutedConnection(this);
@@ -149,6 +182,12 @@ class ReadWriteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
+    const worker = this.#checkpointer;
+    if (worker) {
+      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      worker.postMessage('stop');
+      await exited;
+    }
     this.reader.close();
     this.writer.close();
   }
