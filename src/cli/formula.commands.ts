@@ -65,7 +65,8 @@ export async function formulaEval(argv: string[]): Promise<void> {
     if (error) return report(formula, error.error);
     process.stdout.write(`${JSON.stringify(result.values[0]?.[0] ?? null)}\n`);
   } finally {
-    engine.dispose();
+    // Waits for the isolate to be idle before freeing it: the process ends right after.
+    await engine.close();
   }
 }
 

@@ -325,9 +325,15 @@ export class FormulaEngine {
     return { values, errors, ...(res?.sandboxMs !== undefined ? { sandboxMs: res.sandboxMs } : {}) };
   }
 
-  /** Frees the sandbox. Evaluations afterwards reject with FML_SANDBOX. */
+  /** Frees the sandbox at once. Evaluations afterwards reject with FML_SANDBOX. */
   dispose(): void {
     this.#sandbox.dispose();
+  }
+
+  /** Lets the evaluations already asked for finish, then frees the sandbox: what a process does before it ends. */
+  async close(): Promise<void> {
+    await this.#queue;
+    await this.#sandbox.close();
   }
 
   async #evaluateRows(formulas: SandboxPart, rows: Columns, now: number): Promise<FormulaBatchResult> {

@@ -13,6 +13,12 @@
  * A run has a time limit; when the isolate dies (its memory limit, a crash) the next run builds a
  * new one transparently, with the same library, tables and programs. The boundary is strings and
  * numbers only: no host object or function is ever handed to the isolate.
+ *
+ * `close()` is how a process ends with a sandbox: it waits for the calls in flight, releases the
+ * program and context handles, then disposes the isolate. Node must not tear down isolated-vm's
+ * environment while an isolate call is pending or its handles wait for finalizers (a process
+ * exiting that way aborts in isolated-vm's native code), so a command frees its sandbox with
+ * `await close()` before it returns, and never calls process.exit with one alive.
  */
 import ivm from 'isolated-vm';
 import { FerryError } from '../../errors/ferry-error.js';
@@ -68,6 +74,8 @@ interface Live {
 export class FormulaSandbox {
   #live: Live | undefined;
   #disposed = false;
+  /** Calls into the isolate not settled yet: `close()` waits for them. */
+  readonly #inFlight = new Set<Promise<unknown>>();
   #created = 0;
   readonly #lookupJson: string;
 
@@ -101,7 +109,7 @@ export class FormulaSandbox {
     const run = await this.#program(live, source);
     const started = performance.now();
     try {
-      const out: unknown = await run.apply(undefined, args, { timeout: Math.max(1, Math.ceil(timeoutMs)), arguments: { copy: true }, result: { copy: true } });
+      const out: unknown = await this.#track(run.apply(undefined, args, { timeout: Math.max(1, Math.ceil(timeoutMs)), arguments: { copy: true }, result: { copy: true } }));
       if (typeof out === 'string') return out;
       if (Array.isArray(out) && out.every((part) => typeof part === 'string')) return out.join('');
       throw new RunFailure('error', 'The formula program answered no text');
@@ -120,7 +128,7 @@ export class FormulaSandbox {
   /** The names of the library's functions, as the isolate holds them (for tests and checks). */
   async libraryFunctions(): Promise<string[]> {
     const live = await this.#ensure();
-    const names: unknown = await live.context.eval(`JSON.stringify(Object.keys(${LIBRARY_GLOBAL}.fn))`, { timeout: 1000 });
+    const names: unknown = await this.#track(live.context.eval(`JSON.stringify(Object.keys(${LIBRARY_GLOBAL}.fn))`, { timeout: 1000 }));
     return JSON.parse(names as string) as string[];
   }
 
@@ -133,15 +141,37 @@ export class FormulaSandbox {
   /** Evaluates a script in the sandbox's context and answers its value copied out (tests of the boundary). */
   async evaluateScript(code: string, timeoutMs = 1000): Promise<unknown> {
     const live = await this.#ensure();
-    return live.context.eval(code, { timeout: timeoutMs, copy: true });
+    return this.#track(live.context.eval(code, { timeout: timeoutMs, copy: true }));
   }
 
-  /** Frees the isolate. The sandbox cannot be used afterwards. */
+  /**
+   * Frees the isolate at once, even with a call in flight (that call rejects). The sandbox cannot
+   * be used afterwards. Before a process ends, prefer {@link close}.
+   */
   dispose(): void {
     this.#disposed = true;
     const live = this.#live;
     this.#live = undefined;
-    if (live && !live.isolate.isDisposed) live.isolate.dispose();
+    if (!live || live.isolate.isDisposed) return;
+    // Released first, so that no handle into the isolate is left for a finalizer at process exit.
+    for (const ref of live.programs.values()) ref.release();
+    live.programs.clear();
+    live.context.release();
+    live.isolate.dispose();
+  }
+
+  /** Waits for the calls in flight to settle, then frees the isolate and its handles (see the module comment). */
+  async close(): Promise<void> {
+    this.#disposed = true;
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+    this.dispose();
+  }
+
+  #track<T>(call: Promise<T>): Promise<T> {
+    this.#inFlight.add(call);
+    const done = (): void => void this.#inFlight.delete(call);
+    call.then(done, done);
+    return call;
   }
 
   async #program(live: Live, source: string): Promise<ivm.Reference> {

@@ -286,7 +286,7 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
     await Promise.allSettled(captures);
     // A batch read ahead but not run: its formulas settle before the engine is freed.
     await lastAhead?.catch(() => undefined);
-    owned?.dispose();
+    await owned?.close();
   }
   return {
     stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),

@@ -180,3 +180,15 @@ describe('a batch with records that exceed the limits', () => {
     await expect(e.evaluate(compileFormulas(['1']), [{}])).rejects.toMatchObject({ code: 'FML_SANDBOX' });
   });
 });
+
+describe('closing the sandbox', () => {
+  it('waits for the call in flight, then frees the isolate', async () => {
+    const engine = await FormulaEngine.create({ timeLimitMs: 2000 });
+    // A regular expression that backtracks for a while: the call is still running when close() is asked.
+    const pending = evaluateOne(engine, 'REGEXMATCH(Q.Text, "^(a+)+$")', { Q: { Text: `${'a'.repeat(22)}b` } });
+    await engine.close();
+    expect(await pending).toEqual({ value: false });
+    expect(engine.sandbox.disposed).toBe(true);
+    await expect(engine.evaluate(compileFormulas(['1 + 1']), [{}])).rejects.toMatchObject({ code: 'FML_SANDBOX' });
+  });
+});
