@@ -185,6 +185,9 @@ class ReadWriteDriver implements Driver {
     const worker = this.#checkpointer;
     if (worker) {
       const exited = new Promise((resolve) => worker.once('exit', resolve));
+      // Unreferenced, the worker would not keep the process alive until it has exited: a short
+      // command (ferry service create-org) would end silently here, before its own output.
+      worker.ref();
       worker.postMessage('stop');
       await exited;
     }
