@@ -3,12 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import type { StoreDialect } from '../store/dialect.js';
 import { updateTable } from '../store/repos/lookup-tables.repo.js';
 import { countValues, deleteAllValuesInRanges, insertValues, nextSeq } from '../store/repos/lookup-values.repo.js';
-import type { Database } from '../store/schema.js';
+import type { Store } from '../store/store.js';
 import { nowIso } from '../util/values.js';
 import { readLookupCsv } from './lookup-csv.js';
 import { tableNotFound } from './lookup-table-model.js';
@@ -18,7 +16,8 @@ import { tableNotFound } from './lookup-table-model.js';
  *
  *   request body ──► spool file (≤ FERRY_BODY_LIMIT, on disk) ──► 64 KiB slices ──► csv-parse
  *        ──► batches of IMPORT_BATCH_ROWS pairs ──► INSERT ──► next event-loop turn ──► …
- *                        (one transaction from the first batch to COMMIT)
+ *                        (one transaction from the first batch to COMMIT; on SQLite its
+ *                         statements and COMMIT run on a worker thread: Store.bulkTransaction)
  *
  * The body is spooled before the transaction begins, so a slow upload never holds the store's
  * write lock (on SQLite other writes wait for it). A bad line anywhere rolls the transaction back:
@@ -114,9 +113,10 @@ export interface ImportOutcome {
  * the event loop a turn after each batch (and each range of a replace's delete), so other requests
  * are answered while an import of a million lines runs.
  */
-export async function importCsv(db: Kysely<Database>, dialect: StoreDialect, job: ImportJob): Promise<ImportOutcome> {
+export async function importCsv(store: Store, job: ImportJob): Promise<ImportOutcome> {
   const now = nowIso();
-  return db.transaction().execute(async (tx) => {
+  const { dialect } = store;
+  return store.bulkTransaction(async (tx) => {
     const found = await updateTable(tx, job.orgId, job.tableId, { lastModificationDate: now, modificationBy: job.modifiedBy });
     if (!found) throw tableNotFound(job.tableId);
     const valuesRemoved = job.replace ? await deleteAllValuesInRanges(tx, job.tableId, () => nextTurn()) : 0;

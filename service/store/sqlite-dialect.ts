@@ -36,10 +36,13 @@ import {
  * a write made earlier by the same request is committed before the next statement, so it is seen.
  */
 export class SqliteReadWriteDialect implements Dialect {
+  /** Held by whoever writes: shared with the write worker's dialect (sqlite-worker-dialect.ts). */
+  readonly mutex = new Mutex();
+
   constructor(private readonly databases: { writer: SQLite.Database; reader: SQLite.Database }) {}
 
   createDriver(): Driver {
-    return new ReadWriteDriver(this.databases.writer, this.databases.reader);
+    return new ReadWriteDriver(this.databases.writer, this.databases.reader, this.mutex);
   }
   createQueryCompiler(): QueryCompiler {
     return new SqliteQueryCompiler();
@@ -53,7 +56,7 @@ export class SqliteReadWriteDialect implements Dialect {
 }
 
 /** Hands the writer connection to one holder at a time, in order of asking. */
-class Mutex {
+export class Mutex {
   #tail: Promise<void> = Promise.resolve();
 
   /** Waits for the holders before, then answers the function that releases the lock. */
@@ -147,12 +150,12 @@ function startCheckpointer(file: string): Worker {
 }
 
 class ReadWriteDriver implements Driver {
-  readonly mutex = new Mutex();
   #checkpointer: Worker | undefined;
 
   constructor(
     readonly writer: SQLite.Database,
     readonly reader: SQLite.Database,
+    readonly mutex: Mutex,
   ) {}
 
   async init(): Promise<void> {

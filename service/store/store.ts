@@ -1,6 +1,6 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvider } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvider, type Transaction } from 'kysely';
 import pg from 'pg';
 import { mkdirPrivate, touchPrivate } from './data-dir.js';
 import type { StoreDialect } from './dialect.js';
@@ -13,11 +13,18 @@ import { connectorInstalls } from './migrations/008-connector-installs.js';
 import { preinstalledConnectors } from '../connectors/catalogue.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
+import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
 export interface Store {
   readonly db: Kysely<Database>;
   readonly dialect: StoreDialect;
+  /**
+   * Runs a long write transaction (an import of a million rows) without holding up the event
+   * loop: on SQLite its statements and its COMMIT run on a worker thread's connection while the
+   * Service's other writes wait; on PostgreSQL it is an ordinary transaction.
+   */
+  bulkTransaction<T>(work: (tx: Transaction<Database>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -58,8 +65,18 @@ function openSqlite(dataDir: string): Store {
   const reader = new SQLite(file);
   reader.pragma('busy_timeout = 5000');
   reader.pragma('query_only = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteReadWriteDialect({ writer: database, reader }), plugins: [new CamelCasePlugin()] });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  const dialect = new SqliteReadWriteDialect({ writer: database, reader });
+  const db = new Kysely<Database>({ dialect, plugins: [new CamelCasePlugin()] });
+  const bulk = new Kysely<Database>({ dialect: new SqliteWorkerDialect({ file, mutex: dialect.mutex }), plugins: [new CamelCasePlugin()] });
+  return {
+    db,
+    dialect: 'sqlite',
+    bulkTransaction: (work) => bulk.transaction().execute(work),
+    close: async () => {
+      await bulk.destroy();
+      await db.destroy();
+    },
+  };
 }
 
 function openPostgres(url: string, onConnectionError: (err: Error) => void = () => undefined): Store {
@@ -68,7 +85,7 @@ function openPostgres(url: string, onConnectionError: (err: Error) => void = () 
   // process. The pool drops that client and opens a new one on the next query.
   pool.on('error', onConnectionError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, dialect: 'postgres', bulkTransaction: (work) => db.transaction().execute(work), close: () => db.destroy() };
 }
 
 function migrations(dialect: StoreDialect): Record<string, Migration> {

@@ -38,7 +38,7 @@ function sendCsv(reply: FastifyReply, name: string, csv: Readable): FastifyReply
 
 /** Import of comma-separated text into an existing table; export as a single-use CSV download. */
 const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  const { db, dialect } = deps.store;
+  const { db } = deps.store;
 
   // A raw CSV body (text/csv, application/csv, text/plain) is not read here: the handler streams
   // it to a spool file after authentication, so a 60 MB import never sits in memory. The body the
@@ -80,7 +80,7 @@ const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     try {
       const text = typeof body === 'string' ? body : body.commaSeparatedValues;
       const chunks = spool ? spool.chunks() : textChunks(text);
-      return await importCsv(db, dialect, { orgId: org.id, tableId, modifiedBy: userName(user), replace: req.query.replace, hasHeaderRow, chunks });
+      return await importCsv(deps.store, { orgId: org.id, tableId, modifiedBy: userName(user), replace: req.query.replace, hasHeaderRow, chunks });
     } finally {
       await spool?.remove();
     }
