@@ -24,10 +24,11 @@ import {
  * every other query until it ends: a Lookup Table import of a million values, written in batches
  * that yield to the event loop, would still stop `/healthz` and every read for its whole length.
  * In WAL mode SQLite lets readers run beside one writer, each reading the last committed state, so
- * here a SELECT outside a transaction goes to the reader connection at once, while transactions
- * and every other statement take the writer connection in turn, as before.
+ * here a statement that only reads (SQLite's verdict on the prepared statement, so raw SQL counts
+ * too) outside a transaction goes to the reader connection at once, while transactions and every
+ * other statement take the writer connection in turn, as before.
  *
- *   query ──► SELECT, not in a transaction? ──yes──► reader connection (no wait)
+ *   query ──► reads only, not in a transaction? ──yes──► reader connection (no wait)
  *                      │ no
  *                      ▼
  *             writer mutex ──► writer connection (BEGIN … COMMIT, INSERT, UPDATE, …)
@@ -70,13 +71,36 @@ export class Mutex {
   }
 }
 
-function run(db: SQLite.Database, query: CompiledQuery): QueryResult<unknown> {
-  const stmt = db.prepare(query.sql);
+/** Prepared statements of one connection by SQL text: Kysely builds the same text for the same shape of query. */
+class Statements {
+  readonly #cache = new Map<string, SQLite.Statement>();
+  constructor(readonly db: SQLite.Database) {}
+
+  get(sql: string): SQLite.Statement {
+    let stmt = this.#cache.get(sql);
+    if (!stmt) {
+      if (this.#cache.size >= 500) this.#cache.clear();
+      stmt = this.db.prepare(sql);
+      this.#cache.set(sql, stmt);
+    }
+    return stmt;
+  }
+}
+
+function run(stmt: SQLite.Statement, query: CompiledQuery): QueryResult<unknown> {
   // An array binds its items in order, as Kysely's own driver passes them.
   const params = query.parameters as unknown[];
   if (stmt.reader) return { rows: stmt.all(params) };
   const { changes, lastInsertRowid } = stmt.run(params);
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+}
+
+/**
+ * Whether a statement only reads (SQLite's own verdict, so raw SQL counts as well as queries
+ * Kysely built): such a statement outside a transaction goes to the reader connection.
+ */
+function readsOnly(stmt: SQLite.Statement): boolean {
+  return stmt.reader && stmt.readonly;
 }
 
 /**
@@ -90,14 +114,17 @@ class RoutedConnection implements DatabaseConnection {
   constructor(private readonly driver: ReadWriteDriver) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (!this.#release && !this.#inTransaction && SelectQueryNode.is(query.query)) return run(this.driver.reader, query) as QueryResult<R>;
+    if (!this.#release && !this.#inTransaction) {
+      const stmt = this.driver.reader.get(query.sql);
+      if (readsOnly(stmt)) return run(stmt, query) as QueryResult<R>;
+    }
     await this.lockWriter();
-    return run(this.driver.writer, query) as QueryResult<R>;
+    return run(this.driver.writer.get(query.sql), query) as QueryResult<R>;
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(query.query)) throw new Error('Sqlite driver only supports streaming of select queries');
-    const db = this.#release || this.#inTransaction ? this.driver.writer : this.driver.reader;
+    const db = this.#release || this.#inTransaction ? this.driver.writer.db : this.driver.reader.db;
     for (const row of db.prepare(query.sql).iterate(query.parameters)) yield { rows: [row as R] };
   }
 
@@ -107,13 +134,13 @@ class RoutedConnection implements DatabaseConnection {
 
   async begin(): Promise<void> {
     await this.lockWriter();
-    run(this.driver.writer, CompiledQuery.raw('begin'));
+    run(this.driver.writer.get('begin'), CompiledQuery.raw('begin'));
     this.#inTransaction = true;
   }
 
   end(statement: 'commit' | 'rollback'): void {
     this.#inTransaction = false;
-    run(this.driver.writer, CompiledQuery.raw(statement));
+    run(this.driver.writer.get(statement), CompiledQuery.raw(statement));
   }
 
   release(): void {
@@ -143,25 +170,40 @@ parentPort.once('message', () => { clearInterval(timer); checkpoint(); db.close(
 /** How often the worker checkpoints. */
 const CHECKPOINT_EVERY_MS = 1_000;
 
-function startCheckpointer(file: string): Worker {
+/** The checkpoint worker and whether it still runs (a worker that failed to start or died is not waited for). */
+interface Checkpointer {
+  worker: Worker;
+  exited: Promise<void>;
+}
+
+function startCheckpointer(file: string): Checkpointer {
   const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS } });
   worker.unref();
-  return worker;
+  // A worker that cannot open the file only loses its checkpoints (SQLite's WAL keeps growing until
+  // the next start); unheard, its error would end the Service.
+  worker.on('error', () => undefined);
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  return { worker, exited };
 }
 
 class ReadWriteDriver implements Driver {
-  #checkpointer: Worker | undefined;
+  #checkpointer: Checkpointer | undefined;
+  readonly writer: Statements;
+  readonly reader: Statements;
 
   constructor(
-    readonly writer: SQLite.Database,
-    readonly reader: SQLite.Database,
+    writer: SQLite.Database,
+    reader: SQLite.Database,
     readonly mutex: Mutex,
-  ) {}
+  ) {
+    this.writer = new Statements(writer);
+    this.reader = new Statements(reader);
+  }
 
   async init(): Promise<void> {
-    if (this.writer.memory) return;
-    this.writer.pragma('wal_autocheckpoint = 0');
-    this.#checkpointer = startCheckpointer(this.writer.name);
+    if (this.writer.db.memory) return;
+    this.writer.db.pragma('wal_autocheckpoint = 0');
+    this.#checkpointer = startCheckpointer(this.writer.db.name);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -185,16 +227,15 @@ class ReadWriteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    const worker = this.#checkpointer;
-    if (worker) {
-      const exited = new Promise((resolve) => worker.once('exit', resolve));
+    const checkpointer = this.#checkpointer;
+    if (checkpointer) {
       // Unreferenced, the worker would not keep the process alive until it has exited: a short
       // command (ferry service create-org) would end silently here, before its own output.
-      worker.ref();
-      worker.postMessage('stop');
-      await exited;
+      checkpointer.worker.ref();
+      checkpointer.worker.postMessage('stop');
+      await checkpointer.exited;
     }
-    this.reader.close();
-    this.writer.close();
+    this.reader.db.close();
+    this.writer.db.close();
   }
 }

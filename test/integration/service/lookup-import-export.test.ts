@@ -147,6 +147,7 @@ describe.each(STORE_TARGETS)('Lookup Table import and export on $name', (target)
     });
 
     it('answers other requests while a large import is written, a batch at a time', async () => {
+      const other = await newTable([{ value1: 'a', value2: 'b' }]);
       const t = await newTable();
       const lines = 150_000;
       const csv = Array.from({ length: lines }, (_, i) => `CODE-${String(i).padStart(7, '0')},Name of value ${i}\n`).join('');
@@ -156,21 +157,25 @@ describe.each(STORE_TARGETS)('Lookup Table import and export on $name', (target)
         done = true;
         return res;
       });
-      // One /healthz after another for as long as the import runs: if the import held the event
-      // loop (or the store) while it parsed and wrote, one of them would wait for most of it.
+      // One /healthz and one read inside the Organization (authentication, role and Security
+      // Rule checks, another table's values) after another for as long as the import runs: if the
+      // import held the event loop or the store while it parsed, wrote and committed, one of them
+      // would wait for most of it.
       const latencies: number[] = [];
       while (!done) {
-        const t0 = performance.now();
-        const health = await svc.request('GET', '/healthz');
-        expect(health.status).toBe(200);
-        if (!done) latencies.push(performance.now() - t0);
+        for (const path of ['/healthz', `${L}/${other.id}/values`]) {
+          const t0 = performance.now();
+          const answer = await svc.request('GET', path);
+          expect(answer.status).toBe(200);
+          if (!done) latencies.push(performance.now() - t0);
+        }
       }
       const res = await importing;
       const importMs = performance.now() - started;
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ valuesImported: lines, valueCount: lines });
       expect(latencies.length).toBeGreaterThanOrEqual(3);
-      expect(Math.max(...latencies), `longest /healthz of ${latencies.length} during an import of ${Math.round(importMs)} ms`).toBeLessThan(importMs / 3);
+      expect(Math.max(...latencies), `longest request of ${latencies.length} during an import of ${Math.round(importMs)} ms`).toBeLessThan(importMs / 3);
     });
 
     it('changes nothing when a line far into a large import is bad, and names that line', async () => {
