@@ -12,8 +12,10 @@ import { parseAddress } from './ip-range.js';
  *              credentials verified before (cache)? ──yes──▶ in (pair count cleared)
  *                 │ no
  *                 ▼
- *              pair locked now, or address over its failure budget? ──yes──▶ 429
- *                 │ no: counted as a failure of the pair and the address
+ *              address over its failure budget? ──yes──▶ wait for the address's turn (queue full: 429)
+ *                 │ no                                     │ pair locked meanwhile: 429
+ *                 ▼                                        ▼
+ *              counted as a failure of the pair and the address
  *                 ▼
  *              scrypt ─▶ right: in (pair cleared, address count taken back) │ wrong: 401
  *
@@ -23,18 +25,27 @@ import { parseAddress } from './ip-range.js';
  * - A locked pair refuses its correct password too: letting it through would answer every guess
  *   (a cached password costs one sha256), and the lock would slow nothing. Other accounts at that
  *   address, and that account at other addresses, are not touched.
- * - The address budget stops one client spraying a few passwords over many accounts. Past it, only
- *   credentials already verified go through, so colleagues behind the same address keep working.
+ * - The address budget stops one client spraying a few passwords over many accounts without
+ *   refusing anyone else there: past it, the address's unverified attempts are hashed one at a time,
+ *   each wrong one followed by a pause, so a sprayer gets a slow trickle of guesses and no more than
+ *   one core, while a colleague's right password is verified in its turn. Only when the address
+ *   already has a full queue of attempts waiting is one refused; such refusals, like a locked pair's,
+ *   count on nothing, so a client retrying on 429 locks no pair.
  * - Windows are fixed, starting at a pair's or address's first failure. The maps are bounded: past
- *   their cap, ended windows are dropped, then the oldest entries.
+ *   their cap, ended windows are dropped, then the oldest entries. An address's queue exists only
+ *   while attempts from it wait or run.
  */
 
 /** How many failed logins a {@link LoginThrottle} allows, and how long it remembers them. */
 export interface LoginThrottleLimits {
   /** Failed logins of one account from one address within a window before the pair is locked. */
   readonly perPair: number;
-  /** Failed logins from one address, over all accounts, within a window before only verified credentials pass. */
+  /** Failed logins from one address, over all accounts, within a window before its unverified attempts queue. */
   readonly perAddress: number;
+  /** Attempts of an address past its budget that may wait for their turn; one more is refused. */
+  readonly queuePerAddress: number;
+  /** Pause after a wrong password verified in turn before the address's next turn, in milliseconds. */
+  readonly pauseMs: number;
   /** Length of a window in milliseconds. */
   readonly windowMs: number;
   /** Most pairs and addresses remembered (each). */
@@ -44,6 +55,8 @@ export interface LoginThrottleLimits {
 export const LOGIN_THROTTLE_DEFAULTS: LoginThrottleLimits = Object.freeze({
   perPair: 10,
   perAddress: 300,
+  queuePerAddress: 10,
+  pauseMs: 500,
   windowMs: 15 * 60_000,
   maxEntries: 100_000,
 });
@@ -122,8 +135,17 @@ export function addressKey(ip: string): string {
   return `${addr.parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
 }
 
+/** Ends an {@link LoginThrottle.attempt}: `right` when the password was verified. */
+export type EndAttempt = (right: boolean) => void;
+
+/** One verification at a time for an address past its budget; the turn passes in arrival order. */
+interface Gate {
+  busy: boolean;
+  waiting: Array<() => void>;
+}
+
 const rateLimited = (retryAfterSeconds: number): FerryError =>
-  // One message for a locked pair and a spent address budget, whether or not the account exists.
+  // One message for a locked pair, whether or not the account exists.
   new FerryError('API_RATE_LIMITED', `Too many failed logins from your address; retry in ${retryAfterSeconds} seconds.`, {
     details: { retryAfterSeconds },
   });
@@ -134,6 +156,8 @@ export class LoginThrottle {
   readonly #now: () => number;
   readonly #pairs: FailureWindows;
   readonly #addresses: FailureWindows;
+  /** Turns of the addresses past their budget that have attempts running or waiting. */
+  readonly #gates = new Map<string, Gate>();
 
   constructor(limits: Partial<LoginThrottleLimits> = {}, now: () => number = Date.now) {
     this.#limits = { ...LOGIN_THROTTLE_DEFAULTS, ...limits };
@@ -150,22 +174,37 @@ export class LoginThrottle {
   }
 
   /**
-   * Before a password is hashed: throws API_RATE_LIMITED when the pair is locked or the address has
-   * spent its failure budget, else counts the attempt as a failure until {@link succeeded} says
-   * otherwise. Checking and counting in one step means parallel guesses cannot all pass the check
-   * before the first of them fails. An attempt refused for the address budget counts as a guess on
-   * the pair, so that refusals answer no more guesses than failures would.
+   * Before a password is hashed: throws API_RATE_LIMITED when the pair is locked, else counts the
+   * attempt as a failure until {@link succeeded} says otherwise and resolves to the function that
+   * ends it (called with whether the password was right). Checking and counting in one step means
+   * parallel guesses cannot all pass the check before the first of them fails. Past the address's
+   * budget the attempt first waits for the address's turn, and is counted only when it gets it; a
+   * full queue refuses it uncounted.
    */
-  attempt(email: string, ip: string): void {
+  async attempt(email: string, ip: string): Promise<EndAttempt> {
     const now = this.#now();
     const pair = pairKey(email, ip);
     const address = addressKey(ip);
-    const locked = this.#pairs.full(pair, this.#limits.perPair, now);
-    if (locked) throw rateLimited(this.#pairs.retryAfterSeconds(locked, now));
-    this.#pairs.add(pair, now);
-    const spent = this.#addresses.full(address, this.#limits.perAddress, now);
-    if (spent) throw rateLimited(this.#addresses.retryAfterSeconds(spent, now));
-    this.#addresses.add(address, now);
+    this.#refuseLocked(pair, now);
+    if (!this.#addresses.full(address, this.#limits.perAddress, now)) {
+      this.#count(pair, address, now);
+      return () => undefined;
+    }
+    const gate = await this.#turn(address);
+    try {
+      this.#refuseLocked(pair, this.#now());
+    } catch (err) {
+      this.#leave(address, gate);
+      throw err;
+    }
+    this.#count(pair, address, this.#now());
+    let ended = false;
+    return (right) => {
+      if (ended) return;
+      ended = true;
+      if (right || this.#limits.pauseMs <= 0) this.#leave(address, gate);
+      else setTimeout(() => this.#leave(address, gate), this.#limits.pauseMs).unref();
+    };
   }
 
   /**
@@ -175,6 +214,48 @@ export class LoginThrottle {
   succeeded(email: string, ip: string, attempted: boolean): void {
     this.#pairs.clear(pairKey(email, ip));
     if (attempted) this.#addresses.remove(addressKey(ip), this.#now());
+  }
+
+  #refuseLocked(pair: string, now: number): void {
+    const locked = this.#pairs.full(pair, this.#limits.perPair, now);
+    if (locked) throw rateLimited(this.#pairs.retryAfterSeconds(locked, now));
+  }
+
+  #count(pair: string, address: string, now: number): void {
+    this.#pairs.add(pair, now);
+    this.#addresses.add(address, now);
+  }
+
+  /** Takes the address's turn, waiting behind the attempts already queued; throws when the queue is full. */
+  async #turn(address: string): Promise<Gate> {
+    let gate = this.#gates.get(address);
+    if (!gate) {
+      gate = { busy: false, waiting: [] };
+      this.#gates.set(address, gate);
+    }
+    if (!gate.busy) {
+      gate.busy = true;
+      return gate;
+    }
+    if (gate.waiting.length >= this.#limits.queuePerAddress) {
+      throw new FerryError('API_RATE_LIMITED', 'Too many logins from your address at once; retry in a second.', {
+        details: { retryAfterSeconds: 1 },
+      });
+    }
+    const waiting = gate;
+    await new Promise<void>((resolve) => waiting.waiting.push(resolve));
+    return waiting;
+  }
+
+  /** Hands the turn to the next attempt waiting, or frees the address. */
+  #leave(address: string, gate: Gate): void {
+    const next = gate.waiting.shift();
+    if (next) {
+      next();
+      return;
+    }
+    gate.busy = false;
+    if (this.#gates.get(address) === gate) this.#gates.delete(address);
   }
 }
 

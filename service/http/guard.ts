@@ -81,13 +81,20 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
       throttle.succeeded(email, req.ip, false);
       return user;
     }
-    throttle.attempt(email, req.ip);
-    if (!user?.passwordHash || !key) {
-      dummyHash ??= hashPassword(randomUUID());
-      await verifyPassword(password, await dummyHash);
-      throw unauthenticated();
+    // Past the address's failure budget this waits for the address's turn (one scrypt at a time).
+    const end = await throttle.attempt(email, req.ip);
+    let right = false;
+    try {
+      if (!user?.passwordHash || !key) {
+        dummyHash ??= hashPassword(randomUUID());
+        await verifyPassword(password, await dummyHash);
+        throw unauthenticated();
+      }
+      if (!(await verifyPassword(password, user.passwordHash))) throw unauthenticated();
+      right = true;
+    } finally {
+      end(right);
     }
-    if (!(await verifyPassword(password, user.passwordHash))) throw unauthenticated();
     cache.add(key);
     throttle.succeeded(email, req.ip, true);
     return user;

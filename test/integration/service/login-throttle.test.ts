@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { LoginThrottle } from '../../../service/auth/login-throttle.js';
+import { LoginThrottle, type EndAttempt } from '../../../service/auth/login-throttle.js';
 import { startService, type ApiResponse, type Credentials, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
@@ -79,31 +79,78 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
     expect(await answers(unknown)).toEqual(forKnown);
   });
 
-  it('refuse only unverified credentials when one address sprays many accounts', async () => {
-    const clock = testClock();
-    const s = (svc = await startService(target, {}, { loginThrottle: new LoginThrottle({ perAddress: 20 }, clock.now) }));
-    const c = await addUser(s, s.orgId, 'User');
-    expect((await login(s, s.admin)).status).toBe(200);
-
-    // Two guesses at each of many logins: no pair reaches its limit, the address does.
+  /** Two guesses at each of 15 logins from 127.0.0.1: no pair reaches its limit; the statuses. */
+  const spray = async (s: TestService): Promise<number[]> => {
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) {
       for (let j = 0; j < 2; j++) statuses.push((await login(s, { email: `target${i}@ferry.test`, password: `Guess-${j}` })).status);
     }
-    expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
-    expect(statuses.slice(20)).toEqual(Array(10).fill(429));
+    return statuses;
+  };
 
-    // Verified credentials still pass there; unverified ones wait or come from elsewhere.
-    expect((await login(s, s.admin)).status).toBe(200);
-    const refused = await login(s, c);
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-    expect((await login(s, c, '127.0.0.2')).status).toBe(200);
-    // Now verified, C passes at the sprayed address too.
+  it('slow an address that sprays many accounts without refusing anyone there', async () => {
+    const clock = testClock();
+    const s = (svc = await startService(target, {}, { loginThrottle: new LoginThrottle({ perAddress: 20, pauseMs: 0 }, clock.now) }));
+    // A colleague the Service has never verified (nothing cached since it started).
+    const c = await addUser(s, s.orgId, 'User');
+
+    // Past the budget the guesses still get their (one at a time) answer: 401, never a refusal.
+    expect(await spray(s)).toEqual(Array(30).fill(401));
     expect((await login(s, c)).status).toBe(200);
+    expect((await login(s, s.admin)).status).toBe(200);
+    // Wrong passwords verified in turn still lock their pair at 10.
+    const guesses: number[] = [];
+    for (let i = 0; i < 11; i++) guesses.push((await login(s, { email: 'target0@ferry.test', password: `More-${i}` })).status);
+    expect(guesses).toEqual([...Array(8).fill(401), 429, 429, 429]);
 
     clock.advance(FIFTEEN_MINUTES);
     expect((await login(s, { email: 'target0@ferry.test', password: 'Guess-2' })).status).toBe(401);
+  });
+
+  it('never lock a pair for refusals of a crowded address', async () => {
+    const throttle = new LoginThrottle({ perAddress: 20, queuePerAddress: 0, pauseMs: 0 }, testClock().now);
+    const s = (svc = await startService(target, {}, { loginThrottle: throttle }));
+    const c = await addUser(s, s.orgId, 'User');
+    await spray(s);
+    // Another attempt from that address holds its turn; with no room to wait, C is refused
+    // (a client retrying on 429) more often than a pair's limit.
+    const held = await throttle.attempt('someone@ferry.test', '127.0.0.1');
+    for (let i = 0; i < 12; i++) {
+      const r = await login(s, c);
+      expect(r.status).toBe(429);
+      expect(r.body.code).toBe('API_RATE_LIMITED');
+      expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    held(false);
+    expect((await login(s, c)).status).toBe(200);
+  });
+
+  it('verify the attempts of an address past its budget one at a time, right passwords included', async () => {
+    let running = 0;
+    let most = 0;
+    /** Counts the attempts holding their address's turn past the budget (the ones about to hash). */
+    class Counting extends LoginThrottle {
+      override async attempt(email: string, ip: string): Promise<EndAttempt> {
+        const end = await super.attempt(email, ip);
+        running += 1;
+        most = Math.max(most, running);
+        return (right) => {
+          running -= 1;
+          end(right);
+        };
+      }
+    }
+    const throttle = new Counting({ perAddress: 20, queuePerAddress: 20, pauseMs: 0 }, testClock().now);
+    const s = (svc = await startService(target, {}, { loginThrottle: throttle }));
+    const colleagues = await Promise.all(Array.from({ length: 4 }, () => addUser(s, s.orgId, 'User')));
+    await spray(s);
+    most = 0;
+    const burst = await Promise.all([
+      ...colleagues.map((c) => login(s, c)),
+      ...Array.from({ length: 8 }, (_, i) => login(s, { email: `burst${i}@ferry.test`, password: 'Guess-0' })),
+    ]);
+    expect(burst.map((r) => r.status)).toEqual([...Array(4).fill(200), ...Array(8).fill(401)]);
+    expect(most).toBe(1);
   });
 
   it('count parallel guesses before hashing, so a burst gets no more than the limit', async () => {
