@@ -8,7 +8,8 @@
  * The Service runs in a child process (this file with `--serve`), so its peak RSS (the kernel's
  * high-water mark, `maxRSS`) is its own. Per store: `/healthz` once every 50 ms for 5 s with
  * nothing else running (idle latency); then the import, streamed from a file in one POST
- * (text/csv), with `/healthz` still fired every 50 ms until the import answers. Prints one JSON
+ * (text/csv), with `/healthz` still fired every 50 ms until the import answers. Beside each,
+ * the same for a lookup of another table's value by key (an authenticated Organization read). Prints one JSON
  * document; times are milliseconds. BENCH_IMPORT_LINES changes the line count.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -112,8 +113,8 @@ function request(base: string, method: string, pathAndQuery: string, body?: { te
 
 const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 10) / 10;
 
-/** Fires `/healthz` every 50 ms (without waiting for the previous one) until `until` settles; answers the latencies, sorted. */
-async function healthLatencies(base: string, until: Promise<unknown>): Promise<number[]> {
+/** Fires a GET of `probe` every 50 ms (without waiting for the previous one) until `until` settles; answers the latencies, sorted. */
+async function latencies(base: string, probe: string, until: Promise<unknown>): Promise<number[]> {
   const latencies: number[] = [];
   const pending: Array<Promise<void>> = [];
   let done = false;
@@ -121,8 +122,8 @@ async function healthLatencies(base: string, until: Promise<unknown>): Promise<n
   while (!done) {
     const t = performance.now();
     pending.push(
-      request(base, 'GET', '/healthz').then((res) => {
-        if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
+      request(base, 'GET', probe).then((res) => {
+        if (res.status !== 200) throw new Error(`${probe} answered ${res.status}`);
         latencies.push(performance.now() - t);
       }),
     );
@@ -141,11 +142,17 @@ async function benchStore(store: StoreName, csvFile: string): Promise<Record<str
     const created = await request(served.url, 'POST', L, { text: JSON.stringify({ name: 'Imported' }) });
     if (created.status !== 201) throw new Error(`create answered ${created.status}`);
     const tableId = (JSON.parse(created.text) as { id: string }).id;
-    const idle = await healthLatencies(served.url, new Promise((resolve) => setTimeout(resolve, IDLE_MS)));
+    // The lookup a Map makes: a value of another table by its key, through authentication, the
+    // Organization's role and Security Rule checks.
+    const codes = await request(served.url, 'POST', L, { text: JSON.stringify({ name: 'Codes', lookupTableValues: [{ value1: 'DE', value2: 'Germany' }] }) });
+    if (codes.status !== 201) throw new Error(`create answered ${codes.status}`);
+    const lookup = `${L}/Codes/values/value2/DE`;
+    const idleWait = new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const [idle, idleLookup] = await Promise.all([latencies(served.url, '/healthz', idleWait), latencies(served.url, lookup, idleWait)]);
     const before = await rss();
     const start = performance.now();
     const importing = request(served.url, 'POST', `${L}/${tableId}/import?hasHeaderRow=true`, { file: csvFile }, 'text/csv');
-    const during = await healthLatencies(served.url, importing);
+    const [during, duringLookup] = await Promise.all([latencies(served.url, '/healthz', importing), latencies(served.url, lookup, importing)]);
     const imported = await importing;
     const importMs = Math.round(performance.now() - start);
     if (imported.status !== 200 || !imported.text.includes(`"valuesImported":${LINES}`)) throw new Error(`import answered ${imported.status}: ${imported.text.slice(0, 300)}`);
@@ -158,6 +165,11 @@ async function benchStore(store: StoreName, csvFile: string): Promise<Record<str
       import: { ms: importMs, linesPerSecond: Math.round((LINES / importMs) * 1000) },
       healthzIdle: summary(idle),
       healthzDuringImport: { ...summary(during), p99VsIdleP99: Math.round((percentile(during, 0.99) / Math.max(idleP99, 0.1)) * 10) / 10 },
+      lookupIdle: summary(idleLookup),
+      lookupDuringImport: {
+        ...summary(duringLookup),
+        p99VsIdleP99: Math.round((percentile(duringLookup, 0.99) / Math.max(percentile(idleLookup, 0.99), 0.1)) * 10) / 10,
+      },
       servicePeakRssMiB: { beforeImport: before.peakRssMiB, afterImport: after.peakRssMiB, importAdded: after.peakRssMiB - before.peakRssMiB },
     };
   } finally {
