@@ -38,7 +38,7 @@ export const ServiceConfigSchema = z.object({
    * Seconds an Agent channel may stay without any traffic before the Service drops it as half-open
    * (a frozen Agent, a pulled cable); the Service pings every third of it, and a live Agent answers.
    */
-  agentChannelTimeout: z.coerce.number().positive().default(60),
+  agentChannelTimeout: z.coerce.number().min(1).default(60),
   /** Lifetime of an Agent installation key in seconds. */
   agentKeyTtl: z.coerce.number().positive().default(86_400),
   /** `on`: this Service provisions Cloud Agents and runs them as supervised child processes. */

@@ -34,7 +34,21 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
       req.log.debug({ code: err.code }, 'request refused by the router');
       void sendProblem(reply, frameworkError(err));
     },
+    // Answered below as a problem: Fastify's own 503 while closing is plain JSON.
+    return503OnClosing: false,
   }).withTypeProvider<ZodTypeProvider>();
+
+  // A request that reaches a closing Service (on a connection kept alive) is told to come back.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (_req, reply) => {
+    if (!closing) return;
+    void reply.header('Connection', 'close');
+    throw new FerryError('SVC_UNAVAILABLE', 'The Service is shutting down; retry in a few seconds.', { details: { retryAfterSeconds: 5 } });
+  });
 
   registerJsonParser(app);
 
