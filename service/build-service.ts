@@ -17,6 +17,7 @@ import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
 import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
 import { LogArchiveFiles } from './store/log-archives.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
+import { removeDeadSpools } from './http/lookup-import.js';
 import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
 import { packageRoot } from './util/package-root.js';
@@ -62,6 +63,8 @@ function reportDataDir(log: Logger, dataDir: string, r: ReturnType<typeof secure
 export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
   reportDataDir(log, config.dataDir, secureDataDir(config.dataDir));
+  const spools = removeDeadSpools(config.dataDir);
+  if (spools > 0) log.warn({ count: spools }, 'removed the import spools of a Service that stopped mid-import');
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onConnectionError: (err) => log.warn({ err }, 'a PostgreSQL connection failed; the pool replaces it') });
   try {
     const secrets = secretsFor(config);

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FerryError } from '../../src/errors/ferry-error.js';
+import { processAlive } from '../../src/util/process.js';
+import { mkdirPrivate } from '../store/data-dir.js';
 import { updateTable } from '../store/repos/lookup-tables.repo.js';
 import { countValues, deleteAllValuesInRanges, insertValues, nextSeq } from '../store/repos/lookup-values.repo.js';
 import type { Store } from '../store/store.js';
@@ -52,15 +53,47 @@ export async function* textChunks(text: string): AsyncGenerator<string> {
 }
 
 /**
- * Writes a request body to a file only the Service's user can read, refusing more than `limit`
- * bytes with 413 (the rest of the body is read and dropped, so the answer still reaches the client).
+ * The folder of import spools: in the data folder (private, on disk rather than a RAM-backed
+ * /tmp), one folder per upload named after the Service process that made it.
  */
-export async function spoolUpload(upload: Readable, limit: number, declaredLength?: number): Promise<Spool> {
+export function spoolRoot(dataDir: string): string {
+  return path.join(dataDir, 'import-spool');
+}
+
+/**
+ * Removes the spools of Service processes that no longer run (a Service killed mid-import leaves
+ * its body behind); answers how many. Spools of a live process (another Service on the same data
+ * folder) are left alone.
+ */
+export function removeDeadSpools(dataDir: string): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = fs.readdirSync(spoolRoot(dataDir));
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const pid = Number(/^(\d+)-/.exec(name)?.[1]);
+    if (Number.isSafeInteger(pid) && pid !== process.pid && processAlive(pid)) continue;
+    fs.rmSync(path.join(spoolRoot(dataDir), name), { recursive: true, force: true });
+    removed += 1;
+  }
+  return removed;
+}
+
+/**
+ * Writes a request body to a file only the Service's user can read, in the data folder, refusing
+ * more than `limit` bytes with 413 (the rest of the body is read and dropped, so the answer still
+ * reaches the client).
+ */
+export async function spoolUpload(upload: Readable, limit: number, dataDir: string, declaredLength?: number): Promise<Spool> {
   if (declaredLength !== undefined && declaredLength > limit) {
     upload.resume();
     throw tooLarge();
   }
-  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'ferry-import-'));
+  mkdirPrivate(spoolRoot(dataDir));
+  const dir = await fs.promises.mkdtemp(path.join(spoolRoot(dataDir), `${process.pid}-`));
   const file = path.join(dir, 'body.csv');
   const remove = (): Promise<void> => fs.promises.rm(dir, { recursive: true, force: true });
   try {

@@ -76,7 +76,7 @@ const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     // The raw body goes to a spool file first, so a slow upload never holds the store's write
     // lock; a JSON body is already in memory (bounded by FERRY_BODY_LIMIT) and is cut in slices.
     const declared = Number(req.headers['content-length']);
-    const spool = upload ? await spoolUpload(upload, deps.config.bodyLimit, Number.isFinite(declared) ? declared : undefined) : undefined;
+    const spool = upload ? await spoolUpload(upload, deps.config.bodyLimit, deps.config.dataDir, Number.isFinite(declared) ? declared : undefined) : undefined;
     try {
       const text = typeof body === 'string' ? body : body.commaSeparatedValues;
       const chunks = spool ? spool.chunks() : textChunks(text);
