@@ -5,111 +5,26 @@
  *   npx tsx test/bench/lookup-import.bench.ts            # SQLite
  *   FERRY_TEST_DATABASE_URL=postgres://… npx tsx …       # SQLite, then PostgreSQL
  *
- * The Service runs in a child process (this file with `--serve`), so its peak RSS (the kernel's
- * high-water mark, `maxRSS`) is its own. Per store: `/healthz` once every 50 ms for 5 s with
+ * The Service runs in a child process (serve-child.ts), so its peak RSS (the kernel's high-water
+ * mark, `maxRSS`) is its own. Per store: `/healthz` once every 50 ms for 5 s with
  * nothing else running (idle latency); then the import, streamed from a file in one POST
  * (text/csv), with `/healthz` still fired every 50 ms until the import answers. Beside each,
  * the same for a lookup of another table's value by key (an authenticated Organization read). Prints one JSON
  * document; times are milliseconds. BENCH_IMPORT_LINES changes the line count.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import pino from 'pino';
-import { buildService } from '../../service/build-service.js';
-import { parseServiceConfig } from '../../service/config.js';
-import { createTestDatabase } from '../helpers/stores.js';
+import { benchRequest, startServiceChild, type BenchResponse, type StoreName } from './serve-child.js';
 
 const LINES = Number(process.env['BENCH_IMPORT_LINES'] ?? 1_400_000);
 const IDLE_MS = 5_000;
 const HEALTH_EVERY_MS = 50;
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
-const ADMIN = { email: 'bench@ferry.test', password: 'Bench-password-1' };
 
-type StoreName = 'sqlite' | 'postgres';
-
-interface Served {
-  url: string;
-  orgId: number;
-}
-
-const peakRssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024);
-
-async function serve(store: StoreName): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-bench-'));
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
-  const config = parseServiceConfig({}, {
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    databaseUrl: database?.url,
-    adminEmail: ADMIN.email,
-    adminPassword: ADMIN.password,
-    bootstrapAllow: '127.0.0.1,::1',
-    rateLimitPerMinute: 100_000_000,
-    rateLimitPerDay: 100_000_000,
-    logLevel: 'silent',
-  });
-  const service = await buildService(config, { logger: pino({ level: 'silent' }) });
-  const url = await service.listen();
-  process.stdout.write(`${JSON.stringify({ url, orgId: service.bootstrap.orgId } satisfies Served)}\n`);
-  process.on('message', (msg) => {
-    if (msg === 'rss') process.send?.({ peakRssMiB: peakRssMiB(), rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20) });
-  });
-  process.stdin.resume();
-  process.stdin.on('end', () => {
-    void (async () => {
-      await service.close();
-      await database?.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    })();
-  });
-}
-
-interface Rss {
-  peakRssMiB: number;
-  rssMiB: number;
-}
-
-async function startChild(store: StoreName): Promise<{ child: ChildProcess; served: Served; rss: () => Promise<Rss> }> {
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', store], { stdio: ['pipe', 'pipe', 'inherit', 'ipc'], env: process.env });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const served = await new Promise<Served>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the Service exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line) as Served));
-  });
-  const rss = (): Promise<Rss> =>
-    new Promise((resolve) => {
-      child.once('message', (msg) => resolve(msg as Rss));
-      child.send('rss');
-    });
-  return { child, served, rss };
-}
-
-const AUTH = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
-
-/** One request; the body is a string or a file streamed from disk. */
-function request(base: string, method: string, pathAndQuery: string, body?: { text: string } | { file: string }, contentType = 'application/json'): Promise<{ status: number; text: string }> {
-  const headers: Record<string, string | number> = { authorization: AUTH };
-  if (body) headers['content-type'] = contentType;
-  if (body && 'file' in body) headers['content-length'] = fs.statSync(body.file).size;
-  return new Promise((resolve, reject) => {
-    const req = http.request(new URL(pathAndQuery, base), { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    if (body && 'file' in body) fs.createReadStream(body.file).pipe(req);
-    else req.end(body?.text);
-  });
-}
+/** One request on a connection of its own; the body is a string or a file streamed from disk. */
+const request = (base: string, method: string, pathAndQuery: string, body?: string | { file: string }, contentType?: string): Promise<BenchResponse> =>
+  benchRequest(base, method, pathAndQuery, { body, contentType, agent: false });
 
 const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 10) / 10;
 
@@ -136,15 +51,15 @@ async function latencies(base: string, probe: string, until: Promise<unknown>): 
 const summary = (xs: number[]): Record<string, number> => ({ count: xs.length, p50Ms: percentile(xs, 0.5), p99Ms: percentile(xs, 0.99), maxMs: percentile(xs, 1) });
 
 async function benchStore(store: StoreName, csvFile: string): Promise<Record<string, unknown>> {
-  const { child, served, rss } = await startChild(store);
+  const { served, rss, stop } = await startServiceChild(store);
   try {
     const L = `/v1/orgs/${served.orgId}/lookuptables`;
-    const created = await request(served.url, 'POST', L, { text: JSON.stringify({ name: 'Imported' }) });
+    const created = await request(served.url, 'POST', L, JSON.stringify({ name: 'Imported' }));
     if (created.status !== 201) throw new Error(`create answered ${created.status}`);
     const tableId = (JSON.parse(created.text) as { id: string }).id;
     // The lookup a Map makes: a value of another table by its key, through authentication, the
     // Organization's role and Security Rule checks.
-    const codes = await request(served.url, 'POST', L, { text: JSON.stringify({ name: 'Codes', lookupTableValues: [{ value1: 'DE', value2: 'Germany' }] }) });
+    const codes = await request(served.url, 'POST', L, JSON.stringify({ name: 'Codes', lookupTableValues: [{ value1: 'DE', value2: 'Germany' }] }));
     if (codes.status !== 201) throw new Error(`create answered ${codes.status}`);
     const lookup = `${L}/Codes/values/value2/DE`;
     const idleWait = new Promise((resolve) => setTimeout(resolve, IDLE_MS));
@@ -173,8 +88,7 @@ async function benchStore(store: StoreName, csvFile: string): Promise<Record<str
       servicePeakRssMiB: { beforeImport: before.peakRssMiB, afterImport: after.peakRssMiB, importAdded: after.peakRssMiB - before.peakRssMiB },
     };
   } finally {
-    child.stdin?.end();
-    await new Promise((resolve) => child.once('exit', resolve));
+    await stop();
   }
 }
 
@@ -213,5 +127,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--serve') await serve(process.argv[3] === 'postgres' ? 'postgres' : 'sqlite');
-else await main();
+await main();

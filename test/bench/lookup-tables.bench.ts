@@ -4,7 +4,7 @@
  *   npx tsx test/bench/lookup-tables.bench.ts            # SQLite
  *   FERRY_TEST_DATABASE_URL=postgres://… npx tsx …       # SQLite, then PostgreSQL
  *
- * The Service runs in a child process (this file with `--serve`), so its peak RSS is its own. Per
+ * The Service runs in a child process (serve-child.ts), so its peak RSS is its own. Per
  * store, in BENCH_ROUNDS rounds (median reported): create a table with 200,000 values in one POST;
  * import a 200,000-line CSV into an empty table in one POST; and the anchors, on the same disk and
  * server in the same round: the same rows written into a table of the same shape and indexes by a
@@ -14,92 +14,29 @@
  * download the CSV; GET the table as JSON; load it for a Map run (loadLookupTables) and look up in
  * memory. Prints one JSON document; times are milliseconds, ratios are ours ÷ anchor.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import pino from 'pino';
-import { buildService } from '../../service/build-service.js';
-import { parseServiceConfig } from '../../service/config.js';
 import { loadLookupTables } from '../../service/store/repos/lookup-tables.repo.js';
 import { SQLITE_MAX_PARAMS } from '../../service/store/repos/lookup-values.repo.js';
 import { openStore } from '../../service/store/store.js';
 import { uuidV7 } from '../../service/util/uuid-v7.js';
 import { newId } from '../../service/util/values.js';
-import { createTestDatabase } from '../helpers/stores.js';
+import { benchRequest, peakRssMiB, startServiceChild, type BenchResponse, type StoreName } from './serve-child.js';
 
 const VALUES = Number(process.env['BENCH_VALUES'] ?? 200_000);
 const LOOKUPS = Number(process.env['BENCH_LOOKUPS'] ?? 10_000);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const CONCURRENCY = 8;
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
-const ADMIN = { email: 'bench@ferry.test', password: 'Bench-password-1' };
-
-type StoreName = 'sqlite' | 'postgres';
-
-/** What the child Service reports when it is up. */
-interface Served {
-  url: string;
-  orgId: number;
-  dataDir: string;
-  databaseUrl?: string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The Service side: `--serve <store>` starts a Service, prints where it listens, answers `rss`
-// messages with its peak RSS, and cleans up when its stdin closes.
-// ---------------------------------------------------------------------------------------------
-
-async function serve(store: StoreName): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-bench-'));
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
-  const config = parseServiceConfig({}, {
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    databaseUrl: database?.url,
-    adminEmail: ADMIN.email,
-    adminPassword: ADMIN.password,
-    bootstrapAllow: '127.0.0.1,::1',
-    rateLimitPerMinute: 100_000_000,
-    rateLimitPerDay: 100_000_000,
-    logLevel: 'silent',
-  });
-  const service = await buildService(config, { logger: pino({ level: 'silent' }) });
-  const url = await service.listen();
-  const served: Served = { url, orgId: service.bootstrap.orgId, dataDir, ...(database ? { databaseUrl: database.url } : {}) };
-  process.stdout.write(`${JSON.stringify(served)}\n`);
-  process.on('message', (msg) => {
-    if (msg === 'rss') process.send?.({ peakRssMiB: peakRssMiB() });
-  });
-  process.stdin.resume();
-  process.stdin.on('end', () => {
-    void (async () => {
-      await service.close();
-      await database?.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    })();
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// The client side.
-// ---------------------------------------------------------------------------------------------
 
 interface Pair {
   value1: string;
   value2: string;
-}
-
-interface Response {
-  status: number;
-  text: string;
 }
 
 /** Deterministic data: unique value1 codes, value2 texts with a comma in every tenth. */
@@ -110,8 +47,6 @@ function pairs(n: number): Pair[] {
 const csvField = (v: string): string => (/[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
 const toCsv = (rows: Pair[]): string => `value1,value2\r\n${rows.map((r) => `${csvField(r.value1)},${csvField(r.value2)}\r\n`).join('')}`;
 
-/** The process's peak resident set so far (the kernel's high-water mark), in MiB. */
-const peakRssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024);
 const perSecond = (n: number, ms: number): number => Math.round((n / Math.max(ms, 1)) * 1000);
 const ratio = (a: number, b: number | undefined): number | null => (b ? Math.round((a / b) * 100) / 100 : null);
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -138,22 +73,10 @@ function hasCommand(name: string): boolean {
 
 class Client {
   readonly #agent = new http.Agent({ keepAlive: true });
-  readonly #auth = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
   constructor(readonly base: string) {}
 
-  request(method: string, pathAndQuery: string, body?: string, contentType = 'application/json'): Promise<Response> {
-    const headers: Record<string, string> = { authorization: this.#auth };
-    if (body !== undefined) headers['content-type'] = contentType;
-    return new Promise((resolve, reject) => {
-      const req = http.request(new URL(pathAndQuery, this.base), { method, headers, agent: this.#agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  request(method: string, pathAndQuery: string, body?: string, contentType?: string): Promise<BenchResponse> {
+    return benchRequest(this.base, method, pathAndQuery, { body, contentType, agent: this.#agent });
   }
 
   async json<T>(method: string, pathAndQuery: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
@@ -164,25 +87,6 @@ class Client {
   close(): void {
     this.#agent.destroy();
   }
-}
-
-/** Starts the Service child for a store. */
-async function startChild(store: StoreName): Promise<{ child: ChildProcess; served: Served; rss: () => Promise<number> }> {
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', store], {
-    stdio: ['pipe', 'pipe', 'inherit', 'ipc'],
-    env: process.env,
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const served = await new Promise<Served>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the Service exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line) as Served));
-  });
-  const rss = (): Promise<number> =>
-    new Promise((resolve) => {
-      child.once('message', (msg) => resolve((msg as { peakRssMiB: number }).peakRssMiB));
-      child.send('rss');
-    });
-  return { child, served, rss };
 }
 
 const DDL = (collate: string): string[] => [
@@ -282,14 +186,14 @@ async function pool(n: number, concurrency: number, call: (i: number) => Promise
 const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
 
 async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string, unknown>> {
-  const { child, served, rss } = await startChild(store);
+  const { served, rss, stop } = await startServiceChild(store);
   const api = new Client(served.url);
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-bench-anchor-'));
   try {
     const L = `/v1/orgs/${served.orgId}/lookuptables`;
     const csv = toCsv(rows);
     const rounds: Array<{ create: number; import: number; rawInsert: number; bulkLoader?: number }> = [];
-    const startRss = await rss();
+    const startRss = (await rss()).peakRssMiB;
     let tableId = '';
     let tableName = '';
     let createBodyChars = 0;
@@ -308,7 +212,7 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
       const anchor = store === 'sqlite' ? sqliteAnchor(scratch, rows) : await postgresAnchor(served.databaseUrl ?? '', scratch, rows);
       rounds.push({ create: create.ms, import: imported.ms, rawInsert: anchor.rawInsertMs, ...(anchor.bulkLoaderMs ? { bulkLoader: anchor.bulkLoaderMs } : {}) });
     }
-    const writesRss = await rss();
+    const writesRss = (await rss()).peakRssMiB;
     const createMs = median(rounds.map((r) => r.create));
     const importMs = median(rounds.map((r) => r.import));
     const rawInsertMs = median(rounds.map((r) => r.rawInsert));
@@ -342,7 +246,7 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
     check(download.result.status === 200 && download.result.text.length > csv.length / 2, 'export downloaded');
     const get = await timed(() => api.request('GET', `${L}/${tableId}`));
     check(get.result.status === 200 && get.result.text.length > createBodyChars, 'GET returned the values');
-    const readsRss = await rss();
+    const readsRss = (await rss()).peakRssMiB;
 
     const local = await openStore({ databaseUrl: served.databaseUrl, dataDir: served.dataDir });
     try {
@@ -387,8 +291,7 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
   } finally {
     api.close();
     fs.rmSync(scratch, { recursive: true, force: true });
-    child.stdin?.end();
-    await new Promise((resolve) => child.once('exit', resolve));
+    await stop();
   }
 }
 
@@ -415,5 +318,4 @@ async function main(): Promise<void> {
   );
 }
 
-if (process.argv[2] === '--serve') await serve(process.argv[3] === 'postgres' ? 'postgres' : 'sqlite');
-else await main();
+await main();

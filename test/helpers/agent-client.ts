@@ -139,6 +139,22 @@ export class TestChannel {
   }
 }
 
+/** The channels a suite opens on one Service, closed together when it ends (as its `afterAll`). */
+export class OpenChannels {
+  readonly #open: TestChannel[] = [];
+
+  /** `TestChannel.connect`, keeping the channel to close at the end. */
+  async connect(svc: TestService, agent: Pick<TestAgent, 'agentId' | 'agentSecret'>): Promise<TestChannel> {
+    const ch = await TestChannel.connect(svc, agent);
+    this.#open.push(ch);
+    return ch;
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all(this.#open.map((c) => c.close()));
+  }
+}
+
 /** Polls `check` until it returns a value that is not undefined, or fails at the deadline. */
 export async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { buildService } from '../../service/build-service.js';
-import { parseServiceConfig, type ServiceConfigInput } from '../../service/config.js';
-import { ADMIN, type ApiResponse, type RequestOptions, type TestService } from './service.js';
+import type { ServiceConfigInput } from '../../service/config.js';
+import { ADMIN, request, testServiceConfig, type TestService } from './service.js';
 import { createTestDatabase, type StoreTarget } from './stores.js';
 
 /**
@@ -27,19 +26,7 @@ export async function serviceData(target: StoreTarget, base: Partial<ServiceConf
     dataDir,
     databaseUrl: database?.url,
     async start(overrides = {}) {
-      const config = parseServiceConfig({}, {
-        port: 0,
-        host: '127.0.0.1',
-        dataDir,
-        databaseUrl: database?.url,
-        adminEmail: ADMIN.email,
-        adminPassword: ADMIN.password,
-        rateLimitPerMinute: 1_000_000,
-        rateLimitPerDay: 100_000_000,
-        logLevel: 'silent',
-        ...base,
-        ...overrides,
-      });
+      const config = testServiceConfig(dataDir, database?.url, { ...base, ...overrides });
       const service = await buildService(config, { logger: pino({ level: 'silent' }) });
       const url = await service.listen();
       return {
@@ -48,7 +35,7 @@ export async function serviceData(target: StoreTarget, base: Partial<ServiceConf
         orgId: service.bootstrap.orgId,
         service,
         dataDir,
-        request: (method, pathAndQuery, opts) => request(url, method, pathAndQuery, opts),
+        request: (method, pathAndQuery, opts) => request(url, undefined, method, pathAndQuery, opts),
         close: () => service.close(),
       };
     },
@@ -57,27 +44,4 @@ export async function serviceData(target: StoreTarget, base: Partial<ServiceConf
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-function request<T>(base: string, method: string, pathAndQuery: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
-  const auth = opts.auth === undefined ? ADMIN : opts.auth;
-  const headers: Record<string, string> = { ...opts.headers };
-  if (auth) headers['authorization'] = `Basic ${Buffer.from(`${auth.email}:${auth.password}`).toString('base64')}`;
-  const payload = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-  if (payload !== undefined) headers['content-type'] ??= 'application/json';
-  return new Promise((resolve, reject) => {
-    const req = http.request(new URL(pathAndQuery, base), { method, headers, ...(opts.from ? { localAddress: opts.from } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const body: unknown = /json/.test(res.headers['content-type'] ?? '') && text ? JSON.parse(text) : text;
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: body as T });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
 }

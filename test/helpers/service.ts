@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { buildService, type BuildOptions, type FerryService } from '../../service/build-service.js';
-import { parseServiceConfig, type ServiceConfigInput } from '../../service/config.js';
+import { parseServiceConfig, type ServiceConfig, type ServiceConfigInput } from '../../service/config.js';
 import { createTestDatabase, type StoreTarget } from './stores.js';
 
 export interface ApiResponse<T = unknown> {
@@ -42,17 +42,16 @@ export interface TestService {
 export const ADMIN: Credentials = { email: 'admin@ferry.test', password: 'Admin-password-1' };
 
 /**
- * Starts a real Service on a loopback port with its own data folder (and its own PostgreSQL
- * database for the postgres target). Rate limits are lifted unless the test sets them.
+ * The configuration of a test Service on `dataDir` (PostgreSQL when `databaseUrl` is set): an
+ * ephemeral loopback port, the test administrator, silent logs and rate limits lifted, unless
+ * `overrides` set them.
  */
-export async function startService(target: StoreTarget, overrides: Partial<ServiceConfigInput> = {}, opts: Omit<BuildOptions, 'logger'> = {}): Promise<TestService> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-test-'));
-  const database = target.name === 'postgres' ? await createTestDatabase() : undefined;
-  const config = parseServiceConfig({}, {
+export function testServiceConfig(dataDir: string, databaseUrl: string | undefined, overrides: Partial<ServiceConfigInput> = {}): ServiceConfig {
+  return parseServiceConfig({}, {
     port: 0,
     host: '127.0.0.1',
     dataDir,
-    databaseUrl: database?.url,
+    databaseUrl,
     adminEmail: ADMIN.email,
     adminPassword: ADMIN.password,
     bootstrapAllow: '127.0.0.1,::1',
@@ -61,6 +60,16 @@ export async function startService(target: StoreTarget, overrides: Partial<Servi
     logLevel: 'silent',
     ...overrides,
   });
+}
+
+/**
+ * Starts a real Service on a loopback port with its own data folder (and its own PostgreSQL
+ * database for the postgres target). Rate limits are lifted unless the test sets them.
+ */
+export async function startService(target: StoreTarget, overrides: Partial<ServiceConfigInput> = {}, opts: Omit<BuildOptions, 'logger'> = {}): Promise<TestService> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-test-'));
+  const database = target.name === 'postgres' ? await createTestDatabase() : undefined;
+  const config = testServiceConfig(dataDir, database?.url, overrides);
   const service = await buildService(config, { ...opts, logger: pino({ level: 'silent' }) });
   const url = await service.listen();
   const agent = new http.Agent({ keepAlive: true });
@@ -81,7 +90,8 @@ export async function startService(target: StoreTarget, overrides: Partial<Servi
   };
 }
 
-function request<T>(base: string, agent: http.Agent, method: string, pathAndQuery: string, opts: RequestOptions): Promise<ApiResponse<T>> {
+/** One API call to the Service at `base`, through `agent` (Node's global one when undefined) unless it is made `from` another local address. */
+export function request<T>(base: string, agent: http.Agent | undefined, method: string, pathAndQuery: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
   const auth = opts.auth === undefined ? ADMIN : opts.auth;
   const headers: Record<string, string> = { ...opts.headers };
   if (auth) headers['authorization'] = `Basic ${Buffer.from(`${auth.email}:${auth.password}`).toString('base64')}`;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestChannel, registerTestAgent, until, type TestAgent } from '../../helpers/agent-client.js';
+import { OpenChannels, registerTestAgent, until, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 
@@ -20,20 +20,19 @@ function answerPings(ch: TestChannel): void {
 
 describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target) => {
   let svc: TestService;
-  const channels: TestChannel[] = [];
+  const channels = new OpenChannels();
   beforeAll(async () => {
     // A short channel timeout, so that a frozen Agent is noticed in seconds rather than a minute.
     svc = await startService(target, { cloudAgents: 'off', agentChannelTimeout: 2, heartbeatLateAfter: 5, heartbeatFailedAfter: 600 });
   });
   afterAll(async () => {
-    await Promise.all(channels.map((c) => c.close()));
+    await channels.closeAll();
     await svc?.close();
   });
 
   const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
   const connect = async (agent: TestAgent) => {
-    const ch = await TestChannel.connect(svc, agent);
-    channels.push(ch);
+    const ch = await channels.connect(svc, agent);
     answerPings(ch);
     await ch.hello(agent);
     return ch;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countReports } from '../../../service/store/repos/agents.repo.js';
 import { CLOSE, MAX_MESSAGE_BYTES } from '../../../src/protocol/channel.js';
-import { TestChannel, registerTestAgent, until, type TestAgent } from '../../helpers/agent-client.js';
+import { OpenChannels, TestChannel, registerTestAgent, until, type TestAgent } from '../../helpers/agent-client.js';
 import { ADMIN, startService, type TestService } from '../../helpers/service.js';
 import { serviceData } from '../../helpers/service-on-dir.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
@@ -26,15 +26,9 @@ describe.each(STORE_TARGETS)('the Agent channel on $name', (target) => {
   afterAll(async () => svc?.close());
 
   const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
-  const channels: TestChannel[] = [];
-  const connect = async (agent: TestAgent) => {
-    const ch = await TestChannel.connect(svc, agent);
-    channels.push(ch);
-    return ch;
-  };
-  afterAll(async () => {
-    await Promise.all(channels.map((c) => c.close()));
-  });
+  const channels = new OpenChannels();
+  const connect = (agent: TestAgent) => channels.connect(svc, agent);
+  afterAll(() => channels.closeAll());
 
   it('refuses an upgrade without credentials, with a wrong secret, or for an unknown agent with 401', async () => {
     const agent = await registerTestAgent(svc);
@@ -193,20 +187,16 @@ describe.each(STORE_TARGETS)('the Agent channel on $name', (target) => {
 
 describe.each(STORE_TARGETS)('the heartbeat sweeper on $name', (target) => {
   let svc: TestService;
-  const channels: TestChannel[] = [];
+  const channels = new OpenChannels();
   beforeAll(async () => {
     svc = await startService(target, { heartbeatLateAfter: 1, heartbeatFailedAfter: 2 });
   });
   afterAll(async () => {
-    await Promise.all(channels.map((c) => c.close()));
+    await channels.closeAll();
     await svc?.close();
   });
   const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
-  const connect = async (agent: TestAgent) => {
-    const ch = await TestChannel.connect(svc, agent);
-    channels.push(ch);
-    return ch;
-  };
+  const connect = (agent: TestAgent) => channels.connect(svc, agent);
 
   it('sweeps a silent Agent to HeartbeatLate, then HeartbeatFailed, and leaves a stopped one alone', async () => {
     const silent = await registerTestAgent(svc);

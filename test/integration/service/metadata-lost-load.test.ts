@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { TestChannel, registerTestAgent, until, type Incoming, type TestAgent } from '../../helpers/agent-client.js';
 import type { TestService } from '../../helpers/service.js';
-import { serviceData } from '../../helpers/service-on-dir.js';
-import { STORE_TARGETS } from '../../helpers/stores.js';
+import { serviceData, type ServiceData } from '../../helpers/service-on-dir.js';
+import { STORE_TARGETS, type StoreTarget } from '../../helpers/stores.js';
 
 /**
  * A metadata load whose answer can no longer come (the Service that sent it stopped or died, or
@@ -43,14 +43,15 @@ async function startLoad(svc: TestService, agent: TestAgent, loads: Incoming[]):
   return base;
 }
 
-/** The next call (without agentId, as a polling client repeats it) sends the load again, and the poll then ends with the metadata. */
-async function expectSentAgain(svc: TestService, base: string, loads: Incoming[]): Promise<void> {
+/** The Agent comes back on `svc` (a new channel that answers); the next call (without agentId, as a polling client repeats it) sends the load again, and the poll then ends with the metadata. */
+async function expectSentAgain(svc: TestService, agent: TestAgent, base: string): Promise<void> {
+  const back = await agentOn(svc, agent, true);
   const next = await svc.request<Problem>('GET', `${base}/entitynames`);
   expect(next.status).toBe(404);
   expect(next.body.code).toBe('API_METADATA_LOADING');
   // Sent by that call itself, not by a time-out: the Agent has the command before any other call.
-  await until(async () => (loads.length === 1 ? true : undefined), 'the load to be sent again', 5_000);
-  expect(loads[0]).toMatchObject({ type: 'loadMetadata', connectionId: base.split('/').pop() });
+  await until(async () => (back.loads.length === 1 ? true : undefined), 'the load to be sent again', 5_000);
+  expect(back.loads[0]).toMatchObject({ type: 'loadMetadata', connectionId: base.split('/').pop() });
   const names = await until(async () => {
     const r = await svc.request<string[]>('GET', `${base}/entitynames`);
     return r.status === 200 ? r.body : undefined;
@@ -58,75 +59,78 @@ async function expectSentAgain(svc: TestService, base: string, loads: Incoming[]
   expect(names).toEqual(['customers']);
   const reqs = await svc.request<Array<{ state: string }>>('GET', `${base}/metadatarequests`);
   expect(reqs.body.map((r) => r.state)).toEqual(['Completed', 'Failed']);
+  await back.ch.close();
+}
+
+/** `expectSentAgain` on a next Service started on the same data. */
+async function expectSentAgainByNext(data: ServiceData, agent: TestAgent, base: string): Promise<void> {
+  const next = await data.start();
+  try {
+    await expectSentAgain(next, agent, base);
+  } finally {
+    await next.close();
+  }
+}
+
+/** What a test of a lost load starts from. */
+interface LostLoad {
+  data: ServiceData;
+  /** The Service the load went out on. */
+  first: TestService;
+  /** Closes `first` (once: the test may close it itself before the end). */
+  closeFirst: () => Promise<void>;
+  agent: TestAgent;
+  /** The channel the load went out on, which never answers it. */
+  channel: TestChannel;
+  /** The Connection's path. */
+  base: string;
+}
+
+/**
+ * Runs `test` on a fresh data folder with a Service started on it, an Agent on that Service, and
+ * a Connection whose first load went out to the Agent; then closes the channel and the Service
+ * and removes the data.
+ */
+async function withLostLoad(target: StoreTarget, test: (lost: LostLoad) => Promise<void>): Promise<void> {
+  const data = await serviceData(target, { cloudAgents: 'off' });
+  try {
+    const first = await data.start();
+    let closing: Promise<void> | undefined;
+    const closeFirst = (): Promise<void> => (closing ??= first.close());
+    try {
+      const agent = await registerTestAgent(first);
+      const old = await agentOn(first, agent, false);
+      const base = await startLoad(first, agent, old.loads);
+      try {
+        await test({ data, first, closeFirst, agent, channel: old.ch, base });
+      } finally {
+        await old.ch.close();
+      }
+    } finally {
+      await closeFirst();
+    }
+  } finally {
+    await data.dispose();
+  }
 }
 
 describe.each(STORE_TARGETS)('a metadata load whose answer is lost, on $name', (target) => {
   it('is sent again at once after the Service restarted and the Agent reconnected', async () => {
-    const data = await serviceData(target, { cloudAgents: 'off' });
-    try {
-      const first = await data.start();
-      const agent = await registerTestAgent(first);
-      const old = await agentOn(first, agent, false);
-      const base = await startLoad(first, agent, old.loads);
-      await first.close();
-      await old.ch.closed;
-
-      const second = await data.start();
-      try {
-        const back = await agentOn(second, agent, true);
-        await expectSentAgain(second, base, back.loads);
-        await back.ch.close();
-      } finally {
-        await second.close();
-      }
-    } finally {
-      await data.dispose();
-    }
+    await withLostLoad(target, async ({ data, closeFirst, agent, channel, base }) => {
+      await closeFirst();
+      await channel.closed;
+      await expectSentAgainByNext(data, agent, base);
+    });
   }, 60_000);
 
   it('is sent again at once when the Service that sent it died without recording anything', async () => {
-    const data = await serviceData(target, { cloudAgents: 'off' });
-    try {
-      // The first Service stops serving but never closes, as a killed process: its request stays
-      // Requested in the store, and no process left holds the load.
-      const dead = await data.start();
-      const agent = await registerTestAgent(dead);
-      const old = await agentOn(dead, agent, false);
-      const base = await startLoad(dead, agent, old.loads);
-
-      const second = await data.start();
-      try {
-        const back = await agentOn(second, agent, true);
-        await expectSentAgain(second, base, back.loads);
-        await back.ch.close();
-      } finally {
-        await second.close();
-        await old.ch.close();
-        await dead.close();
-      }
-    } finally {
-      await data.dispose();
-    }
+    // The first Service stops serving but never closes, as a killed process: its request stays
+    // Requested in the store, and no process left holds the load.
+    await withLostLoad(target, ({ data, agent, base }) => expectSentAgainByNext(data, agent, base));
   }, 60_000);
 
   it('is sent again at once when the Agent reconnected to the same Service', async () => {
-    const data = await serviceData(target, { cloudAgents: 'off' });
-    try {
-      const svc = await data.start();
-      try {
-        const agent = await registerTestAgent(svc);
-        const old = await agentOn(svc, agent, false);
-        const base = await startLoad(svc, agent, old.loads);
-        // The Agent's new channel replaces the one the load went out on.
-        const back = await agentOn(svc, agent, true);
-        await expectSentAgain(svc, base, back.loads);
-        await back.ch.close();
-        await old.ch.close();
-      } finally {
-        await svc.close();
-      }
-    } finally {
-      await data.dispose();
-    }
+    // The Agent's new channel replaces the one the load went out on.
+    await withLostLoad(target, ({ first, agent, base }) => expectSentAgain(first, agent, base));
   }, 60_000);
 });
