@@ -1,4 +1,5 @@
 import os from 'node:os';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { bearer, ChannelClient } from '../channel/client.js';
 import { Outbox } from '../channel/outbox.js';
@@ -15,7 +16,8 @@ import { ConnectorInstaller } from './connector-installer.js';
 import { ConnectorHost } from '../connectors/host.js';
 import type { AgentConfig } from './config.js';
 import { computeFingerprint, readMachineId } from './fingerprint.js';
-import { readInstanceConfig, type InstanceConfig, type InstancePaths } from './home.js';
+import { readInstanceConfig, secureInstance, type InstanceConfig, type InstancePaths } from './home.js';
+import { touchPrivate } from '../util/private-files.js';
 import { CONFIG_EXIT_CODE, RestartController } from './restart.js';
 import { StatusMachine } from './status.js';
 import { MemoryWatchdog } from './watchdog.js';
@@ -66,6 +68,9 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       { details: { dir: paths.dir, agentId: instance.agentId } },
     );
   }
+  // Before anything opens its files: an instance folder left readable by an older version (or by
+  // hand) is closed to other users, and the log says so once.
+  const repair = secureInstance(path.dirname(paths.dir), paths);
   const logger =
     opts.logger ??
     (await createAgentLogger({
@@ -77,6 +82,14 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       stdout: config.logStdout,
     }));
   const log = logger.log.child({ component: 'agent' });
+  if (repair.repaired.length > 0 || repair.failed.length > 0 || repair.truncated) {
+    log.warn(
+      { repaired: repair.repaired.length, examples: repair.repaired.slice(0, 5), failed: repair.failed.slice(0, 5), truncated: repair.truncated },
+      `closed ${repair.repaired.length} files and folders of the Agent's home to other users of this host${repair.failed.length > 0 ? `; ${repair.failed.length} could not be changed` : ''}`,
+    );
+  }
+  // The outbox holds reports with record data: 0600 before SQLite opens it, so -wal and -shm are too.
+  touchPrivate(paths.outbox);
   const outbox = new Outbox(paths.outbox);
   const status = new StatusMachine('Running');
   const work = new WorkRegistry();

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { FerryError } from '../errors/ferry-error.js';
+import { closeTree, mkdirPrivate, PRIVATE_DIR_MODE, type TreeRepair } from '../util/private-files.js';
 
 /**
  * The home folder holds one folder per installed instance, `ferry-agent-<n>/`, numbered in
@@ -13,6 +14,11 @@ import { FerryError } from '../errors/ferry-error.js';
  *                        logs/          rolling log files
  *                        connectors/    installed Connector plugins
  *                        agent.pid      PID of the running `ferry agent run`, while it runs
+ *
+ * Everything in an instance folder is its Agent's alone (folders 0700, files 0600): the outbox and
+ * failed-record store hold customer records, and debug logs may too. The home is 0700 when
+ * created; `--user` installs open it to traversal only (0711) so a dedicated account reaches its
+ * own instance folder.
  */
 
 export const INSTANCE_PREFIX = 'ferry-agent-';
@@ -99,7 +105,7 @@ export function listInstances(home: string): InstancePaths[] {
  * `recursive` is atomic, so two installs at once never claim the same number.
  */
 export function claimInstanceFolder(home: string): InstancePaths {
-  fs.mkdirSync(home, { recursive: true, mode: 0o755 });
+  mkdirPrivate(home);
   const taken = fs
     .readdirSync(home)
     .map((name) => INSTANCE_RE.exec(name))
@@ -108,14 +114,53 @@ export function claimInstanceFolder(home: string): InstancePaths {
   for (let n = Math.max(0, ...taken) + 1; ; n++) {
     const paths = instancePaths(home, n);
     try {
-      fs.mkdirSync(paths.dir, { mode: 0o750 });
+      fs.mkdirSync(paths.dir, { mode: PRIVATE_DIR_MODE });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw err;
     }
-    for (const sub of [paths.data, paths.logs, paths.connectors]) fs.mkdirSync(sub, { mode: 0o750 });
+    for (const sub of [paths.data, paths.logs, paths.connectors]) fs.mkdirSync(sub, { mode: PRIVATE_DIR_MODE });
     return paths;
   }
+}
+
+/** Read and write bits of group and other: a home keeps its traverse bits (see {@link openHomeToServiceAccounts}). */
+const HOME_OPEN_BITS = 0o066;
+
+/**
+ * Closes an instance folder, and everything in it, to other users of the host, as an Agent does
+ * at start: group and other bits are removed below the instance folder (symbolic links such as
+ * `connectors/node_modules` are neither followed nor changed; the walk is bounded), and group and
+ * other read and write bits from the home when this process owns it. Paths are relative to the home.
+ */
+export function secureInstance(home: string, paths: InstancePaths): TreeRepair {
+  const result = { repaired: [] as string[], failed: [] as Array<{ path: string; reason: string }>, truncated: false };
+  if (process.platform === 'win32') return result;
+  const stat = fs.lstatSync(home);
+  const owned = typeof process.getuid !== 'function' || stat.uid === process.getuid();
+  if (owned && stat.isDirectory() && (stat.mode & HOME_OPEN_BITS) !== 0) {
+    try {
+      fs.chmodSync(home, stat.mode & 0o7777 & ~HOME_OPEN_BITS);
+      result.repaired.push('.');
+    } catch (err) {
+      result.failed.push({ path: '.', reason: (err as NodeJS.ErrnoException).code ?? String(err) });
+    }
+  }
+  const inner = closeTree(paths.dir);
+  const rel = (p: string) => (p === '.' ? paths.serviceName : path.join(paths.serviceName, p));
+  result.repaired.push(...inner.repaired.map(rel));
+  result.failed.push(...inner.failed.map((f) => ({ path: rel(f.path), reason: f.reason })));
+  result.truncated = inner.truncated;
+  return result;
+}
+
+/**
+ * Lets other accounts pass through the home (0711: enter, not list), for an instance that runs as
+ * a dedicated account while root owns the home; the instance folders themselves stay 0700.
+ */
+export function openHomeToServiceAccounts(home: string): void {
+  if (process.platform === 'win32') return;
+  fs.chmodSync(home, (fs.statSync(home).mode & 0o7777) | 0o011);
 }
 
 /** The default Agent name: the machine name for the first instance, `<machine> <n>` for later ones. */

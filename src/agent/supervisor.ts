@@ -119,7 +119,7 @@ export function runningPid(paths: InstancePaths): number | undefined {
 function acquirePidFile(paths: InstancePaths): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      fs.writeFileSync(paths.pidFile, `${process.pid}\n`, { flag: 'wx', mode: 0o644 });
+      fs.writeFileSync(paths.pidFile, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
       return () => {
         try {
           if (fs.readFileSync(paths.pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(paths.pidFile, { force: true });

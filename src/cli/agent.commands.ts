@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildAgent } from '../agent/build-agent.js';
 import { parseAgentConfig, type AgentConfig } from '../agent/config.js';
-import { listInstances, publicInstanceConfig, readInstanceConfig, resolveInstance, type InstancePaths } from '../agent/home.js';
+import { listInstances, openHomeToServiceAccounts, publicInstanceConfig, readInstanceConfig, resolveInstance, type InstancePaths } from '../agent/home.js';
 import { installInstance, removeInstance } from '../agent/install.js';
 import { CONFIG_EXIT_CODE } from '../agent/restart.js';
 import { runningPid, supervise } from '../agent/supervisor.js';
@@ -63,7 +63,11 @@ export async function agentInstall(argv: string[], env: NodeJS.ProcessEnv): Prom
   const config = configFrom(values, env);
   const { paths, config: instance } = await installInstance({ home: config.home, key: values.key, serviceUrl: values.service, name: values.name, version: packageVersion() });
   say(`Installed Agent "${instance.name}" (${instance.agentId}) as ${paths.serviceName} in ${paths.dir}`);
-  if (values.user) chownTree(paths.dir, values.user);
+  if (values.user) {
+    chownTree(paths.dir, values.user);
+    // The home is root's and 0700; the service account must pass through it to its own folder.
+    openHomeToServiceAccounts(config.home);
+  }
   if (values['no-service'] || !systemdAvailable()) {
     say(values['no-service'] ? 'No service unit written (--no-service).' : 'No systemd on this machine: no service unit written.');
     say(`Run it with: ferry agent run --home ${config.home} --instance ${paths.number}`);

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { FerryError } from '../errors/ferry-error.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../util/private-files.js';
 
 /**
  * A Connector package: a gzip-compressed POSIX tar (ustar) of a plugin folder — `manifest.json`
@@ -71,13 +72,13 @@ export function unpackFiles(tgz: Buffer): PackageFile[] {
   return files;
 }
 
-/** Writes unpacked files under `dir` (which must not exist yet). */
+/** Writes unpacked files under `dir` (which must not exist yet), private to the Agent's user like the rest of its home. */
 export async function writeFiles(dir: string, files: readonly PackageFile[]): Promise<void> {
-  await fs.mkdir(dir, { recursive: false, mode: 0o750 });
+  await fs.mkdir(dir, { recursive: false, mode: PRIVATE_DIR_MODE });
   for (const f of files) {
     const target = path.join(dir, ...f.name.split('/'));
-    await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o750 });
-    await fs.writeFile(target, f.data, { mode: 0o640, flag: 'wx' });
+    await fs.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
+    await fs.writeFile(target, f.data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
   }
 }
 

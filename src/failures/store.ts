@@ -3,13 +3,13 @@
  * folder). One row per failed source record, holding the source fields the Map references, so a
  * marked record is reprocessed once from this copy without reading the source again.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run.js';
+import { mkdirPrivate, touchPrivate } from '../util/private-files.js';
 
 export interface StoredFailedRecord {
   id: string;
@@ -70,8 +70,11 @@ export class FailedRecordStore implements FailedRecordSink {
   constructor(folder: string, opts: { now?: () => Date } = {}) {
     this.now = opts.now ?? (() => new Date());
     try {
-      fs.mkdirSync(folder, { recursive: true });
-      this.db = new Database(path.join(folder, FAILED_RECORDS_FILE));
+      // Customer source records: the file is made 0600 before SQLite opens it, whose -wal and -shm take its mode.
+      mkdirPrivate(folder);
+      const file = path.join(folder, FAILED_RECORDS_FILE);
+      touchPrivate(file);
+      this.db = new Database(file);
       this.db.pragma('journal_mode = WAL');
       this.db.exec(`CREATE TABLE IF NOT EXISTS failed_records (
         id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, map_id INTEGER, map_name TEXT NOT NULL, entity TEXT NOT NULL,

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import pino, { type Level, type Logger, type StreamEntry } from 'pino';
 import roll from 'pino-roll';
+import { mkdirPrivate, PRIVATE_FILE_MODE } from '../util/private-files.js';
 
 /** Paths pino removes from every line: the Agent's secret, bearer headers, installation keys, tokens. */
 export const AGENT_REDACT_PATHS = [
@@ -54,6 +55,7 @@ export interface AgentLogger {
  * every line written before it.
  */
 export async function createAgentLogger(opts: AgentLoggerOptions): Promise<AgentLogger> {
+  mkdirPrivate(opts.logsDir);
   const file = await roll({
     file: path.join(opts.logsDir, LOG_FILE_BASE),
     extension: '.log',
@@ -62,6 +64,9 @@ export async function createAgentLogger(opts: AgentLoggerOptions): Promise<Agent
     size: opts.maxSize,
     limit: { count: opts.files, removeOtherLogFiles: true },
     mkdir: true,
+    // Passed on to sonic-boom, which opens every file (the first and each rolled one) with it:
+    // lines may carry record data at debug level.
+    mode: PRIVATE_FILE_MODE,
   });
   // The file opens asynchronously; until it has, a flush would write nothing.
   if (file.fd < 0) await once(file, 'ready');

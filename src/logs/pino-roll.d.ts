@@ -11,6 +11,8 @@ declare module 'pino-roll' {
     limit?: { count?: number; removeOtherLogFiles?: boolean };
     dateFormat?: string;
     mkdir?: boolean;
+    /** Mode of the files sonic-boom creates. */
+    mode?: number;
     sync?: boolean;
     fsync?: boolean;
     minLength?: number;

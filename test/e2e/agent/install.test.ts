@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { computeFingerprint, readMachineId } from '../../../src/agent/fingerprint.js';
-import { ferry, ferryDone, install, killAll, provisionKey, serviceUnderTest, untilStatus, type ServiceUnderTest } from './harness.js';
+import { ferry, ferryDone, install, killAll, provisionKey, serviceUnderTest, until, untilStatus, type ServiceUnderTest } from './harness.js';
 
 describe('ferry agent install, status, run and uninstall against a real Service', () => {
   let sut: ServiceUnderTest;
@@ -57,6 +57,55 @@ describe('ferry agent install, status, run and uninstall against a real Service'
     const removed = await ferryDone(['agent', 'uninstall', '--home', home, '--instance', '3']);
     expect(removed.code).toBe(0);
     expect(fs.existsSync(three.dir)).toBe(false);
+  });
+
+  it('keeps everything the Agent writes private, and repairs a home left readable by other users at start, saying so once', { timeout: 180_000 }, async () => {
+    const privHome = path.join(sut.dataDir, 'private');
+    const inst = await install(sut, privHome);
+    const modeOf = (p: string) => fs.statSync(p).mode & 0o777;
+    const modes = (paths: string[]) => Object.fromEntries(paths.map((p) => [path.relative(privHome, p), modeOf(p)]));
+    const folders = [privHome, inst.dir, ...['data', 'logs', 'connectors'].map((s) => path.join(inst.dir, s))];
+    const files = () => [
+      path.join(inst.dir, 'config.json'),
+      ...['', '-wal', '-shm'].map((s) => path.join(inst.dir, 'data', `outbox.db${s}`)),
+      ...fs.readdirSync(path.join(inst.dir, 'logs')).map((n) => path.join(inst.dir, 'logs', n)),
+    ];
+    const warnings = () =>
+      fs
+        .readdirSync(path.join(inst.dir, 'logs'))
+        .flatMap((n) => fs.readFileSync(path.join(inst.dir, 'logs', n), 'utf8').split('\n'))
+        .filter((l) => l.includes('to other users of this host'));
+    const runUntilRunning = async () => {
+      const run = ferry(['agent', 'run', '--home', privHome]);
+      await untilStatus(sut, inst.agentId, 'Running');
+      // The outbox has written (status reports): its -wal and -shm exist while the Agent runs.
+      await until('the outbox WAL files', () => (fs.existsSync(path.join(inst.dir, 'data', 'outbox.db-shm')) ? true : undefined));
+      return run;
+    };
+
+    const first = await runUntilRunning();
+    expect(modes(folders)).toEqual(Object.fromEntries(folders.map((p) => [path.relative(privHome, p), 0o700])));
+    expect(files().filter((f) => f.endsWith('.log')).length).toBeGreaterThan(0);
+    expect(modes(files())).toEqual(Object.fromEntries(files().map((p) => [path.relative(privHome, p), 0o600])));
+    expect(modeOf(path.join(inst.dir, 'agent.pid'))).toBe(0o600);
+    expect(warnings()).toEqual([]);
+    expect(await first.stop()).toBe(0);
+
+    // As an older version left it: folders 0755, files 0644.
+    for (const p of folders) fs.chmodSync(p, 0o755);
+    for (const p of files().filter((f) => fs.existsSync(f))) fs.chmodSync(p, 0o644);
+    const second = await runUntilRunning();
+    expect(modeOf(privHome)).toBe(0o711);
+    expect(modes(folders.slice(1))).toEqual(Object.fromEntries(folders.slice(1).map((p) => [path.relative(privHome, p), 0o700])));
+    expect(modes(files())).toEqual(Object.fromEntries(files().map((p) => [path.relative(privHome, p), 0o600])));
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatch(/"level":40.*closed \d+ files and folders of the Agent's home to other users of this host/);
+    expect(await second.stop()).toBe(0);
+
+    // Nothing left to repair: no second warning.
+    const third = await runUntilRunning();
+    expect(warnings()).toHaveLength(1);
+    expect(await third.stop()).toBe(0);
   });
 
   it('refuses a used installation key and leaves no folder behind', { timeout: 120_000 }, async () => {

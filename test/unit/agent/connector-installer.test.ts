@@ -79,6 +79,10 @@ describe('the Agent\'s Connector installer', () => {
     expect(fs.readlinkSync(path.join(dir, 'node_modules'))).toMatch(/node_modules$/);
     const last = reports.at(-1);
     expect(last).toMatchObject({ kind: 'connectorInstall', operation: 'install', installed: [{ connectorId: ID, version: '1.0.0' }] });
+    // The plugin's folder and files are the Agent's user's alone, like the rest of its home.
+    const plugin = path.join(dir, pluginFolders()[0] as string);
+    expect(fs.statSync(plugin).mode & 0o777).toBe(0o700);
+    for (const f of fs.readdirSync(plugin)) expect({ f, mode: fs.statSync(path.join(plugin, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 });
   });
 
   it('installs nothing from a package whose checksum or manifest is wrong, and keeps the version it had', async () => {

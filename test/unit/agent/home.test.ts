@@ -6,10 +6,13 @@ import {
   claimInstanceFolder,
   defaultAgentName,
   defaultHome,
+  instancePaths,
   listInstances,
+  openHomeToServiceAccounts,
   publicInstanceConfig,
   readInstanceConfig,
   resolveInstance,
+  secureInstance,
   writeInstanceConfig,
   type InstanceConfig,
 } from '../../../src/agent/home.js';
@@ -26,6 +29,8 @@ const sample = (serviceName: string): InstanceConfig => ({
   createdAt: '2025-01-01T00:00:00.000Z',
 });
 
+const modeOf = (p: string) => fs.statSync(p).mode & 0o777;
+
 describe('instance folders', () => {
   let home: string;
   beforeEach(() => {
@@ -38,6 +43,56 @@ describe('instance folders', () => {
     const second = claimInstanceFolder(home);
     expect([first.serviceName, second.serviceName]).toEqual(['ferry-agent-1', 'ferry-agent-2']);
     for (const sub of ['data', 'logs', 'connectors']) expect(fs.statSync(path.join(second.dir, sub)).isDirectory()).toBe(true);
+  });
+
+  it('creates the home and every instance folder private (0700), with config.json 0600', () => {
+    const fresh = path.join(home, 'new', 'agents');
+    const paths = claimInstanceFolder(fresh);
+    writeInstanceConfig(paths, sample(paths.serviceName));
+    for (const dir of [fresh, paths.dir, paths.data, paths.logs, paths.connectors]) expect({ dir, mode: modeOf(dir) }).toEqual({ dir, mode: 0o700 });
+    expect(modeOf(paths.config)).toBe(0o600);
+    // Parents are shared places (~/.local/share, /var/lib/ferry): they keep the usual modes.
+    expect(modeOf(path.join(home, 'new')) & 0o055).toBe(0o055 & ~process.umask());
+  });
+
+  it('repairs an instance left readable by other users, without following symbolic links, and says nothing the second time', () => {
+    const paths = claimInstanceFolder(home);
+    writeInstanceConfig(paths, sample(paths.serviceName));
+    const outside = path.join(os.tmpdir(), `ferry-outside-${process.pid}`);
+    fs.writeFileSync(outside, '', { mode: 0o644 });
+    fs.chmodSync(outside, 0o644);
+    try {
+      const plugin = path.join(paths.connectors, 'csv-1.0.0-abc');
+      fs.mkdirSync(plugin);
+      fs.writeFileSync(path.join(plugin, 'index.mjs'), '');
+      fs.symlinkSync(outside, path.join(paths.connectors, 'node_modules'));
+      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(paths.logs, 'agent.2025-01-01.1.log')]) fs.writeFileSync(f, '');
+      for (const d of [home, paths.dir, paths.data, paths.logs, paths.connectors, plugin]) fs.chmodSync(d, 0o755);
+      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(paths.logs, 'agent.2025-01-01.1.log'), path.join(plugin, 'index.mjs'), paths.config]) fs.chmodSync(f, 0o644);
+
+      const repair = secureInstance(home, paths);
+      expect(repair.failed).toEqual([]);
+      expect(repair.repaired).toContain('.');
+      expect(repair.repaired).toContain(path.join('ferry-agent-1', 'data', 'outbox.db-wal'));
+      expect(repair.repaired).toHaveLength(11);
+      // The home keeps its traverse bits: an instance run by a dedicated account passes through it.
+      expect(modeOf(home)).toBe(0o711);
+      for (const d of [paths.dir, paths.data, paths.logs, paths.connectors, plugin]) expect({ d, mode: modeOf(d) }).toEqual({ d, mode: 0o700 });
+      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(plugin, 'index.mjs'), paths.config]) expect({ f, mode: modeOf(f) }).toEqual({ f, mode: 0o600 });
+      expect(modeOf(outside)).toBe(0o644);
+      expect(secureInstance(home, paths)).toEqual({ repaired: [], failed: [], truncated: false });
+    } finally {
+      fs.rmSync(outside, { force: true });
+    }
+  });
+
+  it('opens the home to traversal only for an instance run by a dedicated account', () => {
+    const paths = claimInstanceFolder(home);
+    fs.chmodSync(home, 0o700);
+    openHomeToServiceAccounts(home);
+    expect(modeOf(home)).toBe(0o711);
+    expect(modeOf(paths.dir)).toBe(0o700);
+    expect(instancePaths(home, 1).dir).toBe(paths.dir);
   });
 
   it('never reuses a number below a later instance, and skips folders taken concurrently', () => {

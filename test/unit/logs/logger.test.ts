@@ -52,4 +52,21 @@ describe('the Agent logger', () => {
     expect(files.length).toBeGreaterThan(1);
     expect(files.length).toBeLessThanOrEqual(3);
   });
+
+  it('creates its folder and every log file, rolled ones included, readable by the Agent\'s user only', async () => {
+    const logsDir = path.join(dir, 'logs');
+    const { log, flush, close } = await createAgentLogger({ logsDir, level: 'debug', agentId: 'a', maxSize: '1k', files: 5, stdout: false });
+    for (let i = 0; i < 30; i++) {
+      log.debug({ i, record: 'x'.repeat(100) }, 'record data at debug level');
+      flush();
+      await new Promise((r) => setImmediate(r));
+    }
+    const deadline = Date.now() + 3000;
+    while (fs.readdirSync(logsDir).filter((n) => n.endsWith('.log')).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await close();
+    const files = fs.readdirSync(logsDir).filter((n) => n.endsWith('.log'));
+    expect(files.length).toBeGreaterThan(1);
+    expect(fs.statSync(logsDir).mode & 0o777).toBe(0o700);
+    for (const f of files) expect({ f, mode: fs.statSync(path.join(logsDir, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 });
+  });
 });
