@@ -17,6 +17,20 @@ import {
   type QueryResult,
 } from 'kysely';
 
+/** SQLite's SQL, adapter and introspection, as Kysely's own SQLite dialect has them; subclasses bring the driver. */
+export abstract class SqliteDialectBase implements Dialect {
+  abstract createDriver(): Driver;
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
+
 /**
  * The Service's SQLite dialect: one connection that writes and one that only reads.
  *
@@ -36,23 +50,16 @@ import {
  * A read never sees a transaction's uncommitted rows (it would have waited for them before), and
  * a write made earlier by the same request is committed before the next statement, so it is seen.
  */
-export class SqliteReadWriteDialect implements Dialect {
+export class SqliteReadWriteDialect extends SqliteDialectBase {
   /** Held by whoever writes: shared with the write worker's dialect (sqlite-worker-dialect.ts). */
   readonly mutex = new Mutex();
 
-  constructor(private readonly databases: { writer: SQLite.Database; reader: SQLite.Database }) {}
+  constructor(private readonly databases: { writer: SQLite.Database; reader: SQLite.Database }) {
+    super();
+  }
 
   createDriver(): Driver {
     return new ReadWriteDriver(this.databases.writer, this.databases.reader, this.mutex);
-  }
-  createQueryCompiler(): QueryCompiler {
-    return new SqliteQueryCompiler();
-  }
-  createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
-  }
-  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
-    return new SqliteIntrospector(db);
   }
 }
 

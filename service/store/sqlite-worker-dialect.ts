@@ -1,20 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import {
-  CompiledQuery,
-  SqliteAdapter,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-  type DatabaseConnection,
-  type DatabaseIntrospector,
-  type Dialect,
-  type DialectAdapter,
-  type Driver,
-  type Kysely,
-  type QueryCompiler,
-  type QueryResult,
-} from 'kysely';
-import type { Mutex } from './sqlite-dialect.js';
+import { CompiledQuery, type DatabaseConnection, type Driver, type QueryResult } from 'kysely';
+import { SqliteDialectBase, type Mutex } from './sqlite-dialect.js';
 
 /**
  * A SQLite dialect whose statements run on a worker thread's own connection, for long write
@@ -33,20 +20,13 @@ import type { Mutex } from './sqlite-dialect.js';
  * connections never contend for SQLite's write lock (a busy wait would block the event loop);
  * reads go on, on the Service's reader connection.
  */
-export class SqliteWorkerDialect implements Dialect {
-  constructor(private readonly opts: { file: string; mutex: Mutex }) {}
+export class SqliteWorkerDialect extends SqliteDialectBase {
+  constructor(private readonly opts: { file: string; mutex: Mutex }) {
+    super();
+  }
 
   createDriver(): Driver {
     return new WorkerDriver(this.opts.file, this.opts.mutex);
-  }
-  createQueryCompiler(): QueryCompiler {
-    return new SqliteQueryCompiler();
-  }
-  createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
-  }
-  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
-    return new SqliteIntrospector(db);
   }
 }
 
