@@ -46,12 +46,13 @@ export interface TreeRepair {
 }
 
 /**
- * Removes group and other permission bits from `root` and everything below it. Symbolic links
- * are neither followed nor changed, and at most `maxEntries` entries are looked at, so a tree
- * that is huge or points elsewhere cannot stall a start. On Windows, where modes do not govern
- * access, nothing is done.
+ * Removes group and other permission bits from `root` and everything below it (or, with
+ * `descend`, below the folders it names: a path relative to the root). Symbolic links are neither
+ * followed nor changed, and at most `maxEntries` entries are looked at, so a tree that is huge or
+ * points elsewhere cannot stall a start. On Windows, where modes do not govern access, nothing is done.
  */
-export function closeTree(root: string, opts: { maxEntries?: number } = {}): TreeRepair {
+export function closeTree(root: string, opts: { maxEntries?: number; descend?: (rel: string) => boolean } = {}): TreeRepair {
+  const descend = opts.descend ?? ((): boolean => true);
   const result = { repaired: [] as string[], failed: [] as Array<{ path: string; reason: string }>, truncated: false };
   if (process.platform === 'win32') return result;
   const maxEntries = opts.maxEntries ?? 10_000;
@@ -87,7 +88,7 @@ export function closeTree(root: string, opts: { maxEntries?: number } = {}): Tre
       }
       if (stat.isSymbolicLink()) continue;
       close(child, stat);
-      if (stat.isDirectory()) walk(child);
+      if (stat.isDirectory() && descend(child)) walk(child);
       if (result.truncated) return;
     }
   };
