@@ -18,7 +18,7 @@ import {
 } from '../../src/protocol/channel.js';
 import type { z } from 'zod';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
-import { notConnected, type AgentCommand } from './command-bus.js';
+import { notConnected, type AgentCommand } from './agent-command.js';
 
 /** The part of a `ws` WebSocket a session uses (a stand-in implements it in unit tests). */
 export interface ChannelSocket {

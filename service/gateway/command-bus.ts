@@ -1,9 +1,7 @@
-import type { ServiceRequest } from '../../src/protocol/channel.js';
-import { FerryError } from '../../src/errors/ferry-error.js';
+import { notConnected, type AgentCommand } from './agent-command.js';
 import type { AgentSession } from './agent-session.js';
 
-/** A command to an Agent, without its message ID (the bus assigns one). */
-export type AgentCommand = ServiceRequest extends infer R ? (R extends { id: string } ? Omit<R, 'id'> : never) : never;
+export { notConnected, type AgentCommand } from './agent-command.js';
 
 /**
  * How the REST layer reaches an Agent: send a command, get its reply or a clear error.
@@ -83,6 +81,3 @@ export class LocalCommandBus implements CommandBus {
     this.registry.get(agentId)?.close(code, reason);
   }
 }
-
-export const notConnected = (agentId: string, detail = 'is not connected'): FerryError =>
-  new FerryError('AGT_NOT_CONNECTED', `Agent ${agentId} ${detail}; start it (or wait until its status is Running) and try again.`, { details: { agentId } });

@@ -1,4 +1,5 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { Flag } from '../util/values.js';
 
 /**
  * Table types of the Service store, in camelCase (the CamelCasePlugin maps them to snake_case
@@ -30,8 +31,8 @@ export interface Database {
   managedConnectorCustomers: ManagedConnectorCustomersTable;
 }
 
-/** 0 or 1. */
-export type Flag = number;
+/** 0 or 1: a boolean column (SQLite has no boolean type). */
+export type { Flag };
 
 export interface OrgsTable {
   id: Generated<number>;

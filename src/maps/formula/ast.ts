@@ -63,3 +63,9 @@ export type Expr = LiteralNode | FieldNode | UnaryNode | BinaryNode | CallNode;
 
 /** The reference text of a field, as field lists and examples write it: `Block.Field`. */
 export const fieldKey = (block: string, field: string): string => `${block}.${field}`;
+
+/** A field a formula reads: `Block.Field`. */
+export interface FieldRef {
+  readonly block: string;
+  readonly field: string;
+}

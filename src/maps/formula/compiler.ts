@@ -18,17 +18,14 @@
  * null.
  */
 import { findFunction, FORMULA_FUNCTIONS } from './catalogue.js';
-import type { Expr, FieldNode, Span } from './ast.js';
+import type { Expr, FieldNode, FieldRef, Span } from './ast.js';
 import { fieldKey } from './ast.js';
 import { LIBRARY_GLOBAL } from './library/index.js';
 import { WIRE_CHUNK } from './wire.js';
 import { formulaError } from './positions.js';
 
 /** A field a formula reads. */
-export interface FieldRef {
-  readonly block: string;
-  readonly field: string;
-}
+export type { FieldRef } from './ast.js';
 
 /**
  * Functions whose arguments are evaluated only when needed, so they are written inline rather

@@ -5,7 +5,7 @@
  */
 import { ERROR_CODES, type ErrorCode } from '../../errors/codes.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
-import type { FieldRef } from './compiler.js';
+import type { FieldRef } from './ast.js';
 import type { ErrorTuple } from './library/types.js';
 import { describePosition, positionOf } from './positions.js';
 
