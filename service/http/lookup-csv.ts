@@ -127,7 +127,7 @@ function lineBreaks(text: string): number {
 /**
  * Reads the comma-separated text of an import from a stream of text chunks into batches of at most
  * `batchSize` pairs, with the rules and errors of {@link parseLookupCsv}. The text is parsed a
- * slice of about 64 KiB at a time, cut at a record boundary, so memory holds one slice and one
+ * slice of about 16 KiB at a time, cut at a record boundary, so memory holds one slice and one
  * batch whatever the size of the import, and the caller can yield to the event loop between
  * batches. An error names the line in the whole text; batches already handed out must then be
  * discarded by the caller (the import writes them in a transaction it rolls back).

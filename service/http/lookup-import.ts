@@ -1,12 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { processAlive } from '../../src/util/process.js';
 import { mkdirPrivate } from '../store/data-dir.js';
 import { updateTable } from '../store/repos/lookup-tables.repo.js';
-import { countValues, deleteAllValuesInRanges, insertValues, nextSeq } from '../store/repos/lookup-values.repo.js';
+import { countValues, deleteAllValues, insertValues, nextSeq } from '../store/repos/lookup-values.repo.js';
 import type { Store } from '../store/store.js';
 import { nowIso } from '../util/values.js';
 import { readLookupCsv } from './lookup-csv.js';
@@ -15,8 +14,8 @@ import { tableNotFound } from './lookup-table-model.js';
 /**
  * A CSV import into a Lookup Table, in bounded memory and without holding up other requests:
  *
- *   request body ──► spool file (≤ FERRY_BODY_LIMIT, on disk) ──► 64 KiB slices ──► csv-parse
- *        ──► batches of IMPORT_BATCH_ROWS pairs ──► INSERT ──► next event-loop turn ──► …
+ *   request body ──► spool file (≤ FERRY_BODY_LIMIT, on disk) ──► 16 KiB slices ──► csv-parse
+ *        ──► batches of IMPORT_BATCH_ROWS pairs ──► INSERT (awaited: other requests run) ──► …
  *                        (one transaction from the first batch to COMMIT; on SQLite its
  *                         statements and COMMIT run on a worker thread: Store.bulkTransaction)
  *
@@ -25,7 +24,7 @@ import { tableNotFound } from './lookup-table-model.js';
  * nothing is imported and `replace=true` removes nothing, as before.
  */
 
-/** Pairs per INSERT of an import: one statement is a few milliseconds of the event loop. */
+/** Pairs per INSERT of an import: one statement, and one slice of parsing between two, is a few milliseconds. */
 export const IMPORT_BATCH_ROWS = 500;
 
 /** Characters of a JSON-borne CSV text handed to the reader at a time. */
@@ -142,9 +141,10 @@ export interface ImportOutcome {
 }
 
 /**
- * Reads the CSV and writes its pairs into the table in one transaction, a batch at a time, giving
- * the event loop a turn after each batch (and each range of a replace's delete), so other requests
- * are answered while an import of a million lines runs.
+ * Reads the CSV and writes its pairs into the table in one transaction, a batch at a time. Every
+ * statement is awaited I/O (PostgreSQL's server; on SQLite the worker thread of
+ * Store.bulkTransaction, the replace's DELETE and the COMMIT included), so other requests are
+ * answered between two batches while an import of a million lines runs.
  */
 export async function importCsv(store: Store, job: ImportJob): Promise<ImportOutcome> {
   const now = nowIso();
@@ -152,13 +152,12 @@ export async function importCsv(store: Store, job: ImportJob): Promise<ImportOut
   return store.bulkTransaction(async (tx) => {
     const found = await updateTable(tx, job.orgId, job.tableId, { lastModificationDate: now, modificationBy: job.modifiedBy });
     if (!found) throw tableNotFound(job.tableId);
-    const valuesRemoved = job.replace ? await deleteAllValuesInRanges(tx, job.tableId, () => nextTurn()) : 0;
+    const valuesRemoved = job.replace ? await deleteAllValues(tx, job.tableId) : 0;
     let seq = job.replace ? 0 : await nextSeq(tx, job.tableId);
     let valuesImported = 0;
     for await (const batch of readLookupCsv(job.chunks, job.hasHeaderRow, IMPORT_BATCH_ROWS)) {
       seq = await insertValues(tx, dialect, job.tableId, seq, batch, now);
       valuesImported += batch.length;
-      await nextTurn();
     }
     return { lookupTableId: job.tableId, valuesImported, valuesRemoved, valueCount: await countValues(tx, job.tableId) };
   });

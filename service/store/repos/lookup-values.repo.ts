@@ -94,20 +94,6 @@ export async function deleteAllValues(db: Db, tableId: string): Promise<number> 
   return Number(res.numDeletedRows);
 }
 
-/**
- * Deletes every value of a table a range of `rangeSize` seq numbers at a time, calling `between`
- * after each range: one DELETE of a million rows would hold the event loop for seconds on SQLite.
- */
-export async function deleteAllValuesInRanges(db: Db, tableId: string, between: () => Promise<unknown>, rangeSize = 5_000): Promise<number> {
-  let deleted = 0;
-  for await (const [from, to] of seqRanges(db, tableId, rangeSize)) {
-    const res = await db.deleteFrom('lookupTableValues').where('tableId', '=', tableId).where('seq', '>=', from).where('seq', '<', to).executeTakeFirst();
-    deleted += Number(res.numDeletedRows);
-    await between();
-  }
-  return deleted;
-}
-
 export async function countValues(db: Db, tableId: string): Promise<number> {
   const row = await db
     .selectFrom('lookupTableValues')
