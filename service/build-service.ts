@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { AgentCommands } from './agents/commands.js';
 import { issueInstallationKey } from './auth/agent-registration.js';
 import { LoginThrottle } from './auth/login-throttle.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
@@ -8,9 +9,9 @@ import type { ServiceConfig } from './config.js';
 import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
 import { AgentGateway } from './gateway/gateway.js';
 import { HeartbeatSweeper } from './gateway/sweeper.js';
-import { ConnectorCatalogue } from './connectors/catalogue.js';
-import { ConnectorInstalls } from './connectors/installs.js';
-import { PackageStore } from './connectors/package-store.js';
+import { ConnectorCatalogue } from './marketplace/catalogue.js';
+import { ConnectorInstalls } from './marketplace/installs.js';
+import { PackageStore } from './marketplace/package-store.js';
 import { buildApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
@@ -71,7 +72,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const boot = await bootstrap(store, secrets, config);
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
-    const commands = new LocalCommandBus(registry);
+    const commands = new AgentCommands(new LocalCommandBus(registry));
     const logArchives = new LogArchiveFiles(config.dataDir);
     const supervisor =
       config.cloudAgents === 'on'

@@ -15,7 +15,7 @@ import { nowIso } from '../util/values.js';
 import { AgentSession, type SessionHandlers } from './agent-session.js';
 import { heartbeatPatch, helloPatch, reportPatch } from './agent-state.js';
 import type { SessionRegistry } from './command-bus.js';
-import { applyInstallReport } from '../connectors/installs.js';
+import { applyInstallReport } from '../marketplace/installs.js';
 
 export interface GatewayOptions {
   store: Store;

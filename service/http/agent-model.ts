@@ -33,9 +33,6 @@ export function agentBearer(db: Db): { onRequest: (req: FastifyRequest) => Promi
   };
 }
 
-/** Time a command to an Agent may take to be acknowledged (the work itself goes on after). */
-export const COMMAND_TIMEOUT_MS = 10_000;
-
 /**
  * The status the API shows. The stored status is the last one the Agent stated; while it says
  * Running but its channel is gone (a frozen process, a pulled cable, a Service restart it has not

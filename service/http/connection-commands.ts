@@ -10,8 +10,6 @@ import { cryptoTokenOf } from './connection-model.js';
 import type { ServiceDeps } from './deps.js';
 import type { TestStatus } from './schemas/connection.schema.js';
 
-/** How long an Agent may take to test a Connection or run a preconnect step (the plugin's own time-out is 60 s). */
-export const TEST_TIMEOUT_MS = 90_000;
 /** Test and preconnect results are kept this long after they were requested. */
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -41,7 +39,7 @@ export async function startConnectionCommand(
   await insertConnectionTest(db, { id, orgId, agentId: agent.id, connectionId: what.connectionId, name: what.name, status: 'Requested', reply: null, requestedAt: nowIso(), completedAt: null, kind: what.kind });
   log.info({ commandId: id, kind: what.kind, agentId: agent.id, connectionId: what.connectionId, connectorId: command.connectorId }, `${what.kind} requested`);
   void deps.agents.commands
-    .send(agent.id, command, TEST_TIMEOUT_MS)
+    .send(agent.id, command)
     .then(
       (result) => outcome(deps, result),
       (err: unknown) => ({ reply: failure(err), replyData: null }),

@@ -4,7 +4,7 @@ import type { SecretBox } from '../crypto/master-key.js';
 import { decryptProperty, encryptProperty } from '../crypto/connection-crypto.js';
 import type { Db } from '../store/sql.js';
 import type { ConnectionRow, OrgRow } from '../store/schema.js';
-import { protectedKeys, type ConnectorCatalogue } from '../connectors/catalogue.js';
+import { protectedKeys, type ConnectorCatalogue } from '../marketplace/catalogue.js';
 import type { Connection, ConnectionInput } from './schemas/connection.schema.js';
 
 /** Plain property values by the Connector's property names. */

@@ -2,8 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceConfig } from '../config.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { SecretBox } from '../crypto/master-key.js';
-import type { ConnectorInstalls } from '../connectors/installs.js';
-import type { AgentRuntime } from '../gateway/runtime.js';
+import type { ConnectorInstalls } from '../marketplace/installs.js';
+import type { AgentRuntime } from '../agents/runtime.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
 

@@ -1,4 +1,4 @@
-import { preinstalledConnectors } from '../connectors/catalogue.js';
+import { preinstalledConnectors } from '../marketplace/catalogue.js';
 import { upsertOrgConnector } from '../store/repos/connector-installs.repo.js';
 import { FerryError, type FieldError } from '../../src/errors/ferry-error.js';
 import { validateRange } from '../auth/ip-range.js';

@@ -10,7 +10,7 @@ import { agents } from './migrations/005-agents.js';
 import { connections } from './migrations/006-connections.js';
 import { metadata } from './migrations/007-metadata.js';
 import { connectorInstalls } from './migrations/008-connector-installs.js';
-import { preinstalledConnectors } from '../connectors/catalogue.js';
+import { preinstalledConnectors } from '../marketplace/catalogue.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';

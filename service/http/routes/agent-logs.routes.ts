@@ -7,7 +7,7 @@ import { notConnected } from '../../gateway/command-bus.js';
 import { MAX_LOG_ARCHIVE_BYTES } from '../../store/log-archives.js';
 import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed, markAgentLogReady } from '../../store/repos/agent-logs.repo.js';
 import { newId, nowIso } from '../../util/values.js';
-import { agentBearer, COMMAND_TIMEOUT_MS, requireAgent } from '../agent-model.js';
+import { agentBearer, requireAgent } from '../agent-model.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
 import { AgentLogParams, AgentParams, LogRequested } from '../schemas/agent.schema.js';
@@ -62,7 +62,7 @@ const agentLogsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
     });
     try {
       // A path: the Agent's session makes it absolute on the origin the Agent connected to.
-      await deps.agents.commands.send(agent.id, { type: 'zipLogs', logId, uploadUrl: LOG_UPLOAD_PATH(logId) }, COMMAND_TIMEOUT_MS);
+      await deps.agents.commands.send(agent.id, { type: 'zipLogs', logId, uploadUrl: LOG_UPLOAD_PATH(logId) });
     } catch (err) {
       await markAgentLogFailed(db, logId, agent.id, err instanceof Error ? err.message : String(err));
       throw err;

@@ -4,7 +4,7 @@ import { FerryError } from '../../../src/errors/ferry-error.js';
 import { CLOUD_AGENT_NAME } from '../../auth/agent-registration.js';
 import { agentNameTaken, getAgentById, listAgents, updateAgent } from '../../store/repos/agents.repo.js';
 import { nowIso } from '../../util/values.js';
-import { COMMAND_TIMEOUT_MS, installedConnectors, requireAgent, retireAgent, solutionsUsingAgent, toAgent } from '../agent-model.js';
+import { installedConnectors, requireAgent, retireAgent, solutionsUsingAgent, toAgent } from '../agent-model.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf } from '../guard.js';
 import { Agent, AgentInput, AgentListQuery, AgentParams, RestartBody, RestartQuery } from '../schemas/agent.schema.js';
@@ -92,7 +92,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const { org } = orgOf(req);
     const agent = await requireAgent(db, org.id, req.params.agentId);
     const restartNow = req.body?.restartNow ?? req.query.restartNow;
-    await deps.agents.commands.send(agent.id, { type: 'restart', restartNow }, COMMAND_TIMEOUT_MS);
+    await deps.agents.commands.send(agent.id, { type: 'restart', restartNow });
     // The Agent accepted: it starts no new work, (interrupts or) waits, then restarts.
     await updateAgent(db, agent.id, { status: 'WaitingToRestartAgentUserRequest', modifiedAt: nowIso() });
     req.log.info({ agentId: agent.id, restartNow }, 'agent restart requested');

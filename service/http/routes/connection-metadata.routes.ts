@@ -47,8 +47,6 @@ import {
 
 const tags = ['Connections'];
 
-/** How long an Agent may take to load metadata (the plugin's own time-out is 10 minutes). */
-export const METADATA_TIMEOUT_MS = 11 * 60 * 1000;
 /** Metadata requests kept per Connection. */
 const KEEP_REQUESTS = 50;
 export const METADATA_LOADING = 'Metadata is loading; repeat the call';
@@ -143,7 +141,6 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
       const result = await deps.agents.commands.send(
         agentId,
         { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(deps.secrets, conn), reload },
-        METADATA_TIMEOUT_MS,
       );
       const parsed = AgentMetadata.safeParse(unpackMetadata(result));
       if (!parsed.success) {

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import type { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
-import { toConnector, toUiOptions } from '../../connectors/catalogue.js';
+import { toConnector, toUiOptions } from '../../marketplace/catalogue.js';
 import { getConnectionTest } from '../../store/repos/connections.repo.js';
 import { getOrgConnector, listOrgConnectors, updateOrgConnectorLock } from '../../store/repos/connector-installs.repo.js';
 import type { OrgConnectorRow } from '../../store/schema.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptProperty, encryptProperty } from '../../../service/crypto/connection-crypto.js';
 import { SecretBox } from '../../../service/crypto/master-key.js';
-import { NO_GENERIC_UI } from '../../../service/connectors/catalogue.js';
+import { NO_GENERIC_UI } from '../../../service/marketplace/catalogue.js';
 import { TestChannel, registerTestAgent, until, type Incoming } from '../../helpers/agent-client.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors, toConnector, toUiOptions } from '../../../service/connectors/catalogue.js';
+import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors, toConnector, toUiOptions } from '../../../service/marketplace/catalogue.js';
 import { aliasOf } from '../../../service/http/connection-model.js';
 import { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
 

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import type { ReportBody } from '../../src/protocol/channel.js';
 import type { ConnectorManifest } from '../../src/protocol/connector-manifest.js';
-import type { CommandBus } from '../gateway/command-bus.js';
+import type { AgentCommands } from '../agents/commands.js';
 import { getAgentById, listAgents } from '../store/repos/agents.repo.js';
 import { listSubscriptions } from '../store/repos/subscriptions.repo.js';
 import {
@@ -25,14 +25,12 @@ import { nowIso } from '../util/values.js';
 import type { ConnectorCatalogue } from './catalogue.js';
 import type { PackageStore } from './package-store.js';
 
-/** How long an Agent may take to acknowledge an install command. */
-const COMMAND_TIMEOUT_MS = 30_000;
 /** A failed install is retried at the Agent's next connection only after this long. */
 const RETRY_FAILED_AFTER_MS = 10 * 60_000;
 
 export interface ConnectorInstallsOptions {
   store: Store;
-  commands: CommandBus;
+  commands: AgentCommands;
   catalogue: ConnectorCatalogue;
   packages: PackageStore;
   log: FastifyBaseLogger;
@@ -137,7 +135,7 @@ export class ConnectorInstalls {
     }
     const packageUrl = `/v1/agent/connectors/${m.id.toLowerCase()}/${encodeURIComponent(version)}/package`;
     void this.opts.commands
-      .send(agent.id, { type: 'installConnector', connectorId: m.id, name: m.name, version, sha256: pkg.sha256, size: pkg.size, packageUrl }, COMMAND_TIMEOUT_MS)
+      .send(agent.id, { type: 'installConnector', connectorId: m.id, name: m.name, version, sha256: pkg.sha256, size: pkg.size, packageUrl })
       .then(
         () => advanceAgentInstall(db, agent.id, m.id, version, 'AgentReceivedCommand', null, nowIso()),
         // Not connected after all: it stays SendingCommandToTheAgent and is sent at the next hello.
@@ -152,7 +150,7 @@ export class ConnectorInstalls {
     await putAgentInstall(db, { agentId: agent.id, connectorId, orgId: agent.orgId, operation: 'uninstall', version: '', status: 'SendingCommandToTheAgent', error: null, requestedAt: now, updatedAt: now });
     if (!this.opts.commands.isConnected(agent.id)) return;
     void this.opts.commands
-      .send(agent.id, { type: 'uninstallConnector', connectorId }, COMMAND_TIMEOUT_MS)
+      .send(agent.id, { type: 'uninstallConnector', connectorId })
       .then(
         () => advanceAgentInstall(db, agent.id, connectorId, '', 'AgentReceivedCommand', null, nowIso()),
         (err: unknown) => (isFerryError(err) && err.code === 'AGT_NOT_CONNECTED' ? false : advanceAgentInstall(db, agent.id, connectorId, '', 'InstallFailed', messageOf(err), nowIso())),
