@@ -6,7 +6,7 @@ import { FerryError } from '../../src/errors/ferry-error.js';
 import { CHANNEL_PATH, CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Heartbeat, type Hello, type HelloResult, type Report } from '../../src/protocol/channel.js';
 import { authenticateAgent } from '../auth/agent-auth.js';
 import type { ServiceConfig } from '../config.js';
-import { problemOf } from '../http/problem.js';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../util/problem.js';
 import { markAgentLogFailed } from '../store/repos/agent-logs.repo.js';
 import { getAgentById, recordReport, updateAgent } from '../store/repos/agents.repo.js';
 import type { AgentRow } from '../store/schema.js';
@@ -229,7 +229,7 @@ function refuse(socket: Duplex, status: number, err: FerryError): void {
   const body = JSON.stringify(problemOf(err, CHANNEL_PATH));
   const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Service Unavailable';
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `${status === 401 ? 'WWW-Authenticate: Bearer realm="Ferry Agent"\r\n' : ''}Connection: close\r\n\r\n${body}`,
   );
 }

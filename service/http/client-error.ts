@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import { PROBLEM_CONTENT_TYPE, problemOf } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../util/problem.js';
 
 /**
  * Node's HTTP parser refuses a request before Fastify has one (unreadable request line or

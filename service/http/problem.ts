@@ -1,34 +1,8 @@
 import type { FastifyReply } from 'fastify';
-import { errorSpec } from '../../src/errors/codes.js';
-import type { FerryError, FieldError } from '../../src/errors/ferry-error.js';
+import type { FerryError } from '../../src/errors/ferry-error.js';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../util/problem.js';
 
-/** An RFC 9457 problem document, the body of every error answer. */
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  instance?: string;
-  errors?: FieldError[];
-}
-
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
-
-export function problemOf(err: FerryError, instance?: string): Problem {
-  const spec = errorSpec(err.code);
-  const problem: Problem = {
-    type: `urn:ferry:error:${err.code}`,
-    title: spec.title,
-    status: spec.status,
-    detail: err.message,
-    code: err.code,
-  };
-  if (instance) problem.instance = instance;
-  if (err.errors?.length) problem.errors = err.errors;
-  return problem;
-}
-
+/** Answers the request with the error's problem document (and Retry-After when the error gives one). */
 export function sendProblem(reply: FastifyReply, err: FerryError, instance?: string): FastifyReply {
   const problem = problemOf(err, instance);
   const retryAfter = err.details?.['retryAfterSeconds'];
