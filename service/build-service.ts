@@ -8,15 +8,17 @@ import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
 import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
 import { AgentGateway } from './gateway/gateway.js';
+import { ReportHandlers } from './gateway/report-handlers.js';
 import { HeartbeatSweeper } from './gateway/sweeper.js';
 import { ConnectorCatalogue } from './marketplace/catalogue.js';
-import { ConnectorInstalls } from './marketplace/installs.js';
+import { applyInstallReport, ConnectorInstalls } from './marketplace/installs.js';
 import { PackageStore } from './marketplace/package-store.js';
 import { buildApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
 import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
 import { LogArchiveFiles } from './store/log-archives.js';
+import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './http/lookup-import.js';
 import { secureDataDir } from './store/data-dir.js';
@@ -107,11 +109,18 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
       connectors,
     });
+    // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
+    const reports = new ReportHandlers()
+      .on('connectorInstall', applyInstallReport)
+      .on('logArchiveFailed', async (tx, agent, report) => {
+        await markAgentLogFailed(tx, report.logId, agent.id, report.error.message);
+      });
     const gateway = new AgentGateway({
       store,
       config,
       log,
       registry,
+      reports,
       onConnected: (agentId) => void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed')),
     });
     gateway.attach(app.server);

@@ -7,7 +7,6 @@ import { CHANNEL_PATH, CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Heartbea
 import { authenticateAgent } from '../auth/agent-auth.js';
 import type { ServiceConfig } from '../config.js';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../util/problem.js';
-import { markAgentLogFailed } from '../store/repos/agent-logs.repo.js';
 import { getAgentById, recordReport, updateAgent } from '../store/repos/agents.repo.js';
 import type { AgentRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
@@ -15,13 +14,15 @@ import { nowIso } from '../util/values.js';
 import { AgentSession, type SessionHandlers } from './agent-session.js';
 import { heartbeatPatch, helloPatch, reportPatch } from './agent-state.js';
 import type { SessionRegistry } from './command-bus.js';
-import { applyInstallReport } from '../marketplace/installs.js';
+import type { ReportHandlers } from './report-handlers.js';
 
 export interface GatewayOptions {
   store: Store;
   config: ServiceConfig;
   log: FastifyBaseLogger;
   registry: SessionRegistry;
+  /** What each kind of durable report does beyond the Agent's record (filled in by the composition root). */
+  reports: ReportHandlers;
   /** Called once an Agent's hello was accepted (the Connector installs reconcile it). */
   onConnected?: (agentId: string) => void;
   /** Application-level ping interval (default a third of FERRY_AGENT_CHANNEL_TIMEOUT: 20 s). */
@@ -39,7 +40,14 @@ export interface GatewayOptions {
  *        │ no           │ wrong: 401 problem, socket destroyed     │
  *        └ 404          └ (the Agent stops: do not retry)          ├ hello: fingerprint, replace old socket
  *                                                                  ├ heartbeat: lastContactTime, status
- *                                                                  └ report: dedupe by ID, apply, ack
+ *                                                                  └ report: dedupe by ID, patch, its kind's handlers, ack
+ *
+ * The gateway knows no domain. A report is recorded (deduplicated by its ID), patches the Agent's
+ * record, and runs the handlers registered for its kind in {@link GatewayOptions.reports}, all in
+ * one transaction; the composition root registers them (the Marketplace's Connector installs, the
+ * Agent log archives, …). A connect is told to the one `onConnected` callback, after the hello is
+ * answered and outside any transaction, since what follows it (commands to the Agent) must not
+ * hold the hello up.
  */
 export class AgentGateway {
   readonly #opts: GatewayOptions;
@@ -209,8 +217,7 @@ export class AgentGateway {
         if (!agent) return true;
         const patch = reportPatch(agent, msg.report, now);
         if (patch) await updateAgent(tx, agent.id, patch);
-        if (msg.report.kind === 'logArchiveFailed') await markAgentLogFailed(tx, msg.report.logId, agent.id, msg.report.error.message);
-        if (msg.report.kind === 'connectorInstall') await applyInstallReport(tx, agent.id, msg.report, now);
+        await this.#opts.reports.apply(tx, agent, msg.report, now);
         return true;
       });
       this.#log.debug({ agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, duplicate: !stored }, stored ? 'agent report stored' : 'duplicate agent report acknowledged again');

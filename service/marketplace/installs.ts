@@ -248,14 +248,17 @@ export class ConnectorInstalls {
   }
 }
 
-/** Applies a connectorInstall report inside the report's transaction. */
-export async function applyInstallReport(db: Db, agentId: string, report: Extract<ReportBody, { kind: 'connectorInstall' }>, now: string): Promise<void> {
+/**
+ * Applies an Agent's connectorInstall report inside the report's transaction (the gateway's
+ * handler for that kind, registered by the composition root).
+ */
+export async function applyInstallReport(db: Db, agent: Pick<AgentRow, 'id'>, report: Extract<ReportBody, { kind: 'connectorInstall' }>, now: string): Promise<void> {
   if (report.operation === 'uninstall') {
-    if (report.status === 'Installed') await deleteAgentInstall(db, agentId, report.connectorId);
-    else await advanceAgentInstall(db, agentId, report.connectorId, '', report.status, report.error?.message ?? null, now);
+    if (report.status === 'Installed') await deleteAgentInstall(db, agent.id, report.connectorId);
+    else await advanceAgentInstall(db, agent.id, report.connectorId, '', report.status, report.error?.message ?? null, now);
     return;
   }
-  await advanceAgentInstall(db, agentId, report.connectorId, report.version, report.status, report.error?.message ?? null, now);
+  await advanceAgentInstall(db, agent.id, report.connectorId, report.version, report.status, report.error?.message ?? null, now);
 }
 
 function parseInstalled(json: string): Array<{ connectorId: string; version: string }> {
