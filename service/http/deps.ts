@@ -4,6 +4,9 @@ import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
 import type { AgentRuntime } from '../agents/runtime.js';
+import type { ConnectionCommands } from '../connections/commands.js';
+import type { Connections } from '../connections/connections.js';
+import type { ConnectionMetadata } from '../connections/metadata.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -20,4 +23,10 @@ export interface ServiceDeps {
   readonly agents: AgentRuntime;
   /** The Connector catalogue (Marketplace), packages and their installation in Organizations and on Agents. */
   readonly connectors: ConnectorInstalls;
+  /** Connections: their records and sealed properties. */
+  readonly connections: Connections;
+  /** Connection metadata loaded by Agents, cached. */
+  readonly metadata: ConnectionMetadata;
+  /** Connection tests and Connector preconnect steps run on Agents. */
+  readonly connectionCommands: ConnectionCommands;
 }

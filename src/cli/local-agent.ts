@@ -3,7 +3,7 @@
  * function (as `POST /v1/orgs/{orgId}/agents/provision_onpremise_agent` makes it: single use,
  * expiring, stored only as its SHA-256). CLI code: loaded lazily by `up`, never by the Agent runtime.
  */
-import { issueInstallationKey } from '../../service/auth/agent-registration.js';
+import { issueInstallationKey } from '../../service/agents/registration.js';
 import type { FerryService } from '../../service/build-service.js';
 
 /** Lifetime of the key `ferry up` makes: it is used within seconds. */

@@ -1,12 +1,10 @@
-import os from 'node:os';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import { REGISTER_PATH, RegisterRequest, RegisterResponse } from '../../../src/protocol/registration.js';
-import { CLOUD_AGENT_NAME, issueInstallationKey, registerAgent } from '../../auth/agent-registration.js';
-import { getCloudAgent, insertAgent } from '../../store/repos/agents.repo.js';
-import type { AgentRow, NewAgentRow } from '../../store/schema.js';
-import { newId, nowIso } from '../../util/values.js';
-import { serviceBaseUrl, toAgent } from '../agent-model.js';
+import { provisionCloudAgent } from '../../agents/agents.js';
+import { issueInstallationKey, registerAgent } from '../../agents/registration.js';
+import { serviceBaseUrl } from '../base-url.js';
+import { toAgent } from '../mappers/agent.js';
 import { installerScript, packageEntries, streamAgentPackage } from '../agent-package.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
@@ -50,41 +48,7 @@ const agentProvisioningRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, 
     schema: { tags: ['Agents'], summary: 'Create the Organization\'s Cloud Agent (at most one), run by the Service', params: OrgParams, response: { 201: Agent } },
   }, async (req, reply) => {
     const { org } = orgOf(req);
-    if (!deps.agents.cloudAgents.enabled) {
-      throw new FerryError('AGT_CLOUD_AGENTS_OFF', 'This Service runs no Cloud Agents (FERRY_CLOUD_AGENTS=off); install an On-Premise Agent instead.');
-    }
-    if (await getCloudAgent(db, org.id)) throw cloudExists(org.id);
-    const now = nowIso();
-    const row: NewAgentRow = {
-      id: newId(),
-      orgId: org.id,
-      name: CLOUD_AGENT_NAME,
-      nameKey: CLOUD_AGENT_NAME.toLowerCase(),
-      machineName: os.hostname(),
-      serviceName: '',
-      isCloudAgent: 1,
-      isUpdating: 0,
-      status: 'Unknown',
-      lastContactTime: null,
-      lastShutdownTime: null,
-      lastStartTime: null,
-      version: null,
-      installedConnectors: '[]',
-      secretHash: null,
-      fingerprint: null,
-      createdAt: now,
-      modifiedAt: now,
-    };
-    let agent: AgentRow;
-    try {
-      agent = await insertAgent(db, row);
-    } catch (err) {
-      // Two calls at once: the unique index lets one through.
-      if (await getCloudAgent(db, org.id)) throw cloudExists(org.id);
-      throw err;
-    }
-    deps.agents.cloudAgents.start(agent.id);
-    req.log.info({ orgId: org.id, agentId: agent.id }, 'cloud agent provisioned');
+    const agent = await provisionCloudAgent(deps, org.id, req.log);
     return sendCreated(reply, `/v1/orgs/${org.id}/agents/${agent.id}`, toAgent(agent, deps.agents.commands.isConnected(agent.id)));
   });
 
@@ -115,8 +79,5 @@ const agentProvisioningRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, 
     return reply.type('application/gzip').header('Content-Disposition', 'attachment; filename="ferry.tgz"').send(stream);
   });
 };
-
-const cloudExists = (orgId: number): FerryError =>
-  new FerryError('AGT_CLOUD_AGENT_EXISTS', `Organization ${orgId} already has its Cloud Agent (at most one per Organization).`);
 
 export default agentProvisioningRoutes;

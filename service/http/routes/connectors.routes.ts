@@ -4,14 +4,13 @@ import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import type { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
 import { toConnector, toUiOptions } from '../../marketplace/catalogue.js';
-import { getConnectionTest } from '../../store/repos/connections.repo.js';
 import { getOrgConnector, listOrgConnectors, updateOrgConnectorLock } from '../../store/repos/connector-installs.repo.js';
 import type { OrgConnectorRow } from '../../store/schema.js';
 import { nowIso } from '../../util/values.js';
-import { agentBearer, installedConnectors, requireAgent } from '../agent-model.js';
-import { commandStatus, startConnectionCommand } from '../connection-commands.js';
-import { cryptoTokenOf } from '../connection-model.js';
-import { decryptProperty } from '../../crypto/connection-crypto.js';
+import { installedConnectors, requireAgent } from '../../agents/agents.js';
+import { agentBearer } from '../agent-bearer.js';
+import { preconnectProperties } from '../../connections/properties.js';
+import { commandStatus } from '../mappers/connection.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
 import { Guid, OrgParams, pageOf, qbool, sendList } from '../schemas/common.js';
@@ -123,22 +122,14 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
   }, async (req) => {
     const { org } = orgOf(req);
     const { manifest } = await installs.requireInstalled(org.id, req.params.connectorId);
-    const token = cryptoTokenOf(deps.secrets, org);
-    const names = new Map(manifest.uiDecorations.map((d) => [d.propertyName.toLowerCase(), d.propertyName]));
-    const properties: Record<string, string> = {};
-    req.body.properties.forEach((p, i) => {
-      const name = names.get(p.key.toLowerCase());
-      if (!name) throw new FerryError('API_VALIDATION', `${manifest.name} has no property ${p.key}.`, { errors: [{ path: `body.properties.${i}.key`, message: 'no such property' }] });
-      properties[name] = p.value ? decryptProperty(p.value, token, name) : '';
-    });
-    const { commandId } = await startConnectionCommand(deps, req.log, org.id, req.query.agentId, { kind: 'preconnect', connectionId: null, name: manifest.name }, {
+    const properties = preconnectProperties(manifest, req.body.properties, deps.connections.cryptoToken(org));
+    const { commandId } = await deps.connectionCommands.start(req.log, org.id, req.query.agentId, { kind: 'preconnect', connectionId: null, name: manifest.name }, {
       type: 'preconnect',
       connectorId: manifest.id,
       isOauth: req.query.isOauth,
       properties,
     });
-    const row = await getConnectionTest(db, org.id, commandId, 'preconnect');
-    if (!row) throw new FerryError('API_NOT_FOUND', `Preconnect ${commandId} was not found.`);
+    const row = await deps.connectionCommands.get(org.id, commandId, 'preconnect', `Preconnect ${commandId} was not found.`);
     return commandStatus(deps, org, row);
   });
 
@@ -147,8 +138,7 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     schema: { tags, summary: 'Status of a preconnect step: Requested, then Completed with its reply', params: PreconnectParams, response: { 200: TestStatus } },
   }, async (req) => {
     const { org } = orgOf(req);
-    const row = await getConnectionTest(db, org.id, req.params.commandId, 'preconnect');
-    if (!row) throw new FerryError('API_NOT_FOUND', `Preconnect ${req.params.commandId} was not found in Organization ${org.id}.`);
+    const row = await deps.connectionCommands.get(org.id, req.params.commandId, 'preconnect', `Preconnect ${req.params.commandId} was not found in Organization ${org.id}.`);
     return commandStatus(deps, org, row);
   });
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { encryptProperty } from '../../../service/crypto/connection-crypto.js';
+import { encryptProperty } from '../../../service/connections/properties-crypto.js';
 import { createTestDatabase, STORE_TARGETS } from '../../helpers/stores.js';
 import { ferry, install, killAll, serviceUnderTest, until, untilStatus, type ServiceUnderTest } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decryptProperty, encryptProperty } from '../../../service/crypto/connection-crypto.js';
+import { decryptProperty, encryptProperty } from '../../../service/connections/properties-crypto.js';
 import { SecretBox } from '../../../service/crypto/master-key.js';
 import { NO_GENERIC_UI } from '../../../service/marketplace/catalogue.js';
 import { TestChannel, registerTestAgent, until, type Incoming } from '../../helpers/agent-client.js';

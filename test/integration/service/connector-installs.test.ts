@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decryptProperty, encryptProperty } from '../../../service/crypto/connection-crypto.js';
+import { decryptProperty, encryptProperty } from '../../../service/connections/properties-crypto.js';
 import { setManagedConnectorVendor } from '../../../service/store/repos/connector-installs.repo.js';
 import { sha256, unpackFiles } from '../../../src/connectors/package.js';
 import { TestChannel, registerTestAgent, until, type Incoming, type TestAgent } from '../../helpers/agent-client.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors, toConnector, toUiOptions } from '../../../service/marketplace/catalogue.js';
-import { aliasOf } from '../../../service/http/connection-model.js';
+import { aliasOf } from '../../../service/connections/connections.js';
 import { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
 
 const custom = ConnectorManifest.parse({

@@ -5,7 +5,7 @@ import { bindInstallationKey, claimInstallationKey, getAgentById, getInstallatio
 import { isUniqueViolation, type Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
 import { newId } from '../util/values.js';
-import { sha256 } from './password.js';
+import { sha256 } from '../auth/password.js';
 
 /** The one name a Cloud Agent has (SPEC.md), and which no On-Premise Agent may take. */
 export const CLOUD_AGENT_NAME = 'Cloud Agent';

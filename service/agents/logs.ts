@@ -1,0 +1,119 @@
+import { Readable } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import { LOG_UPLOAD_PATH } from '../../src/protocol/registration.js';
+import { MAX_LOG_ARCHIVE_BYTES } from '../store/log-archives.js';
+import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed, markAgentLogReady } from '../store/repos/agent-logs.repo.js';
+import type { AgentLogRow, AgentRow } from '../store/schema.js';
+import type { Db } from '../store/sql.js';
+import { newId, nowIso } from '../util/values.js';
+import type { AgentRuntime } from './runtime.js';
+
+/** The message SPEC.md gives for a GET before the archive arrived (clients match on it). */
+export const LOGS_NOT_AVAILABLE = 'The Agent Logs are not available.';
+
+/** Same address, whether it arrived as IPv4 or IPv4-mapped IPv6. */
+const sameIp = (a: string, b: string): boolean => a.replace(/^::ffff:/i, '') === b.replace(/^::ffff:/i, '');
+
+const usedLog = (logId: string): FerryError =>
+  new FerryError('AGT_LOGS_USED', `Log archive ${logId} was already downloaded: a logId works once. POST again for a new archive.`);
+
+/**
+ * Agent log archives (SPEC.md "Logs"):
+ *
+ *   user POST …/logs ─▶ row Requested (caller's IP) ─▶ zipLogs {logId, uploadUrl} ─▶ Agent
+ *   Agent zips its logs ─▶ PUT /v1/agent/logs/{logId} (bearer, application/zip) ─▶ file, row Ready
+ *   user GET …/logs/{logId} (same IP) ─▶ 404 "The Agent Logs are not available." until Ready,
+ *        then the zip once (row Downloaded, file deleted); later GETs 410
+ */
+export class AgentLogs {
+  constructor(
+    private readonly db: Db,
+    private readonly runtime: Pick<AgentRuntime, 'commands' | 'logArchives'>,
+  ) {}
+
+  /** Records the request and asks the Agent to zip and upload its logs; answers the logId. */
+  async request(agent: AgentRow, requester: { ip: string; name: string }, log: FastifyBaseLogger): Promise<string> {
+    if (agent.isCloudAgent === 1) {
+      throw new FerryError('API_UNSUPPORTED', 'Cloud Agent logs are per Solution: use POST /v1/orgs/{orgId}/solutions/{solutionId}/logs.');
+    }
+    this.runtime.commands.requireConnected(agent);
+    const logId = newId();
+    await insertAgentLog(this.db, {
+      id: logId,
+      orgId: agent.orgId,
+      agentId: agent.id,
+      solutionId: null,
+      requesterIp: requester.ip,
+      requestedBy: requester.name,
+      state: 'Requested',
+      sizeBytes: null,
+      error: null,
+      requestedAt: nowIso(),
+      uploadedAt: null,
+      downloadedAt: null,
+    });
+    try {
+      // A path: the Agent's session makes it absolute on the origin the Agent connected to.
+      await this.runtime.commands.send(agent.id, { type: 'zipLogs', logId, uploadUrl: LOG_UPLOAD_PATH(logId) });
+    } catch (err) {
+      await markAgentLogFailed(this.db, logId, agent.id, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    log.info({ agentId: agent.id, logId }, 'agent logs requested');
+    return logId;
+  }
+
+  /**
+   * The archive for its one download, from the address that asked for it: the row and a stream of
+   * the zip, whose file goes when the stream closes (whether the client read it all or not).
+   */
+  async download(agent: AgentRow, logId: string, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
+    const row = await getAgentLog(this.db, logId);
+    if (!row || row.agentId !== agent.id || row.orgId !== agent.orgId) throw new FerryError('API_NOT_FOUND', `Log archive ${logId} was not found.`);
+    if (!sameIp(row.requesterIp, ip)) {
+      throw new FerryError('AGT_LOGS_OTHER_IP', `The logs were requested from another IP address than ${ip}; download them from the same address, or POST again from this one.`);
+    }
+    switch (row.state) {
+      case 'Requested':
+        throw new FerryError('AGT_LOGS_NOT_AVAILABLE', LOGS_NOT_AVAILABLE);
+      case 'Failed':
+        throw new FerryError('AGT_LOGS_FAILED', `The Agent could not provide its logs: ${row.error ?? 'no reason given'}. POST again for a new attempt.`);
+      case 'Downloaded':
+        throw usedLog(row.id);
+      case 'Ready':
+        break;
+    }
+    if (!(await claimAgentLogDownload(this.db, row.id, nowIso()))) throw usedLog(row.id);
+    const files = this.runtime.logArchives;
+    const stream = files.open(row.id);
+    stream.once('close', () => void files.remove(row.id).catch((err: unknown) => log.warn({ err, logId: row.id }, 'log archive not removed')));
+    log.info({ agentId: agent.id, logId: row.id, bytes: row.sizeBytes }, 'agent logs downloaded');
+    return { row, stream };
+  }
+
+  /** Stores the archive the Agent uploads for `logId` (once, at most MAX_LOG_ARCHIVE_BYTES); answers its size. */
+  async receive(agent: AgentRow, logId: string, body: unknown, declaredBytes: number, log: FastifyBaseLogger): Promise<number> {
+    const row = await getAgentLog(this.db, logId);
+    if (!row || row.agentId !== agent.id) throw new FerryError('API_NOT_FOUND', `Log archive ${logId} was not requested from this Agent.`);
+    if (row.state !== 'Requested') throw new FerryError('API_CONFLICT', `Log archive ${row.id} is ${row.state}; it takes one upload.`);
+    if (!(body instanceof Readable)) throw new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the log archive as application/zip.');
+    if (Number.isFinite(declaredBytes) && declaredBytes > MAX_LOG_ARCHIVE_BYTES) {
+      throw new FerryError('API_PAYLOAD_TOO_LARGE', `A log archive may have at most ${MAX_LOG_ARCHIVE_BYTES} bytes.`);
+    }
+    const files = this.runtime.logArchives;
+    let size: number;
+    try {
+      size = await files.write(row.id, body, MAX_LOG_ARCHIVE_BYTES);
+    } catch (err) {
+      if (isFerryError(err)) throw err;
+      throw new FerryError('API_MALFORMED_BODY', 'The log archive upload was cut off; send it again.', { cause: err });
+    }
+    if (!(await markAgentLogReady(this.db, row.id, size, nowIso()))) {
+      await files.remove(row.id);
+      throw new FerryError('API_CONFLICT', `Log archive ${row.id} is no longer waiting for an upload.`);
+    }
+    log.info({ agentId: agent.id, logId: row.id, bytes: size }, 'agent log archive received');
+    return size;
+  }
+}

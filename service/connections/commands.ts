@@ -1,0 +1,77 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import type { PreconnectCommand, TestConnectionCommand } from '../../src/protocol/channel.js';
+import type { AgentCommands } from '../agents/commands.js';
+import { requireAgent } from '../agents/agents.js';
+import type { SecretBox } from '../crypto/master-key.js';
+import { completeConnectionTest, getConnectionTest, insertConnectionTest, pruneConnectionTests } from '../store/repos/connections.repo.js';
+import type { ConnectionCommandKind, ConnectionTestRow } from '../store/schema.js';
+import type { Db } from '../store/sql.js';
+import { newId, nowIso } from '../util/values.js';
+
+/** Test and preconnect results are kept this long after they were requested. */
+const RETENTION_MS = 24 * 60 * 60 * 1000;
+
+type Command = Omit<TestConnectionCommand, 'id'> | Omit<PreconnectCommand, 'id'>;
+
+export interface ConnectionCommandsOptions {
+  readonly db: Db;
+  readonly secrets: SecretBox;
+  readonly commands: AgentCommands;
+}
+
+/**
+ * Connection tests and Connector preconnect steps run on an Agent: each is recorded Requested,
+ * sent, and answered with its commandId at once; the Agent's reply completes the record (SUCCESS
+ * or the plugin's reply, or the error's message; properties the plugin answered with are kept
+ * sealed). An Agent that is not connected fails the request itself (409 AGT_NOT_CONNECTED).
+ */
+export class ConnectionCommands {
+  constructor(private readonly opts: ConnectionCommandsOptions) {}
+
+  async start(log: FastifyBaseLogger, orgId: number, agentId: string, what: { kind: ConnectionCommandKind; connectionId: string | null; name: string }, command: Command): Promise<{ commandId: string }> {
+    const { db, commands } = this.opts;
+    const agent = await requireAgent(db, orgId, agentId);
+    commands.requireConnected(agent);
+    const id = newId();
+    await pruneConnectionTests(db, new Date(Date.now() - RETENTION_MS).toISOString());
+    await insertConnectionTest(db, { id, orgId, agentId: agent.id, connectionId: what.connectionId, name: what.name, status: 'Requested', reply: null, requestedAt: nowIso(), completedAt: null, kind: what.kind });
+    log.info({ commandId: id, kind: what.kind, agentId: agent.id, connectionId: what.connectionId, connectorId: command.connectorId }, `${what.kind} requested`);
+    void commands
+      .send(agent.id, command)
+      .then(
+        (result) => this.#outcome(result),
+        (err: unknown) => ({ reply: failure(err), replyData: null }),
+      )
+      .then(({ reply, replyData }) => completeConnectionTest(db, id, reply, nowIso(), replyData))
+      .catch((err: unknown) => log.error({ err, commandId: id }, `${what.kind} result not stored`));
+    return { commandId: id };
+  }
+
+  /** A recorded test or preconnect of the Organization; 404 naming `what` otherwise. */
+  async get(orgId: number, commandId: string, kind: ConnectionCommandKind, notFound: string): Promise<ConnectionTestRow> {
+    const row = await getConnectionTest(this.opts.db, orgId, commandId, kind);
+    if (!row) throw new FerryError('API_NOT_FOUND', notFound);
+    return row;
+  }
+
+  /** A testConnection reply is `{ok: true}`; a preconnect reply is the plugin's PreconnectResult. */
+  #outcome(result: unknown): { reply: string; replyData: string | null } {
+    const r = result !== null && typeof result === 'object' ? (result as { reply?: unknown; properties?: unknown; authorizationUrl?: unknown }) : {};
+    const data: Record<string, string> = {};
+    if (r.properties !== null && typeof r.properties === 'object') {
+      for (const [k, v] of Object.entries(r.properties as Record<string, unknown>)) if (typeof v === 'string') data[k] = v;
+    }
+    if (typeof r.authorizationUrl === 'string') data['authorizationUrl'] = r.authorizationUrl;
+    return { reply: typeof r.reply === 'string' ? r.reply : 'SUCCESS', replyData: Object.keys(data).length > 0 ? this.opts.secrets.seal(JSON.stringify(data)) : null };
+  }
+}
+
+/** The reply of a failed command: the Agent's own message when it answered, else why it did not. */
+function failure(err: unknown): string {
+  if (isFerryError(err)) {
+    const agentMessage = err.details?.agentMessage;
+    return typeof agentMessage === 'string' ? agentMessage : err.message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,173 @@
+import { gunzipSync } from 'node:zlib';
+import type { FastifyBaseLogger } from 'fastify';
+import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import { PackedMetadata } from '../../src/protocol/channel.js';
+import { requireAgent } from '../agents/agents.js';
+import type { AgentCommands } from '../agents/commands.js';
+import type { SecretBox } from '../crypto/master-key.js';
+import { AgentMetadata, type AgentEntity } from '../http/schemas/metadata.schema.js';
+import {
+  countMetadataRequests,
+  finishMetadataRequest,
+  getMetadataCache,
+  insertMetadataRequest,
+  listMetadataRequests,
+  markMetadataErrorSeen,
+  pruneMetadataRequests,
+  putMetadataCache,
+  resetMetadataCache,
+} from '../store/repos/metadata.repo.js';
+import type { ConnectionRow, MetadataRequestRow, OrgRow } from '../store/schema.js';
+import type { Db } from '../store/sql.js';
+import { newId, nowIso } from '../util/values.js';
+import { openProperties } from './properties.js';
+
+/** Metadata requests kept per Connection. */
+const KEEP_REQUESTS = 50;
+export const METADATA_LOADING = 'Metadata is loading; repeat the call';
+
+const loadingProblem = (connectionId: string): FerryError => new FerryError('API_METADATA_LOADING', METADATA_LOADING, { details: { connectionId } });
+
+/** A load this process sent: its request, and the Agent channel it went out on. */
+interface InFlight {
+  requestId: string;
+  agentId: string;
+  channel: object | undefined;
+}
+
+export interface ConnectionMetadataOptions {
+  readonly db: Db;
+  readonly secrets: SecretBox;
+  readonly commands: AgentCommands;
+}
+
+/**
+ * The metadata of Connections (entities, fields, relationships, actions), loaded by an Agent and
+ * cached in the store, with the record of the latest loads.
+ *
+ * Every read is POLL-style: the first call on a Connection without cached metadata starts a
+ * `loadMetadata` command on the Agent (agentId, or the Agent that loaded it before) and answers
+ * 404 API_METADATA_LOADING; calls answer the same while the load runs, then serve the cache.
+ *
+ * "The load runs" means an answer can still come: this process sent it, on the channel the Agent
+ * holds now. A request recorded as Requested that no longer qualifies (sent by a Service process
+ * that is gone, or on a channel the Agent has since replaced or closed) gets no answer, so the
+ * next call sends the load again at once instead of answering "loading" until a time-out.
+ */
+export class ConnectionMetadata {
+  /** Loads under way in this process, by Connection ID (one at a time per Connection). */
+  readonly #loading = new Map<string, InFlight>();
+
+  constructor(private readonly opts: ConnectionMetadataOptions) {}
+
+  /** Whether the load's answer can still arrive: the channel it was sent on is the Agent's current one. */
+  #answerable(f: InFlight | undefined): boolean {
+    return f?.channel !== undefined && this.opts.commands.channelOf(f.agentId) === f.channel;
+  }
+
+  /** The cached metadata, or a 404 (loading) / 400 (no Agent) / 502 (last load failed) problem. */
+  async of(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string | undefined): Promise<AgentMetadata> {
+    const { db, commands } = this.opts;
+    const cache = await getMetadataCache(db, conn.id);
+    if (cache?.metadata) return AgentMetadata.parse(JSON.parse(cache.metadata));
+    const [latest] = await listMetadataRequests(db, conn.id, 1);
+    // After the read, so that a load another call started meanwhile is seen here.
+    const inFlight = this.#loading.get(conn.id);
+    if (this.#answerable(inFlight)) throw loadingProblem(conn.id);
+    if (latest?.state === 'Requested') {
+      // Not answerable (checked above): its answer is lost, so it is closed and sent again below.
+      const why = inFlight?.requestId === latest.id ? "the Agent's channel closed or was replaced" : 'the Service restarted';
+      await finishMetadataRequest(db, latest.id, 'Failed', nowIso(), `No answer arrived: ${why} while the Agent was loading the metadata.`, { report: false });
+    } else if (latest?.state === 'Failed' && latest.errorSeen === 0) {
+      await markMetadataErrorSeen(db, latest.id);
+      throw new FerryError('API_METADATA_LOAD_FAILED', `Loading the metadata of Connection ${conn.name} failed: ${latest.errorMessage ?? 'unknown error'}`, {
+        details: { connectionId: conn.id, requestId: latest.id, agentId: latest.agentId },
+      });
+    }
+    const loaderId = agentId ?? cache?.agentId ?? latest?.agentId;
+    if (!loaderId) {
+      throw new FerryError('API_METADATA_AGENT_REQUIRED', `The metadata of Connection ${conn.name} was never loaded; give the agentId of an Agent that has the Connector and can reach the datastore.`, {
+        details: { connectionId: conn.id },
+      });
+    }
+    const agent = await requireAgent(db, org.id, loaderId);
+    commands.requireConnected(agent);
+    // Another call may have started a load while this one awaited the store.
+    if (this.#answerable(this.#loading.get(conn.id))) throw loadingProblem(conn.id);
+    const id = newId();
+    const entry: InFlight = { requestId: id, agentId: agent.id, channel: commands.channelOf(agent.id) };
+    this.#loading.set(conn.id, entry);
+    const forget = (): void => {
+      if (this.#loading.get(conn.id) === entry) this.#loading.delete(conn.id);
+    };
+    try {
+      await insertMetadataRequest(db, { id, orgId: org.id, connectionId: conn.id, agentId: agent.id, objectName: conn.name, startDate: nowIso(), endDate: null, state: 'Requested', errorMessage: null });
+      await pruneMetadataRequests(db, conn.id, KEEP_REQUESTS);
+      log.info({ requestId: id, agentId: agent.id, connectionId: conn.id }, 'metadata load requested');
+      // The channel the command goes out on; the Agent may have reconnected while the store was written.
+      entry.channel = commands.channelOf(agent.id);
+      void this.#load(log, org, conn, agent.id, id, cache !== undefined).finally(forget);
+    } catch (err) {
+      forget();
+      throw err;
+    }
+    throw loadingProblem(conn.id);
+  }
+
+  async #load(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string, requestId: string, reload: boolean): Promise<void> {
+    const { db } = this.opts;
+    try {
+      const result = await this.opts.commands.send(agentId, { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(this.opts.secrets, conn), reload });
+      const parsed = AgentMetadata.safeParse(unpackMetadata(result));
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new Error(`The Agent's metadata is not valid: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'unknown shape'}`);
+      }
+      await putMetadataCache(db, { connectionId: conn.id, orgId: org.id, agentId, metadata: JSON.stringify(parsed.data), loadedAt: nowIso() });
+      await finishMetadataRequest(db, requestId, 'Completed', nowIso(), null);
+      log.info({ requestId, connectionId: conn.id, entities: parsed.data.entities.length }, 'metadata loaded');
+    } catch (err) {
+      const message = loadFailure(err);
+      log.warn({ requestId, connectionId: conn.id, message }, 'metadata load failed');
+      // A channel that closed before the answer is not the load's failure: the next call sends it again.
+      const lost = isFerryError(err) && err.code === 'AGT_NOT_CONNECTED';
+      await finishMetadataRequest(db, requestId, 'Failed', nowIso(), message, { report: !lost }).catch((e: unknown) => log.error({ err: e, requestId }, 'metadata request result not stored'));
+    }
+  }
+
+  /** The Connection's latest metadata requests, newest first, and how many are kept. */
+  async requests(conn: ConnectionRow, limit: number, offset: number): Promise<{ rows: MetadataRequestRow[]; total: number }> {
+    const rows = await listMetadataRequests(this.opts.db, conn.id, limit, offset);
+    return { rows, total: await countMetadataRequests(this.opts.db, conn.id) };
+  }
+
+  /** Forgets the cached metadata: the next read loads it again. */
+  async reset(conn: ConnectionRow): Promise<void> {
+    await resetMetadataCache(this.opts.db, conn.id);
+  }
+}
+
+/** One entity by ID or fullName, case-insensitive; 404 otherwise. */
+export function findEntity(md: AgentMetadata, idOrName: string, conn: Pick<ConnectionRow, 'id' | 'name'>): AgentEntity {
+  const key = idOrName.toLowerCase();
+  const hit = md.entities.find((e) => e.id.toLowerCase() === key) ?? md.entities.find((e) => e.fullName.toLowerCase() === key);
+  if (!hit) throw new FerryError('API_NOT_FOUND', `Entity ${idOrName} was not found in the metadata of Connection ${conn.name}.`, { details: { connectionId: conn.id } });
+  return hit;
+}
+
+/** The stored reason of a failed load: the Agent's own error when it answered, else why it did not. */
+function loadFailure(err: unknown): string {
+  if (isFerryError(err)) {
+    const { agentMessage, agentErrorCode } = err.details ?? {};
+    if (typeof agentMessage === 'string') return typeof agentErrorCode === 'string' ? `${agentErrorCode}: ${agentMessage}` : agentMessage;
+    return `${err.code}: ${err.message}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The Agent's answer, uncompressed when it came packed (PackedMetadata), at most 256 MiB of JSON. */
+function unpackMetadata(result: unknown): unknown {
+  const packed = PackedMetadata.safeParse(result);
+  if (!packed.success) return result;
+  return JSON.parse(gunzipSync(Buffer.from(packed.data.data, 'base64'), { maxOutputLength: 256 * 1024 * 1024 }).toString('utf8')) as unknown;
+}
