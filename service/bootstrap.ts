@@ -4,6 +4,7 @@ import { hashPassword } from './auth/password.js';
 import type { ServiceConfig } from './config.js';
 import { SecretBox } from './crypto/master-key.js';
 import { checkDataCenter, createOrganization } from './http/org-model.js';
+import { preinstalledConnectors } from './marketplace/catalogue.js';
 import { getUserByEmail, insertUser, newUserRow } from './store/repos/users.repo.js';
 import { openStore, type Store } from './store/store.js';
 import { newId, nowIso } from './util/values.js';
@@ -88,7 +89,7 @@ export async function bootstrap(store: Store, secrets: SecretBox, config: Servic
 
 /** Opens the configured store, adds a root Organization, closes the store. */
 export async function createRootOrganization(config: ServiceConfig, input: RootOrganization): Promise<{ orgId: number; generatedPassword?: string }> {
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preinstalledConnectors: preinstalledConnectors() });
   try {
     return await addRootOrganization(store, secretsFor(config), input);
   } finally {

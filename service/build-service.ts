@@ -10,7 +10,7 @@ import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
 import { AgentGateway } from './gateway/gateway.js';
 import { ReportHandlers } from './gateway/report-handlers.js';
 import { HeartbeatSweeper } from './gateway/sweeper.js';
-import { ConnectorCatalogue } from './marketplace/catalogue.js';
+import { ConnectorCatalogue, preinstalledConnectors } from './marketplace/catalogue.js';
 import { applyInstallReport, ConnectorInstalls } from './marketplace/installs.js';
 import { PackageStore } from './marketplace/package-store.js';
 import { buildApp } from './http/app.js';
@@ -68,7 +68,12 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
   reportDataDir(log, config.dataDir, secureDataDir(config.dataDir));
   const spools = removeDeadSpools(config.dataDir);
   if (spools > 0) log.warn({ count: spools }, 'removed the import spools of a Service that stopped mid-import');
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onConnectionError: (err) => log.warn({ err }, 'a PostgreSQL connection failed; the pool replaces it') });
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    preinstalledConnectors: preinstalledConnectors(),
+    onConnectionError: (err) => log.warn({ err }, 'a PostgreSQL connection failed; the pool replaces it'),
+  });
   try {
     const secrets = secretsFor(config);
     const boot = await bootstrap(store, secrets, config);

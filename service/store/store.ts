@@ -9,8 +9,7 @@ import { lookupTables } from './migrations/002-lookup-tables.js';
 import { agents } from './migrations/005-agents.js';
 import { connections } from './migrations/006-connections.js';
 import { metadata } from './migrations/007-metadata.js';
-import { connectorInstalls } from './migrations/008-connector-installs.js';
-import { preinstalledConnectors } from '../marketplace/catalogue.js';
+import { connectorInstalls, type PreinstalledConnector } from './migrations/008-connector-installs.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -32,6 +31,11 @@ export interface StoreOptions {
   /** `postgres://…` for PostgreSQL; absent for SQLite in `dataDir`. */
   databaseUrl?: string | undefined;
   dataDir: string;
+  /**
+   * The Connectors every Organization starts with (the Marketplace's built-in public ones): the
+   * migration that brings Connector installs gives them to the Organizations that exist then.
+   */
+  preinstalledConnectors: readonly PreinstalledConnector[];
   /** Told of errors on idle PostgreSQL connections (a server restart, an administrator's kill). */
   onConnectionError?: (err: Error) => void;
 }
@@ -43,7 +47,7 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 export async function openStore(opts: StoreOptions): Promise<Store> {
   const store = opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.onConnectionError) : openSqlite(opts.dataDir);
   try {
-    await migrate(store);
+    await migrate(store, opts.preinstalledConnectors);
   } catch (err) {
     await store.close();
     throw err;
@@ -88,19 +92,19 @@ function openPostgres(url: string, onConnectionError: (err: Error) => void = () 
   return { db, dialect: 'postgres', bulkTransaction: (work) => db.transaction().execute(work), close: () => db.destroy() };
 }
 
-function migrations(dialect: StoreDialect): Record<string, Migration> {
+function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledConnector[]): Record<string, Migration> {
   return {
     '001-foundation': foundation(dialect),
     '002-lookup-tables': lookupTables(dialect),
     '005-agents': agents(),
     '006-connections': connections(),
     '007-metadata': metadata(),
-    '008-connector-installs': connectorInstalls(preinstalledConnectors()),
+    '008-connector-installs': connectorInstalls(preinstalled),
   };
 }
 
-async function migrate(store: Store): Promise<void> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+async function migrate(store: Store, preinstalled: readonly PreinstalledConnector[]): Promise<void> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect, preinstalled) };
   // Migrations run on the raw (snake_case) schema: no CamelCasePlugin there.
   const raw = store.db.withoutPlugins();
   const migrator = new Migrator({ db: raw, provider, migrationTableName: 'ferry_migrations', migrationLockTableName: 'ferry_migrations_lock' });

@@ -23,6 +23,7 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { loadLookupTables } from '../../service/store/repos/lookup-tables.repo.js';
 import { SQLITE_MAX_PARAMS } from '../../service/store/repos/lookup-values.repo.js';
+import { preinstalledConnectors } from '../../service/marketplace/catalogue.js';
 import { openStore } from '../../service/store/store.js';
 import { uuidV7 } from '../../service/util/uuid-v7.js';
 import { newId } from '../../service/util/values.js';
@@ -248,7 +249,7 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
     check(get.result.status === 200 && get.result.text.length > createBodyChars, 'GET returned the values');
     const readsRss = (await rss()).peakRssMiB;
 
-    const local = await openStore({ databaseUrl: served.databaseUrl, dataDir: served.dataDir });
+    const local = await openStore({ databaseUrl: served.databaseUrl, dataDir: served.dataDir, preinstalledConnectors: preinstalledConnectors() });
     try {
       const load = await timed(() => loadLookupTables(local.db, served.orgId, [tableName]));
       const inMemory = await timed(async () => {

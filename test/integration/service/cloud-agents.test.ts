@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { preinstalledConnectors } from '../../../service/marketplace/catalogue.js';
 import { openStore } from '../../../service/store/store.js';
 import { getAgentById } from '../../../service/store/repos/agents.repo.js';
 import { until } from '../../helpers/agent-client.js';
@@ -101,7 +102,7 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
     // The Service stopped it gracefully: the Agent reported ShutdownCloud before the Service closed.
     const last = currentPid(id);
     expect(last).toBeUndefined();
-    const store = await openStore({ dataDir: data.dataDir, databaseUrl: data.databaseUrl });
+    const store = await openStore({ dataDir: data.dataDir, databaseUrl: data.databaseUrl, preinstalledConnectors: preinstalledConnectors() });
     try {
       expect((await getAgentById(store.db, id))?.status).toBe('ShutdownCloud');
     } finally {

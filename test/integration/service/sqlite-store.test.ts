@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isUniqueViolation } from '../../../service/store/sql.js';
+import { preinstalledConnectors } from '../../../service/marketplace/catalogue.js';
 import { openStore, type Store } from '../../../service/store/store.js';
 
 /**
@@ -16,7 +17,7 @@ describe('SQLite store', () => {
 
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-sqlite-store-'));
-    store = await openStore({ dataDir: dir });
+    store = await openStore({ dataDir: dir, preinstalledConnectors: preinstalledConnectors() });
     await sql`create table scratch (id integer primary key, name text not null unique)`.execute(store.db);
   });
   afterEach(async () => {

@@ -5,6 +5,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HeartbeatSweeper, sweepIntervalMs } from '../../../service/gateway/sweeper.js';
 import { getAgentById, insertAgent, updateAgent } from '../../../service/store/repos/agents.repo.js';
+import { preinstalledConnectors } from '../../../service/marketplace/catalogue.js';
 import { openStore, type Store } from '../../../service/store/store.js';
 
 const MIN = 60_000;
@@ -15,7 +16,7 @@ describe('the heartbeat sweeper', () => {
   let orgId: number;
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-sweeper-'));
-    store = await openStore({ dataDir: dir });
+    store = await openStore({ dataDir: dir, preinstalledConnectors: preinstalledConnectors() });
     const now = new Date().toISOString();
     const org = await store.db
       .insertInto('orgs')
