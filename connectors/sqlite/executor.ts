@@ -1,6 +1,6 @@
 /**
  * The statements of one write batch, run in one transaction: the part of a SQLite write that runs
- * either on the session's thread or in its writer thread (write-thread.ts). Everything the
+ * either on the session's thread or in its writer thread (`WriteThread`, thread.ts). Everything the
  * executor needs is in its parameters and the job: it refers to nothing outside its own body,
  * because the writer thread runs it from its source text.
  *
