@@ -1,29 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { FerryError } from '../../../src/errors/ferry-error.js';
-import { getInvitationByEmail } from '../../store/repos/invitations.repo.js';
-import { countMembers, getMemberByEmail, listMembers, lockMembers, removeMembership, updateMembership, updateUser } from '../../store/repos/users.repo.js';
-import type { Db } from '../../store/sql.js';
-import { nowIso } from '../../util/values.js';
+import { membersOf, modifyMember, removeMember } from '../../users/members.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf } from '../guard.js';
+import { toOrgUser } from '../mappers/user.js';
 import { OrgParams, PageQuery, sendList } from '../schemas/common.js';
 import { EmailQuery, OrgUser, OrgUserInput } from '../schemas/user.schema.js';
-import { keepAnAdministrator, toOrgUser } from '../user-model.js';
 
 const tags = ['Organization users'];
-
-/** The 404 for an email that is not a member; points to the invitation when there is one. */
-async function notAMember(db: Db, orgId: number, email: string): Promise<FerryError> {
-  const invitation = await getInvitationByEmail(db, orgId, email);
-  if (invitation) {
-    return new FerryError(
-      'API_NOT_FOUND',
-      `${email} has not accepted the invitation to Organization ${orgId} (status ${invitation.statusType}); manage it with /v1/orgs/${orgId}/invitedusers.`,
-    );
-  }
-  return new FerryError('API_NOT_FOUND', `${email} is not a member of Organization ${orgId}.`);
-}
 
 /**
  * The members of an Organization (people who accepted an invitation, and its creators). Everyone in
@@ -38,7 +22,7 @@ const orgUsersRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     schema: { tags, summary: 'Members of the Organization', params: OrgParams, querystring: PageQuery, response: { 200: z.array(OrgUser) } },
   }, async (req, reply) => {
     const { org } = orgOf(req);
-    const [rows, total] = await Promise.all([listMembers(db, org.id, req.query), countMembers(db, org.id)]);
+    const { rows, total } = await membersOf(db, org.id, req.query);
     return sendList(reply, rows.map(toOrgUser), total);
   });
 
@@ -54,24 +38,7 @@ const orgUsersRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     },
   }, async (req) => {
     const { org } = orgOf(req);
-    const body = req.body;
-    const updated = await db.transaction().execute(async (tx) => {
-      await lockMembers(tx, deps.store.dialect, org.id);
-      const member = await getMemberByEmail(tx, org.id, body.email);
-      if (!member) throw await notAMember(tx, org.id, body.email);
-      if (body.roleType && body.roleType !== member.roleType) {
-        await keepAnAdministrator(tx, org.id, member, body.roleType);
-        await updateMembership(tx, org.id, member.id, { roleType: body.roleType });
-      }
-      const names = {
-        ...(body.firstName ? { firstName: body.firstName } : {}),
-        ...(body.lastName ? { lastName: body.lastName } : {}),
-      };
-      if (Object.keys(names).length > 0) await updateUser(tx, member.id, { ...names, modifiedAt: nowIso() });
-      return getMemberByEmail(tx, org.id, body.email);
-    });
-    if (!updated) throw new FerryError('API_NOT_FOUND', `${body.email} is not a member of Organization ${org.id}.`);
-    return toOrgUser(updated);
+    return toOrgUser(await modifyMember(deps.store, org.id, req.body));
   });
 
   app.delete('/v1/orgs/:orgId/users', {
@@ -86,14 +53,7 @@ const orgUsersRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     },
   }, async (req, reply) => {
     const { org } = orgOf(req);
-    const { email } = req.query;
-    await db.transaction().execute(async (tx) => {
-      await lockMembers(tx, deps.store.dialect, org.id);
-      const member = await getMemberByEmail(tx, org.id, email);
-      if (!member) throw await notAMember(tx, org.id, email);
-      await keepAnAdministrator(tx, org.id, member, undefined);
-      await removeMembership(tx, org.id, member.id);
-    });
+    await removeMember(deps.store, org.id, req.query.email);
     return reply.code(204).send(null);
   });
 };

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { orgSettings } from '../../orgs/settings.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf } from '../guard.js';
-import { orgSettings } from '../org-settings.js';
+import { toSetting } from '../mappers/org.js';
 import { OrgParams, sendList } from '../schemas/common.js';
 import { Setting } from '../schemas/setting.schema.js';
 
@@ -17,7 +18,7 @@ const settingsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
       response: { 200: z.array(Setting) },
     },
   }, async (req, reply) => {
-    const settings = orgSettings(deps.config, orgOf(req).org.id);
+    const settings = orgSettings(deps.config, orgOf(req).org.id).map(toSetting);
     return sendList(reply, settings, settings.length);
   });
 };

@@ -1,17 +1,9 @@
 import { z } from 'zod';
+import { ORG_HEALTH } from '../../orgs/status.js';
 import { Guid, Name } from './common.js';
 
-/** The data centers of SPEC.md; 12, 13 and 14 exist only for platform-hosted Organizations. */
-export const DATA_CENTERS: Record<number, { name: string; location: string; platformOnly: boolean }> = {
-  1: { name: 'US', location: 'United States (provider A)', platformOnly: false },
-  2: { name: 'EU', location: 'Europe (provider A)', platformOnly: false },
-  12: { name: 'US2', location: 'United States (provider B)', platformOnly: true },
-  13: { name: 'AU', location: 'Australia (provider A)', platformOnly: true },
-  14: { name: 'USEast', location: 'United States East (provider A)', platformOnly: true },
-};
-export const DEFAULT_DATA_CENTER = 1;
-
-export const ORG_STATUSES = ['All', 'Ok', 'Processing', 'Job Disabled', 'Job Warning', 'Job Failure', 'System Issue', 'System Failure'] as const;
+/** The status filter of the Organization list: All, or one health state. */
+export const ORG_STATUSES = ['All', ...ORG_HEALTH] as const;
 
 const Address = z.string().trim().min(1).max(64);
 

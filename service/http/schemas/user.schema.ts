@@ -99,7 +99,6 @@ const NOTIFICATION_FIELDS = {
   heartbeatEmail: z.boolean().nullable(),
   systemUpdateEmail: z.boolean().nullable(),
 };
-export const NOTIFICATION_SWITCHES = Object.keys(NOTIFICATION_FIELDS) as Array<keyof typeof NOTIFICATION_FIELDS>;
 
 /**
  * SPEC.md's User model. The Organization fields, the role and the notification switches belong to

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUNCTION_CATEGORIES } from '../../../src/maps/formula/catalogue.js';
-import { secondsAsMinutes } from '../../../service/http/org-settings.js';
+import { secondsAsMinutes } from '../../../service/orgs/settings.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';

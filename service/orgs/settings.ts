@@ -1,6 +1,5 @@
 import { FUNCTION_CATEGORIES } from '../../src/maps/formula/catalogue.js';
 import type { ServiceConfig } from '../config.js';
-import type { Setting } from './schemas/setting.schema.js';
 
 /**
  * The fixed operational limits of SPEC.md and DESIGN.md that an Organization sees as Settings.
@@ -17,10 +16,10 @@ export const LIMITS = {
   maxNestedPropertyRelations: 10,
 } as const;
 
-type Value = { decimal: number } | { blob: readonly string[] };
+export type SettingValue = { decimal: number } | { blob: readonly string[] };
 
 /** Each Setting: a fixed GUID (ids never change), its name and how its value is computed. */
-const DEFINITIONS: ReadonlyArray<{ id: string; name: string; value: (config: ServiceConfig) => Value }> = [
+const DEFINITIONS: ReadonlyArray<{ id: string; name: string; value: (config: ServiceConfig) => SettingValue }> = [
   { id: 'f8c335cc-0008-469d-bcfc-6bd03a2a2b85', name: 'MaxBlocksPerMap', value: () => ({ decimal: LIMITS.maxBlocksPerMap }) },
   { id: 'e1ba379d-933e-44c4-b05d-e0abac15f809', name: 'HistoryRetentionDays', value: () => ({ decimal: LIMITS.historyRetentionDays }) },
   { id: 'e445b494-0ff9-42b3-aed7-887facd5aadb', name: 'DefaultBulkBatchSize', value: () => ({ decimal: LIMITS.defaultBulkBatchSize }) },
@@ -45,16 +44,18 @@ export function secondsAsMinutes(seconds: number): number {
   return Math.round((seconds / 60) * 1e6) / 1e6;
 }
 
+/** One operational Setting: a number, or a list of texts. */
+export interface OrgSetting {
+  id: string;
+  name: string;
+  value: SettingValue;
+}
+
 /**
  * The effective operational Settings of an Organization, from the Service configuration and the
  * fixed limits. Every Organization of one Service sees the same values today; the Organization is
  * a parameter so that per-Organization overrides need no change for callers.
  */
-export function orgSettings(config: ServiceConfig, _orgId: number): Setting[] {
-  return DEFINITIONS.map((d) => {
-    const value = d.value(config);
-    return 'decimal' in value
-      ? { id: d.id, name: d.name, valueType: 1, decimalValue: String(value.decimal), blobValue: null }
-      : { id: d.id, name: d.name, valueType: 2, decimalValue: null, blobValue: [...value.blob] };
-  });
+export function orgSettings(config: ServiceConfig, _orgId: number): OrgSetting[] {
+  return DEFINITIONS.map((d) => ({ id: d.id, name: d.name, value: d.value(config) }));
 }
