@@ -1,11 +1,6 @@
 import { z } from 'zod';
+import { MAX_VALUE_LENGTH } from '../../lookup-tables/values.js';
 import { decimal, Guid, MAX_INT, Name, OrgParams, PageQuery, qbool, Text, Timestamp } from './common.js';
-
-/**
- * The longest value1 or value2, in characters (UTF-16 code units). It keeps an entry of the
- * lookup indexes under PostgreSQL's B-tree limit (see migration 002).
- */
-export const MAX_VALUE_LENGTH = 400;
 
 export const LookupTableValue = z.object({
   id: z.string(),

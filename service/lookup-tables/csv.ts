@@ -1,7 +1,7 @@
 import { CsvError, parse, type Options } from 'csv-parse/sync';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import type { LookupPair } from '../../src/maps/lookup/lookup-set.js';
-import { MAX_VALUE_LENGTH } from './schemas/lookup-table.schema.js';
+import { MAX_VALUE_LENGTH } from './values.js';
 
 /**
  * The CSV of Lookup Table imports and exports: two fields per record, value1 and value2, RFC 4180

@@ -1,12 +1,11 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { FerryError } from '../../src/errors/ferry-error.js';
-import { valuePages } from '../store/repos/lookup-values.repo.js';
-import type { LookupTableRow, LookupTableValueRow } from '../store/schema.js';
-import type { Db } from '../store/sql.js';
-import type { LookupTableModel, LookupTableValueModel } from './schemas/lookup-table.schema.js';
+import { valuePages } from '../../store/repos/lookup-values.repo.js';
+import type { LookupTableRow, LookupTableValueRow } from '../../store/schema.js';
+import type { Db } from '../../store/sql.js';
+import type { LookupTableModel, LookupTableValueModel } from '../schemas/lookup-table.schema.js';
 
-export const tableNotFound = (id: string): FerryError => new FerryError('API_NOT_FOUND', `Lookup Table ${id} was not found.`);
+/** Stored Lookup Tables and their values as the API shows them. */
 
 export function toLookupTableValue(row: LookupTableValueRow): LookupTableValueModel {
   return { id: row.id, value1: row.value1, value2: row.value2, creationDate: row.creationDate, lastModificationDate: row.lastModificationDate };
