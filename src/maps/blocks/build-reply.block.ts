@@ -7,6 +7,7 @@ import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import type { Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
+import type { BlockKind } from './registry.js';
 
 export function buildReplyStep(block: Block, formulas: CompiledFormulas, targetFields: readonly string[]): Step {
   return {
@@ -24,3 +25,12 @@ export function buildReplyStep(block: Block, formulas: CompiledFormulas, targetF
     },
   };
 }
+
+export const buildReplyKind: BlockKind = {
+  type: 'BuildReply',
+  fields: (block) => (block.fieldMappings ?? []).map((m) => m.targetField),
+  bind(block, cx) {
+    const maps = block.fieldMappings ?? [];
+    return buildReplyStep(block, cx.compile(block, maps.map((m) => [m.targetField, m.targetFormula])), maps.map((m) => m.targetField));
+  },
+};

@@ -3,6 +3,7 @@ import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import { runSequence, type Item, type Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
+import type { BlockKind } from './registry.js';
 
 export function ifElseStep(block: Block, condition: CompiledFormulas, thenSteps: readonly Step[], elseSteps: readonly Step[]): Step {
   return {
@@ -22,3 +23,11 @@ export function ifElseStep(block: Block, condition: CompiledFormulas, thenSteps:
     },
   };
 }
+
+export const ifElseKind: BlockKind = {
+  type: 'IfElse',
+  check(block, cx) {
+    if (!block.condition) cx.error('MAP_MODEL_INVALID', `${block.name}: an If/Else Block needs a condition.`);
+  },
+  bind: (block, cx) => ifElseStep(block, cx.compile(block, [['condition', block.condition ?? 'false']]), cx.steps(block.then), cx.steps(block.else)),
+};

@@ -11,6 +11,7 @@ import type { Block, LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import type { Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
+import type { BlockKind } from './registry.js';
 
 export const MAX_LOOKUP_RESULTS = 1000;
 const MAX_CACHE_KEYS = 100_000;
@@ -61,3 +62,13 @@ export function lookupStep(block: Block, conditions: readonly LookupCondition[],
     },
   };
 }
+
+export const lookupKind: BlockKind = {
+  type: 'Lookup',
+  connection: 'entity',
+  entityAction: 'Query',
+  bind(block, cx) {
+    const conds = block.lookupConditions ?? [];
+    return lookupStep(block, conds, cx.compile(block, conds.map((c) => [c.fieldName, c.compareValue])));
+  },
+};

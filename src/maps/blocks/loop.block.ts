@@ -13,6 +13,7 @@ import { DEFAULT_LOOP_ITERATIONS, type Block } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import { runSequence, type Item, type Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
+import type { BlockKind } from './registry.js';
 
 export function loopStep(block: Block, condition: CompiledFormulas, body: readonly Step[]): Step {
   const max = block.maxIterations ?? DEFAULT_LOOP_ITERATIONS;
@@ -57,3 +58,13 @@ export function loopStep(block: Block, condition: CompiledFormulas, body: readon
     },
   };
 }
+
+export const loopKind: BlockKind = {
+  type: 'Loop',
+  check(block, cx) {
+    if (!block.condition) cx.error('MAP_MODEL_INVALID', `${block.name}: a Loop needs a condition.`);
+    // The condition and the body read the Loop's index.
+    cx.scope.set(block.name, { fields: ['index'], batched: false, blockType: 'Loop' });
+  },
+  bind: (block, cx) => loopStep(block, cx.compile(block, [['condition', block.condition ?? 'false']]), cx.steps(block.body)),
+};

@@ -1,6 +1,7 @@
 /** Map Exit: the record leaves the Map here; nothing after it runs for the record (inside a loop, nor after the loop). */
 import type { Block } from '../../protocol/map.js';
 import type { Step } from '../runtime/context.js';
+import type { BlockKind } from './registry.js';
 
 export function mapExitStep(block: Block): Step {
   return {
@@ -11,3 +12,8 @@ export function mapExitStep(block: Block): Step {
     },
   };
 }
+
+export const mapExitKind: BlockKind = {
+  type: 'MapExit',
+  bind: (block) => mapExitStep(block),
+};

@@ -5,6 +5,9 @@
 import type { HostConnection } from '../../connectors/connection.js';
 import type { RecordBatch } from '../../connectors/sdk.js';
 import type { Block } from '../../protocol/map.js';
+import { openConnection } from '../runtime/context.js';
+import type { BlockKind } from './registry.js';
+import { checkRelationships, childrenOf } from './relationships.js';
 
 export function queryBatches(block: Block, conn: HostConnection, opts: { since: string | null; batchSize: number; fields?: string[]; signal: AbortSignal }): AsyncIterable<RecordBatch> {
   const netChange = block.netChange && opts.since ? { field: block.netChange.fieldName, since: opts.since } : undefined;
@@ -17,3 +20,18 @@ export function queryBatches(block: Block, conn: HostConnection, opts: { since: 
     ...(opts.fields ? { fields: opts.fields } : {}),
   });
 }
+
+export const queryKind: BlockKind = {
+  type: 'Query',
+  connection: 'entity',
+  entityAction: 'Query',
+  readsNetChange: true,
+  readsRelationships: true,
+  checkEntity: checkRelationships,
+  source: (block, relationships) => ({
+    block,
+    readsConnection: true,
+    batches: (conn, opts) => queryBatches(block, openConnection(block, conn), opts),
+    ...childrenOf(block, relationships),
+  }),
+};

@@ -6,11 +6,13 @@
  * Keys are compared as text, so a csv "1" matches a database 1. A parent with a null key has none.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import type { ConnectorRecord, Relationship, Value } from '../../connectors/sdk.js';
+import type { ConnectorRecord, EntityMetadata, Relationship, Value } from '../../connectors/sdk.js';
 import type { Filter } from '../../protocol/filter.js';
 import type { Block } from '../../protocol/map.js';
+import { connectionOf, findEntity, findRelationship } from '../metadata.js';
 import { slices } from '../runtime/batching.js';
-import { childrenKey, type Item } from '../runtime/context.js';
+import { childrenKey, type Item, type Source } from '../runtime/context.js';
+import type { CheckContext } from './registry.js';
 
 /** Parent keys per query of the related entity. */
 const KEYS_PER_QUERY = 500;
@@ -47,5 +49,21 @@ export async function readChildren(block: Block, conn: HostConnection, relations
         }
       }
     }
+  }
+}
+
+/** A starter's relationships as its Source reads them: nothing when it reads none. */
+export function childrenOf(block: Block, relationships: readonly Relationship[]): Pick<Source, 'children'> {
+  if (relationships.length === 0) return {};
+  return { children: (conn, items, signal) => readChildren(block, conn, relationships, items, signal) };
+}
+
+/** Query, Fetch: each relationship the Block reads exists and leads to an entity of the Connection; For Each Child and child writes find it by `Query.relationship`. */
+export function checkRelationships(block: Block, entity: EntityMetadata, cx: CheckContext): void {
+  for (const r of block.relationships ?? []) {
+    const rel = findRelationship(entity, r);
+    const related = rel ? findEntity(connectionOf(block, cx.metadata), rel.relatedEntityFullName) : undefined;
+    if (!rel || !related) cx.error('MAP_RELATIONSHIP_NOT_FOUND', `${block.name}: ${entity.fullName} has no relationship ${r}.`);
+    else cx.children.set(childrenKey(block.name, rel.fullName), related);
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { Block } from '../../protocol/map.js';
 import type { Step } from '../runtime/context.js';
+import type { BlockKind } from './registry.js';
 
 export function sendReplyStep(block: Block, source: string): Step {
   return {
@@ -27,3 +28,13 @@ export function sendReplyStep(block: Block, source: string): Step {
     },
   };
 }
+
+export const sendReplyKind: BlockKind = {
+  type: 'SendReply',
+  check(block, cx) {
+    if (cx.starter?.blockType !== 'WaitForRequest') cx.error('MAP_BLOCK_MISPLACED', `${block.name}: Send Reply answers a request; the Map must begin with Wait For Request.`);
+    const src = block.source ? cx.scope.get(block.source) : undefined;
+    if (src?.blockType !== 'BuildReply') cx.error('MAP_BLOCK_MISPLACED', `${block.name}: Send Reply sends the reply of an earlier Build Reply Block; ${block.source ?? '(no source)'} is not one.`);
+  },
+  bind: (block) => sendReplyStep(block, block.source ?? ''),
+};

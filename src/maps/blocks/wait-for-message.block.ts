@@ -7,6 +7,7 @@
 import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
 import { FerryError } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
+import type { BlockKind } from './registry.js';
 
 /** The message as a record; RUN_MESSAGE_MISSING / RUN_MESSAGE_INVALID when there is none or it is not an object. */
 export function messageRecord(block: Block, message: unknown): ConnectorRecord {
@@ -30,3 +31,13 @@ export function messageBatches(block: Block, message: unknown): AsyncIterable<Re
     yield [rec];
   })();
 }
+
+/** Without a Connection, the message's fields are the Block's `fields`; with one, its entity's (the validator's scope). */
+export const messageFields = (block: Block): readonly string[] | undefined => (block.connectionId ? undefined : (block.fields ?? []));
+
+export const waitForMessageKind: BlockKind = {
+  type: 'WaitForMessage',
+  connection: 'entity-if-named',
+  fields: messageFields,
+  source: (block) => ({ block, readsConnection: false, batches: (_conn, opts) => messageBatches(block, opts.message) }),
+};

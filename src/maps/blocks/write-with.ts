@@ -10,13 +10,15 @@
  * parent and the children already written stay written.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import type { ConnectorRecord, Relationship, WriteAction } from '../../connectors/sdk.js';
+import type { ConnectorRecord, EntityMetadata, Relationship, WriteAction } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
-import type { Block } from '../../protocol/map.js';
+import type { Block, LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
-import { clampBatch } from '../runtime/batching.js';
-import { forkItem, type Item, type RunEnv, type Step } from '../runtime/context.js';
+import { connectionOf, entityOf, findEntity, findRelationship } from '../metadata.js';
+import { childrenKey, forkItem, type Item, type RunEnv, type Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
+import type { BindContext, CheckContext } from './registry.js';
+import { writeFormulas } from './write.js';
 
 export interface ChildWriteSpec {
   relationship: Relationship;
@@ -43,7 +45,7 @@ type Outcome = { ok: true; key?: Readonly<ConnectorRecord> | undefined } | { ok:
 /** Writes records in calls of at most `size`; one outcome per record, in order. */
 async function writeAll(block: Block, conn: HostConnection | undefined, action: WriteAction, entity: string, records: readonly ConnectorRecord[], keyFields: readonly string[], env: RunEnv): Promise<Outcome[]> {
   const out: Outcome[] = [];
-  const size = conn ? clampBatch(block.bulkCountPerOperation ?? env.batchSize, conn.bulkLimit) : 1;
+  const size = env.bulkSize(block);
   const opts = keyFields.length ? { keyFields: [...keyFields], signal: env.signal } : { signal: env.signal };
   for (let s = 0; s < records.length; s += size) {
     const part = records.slice(s, s + size);
@@ -142,5 +144,56 @@ async function writeChildren(spec: WriteWithSpec, child: ChildWriteSpec, parents
     outcomes.forEach((o, k) => {
       if (!o.ok) env.fail(ready[k] as Item, block, o.error);
     });
+  }
+}
+
+/** Binds CreateWith / UpdateWith (`keys`: the conditions that find the parent; none for CreateWith): the children's formulas, then the parent's. */
+export function writeWithSpec(block: Block, cx: BindContext, keys: readonly LookupCondition[]): Omit<WriteWithSpec, 'parentAction' | 'childAction'> {
+  const entity = entityOf(block, cx.metadata);
+  const maps = block.fieldMappings ?? [];
+  const children = (block.children ?? []).map((c): ChildWriteSpec => {
+    const dot = c.source.indexOf('.');
+    return {
+      relationship: findRelationship(entity, c.relationship) as Relationship,
+      collection: dot < 0 ? c.source : childrenKey(c.source.slice(0, dot), findRelationship(cx.starterEntity, c.source.slice(dot + 1))?.fullName ?? c.source.slice(dot + 1)),
+      bindAs: c.name ?? c.source,
+      formulas: cx.compile(block, c.fieldMappings.map((m) => [m.targetField, m.targetFormula])),
+      targetFields: c.fieldMappings.map((m) => m.targetField),
+    };
+  });
+  return {
+    block,
+    formulas: cx.compile(block, writeFormulas(block, keys)),
+    targetFields: maps.map((m) => m.targetField),
+    keyFields: keys.map((c) => c.fieldName),
+    children,
+  };
+}
+
+/** The child writes: the relationship, its entity's fields and `childAction`, the source, the child formulas. */
+export function checkChildWrites(block: Block, entity: EntityMetadata, cx: CheckContext, childAction: 'Create' | 'Upsert'): void {
+  const md = connectionOf(block, cx.metadata);
+  for (const c of block.children ?? []) {
+    const rel = findRelationship(entity, c.relationship);
+    const related = rel ? findEntity(md, rel.relatedEntityFullName) : undefined;
+    if (!rel || !related || rel.relationshipType !== 'OneToMany') {
+      cx.error('MAP_RELATIONSHIP_NOT_FOUND', `${block.name}: ${entity.fullName} has no one-to-many relationship ${c.relationship}.`);
+      continue;
+    }
+    if (!related.actions.some((a) => a.action === childAction)) cx.error('MAP_ACTION_UNSUPPORTED', `${block.name}: the entity ${related.fullName} does not support ${childAction}.`);
+    for (const m of c.fieldMappings) if (!related.fields.some((f) => f.fullName === m.targetField)) cx.error('MAP_FIELD_NOT_FOUND', `${block.name}: ${related.fullName} has no field ${m.targetField}.`);
+    const lookup = cx.scope.get(c.source);
+    const sourceFields = lookup?.blockType === 'Lookup' ? lookup.fields : cx.children.get(c.source)?.fields.map((f) => f.fullName);
+    if (!sourceFields) {
+      cx.error('MAP_BLOCK_MISPLACED', `${block.name}: the children of ${c.relationship} come from an earlier Lookup or a relationship its Query reads (Query.relationship); ${c.source} is neither.`);
+      continue;
+    }
+    const bindAs = c.name ?? c.source;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(bindAs)) {
+      cx.error('MAP_MODEL_INVALID', `${block.name}: give the child write of ${c.relationship} a name to read ${c.source} by.`);
+      continue;
+    }
+    const scope = new Map(cx.scope).set(bindAs, { fields: sourceFields, batched: false, blockType: 'Lookup' });
+    for (const m of c.fieldMappings) cx.formula(`children.${c.relationship}.fieldMappings.${m.targetField}.targetFormula`, m.targetFormula, scope);
   }
 }

@@ -2,15 +2,16 @@
  * What every write Block shares: evaluate the field mappings (and key conditions) for the batch in
  * one sandbox call, write the records in bulk calls of at most the batch size (or one by one when
  * the Block does not write in bulk, so its output can be read), and turn each refused record into
- * a record error.
+ * a record error. Also what the write kinds share when they are checked and bound.
  */
-import type { ConnectorRecord, WriteAction } from '../../connectors/sdk.js';
+import type { ConnectorRecord, EntityMetadata, WriteAction } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
-import type { Block } from '../../protocol/map.js';
+import { isWriteType, type Block, type LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
-import { clampBatch } from '../runtime/batching.js';
+import { entityOf } from '../metadata.js';
 import type { Item, Step } from '../runtime/context.js';
 import { evaluateOrTake } from '../runtime/formulas.js';
+import type { BindContext, CheckContext } from './registry.js';
 
 export interface WriteStepSpec {
   block: Block;
@@ -44,7 +45,7 @@ export function writeStep(spec: WriteStepSpec): Step {
         ready.push(item);
         records.push(rec);
       });
-      const size = bulk && conn ? clampBatch(block.bulkCountPerOperation ?? env.batchSize, conn.bulkLimit) : 1;
+      const size = bulk ? env.bulkSize(block) : 1;
       const opts = keyFields.length ? { keyFields: [...keyFields], signal: env.signal } : { signal: env.signal };
       for (let s = 0; s < records.length; s += size) {
         if (env.signal.aborted) break;
@@ -79,4 +80,48 @@ export function writeStep(spec: WriteStepSpec): Step {
       return items.filter((i) => !i.state.failed);
     },
   };
+}
+
+/** Whether a write Block writes in bulk: the Block allows it and the entity's Action supports it. */
+export function writesInBulk(block: Block, entity: EntityMetadata | undefined): boolean {
+  if (block.useBulk === false || !isWriteType(block.blockType)) return false;
+  return entity?.actions.find((a) => a.action === block.blockType)?.supportsBulk ?? false;
+}
+
+/** The lookup conditions that find the record to write: the `=` ones. */
+export function keyConditions(block: Block): LookupCondition[] {
+  return (block.lookupConditions ?? []).filter((c) => c.comparisonOperator === '=');
+}
+
+/** A write's formulas: the mappings (by targetField), then one per key condition (`key.Field`). */
+export function writeFormulas(block: Block, keys: readonly LookupCondition[]): Array<[string, string]> {
+  return [...(block.fieldMappings ?? []).map((m): [string, string] => [m.targetField, m.targetFormula]), ...keys.map((c): [string, string] => [`key.${c.fieldName}`, c.compareValue])];
+}
+
+/** Binds a write Block (Create, Update, UpdateInsert, Upsert, Delete): its formulas in one program, bulk per its entity's Action. */
+export function writeSpec(block: Block, cx: BindContext): Omit<WriteStepSpec, 'action'> {
+  const entity = entityOf(block, cx.metadata);
+  const keys = keyConditions(block);
+  return {
+    block,
+    formulas: cx.compile(block, writeFormulas(block, keys)),
+    targetFields: (block.fieldMappings ?? []).map((m) => m.targetField),
+    keyFields: keys.map((c) => c.fieldName),
+    bulk: writesInBulk(block, entity),
+  };
+}
+
+/** Create, CreateWith: a warning for each required field of the entity that has no mapping and no default. */
+export function checkRequiredMappings(block: Block, entity: EntityMetadata, cx: CheckContext): void {
+  const mapped = new Set((block.fieldMappings ?? []).map((m) => m.targetField));
+  for (const f of entity.fields) {
+    if (f.requiredInActionInput && !f.hasDefault && !mapped.has(f.fullName)) cx.warning('MAP_REQUIRED_FIELD_MISSING', `${block.name}: ${entity.fullName}.${f.fullName} is required and has no mapping.`);
+  }
+}
+
+/** Update, UpdateInsert, Delete, UpdateWith: the record is found by lookup conditions or the entity's primary key. */
+export function checkKeyed(block: Block, cx: CheckContext, entity: EntityMetadata | undefined): void {
+  if (entity && !block.lookupConditions?.length && !entity.fields.some((f) => f.isPrimaryKey)) {
+    cx.error('MAP_FIELD_NOT_FOUND', `${block.name}: ${block.blockType} needs lookup conditions or a primary key on ${entity.fullName}.`);
+  }
 }

@@ -4,16 +4,18 @@
  *
  * Walks the Block tree in flow order keeping the scope — which Block names (and their fields) a
  * formula at this point may read — so a formula that reads a later Block, an unknown field or the
- * output of a batched write is reported at the formula's position.
+ * output of a batched write is reported at the formula's position. The checks every Block gets are
+ * here; what is particular to a kind comes from its entry in the Block registry (blocks/index.ts).
  */
-import type { ConnectionMetadata, EntityMetadata, Relationship } from '../../connectors/sdk.js';
+import type { EntityMetadata } from '../../connectors/sdk.js';
 import type { ErrorCode } from '../../errors/codes.js';
 import { isFerryError } from '../../errors/ferry-error.js';
 import { filterFields } from '../../protocol/filter.js';
-import { BLOCK_TYPES, LOOP_TYPES, MESSAGE_STARTERS, MapModel, STARTER_TYPES, isWriteType, type Block, type BlockType } from '../../protocol/map.js';
-import { childrenKey } from '../runtime/context.js';
+import { LOOP_TYPES, MapModel, STARTER_TYPES, type Block, type BlockType } from '../../protocol/map.js';
+import { BLOCK_KINDS, kindOf, writesInBulk, type CheckContext, type ScopeEntry } from '../blocks/index.js';
 import { compileFormulas } from '../formula/evaluator.js';
 import type { FormulaPosition } from '../formula/positions.js';
+import { connectionOf, findEntity, type MetadataByConnection } from '../metadata.js';
 
 /** One finding about one Block (blockId null: about the Map as a whole). */
 export interface ValidationResult {
@@ -32,44 +34,8 @@ export interface MapValidation {
   results: ValidationResult[];
 }
 
-/** Connection metadata by connectionId. */
-export type MetadataByConnection = Readonly<Record<string, ConnectionMetadata>>;
-
-/** The Block kinds this Agent version runs; the others are validation errors. */
-export const SUPPORTED_TYPES: ReadonlySet<BlockType> = new Set(BLOCK_TYPES);
-
-interface ScopeEntry {
-  fields: readonly string[];
-  /** A write in bulk: its output cannot be read per record. */
-  batched: boolean;
-  blockType: BlockType;
-}
-
-/** Finds an entity by fullName (exact, then ignoring case). */
-export function findEntity(md: ConnectionMetadata | undefined, fullName: string | undefined): EntityMetadata | undefined {
-  if (!md || !fullName) return undefined;
-  return md.entities.find((e) => e.fullName === fullName) ?? md.entities.find((e) => e.fullName.toLowerCase() === fullName.toLowerCase());
-}
-
-/** The relationship of an entity by fullName (exact, then ignoring case). */
-export function findRelationship(entity: EntityMetadata | undefined, fullName: string | undefined): Relationship | undefined {
-  if (!entity || !fullName) return undefined;
-  return entity.relationships.find((r) => r.fullName === fullName) ?? entity.relationships.find((r) => r.fullName.toLowerCase() === fullName.toLowerCase());
-}
-
-/** The entity action a Block runs: Query for the readers, Create / Update for CreateWith / UpdateWith. */
-export function entityActionOf(t: BlockType): string {
-  if (t === 'Lookup' || t === 'Query' || t === 'Fetch') return 'Query';
-  if (t === 'CreateWith') return 'Create';
-  if (t === 'UpdateWith') return 'Update';
-  return t;
-}
-
-/** Whether a write Block writes in bulk: the Block allows it and the entity's Action supports it. */
-export function writesInBulk(block: Block, entity: EntityMetadata | undefined): boolean {
-  if (block.useBulk === false || !isWriteType(block.blockType)) return false;
-  return entity?.actions.find((a) => a.action === block.blockType)?.supportsBulk ?? false;
-}
+/** The Block kinds this Agent version runs (the registry's); the others are validation errors. */
+export const SUPPORTED_TYPES: ReadonlySet<BlockType> = new Set(Object.keys(BLOCK_KINDS) as BlockType[]);
 
 /** Validates a Map model (any object; schema problems become MAP_MODEL_INVALID results). */
 export function validateMap(input: unknown, metadata: MetadataByConnection): MapValidation {
@@ -112,8 +78,10 @@ function walk(blocks: readonly Block[], top: boolean, st: WalkState): void {
     };
     if (STARTER_TYPES.includes(b.blockType) && !(top && i === 0)) add('MAP_BLOCK_MISPLACED', `${b.name}: a starter Block must be the first Block of the Map.`);
     if (!SUPPORTED_TYPES.has(b.blockType)) add('MAP_BLOCK_UNSUPPORTED', `${b.name}: the ${b.blockType} Block is not supported by this Agent version yet.`);
-    if ((b.blockType === 'LoopExit' || b.blockType === 'Continue') && st.loopDepth === 0) add('MAP_BLOCK_MISPLACED', `${b.name}: ${b.blockType} belongs inside a Loop or For Each.`);
-    checkBlock(b, st, add);
+    else {
+      if (kindOf(b.blockType).inLoop && st.loopDepth === 0) add('MAP_BLOCK_MISPLACED', `${b.name}: ${b.blockType} belongs inside a Loop or For Each.`);
+      checkBlock(b, st, add);
+    }
     if (b.blockType === 'IfElse') {
       // Each branch sees what was in scope before it; afterwards only what both branches could add is uncertain, so keep both (reads of a skipped branch give null).
       walk(b.then ?? [], false, st);
@@ -125,14 +93,27 @@ function walk(blocks: readonly Block[], top: boolean, st: WalkState): void {
 
 type Add = (code: ErrorCode, message: string, extra?: Partial<ValidationResult>) => void;
 
+/**
+ * The checks every Block gets, with its kind's (blocks/registry.ts) at their places: the
+ * Connection and entity, the fields it names, the kind's rules, its formulas, then its name enters
+ * the scope.
+ */
 function checkBlock(b: Block, st: WalkState, add: Add): void {
   const t = b.blockType;
-  const withChildren = t === 'CreateWith' || t === 'UpdateWith';
-  const isMessage = MESSAGE_STARTERS.includes(t);
-  const needsEntity = t === 'Query' || t === 'Fetch' || t === 'Lookup' || isWriteType(t) || withChildren || (isMessage && b.connectionId !== undefined);
+  const kind = kindOf(t);
+  const cx: CheckContext = {
+    metadata: st.metadata,
+    starter: st.starter,
+    scope: st.scope,
+    children: st.children,
+    error: (code, message) => add(code, message),
+    warning: (code, message) => st.results.push({ blockId: b.blockId, blockName: b.name, severity: 'warning', code, message }),
+    formula: (key, formula, scope) => checkFormula(b, key, formula, scope ?? st.scope, add),
+  };
+  const needsEntity = kind.connection === 'entity' || (kind.connection === 'entity-if-named' && b.connectionId !== undefined);
   let entity: EntityMetadata | undefined;
-  if (needsEntity || t === 'NativeQuery') {
-    const md = b.connectionId ? st.metadata[b.connectionId] : undefined;
+  if (needsEntity || kind.connection === 'native-query') {
+    const md = connectionOf(b, st.metadata);
     if (!md) add('MAP_CONNECTION_NOT_FOUND', `${b.name}: ${b.connectionId ? `the Connection ${b.connectionId} is not among the Map's Connections` : 'the Block names no connectionId'}.`);
     else if (needsEntity) {
       entity = findEntity(md, b.entity);
@@ -144,8 +125,8 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
   const fieldSet = new Set(entity?.fields.map((f) => f.fullName) ?? []);
   const hasField = (f: string): boolean => fieldSet.has(f);
 
-  if (entity && !isMessage) {
-    const action = entityActionOf(t);
+  if (entity && kind.connection === 'entity') {
+    const action = kind.entityAction ?? t;
     if (!entity.actions.some((a) => a.action === action)) add('MAP_ACTION_UNSUPPORTED', `${b.name}: the entity ${entity.fullName} does not support ${action}.`);
     for (const f of filterFields(b.filter)) if (!hasField(f)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the filter reads ${f}, which ${entity.fullName} does not have.`);
     if (b.netChange) {
@@ -155,87 +136,21 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
     }
     for (const m of b.fieldMappings ?? []) if (!hasField(m.targetField)) add('MAP_FIELD_NOT_FOUND', `${b.name}: ${entity.fullName} has no field ${m.targetField}.`);
     for (const c of b.lookupConditions ?? []) if (!hasField(c.fieldName)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the condition field ${c.fieldName} is not a field of ${entity.fullName}.`);
-    if (t === 'Create' || t === 'CreateWith') {
-      const mapped = new Set((b.fieldMappings ?? []).map((m) => m.targetField));
-      for (const f of entity.fields) {
-        if (f.requiredInActionInput && !f.hasDefault && !mapped.has(f.fullName)) {
-          st.results.push({ blockId: b.blockId, blockName: b.name, severity: 'warning', code: 'MAP_REQUIRED_FIELD_MISSING', message: `${b.name}: ${entity.fullName}.${f.fullName} is required and has no mapping.` });
-        }
-      }
-    }
-    if (t === 'Query' || t === 'Fetch') {
-      for (const r of b.relationships ?? []) {
-        const rel = findRelationship(entity, r);
-        const related = rel ? findEntity(b.connectionId ? st.metadata[b.connectionId] : undefined, rel.relatedEntityFullName) : undefined;
-        if (!rel || !related) add('MAP_RELATIONSHIP_NOT_FOUND', `${b.name}: ${entity.fullName} has no relationship ${r}.`);
-        else st.children.set(childrenKey(b.name, rel.fullName), related);
-      }
-    }
+    kind.checkEntity?.(b, entity, cx);
   }
-  if (b.netChange && t !== 'Query') add('MAP_MODEL_INVALID', `${b.name}: only a Query reads net change.`);
-  if (b.relationships?.length && t !== 'Query' && t !== 'Fetch') add('MAP_MODEL_INVALID', `${b.name}: only a Query or a Fetch reads relationships.`);
-  if (t === 'Fetch' && !b.filter) add('MAP_MODEL_INVALID', `${b.name}: a Fetch needs a filter (use a Query to read a whole entity).`);
-  if (t === 'NativeQuery' && !b.statement?.trim()) add('MAP_MODEL_INVALID', `${b.name}: a Native Query needs a statement.`);
-  if ((t === 'Update' || t === 'UpdateInsert' || t === 'Delete' || t === 'UpdateWith') && entity && !b.lookupConditions?.length && !entity.fields.some((f) => f.isPrimaryKey)) {
-    add('MAP_FIELD_NOT_FOUND', `${b.name}: ${t} needs lookup conditions or a primary key on ${entity.fullName}.`);
-  }
-  if (t === 'ForEachResult') {
-    const src = b.source ? st.scope.get(b.source) : undefined;
-    if (!src || src.blockType !== 'Lookup') add('MAP_BLOCK_MISPLACED', `${b.name}: For Each Result iterates the results of an earlier Lookup Block; ${b.source ?? '(no source)'} is not one.`);
-  }
-  if (t === 'ForEachChild') {
-    const source = b.source ?? st.starter?.name ?? '';
-    const related = st.children.get(childrenKey(source, b.relationship ?? ''));
-    if (!related) add('MAP_RELATIONSHIP_NOT_FOUND', `${b.name}: For Each Child iterates one of the relationships its Query reads; ${source} reads no relationship ${b.relationship ?? '(none given)'}.`);
-    else st.scope.set(b.name, { fields: related.fields.map((f) => f.fullName), batched: false, blockType: t });
-  }
-  if ((t === 'IfElse' || t === 'Loop') && !b.condition) add('MAP_MODEL_INVALID', `${b.name}: ${t === 'Loop' ? 'a Loop' : 'an If/Else Block'} needs a condition.`);
-  if (t === 'Loop') st.scope.set(b.name, { fields: ['index'], batched: false, blockType: t });
-  if (t === 'SendReply') {
-    if (st.starter?.blockType !== 'WaitForRequest') add('MAP_BLOCK_MISPLACED', `${b.name}: Send Reply answers a request; the Map must begin with Wait For Request.`);
-    const src = b.source ? st.scope.get(b.source) : undefined;
-    if (src?.blockType !== 'BuildReply') add('MAP_BLOCK_MISPLACED', `${b.name}: Send Reply sends the reply of an earlier Build Reply Block; ${b.source ?? '(no source)'} is not one.`);
-  }
+  if (b.netChange && !kind.readsNetChange) add('MAP_MODEL_INVALID', `${b.name}: only a Query reads net change.`);
+  if (b.relationships?.length && !kind.readsRelationships) add('MAP_MODEL_INVALID', `${b.name}: only a Query or a Fetch reads relationships.`);
+  kind.check?.(b, cx, entity);
 
   // Formulas see the Blocks before this one (a Lookup's compare values do not see its own output).
-  for (const [key, formula] of formulasOf(b)) checkFormula(b, key, formula, st, add);
-  if (withChildren && entity) checkChildren(b, entity, st, add);
+  for (const [key, formula] of formulasOf(b)) checkFormula(b, key, formula, st.scope, add);
+  if (entity) kind.checkChildren?.(b, entity, cx);
 
-  if (entity && (t === 'Query' || t === 'Fetch' || t === 'Lookup' || isWriteType(t) || withChildren || isMessage)) {
+  if (entity) {
     st.scope.set(b.name, { fields: entity.fields.map((f) => f.fullName), batched: writesInBulk(b, entity), blockType: t });
-  } else if (t === 'NativeQuery' || (isMessage && !b.connectionId)) {
-    st.scope.set(b.name, { fields: b.fields ?? [], batched: false, blockType: t });
-  } else if (t === 'BuildReply') {
-    st.scope.set(b.name, { fields: (b.fieldMappings ?? []).map((m) => m.targetField), batched: false, blockType: t });
-  }
-}
-
-/** CreateWith / UpdateWith child writes: the relationship, its entity's fields, the source, the child formulas. */
-function checkChildren(b: Block, entity: EntityMetadata, st: WalkState, add: Add): void {
-  const md = b.connectionId ? st.metadata[b.connectionId] : undefined;
-  const childAction = b.blockType === 'CreateWith' ? 'Create' : 'Upsert';
-  for (const c of b.children ?? []) {
-    const rel = findRelationship(entity, c.relationship);
-    const related = rel ? findEntity(md, rel.relatedEntityFullName) : undefined;
-    if (!rel || !related || rel.relationshipType !== 'OneToMany') {
-      add('MAP_RELATIONSHIP_NOT_FOUND', `${b.name}: ${entity.fullName} has no one-to-many relationship ${c.relationship}.`);
-      continue;
-    }
-    if (!related.actions.some((a) => a.action === childAction)) add('MAP_ACTION_UNSUPPORTED', `${b.name}: the entity ${related.fullName} does not support ${childAction}.`);
-    for (const m of c.fieldMappings) if (!related.fields.some((f) => f.fullName === m.targetField)) add('MAP_FIELD_NOT_FOUND', `${b.name}: ${related.fullName} has no field ${m.targetField}.`);
-    const lookup = st.scope.get(c.source);
-    const sourceFields = lookup?.blockType === 'Lookup' ? lookup.fields : st.children.get(c.source)?.fields.map((f) => f.fullName);
-    if (!sourceFields) {
-      add('MAP_BLOCK_MISPLACED', `${b.name}: the children of ${c.relationship} come from an earlier Lookup or a relationship its Query reads (Query.relationship); ${c.source} is neither.`);
-      continue;
-    }
-    const bindAs = c.name ?? c.source;
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(bindAs)) {
-      add('MAP_MODEL_INVALID', `${b.name}: give the child write of ${c.relationship} a name to read ${c.source} by.`);
-      continue;
-    }
-    const inner: WalkState = { ...st, scope: new Map(st.scope).set(bindAs, { fields: sourceFields, batched: false, blockType: 'Lookup' }) };
-    for (const m of c.fieldMappings) checkFormula(b, `children.${c.relationship}.fieldMappings.${m.targetField}.targetFormula`, m.targetFormula, inner, add);
+  } else {
+    const fields = kind.fields?.(b);
+    if (fields) st.scope.set(b.name, { fields, batched: false, blockType: t });
   }
 }
 
@@ -248,13 +163,13 @@ export function formulasOf(b: Block): Array<[string, string]> {
   return out;
 }
 
-function checkFormula(b: Block, key: string, formula: string, st: WalkState, add: Add): void {
+function checkFormula(b: Block, key: string, formula: string, scope: ReadonlyMap<string, ScopeEntry>, add: Add): void {
   const known: string[] = [];
-  for (const [name, e] of st.scope) for (const f of e.fields) known.push(`${name}.${f}`);
+  for (const [name, e] of scope) for (const f of e.fields) known.push(`${name}.${f}`);
   try {
     const compiled = compileFormulas([{ key, formula, blockId: b.blockId }], { fields: known });
     for (const ref of compiled.fields) {
-      if (st.scope.get(ref.block)?.batched) {
+      if (scope.get(ref.block)?.batched) {
         add('MAP_BATCHED_OUTPUT_READ', `${b.name}: ${key} reads ${ref.block}.${ref.field}, the output of a write in bulk; set useBulk false on ${ref.block} to read it.`, { formula: key });
       }
     }

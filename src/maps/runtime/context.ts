@@ -1,9 +1,10 @@
 /**
  * What flows through a Map run: one {@link Item} per record (per source record, or per result
- * inside a For Each), and the {@link RunEnv} every Block step gets.
+ * inside a For Each), the {@link RunEnv} every Block step gets, and what a compiled plan hands the
+ * run: a {@link Source} for its starter and a {@link Step} for every other Block.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import type { ConnectorRecord } from '../../connectors/sdk.js';
+import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
@@ -47,8 +48,10 @@ export interface RunEnv {
   readonly engine: FormulaEvaluator;
   readonly signal: AbortSignal;
   readonly stats: StatsCollector;
-  /** Records per write call (the Map's batch size; each write Block clamps it to its Connector's bulkLimit). */
+  /** Records per batch: what the starter reads, a For Each slice, a child write (batching.ts). */
   readonly batchSize: number;
+  /** Records per bulk write call of a Block, decided when the run starts (batching.ts). */
+  bulkSize(block: Block): number;
   /** The formula time each source record may use (formula-budget.ts). */
   readonly formulaBudget: FormulaBudget;
   /** Marks the item's source record failed and reports the record error. */
@@ -85,6 +88,40 @@ export interface Step {
    */
   readonly leading?: CompiledFormulas;
   run(items: Item[], env: RunEnv, ahead?: AheadValues): Promise<Item[]>;
+}
+
+/** What a starter reads its batches with. */
+export interface SourceOptions {
+  /** The net-change watermark (Query). */
+  since: string | null;
+  batchSize: number;
+  signal: AbortSignal;
+  /** Wait For Message / Wait For Request: the message handed to the run. */
+  message: unknown;
+}
+
+/** A starter Block bound by the plan: where a run's source records come from. */
+export interface Source {
+  readonly block: Block;
+  /** It reads its Connection (Query, Fetch, Native Query); otherwise its record is the message handed to the run. */
+  readonly readsConnection: boolean;
+  /** A request Map (Wait For Request): the run's result carries the reply. */
+  readonly answersRequest?: boolean;
+  /** The source records as a stream of batches. */
+  batches(conn: HostConnection | undefined, opts: SourceOptions): AsyncIterable<RecordBatch>;
+  /** Reads the children of each item's source record through the starter's relationships; absent when it reads none. */
+  children?(conn: HostConnection, items: readonly Item[], signal: AbortSignal): Promise<void>;
+}
+
+/** The error of a run whose starter's Connection is not open. */
+export function connectionNotOpen(block: Block): Error {
+  return new Error(`The connection ${block.connectionId ?? ''} of ${block.name} is not open.`);
+}
+
+/** The starter's open Connection; throws when it is not open. */
+export function openConnection(block: Block, conn: HostConnection | undefined): HostConnection {
+  if (!conn) throw connectionNotOpen(block);
+  return conn;
 }
 
 /** Runs a sequence of steps over a batch of items; `ahead` holds the first step's leading formulas. */

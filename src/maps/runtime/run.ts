@@ -8,6 +8,9 @@
  *        │                                   ▼
  *        └──── next batch ◀── checkpoint watermark, stats, progress
  *
+ * The plan arrives bound (compiler/plan.ts): the starter as a {@link Source}, every other Block as
+ * a Step, so the run knows no Block kind. Batch sizes are decided once, here (batching.ts).
+ *
  * Back-pressure is by pulling: one batch goes through every Block while the next is read
  * (read-ahead.ts), and no more, so memory holds two batches whatever the row count. As soon as the
  * next batch is read, the first Block's leading formulas (a write's mappings) start evaluating for
@@ -25,22 +28,29 @@ import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
 import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
-import { MESSAGE_STARTERS, type Block } from '../../protocol/map.js';
-import { fetchBatches } from '../blocks/fetch.block.js';
-import { nativeQueryBatches } from '../blocks/native-query.block.js';
-import { queryBatches } from '../blocks/query.block.js';
-import { readChildren } from '../blocks/relationships.js';
-import { messageBatches } from '../blocks/wait-for-message.block.js';
-import { requestBatches } from '../blocks/wait-for-request.block.js';
-import type { MapPlan } from '../compiler/plan.js';
+import type { Block, MapModel } from '../../protocol/map.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
-import { clampBatch } from './batching.js';
+import { batchSizes } from './batching.js';
 import { readAhead } from '../../connectors/read-ahead.js';
-import { runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv } from './context.js';
+import { connectionNotOpen, runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv, type Source, type Step } from './context.js';
 import { evaluateAhead } from './formulas.js';
 import { DEFAULT_FORMULA_BUDGET, type FormulaBudget } from './formula-budget.js';
 import { StatsCollector, type MapStats } from './stats.js';
 import { MarkTracker, type WatermarkStore } from './watermark.js';
+
+/** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
+export interface RunPlan {
+  readonly model: MapModel;
+  readonly starter: Block;
+  /** Where the records come from: the starter bound to its kind's Source. */
+  readonly source: Source;
+  readonly steps: readonly Step[];
+  readonly blocks: readonly Block[];
+  /** Fields of the starter's records that the Map reads: what a failed-record copy keeps. */
+  readonly sourceFields: readonly string[];
+  /** The starter entity's primary-key fields (Connection metadata): a source record's identity; empty = none. */
+  readonly sourceKeyFields: readonly string[];
+}
 
 /** A record error (SPEC.md "Error"): one per failing record and Block. */
 export interface MapRecordError {
@@ -122,36 +132,16 @@ interface Prepared {
   ahead: AheadValues | undefined;
 }
 
-/** The starter's records as a stream of batches. */
-function starterBatches(starter: Block, conn: HostConnection | undefined, opts: { since: string | null; batchSize: number; signal: AbortSignal; message: unknown }): AsyncIterable<RecordBatch> {
-  const open = (): HostConnection => {
-    if (!conn) throw new Error(`The connection ${starter.connectionId ?? ''} of ${starter.name} is not open.`);
-    return conn;
-  };
-  switch (starter.blockType) {
-    case 'WaitForMessage':
-      return messageBatches(starter, opts.message);
-    case 'WaitForRequest':
-      return requestBatches(starter, opts.message);
-    case 'Fetch':
-      return fetchBatches(starter, open(), opts);
-    case 'NativeQuery':
-      return nativeQueryBatches(starter, open(), opts);
-    default:
-      return queryBatches(starter, open(), opts);
-  }
-}
-
 /** Runs the plan to the end of its starter's records, or until the signal aborts. */
-export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult> {
-  const { model, starter } = plan;
+export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult> {
+  const { model, starter, source } = plan;
   const executionId = opts.executionId ?? randomUUID();
   const signal = opts.signal ?? new AbortController().signal;
   const stats = new StatsCollector(plan.blocks);
   const sourceConn = opts.connections.get(starter.connectionId ?? '');
-  const fromMessage = MESSAGE_STARTERS.includes(starter.blockType);
-  if (!sourceConn && !opts.source && !fromMessage) throw new Error(`The connection ${starter.connectionId ?? ''} of ${starter.name} is not open.`);
-  const batchSize = clampBatch(opts.batchSize ?? model.batchSize, sourceConn?.bulkLimit ?? Number.MAX_SAFE_INTEGER);
+  if (!sourceConn && !opts.source && source.readsConnection) throw connectionNotOpen(starter);
+  const sizes = batchSizes(opts.batchSize ?? model.batchSize, sourceConn, plan.blocks, opts.connections);
+  const batchSize = sizes.run;
   const owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
   const engine: FormulaEvaluator = opts.engine ?? (owned as FormulaEngine);
   const entity = starter.entity ?? '';
@@ -165,6 +155,7 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
     signal,
     stats,
     batchSize,
+    bulkSize: sizes.bulk,
     formulaBudget: { ...DEFAULT_FORMULA_BUDGET, ...opts.formulaBudget },
     fail(item: Item, block: Block, error: ErrorData) {
       errors++;
@@ -229,7 +220,7 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
     for await (const read of batches) yield prepare(read);
   }
   try {
-    const batches = opts.source ?? starterBatches(starter, sourceConn, { since, batchSize, signal, message: opts.message });
+    const batches = opts.source ?? source.batches(sourceConn, { since, batchSize, signal, message: opts.message });
     for await (const next of readAhead(prepared(batches))) {
       if (signal.aborted) break;
       const { read } = next;
@@ -243,9 +234,9 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
         items = items.filter((i) => kept.has(i.state.source));
       }
       const tc = performance.now();
-      if (plan.starterRelationships.length > 0) {
+      if (source.children) {
         try {
-          await readChildren(starter, sourceConn as HostConnection, plan.starterRelationships, items, signal);
+          await source.children(sourceConn as HostConnection, items, signal);
         } catch (e) {
           if (signal.aborted) break;
           const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
@@ -291,6 +282,6 @@ export async function runMap(plan: MapPlan, opts: RunOptions): Promise<RunResult
   return {
     stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
     errors,
-    ...(starter.blockType === 'WaitForRequest' ? { reply } : {}),
+    ...(source.answersRequest ? { reply } : {}),
   };
 }
