@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import { rangeContains } from '../auth/ip-range.js';
 import { hashPassword, sha256, verifyPassword } from '../auth/password.js';
 import { getOrg, roleIn } from '../store/repos/orgs.repo.js';
-import { listRules } from '../store/repos/security-rules.repo.js';
+import { apiOpenTo } from '../orgs/security-rules.js';
 import { getUserByEmail } from '../store/repos/users.repo.js';
 import type { OrgRow, RoleType, UserRow } from '../store/schema.js';
 import type { ServiceDeps } from './deps.js';
@@ -132,8 +131,7 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
 
 /** Whether a Security Rule of the Organization with apiAccessEnabled covers the address. */
 export async function hasApiAccess(deps: ServiceDeps, orgId: number, ip: string): Promise<boolean> {
-  const rules = await listRules(deps.store.db, orgId);
-  return rules.some((r) => r.apiAccessEnabled === 1 && rangeContains(r.allowedIpRangeStartAddress, r.allowedIpRangeEndAddress, ip));
+  return apiOpenTo(deps.store.db, orgId, ip);
 }
 
 export async function assertApiAccess(deps: ServiceDeps, orgId: number, ip: string): Promise<void> {
