@@ -3,7 +3,6 @@ import path from 'node:path';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { ConnectorManifest, protectedProperties } from '../../src/protocol/connector-manifest.js';
 import { packageRoot } from '../util/package-root.js';
-import type { Connector, UiOptions } from '../http/schemas/connection.schema.js';
 
 /** The exact message of SPEC.md for uioptions on a Connector with its own user interface. */
 export const NO_GENERIC_UI = 'The connector type does not support getting generic UI Elements.';
@@ -95,37 +94,10 @@ export function builtInConnectors(): ConnectorCatalogue {
   return shared;
 }
 
-export function toConnector(m: ConnectorManifest): Connector {
-  return {
-    id: m.id,
-    name: m.name,
-    description: m.description,
-    vendorName: m.vendor,
-    companyName: m.vendor,
-    version: m.version,
-    isCloudSupported: m.isCloudSupported,
-    connectionLimitReached: false,
-    uiName: m.uiName,
-    uiVersion: m.uiVersion ?? m.version,
-    solutionRoles: m.solutionRoles,
-  };
-}
-
-export function toUiOptions(m: ConnectorManifest): UiOptions {
+/** Refuses (API_UNSUPPORTED, with SPEC.md's exact message) a Connector with its own user interface instead of the generic form. */
+export function requireGenericUi(m: ConnectorManifest): ConnectorManifest {
   if (m.uiName !== GENERIC_UI) throw new FerryError('API_UNSUPPORTED', NO_GENERIC_UI);
-  return {
-    helpURL: m.helpUrl ?? null,
-    uiDecorations: m.uiDecorations.map((d, i) => ({
-      propertyName: d.propertyName,
-      label: d.label,
-      inputType: d.inputType,
-      isRequired: d.isRequired,
-      order: d.order ?? i,
-      options: d.options ?? [],
-      ...(d.defaultValue !== undefined ? { defaultValue: d.defaultValue } : {}),
-      ...(d.description !== undefined ? { description: d.description } : {}),
-    })),
-  };
+  return m;
 }
 
 /** Lower-cased names of the Connector's protected (Password) properties. */

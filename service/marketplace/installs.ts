@@ -10,23 +10,40 @@ import {
   deleteAgentInstall,
   deleteOrgConnector,
   getOrgConnector,
-  hasCustomerAccess,
   listInstallsOfAgent,
   listOrgConnectors,
-  managedConnectorVendor,
   putAgentInstall,
   timeOutInstalls,
+  updateOrgConnectorLock,
   upsertOrgConnector,
 } from '../store/repos/connector-installs.repo.js';
 import type { Db } from '../store/sql.js';
 import type { AgentRow, OrgConnectorRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { nowIso } from '../util/values.js';
+import { canUse } from './access.js';
 import type { ConnectorCatalogue } from './catalogue.js';
-import type { PackageStore } from './package-store.js';
+import type { ConnectorPackage, PackageStore } from './package-store.js';
 
 /** A failed install is retried at the Agent's next connection only after this long. */
 const RETRY_FAILED_AFTER_MS = 10 * 60_000;
+
+/** A Connector as an Organization sees it. */
+export interface OrgConnector {
+  manifest: ConnectorManifest;
+  /** The installed (or locked) version; the catalogue's current one when not installed. */
+  version: string;
+  /** Whether the Organization has as many Connections of it as its Subscriptions allow. */
+  connectionLimitReached: boolean;
+}
+
+/** Which of an Organization's installed Connectors to list. */
+export interface OrgConnectorFilter {
+  /** Only those installed on the Agent with this list of installed Connectors. */
+  installedOn?: ReadonlyArray<{ connectorId: string }> | undefined;
+  /** Only the one of this name (ignoring case). */
+  name?: string | undefined;
+}
 
 export interface ConnectorInstallsOptions {
   store: Store;
@@ -62,18 +79,47 @@ export class ConnectorInstalls {
     return this.opts.packages;
   }
 
-  /** Whether the Organization may see and install the Connector (public, its vendor, or a granted customer). */
-  async canUse(db: Db, orgId: number, m: ConnectorManifest): Promise<boolean> {
-    if (m.isPublic) return true;
-    if ((await managedConnectorVendor(db, m.id)) === orgId) return true;
-    return hasCustomerAccess(db, m.id, orgId);
-  }
-
   /** The catalogue entry of a Connector the Organization may use; 404 otherwise (private Connectors are not revealed). */
   async requireUsable(orgId: number, connectorId: string): Promise<ConnectorManifest> {
     const m = this.opts.catalogue.get(connectorId);
-    if (!m || !(await this.canUse(this.opts.store.db, orgId, m))) throw new FerryError('API_NOT_FOUND', `Connector ${connectorId} was not found.`);
+    if (!m || !(await canUse(this.opts.store.db, orgId, m))) throw new FerryError('API_NOT_FOUND', `Connector ${connectorId} was not found.`);
     return m;
+  }
+
+  /** The Connectors installed in the Organization (those of the catalogue), by name. */
+  async listInOrg(orgId: number, filter: OrgConnectorFilter = {}): Promise<OrgConnector[]> {
+    let list = (await listOrgConnectors(this.opts.store.db, orgId)).flatMap((row) => {
+      const m = this.opts.catalogue.get(row.connectorId);
+      return m ? [{ m, row }] : [];
+    });
+    const { installedOn, name } = filter;
+    if (installedOn !== undefined) {
+      const installed = new Set(installedOn.map((c) => c.connectorId.toLowerCase()));
+      list = list.filter(({ m }) => installed.has(m.id.toLowerCase()));
+    }
+    if (name !== undefined) list = list.filter(({ m }) => m.name.toLowerCase() === name.toLowerCase());
+    list.sort((a, b) => a.m.name.localeCompare(b.m.name) || a.m.id.localeCompare(b.m.id));
+    const reached = await this.#limitReached(orgId);
+    return list.map(({ m, row }) => orgConnector(m, row, reached));
+  }
+
+  /** A Connector the Organization may use, installed or not, as it sees it. */
+  async getInOrg(orgId: number, connectorId: string): Promise<OrgConnector> {
+    const m = await this.requireUsable(orgId, connectorId);
+    const row = await getOrgConnector(this.opts.store.db, orgId, m.id);
+    return orgConnector(m, row, await this.#limitReached(orgId));
+  }
+
+  /** An installed Connector (the answer of {@link installInOrg}) as the Organization sees it. */
+  async seenBy(orgId: number, row: OrgConnectorRow): Promise<OrgConnector> {
+    return orgConnector(this.opts.catalogue.require(row.connectorId), row, await this.#limitReached(orgId));
+  }
+
+  /** Whether the Organization reached its Connection limit for a Connector. */
+  async #limitReached(orgId: number): Promise<(m: ConnectorManifest) => boolean> {
+    const limit = await this.connectionLimit(orgId);
+    const counts = await this.connectionCounts(orgId);
+    return (m) => limit !== null && (counts.get(m.id.toLowerCase()) ?? 0) >= limit;
   }
 
   /** The installed Connector of an Organization; CON_NOT_INSTALLED otherwise. */
@@ -118,6 +164,42 @@ export class ConnectorInstalls {
     await deleteOrgConnector(db, orgId, manifest.id);
     this.opts.log.info({ orgId, connectorId: manifest.id }, 'connector uninstalled from the organization');
     for (const agent of await listAgents(db, orgId)) await this.uninstallOnAgent(agent, manifest.id);
+  }
+
+  /**
+   * Locks the installed Connector at `version` — only the current production version, and not a
+   * hotfix (only its vendor may lock that) — or unlocks it, which moves its Agents to the current
+   * version. Answers the Organization's install after the change.
+   */
+  async setVersionLock(orgId: number, connectorId: string, lock: { isLocked: boolean; version: string }, by: string): Promise<OrgConnectorRow> {
+    const { db } = this.opts.store;
+    const { manifest, row } = await this.requireInstalled(orgId, connectorId);
+    const now = nowIso();
+    if (lock.isLocked) {
+      if (lock.version !== manifest.version || manifest.isHotFix) {
+        throw new FerryError(
+          'CON_VERSION_NOT_LOCKABLE',
+          manifest.isHotFix
+            ? `${manifest.name} ${manifest.version} is a hotfix version; only its vendor can lock it.`
+            : `Only the current production version of ${manifest.name} (${manifest.version}) can be locked, not ${lock.version}.`,
+          { details: { connectorId: manifest.id, current: manifest.version, requested: lock.version } },
+        );
+      }
+      await updateOrgConnectorLock(db, orgId, manifest.id, { isLocked: 1, version: lock.version, lockCreatedAt: row.lockCreatedAt ?? now, lockModifiedAt: now, lockModifiedBy: by });
+    } else {
+      await updateOrgConnectorLock(db, orgId, manifest.id, { isLocked: 0, version: row.version, lockCreatedAt: row.lockCreatedAt, lockModifiedAt: now, lockModifiedBy: by });
+      // Unlocked: the Agents move to the current version.
+      if (row.version !== manifest.version) await this.installInOrg(orgId, manifest.id, by);
+    }
+    const updated = await getOrgConnector(db, orgId, manifest.id);
+    if (!updated) throw new FerryError('API_NOT_FOUND', `Connector ${manifest.id} is no longer installed.`);
+    return updated;
+  }
+
+  /** The package an Agent of the Organization downloads: of a Connector the Organization may use. */
+  async packageFor(orgId: number, connectorId: string, version: string): Promise<{ manifest: ConnectorManifest; pkg: ConnectorPackage }> {
+    const manifest = await this.requireUsable(orgId, connectorId);
+    return { manifest, pkg: await this.opts.packages.get(manifest.id, version) };
   }
 
   /** Records and sends one install; a disconnected Agent gets it when it connects. */
@@ -259,6 +341,10 @@ export async function applyInstallReport(db: Db, agent: Pick<AgentRow, 'id'>, re
     return;
   }
   await advanceAgentInstall(db, agent.id, report.connectorId, report.version, report.status, report.error?.message ?? null, now);
+}
+
+function orgConnector(m: ConnectorManifest, row: OrgConnectorRow | undefined, limitReached: (m: ConnectorManifest) => boolean): OrgConnector {
+  return { manifest: m, version: row?.version ?? m.version, connectionLimitReached: limitReached(m) };
 }
 
 function parseInstalled(json: string): Array<{ connectorId: string; version: string }> {

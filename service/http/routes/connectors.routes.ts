@@ -1,17 +1,12 @@
 import fs from 'node:fs';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { FerryError } from '../../../src/errors/ferry-error.js';
-import type { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
-import { toConnector, toUiOptions } from '../../marketplace/catalogue.js';
-import { getOrgConnector, listOrgConnectors, updateOrgConnectorLock } from '../../store/repos/connector-installs.repo.js';
-import type { OrgConnectorRow } from '../../store/schema.js';
-import { nowIso } from '../../util/values.js';
 import { installedConnectors, requireAgent } from '../../agents/agents.js';
 import { agentBearer } from '../agent-bearer.js';
 import { preconnectProperties } from '../../connections/properties.js';
 import { commandStatus } from '../mappers/connection.js';
 import type { ServiceDeps } from '../deps.js';
+import { toOrgConnector, toUiOptions, toVersionLock } from '../mappers/connector.js';
 import { orgOf, userName } from '../guard.js';
 import { Guid, OrgParams, pageOf, qbool, sendList } from '../schemas/common.js';
 import {
@@ -37,15 +32,6 @@ const tags = ['Connectors'];
 const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db } = deps.store;
   const installs = deps.connectors;
-  const catalogue = installs.catalogue;
-
-  /** The Connector model as the Organization sees it: its installed (or locked) version and its Connection limit. */
-  const model = async (orgId: number, m: ConnectorManifest, row: OrgConnectorRow | undefined, ctx?: { limit: number | null; counts: Map<string, number> }) => {
-    const limit = ctx ? ctx.limit : await installs.connectionLimit(orgId);
-    const counts = ctx ? ctx.counts : await installs.connectionCounts(orgId);
-    const reached = limit !== null && (counts.get(m.id.toLowerCase()) ?? 0) >= limit;
-    return { ...toConnector(m), version: row?.version ?? m.version, connectionLimitReached: reached };
-  };
 
   app.get('/v1/orgs/:orgId/connectors', {
     config: { access: 'read' },
@@ -53,20 +39,9 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
   }, async (req, reply) => {
     const { org } = orgOf(req);
     const { agentId, name } = req.query;
-    const rows = await listOrgConnectors(db, org.id);
-    let list = rows.flatMap((row) => {
-      const m = catalogue.get(row.connectorId);
-      return m ? [{ m, row }] : [];
-    });
-    if (agentId !== undefined) {
-      const installed = new Set(installedConnectors(await requireAgent(db, org.id, agentId)).map((c) => c.connectorId.toLowerCase()));
-      list = list.filter(({ m }) => installed.has(m.id.toLowerCase()));
-    }
-    if (name !== undefined) list = list.filter(({ m }) => m.name.toLowerCase() === name.toLowerCase());
-    list.sort((a, b) => a.m.name.localeCompare(b.m.name) || a.m.id.localeCompare(b.m.id));
-    const ctx = { limit: await installs.connectionLimit(org.id), counts: await installs.connectionCounts(org.id) };
-    const page = await Promise.all(pageOf(list, req.query).map(({ m, row }) => model(org.id, m, row, ctx)));
-    return sendList(reply, page, list.length);
+    const installedOn = agentId !== undefined ? installedConnectors(await requireAgent(db, org.id, agentId)) : undefined;
+    const list = await installs.listInOrg(org.id, { installedOn, name });
+    return sendList(reply, pageOf(list, req.query).map(toOrgConnector), list.length);
   });
 
   app.get('/v1/orgs/:orgId/connectors/:connectorId', {
@@ -74,8 +49,7 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     schema: { tags, summary: 'One Connector (installed or offered to the Organization)', params: ConnectorParams, response: { 200: Connector } },
   }, async (req) => {
     const { org } = orgOf(req);
-    const m = await installs.requireUsable(org.id, req.params.connectorId);
-    return model(org.id, m, await getOrgConnector(db, org.id, m.id));
+    return toOrgConnector(await installs.getInOrg(org.id, req.params.connectorId));
   });
 
   app.post('/v1/orgs/:orgId/connectors/:connectorId/install', {
@@ -89,7 +63,7 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
   }, async (req) => {
     const { org, user } = orgOf(req);
     const row = await installs.installInOrg(org.id, req.params.connectorId, userName(user));
-    return model(org.id, catalogue.require(row.connectorId), row);
+    return toOrgConnector(await installs.seenBy(org.id, row));
   });
 
   app.delete('/v1/orgs/:orgId/connectors/:connectorId/delete', {
@@ -148,7 +122,7 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
   }, async (req) => {
     const { org } = orgOf(req);
     const { row } = await installs.requireInstalled(org.id, req.params.connectorId);
-    return toLock(row);
+    return toVersionLock(row);
   });
 
   app.put('/v1/orgs/:orgId/connectors/:connectorId/version', {
@@ -162,28 +136,8 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     },
   }, async (req) => {
     const { org, user } = orgOf(req);
-    const { manifest, row } = await installs.requireInstalled(org.id, req.params.connectorId);
     const { isLocked, updateVersion } = req.query;
-    const now = nowIso();
-    if (isLocked) {
-      if (updateVersion !== manifest.version || manifest.isHotFix) {
-        throw new FerryError(
-          'CON_VERSION_NOT_LOCKABLE',
-          manifest.isHotFix
-            ? `${manifest.name} ${manifest.version} is a hotfix version; only its vendor can lock it.`
-            : `Only the current production version of ${manifest.name} (${manifest.version}) can be locked, not ${updateVersion}.`,
-          { details: { connectorId: manifest.id, current: manifest.version, requested: updateVersion } },
-        );
-      }
-      await updateOrgConnectorLock(db, org.id, manifest.id, { isLocked: 1, version: updateVersion, lockCreatedAt: row.lockCreatedAt ?? now, lockModifiedAt: now, lockModifiedBy: userName(user) });
-    } else {
-      await updateOrgConnectorLock(db, org.id, manifest.id, { isLocked: 0, version: row.version, lockCreatedAt: row.lockCreatedAt, lockModifiedAt: now, lockModifiedBy: userName(user) });
-      // Unlocked: the Agents move to the current version.
-      if (row.version !== manifest.version) await installs.installInOrg(org.id, manifest.id, userName(user));
-    }
-    const updated = await getOrgConnector(db, org.id, manifest.id);
-    if (!updated) throw new FerryError('API_NOT_FOUND', `Connector ${manifest.id} is no longer installed.`);
-    return toLock(updated);
+    return toVersionLock(await installs.setVersionLock(org.id, req.params.connectorId, { isLocked, version: updateVersion }, userName(user)));
   });
 
   const downloader = agentBearer(db);
@@ -197,21 +151,10 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     },
   }, async (req, reply) => {
     const agent = downloader.agentOf(req);
-    const m = await installs.requireUsable(agent.orgId, req.params.connectorId);
-    const pkg = await deps.connectors.packages.get(m.id, req.params.version);
+    const { manifest: m, pkg } = await installs.packageFor(agent.orgId, req.params.connectorId, req.params.version);
     void reply.type('application/gzip').header('Content-Length', String(pkg.size)).header('Content-Disposition', `attachment; filename="${m.id}-${pkg.version}.tgz"`);
     return reply.send(fs.createReadStream(pkg.file));
   });
 };
-
-function toLock(row: OrgConnectorRow): z.infer<typeof VersionLock> {
-  return {
-    isLocked: row.isLocked === 1 ? 'true' : 'false',
-    version: row.version,
-    creationDate: row.lockCreatedAt,
-    lastModificationDate: row.lockModifiedAt,
-    modificationBy: row.lockModifiedBy,
-  };
-}
 
 export default connectorsRoutes;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors, toConnector, toUiOptions } from '../../../service/marketplace/catalogue.js';
+import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors } from '../../../service/marketplace/catalogue.js';
+import { toConnector, toUiOptions } from '../../../service/http/mappers/connector.js';
 import { aliasOf } from '../../../service/connections/connections.js';
 import { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
 
