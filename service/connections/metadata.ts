@@ -1,11 +1,9 @@
-import { gunzipSync } from 'node:zlib';
 import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
-import { PackedMetadata } from '../../src/protocol/channel.js';
+import { ConnectionMetadata as MetadataDocument, unpackMetadata, type EntityMetadata } from '../../src/protocol/metadata.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
 import type { SecretBox } from '../crypto/master-key.js';
-import { AgentMetadata, type AgentEntity } from '../http/schemas/metadata.schema.js';
 import {
   countMetadataRequests,
   finishMetadataRequest,
@@ -66,10 +64,13 @@ export class ConnectionMetadata {
   }
 
   /** The cached metadata, or a 404 (loading) / 400 (no Agent) / 502 (last load failed) problem. */
-  async of(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string | undefined): Promise<AgentMetadata> {
+  async of(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string | undefined): Promise<MetadataDocument> {
     const { db, commands } = this.opts;
     const cache = await getMetadataCache(db, conn.id);
-    if (cache?.metadata) return AgentMetadata.parse(JSON.parse(cache.metadata));
+    // A cached document that does not fit the contract (a plugin that broke the SDK's types) is loaded again.
+    const cached = cache?.metadata ? MetadataDocument.safeParse(JSON.parse(cache.metadata)) : undefined;
+    if (cached?.success) return cached.data;
+    if (cached) log.warn({ connectionId: conn.id, issue: cached.error.issues[0]?.message }, 'cached metadata does not fit the contract; loading it again');
     const [latest] = await listMetadataRequests(db, conn.id, 1);
     // After the read, so that a load another call started meanwhile is seen here.
     const inFlight = this.#loading.get(conn.id);
@@ -118,7 +119,7 @@ export class ConnectionMetadata {
     const { db } = this.opts;
     try {
       const result = await this.opts.commands.send(agentId, { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(this.opts.secrets, conn), reload });
-      const parsed = AgentMetadata.safeParse(unpackMetadata(result));
+      const parsed = MetadataDocument.safeParse(unpackMetadata(result));
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
         throw new Error(`The Agent's metadata is not valid: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'unknown shape'}`);
@@ -148,7 +149,7 @@ export class ConnectionMetadata {
 }
 
 /** One entity by ID or fullName, case-insensitive; 404 otherwise. */
-export function findEntity(md: AgentMetadata, idOrName: string, conn: Pick<ConnectionRow, 'id' | 'name'>): AgentEntity {
+export function findEntity(md: MetadataDocument, idOrName: string, conn: Pick<ConnectionRow, 'id' | 'name'>): EntityMetadata {
   const key = idOrName.toLowerCase();
   const hit = md.entities.find((e) => e.id.toLowerCase() === key) ?? md.entities.find((e) => e.fullName.toLowerCase() === key);
   if (!hit) throw new FerryError('API_NOT_FOUND', `Entity ${idOrName} was not found in the metadata of Connection ${conn.name}.`, { details: { connectionId: conn.id } });
@@ -163,11 +164,4 @@ function loadFailure(err: unknown): string {
     return `${err.code}: ${err.message}`;
   }
   return err instanceof Error ? err.message : String(err);
-}
-
-/** The Agent's answer, uncompressed when it came packed (PackedMetadata), at most 256 MiB of JSON. */
-function unpackMetadata(result: unknown): unknown {
-  const packed = PackedMetadata.safeParse(result);
-  if (!packed.success) return result;
-  return JSON.parse(gunzipSync(Buffer.from(packed.data.data, 'base64'), { maxOutputLength: 256 * 1024 * 1024 }).toString('utf8')) as unknown;
 }

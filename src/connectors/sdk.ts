@@ -19,6 +19,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Filter } from '../protocol/filter.js';
+import type { Action, ActionName, ConnectionMetadata, EntityMetadata, Relationship, WriteAction } from '../protocol/metadata.js';
 import type { ConnectorRecord, PropertyType, RecordBatch, Value } from './value.js';
 import { ConnectorError } from './connector-error.js';
 
@@ -88,96 +89,10 @@ export interface PreconnectResult {
 
 // ── metadata (SPEC.md "Entity, Field, Relationship, Action") ───────────────────
 
-export const WRITE_ACTIONS = ['Create', 'Update', 'UpdateInsert', 'Upsert', 'Delete'] as const;
-/**
- * `Update/Insert` (UpdateInsert) updates the records the key fields match and inserts the rest;
- * `Upsert` (the original's InsertUpdate) uses the datastore's own insert-or-update on its primary
- * key or unique constraint.
- */
-export type WriteAction = (typeof WRITE_ACTIONS)[number];
-export type ActionName = 'Query' | 'NativeQuery' | WriteAction;
-
-export interface Action {
-  /** The datastore action run. */
-  action: ActionName;
-  /** Label: Query, Native Query, Create, Update, Update/Insert, Upsert, Delete. */
-  operationName: string;
-  /** `Starter` (Query, Native Query) or `Operation` (writes). */
-  blockType: 'Starter' | 'Operation';
-  supportsBulk: boolean;
-  /** Filters (Query only). */
-  supportsConstraints: boolean;
-  /** Field mapping input. */
-  supportsInput: boolean;
-  supportsLookupConditions: boolean;
-  supportsRelations: boolean;
-  supportsMultipleRecordOperations: boolean;
-  supportsSequences: boolean;
-}
-
-export interface Field {
-  name: string;
-  /** Letters, digits, underscore; how records and filters name the field. */
-  fullName: string;
-  /** The datastore's own name. */
-  originalName: string;
-  description: string;
-  isPrimaryKey: boolean;
-  nullable: boolean;
-  /** Characters for text, bytes for integers (2, 4, 8), precision digits for decimals; 0 = unknown or unbounded. */
-  size: number;
-  /** Decimal scale when known. */
-  scale?: number;
-  /** 1-based position in the entity. */
-  ordinal: number;
-  propertyType: PropertyType;
-  /** The datastore's type as its catalogue spells it (`character varying(50)`, `INTEGER`). */
-  nativeType: string;
-  /** The datastore fills it when a Create leaves it out (default, identity, rowid). */
-  hasDefault: boolean;
-  requiredInActionInput: boolean;
-  usedInLookupCondition: boolean;
-  usedInActionInput: boolean;
-  usedInQueryConstraint: boolean;
-  usedInQuerySelect: boolean;
-}
-
-export interface Relationship {
-  name: string;
-  fullName: string;
-  description: string;
-  /** `ThisEntityFullName.RelatedEntityFullName` */
-  path: string;
-  thisEntityFullName: string;
-  relatedEntityFullName: string;
-  /** Field fullNames of this entity, in key order. */
-  thisProperties: string[];
-  /** The matching field fullNames of the related entity. */
-  relatedProperties: string[];
-  /** `ManyToOne`: this entity holds the foreign key; `OneToMany`: the related one does. */
-  relationshipType: 'ManyToOne' | 'OneToMany';
-  /** Temporary grouping IDs, regenerated on each call (SPEC.md). */
-  parentId: string;
-  uniqueId: string;
-}
-
-export interface EntityMetadata {
-  id: string;
-  name: string;
-  fullName: string;
-  originalName: string;
-  description: string;
-  isHidden: boolean;
-  actions: Action[];
-  fields: Field[];
-  relationships: Relationship[];
-}
-
-export interface ConnectionMetadata {
-  entities: EntityMetadata[];
-  /** The actions the connection supports at all (each entity lists its own). */
-  actions: Action[];
-}
+// The metadata types are the channel's contract (src/protocol/metadata.ts): what a plugin answers
+// is what the Agent sends and the Service caches and serves.
+export { WRITE_ACTIONS } from '../protocol/metadata.js';
+export type { Action, ActionName, ConnectionMetadata, EntityMetadata, Field, Relationship, WriteAction } from '../protocol/metadata.js';
 
 // ── query ──────────────────────────────────────────────────────────────────────
 

@@ -8,31 +8,10 @@
  * formula isolate) without a custom codec.
  */
 
-/** The type of a field, which fixes the JavaScript form of its values. */
-export const PROPERTY_TYPES = [
-  /** text → string */
-  'string',
-  /** whole number → number when safe, else a decimal string (`"9007199254740993"`) */
-  'integer',
-  /** exact decimal (NUMERIC) → string (`"12.50"`), never a float */
-  'decimal',
-  /** binary floating point → number */
-  'double',
-  'boolean',
-  /** `YYYY-MM-DD` */
-  'date',
-  /** `YYYY-MM-DDTHH:mm:ss[.fraction][Z]`; `Z` when the datastore keeps an instant (normalised to UTC) */
-  'datetime',
-  /** `HH:mm:ss[.fraction]` */
-  'time',
-  /** base64 string */
-  'binary',
-  /** JSON text (a string) */
-  'json',
-  /** lower-case GUID text: 8-4-4-4-12 hex digits */
-  'guid',
-] as const;
-export type PropertyType = (typeof PROPERTY_TYPES)[number];
+import type { PropertyType } from '../protocol/metadata.js';
+
+/** The type of a field (string, integer, decimal, …), which fixes the JavaScript form of its values. */
+export { PROPERTY_TYPES, type PropertyType } from '../protocol/metadata.js';
 
 /** One value of a record. */
 export type Value = string | number | boolean | null;

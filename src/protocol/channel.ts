@@ -122,10 +122,10 @@ export const TestConnectionCommand = z.object({
 });
 /**
  * `loadMetadata`: open the Connection with these plain properties and answer with its
- * ConnectionMetadata (docs/connectors.md), from the Agent's cache unless `reload`. Bounded: an
- * answer with more than {@link MAX_METADATA_ENTITIES} entities, or one that would not fit in a
- * channel message, is refused with CON_METADATA_TOO_LARGE. Added in protocol version 1 without a
- * bump, like testConnection.
+ * ConnectionMetadata (`./metadata.ts`: the document, packed when it would not fit in a channel
+ * message), from the Agent's cache unless `reload`. Bounded: an answer with more entities than
+ * MAX_METADATA_ENTITIES, or one that would not fit in a channel message even packed, is refused
+ * with CON_METADATA_TOO_LARGE. Added in protocol version 1 without a bump, like testConnection.
  */
 export const LoadMetadataCommand = z.object({
   id: Id,
@@ -164,15 +164,6 @@ export const PreconnectCommand = z.object({
   isOauth: z.boolean(),
   properties: z.record(z.string().max(200), z.string().max(100_000)),
 });
-/**
- * A loadMetadata answer whose JSON would not fit in one channel message travels compressed:
- * `{encoding: 'gzip+base64', data}` (metadata compresses 10–20×). Larger still is refused with
- * CON_METADATA_TOO_LARGE.
- */
-export const PackedMetadata = z.object({ encoding: z.literal('gzip+base64'), data: z.string() });
-export type PackedMetadata = z.infer<typeof PackedMetadata>;
-/** The most entities a loadMetadata answer may carry. */
-export const MAX_METADATA_ENTITIES = 20_000;
 export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand, LoadMetadataCommand, InstallConnectorCommand, UninstallConnectorCommand, PreconnectCommand]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type * as Contract from '../../../src/protocol/metadata.js';
 import type { MetadataRequestRow, OrgRow } from '../../store/schema.js';
-import type { Action, AgentEntity, Entity, Field, MetadataRequest, Relationship } from '../schemas/metadata.schema.js';
+import type { Action, Entity, Field, MetadataRequest, Relationship } from '../schemas/metadata.schema.js';
 import type { z } from 'zod';
 
 /** The API models of Connection metadata (SPEC.md "Entity, Field, Relationship, Action") from what the Agent sent. */
 
-export function toAction(a: Action): Action {
+export function toAction(a: Contract.Action): Action {
   return {
     action: a.action,
     operationName: a.operationName,
@@ -20,7 +21,7 @@ export function toAction(a: Action): Action {
   };
 }
 
-export function toField(f: AgentEntity['fields'][number]): Field {
+export function toField(f: Contract.Field): Field {
   return {
     name: f.name,
     fullName: f.fullName,
@@ -41,11 +42,14 @@ export function toField(f: AgentEntity['fields'][number]): Field {
     usedInQuerySelect: f.usedInQuerySelect,
     usedInActionOutput: false,
     usedInQuerySequence: false,
+    nativeType: f.nativeType,
+    hasDefault: f.hasDefault,
+    ...(f.scale !== undefined ? { scale: f.scale } : {}),
   };
 }
 
 /** The entity's relationships with fresh grouping IDs: one parentId per call, one uniqueId each. */
-export function toRelationships(e: AgentEntity): Relationship[] {
+export function toRelationships(e: Contract.EntityMetadata): Relationship[] {
   const parentId = randomUUID();
   return e.relationships.map((r) => ({
     name: r.name,
@@ -62,7 +66,7 @@ export function toRelationships(e: AgentEntity): Relationship[] {
   }));
 }
 
-export function toEntity(e: AgentEntity, expand: boolean): Entity {
+export function toEntity(e: Contract.EntityMetadata, expand: boolean): Entity {
   const base: Entity = { id: e.id, name: e.name, fullName: e.fullName, originalName: e.originalName, description: e.description, isHidden: e.isHidden, actions: e.actions.map(toAction) };
   return expand ? { ...base, fields: e.fields.map(toField), relationships: toRelationships(e) } : base;
 }

@@ -1,71 +1,12 @@
 import { z } from 'zod';
-import { MAX_METADATA_ENTITIES } from '../../../src/protocol/channel.js';
+import { Action as ContractAction, MAX_METADATA_ENTITIES } from '../../../src/protocol/metadata.js';
 import { decimal, Guid, MAX_INT, PageQuery, Timestamp, qbool } from './common.js';
 import { ConnectionParams } from './connection.schema.js';
 
-// ── what an Agent answers to loadMetadata (the SDK's ConnectionMetadata), checked before it is cached ──
-
-const s = z.string().max(1000);
-const AgentAction = z.object({
-  action: z.string().max(50),
-  operationName: s,
-  blockType: z.string().max(50),
-  supportsBulk: z.boolean(),
-  supportsConstraints: z.boolean(),
-  supportsInput: z.boolean(),
-  supportsLookupConditions: z.boolean(),
-  supportsRelations: z.boolean(),
-  supportsMultipleRecordOperations: z.boolean(),
-  supportsSequences: z.boolean(),
-});
-const AgentField = z.object({
-  name: s,
-  fullName: s,
-  originalName: s,
-  description: z.string().max(10_000).default(''),
-  isPrimaryKey: z.boolean(),
-  nullable: z.boolean(),
-  size: z.number(),
-  ordinal: z.number().int(),
-  propertyType: z.string().max(50),
-  requiredInActionInput: z.boolean(),
-  usedInLookupCondition: z.boolean(),
-  usedInActionInput: z.boolean(),
-  usedInQueryConstraint: z.boolean(),
-  usedInQuerySelect: z.boolean(),
-});
-const AgentRelationship = z.object({
-  name: s,
-  fullName: s,
-  description: z.string().max(10_000).default(''),
-  path: s,
-  thisEntityFullName: s,
-  relatedEntityFullName: s,
-  thisProperties: z.array(s).max(100),
-  relatedProperties: z.array(s).max(100),
-  relationshipType: z.string().max(50),
-});
-const AgentEntity = z.object({
-  id: s,
-  name: s,
-  fullName: s,
-  originalName: s,
-  description: z.string().max(10_000).default(''),
-  isHidden: z.boolean(),
-  actions: z.array(AgentAction).max(20),
-  fields: z.array(AgentField).max(10_000),
-  relationships: z.array(AgentRelationship).max(10_000),
-});
-export const AgentMetadata = z.object({
-  entities: z.array(AgentEntity).max(MAX_METADATA_ENTITIES),
-  actions: z.array(AgentAction).max(20),
-});
-export type AgentMetadata = z.infer<typeof AgentMetadata>;
-export type AgentEntity = z.infer<typeof AgentEntity>;
-
 // ── the API models (SPEC.md "Entity, Field, Relationship, Action") ────────────
+// Made from the document an Agent sent (src/protocol/metadata.ts) by service/http/mappers/metadata.ts.
 
-export const Action = AgentAction.describe('An action the datastore supports: action, operationName, blockType and its supports* flags');
+export const Action = ContractAction.describe('An action the datastore supports: action, operationName, blockType and its supports* flags');
 export type Action = z.infer<typeof Action>;
 
 export const Field = z.object({
@@ -88,6 +29,10 @@ export const Field = z.object({
   usedInQuerySelect: z.boolean(),
   usedInActionOutput: z.boolean().describe('unused'),
   usedInQuerySequence: z.boolean().describe('unused'),
+  // Beyond SPEC.md: what the Connector reported, served as the Agent sent it.
+  nativeType: z.string().describe("the datastore's type as its catalogue spells it (character varying(50), INTEGER); empty when unknown"),
+  hasDefault: z.boolean().describe('the datastore fills the field when a Create leaves it out (a default, an identity, a rowid); false when unknown'),
+  scale: z.number().int().optional().describe('decimal scale, when known'),
 });
 export type Field = z.infer<typeof Field>;
 

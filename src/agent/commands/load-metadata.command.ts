@@ -1,13 +1,9 @@
-import { gzipSync } from 'node:zlib';
 import type { Logger } from 'pino';
 import { FerryError } from '../../errors/ferry-error.js';
 import type { ConnectorHost } from '../../connectors/host.js';
-import type { ConnectionMetadata } from '../../connectors/sdk.js';
-import { MAX_MESSAGE_BYTES, MAX_METADATA_ENTITIES, type LoadMetadataCommand, type PackedMetadata } from '../../protocol/channel.js';
+import type { LoadMetadataCommand } from '../../protocol/channel.js';
+import { MAX_METADATA_ANSWER_BYTES, MAX_METADATA_ENTITIES, packMetadata, type MetadataAnswer } from '../../protocol/metadata.js';
 import type { WorkRegistry } from '../work.js';
-
-/** Room left in a channel message for the reply's envelope (`{re, ok, result}`). */
-const ENVELOPE_BYTES = 1024;
 
 /** What the loadMetadata command needs. */
 export interface LoadMetadataDeps {
@@ -31,7 +27,7 @@ export interface LoadMetadataDeps {
  * CON_METADATA_TOO_LARGE rather than sending a message the channel would drop.
  */
 export function loadMetadataCommand(deps: LoadMetadataDeps) {
-  return async (command: LoadMetadataCommand): Promise<ConnectionMetadata | PackedMetadata> => {
+  return async (command: LoadMetadataCommand): Promise<MetadataAnswer> => {
     if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
     const host = await deps.host();
     const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId, connectionId: command.connectionId });
@@ -51,20 +47,15 @@ export function loadMetadataCommand(deps: LoadMetadataDeps) {
         details: { entities: md.entities.length, limit: maxEntities },
       });
     }
-    const json = JSON.stringify(md);
-    const bytes = Buffer.byteLength(json);
-    const maxBytes = deps.maxBytes ?? MAX_MESSAGE_BYTES - ENVELOPE_BYTES;
-    if (bytes <= maxBytes) {
-      log.info({ entities: md.entities.length, bytes }, 'connection metadata loaded');
-      return md;
-    }
-    const packed: PackedMetadata = { encoding: 'gzip+base64', data: gzipSync(json, { level: 9 }).toString('base64') };
-    if (packed.data.length > maxBytes) {
-      throw new FerryError('CON_METADATA_TOO_LARGE', `The metadata of ${md.entities.length} entities takes ${bytes} bytes (${packed.data.length} compressed); Ferry loads at most ${maxBytes} bytes of compressed metadata.`, {
-        details: { entities: md.entities.length, bytes, compressed: packed.data.length, limit: maxBytes },
+    const maxBytes = deps.maxBytes ?? MAX_METADATA_ANSWER_BYTES;
+    const out = packMetadata(md, maxBytes);
+    if (out.packed && !out.fits) {
+      throw new FerryError('CON_METADATA_TOO_LARGE', `The metadata of ${md.entities.length} entities takes ${out.bytes} bytes (${out.compressed} compressed); Ferry loads at most ${maxBytes} bytes of compressed metadata.`, {
+        details: { entities: md.entities.length, bytes: out.bytes, compressed: out.compressed, limit: maxBytes },
       });
     }
-    log.info({ entities: md.entities.length, bytes, compressed: packed.data.length }, 'connection metadata loaded (compressed)');
-    return packed;
+    if (out.packed) log.info({ entities: md.entities.length, bytes: out.bytes, compressed: out.compressed }, 'connection metadata loaded (compressed)');
+    else log.info({ entities: md.entities.length, bytes: out.bytes }, 'connection metadata loaded');
+    return out.answer;
   };
 }

@@ -34,7 +34,7 @@ const METADATA = {
   actions: [action],
   entities: [{
     id: 'customers', name: 'customers', fullName: 'customers', originalName: 'customers', description: '', isHidden: false, actions: [action], relationships: [],
-    fields: [{ name: 'id', fullName: 'id', originalName: 'id', description: '', isPrimaryKey: true, nullable: false, size: 8, ordinal: 1, propertyType: 'Int64', nativeType: 'INTEGER', hasDefault: false, requiredInActionInput: false, usedInLookupCondition: true, usedInActionInput: true, usedInQueryConstraint: true, usedInQuerySelect: true }],
+    fields: [{ name: 'id', fullName: 'id', originalName: 'id', description: '', isPrimaryKey: true, nullable: false, size: 8, ordinal: 1, propertyType: 'integer', nativeType: 'INTEGER', hasDefault: false, requiredInActionInput: false, usedInLookupCondition: true, usedInActionInput: true, usedInQueryConstraint: true, usedInQuerySelect: true }],
   }],
 };
 

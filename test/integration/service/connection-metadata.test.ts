@@ -39,7 +39,7 @@ const field = (fullName: string, ordinal: number, pk = false) => ({
   nullable: !pk,
   size: pk ? 8 : 0,
   ordinal,
-  propertyType: pk ? 'Int64' : 'String',
+  propertyType: pk ? 'integer' : 'string',
   nativeType: pk ? 'INTEGER' : 'TEXT',
   hasDefault: pk,
   requiredInActionInput: false,
@@ -171,9 +171,9 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     expect(entities.headers['total-count']).toBe('2');
     expect(entities.body.map((e) => e.fullName)).toEqual(['customers', 'Orders']);
     expect(entities.body[0]?.fields?.[0]).toEqual({
-      name: 'id', fullName: 'id', originalName: 'id', description: '', isPrimaryKey: true, nullable: false, size: 8, ordinal: 1, presentationType: '', propertyType: 'Int64',
+      name: 'id', fullName: 'id', originalName: 'id', description: '', isPrimaryKey: true, nullable: false, size: 8, ordinal: 1, presentationType: '', propertyType: 'integer',
       minOccurs: 0, maxOccurs: 0, requiredInActionInput: false, usedInLookupCondition: true, usedInActionInput: true, usedInQueryConstraint: true, usedInQuerySelect: true,
-      usedInActionOutput: false, usedInQuerySequence: false,
+      usedInActionOutput: false, usedInQuerySequence: false, nativeType: 'INTEGER', hasDefault: true,
     });
     expect(commands).toHaveLength(1);
 

@@ -9,7 +9,7 @@ import { loadMetadataCommand } from '../../../src/agent/commands/load-metadata.c
 import { WorkRegistry } from '../../../src/agent/work.js';
 import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { ConnectionMetadata } from '../../../src/connectors/sdk.js';
-import { PackedMetadata } from '../../../src/protocol/channel.js';
+import { PackedMetadata } from '../../../src/protocol/metadata.js';
 
 const CONNECTORS = path.resolve(import.meta.dirname, '../../../connectors');
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
