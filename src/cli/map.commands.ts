@@ -11,18 +11,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { ConnectorHost } from '../connectors/host.js';
-import type { HostConnection } from '../connectors/connection.js';
-import type { ConnectionMetadata } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
-import { walkBlocks } from '../protocol/map.js';
-import { compilePlan } from '../maps/compiler/plan.js';
 import { upgradeMap } from '../maps/compiler/upgrade.js';
 import { validateModel, type ValidationResult } from '../maps/compiler/validate.js';
+import { connectionIdsOf, openConnections, openRun, type ConnectionSpec, type HostChoice, type RunHandle } from '../maps/open-run.js';
 import type { FormulaBudget } from '../maps/runtime/formula-budget.js';
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
-import { FailedRecordStore } from '../failures/store.js';
 import { missingTables, readLookupTablesFile } from './lookup-tables-file.js';
 
 const OPTIONS = {
@@ -57,12 +52,6 @@ const USAGE = `Usage: ferry map validate MAP.json --connections CONNS.json
                  RUN_FORMULA_TIME_BUDGET and the run goes on; 0 turns it off
   --formula-budget-run-ms    the same for one record in the whole run (default 60000)`;
 
-interface Loaded {
-  host: ConnectorHost;
-  conns: Map<string, HostConnection>;
-  metadata: Record<string, ConnectionMetadata>;
-}
-
 /** The built-in plugins beside the command: `connectors/` from src/cli, `dist/connectors/` from dist/src/cli. */
 const defaultConnectorsDir = (): string => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../connectors');
 
@@ -74,20 +63,10 @@ async function readJson(file: string, what: string): Promise<unknown> {
   }
 }
 
-async function open(connsFile: string, connectorsDir: string, ids: Set<string>): Promise<Loaded> {
-  const spec = (await readJson(connsFile, 'The connections file')) as Record<string, { connector?: string; properties?: Record<string, string> }>;
-  const host = new ConnectorHost({ dir: connectorsDir, log: pino({ level: 'silent' }) });
-  await host.loadAll();
-  const conns = new Map<string, HostConnection>();
-  const metadata: Record<string, ConnectionMetadata> = {};
-  for (const id of ids) {
-    const c = spec[id];
-    if (!c?.connector) continue; // reported by the validator as MAP_CONNECTION_NOT_FOUND
-    const conn = await host.open({ connectorId: c.connector, connectionId: id, properties: c.properties ?? {} });
-    conns.set(id, conn);
-    metadata[id] = await conn.metadata();
-  }
-  return { host, conns, metadata };
+/** The --connections file and the Connector host of the command (the --connectors folder, else the built-in plugins). */
+async function connectionsOf(values: Record<string, string | boolean | undefined>): Promise<HostChoice & { connections: Record<string, ConnectionSpec | undefined> }> {
+  const connections = (await readJson(values['connections'] as string, 'The connections file')) as Record<string, ConnectionSpec | undefined>;
+  return { connections, connectorsDir: (values['connectors'] as string | undefined) ?? defaultConnectorsDir(), log: pino({ level: 'silent' }) };
 }
 
 function parse(argv: string[]): { file: string; values: Record<string, string | boolean | undefined> } | undefined {
@@ -127,15 +106,14 @@ export async function mapValidate(argv: string[]): Promise<void> {
   const a = parse(argv);
   if (!a) return;
   const model = upgradeMap(await readJson(a.file, 'The Map'));
-  const ids = new Set([...walkBlocks(model.blocks)].map((b) => b.connectionId).filter((x): x is string => !!x));
-  const { host, metadata } = await open(a.values['connections'] as string, (a.values['connectors'] as string | undefined) ?? defaultConnectorsDir(), ids);
+  const opened = await openConnections(connectionIdsOf(model), await connectionsOf(a.values));
   try {
-    const v = validateModel(model, metadata);
+    const v = validateModel(model, opened.metadata);
     for (const r of v.results) process.stdout.write(`${formatResult(r)}\n`);
     process.stdout.write(v.valid ? `The Map ${model.name} is valid.\n` : `The Map ${model.name} has ${v.results.filter((r) => r.severity === 'error').length} error(s).\n`);
     if (!v.valid) process.exitCode = 1;
   } finally {
-    await host.close();
+    await opened.close();
   }
 }
 
@@ -146,23 +124,21 @@ export async function mapRun(argv: string[]): Promise<void> {
   const model = upgradeMap(await readJson(a.file, 'The Map'));
   const tablesFile = a.values['lookup-tables'] as string | undefined;
   const lookupTables = tablesFile ? await readLookupTablesFile(tablesFile) : [];
-  const ids = new Set([...walkBlocks(model.blocks)].map((b) => b.connectionId).filter((x): x is string => !!x));
-  const { host, conns, metadata } = await open(a.values['connections'] as string, (a.values['connectors'] as string | undefined) ?? defaultConnectorsDir(), ids);
-  const store = a.values['failures'] ? new FailedRecordStore(a.values['failures'] as string) : undefined;
+  let run: RunHandle;
+  try {
+    run = await openRun(model, { ...(await connectionsOf(a.values)), failuresDir: a.values['failures'] as string | undefined });
+  } catch (err) {
+    if (isFerryError(err) && err.code === 'MAP_INVALID') {
+      for (const r of (err.details?.['results'] as ValidationResult[] | undefined) ?? []) process.stderr.write(`${formatResult(r)}\n`);
+    }
+    throw err;
+  }
+  const { plan, connections, failures } = run;
   const ac = new AbortController();
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
   const tty = process.stderr.isTTY;
   try {
-    let plan;
-    try {
-      plan = compilePlan(model, metadata);
-    } catch (err) {
-      if (isFerryError(err) && err.code === 'MAP_INVALID') {
-        for (const r of (err.details?.['results'] as ValidationResult[] | undefined) ?? []) process.stderr.write(`${formatResult(r)}\n`);
-      }
-      throw err;
-    }
     const missing = missingTables(plan.lookupTables.names, lookupTables);
     if (missing.length > 0) {
       throw new FerryError('MAP_LOOKUP_TABLE_NOT_FOUND', `The Map reads the Lookup Table(s) ${missing.map((n) => `"${n}"`).join(', ')}, ${tablesFile ? `which ${tablesFile} does not hold` : 'but no --lookup-tables file was given'}.`, { details: { tables: missing } });
@@ -172,12 +148,12 @@ export async function mapRun(argv: string[]): Promise<void> {
     const message = a.values['message'] ? await readJson(a.values['message'] as string, 'The message') : undefined;
     const started = Date.now();
     const { stats } = await runMap(plan, {
-      connections: conns,
+      connections,
       signal: ac.signal,
       lookupTables,
       ...(batch ? { batchSize: batch } : {}),
       ...(a.values['state'] ? { watermark: new FileWatermark(a.values['state'] as string) } : {}),
-      ...(store ? { failures: store } : {}),
+      ...(failures ? { failures } : {}),
       ...(message !== undefined ? { message } : {}),
       formulaBudget: budget,
       onReply: (reply) => void process.stdout.write(`${JSON.stringify({ reply })}\n`),
@@ -195,7 +171,6 @@ export async function mapRun(argv: string[]): Promise<void> {
     if (stats.failed > 0) process.exitCode = 1;
   } finally {
     process.off('SIGINT', stop);
-    store?.close();
-    await host.close();
+    await run.close();
   }
 }
