@@ -2,7 +2,10 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { AgentCommands } from './agents/commands.js';
-import { issueInstallationKey } from './auth/agent-registration.js';
+import { ConnectionCommands } from './connections/commands.js';
+import { Connections } from './connections/connections.js';
+import { ConnectionMetadata } from './connections/metadata.js';
+import { issueInstallationKey } from './agents/registration.js';
 import { LoginThrottle } from './auth/login-throttle.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
@@ -20,7 +23,7 @@ import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
 import { LogArchiveFiles } from './store/log-archives.js';
 import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
-import { removeDeadSpools } from './http/lookup-import.js';
+import { removeDeadSpools } from './lookup-tables/spool.js';
 import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
 import { packageRoot } from './util/package-root.js';
@@ -113,6 +116,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
       connectors,
+      connections: new Connections({ db: store.db, secrets, marketplace: connectors }),
+      metadata: new ConnectionMetadata({ db: store.db, secrets, commands }),
+      connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands }),
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
     const reports = new ReportHandlers()
