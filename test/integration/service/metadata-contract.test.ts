@@ -6,6 +6,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptProperty } from '../../../service/connections/properties-crypto.js';
+import { putMetadataCache } from '../../../service/store/repos/metadata.repo.js';
 import { loadMetadataCommand } from '../../../src/agent/commands/load-metadata.command.js';
 import { WorkRegistry } from '../../../src/agent/work.js';
 import { ConnectorHost } from '../../../src/connectors/host.js';
@@ -108,7 +109,7 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
    * Loads the Connection's metadata through the API and checks it against what the plugin reported:
    * the document the Agent's host holds for the Connection (the one it sent).
    */
-  async function roundTrip(name: string, connectorId: string, properties: Record<string, string>): Promise<{ sent: ConnectionMetadata; packed: boolean }> {
+  async function roundTrip(name: string, connectorId: string, properties: Record<string, string>): Promise<{ conn: string; sent: ConnectionMetadata; packed: boolean }> {
     const conn = await newConnection(name, connectorId, properties);
     const connectionId = conn.split('/').pop() as string;
     const entities = await poll<ApiEntity[]>(`${conn}/entities?expand=true&limit=1000&agentId=${agent.agentId}`);
@@ -143,7 +144,7 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
       const fields = await svc.request<unknown[]>('GET', `${conn}/entities/${encodeURIComponent(first.fullName)}/fields`);
       expect(fields.body).toEqual(first.fields.map((f) => ({ ...f, ...SPEC_CONSTANTS })));
     }
-    return { sent, packed: answer?.packed ?? false };
+    return { conn, sent, packed: answer?.packed ?? false };
   }
 
   /** The fields of a document, to check a fixture gives the members under test values worth checking. */
@@ -208,6 +209,32 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
     expect(packed).toBe(true);
     expect(sent.entities).toHaveLength(250);
     expect(Buffer.byteLength(JSON.stringify(sent))).toBeGreaterThan(1024 * 1024);
+  });
+
+  it('serves a document cached before nativeType, hasDefault and scale were kept with their defaults, and loads again one that no longer fits the contract', async () => {
+    const file = path.join(folder, 'cached.db');
+    const db = new SQLite(file);
+    db.exec('CREATE TABLE items (id INTEGER PRIMARY KEY, price DECIMAL(8,2) NOT NULL DEFAULT 0, label TEXT)');
+    db.close();
+    const { conn, sent } = await roundTrip('SQLite cached', SQLITE, { file });
+    const connectionId = conn.split('/').pop() as string;
+    const cache = (doc: unknown) => putMetadataCache(svc.service.store.db, { connectionId, orgId: svc.orgId, agentId: agent.agentId, metadata: JSON.stringify(doc), loadedAt: new Date().toISOString() });
+    const loads = answered.length;
+
+    // As the Service stored it before: without the members it did not know.
+    await cache(JSON.parse(JSON.stringify(sent), (key: string, value: unknown) => (['nativeType', 'hasDefault', 'scale', 'parentId', 'uniqueId'].includes(key) ? undefined : value)));
+    const fields = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/entities/items/fields`);
+    expect(fields.status).toBe(200);
+    expect(fields.body).toEqual(sent.entities[0]?.fields.map(({ scale: _s, ...f }) => ({ ...f, ...SPEC_CONSTANTS, nativeType: '', hasDefault: false })));
+    expect(answered).toHaveLength(loads);
+
+    // A document no Connector of the SDK could send: loaded again (reload), then served whole.
+    await cache({ ...sent, entities: sent.entities.map((e) => ({ ...e, fields: e.fields.map((f) => ({ ...f, propertyType: 'Int64' })) })) });
+    const again = await svc.request<{ code: string }>('GET', `${conn}/entities/items/fields`);
+    expect(again.body.code).toBe('API_METADATA_LOADING');
+    const reloaded = await poll<Array<Record<string, unknown>>>(`${conn}/entities/items/fields`);
+    expect(reloaded.body).toEqual(sent.entities[0]?.fields.map((f) => ({ ...f, ...SPEC_CONSTANTS })));
+    expect(answered.slice(loads).map((a) => a.command['reload'])).toEqual([true]);
   });
 
   it.skipIf(PG_SKIP !== undefined)('postgres: schemas, identities, numerics with scale, composite foreign keys, comments and a view', async () => {
