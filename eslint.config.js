@@ -4,6 +4,22 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
+const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables'].map((d) => `./service/${d}`);
+
+/** Import restrictions: `target` files may not import from `from` (docs/architecture.md). */
+const LAYERS = [
+  // src/cli is the one `ferry` binary: it starts either half (ferry up, ferry service …).
+  { target: ['agent', 'channel', 'connectors', 'maps', 'protocol', 'failures', 'logs', 'errors', 'util'].map((d) => `./src/${d}`), from: './service', message: 'The Agent never imports the Service.' },
+  { target: './connectors', from: './src', except: ['./connectors/sdk.ts'], message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
+  { target: './connectors', from: './service', message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
+  { target: './src/protocol', from: ['./src/agent', './src/channel', './src/cli', './src/connectors', './src/maps', './src/failures', './src/logs'], message: 'The protocol is the bottom of the Agent: it imports only zod and its own files.' },
+  { target: './src/maps/runtime', from: ['./src/maps/compiler', './src/maps/blocks', './src/maps/open-run.ts'], message: 'The Map runtime runs a compiled plan; the plan brings the bound steps.' },
+  { target: [...DOMAIN, './service/gateway', './service/store', './service/util', './service/auth', './service/crypto', './service/jobs'], from: './service/http', message: 'Below the HTTP layer: take plain inputs and return rows; routes map them.' },
+  { target: ['./service/gateway', './service/store', './service/util', './service/auth', './service/crypto'], from: DOMAIN, message: 'The gateway and the store know no domain: the composition root (build-service.ts) wires them.' },
+  { target: ['./service/store', './service/util'], from: ['./service/gateway', './service/jobs', './service/auth', './service/crypto'], message: 'The store and util are the bottom of the Service.' },
+  { target: './service/util', from: './service/store', message: 'service/util is the bottom of the Service.' },
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**'] },
   js.configs.recommended,
@@ -22,6 +38,8 @@ export default tseslint.config(
     rules: {
       // No import cycles: each layer imports only the ones below it (docs/decisions.md).
       'import-x/no-cycle': 'error',
+      // The allowed directions between layers (docs/architecture.md); a type import counts too.
+      'import-x/no-restricted-paths': ['error', { zones: LAYERS }],
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
