@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { secureDataDir } from '../../../service/store/data-dir.js';
+import { secureDataDir } from '../../../../service/store/data-dir.js';
 
 const modeOf = (p: string): number => fs.lstatSync(p).mode & 0o777;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FORMULA_FUNCTIONS, type FormulaFunction } from '../../../src/maps/formula/catalogue.js';
-import { escapeHtml, functionPage } from '../../../service/http/function-page.js';
+import { FORMULA_FUNCTIONS, type FormulaFunction } from '../../../../src/maps/formula/catalogue.js';
+import { escapeHtml, functionPage } from '../../../../service/http/function-page.js';
 
 describe('the formula function description page', () => {
   it('escapes the five HTML-special characters', () => {

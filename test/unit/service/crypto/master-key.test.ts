@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SecretBox } from '../../../service/crypto/master-key.js';
+import { SecretBox } from '../../../../service/crypto/master-key.js';
 
 describe('SecretBox', () => {
   it('round-trips, uses a fresh IV each time, and detects tampering', () => {

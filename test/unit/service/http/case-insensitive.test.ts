@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { normalizeKeys } from '../../../service/http/case-insensitive.js';
+import { normalizeKeys } from '../../../../service/http/case-insensitive.js';
 
 const Rule = z.strictObject({ name: z.string(), apiAccessEnabled: z.boolean().optional() });
 const Model = z.strictObject({ name: z.string().optional(), parentId: z.number().optional(), securityRules: z.array(Rule).optional() });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agentIdsOf } from '../../../service/http/agent-param.js';
+import { agentIdsOf } from '../../../../service/http/agent-param.js';
 
 const A = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
 const B = '0b8e1f0e-6a53-4f59-9f55-0c2e7a4d1e11';

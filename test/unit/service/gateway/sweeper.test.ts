@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { HeartbeatSweeper, sweepIntervalMs } from '../../../service/gateway/sweeper.js';
-import { getAgentById, insertAgent, updateAgent } from '../../../service/store/repos/agents.repo.js';
-import { preinstalledConnectors } from '../../../service/marketplace/catalogue.js';
-import { openStore, type Store } from '../../../service/store/store.js';
+import { HeartbeatSweeper, sweepIntervalMs } from '../../../../service/gateway/sweeper.js';
+import { getAgentById, insertAgent, updateAgent } from '../../../../service/store/repos/agents.repo.js';
+import { preinstalledConnectors } from '../../../../service/marketplace/catalogue.js';
+import { openStore, type Store } from '../../../../service/store/store.js';
 
 const MIN = 60_000;
 

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AgentSession, type ChannelSocket, type SessionHandlers } from '../../../service/gateway/agent-session.js';
-import { CLOSE, PROTOCOL_VERSION } from '../../../src/protocol/channel.js';
+import { AgentSession, type ChannelSocket, type SessionHandlers } from '../../../../service/gateway/agent-session.js';
+import { CLOSE, PROTOCOL_VERSION } from '../../../../src/protocol/channel.js';
 
 /** A socket stand-in: records what the session sends and how it closes. */
 class FakeSocket implements ChannelSocket {

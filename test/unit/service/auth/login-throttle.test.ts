@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { addressKey, LoginThrottle } from '../../../service/auth/login-throttle.js';
-import type { FerryError } from '../../../src/errors/ferry-error.js';
+import { addressKey, LoginThrottle } from '../../../../service/auth/login-throttle.js';
+import type { FerryError } from '../../../../src/errors/ferry-error.js';
 
 function refusal(fn: () => void): FerryError | undefined {
   try {

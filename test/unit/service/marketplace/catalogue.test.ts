@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors } from '../../../service/marketplace/catalogue.js';
-import { toConnector, toUiOptions } from '../../../service/http/mappers/connector.js';
-import { aliasOf } from '../../../service/connections/connections.js';
-import { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
+import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors } from '../../../../service/marketplace/catalogue.js';
+import { toConnector, toUiOptions } from '../../../../service/http/mappers/connector.js';
+import { aliasOf } from '../../../../service/connections/connections.js';
+import { ConnectorManifest } from '../../../../src/protocol/connector-manifest.js';
 
 const custom = ConnectorManifest.parse({
   id: '11111111-2222-4333-8444-555555555555',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { heartbeatPatch, helloPatch, isoOr, reportPatch, sweepStatus } from '../../../service/gateway/agent-state.js';
-import type { Hello } from '../../../src/protocol/channel.js';
+import { heartbeatPatch, helloPatch, isoOr, reportPatch, sweepStatus } from '../../../../service/gateway/agent-state.js';
+import type { Hello } from '../../../../src/protocol/channel.js';
 
 const NOW = '2026-03-01T12:00:00.000Z';
 const hello: Hello = {

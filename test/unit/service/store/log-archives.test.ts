@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LogArchiveFiles } from '../../../service/store/log-archives.js';
+import { LogArchiveFiles } from '../../../../service/store/log-archives.js';
 
 const ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
 const ZIP_EMPTY = Buffer.from('504b0506000000000000000000000000000000000000', 'hex');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ReportHandlers } from '../../../service/gateway/report-handlers.js';
-import type { AgentRow } from '../../../service/store/schema.js';
-import type { Db } from '../../../service/store/sql.js';
-import type { ReportBody } from '../../../src/protocol/channel.js';
+import { ReportHandlers } from '../../../../service/gateway/report-handlers.js';
+import type { AgentRow } from '../../../../service/store/schema.js';
+import type { Db } from '../../../../service/store/sql.js';
+import type { ReportBody } from '../../../../src/protocol/channel.js';
 
 const NOW = '2026-03-01T12:00:00.000Z';
 // The handlers under test never touch the transaction or read more of the Agent than its ID.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimiter } from '../../../service/http/rate-limit.js';
-import { FerryError } from '../../../src/errors/ferry-error.js';
+import { RateLimiter } from '../../../../service/http/rate-limit.js';
+import { FerryError } from '../../../../src/errors/ferry-error.js';
 
 describe('RateLimiter', () => {
   it('limits per minute and per Organization, and resets with the window', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAddress, parseAllowList, rangeContains, validateRange } from '../../../service/auth/ip-range.js';
+import { parseAddress, parseAllowList, rangeContains, validateRange } from '../../../../service/auth/ip-range.js';
 
 describe('IP ranges', () => {
   it('accepts IPv4 and IPv6 ranges in order', () => {

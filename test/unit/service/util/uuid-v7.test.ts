@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { uuidV7 } from '../../../service/util/uuid-v7.js';
+import { uuidV7 } from '../../../../service/util/uuid-v7.js';
 
 describe('uuidV7', () => {
   it('makes version-7 GUIDs that sort in the order they were made, also within one millisecond', () => {

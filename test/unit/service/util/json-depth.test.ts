@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../../../service/util/json-depth.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../../../../service/util/json-depth.js';
 
 describe('jsonNestsDeeperThan', () => {
   const arrays = (n: number): string => `${'['.repeat(n)}${']'.repeat(n)}`;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { removeDeadSpools, spoolRoot, spoolUpload } from '../../../service/lookup-tables/spool.js';
+import { removeDeadSpools, spoolRoot, spoolUpload } from '../../../../service/lookup-tables/spool.js';
 
 /** A PID that ran and has ended. */
 async function deadPid(): Promise<number> {

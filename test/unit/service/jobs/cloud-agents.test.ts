@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CloudAgentSupervisor } from '../../../service/jobs/cloud-agents.js';
-import { until } from '../../helpers/agent-client.js';
+import { CloudAgentSupervisor } from '../../../../service/jobs/cloud-agents.js';
+import { until } from '../../../helpers/agent-client.js';
 
 const AGENT = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
 const log = pino({ level: 'silent' });

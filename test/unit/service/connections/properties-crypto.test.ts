@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decryptProperty, encryptProperty, propertyKey } from '../../../service/connections/properties-crypto.js';
+import { decryptProperty, encryptProperty, propertyKey } from '../../../../service/connections/properties-crypto.js';
 
 const TOKEN = 'tok-123';
 

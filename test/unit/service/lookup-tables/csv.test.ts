@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { FerryError } from '../../../src/errors/ferry-error.js';
-import { CSV_HEADER, csvRecords, parseLookupCsv } from '../../../service/lookup-tables/csv.js';
+import type { FerryError } from '../../../../src/errors/ferry-error.js';
+import { CSV_HEADER, csvRecords, parseLookupCsv } from '../../../../service/lookup-tables/csv.js';
 
 function failure(text: string, header = false): FerryError {
   try {
