@@ -134,6 +134,17 @@ export async function hasApiAccess(deps: ServiceDeps, orgId: number, ip: string)
   return apiOpenTo(deps.store.db, orgId, ip);
 }
 
+/**
+ * An Organization named outside the path (a query's orgId) for a `user` route: it must exist, the
+ * caller must be a member (outsiders are not told which exist), and a Security Rule must open the
+ * API to the caller's address, as for Organization routes.
+ */
+export async function assertMemberOrg(deps: ServiceDeps, user: UserRow, orgId: number, ip: string): Promise<void> {
+  const { db } = deps.store;
+  if (!(await getOrg(db, orgId)) || !(await roleIn(db, user.id, orgId))) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
+  await assertApiAccess(deps, orgId, ip);
+}
+
 export async function assertApiAccess(deps: ServiceDeps, orgId: number, ip: string): Promise<void> {
   if (!(await hasApiAccess(deps, orgId, ip))) {
     throw new FerryError('API_FORBIDDEN_IP', `No Security Rule of Organization ${orgId} allows API access from ${ip}.`);

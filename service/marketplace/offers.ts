@@ -1,6 +1,7 @@
 import type { ConnectorManifest } from '../../src/protocol/connector-manifest.js';
 import { listAgents } from '../store/repos/agents.repo.js';
 import { getOrgConnector, listAgentInstalls, orgsWithConnector } from '../store/repos/connector-installs.repo.js';
+import { listOrgsForUser } from '../store/repos/orgs.repo.js';
 import { FINAL_INSTALL_STATUSES, type AgentConnectorInstallRow, type InstallStatus, type OrgConnectorRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { canUse } from './access.js';
@@ -40,7 +41,8 @@ export async function offersTo(db: Db, catalogue: ConnectorCatalogue, orgId: num
 }
 
 /** The public Connectors installed in any of the Organizations (those of a caller without an Organization context). */
-export async function offersInstalledIn(db: Db, catalogue: ConnectorCatalogue, orgIds: readonly number[], filter: OfferFilter): Promise<ConnectorManifest[]> {
+export async function offersInstalledIn(db: Db, catalogue: ConnectorCatalogue, userId: string, filter: OfferFilter): Promise<ConnectorManifest[]> {
+  const orgIds = (await listOrgsForUser(db, userId, {})).map((o) => o.id);
   const list: ConnectorManifest[] = [];
   for (const m of catalogue.all()) if (m.isPublic && (await orgsWithConnector(db, m.id, orgIds)).length > 0) list.push(m);
   return list.filter((m) => matches(m, filter));

@@ -1,12 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { FerryError } from '../../../src/errors/ferry-error.js';
-import type { ConnectorManifest } from '../../../src/protocol/connector-manifest.js';
 import { customersOf, grantCustomer, removeCustomerOf } from '../../marketplace/customers.js';
 import { offerOf, offersInstalledIn, offersTo } from '../../marketplace/offers.js';
-import { getOrg, listOrgsForUser, roleIn } from '../../store/repos/orgs.repo.js';
 import type { ServiceDeps } from '../deps.js';
-import { assertApiAccess, callerOf, orgOf, userName } from '../guard.js';
+import { assertMemberOrg, callerOf, orgOf, userName } from '../guard.js';
 import { toCustomer, toMarketplaceConnector } from '../mappers/connector.js';
 import { decimal, MAX_INT, OrgParams, pageOf, PageQuery, sendList } from '../schemas/common.js';
 import { Customer, MarketplaceConnector, MarketplaceQuery } from '../schemas/marketplace.schema.js';
@@ -33,15 +30,8 @@ const marketplaceRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     const user = callerOf(req);
     const { orgId, filterByName, filterByDescription } = req.query;
     const filter = { byName: filterByName, byDescription: filterByDescription };
-    let list: ConnectorManifest[];
-    if (orgId !== undefined) {
-      if (!(await getOrg(db, orgId)) || !(await roleIn(db, user.id, orgId))) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
-      await assertApiAccess(deps, orgId, req.ip);
-      list = await offersTo(db, catalogue, orgId, filter);
-    } else {
-      const mine = (await listOrgsForUser(db, user.id, {})).map((o) => o.id);
-      list = await offersInstalledIn(db, catalogue, mine, filter);
-    }
+    if (orgId !== undefined) await assertMemberOrg(deps, user, orgId, req.ip);
+    const list = orgId !== undefined ? await offersTo(db, catalogue, orgId, filter) : await offersInstalledIn(db, catalogue, user.id, filter);
     const page = await Promise.all(pageOf(list, req.query).map(async (m) => toMarketplaceConnector(await offerOf(db, m, orgId))));
     return sendList(reply, page, list.length);
   });
