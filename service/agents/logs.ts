@@ -7,6 +7,7 @@ import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed,
 import type { AgentLogRow, AgentRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
+import { notConnected } from './commands.js';
 import type { AgentRuntime } from './runtime.js';
 
 /** The message SPEC.md gives for a GET before the archive arrived (clients match on it). */
@@ -37,7 +38,8 @@ export class AgentLogs {
     if (agent.isCloudAgent === 1) {
       throw new FerryError('API_UNSUPPORTED', 'Cloud Agent logs are per Solution: use POST /v1/orgs/{orgId}/solutions/{solutionId}/logs.');
     }
-    this.runtime.commands.requireConnected(agent);
+    // Named by its ID, as the command bus names an Agent it cannot reach.
+    if (!this.runtime.commands.isConnected(agent.id)) throw notConnected(agent.id);
     const logId = newId();
     await insertAgentLog(this.db, {
       id: logId,
