@@ -1,6 +1,7 @@
 /**
- * Opening a Map run: what `ferry map run` and the Agent's runner do before runMap, without a
- * terminal.
+ * Opening a Map run: what `ferry map run` does before runMap, without a terminal, so that the
+ * Agent's Solution runners (which do not exist yet) can open a run the same way with the Agent's
+ * Connector host.
  *
  *   Map model ──▶ open the Connections its Blocks name ──▶ load their metadata ──▶ compilePlan
  *             ──▶ the failed-record store (when asked) ──▶ RunHandle { plan, connections, failures }
