@@ -5,10 +5,10 @@ import { preinstalledConnectors } from '../marketplace/catalogue.js';
 import { listAgents } from '../store/repos/agents.repo.js';
 import { upsertOrgConnector } from '../store/repos/connector-installs.repo.js';
 import { countChildren, deleteOrg, getOrg, insertOrg, listOrgsForUser, roleIn, updateOrg } from '../store/repos/orgs.repo.js';
-import { replaceRules, type SecurityRuleInput as RuleRow } from '../store/repos/security-rules.repo.js';
+import { listRules, replaceRules, type SecurityRuleInput as RuleRow } from '../store/repos/security-rules.repo.js';
 import { createDefaultSubscriptions } from '../store/repos/subscriptions.repo.js';
-import { addMembership } from '../store/repos/users.repo.js';
-import type { AgentRow, Database, OrgRow, OrgUpdate, RoleType, UserRow } from '../store/schema.js';
+import { addMembership, listMembers, type MemberRow } from '../store/repos/users.repo.js';
+import type { AgentRow, Database, OrgRow, OrgUpdate, RoleType, SecurityRuleRow, UserRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { fromFlag, newId, nowIso, toFlag } from '../util/values.js';
 import { capturePatch, type CaptureSwitches } from './capture.js';
@@ -45,6 +45,20 @@ export async function organizationOf(db: Db, id: number): Promise<OrgRow> {
   const org = await getOrg(db, id);
   if (!org) throw orgNotFound(id);
   return org;
+}
+
+/** An Organization with what its model shows beside its own record. */
+export interface OrganizationView {
+  org: OrgRow;
+  securityRules: SecurityRuleRow[];
+  /** Its members with the Administrator role. */
+  administrators: MemberRow[];
+}
+
+/** The Organization with its Security Rules and Administrators. */
+export async function organizationView(db: Db, org: OrgRow): Promise<OrganizationView> {
+  const [securityRules, members] = await Promise.all([listRules(db, org.id), listMembers(db, org.id)]);
+  return { org, securityRules, administrators: members.filter((m) => m.roleType === 'Administrator') };
 }
 
 export interface OrganizationListQuery {

@@ -1,12 +1,10 @@
 import type { z } from 'zod';
 import type { SecretBox } from '../../crypto/master-key.js';
 import { DATA_CENTERS } from '../../orgs/data-centers.js';
+import type { OrganizationView } from '../../orgs/organizations.js';
 import type { OrgSetting } from '../../orgs/settings.js';
 import type { OrgStatus } from '../../orgs/status.js';
-import { listRules } from '../../store/repos/security-rules.repo.js';
-import { listMembers } from '../../store/repos/users.repo.js';
 import type { OrgRow, RoleType, SecurityRuleRow } from '../../store/schema.js';
-import type { Db } from '../../store/sql.js';
 import { fromFlag } from '../../util/values.js';
 import type { Organization, SecurityRule, SecuritySettings } from '../schemas/org.schema.js';
 import type { Setting } from '../schemas/setting.schema.js';
@@ -24,34 +22,23 @@ export function toSecurityRule(r: SecurityRuleRow): SecurityRule {
   };
 }
 
-/**
- * The API model of an Organization, with its rules and Administrators read alongside. The crypto
- * token is shown to Administrators only.
- */
-export async function toOrganization(
-  deps: { readonly secrets: SecretBox },
-  db: Db,
-  org: OrgRow,
-  role: RoleType,
-  status?: OrgStatus,
-): Promise<Organization> {
-  const [rules, members] = await Promise.all([listRules(db, org.id), listMembers(db, org.id)]);
+/** The API model of an Organization (with its rules and Administrators). The crypto token is shown to Administrators only. */
+export function toOrganization(secrets: SecretBox, view: OrganizationView, role: RoleType, status?: OrgStatus): Organization {
+  const { org } = view;
   const dc = DATA_CENTERS[org.dataCenterId] ?? { name: 'Unknown', location: 'Unknown' };
   return {
     id: org.id,
     name: org.name,
     parentId: org.parentId ?? 0,
-    administrators: members
-      .filter((m) => m.roleType === 'Administrator')
-      .map((m) => ({ email: m.email, firstName: m.firstName, lastName: m.lastName })),
+    administrators: view.administrators.map((m) => ({ email: m.email, firstName: m.firstName, lastName: m.lastName })),
     city: org.city,
     country: org.country,
     dataCenterId: org.dataCenterId,
     dataCenterName: dc.name,
     dataCenterLocation: dc.location,
     isSvcOrg: fromFlag(org.isSvcOrg),
-    apiToken: role === 'Administrator' ? deps.secrets.open(org.apiCryptoToken) : null,
-    securityRules: rules.map(toSecurityRule),
+    apiToken: role === 'Administrator' ? secrets.open(org.apiCryptoToken) : null,
+    securityRules: view.securityRules.map(toSecurityRule),
     captureOnFailedRecordsForReprocessing: fromFlag(org.captureOnFailedRecordsForReprocessing),
     captureDuringCloudAppRuns: fromFlag(org.captureDuringCloudAppRuns),
     captureDuringLocalAgentAppRuns: fromFlag(org.captureDuringLocalAgentAppRuns),

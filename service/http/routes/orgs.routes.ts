@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import { retireAgent } from '../../agents/agents.js';
-import { createChildOrganization, deleteOrganization, listOrganizations, modifyOrganization, requestChildOrganization } from '../../orgs/organizations.js';
+import { createChildOrganization, deleteOrganization, listOrganizations, modifyOrganization, organizationView, requestChildOrganization } from '../../orgs/organizations.js';
 import { orgStatus } from '../../orgs/status.js';
 import type { ServiceDeps } from '../deps.js';
 import { assertApiAccess, callerOf, orgOf, userName } from '../guard.js';
@@ -43,7 +43,7 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
       page: q.noPagination ? undefined : { limit: q.limit, offset: q.offset },
     });
     // The token is a secret of the Organization's API: not shown where its Security Rules refuse the caller.
-    const models = await Promise.all(items.map(({ org, role, open, status }) => toOrganization(deps, db, org, open ? role : 'ReadOnly', q.expandStatus ? status : undefined)));
+    const models = await Promise.all(items.map(async ({ org, role, open, status }) => toOrganization(deps.secrets, await organizationView(db, org), open ? role : 'ReadOnly', q.expandStatus ? status : undefined)));
     return sendList(reply, models, total);
   });
 
@@ -57,7 +57,7 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     await assertApiAccess(deps, request.parent.id, req.ip);
     deps.rateLimiter.take(request.parent.id);
     const org = await createChildOrganization(deps, db, request, { administrator: user, modificationBy: userName(user) });
-    return sendCreated(reply, `/v1/orgs/${org.id}`, await toOrganization(deps, db, org, 'Administrator'));
+    return sendCreated(reply, `/v1/orgs/${org.id}`, toOrganization(deps.secrets, await organizationView(db, org), 'Administrator'));
   });
 
   app.get('/v1/orgs/:orgId', {
@@ -65,7 +65,7 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     schema: { tags: ['Organizations'], summary: 'One Organization', params: OrgParams, querystring: z.object({ expandStatus: qbool(false) }), response: { 200: Organization } },
   }, async (req) => {
     const { org, role } = orgOf(req);
-    return toOrganization(deps, db, org, role, req.query.expandStatus ? orgStatus(org) : undefined);
+    return toOrganization(deps.secrets, await organizationView(db, org), role, req.query.expandStatus ? orgStatus(org) : undefined);
   });
 
   app.put('/v1/orgs/:orgId', {
@@ -74,7 +74,7 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   }, async (req) => {
     const { org, user } = orgOf(req);
     const updated = await modifyOrganization(db, org, req.body, req.ip, userName(user));
-    return toOrganization(deps, db, updated, 'Administrator');
+    return toOrganization(deps.secrets, await organizationView(db, updated), 'Administrator');
   });
 
   app.delete('/v1/orgs/:orgId', {
