@@ -18,6 +18,18 @@ const LAYERS = [
   { target: ['./service/gateway', './service/jobs', './service/store', './service/util', './service/auth', './service/crypto'], from: DOMAIN, message: 'The gateway, the jobs and the store know no domain: the composition root (build-service.ts) wires them.' },
   { target: ['./service/store', './service/util'], from: ['./service/gateway', './service/jobs', './service/auth', './service/crypto'], message: 'The store and util are the bottom of the Service.' },
   { target: './service/util', from: './service/store', message: 'service/util is the bottom of the Service.' },
+  // Between domain folders, one order: agents ← marketplace ← connections, marketplace ← orgs ← users.
+  ...[
+    ['agents', ['connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables']],
+    ['marketplace', ['connections', 'orgs', 'users', 'subscriptions', 'lookup-tables']],
+    ['orgs', ['agents', 'connections', 'users', 'subscriptions', 'lookup-tables']],
+    ['subscriptions', ['agents', 'connections', 'marketplace', 'users', 'lookup-tables']],
+    ['lookup-tables', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions']],
+  ].map(([target, from]) => ({
+    target: `./service/${String(target)}`,
+    from: /** @type {string[]} */ (from).map((d) => `./service/${d}`),
+    message: 'Domain folders import each other in one order only (docs/architecture.md).',
+  })),
 ];
 
 export default tseslint.config(

@@ -118,7 +118,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       connectors,
       connections: new Connections({ db: store.db, secrets, marketplace: connectors }),
       metadata: new ConnectionMetadata({ db: store.db, secrets, commands }),
-      connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands }),
+      connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands, marketplace: connectors }),
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
     const reports = new ReportHandlers()

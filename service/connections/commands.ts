@@ -4,10 +4,13 @@ import type { PreconnectCommand, TestConnectionCommand } from '../../src/protoco
 import type { AgentCommands } from '../agents/commands.js';
 import { requireAgent } from '../agents/agents.js';
 import type { SecretBox } from '../crypto/master-key.js';
+import type { ConnectorInstalls } from '../marketplace/installs.js';
 import { completeConnectionTest, getConnectionTest, insertConnectionTest, pruneConnectionTests } from '../store/repos/connections.repo.js';
-import type { ConnectionCommandKind, ConnectionTestRow } from '../store/schema.js';
+import type { ConnectionCommandKind, ConnectionRow, ConnectionTestRow, OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
+import { connectorOfInput } from './connections.js';
+import { cryptoTokenOf, openProperties, preconnectProperties, resolveProperties, type PropertyInput } from './properties.js';
 
 /** Test and preconnect results are kept this long after they were requested. */
 const RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -18,6 +21,7 @@ export interface ConnectionCommandsOptions {
   readonly db: Db;
   readonly secrets: SecretBox;
   readonly commands: AgentCommands;
+  readonly marketplace: ConnectorInstalls;
 }
 
 /**
@@ -46,6 +50,29 @@ export class ConnectionCommands {
       .then(({ reply, replyData }) => completeConnectionTest(db, id, reply, nowIso(), replyData))
       .catch((err: unknown) => log.error({ err, commandId: id }, `${what.kind} result not stored`));
     return { commandId: id };
+  }
+
+  /** Tests a Connection model a client sent, without saving it. */
+  async testModel(log: FastifyBaseLogger, org: OrgRow, agentId: string, input: { name: string; connectorId: string; properties?: PropertyInput }): Promise<{ commandId: string }> {
+    const manifest = connectorOfInput(this.opts.marketplace.catalogue, input.connectorId);
+    const properties = resolveProperties(manifest, input.properties, cryptoTokenOf(this.opts.secrets, org));
+    return this.start(log, org.id, agentId, { kind: 'test', connectionId: null, name: input.name }, { type: 'testConnection', connectorId: manifest.id, properties });
+  }
+
+  /** Tests a saved Connection on an Agent. */
+  async testSaved(log: FastifyBaseLogger, org: OrgRow, agentId: string, row: ConnectionRow): Promise<{ commandId: string }> {
+    return this.start(log, org.id, agentId, { kind: 'test', connectionId: row.id, name: row.name }, { type: 'testConnection', connectorId: row.connectorId, properties: openProperties(this.opts.secrets, row) });
+  }
+
+  /**
+   * Runs the preconnect step (form check or OAuth start) of a Connector installed in the
+   * Organization on an Agent; answers the recorded command, still Requested.
+   */
+  async preconnect(log: FastifyBaseLogger, org: OrgRow, agentId: string, connectorId: string, isOauth: boolean, input: NonNullable<PropertyInput>): Promise<ConnectionTestRow> {
+    const { manifest } = await this.opts.marketplace.requireInstalled(org.id, connectorId);
+    const properties = preconnectProperties(manifest, input, cryptoTokenOf(this.opts.secrets, org));
+    const { commandId } = await this.start(log, org.id, agentId, { kind: 'preconnect', connectionId: null, name: manifest.name }, { type: 'preconnect', connectorId: manifest.id, isOauth, properties });
+    return this.get(org.id, commandId, 'preconnect', `Preconnect ${commandId} was not found.`);
   }
 
   /** A recorded test or preconnect of the Organization; 404 naming `what` otherwise. */

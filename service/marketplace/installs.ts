@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import type { ReportBody } from '../../src/protocol/channel.js';
 import type { ConnectorManifest } from '../../src/protocol/connector-manifest.js';
+import { installedConnectors, requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
 import { getAgentById, listAgents } from '../store/repos/agents.repo.js';
 import { listSubscriptions } from '../store/repos/subscriptions.repo.js';
@@ -39,8 +40,8 @@ export interface OrgConnector {
 
 /** Which of an Organization's installed Connectors to list. */
 export interface OrgConnectorFilter {
-  /** Only those installed on the Agent with this list of installed Connectors. */
-  installedOn?: ReadonlyArray<{ connectorId: string }> | undefined;
+  /** Only those installed on this Agent of the Organization (404 when it is not one). */
+  agentId?: string | undefined;
   /** Only the one of this name (ignoring case). */
   name?: string | undefined;
 }
@@ -92,9 +93,9 @@ export class ConnectorInstalls {
       const m = this.opts.catalogue.get(row.connectorId);
       return m ? [{ m, row }] : [];
     });
-    const { installedOn, name } = filter;
-    if (installedOn !== undefined) {
-      const installed = new Set(installedOn.map((c) => c.connectorId.toLowerCase()));
+    const { agentId, name } = filter;
+    if (agentId !== undefined) {
+      const installed = new Set(installedConnectors(await requireAgent(this.opts.store.db, orgId, agentId)).map((c) => c.connectorId.toLowerCase()));
       list = list.filter(({ m }) => installed.has(m.id.toLowerCase()));
     }
     if (name !== undefined) list = list.filter(({ m }) => m.name.toLowerCase() === name.toLowerCase());

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { connectorOfInput, solutionsUsingConnection } from '../../connections/connections.js';
-import { resolveProperties } from '../../connections/properties.js';
+import { solutionsUsingConnection } from '../../connections/connections.js';
 import type { ConnectionRow, OrgRow } from '../../store/schema.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
@@ -52,9 +51,7 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: { tags, summary: 'Test a Connection model without saving it', params: OrgParams, querystring: TestQuery, body: ConnectionInput, response: { 200: TestStarted } },
   }, async (req) => {
     const { org } = orgOf(req);
-    const manifest = connectorOfInput(connections.catalogue, req.body.connectorId);
-    const properties = resolveProperties(manifest, req.body.properties, connections.cryptoToken(org));
-    return connectionCommands.start(req.log, org.id, req.query.agentId, { kind: 'test', connectionId: null, name: req.body.name }, { type: 'testConnection', connectorId: manifest.id, properties });
+    return connectionCommands.testModel(req.log, org, req.query.agentId, req.body);
   });
 
   app.get('/v1/orgs/:orgId/connections/:connectionId', {
@@ -87,8 +84,7 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: { tags, summary: 'Test a saved Connection on an Agent; returns the commandId', params: ConnectionParams, querystring: TestQuery, response: { 200: TestStarted } },
   }, async (req) => {
     const { org } = orgOf(req);
-    const row = await connections.require(org.id, req.params.connectionId);
-    return connectionCommands.start(req.log, org.id, req.query.agentId, { kind: 'test', connectionId: row.id, name: row.name }, { type: 'testConnection', connectorId: row.connectorId, properties: connections.properties(row) });
+    return connectionCommands.testSaved(req.log, org, req.query.agentId, await connections.require(org.id, req.params.connectionId));
   });
 };
 

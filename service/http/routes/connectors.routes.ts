@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { installedConnectors, requireAgent } from '../../agents/agents.js';
 import { agentBearer } from '../agent-bearer.js';
-import { preconnectProperties } from '../../connections/properties.js';
 import { commandStatus } from '../mappers/connection.js';
 import type { ServiceDeps } from '../deps.js';
 import { toOrgConnector, toUiOptions, toVersionLock } from '../mappers/connector.js';
@@ -38,9 +36,7 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     schema: { tags, summary: 'Connectors installed in the Organization (only those installed on AgentId when given)', params: OrgParams, querystring: ConnectorListQuery, response: { 200: z.array(Connector) } },
   }, async (req, reply) => {
     const { org } = orgOf(req);
-    const { agentId, name } = req.query;
-    const installedOn = agentId !== undefined ? installedConnectors(await requireAgent(db, org.id, agentId)) : undefined;
-    const list = await installs.listInOrg(org.id, { installedOn, name });
+    const list = await installs.listInOrg(org.id, req.query);
     return sendList(reply, pageOf(list, req.query).map(toOrgConnector), list.length);
   });
 
@@ -95,15 +91,7 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     },
   }, async (req) => {
     const { org } = orgOf(req);
-    const { manifest } = await installs.requireInstalled(org.id, req.params.connectorId);
-    const properties = preconnectProperties(manifest, req.body.properties, deps.connections.cryptoToken(org));
-    const { commandId } = await deps.connectionCommands.start(req.log, org.id, req.query.agentId, { kind: 'preconnect', connectionId: null, name: manifest.name }, {
-      type: 'preconnect',
-      connectorId: manifest.id,
-      isOauth: req.query.isOauth,
-      properties,
-    });
-    const row = await deps.connectionCommands.get(org.id, commandId, 'preconnect', `Preconnect ${commandId} was not found.`);
+    const row = await deps.connectionCommands.preconnect(req.log, org, req.query.agentId, req.params.connectorId, req.query.isOauth, req.body.properties);
     return commandStatus(deps, org, row);
   });
 
