@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConnectorCatalogue, NO_GENERIC_UI, builtInConnectors } from '../../../../service/marketplace/catalogue.js';
 import { toConnector, toUiOptions } from '../../../../service/http/mappers/connector.js';
-import { aliasOf } from '../../../../service/connections/connections.js';
 import { ConnectorManifest } from '../../../../src/protocol/connector-manifest.js';
 
 const custom = ConnectorManifest.parse({
@@ -27,11 +26,5 @@ describe('the Connector catalogue', () => {
     expect(() => toUiOptions(custom)).toThrow(expect.objectContaining({ code: 'API_UNSUPPORTED', message: NO_GENERIC_UI }) as Error);
     expect(NO_GENERIC_UI).toBe('The connector type does not support getting generic UI Elements.');
     expect(() => catalogue.require('21111111-2222-4333-8444-555555555555')).toThrow(expect.objectContaining({ code: 'API_NOT_FOUND' }) as Error);
-  });
-
-  it('derives an alias without special characters or spaces', () => {
-    expect(aliasOf('Sales DB #1 (prod)')).toBe('SalesDB1prod');
-    expect(aliasOf('Café_Crème')).toBe('CafeCreme');
-    expect(aliasOf('***')).toBe('Connection');
   });
 });
