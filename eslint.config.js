@@ -9,10 +9,10 @@ const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscr
 /** Import restrictions: `target` files may not import from `from` (docs/architecture.md). */
 const LAYERS = [
   // src/cli is the one `ferry` binary: it starts either half (ferry up, ferry service …).
-  { target: ['agent', 'channel', 'connectors', 'maps', 'protocol', 'failures', 'logs', 'errors', 'util'].map((d) => `./src/${d}`), from: './service', message: 'The Agent never imports the Service.' },
+  { target: ['agent', 'channel', 'connectors', 'maps', 'protocol', 'solutions', 'failures', 'logs', 'errors', 'util'].map((d) => `./src/${d}`), from: './service', message: 'The Agent never imports the Service.' },
   { target: './connectors', from: './src', except: ['./connectors/sdk.ts'], message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
   { target: './connectors', from: './service', message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
-  { target: './src/protocol', from: ['./src/agent', './src/channel', './src/cli', './src/connectors', './src/maps', './src/failures', './src/logs'], message: 'The protocol is the bottom of the Agent: it imports only zod and its own files.' },
+  { target: './src/protocol', from: ['./src/agent', './src/channel', './src/cli', './src/connectors', './src/maps', './src/solutions', './src/failures', './src/logs'], message: 'The protocol is the bottom of the Agent: it imports only zod and its own files.' },
   { target: './src/maps/runtime', from: ['./src/maps/compiler', './src/maps/blocks', './src/maps/open-run.ts'], message: 'The Map runtime runs a compiled plan; the plan brings the bound steps.' },
   { target: [...DOMAIN, './service/gateway', './service/store', './service/util', './service/auth', './service/crypto', './service/jobs'], from: './service/http', message: 'Below the HTTP layer: take plain inputs and return rows; routes map them.' },
   { target: ['./service/gateway', './service/jobs', './service/store', './service/util', './service/auth', './service/crypto'], from: DOMAIN, message: 'The gateway, the jobs and the store know no domain: the composition root (build-service.ts) wires them.' },
