@@ -29,6 +29,7 @@ export interface Database {
   agentConnectorInstalls: AgentConnectorInstallsTable;
   managedConnectors: ManagedConnectorsTable;
   managedConnectorCustomers: ManagedConnectorCustomersTable;
+  solutions: SolutionsTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -391,3 +392,38 @@ export interface ManagedConnectorCustomersTable {
 export type OrgConnectorRow = Selectable<OrgConnectorsTable>;
 export type AgentConnectorInstallRow = Selectable<AgentConnectorInstallsTable>;
 export type ManagedConnectorCustomerRow = Selectable<ManagedConnectorCustomersTable>;
+
+/** A Solution (SPEC.md "Solution"); its Maps, schedule and runs live in their own tables. */
+export interface SolutionsTable {
+  id: string;
+  orgId: number;
+  name: string;
+  /** Lower-cased name: unique per Organization. */
+  nameKey: string;
+  description: string;
+  /** Replication, Integration, IntegrationEvent or Migration. */
+  solutionType: string;
+  agentId: string;
+  /** Replication Solutions only. */
+  connectionIdForSource: string | null;
+  connectionIdForTarget: string | null;
+  /** JSON `{selectionType, entities}` of a Replication Solution; null for the other types. */
+  replicationSettings: string | null;
+  checkForBulk: Flag;
+  isDisabled: Flag;
+  /** 0 while enabled, 1 when a user disabled it. */
+  reasonDisabled: number;
+  /** Whether prepare ran since the definition last changed. */
+  prepared: Flag;
+  lastRunTime: string | null;
+  nextRunTime: string | null;
+  /** Start of the current run; null when none runs. */
+  inProgressStartTime: string | null;
+  minAgentVersion: string | null;
+  creationDate: string;
+  lastModificationDate: string;
+  modificationBy: string | null;
+}
+
+export type SolutionRow = Selectable<SolutionsTable>;
+export type SolutionUpdate = Updateable<SolutionsTable>;

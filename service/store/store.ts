@@ -10,6 +10,7 @@ import { agents } from './migrations/005-agents.js';
 import { connections } from './migrations/006-connections.js';
 import { metadata } from './migrations/007-metadata.js';
 import { connectorInstalls, type PreinstalledConnector } from './migrations/008-connector-installs.js';
+import { solutions } from './migrations/009-solutions.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -100,6 +101,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '006-connections': connections(),
     '007-metadata': metadata(),
     '008-connector-installs': connectorInstalls(preinstalled),
+    '009-solutions': solutions(),
   };
 }
 
