@@ -4,7 +4,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
-const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables'].map((d) => `./service/${d}`);
+const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions'].map((d) => `./service/${d}`);
 
 /** Import restrictions: `target` files may not import from `from` (docs/architecture.md). */
 const LAYERS = [
@@ -18,13 +18,17 @@ const LAYERS = [
   { target: ['./service/gateway', './service/jobs', './service/store', './service/util', './service/auth', './service/crypto'], from: DOMAIN, message: 'The gateway, the jobs and the store know no domain: the composition root (build-service.ts) wires them.' },
   { target: ['./service/store', './service/util'], from: ['./service/gateway', './service/jobs', './service/auth', './service/crypto'], message: 'The store and util are the bottom of the Service.' },
   { target: './service/util', from: './service/store', message: 'service/util is the bottom of the Service.' },
-  // Between domain folders, one order: agents ← marketplace ← connections, marketplace ← orgs ← users.
+  // Between domain folders, one order: agents ← marketplace ← connections, marketplace ← orgs ← users;
+  // solutions sits on agents, connections, marketplace and orgs, and nothing imports it.
   ...[
-    ['agents', ['connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables']],
-    ['marketplace', ['connections', 'orgs', 'users', 'subscriptions', 'lookup-tables']],
-    ['orgs', ['agents', 'connections', 'users', 'subscriptions', 'lookup-tables']],
-    ['subscriptions', ['agents', 'connections', 'marketplace', 'users', 'lookup-tables']],
-    ['lookup-tables', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions']],
+    ['agents', ['connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions']],
+    ['marketplace', ['connections', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions']],
+    ['connections', ['solutions']],
+    ['orgs', ['agents', 'connections', 'users', 'subscriptions', 'lookup-tables', 'solutions']],
+    ['users', ['solutions']],
+    ['subscriptions', ['agents', 'connections', 'marketplace', 'users', 'lookup-tables', 'solutions']],
+    ['lookup-tables', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'solutions']],
+    ['solutions', ['users', 'subscriptions', 'lookup-tables']],
   ].map(([target, from]) => ({
     target: `./service/${String(target)}`,
     from: /** @type {string[]} */ (from).map((d) => `./service/${d}`),

@@ -5,6 +5,7 @@ import { AgentStatus } from '../../src/protocol/agent-status.js';
 import { CLOSE } from '../../src/protocol/channel.js';
 import { listAgentLogIds } from '../store/repos/agent-logs.repo.js';
 import { agentNameTaken, deleteAgent, getAgent, getAgentById, getCloudAgent, insertAgent, listAgents, updateAgent } from '../store/repos/agents.repo.js';
+import { solutionNamesUsingAgent } from '../store/repos/solutions.repo.js';
 import type { AgentRow, NewAgentRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
@@ -66,12 +67,9 @@ export function installedConnectors(row: Pick<AgentRow, 'installedConnectors'>):
   }
 }
 
-/**
- * Names of the Solutions that use the Agent; a used Agent cannot be deleted (SPEC.md). Solutions
- * do not exist yet: the Solutions issue fills this in with a query on its table.
- */
-export async function solutionsUsingAgent(_db: Db, _agentId: string): Promise<string[]> {
-  return [];
+/** Names of the Solutions that use the Agent; a used Agent cannot be deleted (SPEC.md). */
+export async function solutionsUsingAgent(db: Db, agentId: string): Promise<string[]> {
+  return solutionNamesUsingAgent(db, agentId);
 }
 
 /** Renames an Agent: unique in the Organization, the Cloud Agent's name reserved and fixed. */

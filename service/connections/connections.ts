@@ -6,6 +6,7 @@ import type { ConnectorCatalogue } from '../marketplace/catalogue.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
 import { deleteConnection, getConnection, insertConnection, listConnections, updateConnection } from '../store/repos/connections.repo.js';
 import { resetMetadataCache } from '../store/repos/metadata.repo.js';
+import { solutionNamesUsingConnection } from '../store/repos/solutions.repo.js';
 import type { ConnectionRow, OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
@@ -20,12 +21,9 @@ export function aliasOf(name: string): string {
   return alias.length > 0 ? alias.slice(0, 255) : 'Connection';
 }
 
-/**
- * Names of the Solutions that use the Connection; a used Connection cannot be deleted (SPEC.md).
- * Solutions do not exist yet: the Solutions issue fills this in with a query on its table.
- */
-export async function solutionsUsingConnection(_db: Db, _connectionId: string): Promise<string[]> {
-  return [];
+/** Names of the Solutions that use the Connection; a used Connection cannot be deleted (SPEC.md). */
+export async function solutionsUsingConnection(db: Db, connectionId: string): Promise<string[]> {
+  return solutionNamesUsingConnection(db, connectionId);
 }
 
 /** The Connector of a Connection model a client sent; unknown → 400 naming connectorId. */

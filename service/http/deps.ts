@@ -7,6 +7,7 @@ import type { AgentRuntime } from '../agents/runtime.js';
 import type { ConnectionCommands } from '../connections/commands.js';
 import type { Connections } from '../connections/connections.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
+import type { Solutions } from '../solutions/solutions.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -29,4 +30,6 @@ export interface ServiceDeps {
   readonly metadata: ConnectionMetadata;
   /** Connection tests and Connector preconnect steps run on Agents. */
   readonly connectionCommands: ConnectionCommands;
+  /** Solutions: their definitions and the status they are shown with. */
+  readonly solutions: Solutions;
 }

@@ -6,6 +6,7 @@ import { listAgents } from '../store/repos/agents.repo.js';
 import { upsertOrgConnector } from '../store/repos/connector-installs.repo.js';
 import { countChildren, deleteOrg, getOrg, insertOrg, listOrgsForUser, roleIn, updateOrg } from '../store/repos/orgs.repo.js';
 import { listRules, replaceRules, type SecurityRuleInput as RuleRow } from '../store/repos/security-rules.repo.js';
+import { deleteSolutionsOfOrg } from '../store/repos/solutions.repo.js';
 import { createDefaultSubscriptions } from '../store/repos/subscriptions.repo.js';
 import { addMembership, listMembers, type MemberRow } from '../store/repos/users.repo.js';
 import type { AgentRow, Database, OrgRow, OrgUpdate, RoleType, SecurityRuleRow, UserRow } from '../store/schema.js';
@@ -255,6 +256,8 @@ export async function deleteOrganization(db: Db, org: OrgRow, retire: (agent: Ag
   if ((await countChildren(db, org.id)) > 0) {
     throw new FerryError('API_IN_USE', 'The Organization has child Organizations; delete them first.');
   }
+  // Solutions reference the Agents, which may not go while a Solution uses them.
+  await deleteSolutionsOfOrg(db, org.id);
   for (const agent of await listAgents(db, org.id)) await retire(agent);
   await deleteOrg(db, org.id);
 }

@@ -43,6 +43,8 @@ const BODIES: Record<string, unknown> = {
   'PUT /v1/orgs/{orgId}/agents/{agentId}': { name: 'Renamed' },
   'POST /v1/orgs/{orgId}/connectors/{connectorId}/preconnect': { properties: [] },
   'POST /v1/orgs/{orgId}/connections/test': { name: 'Unsaved', connectorId: SQLITE, color: '#FF000000' },
+  'POST /v1/orgs/{orgId}/solutions': { name: 'Param', solutionType: 'Integration' },
+  'PUT /v1/orgs/{orgId}/solutions/{solutionId}': { name: 'Param', solutionType: 'Integration' },
 };
 
 const bodyProperties = (op: Operation): string[] => {

@@ -1,0 +1,66 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ServiceDeps } from '../deps.js';
+import { orgOf, userName } from '../guard.js';
+import { toSolution } from '../mappers/solution.js';
+import { OrgParams, sendCreated, sendList } from '../schemas/common.js';
+import { CheckForBulkQuery, Solution, SolutionInput, SolutionListQuery, SolutionParams } from '../schemas/solution.schema.js';
+
+const tags = ['Solutions'];
+
+/** Solutions: list, create, get, modify, delete (SPEC.md "Solutions"). */
+const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { solutions } = deps;
+
+  app.get('/v1/orgs/:orgId/solutions', {
+    config: { access: 'read' },
+    schema: { tags, summary: 'Solutions, filtered by name, type and status, sorted', params: OrgParams, querystring: SolutionListQuery, response: { 200: z.array(Solution) } },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    const { items, total } = await solutions.list(org.id, req.query);
+    return sendList(reply, items.map(toSolution), total);
+  });
+
+  app.post('/v1/orgs/:orgId/solutions', {
+    config: { access: 'write' },
+    schema: { tags, summary: 'Create a Solution; it is Incomplete until prepared', params: OrgParams, querystring: CheckForBulkQuery, body: SolutionInput, response: { 201: Solution } },
+  }, async (req, reply) => {
+    const { org, user } = orgOf(req);
+    const view = await solutions.create(org, req.body, userName(user), req.query.checkForBulk);
+    return sendCreated(reply, `/v1/orgs/${org.id}/solutions/${view.row.id}`, toSolution(view));
+  });
+
+  app.get('/v1/orgs/:orgId/solutions/:solutionId', {
+    config: { access: 'read' },
+    schema: { tags, summary: 'One Solution', params: SolutionParams, response: { 200: Solution } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return toSolution(await solutions.get(org.id, req.params.solutionId));
+  });
+
+  app.put('/v1/orgs/:orgId/solutions/:solutionId', {
+    config: { access: 'write' },
+    schema: {
+      tags,
+      summary: 'Modify a Solution; a new Replication source or target needs the entities selected again',
+      params: SolutionParams,
+      querystring: CheckForBulkQuery,
+      body: SolutionInput,
+      response: { 200: Solution },
+    },
+  }, async (req) => {
+    const { org, user } = orgOf(req);
+    return toSolution(await solutions.update(org, req.params.solutionId, req.body, userName(user), req.query.checkForBulk));
+  });
+
+  app.delete('/v1/orgs/:orgId/solutions/:solutionId', {
+    config: { access: 'write' },
+    schema: { tags, summary: 'Delete a Solution that is not running', params: SolutionParams, response: { 204: z.null() } },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    await solutions.delete(org.id, req.params.solutionId);
+    return reply.code(204).send(null);
+  });
+};
+
+export default solutionsRoutes;

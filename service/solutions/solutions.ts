@@ -1,0 +1,338 @@
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { requireAgent, shownStatus } from '../agents/agents.js';
+import { listAgents } from '../store/repos/agents.repo.js';
+import { getConnection } from '../store/repos/connections.repo.js';
+import { deleteSolution, getSolution, insertSolution, listSolutions, solutionNameTaken, updateSolution, type SolutionSortColumn } from '../store/repos/solutions.repo.js';
+import type { AgentRow, OrgRow, SolutionRow, SolutionsTable } from '../store/schema.js';
+import { isUniqueViolation, type Db } from '../store/sql.js';
+import { newId, nowIso, toFlag } from '../util/values.js';
+import { solutionStatus, type SolutionStatus, type SolutionType } from './status.js';
+
+/** How a Replication Solution chooses the entities it copies. */
+export const SELECTION_TYPES = ['Selected', 'Recommended', 'All'] as const;
+export type SelectionType = (typeof SELECTION_TYPES)[number];
+
+export interface ReplicationSettings {
+  readonly selectionType: SelectionType;
+  readonly entities: readonly string[];
+}
+
+/** A Map link as a client sends it back; only its Map ID and index count. */
+export interface MapLinkInput {
+  readonly id?: number | null | undefined;
+  readonly index?: number | null | undefined;
+}
+
+/**
+ * A Solution as a client sends it (create and modify). Fields the Service owns (status, run
+ * times, …) are not here: the schema accepts and drops them.
+ */
+export interface SolutionChange {
+  readonly id?: string | null | undefined;
+  readonly name: string;
+  readonly description?: string | null | undefined;
+  readonly solutionType: SolutionType;
+  readonly agentId: string;
+  readonly connectionIdForSource?: string | null | undefined;
+  readonly connectionIdForTarget?: string | null | undefined;
+  readonly replicationSettings?: { selectionType: SelectionType; entities?: readonly string[] | null | undefined } | null | undefined;
+  readonly entities?: readonly string[] | null | undefined;
+  readonly checkForBulk?: boolean | null | undefined;
+  readonly isDisabled?: boolean | null | undefined;
+  readonly mapLinks?: readonly MapLinkInput[] | null | undefined;
+}
+
+/** A Solution with the status it is shown with. */
+export interface SolutionView {
+  readonly row: SolutionRow;
+  readonly status: SolutionStatus;
+}
+
+/** The sorts of a list: DESIGN.md's names, and SPEC.md's Type, LastStartTime and NextStartTime for the same columns. */
+export const SOLUTION_SORTS = ['Name', 'SolutionType', 'Type', 'Status', 'LastRunTime', 'LastStartTime', 'NextRunTime', 'NextStartTime'] as const;
+export type SolutionSort = (typeof SOLUTION_SORTS)[number];
+
+const SORT_COLUMN: Record<Exclude<SolutionSort, 'Status'>, SolutionSortColumn> = {
+  Name: 'name',
+  SolutionType: 'solutionType',
+  Type: 'solutionType',
+  LastRunTime: 'lastRunTime',
+  LastStartTime: 'lastRunTime',
+  NextRunTime: 'nextRunTime',
+  NextStartTime: 'nextRunTime',
+};
+
+export interface SolutionListQuery {
+  readonly solutionNameFilter?: string | undefined;
+  readonly solutionType?: SolutionType | undefined;
+  readonly solutionStatusFilter?: SolutionStatus | undefined;
+  readonly sortName: SolutionSort;
+  readonly sortOrder: 'asc' | 'desc';
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface SolutionsOptions {
+  readonly db: Db;
+  /** Whether the Agent holds an open channel to this Service (the Agent status shown depends on it). */
+  readonly isConnected: (agentId: string) => boolean;
+}
+
+export const solutionNotFound = (orgId: number, id: string): FerryError =>
+  new FerryError('API_NOT_FOUND', `Solution ${id} was not found in Organization ${orgId}.`);
+
+const invalid = (path: string, message: string, detail: string): FerryError =>
+  new FerryError('API_VALIDATION', detail, { errors: [{ path: `body.${path}`, message }] });
+
+const nameTaken = (orgId: number, name: string): FerryError =>
+  new FerryError('API_DUPLICATE_NAME', `Another Solution of Organization ${orgId} is named ${name}.`);
+
+/** The stored replication settings of a row; null for the other types (or an unreadable value). */
+export function replicationSettingsOf(row: Pick<SolutionRow, 'replicationSettings'>): ReplicationSettings | null {
+  if (row.replicationSettings === null) return null;
+  try {
+    const v = JSON.parse(row.replicationSettings) as { selectionType?: unknown; entities?: unknown };
+    const selectionType = SELECTION_TYPES.find((t) => t === v.selectionType);
+    if (!selectionType) return null;
+    return { selectionType, entities: Array.isArray(v.entities) ? v.entities.filter((e): e is string => typeof e === 'string') : [] };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Solutions of an Organization (SPEC.md "Solution"): the definition of what runs, on which Agent,
+ * between which Connections. A Solution is Incomplete after it is created or its definition
+ * changes, until prepared.
+ */
+export class Solutions {
+  constructor(private readonly opts: SolutionsOptions) {}
+
+  private async view(row: SolutionRow, agent?: AgentRow): Promise<SolutionView> {
+    const a = agent ?? (await requireAgent(this.opts.db, row.orgId, row.agentId));
+    return { row, status: solutionStatus(row, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }) };
+  }
+
+  async require(orgId: number, id: string): Promise<SolutionRow> {
+    const row = await getSolution(this.opts.db, orgId, id);
+    if (!row) throw solutionNotFound(orgId, id);
+    return row;
+  }
+
+  async get(orgId: number, id: string): Promise<SolutionView> {
+    return this.view(await this.require(orgId, id));
+  }
+
+  /**
+   * The Organization's Solutions, filtered, sorted and paged. Status is derived from each
+   * Solution's Agent, so a status filter or sort reads every match and pages here; the other
+   * filters and sorts run in SQL.
+   */
+  async list(orgId: number, q: SolutionListQuery): Promise<{ items: SolutionView[]; total: number }> {
+    const { db } = this.opts;
+    const agents = new Map((await listAgents(db, orgId)).map((a) => [a.id, a]));
+    const viewOf = (row: SolutionRow) => this.view(row, agents.get(row.agentId));
+    const desc = q.sortOrder === 'desc';
+    const filter = { nameContains: q.solutionNameFilter, solutionType: q.solutionType };
+    if (q.sortName !== 'Status' && q.solutionStatusFilter === undefined) {
+      const { rows, total } = await listSolutions(db, orgId, { ...filter, sort: { column: SORT_COLUMN[q.sortName], desc }, page: q });
+      return { items: await Promise.all(rows.map(viewOf)), total };
+    }
+    const sort = q.sortName === 'Status' ? { column: 'name' as const, desc: false } : { column: SORT_COLUMN[q.sortName], desc };
+    let items = await Promise.all((await listSolutions(db, orgId, { ...filter, sort })).rows.map(viewOf));
+    if (q.solutionStatusFilter !== undefined) items = items.filter((v) => v.status === q.solutionStatusFilter);
+    // Array sort is stable: within one status the Solutions stay by name.
+    if (q.sortName === 'Status') items.sort((a, b) => (desc ? -1 : 1) * a.status.localeCompare(b.status, 'en'));
+    return { items: items.slice(q.offset, q.offset + q.limit), total: items.length };
+  }
+
+  /** Creates a Solution; it is Incomplete until prepared. `checkForBulk` of the query string, if given. */
+  async create(org: OrgRow, input: SolutionChange, by: string, checkForBulk?: boolean): Promise<SolutionView> {
+    const { db } = this.opts;
+    const agent = await requireAgent(db, org.id, input.agentId.toLowerCase());
+    const rs = input.solutionType === 'Replication';
+    const { source, target } = await this.connections(org.id, input);
+    const selection = selectionOf(input);
+    if (rs && selection === undefined) {
+      throw invalid('replicationSettings', 'select the entities to replicate', 'A Replication Solution needs its entities: send replicationSettings {selectionType: Selected, entities: [...]} (or All, or Recommended).');
+    }
+    const links = input.mapLinks ?? [];
+    if (links.length > 0) {
+      throw invalid('mapLinks', 'must be empty on create', 'A new Solution has no Maps: create it with mapLinks [] and add Maps to it afterwards.');
+    }
+    if (await solutionNameTaken(db, org.id, input.name)) throw nameTaken(org.id, input.name);
+    const now = nowIso();
+    const disabled = input.isDisabled === true;
+    const row: SolutionsTable = {
+      id: newId(),
+      orgId: org.id,
+      name: input.name,
+      nameKey: input.name.toLowerCase(),
+      description: input.description ?? '',
+      solutionType: input.solutionType,
+      agentId: agent.id,
+      connectionIdForSource: source,
+      connectionIdForTarget: target,
+      replicationSettings: rs && selection ? JSON.stringify(selection) : null,
+      checkForBulk: toFlag(rs && (input.checkForBulk ?? checkForBulk ?? false)),
+      isDisabled: toFlag(disabled),
+      reasonDisabled: disabled ? 1 : 0,
+      prepared: 0,
+      lastRunTime: null,
+      nextRunTime: null,
+      inProgressStartTime: null,
+      minAgentVersion: null,
+      creationDate: now,
+      lastModificationDate: now,
+      modificationBy: by,
+    };
+    try {
+      await insertSolution(db, row);
+    } catch (err) {
+      // Two creates of one name at once: the unique constraint lets one through.
+      if (isUniqueViolation(err)) throw nameTaken(org.id, input.name);
+      throw err;
+    }
+    return this.view(row, agent);
+  }
+
+  /**
+   * Modifies a Solution. Its type cannot change; Map links may be sent back but not add or remove
+   * Maps; changing a Replication Solution's source or target Connection needs a new entity
+   * selection in the same body. A change to what a run uses (Agent, Connections, entities, bulk)
+   * makes it Incomplete until prepared again; a new name, description or enabled state does not.
+   */
+  async update(org: OrgRow, id: string, input: SolutionChange, by: string, checkForBulk?: boolean): Promise<SolutionView> {
+    const { db } = this.opts;
+    const current = await this.require(org.id, id);
+    if (input.id && input.id.toLowerCase() !== current.id) {
+      throw invalid('id', `must be ${current.id}`, 'The Solution ID in the body differs from the one in the path.');
+    }
+    if (input.solutionType !== current.solutionType) {
+      throw invalid('solutionType', `must stay ${current.solutionType}`, `The type of Solution ${current.name} is ${current.solutionType} and cannot change; create a new Solution instead.`);
+    }
+    const agent = await requireAgent(db, org.id, input.agentId.toLowerCase());
+    const rs = current.solutionType === 'Replication';
+    const { source, target } = await this.connections(org.id, input);
+    const connectionChanged = source !== current.connectionIdForSource || target !== current.connectionIdForTarget;
+    const given = selectionOf(input);
+    if (rs && connectionChanged && given === undefined) {
+      throw invalid(
+        'replicationSettings',
+        'select the entities again when the source or target Connection changes',
+        'The source or target Connection changes: select the entities to replicate again, sending replicationSettings (or entities) with the change.',
+      );
+    }
+    const unknownLink = (input.mapLinks ?? []).find(() => true);
+    if (unknownLink) {
+      throw invalid('mapLinks', `the Solution has no Map ${unknownLink.id ?? ''}`.trim(), `Solution ${current.name} has no Map ${unknownLink.id ?? ''}: modifying a Solution reorders its Maps but cannot add or remove them.`);
+    }
+    if (input.name.toLowerCase() !== current.nameKey && (await solutionNameTaken(db, org.id, input.name, current.id))) throw nameTaken(org.id, input.name);
+
+    const replicationSettings = rs ? JSON.stringify(given ?? replicationSettingsOf(current)) : null;
+    const bulk = toFlag(rs && (input.checkForBulk ?? checkForBulk ?? current.checkForBulk === 1));
+    const disabled = input.isDisabled ?? current.isDisabled === 1;
+    const definitionChanged = agent.id !== current.agentId || connectionChanged || replicationSettings !== current.replicationSettings || bulk !== current.checkForBulk;
+    try {
+      const found = await updateSolution(db, org.id, current.id, {
+        name: input.name,
+        nameKey: input.name.toLowerCase(),
+        description: input.description ?? current.description,
+        agentId: agent.id,
+        connectionIdForSource: source,
+        connectionIdForTarget: target,
+        replicationSettings,
+        checkForBulk: bulk,
+        isDisabled: toFlag(disabled),
+        reasonDisabled: disabled ? 1 : 0,
+        prepared: definitionChanged ? 0 : current.prepared,
+        lastModificationDate: nowIso(),
+        modificationBy: by,
+      });
+      if (!found) throw solutionNotFound(org.id, current.id);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw nameTaken(org.id, input.name);
+      throw err;
+    }
+    return this.view(await this.require(org.id, current.id), agent);
+  }
+
+  /** Deletes a Solution that is not running. */
+  async delete(orgId: number, id: string): Promise<void> {
+    const row = await this.require(orgId, id);
+    if (row.inProgressStartTime !== null) {
+      throw new FerryError('API_CONFLICT', `Solution ${row.name} is running (since ${row.inProgressStartTime}); stop it or wait for the run to end, then delete it.`);
+    }
+    if (!(await deleteSolution(this.opts.db, orgId, row.id))) throw solutionNotFound(orgId, row.id);
+  }
+
+  /**
+   * The source and target Connections: both required on a Replication Solution, distinct, and
+   * Connections of the Organization (400 naming the field); the other types hold theirs in Maps.
+   */
+  private async connections(orgId: number, input: SolutionChange): Promise<{ source: string | null; target: string | null }> {
+    const fields = ['connectionIdForSource', 'connectionIdForTarget'] as const;
+    if (input.solutionType !== 'Replication') {
+      for (const f of fields) {
+        if (input[f]) throw invalid(f, 'only Replication Solutions have one', `Only Replication Solutions name a source and a target Connection; a ${input.solutionType} Solution holds its Connections in its Maps.`);
+      }
+      return { source: null, target: null };
+    }
+    const ids: string[] = [];
+    for (const f of fields) {
+      const value = input[f];
+      if (!value) throw invalid(f, 'required for a Replication Solution', `A Replication Solution needs ${f}.`);
+      const conn = await getConnection(this.opts.db, orgId, value);
+      if (!conn) throw invalid(f, 'no such Connection in this Organization', `Connection ${value} was not found in Organization ${orgId}.`);
+      ids.push(conn.id);
+    }
+    const [source = null, target = null] = ids;
+    if (source === target) {
+      throw invalid('connectionIdForTarget', 'must differ from connectionIdForSource', 'A Replication Solution copies from one Connection to another: choose a target Connection other than the source.');
+    }
+    return { source, target };
+  }
+}
+
+/**
+ * The entity selection a body makes, or undefined when it makes none: replicationSettings, or
+ * SPEC.md's `entities` (Selected). Both given must agree. Names are kept once each, ignoring case;
+ * All and Recommended keep no names.
+ */
+function selectionOf(input: SolutionChange): ReplicationSettings | undefined {
+  const rs = input.replicationSettings ?? undefined;
+  const plain = input.entities ?? undefined;
+  if (input.solutionType !== 'Replication') {
+    if (rs !== undefined) throw invalid('replicationSettings', 'only Replication Solutions have them', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
+    if (plain !== undefined && plain.length > 0) throw invalid('entities', 'only Replication Solutions select entities', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
+    return undefined;
+  }
+  if (rs === undefined && plain === undefined) return undefined;
+  const listed = rs?.entities ?? undefined;
+  if (listed !== undefined && plain !== undefined && !sameNames(listed, plain)) {
+    throw invalid('entities', 'differs from replicationSettings.entities', 'entities and replicationSettings.entities name different entities: send one of them.');
+  }
+  const selectionType = rs?.selectionType ?? 'Selected';
+  if (selectionType !== 'Selected') return { selectionType, entities: [] };
+  const entities = unique(listed ?? plain ?? []);
+  if (entities.length === 0) {
+    throw invalid(rs ? 'replicationSettings.entities' : 'entities', 'select at least one entity', 'selectionType Selected needs at least one entity (or choose All or Recommended).');
+  }
+  return { selectionType, entities };
+}
+
+function unique(names: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return names.filter((n) => {
+    const key = n.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  const x = new Set(a.map((n) => n.toLowerCase()));
+  const y = new Set(b.map((n) => n.toLowerCase()));
+  return x.size === y.size && [...x].every((n) => y.has(n));
+}
