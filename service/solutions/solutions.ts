@@ -1,4 +1,6 @@
 import { FerryError } from '../../src/errors/ferry-error.js';
+import { Schedule, ScheduleRule } from '../../src/protocol/schedule.js';
+import { compileSchedule, nextDue } from '../../src/solutions/schedule.js';
 import { requireAgent, shownStatus } from '../agents/agents.js';
 import { listAgents } from '../store/repos/agents.repo.js';
 import { getConnection } from '../store/repos/connections.repo.js';
@@ -42,10 +44,35 @@ export interface SolutionChange {
   readonly mapLinks?: readonly MapLinkInput[] | null | undefined;
 }
 
-/** A Solution with the status it is shown with. */
+/** A Solution with the status and the next run time it is shown with (both derived when read). */
 export interface SolutionView {
   readonly row: SolutionRow;
   readonly status: SolutionStatus;
+  /** The next due time of its schedule after now (ISO), null when on demand or never due again. */
+  readonly nextRunTime: string | null;
+}
+
+/** A Solution's schedule as the API shows it: the model last set, or on demand. */
+export interface ScheduleView {
+  readonly solutionId: string;
+  readonly model: Schedule;
+}
+
+/** The compiled schedule rule of a row; undefined when on demand (or an unreadable value). */
+export function scheduleRuleOf(row: Pick<SolutionRow, 'scheduleRule'>): ScheduleRule | undefined {
+  if (row.scheduleRule === null) return undefined;
+  try {
+    const parsed = ScheduleRule.safeParse(JSON.parse(row.scheduleRule));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** When the Solution's schedule is next due after `now`: derived from the rule, so never stale. */
+export function nextRunTimeOf(row: Pick<SolutionRow, 'scheduleRule'>, now: Date = new Date()): string | null {
+  const rule = scheduleRuleOf(row);
+  return rule ? (nextDue(rule, now)?.toISOString() ?? null) : null;
 }
 
 /** The sorts of a list: DESIGN.md's names, and SPEC.md's Type, LastStartTime and NextStartTime for the same columns. */
@@ -110,7 +137,8 @@ export class Solutions {
 
   private async view(row: SolutionRow, agent?: AgentRow): Promise<SolutionView> {
     const a = agent ?? (await requireAgent(this.opts.db, row.orgId, row.agentId));
-    return { row, status: solutionStatus(row, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }) };
+    const nextRunTime = nextRunTimeOf(row);
+    return { row, nextRunTime, status: solutionStatus({ ...row, nextRunTime }, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }) };
   }
 
   async require(orgId: number, id: string): Promise<SolutionRow> {
@@ -125,8 +153,8 @@ export class Solutions {
 
   /**
    * The Organization's Solutions, filtered, sorted and paged. Status is derived from each
-   * Solution's Agent, so a status filter or sort reads every match and pages here; the other
-   * filters and sorts run in SQL.
+   * Solution's Agent and the next run time from its schedule and the clock, so a status filter, a
+   * status sort or a next-run sort reads every match and pages here; the others run in SQL.
    */
   async list(orgId: number, q: SolutionListQuery): Promise<{ items: SolutionView[]; total: number }> {
     const { db } = this.opts;
@@ -134,15 +162,18 @@ export class Solutions {
     const viewOf = (row: SolutionRow) => this.view(row, agents.get(row.agentId));
     const desc = q.sortOrder === 'desc';
     const filter = { nameContains: q.solutionNameFilter, solutionType: q.solutionType };
-    if (q.sortName !== 'Status' && q.solutionStatusFilter === undefined) {
+    const derivedSort = q.sortName === 'Status' || q.sortName === 'NextRunTime' || q.sortName === 'NextStartTime';
+    if (!derivedSort && q.solutionStatusFilter === undefined) {
       const { rows, total } = await listSolutions(db, orgId, { ...filter, sort: { column: SORT_COLUMN[q.sortName], desc }, page: q });
       return { items: await Promise.all(rows.map(viewOf)), total };
     }
-    const sort = q.sortName === 'Status' ? { column: 'name' as const, desc: false } : { column: SORT_COLUMN[q.sortName], desc };
+    const sort = derivedSort ? { column: 'name' as const, desc: false } : { column: SORT_COLUMN[q.sortName as Exclude<SolutionSort, 'Status'>], desc };
     let items = await Promise.all((await listSolutions(db, orgId, { ...filter, sort })).rows.map(viewOf));
     if (q.solutionStatusFilter !== undefined) items = items.filter((v) => v.status === q.solutionStatusFilter);
     // Array sort is stable: within one status the Solutions stay by name.
     if (q.sortName === 'Status') items.sort((a, b) => (desc ? -1 : 1) * a.status.localeCompare(b.status, 'en'));
+    // Solutions never due again come last either way, as missing run times do in SQL.
+    if (q.sortName === 'NextRunTime' || q.sortName === 'NextStartTime') items.sort((a, b) => byTimeLast(a.nextRunTime, b.nextRunTime, desc));
     return { items: items.slice(q.offset, q.offset + q.limit), total: items.length };
   }
 
@@ -182,6 +213,8 @@ export class Solutions {
       nextRunTime: null,
       inProgressStartTime: null,
       minAgentVersion: null,
+      schedule: null,
+      scheduleRule: null,
       creationDate: now,
       lastModificationDate: now,
       modificationBy: by,
@@ -255,6 +288,44 @@ export class Solutions {
       throw err;
     }
     return this.view(await this.require(org.id, current.id), agent);
+  }
+
+  /** The Solution's schedule: the model last set, or on demand when none was. */
+  async schedule(orgId: number, id: string): Promise<ScheduleView> {
+    const row = await this.require(orgId, id);
+    return { solutionId: row.id, model: scheduleModelOf(row) };
+  }
+
+  /**
+   * Sets the Solution's schedule (SPEC.md "PUT S/schedule"): the model is checked and compiled (its
+   * time zone resolved), stored with its rule, and the next run time follows from it. The schedule
+   * is not part of what prepare builds, so the Solution stays prepared. `checkForBulk` (the body's,
+   * else the query's) sets a Replication Solution's bulk switch, which does make it Incomplete when
+   * it changes.
+   */
+  async setSchedule(org: OrgRow, id: string, model: Schedule, by: string, checkForBulk?: boolean): Promise<ScheduleView> {
+    const current = await this.require(org.id, id);
+    const compiled = compileSchedule(model, 'body');
+    if (!compiled.ok) {
+      const [first] = compiled.errors;
+      throw new FerryError('API_VALIDATION', `The schedule is not valid: ${first ? `${first.path}: ${first.message}` : 'unknown error'}.`, { errors: compiled.errors });
+    }
+    const onDemand = compiled.rule.kind === 'OnDemand';
+    const stored: Schedule = { ...model, solutionId: current.id, checkForBulk: undefined };
+    const bulkAsked = model.checkForBulk ?? checkForBulk;
+    const bulk = current.solutionType === 'Replication' && bulkAsked !== undefined && bulkAsked !== null ? toFlag(bulkAsked) : current.checkForBulk;
+    const rule = onDemand ? null : JSON.stringify(compiled.rule);
+    const found = await updateSolution(this.opts.db, org.id, current.id, {
+      schedule: onDemand ? null : JSON.stringify(stored),
+      scheduleRule: rule,
+      nextRunTime: nextRunTimeOf({ scheduleRule: rule }),
+      checkForBulk: bulk,
+      prepared: bulk !== current.checkForBulk ? 0 : current.prepared,
+      lastModificationDate: nowIso(),
+      modificationBy: by,
+    });
+    if (!found) throw solutionNotFound(org.id, current.id);
+    return this.schedule(org.id, current.id);
   }
 
   /** Deletes a Solution that is not running. */
@@ -335,4 +406,24 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
   const x = new Set(a.map((n) => n.toLowerCase()));
   const y = new Set(b.map((n) => n.toLowerCase()));
   return x.size === y.size && [...x].every((n) => y.has(n));
+}
+
+/** The stored Schedule model of a row; on demand when none was set (or it is unreadable). */
+function scheduleModelOf(row: Pick<SolutionRow, 'id' | 'schedule'>): Schedule {
+  const onDemand: Schedule = { scheduleOption: 'OnDemand', solutionId: row.id, runOnceOptions: null, recurringOptions: null };
+  if (row.schedule === null) return onDemand;
+  try {
+    const parsed = Schedule.safeParse(JSON.parse(row.schedule));
+    return parsed.success ? { ...parsed.data, solutionId: row.id } : onDemand;
+  } catch {
+    return onDemand;
+  }
+}
+
+/** Compares ISO times, nulls last whatever the order. */
+function byTimeLast(a: string | null, b: string | null, desc: boolean): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return (desc ? -1 : 1) * (a < b ? -1 : 1);
 }

@@ -420,6 +420,10 @@ export interface SolutionsTable {
   /** Start of the current run; null when none runs. */
   inProgressStartTime: string | null;
   minAgentVersion: string | null;
+  /** The Schedule model as last set (JSON); null = on demand. */
+  schedule: string | null;
+  /** The compiled ScheduleRule (JSON) due times are computed from; null = on demand. */
+  scheduleRule: string | null;
   creationDate: string;
   lastModificationDate: string;
   modificationBy: string | null;

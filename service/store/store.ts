@@ -11,6 +11,7 @@ import { connections } from './migrations/006-connections.js';
 import { metadata } from './migrations/007-metadata.js';
 import { connectorInstalls, type PreinstalledConnector } from './migrations/008-connector-installs.js';
 import { solutions } from './migrations/009-solutions.js';
+import { solutionSchedules } from './migrations/010-solution-schedules.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -102,6 +103,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '007-metadata': metadata(),
     '008-connector-installs': connectorInstalls(preinstalled),
     '009-solutions': solutions(),
+    '010-solution-schedules': solutionSchedules(),
   };
 }
 

@@ -1,10 +1,11 @@
-import { replicationSettingsOf, type SolutionView } from '../../solutions/solutions.js';
+import { replicationSettingsOf, type ScheduleView, type SolutionView } from '../../solutions/solutions.js';
 import { SOLUTION_TYPES } from '../../solutions/status.js';
 import { fromFlag } from '../../util/values.js';
-import type { Solution } from '../schemas/solution.schema.js';
+import type { ScheduleAnswer, Solution } from '../schemas/solution.schema.js';
+import type { z } from 'zod';
 
 /** The API model of a Solution; `mapLinks` is empty until the Solution has Maps. */
-export function toSolution({ row, status }: SolutionView): Solution {
+export function toSolution({ row, status, nextRunTime }: SolutionView): Solution {
   const settings = replicationSettingsOf(row);
   return {
     id: row.id,
@@ -22,11 +23,16 @@ export function toSolution({ row, status }: SolutionView): Solution {
     reasonDisabled: row.reasonDisabled,
     inProgressStartTime: row.inProgressStartTime,
     lastRunTime: row.lastRunTime,
-    nextRunTime: row.nextRunTime,
+    nextRunTime,
     minAgentVersion: row.minAgentVersion,
     mapLinks: [],
     creationDate: row.creationDate,
     lastModificationDate: row.lastModificationDate,
     modificationBy: row.modificationBy,
   };
+}
+
+/** The schedule model as answered: as last set, named by the Solution it belongs to. */
+export function toScheduleAnswer({ solutionId, model }: ScheduleView): z.infer<typeof ScheduleAnswer> {
+  return { scheduleOption: model.scheduleOption, solutionId, runOnceOptions: model.runOnceOptions ?? null, recurringOptions: model.recurringOptions ?? null };
 }

@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
-import { toSolution } from '../mappers/solution.js';
+import { toScheduleAnswer, toSolution } from '../mappers/solution.js';
 import { OrgParams, sendCreated, sendList } from '../schemas/common.js';
-import { CheckForBulkQuery, Solution, SolutionInput, SolutionListQuery, SolutionParams } from '../schemas/solution.schema.js';
+import { Schedule } from '../../../src/protocol/schedule.js';
+import { CheckForBulkQuery, ScheduleAnswer, Solution, SolutionInput, SolutionListQuery, SolutionParams } from '../schemas/solution.schema.js';
 
 const tags = ['Solutions'];
 
-/** Solutions: list, create, get, modify, delete (SPEC.md "Solutions"). */
+/** Solutions: list, create, get, modify, delete, and their schedule (SPEC.md "Solutions"). */
 const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { solutions } = deps;
 
@@ -60,6 +61,29 @@ const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
     const { org } = orgOf(req);
     await solutions.delete(org.id, req.params.solutionId);
     return reply.code(204).send(null);
+  });
+
+  app.get('/v1/orgs/:orgId/solutions/:solutionId/schedule', {
+    config: { access: 'read' },
+    schema: { tags, summary: 'The Solution\'s schedule (OnDemand when none was set)', params: SolutionParams, response: { 200: ScheduleAnswer } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return toScheduleAnswer(await solutions.schedule(org.id, req.params.solutionId));
+  });
+
+  app.put('/v1/orgs/:orgId/solutions/:solutionId/schedule', {
+    config: { access: 'write' },
+    schema: {
+      tags,
+      summary: 'Set the Solution\'s schedule: OnDemand, RunOnce or Recurring (days, times, time zone as a Windows or IANA name)',
+      params: SolutionParams,
+      querystring: CheckForBulkQuery,
+      body: Schedule,
+      response: { 200: ScheduleAnswer },
+    },
+  }, async (req) => {
+    const { org, user } = orgOf(req);
+    return toScheduleAnswer(await solutions.setSchedule(org, req.params.solutionId, req.body, userName(user), req.query.checkForBulk));
   });
 };
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DAYS_OPTIONS, SCHEDULE_OPTIONS, TIME_INTERVAL_UNITS, TIME_OPTIONS, WEEKDAYS } from '../../../src/protocol/schedule.js';
 import { SELECTION_TYPES, SOLUTION_SORTS } from '../../solutions/solutions.js';
 import { SOLUTION_STATUSES, SOLUTION_TYPES } from '../../solutions/status.js';
 import { Guid, Name, OrgParams, PageQuery, Text, Timestamp } from './common.js';
@@ -120,3 +121,38 @@ export const SolutionListQuery = PageQuery.extend({
   sortName: anyCase(SOLUTION_SORTS).default('Name'),
   sortOrder: anyCase(['asc', 'desc']).default('asc'),
 });
+
+// ── the schedule model as answered (the request side is src/protocol/schedule.ts Schedule, which also reads the spellings clients send) ──
+
+const opt = <T extends z.ZodType>(t: T) => t.nullable().optional();
+export const ScheduleAnswer = z
+  .object({
+    scheduleOption: z.enum(SCHEDULE_OPTIONS),
+    solutionId: z.string(),
+    runOnceOptions: opt(z.object({ dateTime: opt(z.string()) })),
+    recurringOptions: opt(
+      z.object({
+        days: opt(
+          z.object({
+            daysOption: opt(z.enum(DAYS_OPTIONS)),
+            daysIntervalStartDate: opt(z.string()),
+            daysInterval: opt(z.number().int()),
+            daysOfMonth: opt(z.array(z.number().int().nullish())),
+            daysOfWeek: opt(z.array(z.enum(WEEKDAYS).nullish())),
+            lastDayOfMonth: opt(z.boolean()),
+          }),
+        ),
+        times: opt(
+          z.object({
+            timeOption: opt(z.enum(TIME_OPTIONS)),
+            hourlyMinutes: opt(z.number().int()),
+            timeOfDay: opt(z.string()),
+            timeInterval: opt(z.number().int()),
+            timeIntervalUnit: opt(z.enum(TIME_INTERVAL_UNITS)),
+          }),
+        ),
+        timeZone: opt(z.string()),
+      }),
+    ),
+  })
+  .describe('A Solution schedule: OnDemand, RunOnce (runOnceOptions.dateTime) or Recurring (days, times, timeZone as sent)');

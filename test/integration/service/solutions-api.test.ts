@@ -160,9 +160,12 @@ describe.each(STORE_TARGETS)('the Solutions API on $name', (target) => {
     expect((await list('sortName=SolutionType')).names).toEqual(['Sync accounts', 'Copy all', 'Copy by entities', 'Copy orders']);
     expect((await list('sortName=type&sortOrder=desc')).names).toEqual(['Copy orders', 'Copy by entities', 'Copy all', 'Sync accounts']);
 
-    // Run times and statuses the runs and prepare will set: written straight to the store here.
+    // Run times and statuses the runs and prepare will set: written straight to the store here. The
+    // next run time follows from the schedule, set through the API.
     const id = async (name: string) => (await db().selectFrom('solutions').select('id').where('name', '=', name).executeTakeFirstOrThrow()).id;
-    await db().updateTable('solutions').set({ lastRunTime: '2026-01-02T00:00:00.000Z', nextRunTime: '2026-01-05T00:00:00.000Z', prepared: 1 }).where('id', '=', await id('Copy all')).execute();
+    await db().updateTable('solutions').set({ lastRunTime: '2026-01-02T00:00:00.000Z', prepared: 1 }).where('id', '=', await id('Copy all')).execute();
+    const scheduled = await svc.request('PUT', `${S}/${await id('Copy all')}/schedule`, { body: { scheduleOption: 'RunOnce', runOnceOptions: { dateTime: '2099-1-5T00:00Z' }, recurringOptions: null } });
+    expect(scheduled.status, scheduled.text).toBe(200);
     await db().updateTable('solutions').set({ lastRunTime: '2026-01-03T00:00:00.000Z', prepared: 1 }).where('id', '=', await id('Sync accounts')).execute();
     // Missing times go last in either direction.
     expect((await list('sortName=LastRunTime')).names).toEqual(['Copy all', 'Sync accounts', 'Copy by entities', 'Copy orders']);
