@@ -30,6 +30,8 @@ export interface Database {
   managedConnectors: ManagedConnectorsTable;
   managedConnectorCustomers: ManagedConnectorCustomersTable;
   solutions: SolutionsTable;
+  maps: MapsTable;
+  mapRevisions: MapRevisionsTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -431,3 +433,41 @@ export interface SolutionsTable {
 
 export type SolutionRow = Selectable<SolutionsTable>;
 export type SolutionUpdate = Updateable<SolutionsTable>;
+
+/** A Map of a Solution: its latest revision's summary; the models live in map_revisions. */
+export interface MapsTable {
+  /** Unique across the Service, never reused. */
+  id: Generated<number>;
+  solutionId: string;
+  orgId: number;
+  /** Its place in the Solution's run order, from 0. */
+  linkIndex: number;
+  enabled: Flag;
+  name: string;
+  description: string;
+  mapType: string;
+  /** The latest revision's number. */
+  revision: number;
+  valid: Flag;
+  /** JSON arrays of the Connection IDs the Map reads from and writes to. */
+  sources: string;
+  targets: string;
+  creationDate: string;
+  lastModificationDate: string;
+  modifiedBy: string | null;
+}
+
+export type MapRow = Selectable<MapsTable>;
+export type MapUpdate = Updateable<MapsTable>;
+
+/** One saved revision of a Map: the model as saved (JSON, version 3.0). */
+export interface MapRevisionsTable {
+  mapId: number;
+  revision: number;
+  model: string;
+  comment: string;
+  revisionDate: string;
+  modifiedBy: string | null;
+}
+
+export type MapRevisionRow = Selectable<MapRevisionsTable>;

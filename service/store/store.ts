@@ -12,6 +12,7 @@ import { metadata } from './migrations/007-metadata.js';
 import { connectorInstalls, type PreinstalledConnector } from './migrations/008-connector-installs.js';
 import { solutions } from './migrations/009-solutions.js';
 import { solutionSchedules } from './migrations/010-solution-schedules.js';
+import { maps } from './migrations/011-maps.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -104,6 +105,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '008-connector-installs': connectorInstalls(preinstalled),
     '009-solutions': solutions(),
     '010-solution-schedules': solutionSchedules(),
+    '011-maps': maps(dialect),
   };
 }
 
