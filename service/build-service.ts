@@ -24,6 +24,7 @@ import { LogArchiveFiles } from './store/log-archives.js';
 import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
+import { SolutionMaps } from './solutions/maps.js';
 import { Solutions } from './solutions/solutions.js';
 import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
@@ -121,6 +122,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       metadata: new ConnectionMetadata({ db: store.db, secrets, commands }),
       connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands, marketplace: connectors }),
       solutions: new Solutions({ db: store.db, isConnected: (agentId) => commands.isConnected(agentId) }),
+      maps: new SolutionMaps({ db: store.db }),
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
     const reports = new ReportHandlers()

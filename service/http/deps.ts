@@ -7,6 +7,7 @@ import type { AgentRuntime } from '../agents/runtime.js';
 import type { ConnectionCommands } from '../connections/commands.js';
 import type { Connections } from '../connections/connections.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
+import type { SolutionMaps } from '../solutions/maps.js';
 import type { Solutions } from '../solutions/solutions.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -32,4 +33,6 @@ export interface ServiceDeps {
   readonly connectionCommands: ConnectionCommands;
   /** Solutions: their definitions and the status they are shown with. */
   readonly solutions: Solutions;
+  /** The Maps of Solutions and their revisions. */
+  readonly maps: SolutionMaps;
 }

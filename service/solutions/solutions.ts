@@ -1,12 +1,14 @@
+import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { Schedule, ScheduleRule } from '../../src/protocol/schedule.js';
 import { compileSchedule, nextDue } from '../../src/solutions/schedule.js';
 import { requireAgent, shownStatus } from '../agents/agents.js';
 import { listAgents } from '../store/repos/agents.repo.js';
 import { getConnection } from '../store/repos/connections.repo.js';
+import { listMaps, updateMap } from '../store/repos/maps.repo.js';
 import { deleteSolution, getSolution, insertSolution, listSolutions, solutionNameTaken, updateSolution, type SolutionSortColumn } from '../store/repos/solutions.repo.js';
-import type { AgentRow, OrgRow, SolutionRow, SolutionsTable } from '../store/schema.js';
-import { isUniqueViolation, type Db } from '../store/sql.js';
+import type { AgentRow, Database, MapRow, OrgRow, SolutionRow, SolutionsTable } from '../store/schema.js';
+import { isUniqueViolation } from '../store/sql.js';
 import { newId, nowIso, toFlag } from '../util/values.js';
 import { solutionStatus, type SolutionStatus, type SolutionType } from './status.js';
 
@@ -19,7 +21,7 @@ export interface ReplicationSettings {
   readonly entities: readonly string[];
 }
 
-/** A Map link as a client sends it back; only its Map ID and index count. */
+/** A Map link as a client sends it back; only its Map ID and index count (the order). */
 export interface MapLinkInput {
   readonly id?: number | null | undefined;
   readonly index?: number | null | undefined;
@@ -50,6 +52,8 @@ export interface SolutionView {
   readonly status: SolutionStatus;
   /** The next due time of its schedule after now (ISO), null when on demand or never due again. */
   readonly nextRunTime: string | null;
+  /** Its Maps in run order (none for a Replication Solution). */
+  readonly maps: readonly MapRow[];
 }
 
 /** A Solution's schedule as the API shows it: the model last set, or on demand. */
@@ -100,7 +104,7 @@ export interface SolutionListQuery {
 }
 
 export interface SolutionsOptions {
-  readonly db: Db;
+  readonly db: Kysely<Database>;
   /** Whether the Agent holds an open channel to this Service (the Agent status shown depends on it). */
   readonly isConnected: (agentId: string) => boolean;
 }
@@ -138,7 +142,8 @@ export class Solutions {
   private async view(row: SolutionRow, agent?: AgentRow): Promise<SolutionView> {
     const a = agent ?? (await requireAgent(this.opts.db, row.orgId, row.agentId));
     const nextRunTime = nextRunTimeOf(row);
-    return { row, nextRunTime, status: solutionStatus({ ...row, nextRunTime }, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }) };
+    const maps = row.solutionType === 'Replication' ? [] : (await listMaps(this.opts.db, row.id)).rows;
+    return { row, nextRunTime, maps, status: solutionStatus({ ...row, nextRunTime }, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }) };
   }
 
   async require(orgId: number, id: string): Promise<SolutionRow> {
@@ -256,38 +261,68 @@ export class Solutions {
         'The source or target Connection changes: select the entities to replicate again, sending replicationSettings (or entities) with the change.',
       );
     }
-    const unknownLink = (input.mapLinks ?? []).find(() => true);
-    if (unknownLink) {
-      throw invalid('mapLinks', `the Solution has no Map ${unknownLink.id ?? ''}`.trim(), `Solution ${current.name} has no Map ${unknownLink.id ?? ''}: modifying a Solution reorders its Maps but cannot add or remove them.`);
-    }
+    const order = await this.mapOrder(current, input.mapLinks);
     if (input.name.toLowerCase() !== current.nameKey && (await solutionNameTaken(db, org.id, input.name, current.id))) throw nameTaken(org.id, input.name);
 
     const replicationSettings = rs ? JSON.stringify(given ?? replicationSettingsOf(current)) : null;
     const bulk = toFlag(rs && (input.checkForBulk ?? checkForBulk ?? current.checkForBulk === 1));
     const disabled = input.isDisabled ?? current.isDisabled === 1;
-    const definitionChanged = agent.id !== current.agentId || connectionChanged || replicationSettings !== current.replicationSettings || bulk !== current.checkForBulk;
+    const reordered = order.wanted.some((mapId, i) => mapId !== order.current[i]);
+    const definitionChanged = agent.id !== current.agentId || connectionChanged || replicationSettings !== current.replicationSettings || bulk !== current.checkForBulk || reordered;
     try {
-      const found = await updateSolution(db, org.id, current.id, {
-        name: input.name,
-        nameKey: input.name.toLowerCase(),
-        description: input.description ?? current.description,
-        agentId: agent.id,
-        connectionIdForSource: source,
-        connectionIdForTarget: target,
-        replicationSettings,
-        checkForBulk: bulk,
-        isDisabled: toFlag(disabled),
-        reasonDisabled: disabled ? 1 : 0,
-        prepared: definitionChanged ? 0 : current.prepared,
-        lastModificationDate: nowIso(),
-        modificationBy: by,
+      await this.opts.db.transaction().execute(async (tx) => {
+        if (reordered) for (const [i, mapId] of order.wanted.entries()) await updateMap(tx, mapId, { linkIndex: i });
+        const found = await updateSolution(tx, org.id, current.id, {
+          name: input.name,
+          nameKey: input.name.toLowerCase(),
+          description: input.description ?? current.description,
+          agentId: agent.id,
+          connectionIdForSource: source,
+          connectionIdForTarget: target,
+          replicationSettings,
+          checkForBulk: bulk,
+          isDisabled: toFlag(disabled),
+          reasonDisabled: disabled ? 1 : 0,
+          prepared: definitionChanged ? 0 : current.prepared,
+          lastModificationDate: nowIso(),
+          modificationBy: by,
+        });
+        if (!found) throw solutionNotFound(org.id, current.id);
       });
-      if (!found) throw solutionNotFound(org.id, current.id);
     } catch (err) {
       if (isUniqueViolation(err)) throw nameTaken(org.id, input.name);
       throw err;
     }
     return this.view(await this.require(org.id, current.id), agent);
+  }
+
+  /**
+   * The run order the body's Map links ask for (IDs by index; links without an index keep their
+   * place in the list) beside the current one. Without mapLinks the order stays. The links must name
+   * each of the Solution's Maps exactly once: a Solution's modify reorders its Maps but cannot add
+   * or remove them (400 naming mapLinks).
+   */
+  private async mapOrder(current: SolutionRow, links: readonly MapLinkInput[] | null | undefined): Promise<{ wanted: number[]; current: number[] }> {
+    const rows = current.solutionType === 'Replication' ? [] : (await listMaps(this.opts.db, current.id)).rows;
+    const ids = rows.map((r) => r.id);
+    if (links === null || links === undefined) return { wanted: ids, current: ids };
+    const refuse = (message: string, detail: string): never => {
+      throw invalid('mapLinks', message, `${detail} Modifying Solution ${current.name} reorders its Maps but cannot add or remove them.`);
+    };
+    const seen = new Set<number>();
+    for (const l of links) {
+      if (l.id === null || l.id === undefined) refuse('every Map link needs its id', 'A Map link has no id.');
+      else if (!ids.includes(l.id)) refuse(`the Solution has no Map ${l.id}`, `Solution ${current.name} has no Map ${l.id}.`);
+      else if (seen.has(l.id)) refuse(`Map ${l.id} is listed twice`, `Map ${l.id} is listed twice.`);
+      else seen.add(l.id);
+    }
+    const missing = ids.filter((id) => !seen.has(id));
+    if (missing.length > 0) refuse(`Maps ${missing.join(', ')} are missing`, `The Map links leave out Maps ${missing.join(', ')}.`);
+    const wanted = links
+      .map((l, pos) => ({ id: l.id ?? 0, key: l.index ?? pos, pos }))
+      .sort((a, b) => a.key - b.key || a.pos - b.pos)
+      .map((l) => l.id);
+    return { wanted, current: ids };
   }
 
   /** The Solution's schedule: the model last set, or on demand when none was. */

@@ -1,11 +1,12 @@
 import { replicationSettingsOf, type ScheduleView, type SolutionView } from '../../solutions/solutions.js';
 import { SOLUTION_TYPES } from '../../solutions/status.js';
 import { fromFlag } from '../../util/values.js';
+import { toMapLink } from './map.js';
 import type { ScheduleAnswer, Solution } from '../schemas/solution.schema.js';
 import type { z } from 'zod';
 
-/** The API model of a Solution; `mapLinks` is empty until the Solution has Maps. */
-export function toSolution({ row, status, nextRunTime }: SolutionView): Solution {
+/** The API model of a Solution; `mapLinks` are its Maps in run order. */
+export function toSolution({ row, status, nextRunTime, maps }: SolutionView): Solution {
   const settings = replicationSettingsOf(row);
   return {
     id: row.id,
@@ -25,7 +26,7 @@ export function toSolution({ row, status, nextRunTime }: SolutionView): Solution
     lastRunTime: row.lastRunTime,
     nextRunTime,
     minAgentVersion: row.minAgentVersion,
-    mapLinks: [],
+    mapLinks: maps.map(toMapLink),
     creationDate: row.creationDate,
     lastModificationDate: row.lastModificationDate,
     modificationBy: row.modificationBy,

@@ -3,6 +3,7 @@ import { DAYS_OPTIONS, SCHEDULE_OPTIONS, TIME_INTERVAL_UNITS, TIME_OPTIONS, WEEK
 import { SELECTION_TYPES, SOLUTION_SORTS } from '../../solutions/solutions.js';
 import { SOLUTION_STATUSES, SOLUTION_TYPES } from '../../solutions/status.js';
 import { Guid, Name, OrgParams, PageQuery, Text, Timestamp } from './common.js';
+import { MapLink } from './map.schema.js';
 
 export const SolutionParams = OrgParams.extend({ solutionId: Guid });
 
@@ -18,13 +19,6 @@ const EntityName = z.string().trim().min(1).max(1000);
 export const ReplicationSettings = z.object({
   selectionType: z.enum(SELECTION_TYPES),
   entities: z.array(z.string()),
-});
-
-/** A Map of the Solution, in run order (DESIGN.md "Map link"). */
-export const MapLink = z.object({
-  id: z.number().int(),
-  index: z.number().int(),
-  name: z.string(),
 });
 
 /** The Solution model (SPEC.md, with the fields DESIGN.md lists from clients of the original service). */
@@ -55,7 +49,7 @@ export type Solution = z.infer<typeof Solution>;
 
 const ReadOnlyText = z.string().max(100).nullable().optional();
 
-/** A Map link as clients send it back; only id and index count, the other fields are ignored. */
+/** A Map link as clients send it back; only id and index count (the run order), the other fields are ignored. */
 const MapLinkInput = z.strictObject({
   id: z.number().int().nullable().optional(),
   index: z.number().int().nullable().optional(),

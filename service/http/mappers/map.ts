@@ -1,0 +1,53 @@
+import { connectionsOf, idsOf, type MapView } from '../../solutions/maps.js';
+import type { MapRow } from '../../store/schema.js';
+import { fromFlag } from '../../util/values.js';
+import type { MapAnswer, MapLink } from '../schemas/map.schema.js';
+
+/** A Map's link: the Solution's mapLinks entries and GET …/maplinks/{mapId}. */
+export function toMapLink(row: MapRow): MapLink {
+  return {
+    id: row.id,
+    index: row.linkIndex,
+    name: row.name,
+    enabled: fromFlag(row.enabled),
+    valid: fromFlag(row.valid),
+    mapType: row.mapType,
+    sources: idsOf(row.sources),
+    targets: idsOf(row.targets),
+    lockedBy: null,
+    lockDate: null,
+    eventUrl: null,
+    lastModified: row.lastModificationDate,
+    modifiedBy: row.modifiedBy,
+    description: row.description,
+  };
+}
+
+/** The API model of a Map at the revision read; the Connections' names and types are not filled yet. */
+export function toMap({ row, revision, model }: MapView): MapAnswer {
+  const [starter] = model.blocks;
+  const { targets } = connectionsOf(model);
+  return {
+    id: row.id,
+    name: model.name,
+    description: model.description ?? '',
+    mapType: model.mapType ?? row.mapType,
+    version: model.version,
+    revision: revision.revision,
+    revisionDate: revision.revisionDate,
+    revisionComment: revision.comment,
+    valid: fromFlag(row.valid),
+    lastModificationDate: row.lastModificationDate,
+    lastRunDate: model.lastRunDate ?? null,
+    netChange: starter?.netChange !== undefined,
+    netChangeFieldName: starter?.netChange?.fieldName ?? null,
+    startingBlockId: starter?.blockId ?? null,
+    targetConnections: targets.map((connectionId) => ({ connectionId, connectionAlias: null, connectionName: null, connectionType: null })),
+    sourceConnectionId: starter?.connectionId ?? null,
+    sourceConnectionName: null,
+    sourceConnectionAlias: null,
+    sourceConnectionType: null,
+    batchSize: model.batchSize ?? null,
+    blocks: model.blocks.map((b) => ({ ...b })),
+  };
+}

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import { MAP_MODEL_VERSION } from '../../../src/protocol/map.js';
+import { decimal, Guid, MAX_INT, OrgParams, PageQuery, Text, Timestamp } from './common.js';
+
+export const MapParams = OrgParams.extend({ solutionId: Guid, mapId: decimal(z.number().int().positive().max(MAX_INT)) });
+
+/**
+ * The Map model a save sends: the engine's model (src/protocol/map.ts MapModel, version 3.0), or
+ * an older one (the original service's 2.5 export) that is upgraded first. The domain parses it
+ * with the protocol's schema, so that a 2.5 export is accepted here as any JSON object.
+ */
+export const MapInput = z
+  .record(z.string(), z.unknown())
+  .describe(`A Map model: version ${MAP_MODEL_VERSION} (name, mapType, blocks, …; see src/protocol/map.ts) or a 2.x export, upgraded on save. Basic and SysController map types are refused.`);
+
+export const MapListQuery = PageQuery.extend({
+  /** Part of the name, any case. */
+  name: z.string().max(255).optional(),
+});
+
+export const MapGetQuery = z.object({
+  revision: decimal(z.number().int().positive().max(MAX_INT)).optional(),
+  lockMap: z.stringbool().optional().describe('accepted; locks are not kept yet'),
+});
+
+export const MapSaveQuery = z.object({
+  comment: Text.optional().describe('the revision comment (a `comment` string at the top of the body is read when absent)'),
+});
+
+/** PUT also takes the flags of the original service; they are accepted and have no effect yet. */
+export const MapModifyQuery = MapSaveQuery.extend({
+  unlockMap: z.stringbool().optional(),
+  validateMap: z.stringbool().optional(),
+  prepareMap: z.stringbool().optional(),
+  oldConnectionId: z.string().max(100).optional(),
+  newConnectionId: z.string().max(100).optional(),
+  updateBlockConnectionOnly: z.stringbool().optional(),
+});
+
+/** A Map of a Solution, in run order (DESIGN.md "Map link"). */
+export const MapLink = z.object({
+  id: z.number().int(),
+  index: z.number().int(),
+  name: z.string(),
+  enabled: z.boolean(),
+  valid: z.boolean().describe('false until a validation against the Connections\' metadata (prepare) passes'),
+  mapType: z.string(),
+  sources: z.array(z.string()).describe('the Connection IDs the Map reads from'),
+  targets: z.array(z.string()).describe('the Connection IDs the Map writes to'),
+  lockedBy: z.string().nullable(),
+  lockDate: Timestamp.nullable(),
+  eventUrl: z.string().nullable(),
+  lastModified: Timestamp,
+  modifiedBy: z.string().nullable(),
+  description: z.string(),
+});
+export type MapLink = z.infer<typeof MapLink>;
+
+const TargetConnection = z.object({
+  connectionAlias: z.string().nullable(),
+  connectionId: z.string(),
+  connectionName: z.string().nullable(),
+  connectionType: z.string().nullable(),
+});
+
+/** The Map model answered (DESIGN.md "Map"); what is not known yet is null. */
+export const MapAnswer = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  description: z.string(),
+  mapType: z.string(),
+  version: z.string(),
+  revision: z.number().int(),
+  revisionDate: Timestamp,
+  revisionComment: z.string(),
+  valid: z.boolean(),
+  lastModificationDate: Timestamp,
+  lastRunDate: Timestamp.nullable(),
+  netChange: z.boolean(),
+  netChangeFieldName: z.string().nullable(),
+  startingBlockId: z.string().nullable(),
+  targetConnections: z.array(TargetConnection),
+  sourceConnectionId: z.string().nullable(),
+  sourceConnectionName: z.string().nullable(),
+  sourceConnectionAlias: z.string().nullable(),
+  sourceConnectionType: z.string().nullable(),
+  batchSize: z.number().int().nullable(),
+  blocks: z.array(z.record(z.string(), z.unknown())).describe('the Blocks of the model (src/protocol/map.ts Block), in flow order'),
+});
+export type MapAnswer = z.infer<typeof MapAnswer>;
