@@ -5,6 +5,7 @@ import { upgradeMap } from '../../src/maps/compiler/upgrade.js';
 import { deleteMap, getMap, getMapRevision, insertMap, insertMapRevision, listMaps, updateMap } from '../store/repos/maps.repo.js';
 import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
 import type { Database, MapRevisionRow, MapRow, OrgRow, SolutionRow } from '../store/schema.js';
+import { isUniqueViolation } from '../store/sql.js';
 import { nowIso } from '../util/values.js';
 import { solutionNotFound } from './solutions.js';
 
@@ -139,11 +140,19 @@ export class SolutionMaps {
     const model = modelOf(body);
     const now = nowIso();
     const revision = row.revision + 1;
-    await this.opts.db.transaction().execute(async (tx) => {
-      await insertMapRevision(tx, { mapId: row.id, revision, model: JSON.stringify({ ...model, mapId: row.id }), comment: commentOf(body, comment) ?? '', revisionDate: now, modifiedBy: by });
-      await updateMap(tx, row.id, { ...summaryOf(model), revision, valid: 0, lastModificationDate: now, modifiedBy: by });
-      await updateSolution(tx, org.id, solution.id, { prepared: 0 });
-    });
+    try {
+      await this.opts.db.transaction().execute(async (tx) => {
+        await insertMapRevision(tx, { mapId: row.id, revision, model: JSON.stringify({ ...model, mapId: row.id }), comment: commentOf(body, comment) ?? '', revisionDate: now, modifiedBy: by });
+        await updateMap(tx, row.id, { ...summaryOf(model), revision, valid: 0, lastModificationDate: now, modifiedBy: by });
+        await updateSolution(tx, org.id, solution.id, { prepared: 0 });
+      });
+    } catch (err) {
+      // Two saves of one Map at once both took the next number: the revision's key lets one through.
+      if (isUniqueViolation(err)) {
+        throw new FerryError('API_CONFLICT', `Map ${row.id} was saved by someone else meanwhile (revision ${revision}); read it again and save your change on top of it.`);
+      }
+      throw err;
+    }
     return this.get(org.id, solution.id, row.id);
   }
 

@@ -252,6 +252,18 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
     expect(again.id).toBeGreaterThan(second.id);
   });
 
+  it('answers saves of one Map at once with a revision each or 409, never a lost or doubled revision', async () => {
+    const own = await createMap({ ...QUERY_CREATE, name: 'Saved at once' });
+    const before = own.revision;
+    const saves = await Promise.all(['A', 'B', 'C', 'D'].map((n) => svc.request<MapModel | Problem>('PUT', `${M}/advanced/${own.id}`, { body: { ...QUERY_CREATE, name: `People ${n}` } })));
+    for (const s of saves) expect([200, 409], s.text).toContain(s.status);
+    const saved = saves.filter((s) => s.status === 200).map((s) => (s.body as MapModel).revision);
+    expect(saved.length).toBeGreaterThan(0);
+    expect([...saved].sort((a, b) => a - b)).toEqual(saved.map((_, i) => before + 1 + i));
+    for (const s of saves.filter((x) => x.status === 409)) expect((s.body as Problem).code).toBe('API_CONFLICT');
+    expect((await svc.request<MapModel>('GET', `${M}/${own.id}`)).body.revision).toBe(before + saved.length);
+  });
+
   it('deleting the Solution deletes its Maps', async () => {
     const del = await svc.request('DELETE', `${S}/${solution.id}`);
     expect(del.status).toBe(204);
