@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { FerryError } from '../../src/errors/ferry-error.js';
+import { FerryError, invalid } from '../../src/errors/ferry-error.js';
 import { walkBlocks, type MapModel } from '../../src/protocol/map.js';
 import { upgradeMap } from '../../src/maps/compiler/upgrade.js';
 import { deleteMap, getMap, getMapRevision, insertMap, insertMapRevision, listMaps, updateMap } from '../store/repos/maps.repo.js';
@@ -35,8 +35,8 @@ export interface SolutionMapsOptions {
 
 export const mapNotFound = (solutionId: string, id: number): FerryError => new FerryError('API_NOT_FOUND', `Map ${id} was not found in Solution ${solutionId}.`);
 
-const invalid = (path: string, message: string, detail: string): FerryError =>
-  new FerryError('API_VALIDATION', detail, { errors: [{ path, message }] });
+/** 400 API_VALIDATION naming one field. */
+const invalidField = (path: string, message: string, detail: string): FerryError => invalid(detail, [{ path, message }]);
 
 /** The Connection IDs a Map reads from (its starter's) and writes to (every other Block's), each once. */
 export function connectionsOf(model: MapModel): { sources: string[]; targets: string[] } {
@@ -181,9 +181,9 @@ function modelOf(body: unknown): MapModel {
   const model = upgradeMap(body);
   const type = model.mapType ?? DEFAULT_MAP_TYPE;
   if (/basic|syscontroller/i.test(type)) {
-    throw invalid('body.mapType', 'unsupported map type', `Map type ${type} is not supported: build the Map as an advanced Map (${DEFAULT_MAP_TYPE}).`);
+    throw invalidField('body.mapType', 'unsupported map type', `Map type ${type} is not supported: build the Map as an advanced Map (${DEFAULT_MAP_TYPE}).`);
   }
-  if (/^replication/i.test(type)) throw invalid('body.mapType', 'only Replication Solutions have this type', `Map type ${type} belongs to Replication Solutions.`);
+  if (/^replication/i.test(type)) throw invalidField('body.mapType', 'only Replication Solutions have this type', `Map type ${type} belongs to Replication Solutions.`);
   return { ...model, mapType: type };
 }
 

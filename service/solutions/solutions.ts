@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { FerryError } from '../../src/errors/ferry-error.js';
+import { FerryError, invalid } from '../../src/errors/ferry-error.js';
 import { Schedule, ScheduleRule } from '../../src/protocol/schedule.js';
 import { compileSchedule, nextDue } from '../../src/solutions/schedule.js';
 import { requireAgent, shownStatus } from '../agents/agents.js';
@@ -83,14 +83,15 @@ export function nextRunTimeOf(row: Pick<SolutionRow, 'scheduleRule'>, now: Date 
 export const SOLUTION_SORTS = ['Name', 'SolutionType', 'Type', 'Status', 'LastRunTime', 'LastStartTime', 'NextRunTime', 'NextStartTime'] as const;
 export type SolutionSort = (typeof SOLUTION_SORTS)[number];
 
-const SORT_COLUMN: Record<Exclude<SolutionSort, 'Status'>, SolutionSortColumn> = {
+/** Sorts by what is derived when read (the status, the next run time from the schedule), done in memory. */
+const DERIVED_SORTS: ReadonlySet<SolutionSort> = new Set(['Status', 'NextRunTime', 'NextStartTime']);
+
+const SORT_COLUMN: Record<Exclude<SolutionSort, 'Status' | 'NextRunTime' | 'NextStartTime'>, SolutionSortColumn> = {
   Name: 'name',
   SolutionType: 'solutionType',
   Type: 'solutionType',
   LastRunTime: 'lastRunTime',
   LastStartTime: 'lastRunTime',
-  NextRunTime: 'nextRunTime',
-  NextStartTime: 'nextRunTime',
 };
 
 export interface SolutionListQuery {
@@ -112,8 +113,8 @@ export interface SolutionsOptions {
 export const solutionNotFound = (orgId: number, id: string): FerryError =>
   new FerryError('API_NOT_FOUND', `Solution ${id} was not found in Organization ${orgId}.`);
 
-const invalid = (path: string, message: string, detail: string): FerryError =>
-  new FerryError('API_VALIDATION', detail, { errors: [{ path: `body.${path}`, message }] });
+/** 400 API_VALIDATION naming one field of the body. */
+const invalidField = (path: string, message: string, detail: string): FerryError => invalid(detail, [{ path: `body.${path}`, message }]);
 
 const nameTaken = (orgId: number, name: string): FerryError =>
   new FerryError('API_DUPLICATE_NAME', `Another Solution of Organization ${orgId} is named ${name}.`);
@@ -167,12 +168,12 @@ export class Solutions {
     const viewOf = (row: SolutionRow) => this.view(row, agents.get(row.agentId));
     const desc = q.sortOrder === 'desc';
     const filter = { nameContains: q.solutionNameFilter, solutionType: q.solutionType };
-    const derivedSort = q.sortName === 'Status' || q.sortName === 'NextRunTime' || q.sortName === 'NextStartTime';
-    if (!derivedSort && q.solutionStatusFilter === undefined) {
-      const { rows, total } = await listSolutions(db, orgId, { ...filter, sort: { column: SORT_COLUMN[q.sortName], desc }, page: q });
+    const sqlSort = DERIVED_SORTS.has(q.sortName) ? undefined : SORT_COLUMN[q.sortName as keyof typeof SORT_COLUMN];
+    if (sqlSort !== undefined && q.solutionStatusFilter === undefined) {
+      const { rows, total } = await listSolutions(db, orgId, { ...filter, sort: { column: sqlSort, desc }, page: q });
       return { items: await Promise.all(rows.map(viewOf)), total };
     }
-    const sort = derivedSort ? { column: 'name' as const, desc: false } : { column: SORT_COLUMN[q.sortName as Exclude<SolutionSort, 'Status'>], desc };
+    const sort = sqlSort === undefined ? { column: 'name' as const, desc: false } : { column: sqlSort, desc };
     let items = await Promise.all((await listSolutions(db, orgId, { ...filter, sort })).rows.map(viewOf));
     if (q.solutionStatusFilter !== undefined) items = items.filter((v) => v.status === q.solutionStatusFilter);
     // Array sort is stable: within one status the Solutions stay by name.
@@ -190,11 +191,11 @@ export class Solutions {
     const { source, target } = await this.connections(org.id, input);
     const selection = selectionOf(input);
     if (rs && selection === undefined) {
-      throw invalid('replicationSettings', 'select the entities to replicate', 'A Replication Solution needs its entities: send replicationSettings {selectionType: Selected, entities: [...]} (or All, or Recommended).');
+      throw invalidField('replicationSettings', 'select the entities to replicate', 'A Replication Solution needs its entities: send replicationSettings {selectionType: Selected, entities: [...]} (or All, or Recommended).');
     }
     const links = input.mapLinks ?? [];
     if (links.length > 0) {
-      throw invalid('mapLinks', 'must be empty on create', 'A new Solution has no Maps: create it with mapLinks [] and add Maps to it afterwards.');
+      throw invalidField('mapLinks', 'must be empty on create', 'A new Solution has no Maps: create it with mapLinks [] and add Maps to it afterwards.');
     }
     if (await solutionNameTaken(db, org.id, input.name)) throw nameTaken(org.id, input.name);
     const now = nowIso();
@@ -215,7 +216,6 @@ export class Solutions {
       reasonDisabled: disabled ? 1 : 0,
       prepared: 0,
       lastRunTime: null,
-      nextRunTime: null,
       inProgressStartTime: null,
       minAgentVersion: null,
       schedule: null,
@@ -244,10 +244,10 @@ export class Solutions {
     const { db } = this.opts;
     const current = await this.require(org.id, id);
     if (input.id && input.id.toLowerCase() !== current.id) {
-      throw invalid('id', `must be ${current.id}`, 'The Solution ID in the body differs from the one in the path.');
+      throw invalidField('id', `must be ${current.id}`, 'The Solution ID in the body differs from the one in the path.');
     }
     if (input.solutionType !== current.solutionType) {
-      throw invalid('solutionType', `must stay ${current.solutionType}`, `The type of Solution ${current.name} is ${current.solutionType} and cannot change; create a new Solution instead.`);
+      throw invalidField('solutionType', `must stay ${current.solutionType}`, `The type of Solution ${current.name} is ${current.solutionType} and cannot change; create a new Solution instead.`);
     }
     const agent = await requireAgent(db, org.id, input.agentId.toLowerCase());
     const rs = current.solutionType === 'Replication';
@@ -255,7 +255,7 @@ export class Solutions {
     const connectionChanged = source !== current.connectionIdForSource || target !== current.connectionIdForTarget;
     const given = selectionOf(input);
     if (rs && connectionChanged && given === undefined) {
-      throw invalid(
+      throw invalidField(
         'replicationSettings',
         'select the entities again when the source or target Connection changes',
         'The source or target Connection changes: select the entities to replicate again, sending replicationSettings (or entities) with the change.',
@@ -307,7 +307,7 @@ export class Solutions {
     const ids = rows.map((r) => r.id);
     if (links === null || links === undefined) return { wanted: ids, current: ids };
     const refuse = (message: string, detail: string): never => {
-      throw invalid('mapLinks', message, `${detail} Modifying Solution ${current.name} reorders its Maps but cannot add or remove them.`);
+      throw invalidField('mapLinks', message, `${detail} Modifying Solution ${current.name} reorders its Maps but cannot add or remove them.`);
     };
     const seen = new Set<number>();
     for (const l of links) {
@@ -353,14 +353,13 @@ export class Solutions {
     const found = await updateSolution(this.opts.db, org.id, current.id, {
       schedule: onDemand ? null : JSON.stringify(stored),
       scheduleRule: rule,
-      nextRunTime: nextRunTimeOf({ scheduleRule: rule }),
       checkForBulk: bulk,
       prepared: bulk !== current.checkForBulk ? 0 : current.prepared,
       lastModificationDate: nowIso(),
       modificationBy: by,
     });
     if (!found) throw solutionNotFound(org.id, current.id);
-    return this.schedule(org.id, current.id);
+    return { solutionId: current.id, model: scheduleModelOf({ id: current.id, schedule: onDemand ? null : JSON.stringify(stored) }) };
   }
 
   /** Deletes a Solution that is not running. */
@@ -380,21 +379,21 @@ export class Solutions {
     const fields = ['connectionIdForSource', 'connectionIdForTarget'] as const;
     if (input.solutionType !== 'Replication') {
       for (const f of fields) {
-        if (input[f]) throw invalid(f, 'only Replication Solutions have one', `Only Replication Solutions name a source and a target Connection; a ${input.solutionType} Solution holds its Connections in its Maps.`);
+        if (input[f]) throw invalidField(f, 'only Replication Solutions have one', `Only Replication Solutions name a source and a target Connection; a ${input.solutionType} Solution holds its Connections in its Maps.`);
       }
       return { source: null, target: null };
     }
     const ids: string[] = [];
     for (const f of fields) {
       const value = input[f];
-      if (!value) throw invalid(f, 'required for a Replication Solution', `A Replication Solution needs ${f}.`);
+      if (!value) throw invalidField(f, 'required for a Replication Solution', `A Replication Solution needs ${f}.`);
       const conn = await getConnection(this.opts.db, orgId, value);
-      if (!conn) throw invalid(f, 'no such Connection in this Organization', `Connection ${value} was not found in Organization ${orgId}.`);
+      if (!conn) throw invalidField(f, 'no such Connection in this Organization', `Connection ${value} was not found in Organization ${orgId}.`);
       ids.push(conn.id);
     }
     const [source = null, target = null] = ids;
     if (source === target) {
-      throw invalid('connectionIdForTarget', 'must differ from connectionIdForSource', 'A Replication Solution copies from one Connection to another: choose a target Connection other than the source.');
+      throw invalidField('connectionIdForTarget', 'must differ from connectionIdForSource', 'A Replication Solution copies from one Connection to another: choose a target Connection other than the source.');
     }
     return { source, target };
   }
@@ -409,20 +408,20 @@ function selectionOf(input: SolutionChange): ReplicationSettings | undefined {
   const rs = input.replicationSettings ?? undefined;
   const plain = input.entities ?? undefined;
   if (input.solutionType !== 'Replication') {
-    if (rs !== undefined) throw invalid('replicationSettings', 'only Replication Solutions have them', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
-    if (plain !== undefined && plain.length > 0) throw invalid('entities', 'only Replication Solutions select entities', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
+    if (rs !== undefined) throw invalidField('replicationSettings', 'only Replication Solutions have them', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
+    if (plain !== undefined && plain.length > 0) throw invalidField('entities', 'only Replication Solutions select entities', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
     return undefined;
   }
   if (rs === undefined && plain === undefined) return undefined;
   const listed = rs?.entities ?? undefined;
   if (listed !== undefined && plain !== undefined && !sameNames(listed, plain)) {
-    throw invalid('entities', 'differs from replicationSettings.entities', 'entities and replicationSettings.entities name different entities: send one of them.');
+    throw invalidField('entities', 'differs from replicationSettings.entities', 'entities and replicationSettings.entities name different entities: send one of them.');
   }
   const selectionType = rs?.selectionType ?? 'Selected';
   if (selectionType !== 'Selected') return { selectionType, entities: [] };
   const entities = unique(listed ?? plain ?? []);
   if (entities.length === 0) {
-    throw invalid(rs ? 'replicationSettings.entities' : 'entities', 'select at least one entity', 'selectionType Selected needs at least one entity (or choose All or Recommended).');
+    throw invalidField(rs ? 'replicationSettings.entities' : 'entities', 'select at least one entity', 'selectionType Selected needs at least one entity (or choose All or Recommended).');
   }
   return { selectionType, entities };
 }

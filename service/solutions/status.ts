@@ -62,7 +62,7 @@ const FROM_AGENT: Partial<Record<AgentStatus, SolutionStatus>> = {
  * a next run time) or OnDemand.
  */
 export function solutionStatus(
-  row: Pick<SolutionRow, 'isDisabled' | 'prepared' | 'inProgressStartTime' | 'nextRunTime' | 'solutionType'>,
+  row: Pick<SolutionRow, 'isDisabled' | 'prepared' | 'inProgressStartTime' | 'solutionType'> & { readonly nextRunTime: string | null },
   agent: { status: AgentStatus } | undefined,
 ): SolutionStatus {
   if (row.isDisabled === 1) return 'Disabled';

@@ -418,7 +418,6 @@ export interface SolutionsTable {
   /** Whether prepare ran since the definition last changed. */
   prepared: Flag;
   lastRunTime: string | null;
-  nextRunTime: string | null;
   /** Start of the current run; null when none runs. */
   inProgressStartTime: string | null;
   minAgentVersion: string | null;

@@ -25,7 +25,6 @@ export function solutions(): Migration {
         .addColumn('reason_disabled', 'integer', (c) => c.notNull())
         .addColumn('prepared', 'integer', (c) => c.notNull())
         .addColumn('last_run_time', 'text')
-        .addColumn('next_run_time', 'text')
         .addColumn('in_progress_start_time', 'text')
         .addColumn('min_agent_version', 'text')
         .addColumn('creation_date', 'text', (c) => c.notNull())

@@ -3,7 +3,7 @@ import { containsInsensitive, type Db } from '../sql.js';
 import type { SolutionRow, SolutionsTable, SolutionUpdate } from '../schema.js';
 
 /** The columns a list of Solutions can be sorted by in SQL (Status is derived, so sorted by the domain). */
-export type SolutionSortColumn = 'name' | 'solutionType' | 'lastRunTime' | 'nextRunTime';
+export type SolutionSortColumn = 'name' | 'solutionType' | 'lastRunTime';
 
 export interface SolutionListFilter {
   /** Part of the name, any case. */
@@ -18,7 +18,6 @@ const SORT_COLUMNS: Record<SolutionSortColumn, string> = {
   name: 'name_key',
   solutionType: 'solution_type',
   lastRunTime: 'last_run_time',
-  nextRunTime: 'next_run_time',
 };
 
 export async function insertSolution(db: Db, row: SolutionsTable): Promise<void> {

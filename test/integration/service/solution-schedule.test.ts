@@ -68,7 +68,7 @@ describe.each(STORE_TARGETS)('a Solution schedule on $name', (target) => {
     const got = await svc.request<ScheduleModel>('GET', `${S}/${id}/schedule`);
     expect(got.body).toEqual(put.body);
 
-    const row = await svc.service.store.db.selectFrom('solutions').select(['scheduleRule', 'nextRunTime']).where('id', '=', id).executeTakeFirstOrThrow();
+    const row = await svc.service.store.db.selectFrom('solutions').select(['scheduleRule']).where('id', '=', id).executeTakeFirstOrThrow();
     const rule = ScheduleRule.parse(JSON.parse(row.scheduleRule ?? 'null'));
     expect(rule).toMatchObject({ kind: 'Recurring', timeZone: 'America/New_York' });
     const model = (await svc.request<SolutionModel>('GET', `${S}/${id}`)).body;
