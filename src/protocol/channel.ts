@@ -1,5 +1,17 @@
 import { z } from 'zod';
 import { AgentStatus } from './agent-status.js';
+import {
+  AssignSolutionsCommand,
+  MonitorSolutionCommand,
+  PutSolutionCommand,
+  RunErrorsReport,
+  RunFinishedReport,
+  RunProgressReport,
+  RunStartedReport,
+  ScheduleSkippedReport,
+  StartSolutionCommand,
+  StopSolutionCommand,
+} from './solutions.js';
 
 /**
  * The messages of the Agent ↔ Service WebSocket (`/v1/agent/channel`), validated on both sides.
@@ -88,6 +100,12 @@ export const ReportBody = z.discriminatedUnion('kind', [
     error: ErrorData.optional(),
     installed: z.array(InstalledConnector).max(1000),
   }),
+  // Solution runs (./solutions.ts): idempotent by run ID.
+  RunStartedReport,
+  RunProgressReport,
+  RunErrorsReport,
+  RunFinishedReport,
+  ScheduleSkippedReport,
 ]);
 export type ReportBody = z.infer<typeof ReportBody>;
 
@@ -164,7 +182,21 @@ export const PreconnectCommand = z.object({
   isOauth: z.boolean(),
   properties: z.record(z.string().max(200), z.string().max(100_000)),
 });
-export const ServiceRequest = z.discriminatedUnion('type', [RestartCommand, ZipLogsCommand, TestConnectionCommand, LoadMetadataCommand, InstallConnectorCommand, UninstallConnectorCommand, PreconnectCommand]);
+export const ServiceRequest = z.discriminatedUnion('type', [
+  RestartCommand,
+  ZipLogsCommand,
+  TestConnectionCommand,
+  LoadMetadataCommand,
+  InstallConnectorCommand,
+  UninstallConnectorCommand,
+  PreconnectCommand,
+  // Solutions (./solutions.ts)
+  AssignSolutionsCommand,
+  PutSolutionCommand,
+  StartSolutionCommand,
+  StopSolutionCommand,
+  MonitorSolutionCommand,
+]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;
 export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;

@@ -1,0 +1,251 @@
+import { z } from 'zod';
+import { ScheduleRule } from './schedule.js';
+
+/**
+ * Solutions on Agents and their runs: what prepare hands an Agent, and what the Agent reports
+ * back about each run. Shared by both halves (src/protocol never imports either).
+ *
+ *   Service                                            Agent
+ *     prepare ─▶ PreparedSolution (stored, versioned)
+ *     connect / change ─▶ assignSolutions {solutionId, version}[] ─▶ drops the others,
+ *                     ◀── {need: solutionIds it lacks at that version}
+ *     putSolution {solution} ──────────────────────────▶ kept locally (encrypted: it holds properties)
+ *     startSolution {solutionId, runId} ───────────────▶ run queue (ignored while one runs)
+ *     stopSolution / monitorSolution ──────────────────▶ cancel between batches / counts so far
+ *                     ◀── reports (durable outbox): runStarted, runProgress, runErrors, runFinished,
+ *                                                   scheduleSkipped
+ *
+ * A run's ID is chosen by whoever starts it (the Service for a start call, the Agent for a
+ * scheduled run), so every report about it is idempotent: the Service upserts by run ID.
+ */
+
+const Id = z.string().min(1).max(100);
+const Timestamp = z.string().max(40);
+const Name = z.string().max(500);
+
+export const SOLUTION_TYPES = ['Replication', 'Integration', 'IntegrationEvent', 'Migration'] as const;
+export const SolutionTypeSchema = z.enum(SOLUTION_TYPES);
+
+/** A Connection a prepared Solution uses, with its plain properties (the channel is authenticated; the Agent stores them encrypted). */
+export const PreparedConnection = z.object({
+  connectionId: Id,
+  connectorId: z.string().max(100),
+  name: Name,
+  properties: z.record(z.string().max(200), z.string().max(100_000)),
+});
+export type PreparedConnection = z.infer<typeof PreparedConnection>;
+
+/** A Map of an IS/MS Solution as prepare compiled it: the current model (3.0), checked again by the Agent. */
+export const PreparedMap = z.object({
+  mapId: z.number().int(),
+  name: Name,
+  enabled: z.boolean(),
+  /** The Map model (src/protocol/map.ts MapModel, version 3.0); the Agent parses it with that schema. */
+  model: z.record(z.string(), z.unknown()),
+});
+export type PreparedMap = z.infer<typeof PreparedMap>;
+
+/** What an RS Solution copies. `entities` is the resolved list (All / Recommended expanded at prepare). */
+export const PreparedReplication = z.object({
+  sourceConnectionId: Id,
+  targetConnectionId: Id,
+  selectionType: z.enum(['Selected', 'Recommended', 'All']),
+  entities: z.array(z.string().max(1000)).max(10_000),
+  checkForBulk: z.boolean(),
+});
+export type PreparedReplication = z.infer<typeof PreparedReplication>;
+
+/** The Organization's failed-record capture switches (src/failures/capture.ts). */
+export const CaptureSettingsSchema = z.object({
+  captureOnFailedRecordsForReprocessing: z.boolean(),
+  captureDuringCloudAppRuns: z.boolean(),
+  captureDuringLocalAgentAppRuns: z.boolean(),
+  isSourceDataLocal: z.boolean(),
+});
+
+/** Everything an Agent needs to run a Solution, without the Service. */
+export const PreparedSolution = z.object({
+  solutionId: Id,
+  orgId: z.number().int(),
+  name: Name,
+  solutionType: SolutionTypeSchema,
+  /** Changes whenever anything below does; the Agent keeps the one it was last given. */
+  version: z.string().max(100),
+  isDisabled: z.boolean(),
+  /** Null: on demand. */
+  schedule: ScheduleRule.nullable(),
+  connections: z.array(PreparedConnection).max(500),
+  /** IS/MS: in run order (mapLinks order); disabled ones are skipped by runs. */
+  maps: z.array(PreparedMap).max(1000),
+  /** RS only. */
+  replication: PreparedReplication.nullable(),
+  capture: CaptureSettingsSchema,
+  /** The Lookup Tables the Maps read, by name: fetched by the Agent at run start. */
+  lookupTables: z.array(z.string().max(200)).max(1000),
+});
+export type PreparedSolution = z.infer<typeof PreparedSolution>;
+
+export const SolutionAssignment = z.object({ solutionId: Id, version: z.string().max(100) });
+export type SolutionAssignment = z.infer<typeof SolutionAssignment>;
+
+// ── Run reports ───────────────────────────────────────────────────────────────
+
+/** Why a run started. */
+export const RUN_TRIGGERS = ['start', 'schedule'] as const;
+export type RunTrigger = (typeof RUN_TRIGGERS)[number];
+
+/** History results (DESIGN.md "History"); InProgress is only ever shown, never reported as an end. */
+export const RUN_RESULTS = ['CompletedSuccessfully', 'CompletedWithErrors', 'FatalError', 'RecordErrorsAndFatalErrors'] as const;
+export type RunResult = (typeof RUN_RESULTS)[number];
+
+/** Timing of one Block (or, for an RS entity, of its reads and writes) in a run. */
+export const RunBlockStats = z.object({
+  blockId: z.string().max(100),
+  name: Name,
+  blockType: z.string().max(100),
+  processed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  minMs: z.number().nonnegative(),
+  maxMs: z.number().nonnegative(),
+  avgMs: z.number().nonnegative(),
+  totalMs: z.number().nonnegative(),
+});
+
+/** Statistics of one Map (IS/MS) or one entity (RS) of a run: SPEC.md's mapStatistics. */
+export const RunMapStats = z.object({
+  mapId: z.number().int().optional(),
+  mapName: Name,
+  entity: z.string().max(1000).optional(),
+  processed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  minMs: z.number().nonnegative(),
+  maxMs: z.number().nonnegative(),
+  avgMs: z.number().nonnegative(),
+  totalMs: z.number().nonnegative(),
+  totalTime: z.string().max(40),
+  /** The Map's or entity's fatal error, when it ended with one. */
+  fatal: z.string().max(10_000).optional(),
+  blocks: z.array(RunBlockStats).max(300),
+});
+export type RunMapStats = z.infer<typeof RunMapStats>;
+
+/** One record error of a run (SPEC.md "Error"). */
+export const RunRecordError = z.object({
+  id: Id,
+  mapId: z.number().int().optional(),
+  mapName: Name,
+  sourceEntity: z.string().max(1000),
+  blockId: z.string().max(100).optional(),
+  blockName: z.string().max(500).optional(),
+  code: z.string().max(100),
+  errorMessage: z.string().max(10_000),
+  errorDetail: z.string().max(20_000),
+  canReprocess: z.boolean(),
+  failedRecordId: z.string().max(100).optional(),
+});
+export type RunRecordError = z.infer<typeof RunRecordError>;
+
+/** Record errors travel in reports of at most this many. */
+export const MAX_ERRORS_PER_REPORT = 200;
+
+export const RunStartedReport = z.object({
+  kind: z.literal('runStarted'),
+  runId: Id,
+  solutionId: Id,
+  trigger: z.enum(RUN_TRIGGERS),
+  /** The due time a scheduled run fired for. */
+  dueAt: Timestamp.optional(),
+  at: Timestamp,
+});
+export const RunProgressReport = z.object({
+  kind: z.literal('runProgress'),
+  runId: Id,
+  solutionId: Id,
+  at: Timestamp,
+  processed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+});
+export const RunErrorsReport = z.object({
+  kind: z.literal('runErrors'),
+  runId: Id,
+  solutionId: Id,
+  errors: z.array(RunRecordError).min(1).max(MAX_ERRORS_PER_REPORT),
+});
+export const RunFinishedReport = z.object({
+  kind: z.literal('runFinished'),
+  runId: Id,
+  solutionId: Id,
+  trigger: z.enum(RUN_TRIGGERS),
+  startedAt: Timestamp,
+  at: Timestamp,
+  result: z.enum(RUN_RESULTS),
+  processed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  /** The fatal error's text (SPEC.md `details`), or why the run stopped early. */
+  details: z.string().max(10_000).optional(),
+  /** A user stopped it. */
+  stopped: z.boolean(),
+  /** Where the failed source records of this run are kept. */
+  sourceDataLocal: z.boolean(),
+  statistics: z.array(RunMapStats).max(1000),
+});
+/** A due time that did not start a run: the previous run still going, or missed while the Agent was down past the grace period. */
+export const ScheduleSkippedReport = z.object({
+  kind: z.literal('scheduleSkipped'),
+  solutionId: Id,
+  dueAt: Timestamp,
+  reason: z.enum(['running', 'missed', 'paused']),
+  at: Timestamp,
+  /** On the oldest missed due time of a catch-up: how many even older ones were missed and are not reported one by one. */
+  earlier: z.object({ count: z.number().int().nonnegative(), exact: z.boolean() }).optional(),
+});
+
+export type RunStartedReport = z.infer<typeof RunStartedReport>;
+export type RunProgressReport = z.infer<typeof RunProgressReport>;
+export type RunErrorsReport = z.infer<typeof RunErrorsReport>;
+export type RunFinishedReport = z.infer<typeof RunFinishedReport>;
+export type ScheduleSkippedReport = z.infer<typeof ScheduleSkippedReport>;
+
+// ── Commands (Service → Agent) ────────────────────────────────────────────────
+
+export const AssignSolutionsCommand = z.object({
+  id: Id,
+  type: z.literal('assignSolutions'),
+  /** Every Solution the Agent holds a current assignment for; it drops any other before it fires anything. */
+  assignments: z.array(SolutionAssignment).max(100_000),
+});
+/** Reply of assignSolutions: the Solutions the Agent lacks at the assigned version. */
+export const AssignSolutionsResult = z.object({ need: z.array(Id) });
+export type AssignSolutionsResult = z.infer<typeof AssignSolutionsResult>;
+
+export const PutSolutionCommand = z.object({ id: Id, type: z.literal('putSolution'), solution: PreparedSolution });
+
+export const StartSolutionCommand = z.object({
+  id: Id,
+  type: z.literal('startSolution'),
+  solutionId: Id,
+  runId: Id,
+});
+/** Reply of startSolution: whether this run started; when one was already running, its ID. */
+export const StartSolutionResult = z.object({ started: z.boolean(), runId: Id.optional() });
+export type StartSolutionResult = z.infer<typeof StartSolutionResult>;
+
+export const StopSolutionCommand = z.object({ id: Id, type: z.literal('stopSolution'), solutionId: Id });
+export const StopSolutionResult = z.object({ stopping: z.boolean(), runId: Id.optional() });
+export type StopSolutionResult = z.infer<typeof StopSolutionResult>;
+
+export const MonitorSolutionCommand = z.object({ id: Id, type: z.literal('monitorSolution'), solutionId: Id });
+export const MonitorSolutionResult = z.object({
+  running: z.boolean(),
+  runId: Id.optional(),
+  startedAt: Timestamp.optional(),
+  processed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+});
+export type MonitorSolutionResult = z.infer<typeof MonitorSolutionResult>;
+
+export type AssignSolutionsCommand = z.infer<typeof AssignSolutionsCommand>;
+export type PutSolutionCommand = z.infer<typeof PutSolutionCommand>;
+export type StartSolutionCommand = z.infer<typeof StartSolutionCommand>;
+export type StopSolutionCommand = z.infer<typeof StopSolutionCommand>;
+export type MonitorSolutionCommand = z.infer<typeof MonitorSolutionCommand>;
