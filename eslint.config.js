@@ -4,7 +4,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
-const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions'].map((d) => `./service/${d}`);
+const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions', 'history'].map((d) => `./service/${d}`);
 
 /** Import restrictions: `target` files may not import from `from` (docs/architecture.md). */
 const LAYERS = [
@@ -29,6 +29,8 @@ const LAYERS = [
     ['subscriptions', ['agents', 'connections', 'marketplace', 'users', 'lookup-tables', 'solutions']],
     ['lookup-tables', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'solutions']],
     ['solutions', ['users', 'subscriptions', 'lookup-tables']],
+    // History reads the Solutions' and Subscriptions' repositories, and imports no other domain folder.
+    ['history', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions']],
   ].map(([target, from]) => ({
     target: `./service/${String(target)}`,
     from: /** @type {string[]} */ (from).map((d) => `./service/${d}`),

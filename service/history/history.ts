@@ -1,0 +1,115 @@
+import type { Kysely } from 'kysely';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { getError, getExecution, listErrors, listExecutions, listScheduleSkips, reprocessableCounts, type ExecutionSortColumn } from '../store/repos/executions.repo.js';
+import { getSolution } from '../store/repos/solutions.repo.js';
+import type { Database, ExecutionErrorRow, ExecutionRow, ScheduleSkipRow, SolutionRow } from '../store/schema.js';
+import { defaultLaterThan, type ExecutionSort, type HistoryResult } from './query.js';
+import { parseStatistics, toStatistics, type ExecutionStatistics } from './statistics.js';
+
+/** An execution as read: its row and how many of its record errors can still be reprocessed. */
+export interface ExecutionView {
+  readonly row: ExecutionRow;
+  readonly reprocessRecordsRemaining: number;
+  /** When it was read: the duration of a run still going counts to this. */
+  readonly readAt: Date;
+}
+
+/** An execution named in a path: its integer ID, or its run ID (`processExecutionId`). */
+export type ExecutionRef = number | string;
+
+export interface ExecutionListQuery {
+  /** Executions that started at or after this; default the last 45 days. */
+  readonly laterThanDate?: Date | undefined;
+  readonly result?: HistoryResult | undefined;
+  readonly executionHistoryColumnSort: ExecutionSort;
+  readonly sortOrder: 'asc' | 'desc';
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface Page {
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface HistoryOptions {
+  readonly db: Kysely<Database>;
+}
+
+const SORT_COLUMN: Record<ExecutionSort, ExecutionSortColumn> = {
+  Start: 'start',
+  Result: 'result',
+  RecordsProcessed: 'recordsProcessed',
+  RecordsFailed: 'recordsFailed',
+};
+
+const solutionNotFound = (orgId: number, id: string): FerryError => new FerryError('API_NOT_FOUND', `Solution ${id} was not found in Organization ${orgId}.`);
+const executionNotFound = (solutionId: string, ref: ExecutionRef): FerryError =>
+  new FerryError('API_NOT_FOUND', `Execution ${ref} was not found in the History of Solution ${solutionId}.`);
+
+/**
+ * The History of a Solution (SPEC.md "History, errors and failed records"): its executions, their
+ * statistics and record errors, and the due times its schedule skipped — all as the Agent reported
+ * them (RunReports, ./reports.ts). Reads only; everything goes with the Solution.
+ */
+export class History {
+  constructor(private readonly opts: HistoryOptions) {}
+
+  private async solution(orgId: number, solutionId: string): Promise<SolutionRow> {
+    const row = await getSolution(this.opts.db, orgId, solutionId);
+    if (!row) throw solutionNotFound(orgId, solutionId);
+    return row;
+  }
+
+  private async execution(orgId: number, solutionId: string, ref: ExecutionRef): Promise<ExecutionRow> {
+    const solution = await this.solution(orgId, solutionId);
+    const row = await getExecution(this.opts.db, solution.id, typeof ref === 'string' ? ref.toLowerCase() : ref);
+    if (!row) throw executionNotFound(solution.id, ref);
+    return row;
+  }
+
+  /** The Solution's executions in the window, filtered by result, sorted and paged. */
+  async list(orgId: number, solutionId: string, q: ExecutionListQuery, now: Date = new Date()): Promise<{ items: ExecutionView[]; total: number }> {
+    const solution = await this.solution(orgId, solutionId);
+    const { rows, total } = await listExecutions(this.opts.db, solution.id, {
+      startFrom: (q.laterThanDate ?? defaultLaterThan(now)).toISOString(),
+      result: q.result === 'InProgress' ? null : q.result,
+      sort: { column: SORT_COLUMN[q.executionHistoryColumnSort], desc: q.sortOrder === 'desc' },
+      page: q,
+    });
+    const remaining = await reprocessableCounts(this.opts.db, rows.map((r) => r.id));
+    return { items: rows.map((row) => ({ row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now })), total };
+  }
+
+  async get(orgId: number, solutionId: string, ref: ExecutionRef, now: Date = new Date()): Promise<ExecutionView> {
+    const row = await this.execution(orgId, solutionId, ref);
+    const remaining = await reprocessableCounts(this.opts.db, [row.id]);
+    return { row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now };
+  }
+
+  /** Per Map (or entity) and per Block: what the run's end reported; empty while it runs. */
+  async statistics(orgId: number, solutionId: string, ref: ExecutionRef): Promise<ExecutionStatistics> {
+    return toStatistics(parseStatistics((await this.execution(orgId, solutionId, ref)).statistics));
+  }
+
+  /** The execution's record errors in order of arrival. */
+  async errors(orgId: number, solutionId: string, ref: ExecutionRef, page: Page): Promise<{ items: ExecutionErrorRow[]; total: number }> {
+    const execution = await this.execution(orgId, solutionId, ref);
+    const { rows, total } = await listErrors(this.opts.db, execution.id, page);
+    return { items: rows, total };
+  }
+
+  async error(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string): Promise<ExecutionErrorRow> {
+    const execution = await this.execution(orgId, solutionId, ref);
+    const row = await getError(this.opts.db, execution.id, errorId);
+    if (!row) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
+    return row;
+  }
+
+  /** The due times the Solution's schedule did not start a run for, newest first. */
+  async skipped(orgId: number, solutionId: string, page: Page): Promise<{ items: ScheduleSkipRow[]; total: number }> {
+    const solution = await this.solution(orgId, solutionId);
+    const { rows, total } = await listScheduleSkips(this.opts.db, solution.id, page);
+    return { items: rows, total };
+  }
+}

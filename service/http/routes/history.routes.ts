@@ -1,0 +1,82 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ServiceDeps } from '../deps.js';
+import { orgOf } from '../guard.js';
+import { toExecution, toRecordError, toScheduleSkip } from '../mappers/history.js';
+import { PageQuery, sendList } from '../schemas/common.js';
+import { Execution, ExecutionErrorParams, ExecutionErrorsParams, ExecutionListQuery, ExecutionParams, ExecutionStatistics, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
+import { SolutionParams } from '../schemas/solution.schema.js';
+
+const tags = ['History'];
+
+/** The History of a Solution: executions, their statistics and record errors, skipped due times (SPEC.md "History, errors and failed records"). */
+const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { history } = deps;
+  const H = '/v1/orgs/:orgId/solutions/:solutionId/history';
+
+  app.get(H, {
+    config: { access: 'read' },
+    schema: {
+      tags,
+      summary: 'The Solution\'s executions since laterThanDate (default: the last 45 days), filtered by result, sorted',
+      params: SolutionParams,
+      querystring: ExecutionListQuery,
+      response: { 200: z.array(Execution) },
+    },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    const { items, total } = await history.list(org.id, req.params.solutionId, req.query);
+    return sendList(reply, items.map(toExecution), total);
+  });
+
+  // Registered before `${H}/:id`; the router prefers the static segment anyway.
+  app.get(`${H}/skipped`, {
+    config: { access: 'read' },
+    schema: {
+      tags,
+      summary: 'Ferry addition: the due times of the schedule that did not start a run, newest first, with the reason',
+      params: SolutionParams,
+      querystring: PageQuery,
+      response: { 200: z.array(ScheduleSkip) },
+    },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    const { items, total } = await history.skipped(org.id, req.params.solutionId, req.query);
+    return sendList(reply, items.map(toScheduleSkip), total);
+  });
+
+  app.get(`${H}/:id`, {
+    config: { access: 'read' },
+    schema: { tags, summary: 'One execution, by its id (or its processExecutionId)', params: ExecutionParams, response: { 200: Execution } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return toExecution(await history.get(org.id, req.params.solutionId, req.params.id));
+  });
+
+  app.get(`${H}/:id/statistics`, {
+    config: { access: 'read' },
+    schema: { tags, summary: 'An execution\'s statistics per Map (or entity) and per Block; empty while it runs', params: ExecutionParams, response: { 200: ExecutionStatistics } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return history.statistics(org.id, req.params.solutionId, req.params.id);
+  });
+
+  app.get(`${H}/:historyId/errors`, {
+    config: { access: 'read' },
+    schema: { tags, summary: 'An execution\'s record errors in order of arrival', params: ExecutionErrorsParams, querystring: PageQuery, response: { 200: z.array(RecordError) } },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    const { items, total } = await history.errors(org.id, req.params.solutionId, req.params.historyId, req.query);
+    return sendList(reply, items.map(toRecordError), total);
+  });
+
+  app.get(`${H}/:historyId/errors/:id`, {
+    config: { access: 'read' },
+    schema: { tags, summary: 'One record error of an execution', params: ExecutionErrorParams, response: { 200: RecordError } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return toRecordError(await history.error(org.id, req.params.solutionId, req.params.historyId, req.params.id));
+  });
+};
+
+export default historyRoutes;

@@ -1,0 +1,375 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReportBody } from '../../../src/protocol/channel.js';
+import type { RunMapStats, RunRecordError } from '../../../src/protocol/solutions.js';
+import { OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { startService, type TestService } from '../../helpers/service.js';
+import { STORE_TARGETS } from '../../helpers/stores.js';
+import { addUser } from '../../helpers/users.js';
+
+interface Execution {
+  id: number;
+  processExecutionId: string;
+  solutionId: string;
+  start: string;
+  stop: string | null;
+  duration: number;
+  result: string;
+  details: string | null;
+  recordsProcessed: number;
+  recordsFailed: number;
+  reprocessRecordsRemaining: number;
+  trigger: string;
+  dueAt: string | null;
+  stopped: boolean;
+  sourceDataLocal: boolean;
+  mapStatistics: Array<Record<string, unknown>>;
+}
+interface RecordError {
+  id: string;
+  mapName: string;
+  errorMessage: string;
+  additionalErrorDetails: string;
+  canReprocess: boolean;
+  marked: boolean;
+  failedRecordId: string | null;
+}
+interface SolutionModel {
+  id: string;
+  status: string;
+  lastRunTime: string | null;
+  inProgressStartTime: string | null;
+}
+
+const ago = (minutes: number): string => new Date(Date.now() - minutes * 60_000).toISOString();
+
+const STATS: RunMapStats[] = [
+  {
+    mapId: 7, mapName: 'Accounts', entity: 'account', processed: 10, failed: 2, minMs: 1, maxMs: 9, avgMs: 4.5, totalMs: 3_723_000, totalTime: '01:02:03',
+    blocks: [
+      { blockId: 'b1', name: 'Query accounts', blockType: 'Query', processed: 10, failed: 0, minMs: 1, maxMs: 2, avgMs: 1.5, totalMs: 15 },
+      { blockId: 'b2', name: 'Create contact', blockType: 'Create', processed: 10, failed: 2, minMs: 3, maxMs: 9, avgMs: 5, totalMs: 50 },
+    ],
+  },
+];
+
+const recordError = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError => ({
+  id: randomUUID(), mapId: 7, mapName: 'Accounts', sourceEntity: 'account', blockName: 'Create contact', code: 'RUN_WRITE_FAILED',
+  errorMessage: `record ${n} refused`, errorDetail: `detail ${n}`, canReprocess: n % 2 === 0, failedRecordId: randomUUID(), ...extra,
+});
+
+describe.each(STORE_TARGETS)('History on $name', (target) => {
+  let svc: TestService;
+  let agent: TestAgent;
+  let ch: TestChannel;
+  let S: string;
+  const channels = new OpenChannels();
+  const db = () => svc.service.store.db;
+
+  const send = async (report: ReportBody, id?: string): Promise<void> => {
+    const reply = await ch.report(report, id);
+    expect(reply, JSON.stringify(reply)).toMatchObject({ ok: true });
+  };
+  const solution = async (name: string, prepared = true): Promise<string> => {
+    const res = await svc.request<SolutionModel>('POST', S, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+    expect(res.status, res.text).toBe(201);
+    // Prepare is not what this suite tests: a prepared Solution shows the run statuses.
+    if (prepared) await db().updateTable('solutions').set({ prepared: 1 }).where('id', '=', res.body.id).execute();
+    return res.body.id;
+  };
+  const started = (solutionId: string, runId: string, at: string): ReportBody => ({ kind: 'runStarted', runId, solutionId, trigger: 'start', at });
+  const finished = (solutionId: string, runId: string, startedAt: string, extra: Partial<Extract<ReportBody, { kind: 'runFinished' }>> = {}): ReportBody => ({
+    kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt, at: new Date(Date.parse(startedAt) + 90_500).toISOString(),
+    result: 'CompletedSuccessfully', processed: 0, failed: 0, stopped: false, sourceDataLocal: true, statistics: [], ...extra,
+  });
+  const history = async (solutionId: string, query = '') => {
+    const res = await svc.request<Execution[]>('GET', `${S}/${solutionId}/history${query}`);
+    expect(res.status, res.text).toBe(200);
+    return { items: res.body, total: Number(res.headers['total-count']) };
+  };
+  const getSolution = async (id: string) => (await svc.request<SolutionModel>('GET', `${S}/${id}`)).body;
+  const isUsage = async (): Promise<number> => {
+    const res = await svc.request<Array<{ name: string; recordsProcessed: number }>>('GET', `/v1/orgs/${svc.orgId}/subscriptions`);
+    return res.body.find((s) => s.name === 'Integration Services (IS)')?.recordsProcessed ?? -1;
+  };
+
+  beforeAll(async () => {
+    svc = await startService(target, { cloudAgents: 'off' });
+    S = `/v1/orgs/${svc.orgId}/solutions`;
+    agent = await registerTestAgent(svc, { name: 'History agent' });
+    ch = await channels.connect(svc, agent);
+    // The Agent answers whatever the Service asks of it: it holds every Solution it is given.
+    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
+    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+  });
+  afterAll(async () => {
+    await channels.closeAll();
+    await svc?.close();
+  });
+
+  it('shows a run InProgress, then finished with its counts and statistics; the Solution follows', async () => {
+    const id = await solution('Nightly accounts');
+    const runId = randomUUID();
+    const start = ago(10);
+    await send(started(id, runId, start));
+    const { items, total } = await history(id);
+    expect(total).toBe(1);
+    const [running] = items;
+    expect(running).toMatchObject({ processExecutionId: runId, solutionId: id, start, stop: null, result: 'InProgress', trigger: 'start', recordsProcessed: 0 });
+    expect(Number.isInteger(running?.id)).toBe(true);
+    expect(running?.duration).toBeGreaterThanOrEqual(600);
+    expect(await getSolution(id)).toMatchObject({ status: 'InProgress', inProgressStartTime: start });
+
+    await send({ kind: 'runProgress', runId, solutionId: id, at: ago(5), processed: 6, failed: 1 });
+    expect((await svc.request<Execution>('GET', `${S}/${id}/history/${running?.id}`)).body).toMatchObject({ result: 'InProgress', recordsProcessed: 6, recordsFailed: 1 });
+
+    await send(finished(id, runId, start, { result: 'CompletedWithErrors', processed: 10, failed: 2, statistics: STATS, details: 'two records refused' }));
+    // Progress arriving after the end changes nothing.
+    await send({ kind: 'runProgress', runId, solutionId: id, at: ago(1), processed: 7, failed: 1 });
+    const done = (await svc.request<Execution>('GET', `${S}/${id}/history/${running?.id}`)).body;
+    expect(done).toMatchObject({ result: 'CompletedWithErrors', recordsProcessed: 10, recordsFailed: 2, duration: 90.5, details: 'two records refused', sourceDataLocal: true, stopped: false });
+    expect(done.mapStatistics).toEqual([
+      { mapId: 7, mapName: 'Accounts', entityName: 'account', recordsProcessed: 10, recordsFailed: 2, minimum: 1, maximum: 9, average: 4.5, totalTime: 3_723_000, totalTimeFormatted: '01:02:03', fatalError: null },
+    ]);
+    // The run ID names the execution too.
+    expect((await svc.request<Execution>('GET', `${S}/${id}/history/${runId}`)).body.id).toBe(running?.id);
+
+    const stats = await svc.request<{ mapStatistics: unknown[]; legacyCounters: unknown[] }>('GET', `${S}/${id}/history/${running?.id}/statistics`);
+    expect(stats.status).toBe(200);
+    expect(stats.body.mapStatistics).toEqual(done.mapStatistics);
+    expect(stats.body.legacyCounters).toEqual([
+      { mapName: 'Accounts', blockId: 'b1', blockName: 'Query accounts', actionType: 'Query', callCount: 10, errorCount: 0, minimum: 1, maximum: 2, average: 1.5, totalTime: 15 },
+      { mapName: 'Accounts', blockId: 'b2', blockName: 'Create contact', actionType: 'Create', callCount: 10, errorCount: 2, minimum: 3, maximum: 9, average: 5, totalTime: 50 },
+    ]);
+    expect(await getSolution(id)).toMatchObject({ status: 'OnDemandLastRunRowErrors', lastRunTime: start, inProgressStartTime: null });
+    expect((await history(id, '?result=inprogress')).items).toEqual([]);
+  });
+
+  it('counts a report delivered twice once: the same message ID, and the same content under a new one', async () => {
+    const id = await solution('Twice');
+    const runId = randomUUID();
+    const start = ago(30);
+    const before = await isUsage();
+    const startedId = randomUUID();
+    await send(started(id, runId, start), startedId);
+    await send(started(id, runId, start), startedId);
+    await send(started(id, runId, start));
+    const errors = [recordError(1), recordError(2)];
+    await send({ kind: 'runErrors', runId, solutionId: id, errors });
+    await send({ kind: 'runErrors', runId, solutionId: id, errors });
+    const end = finished(id, runId, start, { result: 'CompletedWithErrors', processed: 7, failed: 2 });
+    const endId = randomUUID();
+    await send(end, endId);
+    await send(end, endId);
+    await send(end);
+    const { items, total } = await history(id);
+    expect(total).toBe(1);
+    expect(items[0]).toMatchObject({ recordsProcessed: 7, reprocessRecordsRemaining: 1 });
+    const errs = await svc.request<RecordError[]>('GET', `${S}/${id}/history/${items[0]?.id}/errors`);
+    expect(errs.headers['total-count']).toBe('2');
+    expect(errs.body.map((e) => e.id)).toEqual(errors.map((e) => e.id));
+    expect(await isUsage()).toBe(before + 7);
+  });
+
+  it('keeps one run whatever order its reports arrive in', async () => {
+    const id = await solution('Out of order');
+    const runId = randomUUID();
+    const [start, dueAt] = [ago(15), ago(16)];
+    await send({ kind: 'runErrors', runId, solutionId: id, errors: [recordError(2)] });
+    await send({ kind: 'runStarted', runId, solutionId: id, trigger: 'schedule', dueAt, at: start });
+    expect((await history(id)).items).toMatchObject([{ processExecutionId: runId, start, trigger: 'schedule', dueAt, result: 'InProgress', reprocessRecordsRemaining: 1 }]);
+    await send(finished(id, runId, start, { trigger: 'schedule', result: 'CompletedWithErrors', processed: 3, failed: 1 }));
+    // The start sent again after the end (a new message ID) does not make the run go again.
+    await send({ kind: 'runStarted', runId, solutionId: id, trigger: 'schedule', dueAt, at: start });
+    expect((await history(id)).items).toMatchObject([{ result: 'CompletedWithErrors', recordsProcessed: 3 }]);
+    expect(await getSolution(id)).toMatchObject({ status: 'OnDemandLastRunRowErrors', inProgressStartTime: null, lastRunTime: start });
+
+    // An end that overtook its start.
+    const early = randomUUID();
+    const earlyStart = ago(5);
+    await send(finished(id, early, earlyStart, { processed: 1 }));
+    await send(started(id, early, earlyStart));
+    expect((await history(id)).items.map((e) => [e.processExecutionId, e.result])).toEqual([[runId, 'CompletedWithErrors'], [early, 'CompletedSuccessfully']]);
+    expect(await getSolution(id)).toMatchObject({ status: 'OnDemand', inProgressStartTime: null, lastRunTime: earlyStart });
+  });
+
+  it('pages record errors in order of arrival, at any offset', async () => {
+    const id = await solution('Many errors');
+    const runId = randomUUID();
+    await send(started(id, runId, ago(20)));
+    const sent: RunRecordError[] = [];
+    for (const size of [200, 200, 50]) {
+      const batch = Array.from({ length: size }, (_, i) => recordError(sent.length + i));
+      sent.push(...batch);
+      await send({ kind: 'runErrors', runId, solutionId: id, errors: batch });
+    }
+    const exec = (await history(id)).items[0];
+    expect(exec?.reprocessRecordsRemaining).toBe(225);
+    const E = `${S}/${id}/history/${exec?.id}/errors`;
+    const page = async (query: string) => {
+      const res = await svc.request<RecordError[]>('GET', `${E}${query}`);
+      expect(res.status, res.text).toBe(200);
+      expect(res.headers['total-count']).toBe('450');
+      return res.body.map((e) => e.id);
+    };
+    expect(await page('')).toEqual(sent.slice(0, 100).map((e) => e.id));
+    expect(await page('?offset=190&limit=20')).toEqual(sent.slice(190, 210).map((e) => e.id));
+    expect(await page('?offset=420&limit=100')).toEqual(sent.slice(420).map((e) => e.id));
+    expect(await page('?offset=450')).toEqual([]);
+    expect(await page('?limit=0')).toEqual([]);
+
+    const one = sent[3];
+    const got = await svc.request<RecordError>('GET', `${E}/${one?.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({
+      id: one?.id, failedRecordId: one?.failedRecordId, mapName: 'Accounts', sourceEntity: 'account', errorMessage: 'record 3 refused', errorDetail: 'detail 3',
+      additionalErrorDetails: '', canReprocess: false, marked: false, mapId: 7, blockName: 'Create contact', code: 'RUN_WRITE_FAILED', created: expect.any(String),
+    });
+    expect((await svc.request('GET', `${E}/${randomUUID()}`)).status).toBe(404);
+  });
+
+  it('filters by window and result, and sorts by each column in both directions', async () => {
+    const id = await solution('Sorted');
+    const runs = [
+      { runId: randomUUID(), start: ago(60 * 24 * 60), result: 'CompletedSuccessfully', processed: 100, failed: 0 },
+      { runId: randomUUID(), start: ago(300), result: 'FatalError', processed: 5, failed: 5 },
+      { runId: randomUUID(), start: ago(200), result: 'CompletedSuccessfully', processed: 50, failed: 0 },
+      { runId: randomUUID(), start: ago(100), result: 'RecordErrorsAndFatalErrors', processed: 20, failed: 9 },
+    ] as const;
+    for (const r of runs) {
+      await send(started(id, r.runId, r.start));
+      await send(finished(id, r.runId, r.start, { result: r.result, processed: r.processed, failed: r.failed }));
+    }
+    const going = randomUUID();
+    await send(started(id, going, ago(50)));
+    const ids = async (query: string) => (await history(id, query)).items.map((e) => e.processExecutionId);
+    const [old, fatal, fine, mixed] = runs.map((r) => r.runId);
+
+    expect(await ids('')).toEqual([fatal, fine, mixed, going]);
+    expect((await history(id)).total).toBe(4);
+    const sixtyOneDaysAgo = new Date(Date.now() - 61 * 86_400_000);
+    const unpadded = `${sixtyOneDaysAgo.getUTCFullYear()}-${sixtyOneDaysAgo.getUTCMonth() + 1}-${sixtyOneDaysAgo.getUTCDate()}`;
+    expect(await ids(`?laterThanDate=${unpadded}`)).toEqual([old, fatal, fine, mixed, going]);
+    expect(await ids(`?laterThanDate=${encodeURIComponent(runs[2].start)}`)).toEqual([fine, mixed, going]);
+    expect(await ids('?result=inprogress')).toEqual([going]);
+    expect(await ids('?result=FATALERROR')).toEqual([fatal]);
+    expect(await ids('?sortOrder=desc')).toEqual([going, mixed, fine, fatal]);
+    expect(await ids('?executionHistoryColumnSort=RecordsProcessed&sortOrder=desc')).toEqual([fine, mixed, fatal, going]);
+    expect(await ids('?executionHistoryColumnSort=3')).toEqual([fine, going, fatal, mixed]);
+    expect(await ids('?executionHistoryColumnSort=result')).toEqual([fine, fatal, going, mixed]);
+    expect(await ids('?executionHistoryColumnSort=1&sortOrder=DESC&limit=2&offset=1')).toEqual([going, fatal]);
+
+    for (const bad of ['result=Happy', 'executionHistoryColumnSort=4', 'sortOrder=up', 'laterThanDate=yesterday', 'laterThanDate=2024-2-30', 'limit=1001']) {
+      const res = await svc.request<{ code: string; errors: Array<{ path: string }> }>('GET', `${S}/${id}/history?${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.code).toBe('API_VALIDATION');
+      expect(res.body.errors[0]?.path).toBe(`query.${bad.split('=')[0]}`);
+    }
+  });
+
+  it('answers 404 for what is not an execution of that Solution', async () => {
+    const a = await solution('Four oh four A');
+    const b = await solution('Four oh four B');
+    const runId = randomUUID();
+    await send(started(a, runId, ago(3)));
+    const exec = (await history(a)).items[0];
+    const cases = [
+      `${S}/${randomUUID()}/history`,
+      `${S}/${b}/history/${exec?.id}`,
+      `${S}/${b}/history/${runId}`,
+      `${S}/${a}/history/999999`,
+      `${S}/${a}/history/${randomUUID()}/statistics`,
+      `${S}/${b}/history/${exec?.id}/errors`,
+      `${S}/${a}/history/${exec?.id}/errors/${randomUUID()}`,
+      `/v1/orgs/${svc.orgId}/solutions/${randomUUID()}/history/skipped`,
+    ];
+    for (const path of cases) {
+      const res = await svc.request<{ code: string }>('GET', path);
+      expect(res.status, path).toBe(404);
+      expect(res.body.code).toBe('API_NOT_FOUND');
+    }
+    await send(finished(a, runId, ago(3)));
+  });
+
+  it('shows the last run: IdleLastRunFailed for a scheduled Solution, and a late older end does not overwrite it', async () => {
+    const id = await solution('Scheduled');
+    const schedule = {
+      scheduleOption: 'Recurring',
+      recurringOptions: { days: { daysOption: 'DaysInterval', daysInterval: 1 }, times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' }, timeZone: 'UTC' },
+    };
+    expect((await svc.request('PUT', `${S}/${id}/schedule`, { body: schedule })).status).toBe(200);
+    const [older, newer] = [randomUUID(), randomUUID()];
+    const [olderStart, newerStart] = [ago(120), ago(60)];
+    await send(started(id, older, olderStart));
+    await send(started(id, newer, newerStart));
+    await send(finished(id, newer, newerStart, { result: 'FatalError', details: 'the target refused the login' }));
+    expect(await getSolution(id)).toMatchObject({ status: 'IdleLastRunFailed', lastRunTime: newerStart });
+    await send(finished(id, older, olderStart, { result: 'CompletedSuccessfully', processed: 3 }));
+    expect(await getSolution(id)).toMatchObject({ status: 'IdleLastRunFailed', lastRunTime: newerStart });
+    const fatal = (await history(id, '?result=FatalError')).items[0];
+    expect(fatal).toMatchObject({ processExecutionId: newer, details: 'the target refused the login' });
+  });
+
+  it('lists skipped due times newest first, each once', async () => {
+    const id = await solution('Skipping');
+    const due = ['2026-01-01T06:30:00.000Z', '2026-01-02T06:30:00.000Z'];
+    await send({ kind: 'scheduleSkipped', solutionId: id, dueAt: due[0] ?? '', reason: 'missed', at: ago(2) });
+    await send({ kind: 'scheduleSkipped', solutionId: id, dueAt: due[1] ?? '', reason: 'running', at: ago(1) });
+    await send({ kind: 'scheduleSkipped', solutionId: id, dueAt: due[1] ?? '', reason: 'running', at: ago(1) });
+    const res = await svc.request<Array<{ dueAt: string; reason: string }>>('GET', `${S}/${id}/history/skipped`);
+    expect(res.status).toBe(200);
+    expect(res.headers['total-count']).toBe('2');
+    expect(res.body.map((s) => [s.dueAt, s.reason])).toEqual([[due[1], 'running'], [due[0], 'missed']]);
+  });
+
+  it('lets a Read-only member read it', async () => {
+    const id = await solution('Readable');
+    await send(started(id, randomUUID(), ago(1)));
+    const reader = await addUser(svc, svc.orgId, 'ReadOnly');
+    const res = await svc.request<Execution[]>('GET', `${S}/${id}/history`, { auth: reader });
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(1);
+  });
+
+  it('drops a report about a Solution of another Organization', async () => {
+    const rule = { name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+    const org = await svc.request<{ id: number }>('POST', '/v1/orgs', { body: { name: 'Elsewhere', parentId: svc.orgId, securityRules: [rule] } });
+    expect(org.status, org.text).toBe(201);
+    const theirAgent = await registerTestAgent(svc, { orgId: org.body.id, name: 'Their agent' });
+    const theirs = await svc.request<SolutionModel>('POST', `/v1/orgs/${org.body.id}/solutions`, { body: { name: 'Theirs', solutionType: 'Integration', agentId: theirAgent.agentId } });
+    expect(theirs.status, theirs.text).toBe(201);
+    await send(started(theirs.body.id, randomUUID(), ago(1)));
+    const res = await svc.request<Execution[]>('GET', `/v1/orgs/${org.body.id}/solutions/${theirs.body.id}/history`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([]);
+  });
+
+  it('deletes History with its Solution, and acknowledges and drops reports about a deleted Solution', async () => {
+    const id = await solution('Short-lived');
+    const runId = randomUUID();
+    const start = ago(4);
+    await send(started(id, runId, start));
+    await send({ kind: 'runErrors', runId, solutionId: id, errors: [recordError(1)] });
+    await send(finished(id, runId, start, { processed: 1 }));
+    await send({ kind: 'scheduleSkipped', solutionId: id, dueAt: ago(3), reason: 'running', at: ago(3) });
+    expect((await svc.request('DELETE', `${S}/${id}`)).status).toBe(204);
+    const count = async () => ({
+      executions: (await db().selectFrom('executions').select('id').where('solutionId', '=', id).execute()).length,
+      errors: (await db().selectFrom('executionErrors').select('id').where('executionId', 'in', db().selectFrom('executions').select('id').where('runId', '=', runId)).execute()).length,
+      skips: (await db().selectFrom('scheduleSkips').select('dueAt').where('solutionId', '=', id).execute()).length,
+    });
+    expect(await count()).toEqual({ executions: 0, errors: 0, skips: 0 });
+
+    const usage = await isUsage();
+    const late = randomUUID();
+    await send(started(id, late, ago(2)));
+    await send({ kind: 'runProgress', runId: late, solutionId: id, at: ago(1), processed: 1, failed: 0 });
+    await send({ kind: 'runErrors', runId: late, solutionId: id, errors: [recordError(2)] });
+    await send(finished(id, late, ago(2), { processed: 4 }));
+    await send({ kind: 'scheduleSkipped', solutionId: id, dueAt: ago(1), reason: 'missed', at: ago(1) });
+    expect(await count()).toEqual({ executions: 0, errors: 0, skips: 0 });
+    expect(await isUsage()).toBe(usage);
+    // The channel is still open and working.
+    expect(await ch.heartbeat()).toMatchObject({ ok: true });
+  });
+});
