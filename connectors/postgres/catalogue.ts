@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { toFullName, uniqueFullNames, type ForeignKey, type PropertyType } from '../../src/connectors/sdk.js';
+import { CHECKPOINT_TABLE, toFullName, uniqueFullNames, type ForeignKey, type PropertyType } from '../../src/connectors/sdk.js';
 import { propertyTypeOf } from './types.js';
 
 export interface PgColumn {
@@ -43,7 +43,7 @@ SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS k
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
    AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
-   AND (cardinality($1::text[]) = 0 OR n.nspname = ANY($1::text[]))
+   AND (cardinality($1::text[]) = 0 OR n.nspname = ANY($1::text[])) AND c.relname <> $2
  ORDER BY n.nspname = 'public' DESC, n.nspname, c.relname`;
 
 const COLUMNS = `
@@ -79,7 +79,7 @@ const nums = (s: string): number[] => (s ? s.split(',').map(Number) : []);
  * of `public` are named by their name; others by `schema_table`.
  */
 export async function readCatalogue(client: PoolClient, schemas: string[]): Promise<PgTable[]> {
-  const tables = (await client.query<TableRow>(TABLES, [schemas])).rows;
+  const tables = (await client.query<TableRow>(TABLES, [schemas, CHECKPOINT_TABLE])).rows;
   const oids = tables.map((t) => t.oid);
   const [cols, cons] = [(await client.query<ColumnRow>(COLUMNS, [oids])).rows, (await client.query<ConstraintRow>(CONSTRAINTS, [oids])).rows];
   const fullNames = uniqueFullNames(tables.map((t) => (t.schema === 'public' ? t.name : `${t.schema}_${t.name}`)));

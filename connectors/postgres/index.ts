@@ -41,7 +41,7 @@ class PgSession implements ConnectorSession {
     private readonly props: PgProps,
     private readonly pool: Pool,
   ) {
-    this.writer = new PgWriter(pool);
+    this.writer = new PgWriter(pool, props.targetSchema);
   }
 
   private get config(): PoolConfig {
@@ -111,6 +111,10 @@ class PgSession implements ConnectorSession {
     const entity = md.entities.find((e) => e.fullName === name) ?? md.entities.find((e) => e.originalName === `${this.props.targetSchema}.${name}`);
     if (!entity) throw new ConnectorError('Datastore', `The table ${name} is missing after it was created.`);
     return { entity, created: res.created, addedFields: res.addedFields, mismatchedFields: res.mismatched };
+  }
+
+  async readCheckpoint(key: string, ctx: CallContext): Promise<string | null> {
+    return this.writer.readCheckpoint(key, ctx);
   }
 
   async disconnect(_ctx: CallContext): Promise<void> {

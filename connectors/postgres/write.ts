@@ -14,6 +14,8 @@ import {
   type WriteOptions,
   type WriteResult,
   keyColumns,
+  CHECKPOINT_TABLE,
+  type Checkpoint,
 } from '../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.js';
 import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
@@ -104,7 +106,57 @@ export class PgWriter {
   /** Per table oid: batches left before an Upsert tries COPY into the table again, and the current back-off. */
   private readonly copyBackoff = new Map<number, { skip: number; backoff: number }>();
 
-  constructor(private readonly pool: Pool) {}
+  /** Whether this session made sure the checkpoint table exists. */
+  private checkpointTable = false;
+
+  constructor(
+    private readonly pool: Pool,
+    /** The schema of the checkpoint table (the Connection's targetSchema). */
+    private readonly schema: string,
+  ) {}
+
+  /** The checkpoint saved under `key` (by a Create batch with `checkpoint`), or null. */
+  async readCheckpoint(key: string, ctx: CallContext): Promise<string | null> {
+    const { client, release } = await checkout(this.pool, ctx);
+    try {
+      const found = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`${quoteIdent(this.schema)}.${quoteIdent(CHECKPOINT_TABLE)}`]);
+      const value = found.rows[0]?.t ? (await client.query<{ value: string }>(`SELECT value FROM ${this.checkpointName()} WHERE key = $1`, [key])).rows[0]?.value ?? null : null;
+      release();
+      return value;
+    } catch (err) {
+      release(sqlState(err) === undefined ? (err as Error) : undefined);
+      throw callError(err, 'The checkpoint cannot be read');
+    }
+  }
+
+  private checkpointName(): string {
+    return `${quoteIdent(this.schema)}.${quoteIdent(CHECKPOINT_TABLE)}`;
+  }
+
+  /**
+   * A Create batch and a caller's checkpoint in one transaction: each COPY (and each part of its
+   * bisection) runs in a savepoint, so a record's failure undoes only its statement, and the
+   * checkpoint row commits with the records or not at all.
+   */
+  private async createWithCheckpoint(client: PoolClient, table: PgTable, groups: Group[], batch: readonly ConnectorRecord[], results: WriteResult[], cp: Checkpoint, ctx: CallContext): Promise<void> {
+    if (!this.checkpointTable) {
+      // Outside the batch's transaction: two sessions creating it at once must not fail a batch.
+      await client.query(`CREATE TABLE IF NOT EXISTS ${this.checkpointName()} (key text PRIMARY KEY, value text NOT NULL, saved_at timestamptz NOT NULL)`);
+      this.checkpointTable = true;
+    }
+    await client.query('BEGIN');
+    try {
+      for (const g of groups) {
+        await this.copy(client, table, g, batch, results, true);
+        throwIfAborted(ctx.signal);
+      }
+      await client.query(`INSERT INTO ${this.checkpointName()} (key, value, saved_at) VALUES ($1, $2, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, saved_at = EXCLUDED.saved_at`, [cp.key, cp.value]);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
 
   async write(action: WriteAction, table: PgTable, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
     if (table.kind !== 'table') throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
@@ -112,12 +164,15 @@ export class PgWriter {
     const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
     const groups = groupRecords(table, byName, keys, batch, results);
-    if (groups.length === 0) return results;
+    if (groups.length === 0 && !options.checkpoint) return results;
     throwIfAborted(ctx.signal);
     const { client, release } = await checkout(this.pool, ctx);
     let broken: Error | undefined;
     try {
-      for (const g of groups) {
+      if (options.checkpoint) {
+        if (action !== 'Create') throw new ConnectorError('Unsupported', `A checkpoint is saved with Create batches only, not with ${action}.`);
+        await this.createWithCheckpoint(client, table, groups, batch, results, options.checkpoint, ctx);
+      } else for (const g of groups) {
         if (action === 'Create') await this.copy(client, table, g, batch, results);
         else if (action === 'Upsert' && g.indices.length >= STAGE_MIN) {
           if (!(await this.upsertByCopy(client, table, keys, g, batch, results))) await this.stagedUpsertLanes(client, table, keys, g, batch, results, ctx);
@@ -135,11 +190,23 @@ export class PgWriter {
     return results;
   }
 
-  private async copy(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<void> {
+  /** COPY of a group, bisected on record failures; `savepoints` inside a transaction (a failed statement would end it). */
+  private async copy(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], savepoints = false): Promise<void> {
     const sql = `COPY ${qualified(table)} (${g.cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
     const send = copySender(g, batch);
     const run = async (ks: number[]): Promise<undefined> => {
-      await send(client, sql, ks);
+      if (!savepoints) {
+        await send(client, sql, ks);
+        return undefined;
+      }
+      await client.query('SAVEPOINT ferry_copy');
+      try {
+        await send(client, sql, ks);
+      } catch (err) {
+        await client.query('ROLLBACK TO SAVEPOINT ferry_copy');
+        throw err;
+      }
+      await client.query('RELEASE SAVEPOINT ferry_copy');
       return undefined;
     };
     await bisect(

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { toFullName, uniqueFullNames, type ForeignKey, type PropertyType } from '../../src/connectors/sdk.js';
+import { CHECKPOINT_TABLE, toFullName, uniqueFullNames, type ForeignKey, type PropertyType } from '../../src/connectors/sdk.js';
 import { numericAffinity, propertyTypeOf } from './types.js';
 
 export interface SqliteColumn {
@@ -38,8 +38,8 @@ interface FkRow { id: number; seq: number; table: string; from: string; to: stri
 /** Tables and views of the main schema, with columns and foreign keys, from SQLite's catalogue pragmas. */
 export function readCatalogue(db: Database.Database): SqliteTable[] {
   const list = db
-    .prepare("SELECT name, type, wr FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
-    .all() as TableListRow[];
+    .prepare("SELECT name, type, wr FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> ? ORDER BY name")
+    .all(CHECKPOINT_TABLE) as TableListRow[];
   const fullNames = uniqueFullNames(list.map((t) => t.name));
   const byName = new Map<string, SqliteTable>();
   const tables = list.map((t, i) => {

@@ -43,6 +43,8 @@ export interface ExecJob {
   commit: boolean;
   /** Undo the open batch instead (its sender stopped before its last part); no records. */
   abort?: boolean;
+  /** With `commit`: statements run last in the batch's transaction (a caller's checkpoint), each with its parameters. */
+  finally?: { sql: string; params: unknown[] }[];
   action: 'Create' | 'Upsert' | 'Update' | 'UpdateInsert' | 'Delete';
   chunks: ExecChunk[];
   /** Per value, in record then column order: 0 null, 1 number (`nums`), 2 text (`text` up to the next `ends`), 3 other (`others`). */
@@ -192,7 +194,10 @@ export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[],
         if (!done) for (let r = 0; r < c.rows; r++) one(c, c.rows === 1 ? vals : vals.slice(r * c.cols, (r + 1) * c.cols), at + r);
         at += c.rows;
       }
-      if (job.commit) stmt(nested ? 'RELEASE ferry_batch' : 'COMMIT').run([]);
+      if (job.commit) {
+        for (const f of job.finally ?? []) stmt(f.sql).run(f.params);
+        stmt(nested ? 'RELEASE ferry_batch' : 'COMMIT').run([]);
+      }
     } catch (err) {
       if (nested && db.inTransaction) {
         stmt('ROLLBACK TO ferry_batch').run([]);

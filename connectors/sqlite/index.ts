@@ -26,7 +26,7 @@ import { readCatalogue, type SqliteTable } from './catalogue.js';
 import { connectionMetadata } from './metadata.js';
 import { callError, RECORD_SQLITE_CODES } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
-import { SqliteWriter } from './write.js';
+import { readCheckpoint, SqliteWriter } from './write.js';
 import { ReadThread, WriteThread } from './thread.js';
 import { ensureTable } from './ensure-entity.js';
 
@@ -208,6 +208,16 @@ class SqliteSession implements ConnectorSession {
     const entity = md.entities.find((e) => e.fullName === name);
     if (!entity) throw new ConnectorError('Datastore', `The table ${name} is missing after it was created.`);
     return { entity, created: res.created, addedFields: res.addedFields, mismatchedFields: res.mismatched };
+  }
+
+  async readCheckpoint(key: string, _ctx: CallContext): Promise<string | null> {
+    // After the session's writes: a checkpoint read right after its batch finds it.
+    await this.writing;
+    try {
+      return readCheckpoint(this.db, key);
+    } catch (err) {
+      throw callError(err, 'The checkpoint cannot be read');
+    }
   }
 
   async disconnect(_ctx: CallContext): Promise<void> {

@@ -10,6 +10,8 @@ import {
   type WriteOptions,
   type WriteResult,
   keyColumns,
+  CHECKPOINT_TABLE,
+  type Checkpoint,
 } from '../../src/connectors/sdk.js';
 import { quoteIdent, type SqliteColumn, type SqliteTable } from './catalogue.js';
 import { callError, RECORD_SQLITE_CODES, recordErrorCode, sqliteCode } from './errors.js';
@@ -100,6 +102,7 @@ export class SqliteWriter {
    */
   async write(action: WriteAction, table: SqliteTable, batch: readonly ConnectorRecord[], options: WriteOptions, thread?: WriteThread): Promise<WriteResult[]> {
     if (table.isView) throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
+    if (options.checkpoint && action !== 'Create') throw new ConnectorError('Unsupported', `A checkpoint is saved with Create batches only, not with ${action}.`);
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
     const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
@@ -116,6 +119,7 @@ export class SqliteWriter {
         const { job, indices, to } = this.pack(action, table, byName, keys, batch, results, from, limit);
         job.begin = from === 0;
         job.commit = to === batch.length;
+        if (job.commit && options.checkpoint) job.finally = checkpointStatements(options.checkpoint);
         const out = exec(job);
         // Awaited below in order; a part failing after an earlier failure is not reported twice.
         if (out instanceof Promise) out.catch(() => undefined);
@@ -309,4 +313,24 @@ export class SqliteWriter {
     }
     return { job: { begin: true, commit: true, action, chunks, tags, nums, text, ends, others }, indices, to: r };
   }
+}
+
+/**
+ * A caller's checkpoint, saved last in the batch's transaction: the table is made on first use (in
+ * that transaction too), so a checkpoint exists exactly when its batch committed.
+ */
+function checkpointStatements(cp: Checkpoint): { sql: string; params: unknown[] }[] {
+  const t = quoteIdent(CHECKPOINT_TABLE);
+  return [
+    { sql: `CREATE TABLE IF NOT EXISTS ${t} (key TEXT PRIMARY KEY, value TEXT NOT NULL, saved_at TEXT NOT NULL)`, params: [] },
+    { sql: `INSERT INTO ${t} (key, value, saved_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, saved_at = excluded.saved_at`, params: [cp.key, cp.value, new Date().toISOString()] },
+  ];
+}
+
+/** The checkpoint saved under `key`, or null (none, or no checkpoint table yet). */
+export function readCheckpoint(db: Database.Database, key: string): string | null {
+  const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(CHECKPOINT_TABLE);
+  if (!exists) return null;
+  const row = db.prepare(`SELECT value FROM ${quoteIdent(CHECKPOINT_TABLE)} WHERE key = ?`).get(key) as { value: string } | undefined;
+  return row?.value ?? null;
 }

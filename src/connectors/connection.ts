@@ -146,11 +146,14 @@ export class HostConnection {
     if (!(WRITE_ACTIONS as readonly string[]).includes(action)) {
       throw new FerryError('CON_UNSUPPORTED', `${String(action)} is not a write action.`, { details: { action } });
     }
-    const { keyFields, signal, timeoutMs, onProgress } = opts;
-    const writeOpts: WriteOptions = keyFields ? { keyFields } : {};
+    const { keyFields, checkpoint, signal, timeoutMs, onProgress } = opts;
+    if (checkpoint) this.checkCheckpoint(action, records.length);
+    const writeOpts: WriteOptions = { ...(keyFields ? { keyFields } : {}), ...(checkpoint ? { checkpoint } : {}) };
     const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) });
     const s = this.init.session;
     const out: WriteResult[] = [];
+    // A checkpoint with no records is saved alone (a copy starting over resets its checkpoint).
+    if (records.length === 0 && checkpoint) await guardCall(scope, callOpts, (ctx) => s.write(action, entity, records, writeOpts, ctx));
     for (let i = 0; i < records.length; i += this.bulkLimit) {
       const part = i === 0 && records.length <= this.bulkLimit ? records : records.slice(i, i + this.bulkLimit);
       const results = await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx));
@@ -164,6 +167,40 @@ export class HostConnection {
       for (const r of results) out.push(r);
     }
     return out;
+  }
+
+  /**
+   * Whether the plugin keeps checkpoints in its datastore, committed with a Create batch
+   * (`write(…, { checkpoint })`) and read back with {@link readCheckpoint}.
+   */
+  get transactionalCheckpoints(): boolean {
+    return typeof this.init.session.readCheckpoint === 'function';
+  }
+
+  /** The checkpoint a Create batch last saved under `key`, or null; `CON_UNSUPPORTED` where the plugin keeps none. */
+  async readCheckpoint(key: string, opts: CallOptions = {}): Promise<string | null> {
+    const scope = this.live('readCheckpoint');
+    const s = this.init.session;
+    if (typeof s.readCheckpoint !== 'function') {
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector keeps no checkpoints.`, { details: { connector: this.manifest.name } });
+    }
+    const run = s.readCheckpoint.bind(s);
+    const value = await guardCall(scope, this.timeout('metadata', opts), (ctx) => run(key, ctx));
+    if (value !== null && typeof value !== 'string') {
+      throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${this.manifest.name} connector's checkpoint is not text.`, { details: { connector: this.manifest.name } });
+    }
+    return value;
+  }
+
+  /** A checkpoint commits with its batch only when the plugin keeps them, for Create, in one plugin call. */
+  private checkCheckpoint(action: WriteAction, records: number): void {
+    if (!this.transactionalCheckpoints || action !== 'Create') {
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector cannot save a checkpoint with a ${action} batch.`, { details: { connector: this.manifest.name, action } });
+    }
+    // Split into several calls, the batch would commit in parts and the checkpoint with the last only.
+    if (records > this.bulkLimit) {
+      throw new FerryError('CON_UNSUPPORTED', `A batch with a checkpoint holds at most ${this.bulkLimit} records (the connector's bulkLimit); it has ${records}.`, { details: { connector: this.manifest.name, records } });
+    }
   }
 
   /** Creates or widens a target entity to match a source entity; `CON_UNSUPPORTED` where the plugin cannot. */

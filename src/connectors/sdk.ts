@@ -166,6 +166,25 @@ export interface WriteOptions {
    * the conflict target of Upsert; default the entity's primary key.
    */
   keyFields?: string[];
+  /**
+   * Only for sessions that implement {@link ConnectorSession.readCheckpoint}, and only with Create:
+   * saved in the same transaction as the batch's records, so the batch and its checkpoint commit
+   * together or not at all (replication into a table without a key; docs/solutions.md).
+   */
+  checkpoint?: Checkpoint;
+}
+
+/**
+ * The table a plugin keeps {@link Checkpoint}s in, beside the caller's tables (and hidden from its
+ * metadata): `key` text primary key, `value` text, `saved_at` text.
+ */
+export const CHECKPOINT_TABLE = '_ferry_checkpoints';
+
+/** A caller's checkpoint kept in the target datastore itself: an opaque value under a key. */
+export interface Checkpoint {
+  /** At most 500 characters. */
+  key: string;
+  value: string;
 }
 
 // ── ensureEntity (replication targets) ─────────────────────────────────────────
@@ -207,6 +226,12 @@ export interface ConnectorSession {
   nativeQuery?(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncIterable<RecordBatch>;
   /** Replication targets: creates the entity to match `source`, or adds the fields it lacks. */
   ensureEntity?(source: EntityMetadata, options: EnsureEntityOptions, ctx: CallContext): Promise<EnsureEntityResult>;
+  /**
+   * Transactional checkpoints (optional): the value last saved under `key` by a write with
+   * `options.checkpoint`, or null. A session that has it must honour `checkpoint` on Create
+   * writes (and may refuse it, as Unsupported, on other actions).
+   */
+  readCheckpoint?(key: string, ctx: CallContext): Promise<string | null>;
   disconnect(ctx: CallContext): Promise<void>;
 }
 

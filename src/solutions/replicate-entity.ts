@@ -1,0 +1,253 @@
+/**
+ * The copy of one entity in a Replication run (docs/solutions.md "Replication"):
+ *
+ *   source.entity ─▶ target.ensureEntity (create / add fields) ─▶ choose net-change field,
+ *   write action and where the checkpoint lives ─▶ load the checkpoint
+ *        │
+ *        ▼
+ *   query (net change since the watermark, or everything ascending by the field) ─ read ahead ─┐
+ *        ┌──────────────────────────────────────────────────────────────────────────────────┘
+ *        ▼
+ *   skip records at the watermark already copied ─▶ write (Upsert by key | Create) ─▶ checkpoint
+ *        ▲                                                                              │
+ *        └─────────────────────────── next batch (read while this one was written) ◀────┘
+ *
+ * The checkpoint is the Map runtime's watermark (MarkTracker). It lives in the Solution's state
+ * store (a file per entity), or — for a Create into a target whose Connector keeps transactional
+ * checkpoints — in the target itself, saved in the same transaction as the batch, so that a crash
+ * can never leave a batch written without its checkpoint (which a re-read would write twice).
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
+import { readAhead } from '../connectors/read-ahead.js';
+import type { Checkpoint, ConnectorRecord, RecordBatch, WriteAction } from '../connectors/sdk.js';
+import { FerryError, isFerryError } from '../errors/ferry-error.js';
+import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import type { RunRecordError } from '../protocol/solutions.js';
+import { netChangeField } from './net-change-field.js';
+import type { ReplicationStateStore } from './replication-state.js';
+import { EntityStats } from './replication-stats.js';
+
+/** What one entity's copy needs of the run. */
+export interface EntityRun {
+  source: HostConnection;
+  target: HostConnection;
+  checkForBulk: boolean;
+  signal: AbortSignal;
+  state: ReplicationStateStore;
+  batchSize?: number | undefined;
+  onProgress?: ((p: { entity: string; processed: number; failed: number }) => void) | undefined;
+  onRecordError?: ((e: RunRecordError) => void) | undefined;
+  log: Logger;
+}
+
+export interface EntityOutcome {
+  stats: EntityStats;
+  /** The signal stopped it; what was checkpointed stands. */
+  cancelled: boolean;
+}
+
+/** Copies one entity; never throws (a failure of the entity as a whole is its `fatal`). */
+export async function replicateEntity(name: string, run: EntityRun): Promise<EntityOutcome> {
+  const stats = new EntityStats(name);
+  const log = run.log.child({ entity: name });
+  try {
+    return { stats, cancelled: await copy(name, run, stats, log) };
+  } catch (err) {
+    if (run.signal.aborted) return { stats, cancelled: true };
+    stats.fatal = err instanceof Error ? err.message : String(err);
+    const kind = isFerryError(err) ? err.kind : 'system';
+    const data = { err: isFerryError(err) ? { code: err.code, message: err.message, details: err.details } : err, processed: stats.processed };
+    if (kind === 'system') log.error(data, 'entity replication failed');
+    else log.warn(data, 'entity replication failed');
+    return { stats, cancelled: false };
+  }
+}
+
+/** The copy itself; true when the signal stopped it. */
+async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logger): Promise<boolean> {
+  const { source, target, signal } = run;
+  const src = await source.entity(name, { signal });
+  const field = netChangeField(src);
+  if (field === undefined) {
+    // Refused before the target is created: the key it would have is the existing target's, else the source's.
+    const existing = await target.entity(name, { signal }).catch((err: unknown) => {
+      if (isFerryError(err) && err.code === 'CON_ENTITY_NOT_FOUND') return undefined;
+      throw err;
+    });
+    if (!(existing ?? src).fields.some((f) => f.isPrimaryKey)) throw unkeyed(name, existing?.fullName ?? name);
+  }
+  const ensured = await target.ensureEntity(src, { signal });
+  const dest = ensured.entity;
+  if (ensured.created) log.info({ target: dest.fullName }, 'target entity created');
+  if (ensured.addedFields.length) log.info({ target: dest.fullName, fields: ensured.addedFields }, 'target entity gained fields');
+  // Once per entity and run: the types are left as they are, values that do not fit fail alone.
+  if (ensured.mismatchedFields.length) log.warn({ target: dest.fullName, fields: ensured.mismatchedFields }, 'target fields differ in type from the source');
+
+  const keyFields = dest.fields.filter((f) => f.isPrimaryKey).map((f) => f.fullName);
+  if (keyFields.length === 0 && field === undefined) throw unkeyed(name, dest.fullName);
+  // A keyed target is written by key, so a record read twice (a re-copy, a batch re-read after a
+  // crash) is written over, never doubled.
+  const action: WriteAction = keyFields.length ? 'Upsert' : 'Create';
+  stats.action(action);
+  const bulk = run.checkForBulk && (dest.actions.find((a) => a.action === action)?.supportsBulk ?? false);
+  const inTarget = action === 'Create' && field !== undefined && target.transactionalCheckpoints;
+  const limit = Math.min(source.bulkLimit, target.bulkLimit);
+  const batchSize = Math.max(1, Math.min(run.batchSize ?? limit, limit));
+  const store = field === undefined ? undefined : run.state.entity(name, field);
+  const cpKey = field === undefined ? '' : checkpointKey(source.connectionId, name, field);
+
+  let saved: WatermarkState | null = null;
+  if (field !== undefined && store) {
+    if (ensured.created) {
+      // A target made anew gets everything: a checkpoint of an earlier target must not survive an
+      // abort before this copy's first one.
+      if (inTarget) await target.write('Create', dest.fullName, [], { checkpoint: { key: cpKey, value: 'null' } });
+      await store.clear();
+    } else if (inTarget) {
+      // The file store holds one only if the target had a key before: better than a full Create.
+      saved = parseCheckpoint(await target.readCheckpoint(cpKey, { signal }), name) ?? (await store.load());
+    } else saved = await store.load();
+  }
+  const sourceKeys = src.fields.filter((f) => f.isPrimaryKey).map((f) => f.fullName);
+  const tracker = new MarkTracker(saved?.lastRunDate ?? null, saved?.processedAtLastRunDate ?? [], field ?? '', sourceKeys);
+  const since = tracker.value;
+  const query: HostQueryOptions = { batchSize, signal };
+  // The first copy reads ascending by the field (nulls last) so it can checkpoint batch by batch.
+  if (field !== undefined) Object.assign(query, since !== null ? { netChange: { field, since } } : { orderBy: [{ field, direction: 'asc' }] });
+  log.info({ target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget }, 'entity replication started');
+
+  const reportKeys = keyFields.length ? keyFields : sourceKeys;
+  /** Writes records (with their checkpoint when it lives in the target); returns how many were refused. */
+  const write = async (records: readonly ConnectorRecord[]): Promise<{ failed: number; moved: boolean }> => {
+    const moved = field !== undefined && tracker.advance(atTop(records, field));
+    const cp: Checkpoint | undefined = inTarget && moved ? { key: cpKey, value: JSON.stringify(tracker.state()) } : undefined;
+    const t = performance.now();
+    // No signal: a write is never cut short, so a stop never leaves half a batch written.
+    const results = await target.write(action, dest.fullName, records, cp ? { checkpoint: cp } : {});
+    let failed = 0;
+    for (let k = 0; k < results.length; k++) {
+      const r = results[k];
+      if (!r || r.ok) continue;
+      failed++;
+      const rec = records[k] as ConnectorRecord;
+      const key = reportKeys.length ? Object.fromEntries(reportKeys.map((f) => [f, rec[f] ?? null])) : undefined;
+      run.onRecordError?.({
+        id: randomUUID(),
+        mapName: name,
+        sourceEntity: name,
+        blockId: 'write',
+        blockName: action,
+        code: 'RUN_WRITE_FAILED',
+        errorMessage: `${dest.fullName} refused the record: ${r.error.message}`.slice(0, 10_000),
+        errorDetail: JSON.stringify({ target: dest.fullName, recordError: r.error, ...(key ? { key } : {}) }).slice(0, 20_000),
+        canReprocess: false,
+      });
+    }
+    stats.write(performance.now() - t, records.length, failed);
+    return { failed, moved };
+  };
+
+  const batches = readAhead(timed(source.query(name, undefined, query), stats));
+  try {
+    for await (const read of batches) {
+      if (signal.aborted) return true;
+      const t0 = performance.now();
+      // Records at exactly the watermark that an earlier run already copied are read again: skip them.
+      const batch = field !== undefined ? tracker.skip(read) : read;
+      if (batch.length === 0) continue;
+      let failed = 0;
+      let moved = false;
+      if (bulk) ({ failed, moved } = await write(batch));
+      else {
+        for (const rec of batch) {
+          const r = await write([rec]);
+          failed += r.failed;
+          moved ||= r.moved;
+        }
+      }
+      // A refused record counts as done: it is reported, and copied again when it changes again.
+      if (moved && !inTarget && store) await store.save(tracker.state() as WatermarkState);
+      stats.batch(performance.now() - t0, batch.length, failed);
+      run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
+    }
+  } catch (err) {
+    if (signal.aborted) return true;
+    throw err;
+  }
+  log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: tracker.value }, 'entity replicated');
+  return false;
+}
+
+function unkeyed(name: string, target: string): FerryError {
+  return new FerryError(
+    'RUN_REPLICATION_UNKEYED',
+    `${name} cannot be replicated: its target ${target} has no primary key and the source has no modification-stamp field, so every run would copy all its records again and double them. Give the table a primary key or a datetime field such as modified_at.`,
+    { details: { entity: name, target } },
+  );
+}
+
+/**
+ * The records of an ascending batch at its newest net-change value: all that MarkTracker.advance
+ * needs (the newest value and the identities at it), found from the end so that a batch costs a
+ * few comparisons rather than two date parses per record. Records without a value come last
+ * (nulls last) and move nothing.
+ */
+function atTop(records: readonly ConnectorRecord[], field: string): ConnectorRecord[] {
+  let i = records.length - 1;
+  while (i >= 0 && (records[i]?.[field] ?? null) === null) i--;
+  if (i < 0) return [];
+  const top = (records[i] as ConnectorRecord)[field];
+  const mark = String(top);
+  let j = i;
+  while (j > 0) {
+    const v = (records[j - 1] as ConnectorRecord)[field];
+    if (v !== top && !sameMark(mark, v)) break;
+    j--;
+  }
+  return records.slice(j, i + 1);
+}
+
+/** The source's batches, timing each pull (with read-ahead: the read itself, beside the write). */
+async function* timed(source: AsyncIterable<RecordBatch>, stats: EntityStats): AsyncGenerator<RecordBatch, void, undefined> {
+  const it = source[Symbol.asyncIterator]();
+  let done = false;
+  try {
+    for (;;) {
+      const t = performance.now();
+      const r = await it.next();
+      if (r.done) {
+        done = true;
+        return;
+      }
+      stats.read(performance.now() - t, r.value.length);
+      yield r.value;
+    }
+  } finally {
+    if (!done) await it.return?.();
+  }
+}
+
+/** The key of an entity's checkpoint in the target: readable, or a hash when too long. */
+function checkpointKey(sourceConnectionId: string, entity: string, field: string): string {
+  const key = `rs:${sourceConnectionId}:${entity}:${field}`;
+  return key.length <= 500 ? key : `rs:${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** A checkpoint as the target keeps it (JSON of a WatermarkState, or null after a reset). */
+function parseCheckpoint(value: string | null, entity: string): WatermarkState | null {
+  if (value === null) return null;
+  let o: { lastRunDate?: unknown; processedAtLastRunDate?: unknown } | null | undefined;
+  try {
+    o = JSON.parse(value) as typeof o;
+  } catch {
+    o = undefined;
+  }
+  if (o === null) return null;
+  const ids = o?.processedAtLastRunDate;
+  if (typeof o !== 'object' || typeof o.lastRunDate !== 'string' || (ids !== undefined && !(Array.isArray(ids) && ids.every((x) => typeof x === 'string')))) {
+    throw new FerryError('RUN_CHECKPOINT_INVALID', `The replication checkpoint of ${entity} in the target is not a watermark.`, { details: { entity } });
+  }
+  return { lastRunDate: o.lastRunDate, ...(Array.isArray(ids) ? { processedAtLastRunDate: ids } : {}) };
+}

@@ -1,0 +1,221 @@
+/**
+ * The Replication engine on real datastores: SQLite → PostgreSQL (when FERRY_TEST_DATABASE_URL
+ * names a server) and SQLite → SQLite. First copy, net change, a new column, a refused record, an
+ * entity that cannot be replicated, a stop and a kill -9 part-way — after each the target equals
+ * the source, with nothing lost and nothing doubled, keyed or not.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Importing the store helper applies its rule: in CI (CI=true) a missing FERRY_TEST_DATABASE_URL fails the run.
+import { createTestDatabase } from '../../helpers/stores.js';
+import type { ConnectionProperties } from '../../../src/connectors/sdk.js';
+import { FileReplicationState, MemoryReplicationState } from '../../../src/solutions/replicate.js';
+import { EVENTS, ORDERS, count, makeSource, open, run, snapshot, sqlite, stamp, tempDir, type Conns } from './replicate-helpers.js';
+
+const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
+if (!PG_URL) process.stderr.write('FERRY_TEST_DATABASE_URL is not set: replication into PostgreSQL is skipped (SQLite → SQLite still runs).\n');
+
+interface Target {
+  connector: string;
+  properties: ConnectionProperties;
+  drop(): Promise<void>;
+}
+
+/** Makes a fresh, empty target datastore. */
+type TargetKind = { name: string; make(dir: string, n: number): Promise<Target> };
+const TARGETS: TargetKind[] = [
+  { name: 'sqlite', make: (dir, n) => Promise.resolve({ connector: 'SQLite', properties: { file: path.join(dir, `target-${n}.db`), create: 'true' }, drop: () => Promise.resolve() }) },
+  ...(PG_URL
+    ? [{
+        name: 'postgres',
+        async make(): Promise<Target> {
+          const db = await createTestDatabase();
+          return { connector: 'PostgreSQL', properties: { connectionString: db.url }, drop: db.drop };
+        },
+      }]
+    : []),
+];
+
+const ALL = ['orders', 'customers', 'events', 'regions', 'codes'];
+/** Distinct instants after every stamp of the source. */
+const later = (i: number): string => stamp((ORDERS + i) * 7);
+
+async function expectEqual(c: Conns, entity: string): Promise<void> {
+  const [a, b] = await Promise.all([snapshot(c.source, entity), snapshot(c.target, entity)]);
+  expect(b.length).toBe(a.length);
+  expect(b).toEqual(a);
+}
+
+describe.each(TARGETS)('replication sqlite → $name', (kind) => {
+  const dir = tempDir();
+  const sourceFile = path.join(dir, 'source.db');
+  const targets: Target[] = [];
+  const opened: Conns[] = [];
+  let c: Conns;
+  const state = new FileReplicationState(path.join(dir, 'state'));
+  const fresh = async (): Promise<{ conns: Conns; target: Target }> => {
+    const target = await kind.make(dir, targets.length);
+    targets.push(target);
+    const conns = await open(sourceFile, target);
+    opened.push(conns);
+    return { conns, target };
+  };
+
+  beforeAll(async () => {
+    makeSource(sourceFile);
+    c = (await fresh()).conns;
+  });
+  afterAll(async () => {
+    for (const o of opened) await o.close();
+    for (const t of targets) await t.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the first run creates the tables and copies every record; an entity with neither key nor stamp fails alone', async () => {
+    const r = await run(c, state, ALL);
+    expect(r.cancelled).toBe(false);
+    expect(r.statistics.map((s) => s.entity)).toEqual(ALL);
+    expect(r.by).toEqual({ orders: ORDERS, customers: 300, events: EVENTS, regions: 20, codes: 0 });
+    expect(r.processed).toBe(ORDERS + 300 + EVENTS + 20);
+    expect(r.failed).toBe(0);
+    const codes = r.statistics.find((s) => s.entity === 'codes');
+    expect(codes?.fatal).toMatch(/no primary key/);
+    expect(r.fatal).toMatch(/^codes: /);
+    for (const s of r.statistics.filter((x) => x.entity !== 'codes')) {
+      expect(s.fatal).toBeUndefined();
+      expect(s.mapName).toBe(s.entity);
+      expect(s.blocks.map((b) => b.name)).toEqual(['Read', s.entity === 'events' ? 'Create' : 'Upsert']);
+      expect(s.blocks[1]?.processed).toBe(s.processed);
+    }
+    for (const e of ['orders', 'customers', 'events', 'regions']) await expectEqual(c, e);
+    // The checkpoint table of the keyless entity stays out of the target's metadata.
+    const md = await c.target.metadata({ reload: true });
+    expect(md.entities.map((e) => e.fullName).sort()).toEqual(['customers', 'events', 'orders', 'regions']);
+  });
+
+  it('a second run copies exactly the 10 changed and 5 added records; an entity without a stamp is copied again, not doubled', async () => {
+    sqlite(sourceFile, `UPDATE orders SET qty = 999, modified_at = '${later(1)}' WHERE id IN (3, 500, 501, 502, 7000, 9999, 12000, 15000, 19999, 20000)`);
+    for (let i = 1; i <= 5; i++) sqlite(sourceFile, 'INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)', ORDERS + i, 'new', '1.50', 1, 2.5, later(2));
+    const r = await run(c, state, ALL);
+    expect(r.by).toEqual({ orders: 15, customers: 0, events: 0, regions: 20, codes: 0 });
+    for (const e of ['orders', 'customers', 'events', 'regions']) await expectEqual(c, e);
+    expect(await count(c.target, 'regions')).toBe(20);
+  });
+
+  it('a new source column appears on the target', async () => {
+    sqlite(sourceFile, 'ALTER TABLE orders ADD COLUMN note TEXT');
+    sqlite(sourceFile, `UPDATE orders SET note = 'hello', modified_at = '${later(3)}' WHERE id IN (1, 2, 3)`);
+    const r = await run(c, state, ['orders']);
+    expect(r.by).toEqual({ orders: 3 });
+    const md = await c.target.entity('orders', { reload: true });
+    expect(md.fields.map((f) => f.fullName)).toContain('note');
+    await expectEqual(c, 'orders');
+  });
+
+  it('a record the target refuses becomes a record error, and the others arrive', async () => {
+    if (kind.name === 'postgres') {
+      await c.target.nativeQuery(`ALTER TABLE customers ADD CONSTRAINT not_bad CHECK (name <> 'bad')`)[Symbol.asyncIterator]().next();
+    } else {
+      const file = targets[0]?.properties['file'] as string;
+      sqlite(file, `CREATE TRIGGER not_bad_i BEFORE INSERT ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;
+        CREATE TRIGGER not_bad_u BEFORE UPDATE ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;`);
+    }
+    sqlite(sourceFile, `UPDATE customers SET name = 'bad', updated = '${later(4)}' WHERE code = 'c1'`);
+    sqlite(sourceFile, `UPDATE customers SET name = 'good', updated = '${later(4)}' WHERE code IN ('c2', 'c3')`);
+    sqlite(sourceFile, `INSERT INTO customers VALUES ('c900', 'bad', '${later(5)}'), ('c901', 'fine', '${later(5)}')`);
+    const r = await run(c, state, ['customers']);
+    expect(r.by).toEqual({ customers: 5 });
+    expect(r.failed).toBe(2);
+    expect(r.statistics[0]?.failed).toBe(2);
+    expect(r.fatal).toBeUndefined();
+    expect(r.errors).toHaveLength(2);
+    for (const e of r.errors) {
+      expect(e).toMatchObject({ mapName: 'customers', sourceEntity: 'customers', code: 'RUN_WRITE_FAILED', canReprocess: false });
+      expect(e.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
+      expect(e.errorMessage).toMatch(/refused the record/);
+    }
+    expect(r.errors.map((e) => (JSON.parse(e.errorDetail) as { key: { code: string } }).key.code).sort()).toEqual(['c1', 'c900']);
+    const target = await snapshot(c.target, 'customers');
+    expect(target.filter((l) => l.includes('"good"'))).toHaveLength(2);
+    expect(target.some((l) => l.includes('"c901"'))).toBe(true);
+    expect(target.some((l) => l.includes('"c900"'))).toBe(false);
+  });
+
+  it('a run stopped part-way resumes where its checkpoint stands: nothing lost, nothing doubled, keyed or not', async () => {
+    const { conns } = await fresh();
+    const st = new MemoryReplicationState();
+    const stop = new AbortController();
+    const first = await run(conns, st, ['orders', 'events'], {
+      batchSize: 1000,
+      signal: stop.signal,
+      onProgress: (p) => {
+        if (p.processed >= 5000) stop.abort();
+      },
+    });
+    expect(first.cancelled).toBe(true);
+    expect(first.statistics.map((s) => s.entity)).toEqual(['orders']);
+    const done = first.by['orders'] as number;
+    expect(done).toBe(5000);
+    expect(await count(conns.target, 'orders')).toBe(done);
+
+    const second = await run(conns, st, ['orders']);
+    // Exactly the rest: the records at the checkpoint's instant already copied are skipped.
+    expect(second.by).toEqual({ orders: ORDERS + 5 - done });
+    await expectEqual(conns, 'orders');
+
+    const stopEvents = new AbortController();
+    const third = await run(conns, st, ['events'], {
+      batchSize: 700,
+      signal: stopEvents.signal,
+      onProgress: (p) => {
+        if (p.processed >= 2100) stopEvents.abort();
+      },
+    });
+    expect(third.cancelled).toBe(true);
+    expect(await count(conns.target, 'events')).toBe(2100);
+    const fourth = await run(conns, st, ['events']);
+    expect(fourth.by).toEqual({ events: EVENTS - 2100 });
+    await expectEqual(conns, 'events');
+  });
+
+  it('killed with SIGKILL part-way, the copy resumes from its last finished batch without doubling a record', async () => {
+    const target = await kind.make(dir, targets.length);
+    targets.push(target);
+    const stateDir = path.join(dir, `state-${targets.length}`);
+    const conns = await open(sourceFile, target);
+    opened.push(conns);
+    for (const entity of ['events', 'orders']) {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'replicate-child.ts'), JSON.stringify({ sourceFile, target, stateDir, entities: [entity], batchSize: 400 })], { stdio: ['ignore', 'ignore', 'inherit'] });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      // Killed once a fifth of the entity is in the target.
+      const deadline = Date.now() + 60_000;
+      const goal = (entity === 'events' ? EVENTS : ORDERS) / 5;
+      let seen = 0;
+      while (Date.now() < deadline && child.exitCode === null) {
+        seen = await count(conns.target, entity).catch(() => 0);
+        if (seen >= goal) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      child.kill('SIGKILL');
+      await exited;
+      expect(seen).toBeGreaterThanOrEqual(goal);
+      const again = await run(conns, new FileReplicationState(stateDir), [entity]);
+      expect(again.fatal).toBeUndefined();
+      await expectEqual(conns, entity);
+    }
+  }, 120_000);
+
+  it('without bulk writes, one record per write call, the copy is the same', async () => {
+    const { conns } = await fresh();
+    const r = await run(conns, new MemoryReplicationState(), ['customers', 'notes'], { checkForBulk: false, batchSize: 50 });
+    const customers = await count(conns.source, 'customers');
+    expect(r.by).toEqual({ customers, notes: 120 });
+    expect(r.statistics.map((s) => s.blocks[1]?.processed)).toEqual([customers, 120]);
+    await expectEqual(conns, 'customers');
+    await expectEqual(conns, 'notes');
+    const again = await run(conns, new MemoryReplicationState(), ['notes'], { checkForBulk: false });
+    expect(again.by).toEqual({ notes: 0 });
+  });
+});
