@@ -24,8 +24,14 @@ import { LogArchiveFiles } from './store/log-archives.js';
 import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
+import { History } from './history/history.js';
+import { RunReports } from './history/reports.js';
 import { SolutionMaps } from './solutions/maps.js';
 import { Solutions } from './solutions/solutions.js';
+import { SolutionAssignments } from './solutions/assignments.js';
+import { orgOfSolution, PrepareJobs } from './solutions/prepare.js';
+import { SolutionRuns } from './solutions/runs.js';
+import { failAbandonedPrepareJobs } from './store/repos/prepare.repo.js';
 import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
 import { packageRoot } from './util/package-root.js';
@@ -109,6 +115,28 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       timeoutMs: config.connectorInstallTimeout * 1000,
     });
+    const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
+    // Solutions on Agents: prepare builds what an Agent runs, assignments keep each Agent up to date.
+    const abandoned = await failAbandonedPrepareJobs(store.db, new Date().toISOString());
+    if (abandoned > 0) log.warn({ count: abandoned }, 'prepare jobs of a stopped Service process ended with an error');
+    const assignments = new SolutionAssignments({ db: store.db, secrets, commands, log });
+    const syncAgent = (agentId: string): void =>
+      void assignments.sync(agentId).catch((err: unknown) => log.warn({ err, agentId }, 'agent solutions not reconciled; they are at its next connect'));
+    const prepareJobs = new PrepareJobs({ db: store.db, commands, metadata, log, prepared: (solution) => assignments.sync(solution.agentId) });
+    const solutionRuns = new SolutionRuns({ db: store.db, commands, prepare: prepareJobs, assignments, log });
+    const solutions = new Solutions({
+      db: store.db,
+      isConnected: (agentId) => commands.isConnected(agentId),
+      changed: ({ solution, agentIds, definitionChanged }) => {
+        for (const agentId of agentIds) syncAgent(agentId);
+        // A created or changed Replication Solution prepares itself (clients start it without preparing).
+        if (solution && definitionChanged && solution.solutionType === 'Replication' && commands.isConnected(solution.agentId)) {
+          void orgOfSolution(store.db, solution)
+            .then((org) => prepareJobs.start(org, solution.id))
+            .catch((err: unknown) => log.warn({ err, solutionId: solution.id }, 'automatic prepare not started'));
+        }
+      },
+    });
     const app = await buildApp({
       config,
       store,
@@ -119,14 +147,23 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
       connectors,
       connections: new Connections({ db: store.db, secrets, marketplace: connectors }),
-      metadata: new ConnectionMetadata({ db: store.db, secrets, commands }),
+      metadata,
       connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands, marketplace: connectors }),
-      solutions: new Solutions({ db: store.db, isConnected: (agentId) => commands.isConnected(agentId) }),
+      solutions,
       maps: new SolutionMaps({ db: store.db }),
+      history: new History({ db: store.db }),
+      prepareJobs,
+      solutionRuns,
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
+    const runReports = new RunReports({ log });
     const reports = new ReportHandlers()
       .on('connectorInstall', applyInstallReport)
+      .on('runStarted', runReports.runStarted)
+      .on('runProgress', runReports.runProgress)
+      .on('runErrors', runReports.runErrors)
+      .on('runFinished', runReports.runFinished)
+      .on('scheduleSkipped', runReports.scheduleSkipped)
       .on('logArchiveFailed', async (tx, agent, report) => {
         await markAgentLogFailed(tx, report.logId, agent.id, report.error.message);
       });
@@ -136,7 +173,10 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       registry,
       reports,
-      onConnected: (agentId) => void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed')),
+      onConnected: (agentId) => {
+        void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
+        syncAgent(agentId);
+      },
     });
     gateway.attach(app.server);
     const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000 });
@@ -169,6 +209,8 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         connectors.stop();
         await housekeeping.stop();
         await gateway.close();
+        // After the channels closed: a prepare waiting on an Agent ends now, before the store closes.
+        await prepareJobs.settled();
         await app.close();
         // A package build started by a request or a reconcile must not write after the close.
         await packages.settled();

@@ -14,6 +14,9 @@ export { notConnected, type AgentCommand } from '../gateway/agent-command.js';
  *   outcome arrives as a report (30 s).
  * - `testConnection`, `preconnect`: the answer is the plugin's, whose own time-out is 60 s (90 s).
  * - `loadMetadata`: the plugin may take 10 minutes to read a large datastore's schema (11 min).
+ * - `assignSolutions`, `putSolution`: the Agent stores the list or the definition locally (30 s).
+ * - `startSolution`, `stopSolution`, `monitorSolution`: answered from the Agent's run queue at
+ *   once; the run itself reports through the outbox (10 s).
  */
 export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>> = {
   restart: 10_000,
@@ -23,6 +26,11 @@ export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>>
   testConnection: 90_000,
   preconnect: 90_000,
   loadMetadata: 11 * 60_000,
+  assignSolutions: 30_000,
+  putSolution: 30_000,
+  startSolution: 10_000,
+  stopSolution: 10_000,
+  monitorSolution: 10_000,
 };
 
 /**

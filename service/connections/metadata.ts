@@ -142,6 +142,27 @@ export class ConnectionMetadata {
     return { rows, total: await countMetadataRequests(this.opts.db, conn.id) };
   }
 
+  /**
+   * The cached metadata, or loaded now through `agentId` and awaited (prepare: no POLL). The load
+   * is recorded as a metadata request like any other; a failure throws API_METADATA_LOAD_FAILED
+   * with the Agent's reason.
+   */
+  async ensure(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string): Promise<MetadataDocument> {
+    const { db } = this.opts;
+    const cache = await getMetadataCache(db, conn.id);
+    const cached = cache?.metadata ? MetadataDocument.safeParse(JSON.parse(cache.metadata)) : undefined;
+    if (cached?.success) return cached.data;
+    const id = newId();
+    await insertMetadataRequest(db, { id, orgId: org.id, connectionId: conn.id, agentId, objectName: conn.name, startDate: nowIso(), endDate: null, state: 'Requested', errorMessage: null });
+    await pruneMetadataRequests(db, conn.id, KEEP_REQUESTS);
+    await this.#load(log, org, conn, agentId, id, cache !== undefined);
+    const fresh = await getMetadataCache(db, conn.id);
+    const parsed = fresh?.metadata ? MetadataDocument.safeParse(JSON.parse(fresh.metadata)) : undefined;
+    if (parsed?.success) return parsed.data;
+    const [latest] = await listMetadataRequests(db, conn.id, 1);
+    throw new FerryError('API_METADATA_LOAD_FAILED', `Loading the metadata of Connection ${conn.name} failed: ${latest?.errorMessage ?? 'unknown error'}`, { details: { connectionId: conn.id, requestId: id, agentId } });
+  }
+
   /** Forgets the cached metadata: the next read loads it again. */
   async reset(conn: ConnectionRow): Promise<void> {
     await resetMetadataCache(this.opts.db, conn.id);

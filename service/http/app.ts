@@ -112,6 +112,12 @@ function registerJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
+    // Clients of the original service send `Content-Type: application/json` with no body on
+    // start, provision and install: an empty body is no body.
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
       done(new FerryError('API_BODY_TOO_DEEP', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; send a flatter document.`), undefined);
       return;

@@ -7,8 +7,11 @@ import type { AgentRuntime } from '../agents/runtime.js';
 import type { ConnectionCommands } from '../connections/commands.js';
 import type { Connections } from '../connections/connections.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
+import type { History } from '../history/history.js';
 import type { SolutionMaps } from '../solutions/maps.js';
 import type { Solutions } from '../solutions/solutions.js';
+import type { PrepareJobs } from '../solutions/prepare.js';
+import type { SolutionRuns } from '../solutions/runs.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -35,4 +38,10 @@ export interface ServiceDeps {
   readonly solutions: Solutions;
   /** The Maps of Solutions and their revisions. */
   readonly maps: SolutionMaps;
+  /** The History of Solutions: executions, record errors, skipped due times. */
+  readonly history: History;
+  /** Prepare jobs of Solutions. */
+  readonly prepareJobs: PrepareJobs;
+  /** Start, stop and monitor runs on the Solutions' Agents. */
+  readonly solutionRuns: SolutionRuns;
 }

@@ -128,7 +128,7 @@ export class SolutionMaps {
         modifiedBy: by,
       });
       await insertMapRevision(tx, { mapId, revision: 1, model: JSON.stringify({ ...model, mapId }), comment: commentOf(body, comment) ?? INITIAL_REVISION_COMMENT, revisionDate: now, modifiedBy: by });
-      await updateSolution(tx, org.id, solution.id, { prepared: 0 });
+      await updateSolution(tx, org.id, solution.id, { prepared: 0, prepareState: null });
       return mapId;
     });
     return this.get(org.id, solution.id, id);
@@ -144,7 +144,7 @@ export class SolutionMaps {
       await this.opts.db.transaction().execute(async (tx) => {
         await insertMapRevision(tx, { mapId: row.id, revision, model: JSON.stringify({ ...model, mapId: row.id }), comment: commentOf(body, comment) ?? '', revisionDate: now, modifiedBy: by });
         await updateMap(tx, row.id, { ...summaryOf(model), revision, valid: 0, lastModificationDate: now, modifiedBy: by });
-        await updateSolution(tx, org.id, solution.id, { prepared: 0 });
+        await updateSolution(tx, org.id, solution.id, { prepared: 0, prepareState: null });
       });
     } catch (err) {
       // Two saves of one Map at once both took the next number: the revision's key lets one through.
@@ -163,7 +163,7 @@ export class SolutionMaps {
       if (!(await deleteMap(tx, solution.id, row.id))) throw mapNotFound(solution.id, row.id);
       const { rows } = await listMaps(tx, solution.id);
       for (const [i, r] of rows.entries()) if (r.linkIndex !== i) await updateMap(tx, r.id, { linkIndex: i });
-      await updateSolution(tx, orgId, solution.id, { prepared: 0 });
+      await updateSolution(tx, orgId, solution.id, { prepared: 0, prepareState: null });
     });
   }
 }

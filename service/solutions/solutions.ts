@@ -6,6 +6,7 @@ import { requireAgent, shownStatus } from '../agents/agents.js';
 import { listAgents } from '../store/repos/agents.repo.js';
 import { getConnection } from '../store/repos/connections.repo.js';
 import { listMaps, updateMap } from '../store/repos/maps.repo.js';
+import { recordMove } from '../store/repos/prepare.repo.js';
 import { deleteSolution, getSolution, insertSolution, listSolutions, solutionNameTaken, updateSolution, type SolutionSortColumn } from '../store/repos/solutions.repo.js';
 import type { AgentRow, Database, MapRow, OrgRow, SolutionRow, SolutionsTable } from '../store/schema.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -108,6 +109,18 @@ export interface SolutionsOptions {
   readonly db: Kysely<Database>;
   /** Whether the Agent holds an open channel to this Service (the Agent status shown depends on it). */
   readonly isConnected: (agentId: string) => boolean;
+  /**
+   * Told after each change of a Solution: the Agents whose assignments may differ now (the old and
+   * the new one), the Solution as stored (undefined once deleted), and whether what a run uses
+   * changed (it is Incomplete until prepared again).
+   */
+  readonly changed?: (change: SolutionChangeEvent) => void;
+}
+
+export interface SolutionChangeEvent {
+  readonly solution: SolutionRow | undefined;
+  readonly agentIds: readonly string[];
+  readonly definitionChanged: boolean;
 }
 
 export const solutionNotFound = (orgId: number, id: string): FerryError =>
@@ -215,7 +228,9 @@ export class Solutions {
       isDisabled: toFlag(disabled),
       reasonDisabled: disabled ? 1 : 0,
       prepared: 0,
+      prepareState: null,
       lastRunTime: null,
+      lastRunResult: null,
       inProgressStartTime: null,
       minAgentVersion: null,
       schedule: null,
@@ -231,6 +246,7 @@ export class Solutions {
       if (isUniqueViolation(err)) throw nameTaken(org.id, input.name);
       throw err;
     }
+    this.opts.changed?.({ solution: row, agentIds: [], definitionChanged: true });
     return this.view(row, agent);
   }
 
@@ -272,6 +288,7 @@ export class Solutions {
     try {
       await this.opts.db.transaction().execute(async (tx) => {
         if (reordered) for (const [i, mapId] of order.wanted.entries()) await updateMap(tx, mapId, { linkIndex: i });
+        if (agent.id !== current.agentId) await recordMove(tx, current.id, current.agentId, agent.id, nowIso());
         const found = await updateSolution(tx, org.id, current.id, {
           name: input.name,
           nameKey: input.name.toLowerCase(),
@@ -284,6 +301,7 @@ export class Solutions {
           isDisabled: toFlag(disabled),
           reasonDisabled: disabled ? 1 : 0,
           prepared: definitionChanged ? 0 : current.prepared,
+          ...(definitionChanged ? { prepareState: null } : {}),
           lastModificationDate: nowIso(),
           modificationBy: by,
         });
@@ -293,7 +311,9 @@ export class Solutions {
       if (isUniqueViolation(err)) throw nameTaken(org.id, input.name);
       throw err;
     }
-    return this.view(await this.require(org.id, current.id), agent);
+    const stored = await this.require(org.id, current.id);
+    this.opts.changed?.({ solution: stored, agentIds: [...new Set([current.agentId, stored.agentId])], definitionChanged });
+    return this.view(stored, agent);
   }
 
   /**
@@ -359,6 +379,8 @@ export class Solutions {
       modificationBy: by,
     });
     if (!found) throw solutionNotFound(org.id, current.id);
+    const after = await this.require(org.id, current.id);
+    this.opts.changed?.({ solution: after, agentIds: [current.agentId], definitionChanged: after.prepared !== current.prepared });
     return { solutionId: current.id, model: scheduleModelOf({ id: current.id, schedule: onDemand ? null : JSON.stringify(stored) }) };
   }
 
@@ -369,6 +391,7 @@ export class Solutions {
       throw new FerryError('API_CONFLICT', `Solution ${row.name} is running (since ${row.inProgressStartTime}); stop it or wait for the run to end, then delete it.`);
     }
     if (!(await deleteSolution(this.opts.db, orgId, row.id))) throw solutionNotFound(orgId, row.id);
+    this.opts.changed?.({ solution: undefined, agentIds: [row.agentId], definitionChanged: true });
   }
 
   /**

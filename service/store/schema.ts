@@ -32,6 +32,12 @@ export interface Database {
   solutions: SolutionsTable;
   maps: MapsTable;
   mapRevisions: MapRevisionsTable;
+  executions: ExecutionsTable;
+  executionErrors: ExecutionErrorsTable;
+  scheduleSkips: ScheduleSkipsTable;
+  prepareJobs: PrepareJobsTable;
+  preparedSolutions: PreparedSolutionsTable;
+  solutionMoves: SolutionMovesTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -418,6 +424,8 @@ export interface SolutionsTable {
   /** Whether prepare ran since the definition last changed. */
   prepared: Flag;
   lastRunTime: string | null;
+  /** The result of the last run that finished (a History result; see migration 012); null before the first. */
+  lastRunResult: string | null;
   /** Start of the current run; null when none runs. */
   inProgressStartTime: string | null;
   minAgentVersion: string | null;
@@ -425,6 +433,8 @@ export interface SolutionsTable {
   schedule: string | null;
   /** The compiled ScheduleRule (JSON) due times are computed from; null = on demand. */
   scheduleRule: string | null;
+  /** Preparing while a prepare job runs, ProvisionError when the last one failed; null otherwise. */
+  prepareState: string | null;
   creationDate: string;
   lastModificationDate: string;
   modificationBy: string | null;
@@ -470,3 +480,104 @@ export interface MapRevisionsTable {
 }
 
 export type MapRevisionRow = Selectable<MapRevisionsTable>;
+
+/** A prepare job (SPEC.md "Prepare job"). */
+export interface PrepareJobsTable {
+  id: string;
+  solutionId: string;
+  orgId: number;
+  creationDate: string;
+  finishDate: string | null;
+  isComplete: Flag;
+  hasError: Flag;
+  message: string;
+  /** JSON `[{mapId, message}]`. */
+  mapErrors: string;
+}
+
+export type PrepareJobRow = Selectable<PrepareJobsTable>;
+
+/** What the last successful prepare built for the Solution's Agent (PreparedSolution without properties, JSON). */
+export interface PreparedSolutionsTable {
+  solutionId: string;
+  agentId: string;
+  body: string;
+  preparedAt: string;
+}
+
+export type PreparedSolutionRow = Selectable<PreparedSolutionsTable>;
+
+/** One run of a Solution as its Agent reported it (History, migration 012). */
+export interface ExecutionsTable {
+  /** The History `id` clients see: an integer, never reused. */
+  id: Generated<number>;
+  /** The run's ID (`processExecutionId`): every report about the run names it. */
+  runId: string;
+  solutionId: string;
+  orgId: number;
+  /** The Agent that ran it; no foreign key, so History never holds an Agent back. */
+  agentId: string;
+  /** `start` or `schedule` (src/protocol/solutions.ts RUN_TRIGGERS). */
+  trigger: string;
+  /** The due time a scheduled run fired for. */
+  dueAt: string | null;
+  start: string;
+  /** Null while the run is on. */
+  stop: string | null;
+  /** A RUN_RESULTS value; null while the run is on (shown InProgress). */
+  result: string | null;
+  recordsProcessed: number;
+  recordsFailed: number;
+  /** The fatal error's text, or why the run stopped early. */
+  details: string | null;
+  stopped: Flag;
+  isReprocessJob: Flag;
+  sourceDataLocal: Flag;
+  /** JSON array of RunMapStats (src/protocol/solutions.ts). */
+  statistics: string;
+  lastProgressAt: string | null;
+}
+
+/** One record error of an execution. */
+export interface ExecutionErrorsTable {
+  /** The error's own ID from the report. */
+  id: string;
+  executionId: number;
+  /** 1, 2, … in order of arrival within the execution: the order of the list and its page key. */
+  seq: number;
+  mapId: number | null;
+  mapName: string;
+  sourceEntity: string;
+  blockId: string | null;
+  blockName: string | null;
+  code: string;
+  errorMessage: string;
+  errorDetail: string;
+  canReprocess: Flag;
+  marked: Flag;
+  failedRecordId: string | null;
+  created: string;
+}
+
+/** A due time of a Solution's schedule that did not start a run. */
+export interface ScheduleSkipsTable {
+  solutionId: string;
+  dueAt: string;
+  /** `running`, `missed` or `paused` (src/protocol/solutions.ts ScheduleSkippedReport). */
+  reason: string;
+  /** When the Agent decided it. */
+  at: string;
+}
+
+export type ExecutionRow = Selectable<ExecutionsTable>;
+export type NewExecutionRow = Insertable<ExecutionsTable>;
+export type ExecutionUpdate = Updateable<ExecutionsTable>;
+export type ExecutionErrorRow = Selectable<ExecutionErrorsTable>;
+export type ScheduleSkipRow = Selectable<ScheduleSkipsTable>;
+
+/** A Solution moved away from `fromAgentId`, which has not yet confirmed an assignment list without it. */
+export interface SolutionMovesTable {
+  solutionId: string;
+  fromAgentId: string;
+  movedAt: string;
+}

@@ -13,6 +13,8 @@ import { connectorInstalls, type PreinstalledConnector } from './migrations/008-
 import { solutions } from './migrations/009-solutions.js';
 import { solutionSchedules } from './migrations/010-solution-schedules.js';
 import { maps } from './migrations/011-maps.js';
+import { executions } from './migrations/012-executions.js';
+import { prepare } from './migrations/013-prepare.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -106,6 +108,8 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '009-solutions': solutions(),
     '010-solution-schedules': solutionSchedules(),
     '011-maps': maps(dialect),
+    '012-executions': executions(dialect),
+    '013-prepare': prepare(),
   };
 }
 

@@ -23,6 +23,9 @@ import connectionsRoutes from './connections.routes.js';
 import connectionMetadataRoutes from './connection-metadata.routes.js';
 import solutionsRoutes from './solutions.routes.js';
 import mapsRoutes from './maps.routes.js';
+import historyRoutes from './history.routes.js';
+import solutionRunsRoutes from './solution-runs.routes.js';
+import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
-export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, marketplaceRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes];
+export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, marketplaceRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes, historyRoutes, solutionRunsRoutes, agentLookupTablesRoutes];

@@ -78,10 +78,25 @@ export async function solutionNamesUsingAgent(db: Db, agentId: string): Promise<
 /** Names of the Solutions with the Connection as source or target, by name. */
 export async function solutionNamesUsingConnection(db: Db, connectionId: string): Promise<string[]> {
   const id = connectionId.toLowerCase();
+  // A Map keeps the Connection IDs it reads from and writes to as JSON arrays of GUIDs (in the case
+  // the client sent them): a quoted GUID, ignoring case, matches only itself.
+  const quoted = JSON.stringify(id);
   const rows = await db
     .selectFrom('solutions')
     .select('name')
-    .where((eb) => eb.or([eb('connectionIdForSource', '=', id), eb('connectionIdForTarget', '=', id)]))
+    .where((eb) =>
+      eb.or([
+        eb('connectionIdForSource', '=', id),
+        eb('connectionIdForTarget', '=', id),
+        eb.exists(
+          eb
+            .selectFrom('maps')
+            .select('maps.id')
+            .whereRef('maps.solutionId', '=', 'solutions.id')
+            .where((m) => m.or([containsInsensitive('maps.sources', quoted), containsInsensitive('maps.targets', quoted)])),
+        ),
+      ]),
+    )
     .orderBy('nameKey')
     .execute();
   return rows.map((r) => r.name);

@@ -45,6 +45,25 @@ describe('solutionStatus', () => {
     expect(solutionStatus({ ...prepared, solutionType: 'Replication' }, running)).toBe('OnDemand');
   });
 
+  it('adds the last run\'s outcome to Idle and OnDemand, and to nothing else', () => {
+    const scheduled = { ...prepared, nextRunTime: '2026-01-02T00:00:00.000Z' };
+    for (const [result, idle, onDemand] of [
+      ['FatalError', 'IdleLastRunFailed', 'OnDemandLastRunFailed'],
+      ['RecordErrorsAndFatalErrors', 'IdleLastRunFailed', 'OnDemandLastRunFailed'],
+      ['CompletedWithErrors', 'IdleLastRunRowErrors', 'OnDemandLastRunRowErrors'],
+      ['CompletedSuccessfully', 'Idle', 'OnDemand'],
+      [null, 'Idle', 'OnDemand'],
+    ] as const) {
+      expect(solutionStatus({ ...scheduled, lastRunResult: result }, running), String(result)).toBe(idle);
+      expect(solutionStatus({ ...prepared, lastRunResult: result }, running), String(result)).toBe(onDemand);
+    }
+    const failed = { ...prepared, lastRunResult: 'FatalError' };
+    expect(solutionStatus({ ...failed, inProgressStartTime: '2026-01-01T00:00:00.000Z' }, running)).toBe('InProgress');
+    expect(solutionStatus({ ...failed, solutionType: 'IntegrationEvent' }, running)).toBe('WaitingForEvent');
+    expect(solutionStatus({ ...failed, prepared: 0 }, running)).toBe('Incomplete');
+    expect(solutionStatus(failed, { status: 'HeartbeatLate' })).toBe('AgentHeartbeatLate');
+  });
+
   it('answers only statuses of the list, for every Agent status', () => {
     for (const status of AGENT_STATUSES) expect(SOLUTION_STATUSES).toContain(solutionStatus(prepared, { status }));
   });

@@ -1,0 +1,19 @@
+import type { z } from 'zod';
+import type { MonitorSolutionResult } from '../../../src/protocol/solutions.js';
+import type { PrepareJobRow } from '../../store/schema.js';
+import type { MonitorAnswer, PrepareJob } from '../schemas/solution-runs.schema.js';
+
+export function toPrepareJob(job: PrepareJobRow): z.infer<typeof PrepareJob> {
+  let mapErrorModels: Array<{ mapId: number; message: string }> = [];
+  try {
+    const v: unknown = JSON.parse(job.mapErrors);
+    if (Array.isArray(v)) mapErrorModels = v as typeof mapErrorModels;
+  } catch {
+    mapErrorModels = [];
+  }
+  return { id: job.id, solutionId: job.solutionId, creationDate: job.creationDate, isComplete: job.isComplete === 1, hasError: job.hasError === 1, mapErrorModels, message: job.message };
+}
+
+export function toMonitor(m: MonitorSolutionResult & { solutionId: string }): z.infer<typeof MonitorAnswer> {
+  return { solutionId: m.solutionId, running: m.running, runId: m.runId ?? null, startedAt: m.startedAt ?? null, recordsProcessed: m.processed, recordsFailed: m.failed };
+}

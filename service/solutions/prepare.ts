@@ -1,0 +1,249 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import { compilePlan } from '../../src/maps/compiler/plan.js';
+import { validateModel } from '../../src/maps/compiler/validate.js';
+import { connectionIdsOf } from '../../src/maps/open-run.js';
+import type { MetadataByConnection } from '../../src/maps/metadata.js';
+import { MapModel } from '../../src/protocol/map.js';
+import type { ConnectionMetadata as MetadataDocument } from '../../src/protocol/metadata.js';
+import type { PreparedMap, PreparedReplication, PreparedSolution } from '../../src/protocol/solutions.js';
+import { requireAgent } from '../agents/agents.js';
+import type { AgentCommands } from '../agents/commands.js';
+import type { ConnectionMetadata } from '../connections/metadata.js';
+import { getConnection } from '../store/repos/connections.repo.js';
+import { getMapRevision, listMaps, updateMap } from '../store/repos/maps.repo.js';
+import { getOrg } from '../store/repos/orgs.repo.js';
+import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
+import { finishPrepareJob, getPrepareJob, insertPrepareJob, latestPrepareJob, putPreparedSolution } from '../store/repos/prepare.repo.js';
+import type { ConnectionRow, Database, OrgRow, PrepareJobRow, SolutionRow } from '../store/schema.js';
+import { newId, nowIso } from '../util/values.js';
+import { replicationSettingsOf, solutionNotFound } from './solutions.js';
+
+/** One Map's reason prepare failed (SPEC.md `mapErrorModels`). */
+export interface MapErrorModel {
+  readonly mapId: number;
+  readonly message: string;
+}
+
+/** What prepare stores for an Agent: the prepared definition without what is added when it is sent (see assignments.ts). */
+export type PreparedBody = Omit<PreparedSolution, 'version' | 'isDisabled' | 'schedule' | 'capture' | 'connections' | 'name'> & {
+  readonly connections: ReadonlyArray<{ connectionId: string; connectorId: string; name: string }>;
+};
+
+export interface PrepareJobsOptions {
+  readonly db: Kysely<Database>;
+  readonly commands: AgentCommands;
+  readonly metadata: ConnectionMetadata;
+  readonly log: FastifyBaseLogger;
+  /** Called after a successful prepare: the Solution's Agent is brought up to date. */
+  readonly prepared: (solution: SolutionRow) => Promise<void>;
+}
+
+/** A prepare that failed as a whole (no Map to blame). */
+class PrepareFailure extends Error {}
+
+/**
+ * Prepare (SPEC.md "Solution jobs"): an asynchronous job that gathers the Solution's Connections
+ * and their metadata through its Agent (from the metadata cache when loaded), validates and
+ * compiles every Map with the engine's compiler, and stores what the Agent needs to run it.
+ *
+ *   POST …/prepare ─▶ job (isComplete false), Solution Preparing
+ *        └─ Agent connected? ─▶ Connections + metadata ─▶ RS: entities resolved
+ *                                                      └▶ IS/MS: each Map validated and compiled
+ *           ─▶ errors: job hasError, mapErrorModels, Solution ProvisionError
+ *           ─▶ none:   prepared_solutions row, Solution prepared, its Agent brought up to date
+ *
+ * One job runs per Solution at a time: a second POST answers the running one. A Solution changed
+ * while its prepare ran stays Incomplete (the job says so).
+ */
+export class PrepareJobs {
+  /** Jobs running in this process, by Solution ID. */
+  readonly #running = new Map<string, { job: PrepareJobRow; done: Promise<PrepareJobRow> }>();
+
+  constructor(private readonly opts: PrepareJobsOptions) {}
+
+  /** Starts a prepare (or answers the one running); `done` resolves with the finished job. */
+  async start(org: OrgRow, solutionId: string): Promise<{ job: PrepareJobRow; done: Promise<PrepareJobRow> }> {
+    const { db } = this.opts;
+    const solution = await getSolution(db, org.id, solutionId);
+    if (!solution) throw solutionNotFound(org.id, solutionId);
+    const running = this.#running.get(solution.id);
+    if (running) return running;
+    const job: PrepareJobRow = { id: newId(), solutionId: solution.id, orgId: org.id, creationDate: nowIso(), finishDate: null, isComplete: 0, hasError: 0, message: '', mapErrors: '[]' };
+    await insertPrepareJob(db, job);
+    await updateSolution(db, org.id, solution.id, { prepareState: 'Preparing' });
+    const done = this.#run(org, solution, job).finally(() => this.#running.delete(solution.id));
+    const entry = { job, done };
+    this.#running.set(solution.id, entry);
+    return entry;
+  }
+
+  /** A prepare job of the Solution. */
+  async get(orgId: number, solutionId: string, jobId: string): Promise<PrepareJobRow> {
+    const job = await getPrepareJob(this.opts.db, solutionId, jobId.toLowerCase());
+    if (!job || job.orgId !== orgId) throw new FerryError('API_NOT_FOUND', `Prepare job ${jobId} was not found for Solution ${solutionId}.`);
+    return job;
+  }
+
+  /** The Solution's latest prepare job, if any. */
+  latest(solutionId: string): Promise<PrepareJobRow | undefined> {
+    return latestPrepareJob(this.opts.db, solutionId);
+  }
+
+  /** Whether a prepare of the Solution runs in this process. */
+  isRunning(solutionId: string): boolean {
+    return this.#running.has(solutionId);
+  }
+
+  /** Waits for every running job (the Service is closing). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#running.values()].map((r) => r.done));
+  }
+
+  async #run(org: OrgRow, solution: SolutionRow, job: PrepareJobRow): Promise<PrepareJobRow> {
+    const { db, log } = this.opts;
+    let mapErrors: MapErrorModel[] = [];
+    let message = '';
+    let body: PreparedBody | undefined;
+    try {
+      const built = await this.#build(org, solution);
+      mapErrors = built.mapErrors;
+      body = built.body;
+      if (mapErrors.length > 0) message = `${mapErrors.length} Map(s) of Solution ${solution.name} are not valid: ${mapErrors.map((e) => `Map ${e.mapId}: ${e.message}`).join('; ')}`;
+    } catch (err) {
+      message = err instanceof PrepareFailure || isFerryError(err) ? err.message : `Prepare failed: ${err instanceof Error ? err.message : String(err)}`;
+      if (!(err instanceof PrepareFailure) && !isFerryError(err)) log.error({ err, solutionId: solution.id }, 'prepare failed unexpectedly');
+    }
+    const current = await getSolution(db, org.id, solution.id);
+    if (current && body && message === '' && current.lastModificationDate !== solution.lastModificationDate) {
+      message = `Solution ${solution.name} changed while it was being prepared; prepare it again.`;
+    }
+    const failed = message !== '';
+    const finished: PrepareJobRow = { ...job, finishDate: nowIso(), isComplete: 1, hasError: failed ? 1 : 0, message: failed ? message : 'Prepared', mapErrors: JSON.stringify(mapErrors) };
+    await db.transaction().execute(async (tx) => {
+      await finishPrepareJob(tx, finished);
+      if (!current) return;
+      if (failed) {
+        await updateSolution(tx, org.id, solution.id, { prepareState: 'ProvisionError' });
+        return;
+      }
+      await putPreparedSolution(tx, { solutionId: solution.id, agentId: solution.agentId, body: JSON.stringify(body), preparedAt: finished.finishDate ?? nowIso() });
+      await updateSolution(tx, org.id, solution.id, { prepared: 1, prepareState: null });
+    });
+    log.info({ solutionId: solution.id, jobId: job.id, hasError: failed, mapErrors: mapErrors.length }, 'prepare finished');
+    if (!failed && current) await this.opts.prepared(current).catch((err: unknown) => log.warn({ err, solutionId: solution.id }, 'prepared Solution not sent to its Agent; it is sent when the Agent connects'));
+    return finished;
+  }
+
+  async #build(org: OrgRow, solution: SolutionRow): Promise<{ body: PreparedBody; mapErrors: MapErrorModel[] }> {
+    const { db, commands } = this.opts;
+    const agent = await requireAgent(db, org.id, solution.agentId);
+    if (!commands.isConnected(agent.id)) {
+      throw new PrepareFailure(`Agent ${agent.name} is not connected: prepare loads the Connections' metadata through it. Start the Agent (or wait until its status is Running) and prepare again.`);
+    }
+    const connections = new Map<string, ConnectionRow>();
+    const metadata: Record<string, MetadataDocument> = {};
+    /** The Connection and its metadata, loaded once per prepare. */
+    const load = async (id: string): Promise<MetadataDocument> => {
+      const known = metadata[id];
+      if (known) return known;
+      const conn = await getConnection(db, org.id, id);
+      if (!conn) throw new PrepareFailure(`Connection ${id} was not found in Organization ${org.id}.`);
+      connections.set(conn.id, conn);
+      const md = await this.opts.metadata.ensure(this.opts.log, org, conn, agent.id);
+      metadata[conn.id] = md;
+      return md;
+    };
+    const base = { solutionId: solution.id, orgId: org.id, solutionType: solution.solutionType as PreparedSolution['solutionType'] };
+    if (solution.solutionType === 'Replication') {
+      const replication = await this.#replication(solution, load);
+      return { body: { ...base, maps: [], replication, lookupTables: [], connections: connectionList(connections) }, mapErrors: [] };
+    }
+    const mapErrors: MapErrorModel[] = [];
+    const maps: PreparedMap[] = [];
+    const lookupTables = new Set<string>();
+    const rows = (await listMaps(db, solution.id)).rows;
+    if (rows.length === 0) throw new PrepareFailure(`Solution ${solution.name} has no Maps: add a Map (POST …/maps/advanced), then prepare.`);
+    for (const row of rows) {
+      const rev = await getMapRevision(db, row.id);
+      const parsed = MapModel.safeParse(rev ? JSON.parse(rev.model) : undefined);
+      if (!parsed.success) {
+        mapErrors.push({ mapId: row.id, message: `The Map model is not valid: ${parsed.error.issues[0]?.message ?? 'unknown'}` });
+        await updateMap(db, row.id, { valid: 0 });
+        continue;
+      }
+      const model = { ...parsed.data, mapId: row.id, name: row.name };
+      const md: Record<string, MetadataDocument> = {};
+      let failure: string | undefined;
+      for (const id of connectionIdsOf(model)) {
+        try {
+          md[id] = await load(id);
+        } catch (err) {
+          failure = err instanceof Error ? err.message : String(err);
+          break;
+        }
+      }
+      if (failure === undefined) failure = firstErrors(model, md);
+      if (failure !== undefined) {
+        mapErrors.push({ mapId: row.id, message: failure });
+        await updateMap(db, row.id, { valid: 0 });
+        continue;
+      }
+      for (const name of compilePlan(model, md).lookupTables.names) lookupTables.add(name);
+      await updateMap(db, row.id, { valid: 1 });
+      maps.push({ mapId: row.id, name: row.name, enabled: row.enabled === 1, model: model });
+    }
+    return { body: { ...base, maps, replication: null, lookupTables: [...lookupTables], connections: connectionList(connections) }, mapErrors };
+  }
+
+  /** The RS Connections' metadata and the entities to copy: Selected ones checked, All and Recommended expanded. */
+  async #replication(solution: SolutionRow, load: (id: string) => Promise<MetadataDocument>): Promise<PreparedReplication> {
+    const settings = replicationSettingsOf(solution);
+    if (!solution.connectionIdForSource || !solution.connectionIdForTarget || !settings) {
+      throw new PrepareFailure(`Replication Solution ${solution.name} needs a source and a target Connection and its entities.`);
+    }
+    const source = await load(solution.connectionIdForSource);
+    await load(solution.connectionIdForTarget);
+    const queryable = source.entities.filter((e) => e.actions.some((a) => a.action === 'Query'));
+    let entities: string[];
+    if (settings.selectionType === 'Selected') {
+      const missing: string[] = [];
+      entities = settings.entities.flatMap((name) => {
+        const hit = queryable.find((e) => e.fullName === name) ?? queryable.find((e) => e.fullName.toLowerCase() === name.toLowerCase());
+        if (!hit) missing.push(name);
+        return hit ? [hit.fullName] : [];
+      });
+      if (missing.length > 0) throw new PrepareFailure(`The source Connection has no entity ${missing.join(', ')} to replicate: select entities it has (GET …/connections/{id}/metadata lists them).`);
+    } else {
+      // Recommended: the entities with a primary key, which replicate without duplicates on every run.
+      entities = (settings.selectionType === 'All' ? queryable : queryable.filter((e) => e.fields.some((f) => f.isPrimaryKey))).map((e) => e.fullName);
+    }
+    return {
+      sourceConnectionId: solution.connectionIdForSource,
+      targetConnectionId: solution.connectionIdForTarget,
+      selectionType: settings.selectionType,
+      entities,
+      checkForBulk: solution.checkForBulk === 1,
+    };
+  }
+}
+
+/** The validation errors of a Map as one message, or undefined when it has none. */
+function firstErrors(model: MapModel, metadata: MetadataByConnection): string | undefined {
+  const v = validateModel(model, metadata);
+  if (v.valid) return undefined;
+  const errors = v.results.filter((r) => r.severity === 'error');
+  return errors.map((r) => (r.blockName ? `${r.blockName}: ${r.message}` : r.message)).join('; ');
+}
+
+function connectionList(connections: ReadonlyMap<string, ConnectionRow>): PreparedBody['connections'] {
+  return [...connections.values()].map((c) => ({ connectionId: c.id, connectorId: c.connectorId, name: c.name }));
+}
+
+/** The Organization of a Solution (for jobs started without a request). */
+export async function orgOfSolution(db: Kysely<Database>, solution: Pick<SolutionRow, 'orgId'>): Promise<OrgRow> {
+  const org = await getOrg(db, solution.orgId);
+  if (!org) throw new FerryError('API_NOT_FOUND', `Organization ${solution.orgId} was not found.`);
+  return org;
+}
