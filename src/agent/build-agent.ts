@@ -12,6 +12,15 @@ import { zipLogsCommand } from './commands/zip-logs.command.js';
 import { testConnectionCommand } from './commands/test-connection.command.js';
 import { loadMetadataCommand } from './commands/load-metadata.command.js';
 import { preconnectCommand } from './commands/preconnect.command.js';
+import { assignSolutionsCommand } from './commands/assign-solutions.command.js';
+import { putSolutionCommand } from './commands/put-solution.command.js';
+import { startSolutionCommand } from './commands/start-solution.command.js';
+import { stopSolutionCommand } from './commands/stop-solution.command.js';
+import { monitorSolutionCommand } from './commands/monitor-solution.command.js';
+import { SolutionStore } from '../solutions/solution-store.js';
+import { SolutionRunner } from '../solutions/runner.js';
+import { fetchLookupTables } from '../solutions/lookup-tables.js';
+import { Scheduler } from '../solutions/scheduler.js';
 import { ConnectorInstaller } from './connector-installer.js';
 import { ConnectorHost } from '../connectors/host.js';
 import type { AgentConfig } from './config.js';
@@ -44,6 +53,8 @@ export interface Agent {
   readonly work: WorkRegistry;
   readonly channel: ChannelClient;
   readonly outbox: Outbox;
+  /** The Solutions this Agent holds and their runs. */
+  readonly solutions: SolutionRunner;
   start(): void;
   /** Graceful stop: no new work, running work finishes (up to the grace), Shutdown reported. */
   stop(reason: string): Promise<number>;
@@ -114,7 +125,10 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
   const finish = (code: number): Promise<number> => {
     finishing ??= (async () => {
       watchdog.stop();
+      scheduler.stop();
       await channel.stop();
+      runner.close();
+      solutionStore.close();
       if (connectorHost) await connectorHost.then((h) => h.close()).catch((err: unknown) => log.warn({ err }, 'connector host not closed cleanly'));
       outbox.close();
       log.info({ code }, 'agent process ending');
@@ -194,6 +208,43 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     authorization: bearer(instance.agentId, instance.agentSecret),
   });
 
+  // Solutions: the local copy of what prepare built, and the run queue.
+  const solutionsFile = path.join(paths.data, 'solutions.db');
+  const solutionStore = new SolutionStore(solutionsFile, instance.agentSecret);
+  const runner = new SolutionRunner({
+    store: solutionStore,
+    host: hostOnce,
+    work,
+    report: (body) => void outbox.enqueue(body),
+    log: logger.log.child({ component: 'solutions' }),
+    dataDir: paths.data,
+    concurrency: config.runConcurrency,
+    runsOn: config.cloud ? 'cloud' : 'local',
+    lookupTables: (orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names }),
+  });
+  // Schedules fire here, from the local copy, so scheduled runs go on while the Service is unreachable.
+  const scheduler = new Scheduler({
+    file: path.join(paths.data, 'schedules.db'),
+    graceMs: config.scheduleGraceMs,
+    isRunning: (solutionId) => runner.isRunning(solutionId),
+    isPaused: () => work.refusing,
+    fire: (solutionId, dueAt, runId) => {
+      try {
+        runner.start(solutionId, runId, 'schedule', dueAt);
+      } catch (err) {
+        log.warn({ err, solutionId, dueAt: dueAt.toISOString() }, 'scheduled run not started');
+        outbox.enqueue({ kind: 'scheduleSkipped', solutionId, dueAt: dueAt.toISOString(), reason: 'paused', at: new Date().toISOString() });
+      }
+    },
+    skipped: (solutionId, dueAt, reason, earlier) => {
+      outbox.enqueue({ kind: 'scheduleSkipped', solutionId, dueAt: dueAt.toISOString(), reason, at: new Date().toISOString(), ...(earlier ? { earlier } : {}) });
+    },
+    log: logger.log.child({ component: 'scheduler' }),
+  });
+  /** The held Solutions changed: the scheduler follows the full set (a Solution no longer held stops firing at once). */
+  const assigned = (): void =>
+    scheduler.set(solutionStore.list().map((s) => ({ solutionId: s.solutionId, version: s.version, rule: s.schedule, disabled: s.isDisabled })));
+
   const handlers = {
     restart: restartCommand({ restart, log }),
     zipLogs: zipLogsCommand({
@@ -209,6 +260,11 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     testConnection: testConnectionCommand({ work, log, host: hostOnce }),
     loadMetadata: loadMetadataCommand({ work, log, host: hostOnce }),
     preconnect: preconnectCommand({ work, log, host: hostOnce }),
+    assignSolutions: assignSolutionsCommand({ store: solutionStore, log, assigned }),
+    putSolution: putSolutionCommand({ store: solutionStore, log, assigned }),
+    startSolution: startSolutionCommand({ runner }),
+    stopSolution: stopSolutionCommand({ runner }),
+    monitorSolution: monitorSolutionCommand({ runner }),
   };
   const dispatch = (command: ServiceRequest): Promise<unknown> => {
     switch (command.type) {
@@ -228,6 +284,16 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       case 'uninstallConnector':
         void installer.uninstall(command);
         return Promise.resolve({ received: true });
+      case 'assignSolutions':
+        return handlers.assignSolutions(command);
+      case 'putSolution':
+        return handlers.putSolution(command);
+      case 'startSolution':
+        return handlers.startSolution(command);
+      case 'stopSolution':
+        return handlers.stopSolution(command);
+      case 'monitorSolution':
+        return handlers.monitorSolution(command);
     }
   };
 
@@ -239,12 +305,16 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     work,
     channel,
     outbox,
+    solutions: runner,
     exited,
     start() {
       log.info({ version: opts.version, serviceUrl, serviceName: instance.serviceName, queued: outbox.size, maxRssMb: config.maxRssMb }, 'agent starting');
       installer.prepare();
       outbox.enqueue({ kind: 'started', at: startedAt, version: opts.version });
       outbox.enqueue({ kind: 'status', status: 'Running', at: startedAt, reason: 'started' });
+      runner.recover();
+      assigned();
+      scheduler.start();
       channel.start();
       watchdog.start();
     },

@@ -36,6 +36,10 @@ export const AgentConfigSchema = z.object({
   stopGraceMs: z.coerce.number().int().min(0).default(20_000),
   /** The hosted Cloud Agent reports ShutdownCloud instead of Shutdown. */
   cloud: z.stringbool().default(false),
+  /** Solution runs at once on this Agent; more wait in its queue. */
+  runConcurrency: z.coerce.number().int().min(1).max(64).default(2),
+  /** A due time missed while the Agent was down still runs once if it is at most this old (ms); older ones are recorded as missed. */
+  scheduleGraceMs: z.coerce.number().int().min(0).default(10 * 60_000),
 });
 
 export type AgentConfig = Readonly<z.infer<typeof AgentConfigSchema>>;
@@ -58,6 +62,8 @@ export const AGENT_ENV_KEYS: Readonly<Record<string, keyof AgentConfigInput>> = 
   FERRY_AGENT_BACKOFF_MAX_MS: 'backoffMaxMs',
   FERRY_AGENT_STOP_GRACE_MS: 'stopGraceMs',
   FERRY_AGENT_CLOUD: 'cloud',
+  FERRY_AGENT_RUN_CONCURRENCY: 'runConcurrency',
+  FERRY_AGENT_SCHEDULE_GRACE_MS: 'scheduleGraceMs',
 };
 
 /**

@@ -28,6 +28,11 @@ export class WorkRegistry {
     return this.drainReason !== undefined;
   }
 
+  /** Whether {@link run} refuses new work now (draining, or paused by a Connector update). */
+  get refusing(): boolean {
+    return this.drainReason !== undefined || this.pauses.size > 0;
+  }
+
   /** From now on {@link run} refuses new work with AGT_DRAINING. */
   drain(reason: string): void {
     this.drainReason ??= reason;

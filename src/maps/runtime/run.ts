@@ -96,6 +96,12 @@ export interface RunOptions {
   connections: ReadonlyMap<string, HostConnection>;
   executionId?: string;
   signal?: AbortSignal;
+  /**
+   * A stop between batches (a user's stop of a Solution): checked before each batch, so the batch
+   * in progress finishes, is checkpointed and counted, and nothing is written that the next run
+   * writes again. `signal` instead aborts at once (Connector calls included).
+   */
+  stop?: AbortSignal;
   lookupTables?: LookupTables;
   /** Overrides the Map's batchSize. */
   batchSize?: number;
@@ -223,6 +229,10 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     const batches = opts.source ?? source.batches(sourceConn, { since, batchSize, signal, message: opts.message });
     for await (const next of readAhead(prepared(batches))) {
       if (signal.aborted) break;
+      if (opts.stop?.aborted) {
+        cancelled = true;
+        break;
+      }
       const { read } = next;
       // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
       const batch = netField && !opts.source ? tracker.skip(read) : read;
@@ -273,7 +283,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     if (!signal.aborted) throw err;
   } finally {
     stopped = true;
-    cancelled = signal.aborted;
+    cancelled ||= signal.aborted;
     await Promise.allSettled(captures);
     // A batch read ahead but not run: its formulas settle before the engine is freed.
     await lastAhead?.catch(() => undefined);

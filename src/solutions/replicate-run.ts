@@ -1,0 +1,61 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { ConnectorHost } from '../connectors/host.js';
+import { FerryError } from '../errors/ferry-error.js';
+import type { PreparedSolution, RunMapStats, RunRecordError } from '../protocol/solutions.js';
+import { replicate } from './replicate.js';
+import { FileReplicationState } from './replication-state.js';
+
+/**
+ * An RS run of a prepared Solution: opens its source and target Connections on the Agent's host,
+ * replicates the prepared entities (./replicate.ts) with the checkpoints kept in the Agent's data
+ * folder per Solution, and closes the Connections.
+ */
+export async function replicateSolution(opts: {
+  solution: PreparedSolution;
+  host: ConnectorHost;
+  signal: AbortSignal;
+  dataDir: string;
+  log: Logger;
+  onProgress(processed: number, failed: number): void;
+  onRecordError(e: RunRecordError): void;
+}): Promise<{ statistics: RunMapStats[]; fatal?: string }> {
+  const { solution, host } = opts;
+  const rs = solution.replication;
+  if (!rs) throw new FerryError('RUN_MAP_FAILED', `Solution ${solution.name} has no replication settings; prepare it again.`);
+  const spec = (id: string) => {
+    const c = solution.connections.find((x) => x.connectionId === id);
+    if (!c) throw new FerryError('RUN_MAP_FAILED', `Connection ${id} of Solution ${solution.name} is missing from its prepared definition; prepare it again.`);
+    return { connectorId: c.connectorId, connectionId: c.connectionId, properties: c.properties };
+  };
+  const source = await host.open(spec(rs.sourceConnectionId), { signal: opts.signal });
+  try {
+    const target = await host.open(spec(rs.targetConnectionId), { signal: opts.signal });
+    try {
+      let processedBefore = 0;
+      let failedBefore = 0;
+      const totals = new Map<string, { processed: number; failed: number }>();
+      const r = await replicate({
+        source,
+        target,
+        entities: rs.entities,
+        checkForBulk: rs.checkForBulk,
+        signal: opts.signal,
+        state: new FileReplicationState(path.join(opts.dataDir, 'checkpoints', `${solution.solutionId}-rs`)),
+        log: opts.log,
+        onProgress: (p) => {
+          totals.set(p.entity, { processed: p.processed, failed: p.failed });
+          processedBefore = [...totals.values()].reduce((n, t) => n + t.processed, 0);
+          failedBefore = [...totals.values()].reduce((n, t) => n + t.failed, 0);
+          opts.onProgress(processedBefore, failedBefore);
+        },
+        onRecordError: (e) => opts.onRecordError(e),
+      });
+      return { statistics: r.statistics, ...(r.fatal !== undefined ? { fatal: r.fatal } : {}) };
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await source.close();
+  }
+}

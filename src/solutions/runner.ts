@@ -1,0 +1,335 @@
+/**
+ * The Agent's Solution runs: one queue per Agent (p-queue, configurable concurrency), one run at
+ * a time per Solution, every report through the durable outbox.
+ *
+ *   startSolution / scheduler ─▶ start(): held? running? (ignored) ─▶ open run recorded ─▶ runStarted
+ *        ─▶ queue ─▶ WorkRegistry (a restart waits for it) ─▶ IS/MS: each enabled Map in order
+ *                                                           └▶ RS: replicate each entity
+ *        ─▶ runErrors (batches of 200), runProgress (at most every progressMs)
+ *        ─▶ runFinished (result, statistics) ─▶ open run removed
+ *   next start after a kill -9 ─▶ recover(): every open run ends as RUN_AGENT_ENDED
+ *
+ * Stop aborts the run's signal: the Map or entity stops between batches (a batch cut short is not
+ * checkpointed), so the next run continues where this one stopped.
+ */
+import path from 'node:path';
+import PQueue from 'p-queue';
+import type { Logger } from 'pino';
+import type { ConnectorHost } from '../connectors/host.js';
+import { FerryError, isFerryError } from '../errors/ferry-error.js';
+import { captureSink } from '../failures/capture.js';
+import { FailedRecordStore } from '../failures/store.js';
+import type { LookupTableData } from '../maps/formula/evaluator.js';
+import { openRun, type ConnectionSpec } from '../maps/open-run.js';
+import { hms } from '../maps/runtime/stats.js';
+import { runMap, type MapRecordError } from '../maps/runtime/run.js';
+import { FileWatermark } from '../maps/runtime/watermark.js';
+import { MapModel } from '../protocol/map.js';
+import type { ReportBody } from '../protocol/channel.js';
+import { MAX_ERRORS_PER_REPORT, type PreparedSolution, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import { mkdirPrivate } from '../util/private-files.js';
+import type { WorkRegistry } from '../agent/work.js';
+import type { SolutionStore } from './solution-store.js';
+import { replicateSolution } from './replicate-run.js';
+
+export interface SolutionRunnerOptions {
+  readonly store: SolutionStore;
+  readonly host: () => Promise<ConnectorHost>;
+  readonly work: WorkRegistry;
+  /** Writes a report durably (the outbox). */
+  readonly report: (body: ReportBody) => void;
+  readonly log: Logger;
+  /** Folder for checkpoints and the local failed-record store. */
+  readonly dataDir: string;
+  /** Runs at once on this Agent (default 2). */
+  readonly concurrency?: number;
+  readonly runsOn: 'cloud' | 'local';
+  /** The Lookup Tables a run reads, by name (from the Service). */
+  readonly lookupTables?: (orgId: number, names: readonly string[]) => Promise<LookupTableData[]>;
+  /** Least time between two progress reports of a run (default 5 s). */
+  readonly progressMs?: number;
+  readonly now?: () => Date;
+}
+
+/** A run in this process: queued or executing. */
+interface ActiveRun {
+  readonly runId: string;
+  readonly solutionId: string;
+  readonly trigger: RunTrigger;
+  readonly startedAt: string;
+  readonly controller: AbortController;
+  processed: number;
+  failed: number;
+  stopped: boolean;
+}
+
+export interface StartResult {
+  started: boolean;
+  runId: string;
+}
+
+/** Runs Solutions on this Agent; see the diagram at the top of the file. */
+export class SolutionRunner {
+  readonly #queue: PQueue;
+  readonly #active = new Map<string, ActiveRun>();
+  readonly #done = new Set<Promise<void>>();
+  #failures: FailedRecordStore | undefined;
+  readonly #now: () => Date;
+
+  constructor(private readonly opts: SolutionRunnerOptions) {
+    this.#queue = new PQueue({ concurrency: opts.concurrency ?? 2 });
+    this.#now = opts.now ?? (() => new Date());
+  }
+
+  /** Whether a run of the Solution is queued or executing. */
+  isRunning(solutionId: string): boolean {
+    return this.#active.has(solutionId);
+  }
+
+  get runningCount(): number {
+    return this.#active.size;
+  }
+
+  /**
+   * Ends every run a previous process left open (killed mid-run) with RUN_AGENT_ENDED. Called once
+   * at start, before any new run.
+   */
+  recover(): number {
+    const open = this.opts.store.openRuns();
+    for (const r of open) {
+      this.opts.report({
+        kind: 'runFinished',
+        runId: r.runId,
+        solutionId: r.solutionId,
+        trigger: r.trigger,
+        startedAt: r.startedAt,
+        at: this.#now().toISOString(),
+        result: 'FatalError',
+        processed: 0,
+        failed: 0,
+        details: 'RUN_AGENT_ENDED: The Agent process ended during this run (killed or crashed). The next run continues from the last checkpoint, so no record is lost or written twice.',
+        stopped: false,
+        sourceDataLocal: true,
+        statistics: [],
+      });
+      this.opts.store.closeRun(r.runId);
+      this.opts.log.warn({ runId: r.runId, solutionId: r.solutionId, startedAt: r.startedAt }, 'run ended with the previous Agent process');
+    }
+    return open.length;
+  }
+
+  /**
+   * Starts a run of the Solution unless one is in progress (then `started` is false and `runId`
+   * is the one in progress). Throws AGT_SOLUTION_NOT_HELD when the Agent does not hold the Solution and
+   * AGT_DRAINING while the Agent waits to restart or update.
+   */
+  start(solutionId: string, runId: string, trigger: RunTrigger, dueAt?: Date): StartResult {
+    const active = this.#active.get(solutionId);
+    if (active) return { started: false, runId: active.runId };
+    const solution = this.opts.store.get(solutionId);
+    if (!solution) throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
+    if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; start it again shortly.', { details: { solutionId } });
+    const startedAt = this.#now().toISOString();
+    const run: ActiveRun = { runId, solutionId, trigger, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false };
+    this.#active.set(solutionId, run);
+    this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
+    this.opts.report({ kind: 'runStarted', runId, solutionId, trigger, ...(dueAt ? { dueAt: dueAt.toISOString() } : {}), at: startedAt });
+    this.opts.log.info({ runId, solutionId, trigger }, 'solution run queued');
+    const done = this.#queue
+      .add(() => this.opts.work.run('solution', (handle) => this.#execute(solution, run, handle.signal)))
+      .catch((err: unknown) => this.#finish(solution, run, [], { fatal: errorText(err) }))
+      .finally(() => {
+        this.#active.delete(solutionId);
+        this.#done.delete(done);
+      });
+    this.#done.add(done);
+    return { started: true, runId };
+  }
+
+  /** Stops the Solution's run between batches; false when none is in progress. */
+  stop(solutionId: string): { stopping: boolean; runId?: string } {
+    const run = this.#active.get(solutionId);
+    if (!run) return { stopping: false };
+    run.stopped = true;
+    run.controller.abort(new FerryError('RUN_CANCELLED', 'Stopped by a user.'));
+    this.opts.log.info({ runId: run.runId, solutionId }, 'solution run stop requested');
+    return { stopping: true, runId: run.runId };
+  }
+
+  monitor(solutionId: string): { running: boolean; runId?: string; startedAt?: string; processed: number; failed: number } {
+    const run = this.#active.get(solutionId);
+    if (!run) return { running: false, processed: 0, failed: 0 };
+    return { running: true, runId: run.runId, startedAt: run.startedAt, processed: run.processed, failed: run.failed };
+  }
+
+  /** Resolves when every queued and running run has ended (the Agent stops). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.#done]);
+  }
+
+  close(): void {
+    this.#failures?.close();
+  }
+
+  #failureStore(): FailedRecordStore {
+    this.#failures ??= new FailedRecordStore(path.join(this.opts.dataDir, 'failures'));
+    return this.#failures;
+  }
+
+  async #execute(solution: PreparedSolution, run: ActiveRun, workSignal: AbortSignal): Promise<void> {
+    const signal = AbortSignal.any([workSignal, run.controller.signal]);
+    const log = this.opts.log.child({ solutionId: solution.solutionId, executionId: run.runId });
+    log.info({ type: solution.solutionType }, 'solution run started');
+    const errors = new ErrorBatcher((batch) => this.opts.report({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, errors: batch }));
+    let lastProgress = 0;
+    const progress = (processed: number, failed: number): void => {
+      run.processed = processed;
+      run.failed = failed;
+      const t = Date.now();
+      if (t - lastProgress < (this.opts.progressMs ?? 5_000)) return;
+      lastProgress = t;
+      this.opts.report({ kind: 'runProgress', runId: run.runId, solutionId: solution.solutionId, at: this.#now().toISOString(), processed, failed });
+    };
+    const statistics: RunMapStats[] = [];
+    let fatal: string | undefined;
+    try {
+      if (solution.solutionType === 'Replication') {
+        const r = await replicateSolution({ solution, host: await this.opts.host(), signal, dataDir: this.opts.dataDir, log, onProgress: progress, onRecordError: (e) => errors.add(e) });
+        statistics.push(...r.statistics);
+        fatal = r.fatal;
+      } else {
+        fatal = await this.#runMaps(solution, run, workSignal, log, statistics, progress, (e) => errors.add(e));
+      }
+    } finally {
+      errors.flush();
+    }
+    this.#finish(solution, run, statistics, { ...(fatal !== undefined ? { fatal } : {}) });
+  }
+
+  /**
+   * Runs the enabled Maps in order; a Map that cannot run is recorded and the next one runs.
+   * Returns the fatal errors' text. A user's stop ends the Map between batches (the batch in
+   * progress is written and checkpointed); `signal` (an Agent restart with restartNow) aborts at once.
+   */
+  async #runMaps(
+    solution: PreparedSolution,
+    run: ActiveRun,
+    signal: AbortSignal,
+    log: Logger,
+    statistics: RunMapStats[],
+    progress: (processed: number, failed: number) => void,
+    onError: (e: RunRecordError) => void,
+  ): Promise<string | undefined> {
+    const host = await this.opts.host();
+    const specs: Record<string, ConnectionSpec> = {};
+    for (const c of solution.connections) specs[c.connectionId] = { connector: c.connectorId, properties: c.properties };
+    const tables = solution.lookupTables.length > 0 && this.opts.lookupTables ? await this.opts.lookupTables(solution.orgId, solution.lookupTables) : [];
+    const sink = captureSink(solution.capture, this.opts.runsOn, solution.capture.captureOnFailedRecordsForReprocessing ? this.#failureStore() : undefined, undefined);
+    const fatals: string[] = [];
+    let processed = 0;
+    let failed = 0;
+    for (const map of solution.maps) {
+      if (!map.enabled) continue;
+      if (signal.aborted || run.controller.signal.aborted) break;
+      const started = performance.now();
+      try {
+        const model = MapModel.parse(map.model);
+        const handle = await openRun(model, { host, connections: specs });
+        try {
+          const watermarks = path.join(this.opts.dataDir, 'checkpoints');
+          mkdirPrivate(watermarks);
+          const result = await runMap(handle.plan, {
+            connections: handle.connections,
+            executionId: run.runId,
+            signal,
+            stop: run.controller.signal,
+            lookupTables: tables,
+            watermark: new FileWatermark(path.join(watermarks, `${solution.solutionId}-map-${map.mapId}.json`)),
+            ...(sink ? { failures: sink } : {}),
+            onProgress: (p) => progress(processed + p.processed, failed + p.failed),
+            onRecordError: (e) => onError(toRunError(e, map.mapId)),
+          });
+          const s = result.stats;
+          processed += s.processed;
+          failed += s.failed;
+          statistics.push({ mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: s.minMs, maxMs: s.maxMs, avgMs: s.avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) });
+        } finally {
+          await handle.close();
+        }
+      } catch (err) {
+        if (signal.aborted) break;
+        const text = `Map ${map.name} (${map.mapId}): ${errorText(err)}`;
+        fatals.push(text);
+        log.warn({ mapId: map.mapId, code: isFerryError(err) ? err.code : undefined }, 'map could not run');
+        const ms = performance.now() - started;
+        statistics.push({ mapId: map.mapId, mapName: map.name, processed: 0, failed: 0, minMs: 0, maxMs: 0, avgMs: 0, totalMs: round(ms), totalTime: hms(ms), fatal: text, blocks: [] });
+      }
+      progress(processed, failed);
+    }
+    return fatals.length > 0 ? fatals.join('\n') : undefined;
+  }
+
+  #finish(solution: PreparedSolution, run: ActiveRun, statistics: RunMapStats[], end: { fatal?: string }): void {
+    const processed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.processed, 0) : run.processed;
+    const failed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.failed, 0) : run.failed;
+    const result: RunResult = end.fatal !== undefined ? (failed > 0 ? 'RecordErrorsAndFatalErrors' : 'FatalError') : failed > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully';
+    const details = end.fatal ?? (run.stopped ? 'Stopped by a user; the next run continues from the last finished batch.' : undefined);
+    this.opts.report({
+      kind: 'runFinished',
+      runId: run.runId,
+      solutionId: solution.solutionId,
+      trigger: run.trigger,
+      startedAt: run.startedAt,
+      at: this.#now().toISOString(),
+      result,
+      processed,
+      failed,
+      ...(details !== undefined ? { details: details.slice(0, 10_000) } : {}),
+      stopped: run.stopped,
+      sourceDataLocal: solution.capture.isSourceDataLocal,
+      statistics,
+    });
+    // After the end is in the outbox: a kill between the two reports the end twice, which the Service counts once.
+    this.opts.store.closeRun(run.runId);
+    this.opts.log.info({ runId: run.runId, solutionId: solution.solutionId, result, processed, failed, stopped: run.stopped }, 'solution run finished');
+  }
+}
+
+/** Record errors in reports of at most MAX_ERRORS_PER_REPORT. */
+class ErrorBatcher {
+  #batch: RunRecordError[] = [];
+  constructor(private readonly send: (batch: RunRecordError[]) => void) {}
+  add(e: RunRecordError): void {
+    this.#batch.push(e);
+    if (this.#batch.length >= MAX_ERRORS_PER_REPORT) this.flush();
+  }
+  flush(): void {
+    if (this.#batch.length === 0) return;
+    const batch = this.#batch;
+    this.#batch = [];
+    this.send(batch);
+  }
+}
+
+function toRunError(e: MapRecordError, mapId: number): RunRecordError {
+  return {
+    id: e.id,
+    mapId,
+    mapName: e.mapName.slice(0, 500),
+    sourceEntity: e.sourceEntity.slice(0, 1000),
+    blockId: e.blockId,
+    blockName: e.blockName,
+    code: e.code,
+    errorMessage: e.errorMessage.slice(0, 10_000),
+    errorDetail: e.errorDetail.slice(0, 20_000),
+    canReprocess: e.canReprocess,
+    ...(e.failedRecordId ? { failedRecordId: e.failedRecordId } : {}),
+  };
+}
+
+function errorText(err: unknown): string {
+  if (isFerryError(err)) return `${err.code}: ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+const round = (n: number): number => Math.round(n * 1000) / 1000;
