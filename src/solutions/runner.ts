@@ -245,6 +245,7 @@ export class SolutionRunner {
             stop: run.controller.signal,
             lookupTables: tables,
             watermark: new FileWatermark(path.join(watermarks, `${solution.solutionId}-map-${map.mapId}.json`)),
+            checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}`,
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => progress(processed + p.processed, failed + p.failed),
             onRecordError: (e) => onError(toRunError(e, map.mapId)),

@@ -47,13 +47,16 @@ export function writeStep(spec: WriteStepSpec): Step {
       });
       const size = bulk ? env.bulkSize(block) : 1;
       const opts = keyFields.length ? { keyFields: [...keyFields], signal: env.signal } : { signal: env.signal };
+      // Exactly-once Create (runtime/run.ts): the batch's checkpoint commits with it when the batch is
+      // one write call; a batch split into several calls keeps only the Agent's own checkpoint.
+      const checkpoint = records.length <= size ? env.checkpointFor?.(block) : undefined;
       for (let s = 0; s < records.length; s += size) {
         if (env.signal.aborted) break;
         const part = records.slice(s, s + size);
         let results;
         try {
           if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
-          results = await conn.write(action, entity, part, opts);
+          results = await conn.write(action, entity, part, checkpoint ? { ...opts, checkpoint } : opts);
         } catch (e) {
           // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
           if (env.signal.aborted) throw e;

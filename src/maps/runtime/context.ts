@@ -4,7 +4,7 @@
  * run: a {@link Source} for its starter and a {@link Step} for every other Block.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
@@ -58,6 +58,11 @@ export interface RunEnv {
   fail(item: Item, block: Block, error: ErrorData): void;
   /** Send Reply: hands the reply of a request Map to the run's caller; false when a reply was already sent. */
   reply(reply: ConnectorRecord): Promise<boolean>;
+  /**
+   * The checkpoint the Block's Create commits with the current batch, in the same transaction of
+   * its target (runtime/run.ts: exactly-once writes); undefined for every other Block.
+   */
+  checkpointFor?(block: Block): Checkpoint | undefined;
 }
 
 /** A Block's formula values for a batch of items. */

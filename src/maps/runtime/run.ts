@@ -26,9 +26,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
-import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
-import type { Block, MapModel } from '../../protocol/map.js';
+import { isWriteType, type Block, type MapModel } from '../../protocol/map.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
 import { batchSizes } from './batching.js';
 import { readAhead } from '../../connectors/read-ahead.js';
@@ -36,7 +36,7 @@ import { connectionNotOpen, runSequence, type AheadValues, type FormulaEvaluator
 import { evaluateAhead } from './formulas.js';
 import { DEFAULT_FORMULA_BUDGET, type FormulaBudget } from './formula-budget.js';
 import { StatsCollector, type MapStats } from './stats.js';
-import { MarkTracker, type WatermarkStore } from './watermark.js';
+import { laterState, MarkTracker, parseWatermarkState, type WatermarkStore } from './watermark.js';
 
 /** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
 export interface RunPlan {
@@ -107,6 +107,13 @@ export interface RunOptions {
   batchSize?: number;
   /** Where the net-change watermark is read and checkpointed; default the Map's lastRunDate, in memory. */
   watermark?: WatermarkStore;
+  /**
+   * The key of this Map's checkpoint in a transactional target (a Solution's Map: stable across
+   * runs). With net change, when the Map's only write is a Create into a Connection that keeps
+   * checkpoints (SQLite, PostgreSQL), each batch commits with its checkpoint in one transaction,
+   * so a run killed between the write and the watermark's save never writes the batch again.
+   */
+  checkpointKey?: string;
   onProgress?(p: RunProgress): void;
   onRecordError?(e: MapRecordError): void;
   failures?: FailedRecordSink;
@@ -202,13 +209,18 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   };
 
   const wm = opts.watermark;
-  // The checkpointed watermark wins; without one, the Map's lastRunDate.
-  const saved = opts.source || !wm ? null : await wm.load();
+  const inTarget = opts.checkpointKey !== undefined && !opts.source && starter.netChange ? transactionalCreate(plan, opts.connections) : undefined;
+  // The checkpointed watermark wins (the later of the Agent's and the target's); without one, the Map's lastRunDate.
+  const local = opts.source || !wm ? null : await wm.load();
+  const saved = inTarget ? laterState(local, parseWatermarkState(await inTarget.conn.readCheckpoint(opts.checkpointKey ?? '', { signal }))) : local;
   const since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
   const netField = starter.netChange?.fieldName;
   const tracker = new MarkTracker(since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], netField ?? '', plan.sourceKeyFields);
   let cancelled = false;
   let index = 0;
+  /** The checkpoint the current batch's Create commits with (exactly-once writes). */
+  let batchCheckpoint: Checkpoint | undefined;
+  if (inTarget) env.checkpointFor = (block) => (block === inTarget.block ? batchCheckpoint : undefined);
   const first = plan.steps[0];
   let stopped = false;
   let lastAhead: Promise<unknown> | undefined;
@@ -254,6 +266,11 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
         }
       }
       stats.block(starter, batch.length, performance.now() - tc);
+      if (inTarget) {
+        // As if every record of the batch is done: a record the target refuses is reported, and not read again.
+        const state = tracker.peek(items.map((i) => i.state.source));
+        batchCheckpoint = state ? { key: opts.checkpointKey ?? '', value: JSON.stringify(state) } : undefined;
+      }
       await runSequence(
         plan.steps,
         items.filter((i) => !i.state.failed),
@@ -294,4 +311,18 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     errors,
     ...(source.answersRequest ? { reply } : {}),
   };
+}
+
+/**
+ * The Map's one write Block when it is a Create into a Connection that keeps transactional
+ * checkpoints: then a batch and its checkpoint commit together. With any other write in the Map
+ * (a second target, an Update, a child write, a Native Query) a batch is not one transaction, and the Agent's own
+ * checkpoint file is all there is.
+ */
+function transactionalCreate(plan: RunPlan, connections: ReadonlyMap<string, HostConnection>): { block: Block; conn: HostConnection } | undefined {
+  const writes = plan.blocks.filter((b) => isWriteType(b.blockType) || (b.children?.length ?? 0) > 0 || (b.blockType === 'NativeQuery' && b !== plan.starter));
+  const [only] = writes;
+  if (writes.length !== 1 || !only || only.blockType !== 'Create' || only.action !== 'Create') return undefined;
+  const conn = connections.get(only.connectionId ?? '');
+  return conn?.transactionalCheckpoints ? { block: only, conn } : undefined;
 }

@@ -106,6 +106,16 @@ export class MarkTracker {
     return out;
   }
 
+  /** The state {@link advance} would give with these records done, without changing the tracker. */
+  peek(done: readonly ConnectorRecord[]): WatermarkState | null {
+    let top = this.mark;
+    for (const rec of done) top = later(top, rec[this.field]);
+    if (top === null) return null;
+    const ids = top === this.mark ? new Set(this.atMark) : new Set<string>();
+    for (const rec of done) if (sameMark(top, rec[this.field])) ids.add(recordIdentity(rec, this.keyFields));
+    return { lastRunDate: top, processedAtLastRunDate: [...ids] };
+  }
+
   /** Folds in a finished batch's done records (written, or failed and stored); true when the checkpoint changed. */
   advance(done: readonly ConnectorRecord[]): boolean {
     let top = this.mark;
@@ -160,5 +170,29 @@ export class FileWatermark implements WatermarkStore {
     const ids = state.processedAtLastRunDate ?? [];
     await fs.writeFile(tmp, JSON.stringify({ lastRunDate: state.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) }) + '\n');
     await fs.rename(tmp, this.file);
+  }
+}
+
+/**
+ * The later of two checkpoints of one watermark (the Agent's file and the one a transactional
+ * target committed with a batch): the later instant, and at the same instant the identities of both.
+ */
+export function laterState(a: WatermarkState | null, b: WatermarkState | null): WatermarkState | null {
+  if (!a) return b;
+  if (!b) return a;
+  if (a.lastRunDate !== b.lastRunDate) return later(a.lastRunDate, b.lastRunDate) === a.lastRunDate ? a : b;
+  return { lastRunDate: a.lastRunDate, processedAtLastRunDate: [...new Set([...(a.processedAtLastRunDate ?? []), ...(b.processedAtLastRunDate ?? [])])] };
+}
+
+/** A checkpoint as JSON text (a transactional target keeps it so); null when it does not read as one. */
+export function parseWatermarkState(text: string | null): WatermarkState | null {
+  if (text === null) return null;
+  try {
+    const j = JSON.parse(text) as { lastRunDate?: unknown; processedAtLastRunDate?: unknown } | null;
+    if (!j || typeof j.lastRunDate !== 'string') return null;
+    const ids = Array.isArray(j.processedAtLastRunDate) ? j.processedAtLastRunDate.filter((x): x is string => typeof x === 'string') : [];
+    return { lastRunDate: j.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) };
+  } catch {
+    return null;
   }
 }
