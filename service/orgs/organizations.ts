@@ -91,8 +91,9 @@ export interface ListedOrganization {
 export async function listOrganizations(db: Db, userId: string, ip: string, query: OrganizationListQuery): Promise<{ items: ListedOrganization[]; total: number }> {
   const rows = await listOrgsForUser(db, userId, { name: query.name, nameContains: query.nameContains, parentId: query.parentId });
   const open = await Promise.all(rows.map((o) => apiOpenTo(db, o.id, ip)));
+  const statuses = await Promise.all(rows.map((o) => orgStatus(db, o)));
   const matches = rows
-    .map((org, i) => ({ org, open: open[i] === true, status: orgStatus(org) }))
+    .map((org, i) => ({ org, open: open[i] === true, status: statuses[i] ?? { status: 'Ok' as const, statusCause: null } }))
     .filter((o) => !query.onlyOpen || o.open)
     .filter((o) => query.status === 'All' || o.status.status === query.status);
   const page = query.page ? matches.slice(query.page.offset, query.page.offset + query.page.limit) : matches;

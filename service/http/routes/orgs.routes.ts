@@ -65,7 +65,7 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     schema: { tags: ['Organizations'], summary: 'One Organization', params: OrgParams, querystring: z.object({ expandStatus: qbool(false) }), response: { 200: Organization } },
   }, async (req) => {
     const { org, role } = orgOf(req);
-    return toOrganization(deps.secrets, await organizationView(db, org), role, req.query.expandStatus ? orgStatus(org) : undefined);
+    return toOrganization(deps.secrets, await organizationView(db, org), role, req.query.expandStatus ? await orgStatus(db, org) : undefined);
   });
 
   app.put('/v1/orgs/:orgId', {

@@ -110,6 +110,9 @@ describe.skipIf(!HAS_PG)('an IS Solution on a real Agent: CSV → formulas and a
     expect(errors.body[0]).toMatchObject({ mapName: 'People from people', sourceEntity: 'people' });
     expect(errors.body[0]?.errorMessage).toMatch(/duplicate|already/i);
     expect((await sut.request<{ status: string }>('GET', S)).body.status).toBe('OnDemandLastRunRowErrors');
+    // The Organization's health says so too.
+    const orgView = await sut.request<{ status: string; statusCause: string }>('GET', `${O}?expandStatus=true`);
+    expect(orgView.body).toMatchObject({ status: 'Job Warning', statusCause: 'Solution People sync: its last run had record errors' });
 
     // Used by the Solution: neither the Agent nor the Connections can be deleted.
     const delAgent = await sut.request<{ detail: string }>('DELETE', `${O}/agents/${agent.agentId}`);
