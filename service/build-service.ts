@@ -31,6 +31,7 @@ import { Solutions } from './solutions/solutions.js';
 import { SolutionAssignments } from './solutions/assignments.js';
 import { orgOfSolution, PrepareJobs } from './solutions/prepare.js';
 import { SolutionRuns } from './solutions/runs.js';
+import { storeFailedRecords } from './history/failed-records.js';
 import { failAbandonedPrepareJobs } from './store/repos/prepare.repo.js';
 import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
@@ -151,9 +152,10 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands, marketplace: connectors }),
       solutions,
       maps: new SolutionMaps({ db: store.db }),
-      history: new History({ db: store.db }),
+      history: new History({ db: store.db, secrets }),
       prepareJobs,
       solutionRuns,
+      assignments,
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
     const runReports = new RunReports({ log });
@@ -162,6 +164,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       .on('runStarted', runReports.runStarted)
       .on('runProgress', runReports.runProgress)
       .on('runErrors', runReports.runErrors)
+      .on('runFailedRecords', storeFailedRecords(secrets))
       .on('runFinished', runReports.runFinished)
       .on('scheduleSkipped', runReports.scheduleSkipped)
       .on('logArchiveFailed', async (tx, agent, report) => {

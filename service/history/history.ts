@@ -2,6 +2,10 @@ import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { getError, getExecution, listErrors, listExecutions, listScheduleSkips, reprocessableCounts, type ExecutionSortColumn } from '../store/repos/executions.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
+import { getFailedRecord } from '../store/repos/failed-records.repo.js';
+import type { SecretBox } from '../crypto/master-key.js';
+import type { ConnectorRecord } from '../../src/connectors/sdk.js';
+import { sourceOf } from './failed-records.js';
 import type { Database, ExecutionErrorRow, ExecutionRow, ScheduleSkipRow, SolutionRow } from '../store/schema.js';
 import { defaultLaterThan, type ExecutionSort, type HistoryResult } from './query.js';
 import { parseStatistics, toStatistics, type ExecutionStatistics } from './statistics.js';
@@ -34,6 +38,8 @@ export interface Page {
 
 export interface HistoryOptions {
   readonly db: Kysely<Database>;
+  /** Opens the failed records kept in the cloud. */
+  readonly secrets: SecretBox;
 }
 
 const SORT_COLUMN: Record<ExecutionSort, ExecutionSortColumn> = {
@@ -104,6 +110,23 @@ export class History {
     const row = await getError(this.opts.db, execution.id, errorId);
     if (!row) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
     return row;
+  }
+
+  /**
+   * The failed source record of a record error (SPEC.md "Failed Record"), when the run kept it in
+   * the cloud; 409 saying where it is when the Organization keeps failed records on the Agent.
+   */
+  async failedRecord(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string): Promise<{ error: ExecutionErrorRow; source: ConnectorRecord }> {
+    const execution = await this.execution(orgId, solutionId, ref);
+    const error = await getError(this.opts.db, execution.id, errorId);
+    if (!error) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
+    if (!error.failedRecordId) throw new FerryError('API_NOT_FOUND', `Error ${errorId} has no failed record: the run kept none for it (capture was off, or the record could not be read again).`);
+    if (execution.sourceDataLocal === 1) {
+      throw new FerryError('API_CONFLICT', `The failed record of error ${errorId} is kept on the Agent that ran execution ${execution.id} (the Organization's isSourceDataLocal is true), not in the cloud; it is reprocessed from there.`, { details: { agentId: execution.agentId } });
+    }
+    const row = await getFailedRecord(this.opts.db, execution.solutionId, error.failedRecordId);
+    if (!row) throw new FerryError('API_NOT_FOUND', `The failed record of error ${errorId} has not reached the Service (yet).`);
+    return { error, source: sourceOf(this.opts.secrets, row) };
   }
 
   /** The due times the Solution's schedule did not start a run for, newest first. */

@@ -12,6 +12,7 @@ import type { SolutionMaps } from '../solutions/maps.js';
 import type { Solutions } from '../solutions/solutions.js';
 import type { PrepareJobs } from '../solutions/prepare.js';
 import type { SolutionRuns } from '../solutions/runs.js';
+import type { SolutionAssignments } from '../solutions/assignments.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -44,4 +45,6 @@ export interface ServiceDeps {
   readonly prepareJobs: PrepareJobs;
   /** Start, stop and monitor runs on the Solutions' Agents. */
   readonly solutionRuns: SolutionRuns;
+  /** Keeps each Agent's copy of its Solutions current (a Connection or the capture switches changed). */
+  readonly assignments: SolutionAssignments;
 }

@@ -76,6 +76,12 @@ export class SolutionAssignments {
     return PreparedSolution.parse({ ...unversioned, version });
   }
 
+  /** Brings every Agent of the Organization up to date (its capture switches changed, a Connection's properties changed). */
+  async syncOrg(orgId: number): Promise<void> {
+    const agents = await this.opts.db.selectFrom('agents').select('id').where('orgId', '=', orgId).execute();
+    await Promise.allSettled(agents.map((a) => this.sync(a.id)));
+  }
+
   /**
    * Brings the Agent up to date (when it is connected; otherwise its next connect does). Calls for
    * one Agent never overlap: one asked for during another runs once after it.

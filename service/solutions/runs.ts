@@ -82,16 +82,34 @@ export class SolutionRuns {
     };
   }
 
-  /** Sends the start; an Agent that does not hold the Solution (yet) is brought up to date and asked again. */
+  /**
+   * Sends the start; an Agent that does not hold the Solution (yet) is brought up to date and asked
+   * again. An Agent waiting to restart or to update a Connector refuses it: that is a 409
+   * AGT_DRAINING (the Agent's state conflicts with the start, as docs/solutions.md says), not the
+   * 502 AGT_COMMAND_FAILED of an Agent that failed to carry out a command.
+   */
   async #send(solution: SolutionRow, runId: string): Promise<StartSolutionResult> {
     const { commands, assignments } = this.opts;
-    const ask = async () => StartSolutionResult.parse(await commands.send(solution.agentId, { type: 'startSolution', solutionId: solution.id, runId }));
+    // The version the Service holds: an Agent with an older copy (a password or a schedule changed since) is brought up to date first.
+    const ask = async () => {
+      const version = (await assignments.definition(solution.id))?.version;
+      return StartSolutionResult.parse(await commands.send(solution.agentId, { type: 'startSolution', solutionId: solution.id, runId, ...(version ? { version } : {}) }));
+    };
     try {
-      return await ask();
+      try {
+        return await ask();
+      } catch (err) {
+        if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_SOLUTION_NOT_HELD') throw err;
+        await assignments.sync(solution.agentId);
+        return await ask();
+      }
     } catch (err) {
-      if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_SOLUTION_NOT_HELD') throw err;
-      await assignments.sync(solution.agentId);
-      return ask();
+      if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_DRAINING') throw err;
+      throw new FerryError(
+        'AGT_DRAINING',
+        `The Agent of Solution ${solution.name} is waiting to restart or to update a Connector: it lets running Solutions finish and starts no new run. Start the Solution again once the Agent is Running.`,
+        { details: { solutionId: solution.id, agentId: solution.agentId } },
+      );
     }
   }
 

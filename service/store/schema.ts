@@ -38,6 +38,7 @@ export interface Database {
   prepareJobs: PrepareJobsTable;
   preparedSolutions: PreparedSolutionsTable;
   solutionMoves: SolutionMovesTable;
+  failedRecords: FailedRecordsTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -581,3 +582,22 @@ export interface SolutionMovesTable {
   fromAgentId: string;
   movedAt: string;
 }
+
+/** A failed source record kept in the cloud; `source` is the record's JSON sealed under the master key. */
+export interface FailedRecordsTable {
+  id: string;
+  runId: string;
+  solutionId: string;
+  orgId: number;
+  mapId: number | null;
+  mapName: string;
+  entity: string;
+  blockId: string;
+  blockName: string;
+  code: string;
+  errorMessage: string;
+  source: string;
+  created: string;
+}
+
+export type FailedRecordRow = Selectable<FailedRecordsTable>;

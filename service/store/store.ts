@@ -15,6 +15,7 @@ import { solutionSchedules } from './migrations/010-solution-schedules.js';
 import { maps } from './migrations/011-maps.js';
 import { executions } from './migrations/012-executions.js';
 import { prepare } from './migrations/013-prepare.js';
+import { failedRecords } from './migrations/014-failed-records.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -110,6 +111,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '011-maps': maps(dialect),
     '012-executions': executions(dialect),
     '013-prepare': prepare(),
+    '014-failed-records': failedRecords(),
   };
 }
 

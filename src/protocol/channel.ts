@@ -5,6 +5,7 @@ import {
   MonitorSolutionCommand,
   PutSolutionCommand,
   RunErrorsReport,
+  RunFailedRecordsReport,
   RunFinishedReport,
   RunProgressReport,
   RunStartedReport,
@@ -104,6 +105,7 @@ export const ReportBody = z.discriminatedUnion('kind', [
   RunStartedReport,
   RunProgressReport,
   RunErrorsReport,
+  RunFailedRecordsReport,
   RunFinishedReport,
   ScheduleSkippedReport,
 ]);

@@ -189,6 +189,33 @@ export const RunFinishedReport = z.object({
   sourceDataLocal: z.boolean(),
   statistics: z.array(RunMapStats).max(1000),
 });
+/**
+ * Failed source records kept in the cloud (the Organization's `isSourceDataLocal` false): the copy
+ * of each record's source fields, stored by the Service under the record error's `failedRecordId`.
+ */
+export const RunFailedRecord = z.object({
+  id: Id,
+  mapId: z.number().int().optional(),
+  mapName: Name,
+  entity: z.string().max(1000),
+  blockId: z.string().max(100),
+  blockName: z.string().max(500),
+  code: z.string().max(100),
+  errorMessage: z.string().max(10_000),
+  /** The source record's fields the Map reads. */
+  source: z.record(z.string(), z.unknown()),
+});
+export type RunFailedRecord = z.infer<typeof RunFailedRecord>;
+/** Failed records travel in reports of at most this many (and at most ~512 KiB of them). */
+export const MAX_FAILED_RECORDS_PER_REPORT = 100;
+export const RunFailedRecordsReport = z.object({
+  kind: z.literal('runFailedRecords'),
+  runId: Id,
+  solutionId: Id,
+  records: z.array(RunFailedRecord).min(1).max(MAX_FAILED_RECORDS_PER_REPORT),
+});
+export type RunFailedRecordsReport = z.infer<typeof RunFailedRecordsReport>;
+
 /** A due time that did not start a run: the previous run still going, or missed while the Agent was down past the grace period. */
 export const ScheduleSkippedReport = z.object({
   kind: z.literal('scheduleSkipped'),
@@ -225,6 +252,8 @@ export const StartSolutionCommand = z.object({
   type: z.literal('startSolution'),
   solutionId: Id,
   runId: Id,
+  /** The version the Service holds: an Agent holding another answers AGT_SOLUTION_NOT_HELD, and is brought up to date first. */
+  version: z.string().max(100).optional(),
 });
 /** Reply of startSolution: whether this run started; when one was already running, its ID. */
 export const StartSolutionResult = z.object({ started: z.boolean(), runId: Id.optional() });

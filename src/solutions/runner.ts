@@ -22,11 +22,11 @@ import { FailedRecordStore } from '../failures/store.js';
 import type { LookupTableData } from '../maps/formula/evaluator.js';
 import { openRun, type ConnectionSpec } from '../maps/open-run.js';
 import { hms } from '../maps/runtime/stats.js';
-import { runMap, type MapRecordError } from '../maps/runtime/run.js';
+import { runMap, type FailedRecordInput, type MapRecordError } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
-import { MAX_ERRORS_PER_REPORT, type PreparedSolution, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import { MAX_ERRORS_PER_REPORT, MAX_FAILED_RECORDS_PER_REPORT, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
@@ -123,11 +123,13 @@ export class SolutionRunner {
    * is the one in progress). Throws AGT_SOLUTION_NOT_HELD when the Agent does not hold the Solution and
    * AGT_DRAINING while the Agent waits to restart or update.
    */
-  start(solutionId: string, runId: string, trigger: RunTrigger, dueAt?: Date): StartResult {
+  start(solutionId: string, runId: string, trigger: RunTrigger, dueAt?: Date, version?: string): StartResult {
     const active = this.#active.get(solutionId);
     if (active) return { started: false, runId: active.runId };
     const solution = this.opts.store.get(solutionId);
-    if (!solution) throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
+    if (!solution || (version !== undefined && solution.version !== version)) {
+      throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
+    }
     if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; start it again shortly.', { details: { solutionId } });
     const startedAt = this.#now().toISOString();
     const run: ActiveRun = { runId, solutionId, trigger, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false };
@@ -203,6 +205,13 @@ export class SolutionRunner {
     } finally {
       errors.flush();
     }
+    // An interruption (a restart with restartNow=true, a stop past its grace) ends the Maps and
+    // entities between batches without an error of their own, like a user's stop: without this the
+    // run would be reported CompletedSuccessfully although it did not copy everything.
+    if (workSignal.aborted) {
+      const interrupted = `${errorText(workSignal.reason)} The next run continues from the last checkpoint.`;
+      fatal = fatal === undefined ? interrupted : `${interrupted}\n${fatal}`;
+    }
     this.#finish(solution, run, statistics, { ...(fatal !== undefined ? { fatal } : {}) });
   }
 
@@ -224,7 +233,11 @@ export class SolutionRunner {
     const specs: Record<string, ConnectionSpec> = {};
     for (const c of solution.connections) specs[c.connectionId] = { connector: c.connectorId, properties: c.properties };
     const tables = solution.lookupTables.length > 0 && this.opts.lookupTables ? await this.opts.lookupTables(solution.orgId, solution.lookupTables) : [];
-    const sink = captureSink(solution.capture, this.opts.runsOn, solution.capture.captureOnFailedRecordsForReprocessing ? this.#failureStore() : undefined, undefined);
+    const cloud = new FailedRecordBatcher((records) => this.opts.report({ kind: 'runFailedRecords', runId: run.runId, solutionId: solution.solutionId, records }));
+    const sink = captureSink(solution.capture, this.opts.runsOn, solution.capture.captureOnFailedRecordsForReprocessing ? this.#failureStore() : undefined, (rec) => {
+      cloud.add(toFailedRecord(rec));
+      return Promise.resolve();
+    });
     const fatals: string[] = [];
     let processed = 0;
     let failed = 0;
@@ -265,8 +278,11 @@ export class SolutionRunner {
         const ms = performance.now() - started;
         statistics.push({ mapId: map.mapId, mapName: map.name, processed: 0, failed: 0, minMs: 0, maxMs: 0, avgMs: 0, totalMs: round(ms), totalTime: hms(ms), fatal: text, blocks: [] });
       }
+      // Before the Map's record errors leave: the errors name these records.
+      cloud.flush();
       progress(processed, failed);
     }
+    cloud.flush();
     return fatals.length > 0 ? fatals.join('\n') : undefined;
   }
 
@@ -310,6 +326,50 @@ class ErrorBatcher {
     this.#batch = [];
     this.send(batch);
   }
+}
+
+/** Cloud failed records in reports of at most MAX_FAILED_RECORDS_PER_REPORT and about 512 KiB. */
+class FailedRecordBatcher {
+  #batch: RunFailedRecord[] = [];
+  #bytes = 0;
+  constructor(private readonly send: (batch: RunFailedRecord[]) => void) {}
+  add(r: RunFailedRecord): void {
+    let rec = r;
+    let size = JSON.stringify(rec).length;
+    if (size > MAX_FAILED_RECORD_BYTES) {
+      // One record larger than a channel message can hold: its error is kept, its copy is not.
+      rec = { ...r, source: {}, errorMessage: `${r.errorMessage} (the source record is larger than ${MAX_FAILED_RECORD_BYTES / 1024} KiB and was not kept)`.slice(0, 10_000) };
+      size = JSON.stringify(rec).length;
+    }
+    if (this.#bytes + size > MAX_FAILED_RECORD_BYTES) this.flush();
+    this.#batch.push(rec);
+    this.#bytes += size;
+    if (this.#batch.length >= MAX_FAILED_RECORDS_PER_REPORT) this.flush();
+  }
+  flush(): void {
+    if (this.#batch.length === 0) return;
+    const batch = this.#batch;
+    this.#batch = [];
+    this.#bytes = 0;
+    this.send(batch);
+  }
+}
+
+/** About half a channel message: a report of failed records always fits. */
+const MAX_FAILED_RECORD_BYTES = 512 * 1024;
+
+function toFailedRecord(rec: FailedRecordInput & { id: string }): RunFailedRecord {
+  return {
+    id: rec.id,
+    ...(rec.mapId !== undefined ? { mapId: rec.mapId } : {}),
+    mapName: rec.mapName.slice(0, 500),
+    entity: rec.entity.slice(0, 1000),
+    blockId: rec.blockId,
+    blockName: rec.blockName.slice(0, 500),
+    code: rec.error.code,
+    errorMessage: rec.error.message.slice(0, 10_000),
+    source: rec.source,
+  };
 }
 
 function toRunError(e: MapRecordError, mapId: number): RunRecordError {

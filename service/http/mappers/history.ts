@@ -3,7 +3,8 @@ import { historyResultOf } from '../../history/query.js';
 import { durationSeconds, parseStatistics, toStatistics } from '../../history/statistics.js';
 import type { ExecutionErrorRow, ScheduleSkipRow } from '../../store/schema.js';
 import { fromFlag } from '../../util/values.js';
-import type { Execution, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
+import type { ConnectorRecord } from '../../../src/connectors/sdk.js';
+import type { Execution, FailedRecord, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
 
 /** The API model of an execution; a run without a result is InProgress, its duration counted to when it was read. */
 export function toExecution({ row, reprocessRecordsRemaining, readAt }: ExecutionView): Execution {
@@ -52,4 +53,9 @@ export function toRecordError(row: ExecutionErrorRow): RecordError {
 
 export function toScheduleSkip(row: ScheduleSkipRow): ScheduleSkip {
   return { solutionId: row.solutionId, dueAt: row.dueAt, reason: row.reason, at: row.at };
+}
+
+/** SPEC.md "Failed Record" from a record error and its source fields. */
+export function toFailedRecord(r: { error: ExecutionErrorRow; source: ConnectorRecord }): FailedRecord {
+  return { id: r.error.id, name: r.error.sourceEntity, properties: Object.entries(r.source).map(([key, value]) => ({ key, value })), children: [], sourceData: r.source };
 }

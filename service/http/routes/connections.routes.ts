@@ -67,7 +67,10 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: { tags, summary: 'Modify a Connection; omitted protected properties keep their value', params: ConnectionParams, body: ConnectionInput, response: { 200: Connection } },
   }, async (req) => {
     const { org, user } = orgOf(req);
-    return model(org, await connections.update(org, req.params.connectionId, req.body, userName(user)));
+    const updated = await connections.update(org, req.params.connectionId, req.body, userName(user));
+    // The Agents running Solutions with it get its new properties before their next run.
+    deps.assignments.syncOrg(org.id).catch((err: unknown) => req.log.warn({ err }, 'agent solutions not reconciled; they are at their next connect'));
+    return model(org, updated);
   });
 
   app.delete('/v1/orgs/:orgId/connections/:connectionId', {

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf } from '../guard.js';
-import { toExecution, toRecordError, toScheduleSkip } from '../mappers/history.js';
+import { toExecution, toFailedRecord, toRecordError, toScheduleSkip } from '../mappers/history.js';
 import { PageQuery, sendList } from '../schemas/common.js';
-import { Execution, ExecutionErrorParams, ExecutionErrorsParams, ExecutionListQuery, ExecutionParams, ExecutionStatistics, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
+import { Execution, ExecutionErrorParams, FailedRecord, ExecutionErrorsParams, ExecutionListQuery, ExecutionParams, ExecutionStatistics, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
 import { SolutionParams } from '../schemas/solution.schema.js';
 
 const tags = ['History'];
@@ -76,6 +76,19 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   }, async (req) => {
     const { org } = orgOf(req);
     return toRecordError(await history.error(org.id, req.params.solutionId, req.params.historyId, req.params.id));
+  });
+
+  app.get(`${H}/:historyId/failedrecords/:id`, {
+    config: { access: 'read' },
+    schema: {
+      tags,
+      summary: 'The failed source record of a record error (id = the error\'s id), when the Organization keeps failed records in the cloud; 409 when they are kept on the Agent',
+      params: ExecutionErrorParams,
+      response: { 200: FailedRecord },
+    },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return toFailedRecord(await history.failedRecord(org.id, req.params.solutionId, req.params.historyId, req.params.id));
   });
 };
 

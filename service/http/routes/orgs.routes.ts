@@ -74,6 +74,8 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   }, async (req) => {
     const { org, user } = orgOf(req);
     const updated = await modifyOrganization(db, org, req.body, req.ip, userName(user));
+    // The capture switches travel with each Solution to its Agent: a change applies to the next run.
+    deps.assignments.syncOrg(org.id).catch((err: unknown) => req.log.warn({ err }, 'agent solutions not reconciled; they are at their next connect'));
     return toOrganization(deps.secrets, await organizationView(db, updated), 'Administrator');
   });
 

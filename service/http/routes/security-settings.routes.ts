@@ -23,7 +23,10 @@ const securitySettingsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, d
   }, async (req) => {
     const { org, user } = orgOf(req);
     // isAgentLogDownloadAllowed is no longer used: accepted and ignored, as SPEC.md says.
-    return toSecuritySettings(deps.secrets, await changeCaptureSettings(db, org.id, req.body, userName(user)));
+    const changed = await changeCaptureSettings(db, org.id, req.body, userName(user));
+    // The capture switches travel with each Solution to its Agent: a change applies to the next run.
+    deps.assignments.syncOrg(org.id).catch((err: unknown) => req.log.warn({ err }, 'agent solutions not reconciled; they are at their next connect'));
+    return toSecuritySettings(deps.secrets, changed);
   });
 
   app.put('/v1/orgs/:orgId/SecuritySettings/resetaccesstoken', {

@@ -122,3 +122,15 @@ export const ScheduleSkip = z.object({
   at: Timestamp.describe('when the Agent decided it'),
 });
 export type ScheduleSkip = z.infer<typeof ScheduleSkip>;
+
+/** SPEC.md "Failed Record": the source record of a record error kept in the cloud. */
+export const FailedRecord = z
+  .object({
+    id: z.string().describe('the record error\'s id'),
+    name: z.string().describe('the entity'),
+    properties: z.array(z.object({ key: z.string(), value: z.unknown() })).describe('the source record\'s fields the Map reads'),
+    children: z.array(z.object({ key: z.string(), value: z.unknown() })),
+    sourceData: z.record(z.string(), z.unknown()).describe('the source record as one object'),
+  })
+  .meta({ id: 'FailedRecord' });
+export type FailedRecord = z.infer<typeof FailedRecord>;

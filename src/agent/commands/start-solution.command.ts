@@ -3,5 +3,5 @@ import type { SolutionRunner } from '../../solutions/runner.js';
 
 /** `startSolution`: queues a run now with the Service's run ID; ignored (started false) while one runs. */
 export function startSolutionCommand(deps: { runner: SolutionRunner }) {
-  return (command: StartSolutionCommand): Promise<StartSolutionResult> => Promise.resolve(deps.runner.start(command.solutionId, command.runId, 'start'));
+  return (command: StartSolutionCommand): Promise<StartSolutionResult> => Promise.resolve(deps.runner.start(command.solutionId, command.runId, 'start', undefined, command.version));
 }

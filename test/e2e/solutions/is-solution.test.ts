@@ -170,6 +170,50 @@ describe.skipIf(!HAS_PG)('an IS Solution on a real Agent: CSV → formulas and a
     expect(all.body.filter((x) => x.trigger === 'schedule')).toHaveLength(1);
   });
 
+  it('keeps failed source records in the cloud when the Organization says so, and says where they are otherwise', { timeout: 240_000 }, async () => {
+    const O = `/v1/orgs/${sut.orgId}`;
+    const list = await sut.request<Array<{ id: string; name: string }>>('GET', `${O}/solutions?solutionNameFilter=People%20sync`);
+    const S = `${O}/solutions/${list.body.find((s) => s.name === 'People sync')?.id ?? ''}`;
+    const run = async (): Promise<{ run: Execution; error: { id: string; failedRecordId: string | null } }> => {
+      await client.query('DELETE FROM contacts');
+      const start = await sut.request<{ runId: string; started: boolean }>('POST', `${S}/start`);
+      expect(start.body.started, JSON.stringify(start.body)).toBe(true);
+      const id = S.split('/').pop() ?? '';
+      const done = await finished(sut, id, start.body.runId);
+      const errors = await sut.request<Array<{ id: string; failedRecordId: string | null }>>('GET', `${S}/history/${done.id}/errors`);
+      expect(errors.body).toHaveLength(1);
+      return { run: done, error: errors.body[0] as { id: string; failedRecordId: string | null } };
+    };
+    const settings = (isSourceDataLocal: boolean) =>
+      sut.request('PUT', `${O}/SecuritySettings`, { body: { captureOnFailedRecordsForReprocessing: true, captureDuringCloudAppRuns: true, captureDuringLocalAgentAppRuns: true, isSourceDataLocal } });
+    expect((await settings(false)).status).toBe(200);
+    // The change reaches the Agent with the Solution's next version: the next run keeps its failed records in the cloud.
+    const cloud = await until('a run that keeps its failed record in the cloud', async () => {
+      const r = await run();
+      return (r.run as Execution & { sourceDataLocal: boolean }).sourceDataLocal ? undefined : r;
+    }, 120_000);
+    expect(cloud.error.failedRecordId).toBeTruthy();
+    const rec = await until('the failed record on the Service', async () => {
+      const res = await sut.request<{ id: string; name: string; sourceData: Record<string, unknown>; properties: Array<{ key: string; value: unknown }> }>('GET', `${S}/history/${cloud.run.id}/failedrecords/${cloud.error.id}`);
+      return res.status === 200 ? res.body : undefined;
+    });
+    expect(rec).toMatchObject({ id: cloud.error.id, name: 'people', sourceData: { id: 2, first: 'first3', state: 'NY' } });
+    expect(rec.properties).toContainEqual({ key: 'first', value: 'first3' });
+    // Stored sealed: the Service's database does not hold the record's values in clear.
+    const stored = sut.query<{ source: string }>('SELECT source FROM failed_records');
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.map((r) => r.source).join()).not.toContain('first3');
+
+    expect((await settings(true)).status).toBe(200);
+    const local = await until('a run that keeps its failed record on the Agent', async () => {
+      const r = await run();
+      return (r.run as Execution & { sourceDataLocal: boolean }).sourceDataLocal ? r : undefined;
+    }, 120_000);
+    const res = await sut.request<{ detail: string }>('GET', `${S}/history/${local.run.id}/failedrecords/${local.error.id}`);
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toContain('kept on the Agent');
+  });
+
   it('ignores a start while a run is in progress, reports progress to startmonitor, and stop ends the run', { timeout: 240_000 }, async () => {
     const O = `/v1/orgs/${sut.orgId}`;
     const csvId = await createConnection(sut, 'Many people', CSV, { folder });
