@@ -220,7 +220,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     dataDir: paths.data,
     concurrency: config.runConcurrency,
     runsOn: config.cloud ? 'cloud' : 'local',
-    lookupTables: (orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names }),
+    lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: path.join(paths.data, 'lookup-tables') }),
   });
   // Schedules fire here, from the local copy, so scheduled runs go on while the Service is unreachable.
   const scheduler = new Scheduler({
