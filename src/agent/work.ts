@@ -36,6 +36,7 @@ export class WorkRegistry {
   /** From now on {@link run} refuses new work with AGT_DRAINING. */
   drain(reason: string): void {
     this.drainReason ??= reason;
+    for (const wake of [...this.resumeWaiters]) wake();
   }
 
   /**
@@ -48,6 +49,24 @@ export class WorkRegistry {
 
   resume(reason: string): void {
     this.pauses.delete(reason);
+    if (this.pauses.size === 0) for (const wake of [...this.resumeWaiters]) wake();
+  }
+
+  private readonly resumeWaiters = new Set<() => void>();
+
+  /**
+   * Resolves once no pause holds new work back (at once when none does): queued work waits for a
+   * Connector update to end instead of failing. A drain is not waited for: {@link run} refuses it.
+   */
+  unpaused(): Promise<void> {
+    if (this.pauses.size === 0 || this.drainReason !== undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.resumeWaiters.delete(wake);
+        resolve();
+      };
+      this.resumeWaiters.add(wake);
+    });
   }
 
   /** Runs `fn` as tracked work; refuses when draining or paused. */

@@ -138,7 +138,11 @@ export class SolutionRunner {
     this.opts.report({ kind: 'runStarted', runId, solutionId, trigger, ...(dueAt ? { dueAt: dueAt.toISOString() } : {}), at: startedAt });
     this.opts.log.info({ runId, solutionId, trigger }, 'solution run queued');
     const done = this.#queue
-      .add(() => this.opts.work.run('solution', (handle) => this.#execute(solution, run, handle.signal)))
+      .add(async () => {
+        // Queued before a Connector update paused new work: wait for it rather than fail.
+        await this.opts.work.unpaused();
+        return this.opts.work.run('solution', (handle) => this.#execute(solution, run, handle.signal));
+      })
       .catch((err: unknown) => this.#finish(solution, run, [], { fatal: errorText(err) }))
       .finally(() => {
         this.#active.delete(solutionId);

@@ -41,4 +41,23 @@ describe('the work registry', () => {
     await expect(running).rejects.toMatchObject({ code: 'AGT_INTERRUPTED' });
     expect(work.count).toBe(0);
   });
+
+  it('lets queued work wait out a pause (a Connector update) and go on when it ends; a drain ends the wait', async () => {
+    const work = new WorkRegistry();
+    work.pause('updating a connector');
+    expect(work.refusing).toBe(true);
+    let waited = false;
+    const queued = work.unpaused().then(() => (waited = true));
+    await Promise.resolve();
+    expect(waited).toBe(false);
+    work.resume('updating a connector');
+    await queued;
+    expect(work.refusing).toBe(false);
+    await expect(work.run('queued', async () => 'ran')).resolves.toBe('ran');
+    work.pause('again');
+    const drained = work.unpaused();
+    work.drain('waiting to restart');
+    await drained;
+    await expect(work.run('late', async () => 'never')).rejects.toMatchObject({ code: 'AGT_DRAINING' });
+  });
 });
