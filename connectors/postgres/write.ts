@@ -141,7 +141,14 @@ export class PgWriter {
   private async createWithCheckpoint(client: PoolClient, table: PgTable, groups: Group[], batch: readonly ConnectorRecord[], results: WriteResult[], cp: Checkpoint, ctx: CallContext): Promise<void> {
     if (!this.checkpointTable) {
       // Outside the batch's transaction: two sessions creating it at once must not fail a batch.
-      await client.query(`CREATE TABLE IF NOT EXISTS ${this.checkpointName()} (key text PRIMARY KEY, value text NOT NULL, saved_at timestamptz NOT NULL)`);
+      try {
+        await client.query(`CREATE TABLE IF NOT EXISTS ${this.checkpointName()} (key text PRIMARY KEY, value text NOT NULL, saved_at timestamptz NOT NULL)`);
+      } catch (err) {
+        // IF NOT EXISTS is not atomic: two sessions creating it at once, one loses with 23505 (the
+        // row type's catalogue entry) or 42P07; the table exists either way.
+        const state = sqlState(err);
+        if (state !== '23505' && state !== '42P07') throw err;
+      }
       this.checkpointTable = true;
     }
     await client.query('BEGIN');

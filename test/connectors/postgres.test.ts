@@ -296,4 +296,21 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     url.pathname = '/ferry_no_such_database';
     await expect(host.open({ connectorId: 'PostgreSQL', connectionId: 'pg-nodb', properties: { connectionString: url.toString() } })).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID', details: { nativeCode: '3D000' } });
   });
+
+  it('saves the first checkpoints of several sessions at once: creating the checkpoint table never fails a batch', async () => {
+    const fresh = await createTestDatabase();
+    try {
+      await withClient(fresh.url, (c) => c.query('CREATE TABLE events (id integer NOT NULL, note text)'));
+      const sessions = await Promise.all(Array.from({ length: 8 }, (_, i) => host.open({ connectorId: 'PostgreSQL', connectionId: `pg-cp-${i}`, properties: { connectionString: fresh.url } })));
+      try {
+        const results = await Promise.all(sessions.map((s, i) => s.write('Create', 'events', [{ id: i, note: `n${i}` }], { checkpoint: { key: `k${i}`, value: `v${i}` } })));
+        expect(results.flat().every((r) => r.ok)).toBe(true);
+        expect(await Promise.all(sessions.map((s, i) => s.readCheckpoint(`k${i}`)))).toEqual(sessions.map((_, i) => `v${i}`));
+      } finally {
+        await Promise.all(sessions.map((s) => s.close()));
+      }
+    } finally {
+      await fresh.drop();
+    }
+  });
 });
