@@ -125,6 +125,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
   const finish = (code: number): Promise<number> => {
     finishing ??= (async () => {
       watchdog.stop();
+      clearTimeout(schedulerWait);
       scheduler.stop();
       await channel.stop();
       runner.close();
@@ -241,9 +242,35 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     },
     log: logger.log.child({ component: 'scheduler' }),
   });
+  /**
+   * Nothing fires before the Service has had its say. At start the scheduler holds the local copy,
+   * which may be stale: a Solution moved to another Agent, disabled or rescheduled while this one
+   * was down. Firing from it at once would run such a Solution here (the due time missed while down
+   * is caught up at start). So the scheduler starts once this Agent holds what the Service's first
+   * assignment list names, at the versions it names (the list drops what moved away; the new
+   * versions follow it as putSolution); or, when that does not happen within the wait (the Service
+   * is unreachable), from the local copy, so that scheduled runs go on during an outage. Due times
+   * that pass during the wait are caught up at start like any late due time, hence a wait no
+   * longer than the grace period.
+   */
+  let schedulerWait: ReturnType<typeof setTimeout> | undefined;
+  /** The versions the Service's latest assignment list names; undefined until one came. */
+  let assignedVersions: ReadonlyMap<string, string> | undefined;
+  const startScheduler = (why: string): void => {
+    clearTimeout(schedulerWait);
+    schedulerWait = undefined;
+    if (finishing || scheduler.started) return;
+    log.info({ why }, 'scheduler starting');
+    scheduler.start();
+  };
   /** The held Solutions changed: the scheduler follows the full set (a Solution no longer held stops firing at once). */
-  const assigned = (): void =>
-    scheduler.set(solutionStore.list().map((s) => ({ solutionId: s.solutionId, version: s.version, rule: s.schedule, disabled: s.isDisabled })));
+  const assigned = (): void => {
+    const held = solutionStore.list();
+    scheduler.set(held.map((s) => ({ solutionId: s.solutionId, version: s.version, rule: s.schedule, disabled: s.isDisabled })));
+    if (!assignedVersions || scheduler.started) return;
+    const versions = new Map(held.map((s) => [s.solutionId, s.version]));
+    if ([...assignedVersions].every(([solutionId, version]) => versions.get(solutionId) === version)) startScheduler('holding the assignment of the Service');
+  };
 
   const handlers = {
     restart: restartCommand({ restart, log }),
@@ -285,6 +312,8 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         void installer.uninstall(command);
         return Promise.resolve({ received: true });
       case 'assignSolutions':
+        // What the scheduler waits to hold before it starts (see startScheduler).
+        assignedVersions = new Map(command.assignments.map((a) => [a.solutionId, a.version]));
         return handlers.assignSolutions(command);
       case 'putSolution':
         return handlers.putSolution(command);
@@ -314,7 +343,9 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       outbox.enqueue({ kind: 'status', status: 'Running', at: startedAt, reason: 'started' });
       runner.recover();
       assigned();
-      scheduler.start();
+      // See startScheduler: what the Service assigns comes first, unless it is unreachable.
+      schedulerWait = setTimeout(() => startScheduler('no assignment list from the Service in time; firing from the local copy'), Math.min(config.requestTimeoutMs, config.scheduleGraceMs));
+      schedulerWait.unref();
       channel.start();
       watchdog.start();
     },

@@ -94,7 +94,7 @@ export const ERROR_CODES = {
   AGT_ALREADY_RUNNING: { kind: 'config', status: 409, title: 'The Agent instance is already running' },
   AGT_UNAUTHORIZED: { kind: 'config', status: 401, title: 'The Service refused the Agent credentials' },
   AGT_DELETED: { kind: 'config', status: 410, title: 'The Agent was deleted in the Service' },
-  AGT_DRAINING: { kind: 'transient', status: 503, title: 'The Agent is restarting and starts no new work' },
+  AGT_DRAINING: { kind: 'transient', status: 409, title: 'The Agent is restarting and starts no new work' },
   AGT_INTERRUPTED: { kind: 'transient', status: 503, title: 'The work was interrupted by an Agent restart or stop' },
   AGT_NO_SERVICE_MANAGER: { kind: 'config', status: 400, title: 'No service manager is available on this machine' },
   AGT_SERVICE_MANAGER: { kind: 'system', status: 500, title: 'The service manager failed' },

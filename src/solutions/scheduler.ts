@@ -176,6 +176,11 @@ export class Scheduler {
     this.arm();
   }
 
+  /** Whether {@link start} was called (and {@link stop} was not). */
+  get started(): boolean {
+    return this.state === 'started';
+  }
+
   /** Handles the due times since the last ones recorded (the Agent was down), then fires each as it comes. */
   start(): void {
     if (this.state === 'stopped') throw new Error('A stopped scheduler cannot start again: make a new one.');
