@@ -130,13 +130,17 @@ export class RunReports {
     const runId = r.runId.toLowerCase();
     const startedAt = isoOr(r.startedAt, now);
     const before = await this.ensureExecution(tx, agent, solution, { runId, trigger: r.trigger, dueAt: null, start: startedAt });
+    // A run ended for the Agent that died during it (RUN_AGENT_ENDED) reports no counts of its own:
+    // what its progress reports said it had written stands, and is counted.
+    const processed = Math.max(r.processed, before.result === null ? Number(before.recordsProcessed) : 0);
+    const failed = Math.max(r.failed, before.result === null ? Number(before.recordsFailed) : 0);
     const end = {
       trigger: r.trigger,
       start: startedAt,
       stop: isoOr(r.at, now),
       result: r.result,
-      recordsProcessed: r.processed,
-      recordsFailed: r.failed,
+      recordsProcessed: processed,
+      recordsFailed: failed,
       details: r.details ?? null,
       stopped: toFlag(r.stopped),
       sourceDataLocal: toFlag(r.sourceDataLocal),
@@ -152,7 +156,7 @@ export class RunReports {
     const newest = solution.lastRunTime === null || solution.lastRunTime <= startedAt;
     const patch = { ...(thisRun ? { inProgressStartTime: null } : {}), ...(newest ? { lastRunTime: startedAt, lastRunResult: r.result } : {}) };
     if (Object.keys(patch).length > 0) await tx.updateTable('solutions').set(patch).where('id', '=', solution.id).execute();
-    if (r.processed > 0) await this.countUsage(tx, solution, r.processed, [end.stop, now]);
+    if (processed > 0) await this.countUsage(tx, solution, processed, [end.stop, now]);
   };
 
   readonly scheduleSkipped: ReportHandler<'scheduleSkipped'> = async (tx, agent, r, now) => {

@@ -171,6 +171,19 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     expect(await isUsage()).toBe(before + 7);
   });
 
+  it('keeps the counts the progress reports gave a run that ended with its Agent (RUN_AGENT_ENDED reports none)', async () => {
+    const id = await solution('Killed');
+    const runId = randomUUID();
+    const start = ago(20);
+    const before = await isUsage();
+    await send(started(id, runId, start));
+    await send({ kind: 'runProgress', runId, solutionId: id, at: ago(19), processed: 700, failed: 3 });
+    await send(finished(id, runId, start, { result: 'FatalError', processed: 0, failed: 0, details: 'RUN_AGENT_ENDED: The Agent process ended during this run.' }));
+    const { items } = await history(id);
+    expect(items[0]).toMatchObject({ result: 'FatalError', recordsProcessed: 700, recordsFailed: 3 });
+    expect(await isUsage()).toBe(before + 700);
+  });
+
   it('keeps one run whatever order its reports arrive in', async () => {
     const id = await solution('Out of order');
     const runId = randomUUID();
