@@ -94,7 +94,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   const bulk = run.checkForBulk && (dest.actions.find((a) => a.action === action)?.supportsBulk ?? false);
   const inTarget = action === 'Create' && field !== undefined && target.transactionalCheckpoints;
   const limit = Math.min(source.bulkLimit, target.bulkLimit);
-  const batchSize = Math.max(1, Math.min(run.batchSize ?? limit, limit));
+  // Written one record at a time, a batch is read smaller: progress, checkpoints and a stop come every few hundred records, not every bulkLimit.
+  const batchSize = Math.max(1, Math.min(run.batchSize ?? (bulk ? limit : NON_BULK_BATCH), limit));
   const store = field === undefined ? undefined : run.state.entity(name, field);
   const cpKey = field === undefined ? '' : checkpointKey(source.connectionId, name, field);
 
@@ -179,6 +180,9 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: tracker.value }, 'entity replicated');
   return false;
 }
+
+/** Records read per batch when each is written alone (checkForBulk off, or the target's action is not bulk). */
+const NON_BULK_BATCH = 200;
 
 function unkeyed(name: string, target: string): FerryError {
   return new FerryError(
