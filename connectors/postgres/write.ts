@@ -44,7 +44,9 @@ import { textConverter, type ToText } from './types.js';
  * 22 data exception, 23 integrity violation, 21000), the records are split in halves and each half
  * is run again, recursively, until the failing records stand alone: exactly they fail, in place,
  * with their own error; every other record is written. One bad record in a batch of n costs about
- * 2·log2(n) extra statements carrying about 2n records. Other failures fail the call.
+ * 2·log2(n) extra statements carrying about 2n records. A large Create batch is not halved but
+ * written row by row on the server in one round trip (rowByRow), since many bad records would make
+ * halving cost thousands of statements. Other failures fail the call.
  */
 
 interface Group {
@@ -53,6 +55,9 @@ interface Group {
 }
 
 const NAME_HASH_LEN = 20;
+
+/** A failed Create COPY of at least this many records is written row by row on the server (rowByRow); fewer are halved. */
+const ROW_BY_ROW_MIN = 64;
 
 /** Upserts of at least this many records go through COPY; fewer take one unnest statement. */
 const STAGE_MIN = 64;
@@ -108,6 +113,8 @@ export class PgWriter {
 
   /** Whether this session made sure the checkpoint table exists. */
   private checkpointTable = false;
+  /** Numbers the temporary stage tables of {@link rowByRow} (a transaction may hold several). */
+  private rowStages = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -144,10 +151,10 @@ export class PgWriter {
       try {
         await client.query(`CREATE TABLE IF NOT EXISTS ${this.checkpointName()} (key text PRIMARY KEY, value text NOT NULL, saved_at timestamptz NOT NULL)`);
       } catch (err) {
-        // IF NOT EXISTS is not atomic: two sessions creating it at once, one loses with 23505 (the
-        // row type's catalogue entry) or 42P07; the table exists either way.
+        // IF NOT EXISTS is not atomic: of two sessions creating it at once, one loses with 23505 or
+        // 42710 (the table's row type, in the catalogue or as an object) or 42P07; it exists either way.
         const state = sqlState(err);
-        if (state !== '23505' && state !== '42P07') throw err;
+        if (state !== '23505' && state !== '42710' && state !== '42P07') throw err;
       }
       this.checkpointTable = true;
     }
@@ -216,13 +223,72 @@ export class PgWriter {
       await client.query('RELEASE SAVEPOINT ferry_copy');
       return undefined;
     };
-    await bisect(
-      g.indices.map((_, k) => k),
-      run,
-      (k) => g.indices[k] as number,
-      results,
-      table,
-    );
+    const all = g.indices.map((_, k) => k);
+    try {
+      await run(all);
+      for (const i of g.indices) results[i] = OK_ONE;
+      return;
+    } catch (err) {
+      // Many records may fail in a batch this large: one pass over it on the server beats halving it.
+      if (!recordErrorCode(sqlState(err)) || all.length < ROW_BY_ROW_MIN) {
+        await bisect(all, run, (k) => g.indices[k] as number, results, table);
+        return;
+      }
+    }
+    try {
+      await this.rowByRow(client, table, g, batch, results, savepoints);
+    } catch (err) {
+      if (sqlState(err) === undefined) throw err;
+      await bisect(all, run, (k) => g.indices[k] as number, results, table);
+    }
+  }
+
+  /**
+   * A Create batch whose COPY failed for a record's sake, written in one server round trip instead
+   * of by halving it (which costs about 2·f·log2(n/f) statements for f failing records, and f is
+   * often large: a constraint many rows break): the batch is COPYed into a temporary stage without
+   * constraints, then a server-side loop inserts each row in its own subtransaction and keeps the
+   * error of each one refused. Every record gets its own result, in order. A stage COPY that fails
+   * (a value the column type itself refuses) throws, and the caller halves the batch instead.
+   */
+  private async rowByRow(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], inTransaction: boolean): Promise<void> {
+    const n = ++this.rowStages;
+    const stage = quoteIdent(`ferry_rows_${n}`);
+    const errors = quoteIdent(`ferry_row_errors_${n}`);
+    const cols = g.cols.map((c) => quoteIdent(c.name));
+    await client.query(inTransaction ? 'SAVEPOINT ferry_rows' : 'BEGIN');
+    try {
+      // CREATE … AS takes the column types without their NOT NULL, CHECK or key constraints.
+      await client.query(`CREATE TEMP TABLE ${stage} ON COMMIT DROP AS SELECT ${cols.join(', ')} FROM ${qualified(table)} WITH NO DATA`);
+      await client.query(`ALTER TABLE ${stage} ADD COLUMN ferry_ord bigserial`);
+      await client.query(`CREATE TEMP TABLE ${errors} (ord bigint, state text, message text, detail text, col text) ON COMMIT DROP`);
+      await copySender(g, batch)(client, `COPY ${stage} (${cols.join(', ')}) FROM STDIN`, g.indices.map((_, k) => k));
+      await client.query(`DO $ferry$
+DECLARE r record; st text; msg text; det text; col text;
+BEGIN
+  FOR r IN SELECT * FROM ${stage} ORDER BY ferry_ord LOOP
+    BEGIN
+      INSERT INTO ${qualified(table)} (${cols.join(', ')}) VALUES (${cols.map((c) => `r.${c}`).join(', ')});
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, col = COLUMN_NAME;
+      INSERT INTO ${errors} VALUES (r.ferry_ord, st, msg, det, col);
+    END;
+  END LOOP;
+END $ferry$`);
+      const refused = (await client.query<{ ord: string; state: string; message: string; detail: string | null; col: string | null }>(`SELECT ord, state, message, detail, col FROM ${errors}`)).rows;
+      await client.query(inTransaction ? 'RELEASE SAVEPOINT ferry_rows' : 'COMMIT');
+      for (const i of g.indices) results[i] = OK_ONE;
+      for (const e of refused) {
+        const i = g.indices[Number(e.ord) - 1];
+        if (i === undefined) continue;
+        const field = e.col ? (table.columns.find((c) => c.name === e.col)?.fullName ?? e.col) : undefined;
+        results[i] = failed(recordErrorCode(e.state) ?? 'DatastoreError', [e.message, e.detail].filter(Boolean).join(' '), { nativeCode: e.state, ...(field ? { field } : {}) });
+      }
+    } catch (err) {
+      await client.query(inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_rows' : 'ROLLBACK').catch(() => undefined);
+      if (inTransaction) await client.query('RELEASE SAVEPOINT ferry_rows').catch(() => undefined);
+      throw err;
+    }
   }
 
   /**

@@ -313,4 +313,26 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
       await fresh.drop();
     }
   });
+
+  it('gives each refused record of a large Create batch its own error, many of them, inside and outside a checkpoint transaction', async () => {
+    await withClient(db.url, (c) => c.query('CREATE TABLE checked (id integer NOT NULL, n integer CHECK (n % 10 <> 0), note text NOT NULL)'));
+    const other = await host.open({ connectorId: 'PostgreSQL', connectionId: 'pg-checked', properties: { connectionString: db.url } });
+    try {
+      for (const checkpoint of [undefined, { key: 'checked', value: 'v1' }]) {
+        const base = checkpoint ? 1000 : 0;
+        // 1 record in 10 breaks the CHECK, one more has a null note: far too many to find by halving.
+        const records: ConnectorRecord[] = Array.from({ length: 1000 }, (_, i) => ({ id: base + i, n: i, note: i === 7 ? null : `r${i}` }));
+        const results = await other.write('Create', 'checked', records, checkpoint ? { checkpoint } : {});
+        const refused = results.flatMap((r, i) => (r.ok ? [] : [{ i, code: r.error.code, native: r.error.nativeCode }]));
+        expect(refused.map((r) => r.i)).toEqual([...Array.from({ length: 100 }, (_, k) => k * 10), 7].sort((a, b) => a - b));
+        expect(refused.find((r) => r.i === 10)).toMatchObject({ code: 'ConstraintViolation', native: '23514' });
+        expect(refused.find((r) => r.i === 7)).toMatchObject({ native: '23502' });
+        const written = await withClient(db.url, (c) => c.query<{ id: number }>('SELECT id FROM checked WHERE id >= $1 AND id < $2 ORDER BY id', [base, base + 1000]));
+        expect(written.rows.map((r) => r.id - base)).toEqual(records.map((_, i) => i).filter((i) => i % 10 !== 0 && i !== 7));
+      }
+      expect(await other.readCheckpoint('checked')).toBe('v1');
+    } finally {
+      await other.close();
+    }
+  });
 });
