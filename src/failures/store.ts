@@ -64,8 +64,29 @@ const toRecord = (r: Row): StoredFailedRecord => ({
 
 export const FAILED_RECORDS_FILE = 'failed-records.db';
 
+/** The INSERT's parameters: id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at. */
+type InsertParams = [string, string, number | null, string, string, string, string, string, string, string, string, string];
+
+interface PendingCapture {
+  params: InsertParams;
+  resolve: (id: string) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Captures are committed in groups: the captures made together (a Map's batch fails its refused
+ * records in one synchronous pass) are inserted in one transaction, in a microtask the first of
+ * them queues, and each capture's promise resolves once that transaction has committed. So a record is
+ * durable before its capture resolves, as when each had its own transaction, but a batch with a
+ * thousand refused records costs one commit (one WAL sync) instead of a thousand: measured
+ * (docs/benchmarks.md "Solutions"), the per-record commits took 6.8 s of the Agent's thread for
+ * 100,000 failed records. Every read and change first commits what is pending.
+ */
 export class FailedRecordStore implements FailedRecordSink {
   private readonly db: Database.Database;
+  private readonly insert: Database.Statement<InsertParams>;
+  private readonly insertAll: (group: readonly PendingCapture[]) => void;
+  #pending: PendingCapture[] = [];
 
   constructor(folder: string, opts: { now?: () => Date } = {}) {
     this.now = opts.now ?? (() => new Date());
@@ -81,6 +102,11 @@ export class FailedRecordStore implements FailedRecordSink {
         block_id TEXT NOT NULL, block_name TEXT NOT NULL, code TEXT NOT NULL, error_message TEXT NOT NULL, error_detail TEXT NOT NULL,
         source TEXT NOT NULL, can_reprocess INTEGER NOT NULL DEFAULT 1, marked INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
         CREATE INDEX IF NOT EXISTS failed_records_execution ON failed_records(execution_id);`);
+      this.insert = this.db.prepare(`INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+      this.insertAll = this.db.transaction((group: readonly PendingCapture[]) => {
+        for (const p of group) this.insert.run(...p.params);
+      });
     } catch (err) {
       throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
     }
@@ -88,29 +114,46 @@ export class FailedRecordStore implements FailedRecordSink {
 
   private readonly now: () => Date;
 
-  /** Stores one failed source record; returns its id. */
+  /** Stores one failed source record; resolves with its id once it is committed (with the other captures of this turn). */
   capture(rec: FailedRecordInput): Promise<string> {
     const id = randomUUID();
-    this.db
-      .prepare(`INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), this.now().toISOString());
-    return Promise.resolve(id);
+    const params: InsertParams = [id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), this.now().toISOString()];
+    return new Promise<string>((resolve, reject) => {
+      if (this.#pending.length === 0) queueMicrotask(() => this.flush());
+      this.#pending.push({ params, resolve, reject });
+    });
+  }
+
+  /** Commits the captures not committed yet, in one transaction; their promises settle with it. */
+  private flush(): void {
+    const group = this.#pending;
+    if (group.length === 0) return;
+    this.#pending = [];
+    try {
+      this.insertAll(group);
+    } catch (err) {
+      for (const p of group) p.reject(err);
+      return;
+    }
+    for (const p of group) p.resolve(p.params[0]);
   }
 
   get(id: string): StoredFailedRecord | undefined {
+    this.flush();
     const r = this.db.prepare('SELECT * FROM failed_records WHERE id = ?').get(id) as Row | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   /** Records of an execution, oldest first. */
   list(executionId?: string): StoredFailedRecord[] {
+    this.flush();
     const rows = (executionId ? this.db.prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid').all(executionId) : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()) as Row[];
     return rows.map(toRecord);
   }
 
   /** Marks (or unmarks) records for reprocessing; only records that can still be reprocessed. */
   mark(ids: readonly string[], marked = true): number {
+    this.flush();
     const stmt = this.db.prepare('UPDATE failed_records SET marked = ? WHERE id = ? AND can_reprocess = 1');
     let n = 0;
     this.db.transaction(() => {
@@ -121,6 +164,7 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** Marks every failed record of an execution (the history-level mark). */
   markExecution(executionId: string, marked = true): number {
+    this.flush();
     return this.db.prepare('UPDATE failed_records SET marked = ? WHERE execution_id = ? AND can_reprocess = 1').run(marked ? 1 : 0, executionId).changes;
   }
 
@@ -131,6 +175,7 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** Records were reprocessed: they cannot be again. */
   setReprocessed(ids: readonly string[]): void {
+    this.flush();
     const stmt = this.db.prepare('UPDATE failed_records SET can_reprocess = 0, marked = 0 WHERE id = ?');
     this.db.transaction(() => {
       for (const id of ids) stmt.run(id);
@@ -138,6 +183,7 @@ export class FailedRecordStore implements FailedRecordSink {
   }
 
   close(): void {
+    this.flush();
     this.db.close();
   }
 }

@@ -36,4 +36,34 @@ describe('the failed-record store', () => {
       store.close();
     }
   });
+
+  it('commits the captures of one turn together: each resolves with its own id once stored, in order, and reads see captures not yet committed', async () => {
+    const store = new FailedRecordStore(path.join(dir, 'data'));
+    try {
+      const capture = (n: number) =>
+        store.capture({
+          executionId: 'ex-2',
+          mapId: 7,
+          mapName: 'Accounts',
+          entity: 'Account',
+          blockId: 'b1',
+          blockName: 'Write',
+          error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: `refused ${n}` },
+          source: { n },
+        });
+      const ids = await Promise.all(Array.from({ length: 1000 }, (_, n) => capture(n)));
+      expect(new Set(ids).size).toBe(1000);
+      const listed = store.list('ex-2');
+      expect(listed.map((r) => r.id)).toEqual(ids);
+      expect(listed.map((r) => r.source['n'])).toEqual(Array.from({ length: 1000 }, (_, n) => n));
+      expect(listed[999]).toMatchObject({ mapId: 7, errorMessage: 'refused 999', canReprocess: true, marked: false });
+
+      // Not awaited yet: a read commits it first.
+      const pending = capture(1000);
+      expect(store.list('ex-2')).toHaveLength(1001);
+      expect(store.get(await pending)?.source).toEqual({ n: 1000 });
+    } finally {
+      store.close();
+    }
+  });
 });
