@@ -2,6 +2,8 @@
  * `npm run bench`: runs every `test/bench/*.bench.ts` one after another, each in its own process
  * (so one benchmark's memory never counts against the next), and prints their JSON results.
  * `npm run bench -- lookup` runs only the benchmarks whose file name contains "lookup".
+ * Scenarios that take long are off unless asked for: solutions.bench.ts' schedules at scale run
+ * with BENCH_SCHEDULES=1 (docs/benchmarks.md "Solutions").
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
