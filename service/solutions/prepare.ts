@@ -144,13 +144,14 @@ export class PrepareJobs {
     }
     const connections = new Map<string, ConnectionRow>();
     const metadata: Record<string, MetadataDocument> = {};
-    /** The Connection and its metadata, loaded once per prepare. */
-    const load = async (id: string): Promise<MetadataDocument> => {
+    /** The Connection and its metadata, loaded once per prepare (`fresh`: read again from the datastore, not the cache). */
+    const load = async (id: string, fresh = false): Promise<MetadataDocument> => {
       const known = metadata[id];
-      if (known) return known;
+      if (known && !fresh) return known;
       const conn = await getConnection(db, org.id, id);
       if (!conn) throw new PrepareFailure(`Connection ${id} was not found in Organization ${org.id}.`);
       connections.set(conn.id, conn);
+      if (fresh) await this.opts.metadata.reset(conn);
       const md = await this.opts.metadata.ensure(this.opts.log, org, conn, agent.id);
       metadata[conn.id] = md;
       return md;
@@ -198,23 +199,35 @@ export class PrepareJobs {
   }
 
   /** The RS Connections' metadata and the entities to copy: Selected ones checked, All and Recommended expanded. */
-  async #replication(solution: SolutionRow, load: (id: string) => Promise<MetadataDocument>): Promise<PreparedReplication> {
+  async #replication(solution: SolutionRow, load: (id: string, fresh?: boolean) => Promise<MetadataDocument>): Promise<PreparedReplication> {
     const settings = replicationSettingsOf(solution);
     if (!solution.connectionIdForSource || !solution.connectionIdForTarget || !settings) {
       throw new PrepareFailure(`Replication Solution ${solution.name} needs a source and a target Connection and its entities.`);
     }
-    const source = await load(solution.connectionIdForSource);
+    let source = await load(solution.connectionIdForSource);
     await load(solution.connectionIdForTarget);
-    const queryable = source.entities.filter((e) => e.actions.some((a) => a.action === 'Query'));
+    const queryableIn = (md: MetadataDocument) => md.entities.filter((e) => e.actions.some((a) => a.action === 'Query'));
+    let queryable = queryableIn(source);
     let entities: string[];
     if (settings.selectionType === 'Selected') {
-      const missing: string[] = [];
-      entities = settings.entities.flatMap((name) => {
-        const hit = queryable.find((e) => e.fullName === name) ?? queryable.find((e) => e.fullName.toLowerCase() === name.toLowerCase());
-        if (!hit) missing.push(name);
-        return hit ? [hit.fullName] : [];
-      });
-      if (missing.length > 0) throw new PrepareFailure(`The source Connection has no entity ${missing.join(', ')} to replicate: select entities it has (GET …/connections/{id}/metadata lists them).`);
+      const select = (): { found: string[]; missing: string[] } => {
+        const missing: string[] = [];
+        const found = settings.entities.flatMap((name) => {
+          const hit = queryable.find((e) => e.fullName === name) ?? queryable.find((e) => e.fullName.toLowerCase() === name.toLowerCase());
+          if (!hit) missing.push(name);
+          return hit ? [hit.fullName] : [];
+        });
+        return { found, missing };
+      };
+      let picked = select();
+      if (picked.missing.length > 0) {
+        // The metadata may predate the entity (a table created since it was loaded): read it again once.
+        source = await load(solution.connectionIdForSource, true);
+        queryable = queryableIn(source);
+        picked = select();
+      }
+      if (picked.missing.length > 0) throw new PrepareFailure(`The source Connection has no entity ${picked.missing.join(', ')} to replicate: select entities it has (GET …/connections/{id}/metadata lists them).`);
+      entities = picked.found;
     } else {
       // Recommended: the entities with a primary key, which replicate without duplicates on every run.
       entities = (settings.selectionType === 'All' ? queryable : queryable.filter((e) => e.fields.some((f) => f.isPrimaryKey))).map((e) => e.fullName);

@@ -93,6 +93,24 @@ describe.skipIf(!HAS_PG)('an RS Solution on a real Agent: SQLite → PostgreSQL,
     const run2 = await finished(sut, created.body.id, second.body.runId);
     expect(run2, JSON.stringify(run2)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 15, recordsFailed: 0 });
     await expectEqual();
+
+    // A table created after the source's metadata was loaded: selecting it prepares with fresh metadata.
+    const add = new Database(file);
+    add.exec("CREATE TABLE suppliers (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME NOT NULL); INSERT INTO suppliers VALUES (1, 'Acme', '2024-01-01T00:00:00Z'), (2, 'Globex', '2024-01-01T00:00:01Z');");
+    add.close();
+    const changed = await sut.request<SolutionView>('PUT', S, {
+      body: { name: 'Shop to warehouse', solutionType: 'Replication', agentId: agent.agentId, connectionIdForSource: srcId, connectionIdForTarget: dstId, replicationSettings: { selectionType: 'Selected', entities: ['customers', 'orders', 'suppliers'] }, mapLinks: [], checkForBulk: true },
+    });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    const again = await until('the Solution prepared again', async () => {
+      const s = (await sut.request<SolutionView>('GET', S)).body;
+      return s.status === 'OnDemand' || s.status === 'ProvisionError' ? s : undefined;
+    }, 120_000);
+    expect(again.status).toBe('OnDemand');
+    const third = await sut.request<{ runId: string }>('POST', `${S}/start`);
+    const run3 = await finished(sut, created.body.id, third.body.runId);
+    expect(run3, JSON.stringify(run3)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 2 });
+    expect(Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM suppliers')).rows[0]?.n)).toBe(2);
   });
 
   /** Every row of both source tables is in PostgreSQL once, with the same values. */
