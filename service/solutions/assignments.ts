@@ -5,6 +5,7 @@ import { AssignSolutionsResult, PreparedSolution, type SolutionAssignment } from
 import type { AgentCommands } from '../agents/commands.js';
 import { openProperties } from '../connections/properties.js';
 import type { SecretBox } from '../crypto/master-key.js';
+import { listAgents } from '../store/repos/agents.repo.js';
 import { getConnection } from '../store/repos/connections.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import { getPreparedSolution, listPreparedForAgent, releaseMovesFrom } from '../store/repos/prepare.repo.js';
@@ -78,7 +79,7 @@ export class SolutionAssignments {
 
   /** Brings every Agent of the Organization up to date (its capture switches changed, a Connection's properties changed). */
   async syncOrg(orgId: number): Promise<void> {
-    const agents = await this.opts.db.selectFrom('agents').select('id').where('orgId', '=', orgId).execute();
+    const agents = await listAgents(this.opts.db, orgId);
     await Promise.allSettled(agents.map((a) => this.sync(a.id)));
   }
 
