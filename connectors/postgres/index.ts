@@ -34,6 +34,8 @@ import { ensureTable } from './ensure-entity.js';
  * pg_catalog; queries through server-side cursors; bulk writes through COPY and unnest statements.
  */
 class PgSession implements ConnectorSession {
+  /** A query is one statement in a REPEATABLE READ transaction (cursor.ts) or one statement: one snapshot. */
+  readonly snapshotQueries = true;
   private tables: Map<string, PgTable> | undefined;
   private readonly writer: PgWriter;
 

@@ -73,6 +73,8 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
 const THREAD_MIN_RECORDS = 1000;
 
 class SqliteSession implements ConnectorSession {
+  /** A query is one statement, stepped to its end: SQLite keeps its read transaction, one snapshot, that long. */
+  readonly snapshotQueries = true;
   private tables: Map<string, SqliteTable> | undefined;
   private readonly writer: SqliteWriter;
   private writeThread: WriteThread | undefined;

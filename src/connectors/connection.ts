@@ -177,6 +177,11 @@ export class HostConnection {
     return typeof this.init.session.readCheckpoint === 'function';
   }
 
+  /** Whether each query reads one consistent snapshot (ConnectorSession.snapshotQueries). */
+  get snapshotQueries(): boolean {
+    return this.init.session.snapshotQueries === true;
+  }
+
   /** The checkpoint a Create batch last saved under `key`, or null; `CON_UNSUPPORTED` where the plugin keeps none. */
   async readCheckpoint(key: string, opts: CallOptions = {}): Promise<string | null> {
     const scope = this.live('readCheckpoint');

@@ -232,6 +232,13 @@ export interface ConnectorSession {
    * writes (and may refuse it, as Unsupported, on other actions).
    */
   readCheckpoint?(key: string, ctx: CallContext): Promise<string | null>;
+  /**
+   * True when every `query` call reads one consistent snapshot of the datastore from its first
+   * batch to its last (a read transaction for the query's whole life): a change committed while
+   * the query runs is not seen by it. A Replication's first copy then reads in key order and needs
+   * no sort by the modification stamp (docs/solutions.md "Replication").
+   */
+  readonly snapshotQueries?: boolean;
   disconnect(ctx: CallContext): Promise<void>;
 }
 

@@ -21,12 +21,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
 import { readAhead } from '../connectors/read-ahead.js';
-import type { Checkpoint, ConnectorRecord, RecordBatch, WriteAction } from '../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, EntityMetadata, Filter, RecordBatch, WriteAction } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
-import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import { later, MarkTracker, recordIdentity, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
 import type { RunRecordError } from '../protocol/solutions.js';
 import { netChangeField } from './net-change-field.js';
-import type { ReplicationStateStore } from './replication-state.js';
+import type { InitialCopyState, ReplicationStateStore } from './replication-state.js';
 import { EntityStats } from './replication-stats.js';
 
 /** What one entity's copy needs of the run. */
@@ -115,9 +115,21 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   const tracker = new MarkTracker(saved?.lastRunDate ?? null, saved?.processedAtLastRunDate ?? [], field ?? '', sourceKeys);
   const since = tracker.value;
   const query: HostQueryOptions = { batchSize, signal };
-  // The first copy reads ascending by the field (nulls last) so it can checkpoint batch by batch.
-  if (field !== undefined) Object.assign(query, since !== null ? { netChange: { field, since } } : { orderBy: [{ field, direction: 'asc' }] });
-  log.info({ target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget }, 'entity replication started');
+  // A first copy into a keyed target from a source whose queries read one snapshot goes in key
+  // order (no sort by the stamp); else it reads ascending by the field (nulls last), so that it
+  // can checkpoint batch by batch.
+  const byKey = field !== undefined && store && since === null && action === 'Upsert' ? keyOrder(src, source) : undefined;
+  const initial = byKey && store ? await store.loadInitial() : null;
+  let filter: Filter | undefined;
+  if (byKey) {
+    query.orderBy = [{ field: byKey, direction: 'asc' }];
+    if (initial) filter = { op: '>', field: byKey, value: initial.afterKey };
+  } else if (field !== undefined) Object.assign(query, since !== null ? { netChange: { field, since } } : { orderBy: [{ field, direction: 'asc' }] });
+  const first = byKey && field !== undefined ? new FirstCopy(byKey, field, initial) : undefined;
+  log.info(
+    { target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget, ...(byKey ? { firstCopyByKey: byKey, resumedAfter: initial?.afterKey ?? null } : {}) },
+    'entity replication started',
+  );
 
   const reportKeys = keyFields.length ? keyFields : sourceKeys;
   /** Writes records (with their checkpoint when it lives in the target); returns how many were refused. */
@@ -150,7 +162,7 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     return { failed, moved };
   };
 
-  const batches = readAhead(timed(source.query(name, undefined, query), stats));
+  const batches = readAhead(timed(source.query(name, filter, query), stats));
   try {
     for await (const read of batches) {
       if (signal.aborted) return true;
@@ -169,7 +181,9 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         }
       }
       // A refused record counts as done: it is reported, and copied again when it changes again.
-      if (moved && !inTarget && store) await store.save(tracker.state() as WatermarkState);
+      if (first && store) {
+        if (first.batch(batch)) await store.saveInitial(first.state());
+      } else if (moved && !inTarget && store) await store.save(tracker.state() as WatermarkState);
       stats.batch(performance.now() - t0, batch.length, failed);
       run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
     }
@@ -177,8 +191,122 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     if (signal.aborted) return true;
     throw err;
   }
-  log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: tracker.value }, 'entity replicated');
+  if (first && store) {
+    // The watermark first, then the progress goes: a crash between them leaves the watermark, which wins.
+    const mark = first.watermark();
+    if (mark) await store.save(mark);
+    await store.clearInitial();
+  }
+  log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: first ? first.mark : tracker.value }, 'entity replicated');
   return false;
+}
+
+/** Key types whose order the datastore and a `>` filter agree on, and that a filter can carry. */
+const ORDERED_KEY_TYPES: ReadonlySet<string> = new Set(['string', 'integer', 'guid']);
+
+/** The key a first copy can read in, or undefined when it must read in stamp order. */
+function keyOrder(src: EntityMetadata, source: HostConnection): string | undefined {
+  if (!source.snapshotQueries) return undefined;
+  const keys = src.fields.filter((f) => f.isPrimaryKey);
+  const [key] = keys;
+  return keys.length === 1 && key && ORDERED_KEY_TYPES.has(key.propertyType) ? key.fullName : undefined;
+}
+
+/**
+ * A first copy read in key order. It needs no sort by the stamp: its watermark is the newest stamp
+ * its first part read. That part reads one snapshot (the source's `snapshotQueries`), so a change
+ * made after it began carries a later stamp — at or after that watermark, read by the next run —
+ * and one made before it began was read in the snapshot. A copy stopped and resumed reads the rest
+ * (keys after the last one written) in a later snapshot and keeps the first part's watermark: the
+ * records changed between the two parts are at or after it too. The records copied at exactly the
+ * watermark are remembered, as MarkTracker does, so the next run skips them; what else it reads
+ * again is written over by key, never doubled.
+ */
+class FirstCopy {
+  /** Set by the first part; a resumed copy keeps the one it found. */
+  mark: string | null;
+  private atMark: Set<string>;
+  private afterKey: string | number | undefined;
+  private readonly firstPart: boolean;
+
+  constructor(
+    private readonly key: string,
+    private readonly field: string,
+    initial: InitialCopyState | null,
+  ) {
+    this.firstPart = initial === null;
+    this.mark = initial?.mark ?? null;
+    this.atMark = new Set(initial?.atMark ?? []);
+    this.afterKey = initial?.afterKey;
+  }
+
+  /** Folds in a written batch (in key order); true when there is progress to save. */
+  batch(records: readonly ConnectorRecord[]): boolean {
+    for (const rec of records) this.stamp(rec);
+    for (let i = records.length - 1; i >= 0; i--) {
+      const k = (records[i] as ConnectorRecord)[this.key];
+      if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
+        this.afterKey = k;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  state(): InitialCopyState {
+    return { afterKey: this.afterKey as string | number, mark: this.mark, atMark: [...this.atMark] };
+  }
+
+  /** The watermark the copy leaves when it ends. */
+  watermark(): WatermarkState | null {
+    return this.mark === null ? null : { lastRunDate: this.mark, processedAtLastRunDate: [...this.atMark] };
+  }
+
+  /**
+   * Moves the mark to a newer stamp (first part only) and remembers the records at it. ISO-8601
+   * stamps of one field compare as text in their first 19 characters (to the second); only ties
+   * there, and values not in that form, are parsed, so a record costs a few character comparisons
+   * rather than two date parses.
+   */
+  private stamp(rec: ConnectorRecord): void {
+    const v = rec[this.field];
+    if (v === null || v === undefined) return;
+    const mark = this.mark;
+    if (mark === null) {
+      if (this.firstPart) this.moveTo(String(v), rec);
+      return;
+    }
+    if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark)) {
+      const c = comparePrefix(v, mark);
+      if (c < 0) return;
+      if (c > 0) {
+        if (this.firstPart) this.moveTo(v, rec);
+        return;
+      }
+    }
+    if (sameMark(mark, v)) this.atMark.add(recordIdentity(rec, [this.key]));
+    else if (this.firstPart && later(mark, v) !== mark) this.moveTo(String(v), rec);
+  }
+
+  private moveTo(mark: string, rec: ConnectorRecord): void {
+    this.mark = mark;
+    this.atMark = new Set([recordIdentity(rec, [this.key])]);
+  }
+}
+
+/** `YYYY-MM-DD` at least, digits where an ISO date has them. */
+function isoPrefix(s: string): boolean {
+  return s.length >= 10 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && s.charCodeAt(0) >= 48 && s.charCodeAt(0) <= 57;
+}
+
+/** Compares the first 19 characters (a shorter text compares by what it has; equal lengths to there tie). */
+function comparePrefix(a: string, b: string): number {
+  const n = Math.min(19, a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a.charCodeAt(i) - b.charCodeAt(i);
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 /** Records read per batch when each is written alone (checkForBulk off, or the target's action is not bulk). */

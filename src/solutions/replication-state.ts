@@ -12,10 +12,26 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { FileWatermark, MemoryWatermark, type WatermarkState, type WatermarkStore } from '../maps/runtime/watermark.js';
 
+/**
+ * How far a first copy read in key order has got (replicate-entity.ts): the key of the last record
+ * written, and the watermark the copy will leave when it ends (the newest stamp its first part read).
+ */
+export interface InitialCopyState {
+  afterKey: string | number;
+  mark: string | null;
+  /** Identities of the records copied at exactly `mark` (as WatermarkState.processedAtLastRunDate). */
+  atMark: string[];
+}
+
 /** One entity's checkpoint. */
 export interface EntityCheckpoint extends WatermarkStore {
-  /** Forgets it: the next run copies the entity in full (its target was created anew). */
+  /** Forgets it, and any first copy under way: the next run copies the entity in full (its target was created anew). */
   clear(): Promise<void>;
+  /** The progress of a first copy in key order that was stopped, or null. */
+  loadInitial(): Promise<InitialCopyState | null>;
+  saveInitial(state: InitialCopyState): Promise<void>;
+  /** The first copy ended (its watermark is saved): its progress is forgotten. */
+  clearInitial(): Promise<void>;
 }
 
 /** The checkpoints of one Replication Solution. */
@@ -43,15 +59,37 @@ export class FileReplicationState implements ReplicationStateStore {
 
   entity(entity: string, field: string): EntityCheckpoint {
     const file = path.join(this.dir, fileName(entity, field));
+    const initialFile = file.replace(/\.json$/, '.initial.json');
     const inner = new FileWatermark(file);
+    const mkdir = async (): Promise<void> => {
+      this.made ??= fs.mkdir(this.dir, { recursive: true });
+      await this.made;
+    };
     return {
       load: () => inner.load(),
       save: async (state: WatermarkState) => {
-        this.made ??= fs.mkdir(this.dir, { recursive: true });
-        await this.made;
+        await mkdir();
         await inner.save(state);
       },
-      clear: () => fs.rm(file, { force: true }),
+      clear: async () => {
+        await fs.rm(initialFile, { force: true });
+        await fs.rm(file, { force: true });
+      },
+      loadInitial: async () => {
+        try {
+          return parseInitial(JSON.parse(await fs.readFile(initialFile, 'utf8')));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT' || err instanceof SyntaxError) return null;
+          throw err;
+        }
+      },
+      saveInitial: async (state: InitialCopyState) => {
+        await mkdir();
+        const tmp = `${initialFile}.${process.pid}.tmp`;
+        await fs.writeFile(tmp, JSON.stringify(state) + '\n');
+        await fs.rename(tmp, initialFile);
+      },
+      clearInitial: () => fs.rm(initialFile, { force: true }),
     };
   }
 }
@@ -59,6 +97,7 @@ export class FileReplicationState implements ReplicationStateStore {
 /** Checkpoints in memory (tests; a run that needs none kept). */
 export class MemoryReplicationState implements ReplicationStateStore {
   private readonly stores = new Map<string, MemoryWatermark>();
+  private readonly initial = new Map<string, InitialCopyState>();
 
   entity(entity: string, field: string): EntityCheckpoint {
     const key = `${entity}\u0000${field}`;
@@ -72,8 +111,28 @@ export class MemoryReplicationState implements ReplicationStateStore {
       save: (state) => get().save(state),
       clear: () => {
         this.stores.delete(key);
+        this.initial.delete(key);
+        return Promise.resolve();
+      },
+      loadInitial: () => Promise.resolve(this.initial.get(key) ?? null),
+      saveInitial: (state) => {
+        this.initial.set(key, { ...state, atMark: [...state.atMark] });
+        return Promise.resolve();
+      },
+      clearInitial: () => {
+        this.initial.delete(key);
         return Promise.resolve();
       },
     };
   }
+}
+
+/** A first copy's progress as read from its file; null when it is not one (the copy then starts over). */
+function parseInitial(j: unknown): InitialCopyState | null {
+  if (typeof j !== 'object' || j === null) return null;
+  const { afterKey, mark, atMark } = j as { afterKey?: unknown; mark?: unknown; atMark?: unknown };
+  const keyOk = typeof afterKey === 'string' || (typeof afterKey === 'number' && Number.isFinite(afterKey));
+  if (!keyOk || !(mark === null || typeof mark === 'string')) return null;
+  const ids = Array.isArray(atMark) ? atMark.filter((x): x is string => typeof x === 'string') : [];
+  return { afterKey, mark, atMark: ids };
 }
