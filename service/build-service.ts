@@ -31,6 +31,8 @@ import { Solutions } from './solutions/solutions.js';
 import { SolutionAssignments } from './solutions/assignments.js';
 import { orgOfSolution, PrepareJobs } from './solutions/prepare.js';
 import { SolutionRuns } from './solutions/runs.js';
+import { MapPreviews } from './solutions/map-preview.js';
+import { MapRuns } from './solutions/map-run.js';
 import { storeFailedRecords } from './history/failed-records.js';
 import { failAbandonedPrepareJobs } from './store/repos/prepare.repo.js';
 import { secureDataDir } from './store/data-dir.js';
@@ -138,6 +140,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         }
       },
     });
+    const maps = new SolutionMaps({ db: store.db });
     const app = await buildApp({
       config,
       store,
@@ -151,7 +154,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       metadata,
       connectionCommands: new ConnectionCommands({ db: store.db, secrets, commands, marketplace: connectors }),
       solutions,
-      maps: new SolutionMaps({ db: store.db }),
+      maps,
+      mapPreviews: new MapPreviews({ db: store.db, secrets, commands, maps, log }),
+      mapRuns: new MapRuns({ db: store.db, maps, runs: solutionRuns, prepare: prepareJobs }),
       history: new History({ db: store.db, secrets }),
       prepareJobs,
       solutionRuns,

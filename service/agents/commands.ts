@@ -17,6 +17,8 @@ export { notConnected, type AgentCommand } from '../gateway/agent-command.js';
  * - `assignSolutions`, `putSolution`: the Agent stores the list or the definition locally (30 s).
  * - `startSolution`, `stopSolution`, `monitorSolution`: answered from the Agent's run queue at
  *   once; the run itself reports through the outbox (10 s).
+ * - `previewQuery`, `nativeQueryTest`: the answer is the first records, read within the Agent's
+ *   own time-out of 60 s (90 s).
  */
 export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>> = {
   restart: 10_000,
@@ -31,6 +33,8 @@ export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>>
   startSolution: 10_000,
   stopSolution: 10_000,
   monitorSolution: 10_000,
+  previewQuery: 90_000,
+  nativeQueryTest: 90_000,
 };
 
 /**

@@ -9,6 +9,8 @@ import type { Connections } from '../connections/connections.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import type { History } from '../history/history.js';
 import type { SolutionMaps } from '../solutions/maps.js';
+import type { MapPreviews } from '../solutions/map-preview.js';
+import type { MapRuns } from '../solutions/map-run.js';
 import type { Solutions } from '../solutions/solutions.js';
 import type { PrepareJobs } from '../solutions/prepare.js';
 import type { SolutionRuns } from '../solutions/runs.js';
@@ -39,6 +41,10 @@ export interface ServiceDeps {
   readonly solutions: Solutions;
   /** The Maps of Solutions and their revisions. */
   readonly maps: SolutionMaps;
+  /** Preview queries and native query tests of Maps, read through the Solutions' Agents. */
+  readonly mapPreviews: MapPreviews;
+  /** Single-Map runs on the Solutions' Agents. */
+  readonly mapRuns: MapRuns;
   /** The History of Solutions: executions, record errors, skipped due times. */
   readonly history: History;
   /** Prepare jobs of Solutions. */

@@ -47,7 +47,11 @@ export class SolutionRuns {
     return row;
   }
 
-  async start(org: OrgRow, solutionId: string): Promise<StartAnswer> {
+  /**
+   * Starts a run of the Solution, or of only `opts.mapIds` of its Maps (the Maps API's single-Map
+   * run: recorded in History as a run of the Solution, ignored like a start while one runs).
+   */
+  async start(org: OrgRow, solutionId: string, opts: { mapIds?: readonly number[] } = {}): Promise<StartAnswer> {
     const { db, commands, log } = this.opts;
     const solution = await this.#solution(org.id, solutionId);
     if (solution.isDisabled === 1) throw new FerryError('API_CONFLICT', `Solution ${solution.name} is disabled; enable it (PUT the Solution with isDisabled false) to run it.`);
@@ -67,12 +71,12 @@ export class SolutionRuns {
       void done
         .then(async (finished) => {
           if (finished.hasError === 1) return;
-          await this.#send(solution, runId);
+          await this.#send(solution, runId, opts.mapIds);
         })
         .catch((err: unknown) => log.warn({ err, solutionId: solution.id, runId }, 'start after prepare failed'));
       return { solutionId: solution.id, runId, started: true, prepareId: job.id, message: `Solution ${solution.name} is being prepared; the run starts when the prepare succeeds (GET …/prepare/${job.id}).` };
     }
-    const answer = await this.#send(solution, runId);
+    const answer = await this.#send(solution, runId, opts.mapIds);
     return {
       solutionId: solution.id,
       runId: answer.runId ?? runId,
@@ -88,12 +92,12 @@ export class SolutionRuns {
    * AGT_DRAINING (the Agent's state conflicts with the start, as docs/solutions.md says), not the
    * 502 AGT_COMMAND_FAILED of an Agent that failed to carry out a command.
    */
-  async #send(solution: SolutionRow, runId: string): Promise<StartSolutionResult> {
+  async #send(solution: SolutionRow, runId: string, mapIds?: readonly number[]): Promise<StartSolutionResult> {
     const { commands, assignments } = this.opts;
     // The version the Service holds: an Agent with an older copy (a password or a schedule changed since) is brought up to date first.
     const ask = async () => {
       const version = (await assignments.definition(solution.id))?.version;
-      return StartSolutionResult.parse(await commands.send(solution.agentId, { type: 'startSolution', solutionId: solution.id, runId, ...(version ? { version } : {}) }));
+      return StartSolutionResult.parse(await commands.send(solution.agentId, { type: 'startSolution', solutionId: solution.id, runId, ...(version ? { version } : {}), ...(mapIds ? { mapIds: [...mapIds] } : {}) }));
     };
     try {
       try {

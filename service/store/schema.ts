@@ -39,6 +39,10 @@ export interface Database {
   preparedSolutions: PreparedSolutionsTable;
   solutionMoves: SolutionMovesTable;
   failedRecords: FailedRecordsTable;
+  mapExports: MapExportsTable;
+  mapPreviews: MapPreviewsTable;
+  mapRuns: MapRunsTable;
+  mapValidations: MapValidationsTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -465,6 +469,9 @@ export interface MapsTable {
   creationDate: string;
   lastModificationDate: string;
   modifiedBy: string | null;
+  /** The login email of the user holding the Map's lock; null when unlocked (migration 015). */
+  lockedBy: string | null;
+  lockDate: string | null;
 }
 
 export type MapRow = Selectable<MapsTable>;
@@ -601,3 +608,86 @@ export interface FailedRecordsTable {
 }
 
 export type FailedRecordRow = Selectable<FailedRecordsTable>;
+
+/** One validation of a Map (migration 017): what was validated, against which metadata, and the findings. */
+export interface MapValidationsTable {
+  id: string;
+  orgId: number;
+  solutionId: string;
+  mapId: number;
+  /** The stored revision validated; null when the request sent its own model. */
+  revision: number | null;
+  state: 'Running' | 'Completed' | 'Failed';
+  /** The 3.0 model validated (JSON). */
+  model: string;
+  /** JSON MetadataByConnection: the entities the Map's Blocks name (and their related entities); null until loaded. */
+  metadata: string | null;
+  valid: Flag;
+  /** JSON array of the validator's results. */
+  results: string;
+  creationDate: string;
+  finishDate: string | null;
+  createdBy: string | null;
+}
+
+export type MapValidationRow = Selectable<MapValidationsTable>;
+
+/** A preview query or native query test of a Map, run on the Solution's Agent (migration 018). */
+export interface MapPreviewsTable {
+  id: string;
+  orgId: number;
+  solutionId: string;
+  /** The path's Map ID (the Map need not exist when the request sent its own model). */
+  mapId: number;
+  kind: 'previewquery' | 'nativequerytest';
+  blockId: string;
+  blockName: string;
+  entity: string | null;
+  connectionId: string;
+  recordLimit: number;
+  status: 'Requested' | 'Completed' | 'Failed';
+  /** JSON PreviewResult (src/protocol/previews.ts) once Completed. */
+  result: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  requestedAt: string;
+  completedAt: string | null;
+  expiresAt: string;
+}
+
+export type MapPreviewRow = Selectable<MapPreviewsTable>;
+
+/** A single-Map run requested through the Maps API (migration 018); its status is read from History by `runId`. */
+export interface MapRunsTable {
+  /** The commandId. */
+  id: string;
+  orgId: number;
+  solutionId: string;
+  mapId: number;
+  /** The run started, or the one in progress when the command was ignored. */
+  runId: string | null;
+  ignored: Flag;
+  /** The prepare the run waits for, when the Solution was not prepared. */
+  prepareId: string | null;
+  message: string;
+  requestedAt: string;
+  expiresAt: string;
+}
+
+export type MapRunRow = Selectable<MapRunsTable>;
+
+/** A pending Map export (migration 016): the file, downloadable once until `expiresAt`. */
+export interface MapExportsTable {
+  id: Generated<number>;
+  orgId: number;
+  solutionId: string;
+  /** The download's file name: the Solution's name with `.json`. */
+  fileName: string;
+  /** The file: JSON text. */
+  body: string;
+  createdAt: string;
+  expiresAt: string;
+  createdBy: string | null;
+}
+
+export type MapExportRow = Selectable<MapExportsTable>;

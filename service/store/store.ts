@@ -16,6 +16,10 @@ import { maps } from './migrations/011-maps.js';
 import { executions } from './migrations/012-executions.js';
 import { prepare } from './migrations/013-prepare.js';
 import { failedRecords } from './migrations/014-failed-records.js';
+import { mapLocks } from './migrations/015-map-locks.js';
+import { mapExports } from './migrations/016-map-exports.js';
+import { mapValidations } from './migrations/017-map-validations.js';
+import { mapPreviews } from './migrations/018-map-previews.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -112,6 +116,10 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '012-executions': executions(dialect),
     '013-prepare': prepare(),
     '014-failed-records': failedRecords(),
+    '015-map-locks': mapLocks(),
+    '016-map-exports': mapExports(dialect),
+    '017-map-validations': mapValidations(),
+    '018-map-previews': mapPreviews(),
   };
 }
 

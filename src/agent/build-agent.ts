@@ -17,6 +17,8 @@ import { putSolutionCommand } from './commands/put-solution.command.js';
 import { startSolutionCommand } from './commands/start-solution.command.js';
 import { stopSolutionCommand } from './commands/stop-solution.command.js';
 import { monitorSolutionCommand } from './commands/monitor-solution.command.js';
+import { previewQueryCommand } from './commands/preview-query.command.js';
+import { nativeQueryTestCommand } from './commands/native-query-test.command.js';
 import { SolutionStore } from '../solutions/solution-store.js';
 import { SolutionRunner } from '../solutions/runner.js';
 import { fetchLookupTables } from '../solutions/lookup-tables.js';
@@ -292,6 +294,8 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     startSolution: startSolutionCommand({ runner }),
     stopSolution: stopSolutionCommand({ runner }),
     monitorSolution: monitorSolutionCommand({ runner }),
+    previewQuery: previewQueryCommand({ work, log, host: hostOnce }),
+    nativeQueryTest: nativeQueryTestCommand({ work, log, host: hostOnce }),
   };
   const dispatch = (command: ServiceRequest): Promise<unknown> => {
     switch (command.type) {
@@ -323,6 +327,10 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         return handlers.stopSolution(command);
       case 'monitorSolution':
         return handlers.monitorSolution(command);
+      case 'previewQuery':
+        return handlers.previewQuery(command);
+      case 'nativeQueryTest':
+        return handlers.nativeQueryTest(command);
     }
   };
 

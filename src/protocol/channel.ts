@@ -13,6 +13,7 @@ import {
   StartSolutionCommand,
   StopSolutionCommand,
 } from './solutions.js';
+import { NativeQueryTestCommand, PreviewQueryCommand } from './previews.js';
 
 /**
  * The messages of the Agent ↔ Service WebSocket (`/v1/agent/channel`), validated on both sides.
@@ -25,7 +26,8 @@ import {
  *     │ ── {id, type:'report', report} (from the durable outbox) ─▶ │ stored once per id
  *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
  *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata' |      │
- *     │           'installConnector' | 'uninstallConnector' | 'preconnect'} ───── │
+ *     │           'installConnector' | 'uninstallConnector' | 'preconnect' |       │
+ *     │           'previewQuery' | 'nativeQueryTest'} ─────────────────────── │
  *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
  *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
  *
@@ -198,6 +200,9 @@ export const ServiceRequest = z.discriminatedUnion('type', [
   StartSolutionCommand,
   StopSolutionCommand,
   MonitorSolutionCommand,
+  // Map previews (./previews.ts)
+  PreviewQueryCommand,
+  NativeQueryTestCommand,
 ]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;

@@ -229,15 +229,19 @@ export const MapModel = z
   .superRefine((m, ctx) => {
     const all = [...walkBlocks(m.blocks)];
     if (all.length > MAX_BLOCKS) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `a Map holds at most ${MAX_BLOCKS} Blocks (this one has ${all.length})` });
-    const names = new Map<string, number>();
+    const names = new Map<string, Block>();
     const ids = new Set<string>();
     for (const b of all) {
       const key = b.name.toLowerCase();
-      names.set(key, (names.get(key) ?? 0) + 1);
+      const first = names.get(key);
+      if (first) {
+        ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the Blocks "${first.name}" (${first.blockId}) and "${b.name}" (${b.blockId}) have the same name; Block names are unique in a Map, ignoring case` });
+      } else {
+        names.set(key, b);
+      }
       if (ids.has(b.blockId.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the blockId ${b.blockId} is used twice` });
       ids.add(b.blockId.toLowerCase());
     }
-    for (const [name, n] of names) if (n > 1) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the Block name ${name} is used ${n} times; names are unique in a Map` });
   });
 export type MapModel = z.infer<typeof MapModel>;
 

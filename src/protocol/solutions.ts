@@ -10,7 +10,7 @@ import { ScheduleRule } from './schedule.js';
  *     connect / change ─▶ assignSolutions {solutionId, version}[] ─▶ drops the others,
  *                     ◀── {need: solutionIds it lacks at that version}
  *     putSolution {solution} ──────────────────────────▶ kept locally (encrypted: it holds properties)
- *     startSolution {solutionId, runId} ───────────────▶ run queue (ignored while one runs)
+ *     startSolution {solutionId, runId, mapIds?} ──────▶ run queue (ignored while one runs)
  *     stopSolution / monitorSolution ──────────────────▶ cancel between batches / counts so far
  *                     ◀── reports (durable outbox): runStarted, runProgress, runErrors, runFinished,
  *                                                   scheduleSkipped
@@ -254,6 +254,11 @@ export const StartSolutionCommand = z.object({
   runId: Id,
   /** The version the Service holds: an Agent holding another answers AGT_SOLUTION_NOT_HELD, and is brought up to date first. */
   version: z.string().max(100).optional(),
+  /**
+   * Run only these Maps of the Solution (the Maps API's single-Map run), disabled ones included;
+   * absent: every enabled Map. A Map the Agent's copy lacks is answered AGT_SOLUTION_NOT_HELD.
+   */
+  mapIds: z.array(z.number().int()).min(1).max(1000).optional(),
 });
 /** Reply of startSolution: whether this run started; when one was already running, its ID. */
 export const StartSolutionResult = z.object({ started: z.boolean(), runId: Id.optional() });

@@ -4,6 +4,7 @@
  *
  *   startSolution / scheduler ─▶ start(): held? running? (ignored) ─▶ open run recorded ─▶ runStarted
  *        ─▶ queue ─▶ WorkRegistry (a restart waits for it) ─▶ IS/MS: each enabled Map in order
+ *                                                           │   (or only the Maps asked for)
  *                                                           └▶ RS: replicate each entity
  *        ─▶ runErrors (batches of 200), runProgress (at most every progressMs)
  *        ─▶ runFinished (result, statistics) ─▶ open run removed
@@ -58,6 +59,8 @@ interface ActiveRun {
   readonly trigger: RunTrigger;
   readonly startedAt: string;
   readonly controller: AbortController;
+  /** Only these Maps (a single-Map run), disabled ones included; absent: every enabled Map. */
+  readonly mapIds?: readonly number[];
   processed: number;
   failed: number;
   stopped: boolean;
@@ -120,23 +123,29 @@ export class SolutionRunner {
 
   /**
    * Starts a run of the Solution unless one is in progress (then `started` is false and `runId`
-   * is the one in progress). Throws AGT_SOLUTION_NOT_HELD when the Agent does not hold the Solution and
-   * AGT_DRAINING while the Agent waits to restart or update.
+   * is the one in progress). Throws AGT_SOLUTION_NOT_HELD when the Agent does not hold the Solution
+   * (or one of `mapIds`) and AGT_DRAINING while the Agent waits to restart or update. With `mapIds`
+   * only those Maps run, disabled or not: a run of one Map is a run of its Solution, so it is
+   * ignored while the Solution runs and the Solution's start is ignored while it runs.
    */
-  start(solutionId: string, runId: string, trigger: RunTrigger, dueAt?: Date, version?: string): StartResult {
+  start(solutionId: string, runId: string, trigger: RunTrigger, dueAt?: Date, version?: string, mapIds?: readonly number[]): StartResult {
     const active = this.#active.get(solutionId);
     if (active) return { started: false, runId: active.runId };
     const solution = this.opts.store.get(solutionId);
     if (!solution || (version !== undefined && solution.version !== version)) {
       throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
     }
+    const missing = mapIds?.filter((id) => !solution.maps.some((m) => m.mapId === id)) ?? [];
+    if (missing.length > 0) {
+      throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent's copy of Solution ${solutionId} has no Map ${missing.join(', ')}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId, mapIds: missing } });
+    }
     if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; start it again shortly.', { details: { solutionId } });
     const startedAt = this.#now().toISOString();
-    const run: ActiveRun = { runId, solutionId, trigger, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false };
+    const run: ActiveRun = { runId, solutionId, trigger, startedAt, controller: new AbortController(), ...(mapIds ? { mapIds: [...mapIds] } : {}), processed: 0, failed: 0, stopped: false };
     this.#active.set(solutionId, run);
     this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
     this.opts.report({ kind: 'runStarted', runId, solutionId, trigger, ...(dueAt ? { dueAt: dueAt.toISOString() } : {}), at: startedAt });
-    this.opts.log.info({ runId, solutionId, trigger }, 'solution run queued');
+    this.opts.log.info({ runId, solutionId, trigger, ...(mapIds ? { mapIds } : {}) }, 'solution run queued');
     const done = this.#queue
       .add(async () => {
         // Queued before a Connector update paused new work: wait for it rather than fail.
@@ -245,8 +254,9 @@ export class SolutionRunner {
     const fatals: string[] = [];
     let processed = 0;
     let failed = 0;
+    const only = run.mapIds;
     for (const map of solution.maps) {
-      if (!map.enabled) continue;
+      if (only ? !only.includes(map.mapId) : !map.enabled) continue;
       if (signal.aborted || run.controller.signal.aborted) break;
       const started = performance.now();
       try {

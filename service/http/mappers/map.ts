@@ -1,7 +1,7 @@
 import { connectionsOf, idsOf, type MapView } from '../../solutions/maps.js';
-import type { MapRow } from '../../store/schema.js';
+import type { MapRevisionRow, MapRow } from '../../store/schema.js';
 import { fromFlag } from '../../util/values.js';
-import type { MapAnswer, MapLink } from '../schemas/map.schema.js';
+import type { MapAnswer, MapLink, MapRevision } from '../schemas/map.schema.js';
 
 /** A Map's link: the Solution's mapLinks entries and GET …/maplinks/{mapId}. */
 export function toMapLink(row: MapRow): MapLink {
@@ -14,8 +14,8 @@ export function toMapLink(row: MapRow): MapLink {
     mapType: row.mapType,
     sources: idsOf(row.sources),
     targets: idsOf(row.targets),
-    lockedBy: null,
-    lockDate: null,
+    lockedBy: row.lockedBy,
+    lockDate: row.lockDate,
     eventUrl: null,
     lastModified: row.lastModificationDate,
     modifiedBy: row.modifiedBy,
@@ -39,6 +39,8 @@ export function toMap({ row, revision, model }: MapView): MapAnswer {
     valid: fromFlag(row.valid),
     lastModificationDate: row.lastModificationDate,
     lastRunDate: model.lastRunDate ?? null,
+    lockedBy: row.lockedBy,
+    lockDate: row.lockDate,
     netChange: starter?.netChange !== undefined,
     netChangeFieldName: starter?.netChange?.fieldName ?? null,
     startingBlockId: starter?.blockId ?? null,
@@ -50,4 +52,9 @@ export function toMap({ row, revision, model }: MapView): MapAnswer {
     batchSize: model.batchSize ?? null,
     blocks: model.blocks.map((b) => ({ ...b })),
   };
+}
+
+/** One entry of a Map's revision list. */
+export function toMapRevision(rev: MapRevisionRow): MapRevision {
+  return { id: rev.mapId, revision: rev.revision, revisionDate: rev.revisionDate, revisionComment: rev.comment, comment: rev.comment, modifiedBy: rev.modifiedBy };
 }

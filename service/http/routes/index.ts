@@ -23,9 +23,13 @@ import connectionsRoutes from './connections.routes.js';
 import connectionMetadataRoutes from './connection-metadata.routes.js';
 import solutionsRoutes from './solutions.routes.js';
 import mapsRoutes from './maps.routes.js';
+import mapTransferRoutes from './map-transfer.routes.js';
+import mapEditRoutes from './map-edit.routes.js';
+import mapAgentRoutes from './map-agent.routes.js';
+import mapValidationRoutes from './map-validation.routes.js';
 import historyRoutes from './history.routes.js';
 import solutionRunsRoutes from './solution-runs.routes.js';
 import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
-export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, marketplaceRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes, historyRoutes, solutionRunsRoutes, agentLookupTablesRoutes];
+export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, marketplaceRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes, mapTransferRoutes, mapEditRoutes, mapAgentRoutes, mapValidationRoutes, historyRoutes, solutionRunsRoutes, agentLookupTablesRoutes];

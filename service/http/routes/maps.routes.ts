@@ -1,17 +1,31 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ServiceDeps } from '../deps.js';
+import { FerryError } from '../../../src/errors/ferry-error.js';
 import { orgOf, userName } from '../guard.js';
-import { toMap, toMapLink } from '../mappers/map.js';
-import { sendCreated, sendList } from '../schemas/common.js';
-import { MapAnswer, MapGetQuery, MapInput, MapLink, MapListQuery, MapModifyQuery, MapParams, MapSaveQuery } from '../schemas/map.schema.js';
+import { toMap, toMapLink, toMapRevision } from '../mappers/map.js';
+import { PageQuery, sendCreated, sendList } from '../schemas/common.js';
+import {
+  MapAnswer,
+  MapEnableQuery,
+  MapGetQuery,
+  MapInput,
+  MapLink,
+  MapListQuery,
+  MapLockQuery,
+  MapModifyQuery,
+  MapParams,
+  MapRevertQuery,
+  MapRevision,
+  MapSaveQuery,
+} from '../schemas/map.schema.js';
 import { SolutionParams } from '../schemas/solution.schema.js';
 
 const tags = ['Maps'];
 
 /** The Maps of an Integration, Migration or Integration Event Solution (SPEC.md "Maps"). */
 const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  const { maps } = deps;
+  const { maps, assignments } = deps;
 
   app.get('/v1/orgs/:orgId/solutions/:solutionId/maps', {
     config: { access: 'read' },
@@ -24,10 +38,63 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
 
   app.get('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId', {
     config: { access: 'read' },
-    schema: { tags, summary: 'One Map, at its latest revision or at `revision`', params: MapParams, querystring: MapGetQuery, response: { 200: MapAnswer } },
+    schema: { tags, summary: 'One Map, at its latest revision or at `revision`; `lockMap=true` locks it for you first', params: MapParams, querystring: MapGetQuery, response: { 200: MapAnswer } },
+  }, async (req) => {
+    const { org, role, user } = orgOf(req);
+    if (req.query.lockMap && role === 'ReadOnly') {
+      throw new FerryError('API_FORBIDDEN_ROLE', `Locking a Map needs the Administrator or User role; you have the ${role} role in Organization ${org.id}. Read it without lockMap.`);
+    }
+    return toMap(await maps.get(org.id, req.params.solutionId, req.params.mapId, req.query.revision, { lockFor: req.query.lockMap ? userName(user) : undefined }));
+  });
+
+  app.get('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/revisions', {
+    config: { access: 'read' },
+    schema: { tags, summary: 'A Map\'s revisions, newest first', params: MapParams, querystring: PageQuery, response: { 200: z.array(MapRevision) } },
+  }, async (req, reply) => {
+    const { org } = orgOf(req);
+    const { items, total } = await maps.revisions(org.id, req.params.solutionId, req.params.mapId, req.query);
+    return sendList(reply, items.map(toMapRevision), total);
+  });
+
+  app.post('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/revert', {
+    config: { access: 'write' },
+    schema: {
+      tags,
+      summary: 'Restore an earlier revision as the next one; the Map is not valid and the Solution Incomplete until validated, saved and prepared; lastRunDate keeps its current value',
+      params: MapParams,
+      querystring: MapRevertQuery,
+      response: { 200: MapAnswer },
+    },
+  }, async (req) => {
+    const { org, user } = orgOf(req);
+    return toMap(await maps.revert(org, req.params.solutionId, req.params.mapId, req.query.revision, userName(user)));
+  });
+
+  app.post('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/clone', {
+    config: { access: 'write' },
+    schema: { tags, summary: 'Copy the latest revision as a disabled Map "Copy of <name> N" at the end of the run order', params: MapParams, response: { 201: MapAnswer } },
+  }, async (req, reply) => {
+    const { org, user } = orgOf(req);
+    const view = await maps.clone(org, req.params.solutionId, req.params.mapId, userName(user));
+    return sendCreated(reply, `/v1/orgs/${org.id}/solutions/${view.row.solutionId}/maps/${view.row.id}`, toMap(view));
+  });
+
+  app.put('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/enable', {
+    config: { access: 'write' },
+    schema: { tags, summary: 'Enable or disable a Map; a disabled Map is skipped when its Solution runs', params: MapParams, querystring: MapEnableQuery, response: { 200: MapLink } },
   }, async (req) => {
     const { org } = orgOf(req);
-    return toMap(await maps.get(org.id, req.params.solutionId, req.params.mapId, req.query.revision));
+    const { row, solution } = await maps.enable(org.id, req.params.solutionId, req.params.mapId, req.query.enableState);
+    assignments.sync(solution.agentId).catch((err: unknown) => req.log.warn({ err, agentId: solution.agentId }, 'agent solutions not reconciled; they are at its next connect'));
+    return toMapLink(row);
+  });
+
+  app.put('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/lock', {
+    config: { access: 'write' },
+    schema: { tags, summary: 'Lock a Map for you, or unlock it (its holder or an Administrator)', params: MapParams, querystring: MapLockQuery, response: { 200: MapLink } },
+  }, async (req) => {
+    const { org, role, user } = orgOf(req);
+    return toMapLink(await maps.lock(org.id, req.params.solutionId, req.params.mapId, req.query.lockState, userName(user), role === 'Administrator'));
   });
 
   app.get('/v1/orgs/:orgId/solutions/:solutionId/maplinks/:mapId', {
@@ -58,7 +125,7 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     config: { access: 'write' },
     schema: {
       tags,
-      summary: 'Save a Map as its next revision; the Solution becomes Incomplete (unlockMap, validateMap, prepareMap and the Connection reassignment are accepted and not applied yet)',
+      summary: 'Save a Map as its next revision (409 while another user holds its lock); the Solution becomes Incomplete',
       params: MapParams,
       querystring: MapModifyQuery,
       body: MapInput,
@@ -66,15 +133,15 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     },
   }, async (req) => {
     const { org, user } = orgOf(req);
-    return toMap(await maps.save(org, req.params.solutionId, req.params.mapId, req.body, req.query.comment, userName(user)));
+    return toMap(await maps.save(org, req.params.solutionId, req.params.mapId, req.body, req.query.comment, userName(user), { unlock: req.query.unlockMap }));
   });
 
   app.delete('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId', {
     config: { access: 'write' },
-    schema: { tags, summary: 'Delete a Map and its revisions; the Solution becomes Incomplete', params: MapParams, response: { 204: z.null() } },
+    schema: { tags, summary: 'Delete a Map and its revisions (409 while another user holds its lock); the Solution becomes Incomplete', params: MapParams, response: { 204: z.null() } },
   }, async (req, reply) => {
-    const { org } = orgOf(req);
-    await maps.delete(org.id, req.params.solutionId, req.params.mapId);
+    const { org, user } = orgOf(req);
+    await maps.delete(org.id, req.params.solutionId, req.params.mapId, userName(user));
     return reply.code(204).send(null);
   });
 };

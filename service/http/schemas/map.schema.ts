@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAP_MODEL_VERSION } from '../../../src/protocol/map.js';
-import { decimal, Guid, MAX_INT, OrgParams, PageQuery, Text, Timestamp } from './common.js';
+import { decimal, Guid, MAX_INT, OrgParams, PageQuery, qbool, Text, Timestamp } from './common.js';
 
 export const MapParams = OrgParams.extend({ solutionId: Guid, mapId: decimal(z.number().int().positive().max(MAX_INT)) });
 
@@ -18,18 +18,32 @@ export const MapListQuery = PageQuery.extend({
   name: z.string().max(255).optional(),
 });
 
+const Revision = decimal(z.number().int().positive().max(MAX_INT));
+
 export const MapGetQuery = z.object({
-  revision: decimal(z.number().int().positive().max(MAX_INT)).optional(),
-  lockMap: z.stringbool().optional().describe('accepted; locks are not kept yet'),
+  revision: Revision.optional().describe('the revision to read; the latest when absent'),
+  lockMap: qbool(false).describe('true locks the Map for you first (409 MAP_LOCKED when another user holds it); needs the User or Administrator role'),
+});
+
+export const MapRevertQuery = z.object({
+  revision: Revision.describe('the revision to restore as the next one'),
+});
+
+export const MapEnableQuery = z.object({
+  enableState: qbool(true).describe('true enables the Map, false disables it (a disabled Map is skipped when its Solution runs)'),
+});
+
+export const MapLockQuery = z.object({
+  lockState: qbool(true).describe('true locks the Map for you, false unlocks it (the holder, or an Administrator, may unlock)'),
 });
 
 export const MapSaveQuery = z.object({
   comment: Text.optional().describe('the revision comment (a `comment` string at the top of the body is read when absent)'),
 });
 
-/** PUT also takes the flags of the original service; they are accepted and have no effect yet. */
+/** PUT also takes the flags of the original service; those not described are accepted and have no effect yet. */
 export const MapModifyQuery = MapSaveQuery.extend({
-  unlockMap: z.stringbool().optional(),
+  unlockMap: qbool(false).describe('true releases your lock on the Map once the revision is saved'),
   validateMap: z.stringbool().optional(),
   prepareMap: z.stringbool().optional(),
   oldConnectionId: z.string().max(100).optional(),
@@ -76,6 +90,8 @@ export const MapAnswer = z.object({
   valid: z.boolean(),
   lastModificationDate: Timestamp,
   lastRunDate: Timestamp.nullable(),
+  lockedBy: z.string().nullable().describe('the email of the user holding the Map\'s lock; null when unlocked'),
+  lockDate: Timestamp.nullable(),
   netChange: z.boolean(),
   netChangeFieldName: z.string().nullable(),
   startingBlockId: z.string().nullable(),
@@ -88,3 +104,14 @@ export const MapAnswer = z.object({
   blocks: z.array(z.record(z.string(), z.unknown())).describe('the Blocks of the model (src/protocol/map.ts Block), in flow order'),
 });
 export type MapAnswer = z.infer<typeof MapAnswer>;
+
+/** One revision of a Map (GET …/maps/{mapId}/revisions). */
+export const MapRevision = z.object({
+  id: z.number().int().describe('the Map\'s ID'),
+  revision: z.number().int(),
+  revisionDate: Timestamp,
+  revisionComment: z.string(),
+  comment: z.string().describe('the same as revisionComment'),
+  modifiedBy: z.string().nullable(),
+});
+export type MapRevision = z.infer<typeof MapRevision>;

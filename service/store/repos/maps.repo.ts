@@ -1,4 +1,4 @@
-import type { Insertable } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import { containsInsensitive, type Db } from '../sql.js';
 import type { MapRevisionRow, MapRevisionsTable, MapRow, MapsTable, MapUpdate } from '../schema.js';
 
@@ -36,6 +36,28 @@ export async function listMaps(
   const rows = await q.execute();
   const total = filter.page ? Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n) : rows.length;
   return { rows, total };
+}
+
+/** A Map's revisions, newest first, paged; `total` counts them all. */
+export async function listMapRevisions(db: Db, mapId: number, page: { limit: number; offset: number }): Promise<{ rows: MapRevisionRow[]; total: number }> {
+  const base = db.selectFrom('mapRevisions').where('mapId', '=', mapId);
+  const rows = await base.selectAll().orderBy('revision', 'desc').limit(page.limit).offset(page.offset).execute();
+  const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  return { rows, total };
+}
+
+/**
+ * Updates a Map unless another user than `by` holds its lock (the comparison ignores case).
+ * Answers false when nothing was updated: the Map is gone or locked by someone else.
+ */
+export async function updateMapUnlessLocked(db: Db, id: number, by: string, patch: MapUpdate): Promise<boolean> {
+  const res = await db
+    .updateTable('maps')
+    .set(patch)
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lockedBy', 'is', null), eb(sql<string>`lower(${sql.ref('lockedBy')})`, '=', by.toLowerCase())]))
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
 }
 
 export async function updateMap(db: Db, id: number, patch: MapUpdate): Promise<boolean> {

@@ -13,6 +13,11 @@
  * under the closest kind we know and reported by the validator, never dropped. Fetch reads its
  * `filterItems` as a filter like Query; Loop joins its `expressionItems` into its condition like
  * If/Else; a For Each Child's `relationship` (text or `{fullName}`) is kept.
+ *
+ * What real exports add: a `Group` Block is only a frame around a sequence of Blocks, so its
+ * children take its place in the sequence; `Insert` (with `actionName: "Command"`) is a Create of
+ * the command entity; a `comparisonOperator` may be a numeric code ({@link COMPARISON_CODES}) or a
+ * name (`Equal`, `NotEqual`, …) instead of a symbol.
  */
 import type { Filter, FilterValue } from '../../protocol/filter.js';
 import { BLOCK_TYPES, DEFAULT_ACTION, MAP_MODEL_VERSION, MapModel, type BlockAction, type BlockType, type FieldMapping, type LookupCondition } from '../../protocol/map.js';
@@ -51,7 +56,59 @@ const TYPE_ALIASES: Record<string, BlockType> = {
   exitloop: 'LoopExit',
   while: 'Loop',
   foreachchildren: 'ForEachChild',
+  insert: 'Create',
+  execute: 'Create',
 };
+
+/**
+ * The original's comparison operator codes, in its enumeration's order: Equal, NotEqual, Less,
+ * LessOrEqual, Greater, GreaterOrEqual, IsNull, IsNotNull, Like, NotLike.
+ */
+export const COMPARISON_CODES = ['=', '<>', '<', '<=', '>', '>=', 'isnull', 'isnotnull', 'like', 'notlike'] as const;
+
+const OPERATOR_NAMES: Record<string, string> = {
+  equal: '=',
+  equals: '=',
+  equalto: '=',
+  eq: '=',
+  notequal: '<>',
+  notequals: '<>',
+  notequalto: '<>',
+  ne: '<>',
+  less: '<',
+  lessthan: '<',
+  lt: '<',
+  lessorequal: '<=',
+  lessthanorequal: '<=',
+  lessthanorequalto: '<=',
+  le: '<=',
+  greater: '>',
+  greaterthan: '>',
+  gt: '>',
+  greaterorequal: '>=',
+  greaterthanorequal: '>=',
+  greaterthanorequalto: '>=',
+  ge: '>=',
+  isnull: 'isnull',
+  isnotnull: 'isnotnull',
+  like: 'like',
+  notlike: 'notlike',
+  contains: 'contains',
+  '!=': '<>',
+  '==': '=',
+};
+
+/** A 2.5 comparison operator as a symbol (`=`, `<>`, …) or one of isnull, isnotnull, like, notlike, contains; `=` when absent. */
+function operatorOf(v: unknown): string {
+  const s = str(v)?.trim();
+  if (s === undefined) return '=';
+  if (/^\d+$/.test(s)) return COMPARISON_CODES[Number(s)] ?? s;
+  if (['=', '<>', '<', '<=', '>', '>='].includes(s)) return s;
+  return OPERATOR_NAMES[s.replace(/[\s_]/g, '').toLowerCase()] ?? s;
+}
+
+/** A `Group` Block: a frame whose children stand in its place. */
+const isGroup = (b: Obj): boolean => norm(str(b['blockType']) ?? '') === 'group';
 
 const ACTION_TYPES: Record<string, BlockType> = {
   create: 'Create',
@@ -64,6 +121,8 @@ const ACTION_TYPES: Record<string, BlockType> = {
   nativequery: 'NativeQuery',
   createwith: 'CreateWith',
   updatewith: 'UpdateWith',
+  insert: 'Create',
+  command: 'Create',
 };
 
 function blockTypeOf(b: Obj): BlockType | 'Container' {
@@ -93,9 +152,11 @@ function filterOf(items: Obj[]): Filter | undefined {
   for (const it of items) {
     const field = str(it['fieldName']);
     if (!field) continue;
-    const op = str(it['comparisonOperator']) ?? '=';
+    const op = operatorOf(it['comparisonOperator']);
     const value = literal(str(it['compareValue']) ?? '');
-    if (value === null && (op === '=' || op === '<>')) args.push(op === '=' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
+    if (op === 'isnull' || op === 'isnotnull') args.push(op === 'isnull' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
+    else if (op === 'notlike') args.push({ op: 'not', arg: { op: 'like', field, pattern: String(value) } });
+    else if (value === null && (op === '=' || op === '<>')) args.push(op === '=' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
     else if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') args.push({ op, field, value });
     else if (/^like$/i.test(op)) args.push({ op: 'like', field, pattern: String(value) });
     else if (/^contains$/i.test(op)) args.push({ op: 'contains', field, value: String(value) });
@@ -108,7 +169,10 @@ function filterOf(items: Obj[]): Filter | undefined {
 function conditionOf(items: Obj[]): string | undefined {
   let out = '';
   items.forEach((it, i) => {
-    const f = str(it['formula']) ?? str(it['expression']) ?? [str(it['leftValue']) ?? str(it['fieldName']) ?? 'null', str(it['comparisonOperator']) ?? '=', str(it['rightValue']) ?? str(it['compareValue']) ?? 'null'].join(' ');
+    const left = str(it['leftValue']) ?? str(it['fieldName']) ?? 'null';
+    const op = operatorOf(it['comparisonOperator']);
+    const right = str(it['rightValue']) ?? str(it['compareValue']) ?? 'null';
+    const f = str(it['formula']) ?? str(it['expression']) ?? (op === 'isnull' ? `ISNULL(${left})` : op === 'isnotnull' ? `NOT ISNULL(${left})` : [left, op, right].join(' '));
     if (i > 0) out += /^or$/i.test(str(items[i - 1]?.['logicalOperator']) ?? '') ? ' OR ' : ' AND ';
     out += `(${f})`;
   });
@@ -152,7 +216,8 @@ function upgrade25(m: Obj): Obj {
     const out: Obj[] = [];
     for (let b = first; b && !seen.has(b); b = get(b['nextBlockId'])) {
       seen.add(b);
-      out.push(b);
+      if (isGroup(b)) out.push(...sequence(get(b['firstChildBlockId'])));
+      else out.push(b);
     }
     return out;
   };
@@ -197,9 +262,16 @@ function upgrade25(m: Obj): Obj {
       if (netChange && netField && type === 'Query') out['netChange'] = { fieldName: netField };
       if (Array.isArray(b['relationships'])) out['relationships'] = (b['relationships'] as unknown[]).map((r) => (isObj(r) ? str(r['fullName']) ?? str(r['name']) : str(r))).filter(Boolean);
     } else if (Array.isArray(b['filterItems'])) {
-      out['lookupConditions'] = arr(b['filterItems']).map(
-        (it): LookupCondition => ({ fieldName: str(it['fieldName']) ?? '', comparisonOperator: (str(it['comparisonOperator']) ?? '=') as LookupCondition['comparisonOperator'], compareValue: str(it['compareValue']) ?? 'null' }),
-      );
+      out['lookupConditions'] = arr(b['filterItems']).map((it): LookupCondition => {
+        const op = operatorOf(it['comparisonOperator']);
+        // IS NULL / IS NOT NULL compare with null; another operator a Lookup lacks is left for the model check to name.
+        const nullTest = op === 'isnull' || op === 'isnotnull';
+        return {
+          fieldName: str(it['fieldName']) ?? '',
+          comparisonOperator: (nullTest ? (op === 'isnull' ? '=' : '<>') : op) as LookupCondition['comparisonOperator'],
+          compareValue: nullTest ? 'null' : (str(it['compareValue']) ?? 'null'),
+        };
+      });
     }
     if (Array.isArray(b['fieldMappings'])) {
       out['fieldMappings'] = arr(b['fieldMappings']).map((f): FieldMapping => {
@@ -244,6 +316,6 @@ function upgrade25(m: Obj): Obj {
 
 function actionOf(b: Obj, type: BlockType): BlockAction {
   const a = str(b['actionName']) ?? str(b['action']);
-  const known: Record<string, BlockAction> = { none: 'None', create: 'Create', insertupdate: 'InsertUpdate', upsert: 'InsertUpdate', updateinsert: 'UpdateInsert', query: 'Query', update: 'Update', delete: 'Delete', nativequery: 'NativeQuery', createwith: 'CreateWith', updatewith: 'UpdateWith' };
+  const known: Record<string, BlockAction> = { insert: 'Create', command: 'Create', none: 'None', create: 'Create', insertupdate: 'InsertUpdate', upsert: 'InsertUpdate', updateinsert: 'UpdateInsert', query: 'Query', update: 'Update', delete: 'Delete', nativequery: 'NativeQuery', createwith: 'CreateWith', updatewith: 'UpdateWith' };
   return (a ? known[norm(a)] : undefined) ?? DEFAULT_ACTION[type];
 }
