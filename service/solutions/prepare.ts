@@ -40,6 +40,13 @@ export interface PrepareJobsOptions {
   readonly prepared: (solution: SolutionRow) => Promise<void>;
 }
 
+/** A job in this process; `superseded` once a change since it began gave its Solution a newer job. */
+interface RunningJob {
+  readonly job: PrepareJobRow;
+  done: Promise<PrepareJobRow>;
+  superseded: boolean;
+}
+
 /** A prepare that failed as a whole (no Map to blame). */
 class PrepareFailure extends Error {}
 
@@ -54,12 +61,13 @@ class PrepareFailure extends Error {}
  *           ─▶ errors: job hasError, mapErrorModels, Solution ProvisionError
  *           ─▶ none:   prepared_solutions row, Solution prepared, its Agent brought up to date
  *
- * One job runs per Solution at a time: a second POST answers the running one. A Solution changed
- * while its prepare ran stays Incomplete (the job says so).
+ * One job runs per Solution at a time: a second POST answers the running one while the Solution is
+ * unchanged since that job began; after a change it gets a new job, which runs once the other ended.
+ * A Solution changed while its prepare ran stays Incomplete (the job says so).
  */
 export class PrepareJobs {
   /** Jobs running in this process, by Solution ID. */
-  readonly #running = new Map<string, { job: PrepareJobRow; done: Promise<PrepareJobRow> }>();
+  readonly #running = new Map<string, RunningJob>();
 
   constructor(private readonly opts: PrepareJobsOptions) {}
 
@@ -69,12 +77,20 @@ export class PrepareJobs {
     const solution = await getSolution(db, org.id, solutionId);
     if (!solution) throw solutionNotFound(org.id, solutionId);
     const running = this.#running.get(solution.id);
-    if (running) return running;
+    // Every change to what a run uses sets prepareState back to null: a job that began before it
+    // built the old definition, so it answers only while the Solution still says Preparing.
+    if (running && !running.superseded && solution.prepareState === 'Preparing') return running;
+    if (running) running.superseded = true;
     const job: PrepareJobRow = { id: newId(), solutionId: solution.id, orgId: org.id, creationDate: nowIso(), finishDate: null, isComplete: 0, hasError: 0, message: '', mapErrors: '[]' };
     await insertPrepareJob(db, job);
     await updateSolution(db, org.id, solution.id, { prepareState: 'Preparing' });
-    const done = this.#run(org, solution, job).finally(() => this.#running.delete(solution.id));
-    const entry = { job, done };
+    const entry: RunningJob = { job, done: Promise.resolve(job), superseded: false };
+    const begin = running ? running.done.then(async () => (await getSolution(db, org.id, solution.id)) ?? solution, () => solution) : Promise.resolve(solution);
+    entry.done = begin
+      .then((current) => this.#run(org, current, job, entry))
+      .finally(() => {
+        if (this.#running.get(solution.id) === entry) this.#running.delete(solution.id);
+      });
     this.#running.set(solution.id, entry);
     return entry;
   }
@@ -101,7 +117,7 @@ export class PrepareJobs {
     await Promise.allSettled([...this.#running.values()].map((r) => r.done));
   }
 
-  async #run(org: OrgRow, solution: SolutionRow, job: PrepareJobRow): Promise<PrepareJobRow> {
+  async #run(org: OrgRow, solution: SolutionRow, job: PrepareJobRow, entry: RunningJob): Promise<PrepareJobRow> {
     const { db, log } = this.opts;
     let mapErrors: MapErrorModel[] = [];
     let message = '';
@@ -115,21 +131,26 @@ export class PrepareJobs {
       message = err instanceof PrepareFailure || isFerryError(err) ? err.message : `Prepare failed: ${err instanceof Error ? err.message : String(err)}`;
       if (!(err instanceof PrepareFailure) && !isFerryError(err)) log.error({ err, solutionId: solution.id }, 'prepare failed unexpectedly');
     }
-    const current = await getSolution(db, org.id, solution.id);
-    if (current && body && message === '' && current.lastModificationDate !== solution.lastModificationDate) {
-      message = `Solution ${solution.name} changed while it was being prepared; prepare it again.`;
-    }
-    const failed = message !== '';
-    const finished: PrepareJobRow = { ...job, finishDate: nowIso(), isComplete: 1, hasError: failed ? 1 : 0, message: failed ? message : 'Prepared', mapErrors: JSON.stringify(mapErrors) };
-    await db.transaction().execute(async (tx) => {
+    let failed = message !== '';
+    let finished = job;
+    const current = await db.transaction().execute(async (tx) => {
+      const current = await getSolution(tx, org.id, solution.id);
+      const changed = entry.superseded || (current !== undefined && (current.prepareState !== 'Preparing' || current.lastModificationDate !== solution.lastModificationDate));
+      if (body && !failed && changed) {
+        message = `Solution ${solution.name} changed while it was being prepared; prepare it again.`;
+        failed = true;
+      }
+      finished = { ...job, finishDate: nowIso(), isComplete: 1, hasError: failed ? 1 : 0, message: failed ? message : 'Prepared', mapErrors: JSON.stringify(mapErrors) };
       await finishPrepareJob(tx, finished);
-      if (!current) return;
+      if (!current) return undefined;
       if (failed) {
-        await updateSolution(tx, org.id, solution.id, { prepareState: 'ProvisionError' });
-        return;
+        // A change since the job began leaves the Solution Incomplete, or Preparing by the job after it.
+        if (!entry.superseded && current.prepareState === 'Preparing') await updateSolution(tx, org.id, solution.id, { prepareState: 'ProvisionError' });
+        return current;
       }
       await putPreparedSolution(tx, { solutionId: solution.id, agentId: solution.agentId, body: JSON.stringify(body), preparedAt: finished.finishDate ?? nowIso() });
       await updateSolution(tx, org.id, solution.id, { prepared: 1, prepareState: null });
+      return current;
     });
     log.info({ solutionId: solution.id, jobId: job.id, hasError: failed, mapErrors: mapErrors.length }, 'prepare finished');
     if (!failed && current) await this.opts.prepared(current).catch((err: unknown) => log.warn({ err, solutionId: solution.id }, 'prepared Solution not sent to its Agent; it is sent when the Agent connects'));

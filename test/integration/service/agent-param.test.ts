@@ -122,6 +122,8 @@ describe.each(STORE_TARGETS)('agentId parameters on $name', (target) => {
       .replace('{connectionId}', connection)
       .replace('{connectorId}', SQLITE)
       .replace('{entityIdOrName}', 'customers')
+      // Map IDs are integers: a GUID would be refused by validation before the Agent check.
+      .replace('{mapId}', '1')
       .replace(/\{[^}]+\}/g, RANDOM);
     const query = o.where.includes('query') ? `?agentId=${agentId}` : '';
     const base = BODIES[`${o.method} ${o.path}`];
