@@ -19,12 +19,16 @@ import { PackageStore } from './marketplace/package-store.js';
 import { buildApp } from './http/app.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
+import { HistoryRetention } from './jobs/history-retention.js';
 import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
 import { LogArchiveFiles } from './store/log-archives.js';
 import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
 import { History } from './history/history.js';
+import { smtpEndpoint, smtpMailer } from './notifications/mailer.js';
+import { Notifications } from './notifications/notifications.js';
+import { MailSender, type OutboxTiming } from './notifications/outbox.js';
 import { RunReports } from './history/reports.js';
 import { SolutionMaps } from './solutions/maps.js';
 import { Solutions } from './solutions/solutions.js';
@@ -51,7 +55,7 @@ export interface FerryService {
 }
 
 /** Secrets are removed from every log line by path. */
-export const REDACT_PATHS = ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.apiToken', '*.apiCryptoToken', '*.eventSolutionAccessToken', '*.agentSecret', '*.agentInstallationKey'];
+export const REDACT_PATHS = ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.apiToken', '*.apiCryptoToken', '*.eventSolutionAccessToken', '*.agentSecret', '*.agentInstallationKey', '*.smtpUrl'];
 
 /** How long the key a Cloud Agent installs itself with is valid (it is used at once). */
 const CLOUD_AGENT_KEY_TTL_SECONDS = 300;
@@ -65,6 +69,8 @@ export interface BuildOptions {
   logger?: Logger;
   /** The failed-login throttle; tests give one with their own clock and limits. */
   loginThrottle?: LoginThrottle;
+  /** The pace of the notification mail sender; tests shorten it. */
+  mailOutbox?: Partial<OutboxTiming>;
 }
 
 /** Says once per start what the data folder's repair changed (nothing on a private folder). */
@@ -91,6 +97,11 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
   try {
     const secrets = secretsFor(config);
     const boot = await bootstrap(store, secrets, config);
+    // Notification mails: queued in the store by the triggers below, sent by the sender loop.
+    const notifications = new Notifications({ enabled: config.smtpUrl !== undefined, log, publicUrl: config.publicUrl, heartbeatFailedAfterSeconds: config.heartbeatFailedAfter });
+    const mailSender = config.smtpUrl ? new MailSender({ store, mailer: smtpMailer(config.smtpUrl, config.smtpFrom), smtpUrl: config.smtpUrl, log, timing: opts.mailOutbox }) : undefined;
+    if (config.smtpUrl) log.info({ server: smtpEndpoint(config.smtpUrl), from: config.smtpFrom }, 'notification mails go through the configured mail server');
+    else log.info('no mail server configured (FERRY_SMTP_URL): notification mails are not sent');
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
     const commands = new AgentCommands(new LocalCommandBus(registry));
@@ -117,6 +128,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       packages,
       log,
       timeoutMs: config.connectorInstallTimeout * 1000,
+      onOrgConnectorChanged: (change) => notifications.connectorChanged(store.db, change),
     });
     const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
     // Solutions on Agents: prepare builds what an Agent runs, assignments keep each Agent up to date.
@@ -157,13 +169,13 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       maps,
       mapPreviews: new MapPreviews({ db: store.db, secrets, commands, maps, log }),
       mapRuns: new MapRuns({ db: store.db, maps, runs: solutionRuns, prepare: prepareJobs }),
-      history: new History({ db: store.db, secrets }),
+      history: new History({ db: store.db, secrets, commands, assignments, log }),
       prepareJobs,
       solutionRuns,
       assignments,
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
-    const runReports = new RunReports({ log });
+    const runReports = new RunReports({ log, onExecutionFinished: notifications.executionFinished });
     const reports = new ReportHandlers()
       .on('connectorInstall', applyInstallReport)
       .on('runStarted', runReports.runStarted)
@@ -184,11 +196,18 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       onConnected: (agentId) => {
         void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
         syncAgent(agentId);
+        retention.pruneAgent(agentId);
       },
     });
     gateway.attach(app.server);
-    const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000 });
+    const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000, onHeartbeatFailed: notifications.heartbeatFailed });
     const housekeeping = new AgentHousekeeping({ store, log, logArchives });
+    const retention = new HistoryRetention({
+      store,
+      log,
+      retentionDays: config.historyRetentionDays,
+      agents: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
+    });
     return {
       app,
       store,
@@ -202,7 +221,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
         sweeper.start();
         housekeeping.start();
+        retention.start();
         connectors.start();
+        mailSender?.start();
         if (supervisor) {
           // Cloud Agents run beside the Service and reach it on the address it listens at.
           supervisor.setServiceUrl(url);
@@ -216,6 +237,8 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         await sweeper.stop();
         connectors.stop();
         await housekeeping.stop();
+        await retention.stop();
+        await mailSender?.stop();
         await gateway.close();
         // After the channels closed: a prepare waiting on an Agent ends now, before the store closes.
         await prepareJobs.settled();

@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
-import { buildService } from './build-service.js';
+import { createConsoleLogger, logFormatOf } from '../src/logs/console.js';
+import { buildService, REDACT_PATHS } from './build-service.js';
 import { setManagedConnectorVendor } from './store/repos/connector-installs.repo.js';
 import { getOrg } from './store/repos/orgs.repo.js';
 import { createRootOrganization, type BootstrapResult } from './bootstrap.js';
 import { parseServiceConfig, type ServiceConfig, type ServiceConfigInput } from './config.js';
+import { allowRanges, generatePassword, setPassword } from './recovery.js';
+import { canPrompt, promptSecret, readStdin } from '../src/cli/client/prompt.js';
 
 const SERVICE_OPTIONS = {
   port: { type: 'string' },
@@ -41,7 +44,8 @@ export function banner(config: ServiceConfig, url: string, b: BootstrapResult): 
 /** `ferry service start`: runs the Service in the foreground until SIGINT or SIGTERM. */
 export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const config = configFrom(argv, env);
-  const service = await buildService(config);
+  const logger = createConsoleLogger({ level: config.logLevel, format: logFormatOf(env, process.stdout.isTTY === true), redact: REDACT_PATHS });
+  const service = await buildService(config, { logger });
   const url = await service.listen();
   process.stdout.write(banner(config, url, service.bootstrap));
 
@@ -122,4 +126,45 @@ export async function serviceManageConnector(argv: string[], env: NodeJS.Process
   } finally {
     await service.close();
   }
+}
+
+/**
+ * `ferry service allow --org N RANGE…`: adds a Security Rule with API access for each address,
+ * range (start-end) or CIDR, straight in the store: the way back in when no rule lets any address
+ * reach the API (FERRY_BOOTSTRAP_ALLOW is applied once, at the first start).
+ */
+export async function serviceAllow(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, options: { ...SERVICE_OPTIONS, org: { type: 'string' } }, allowPositionals: true });
+  const orgId = Number(values.org);
+  if (!values.org || !/^\d{1,9}$/.test(values.org) || positionals.length === 0) throw new Error('Usage: ferry service allow --org N ADDRESS|START-END|CIDR…');
+  const config = parseServiceConfig({ ...env, FERRY_LOG_LEVEL: 'silent' }, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const rules = await allowRanges(config, orgId, positionals);
+  for (const r of rules) {
+    const range = r.allowedIpRangeStartAddress === r.allowedIpRangeEndAddress ? r.allowedIpRangeStartAddress : `${r.allowedIpRangeStartAddress}-${r.allowedIpRangeEndAddress}`;
+    process.stdout.write(`Security Rule ${r.id} added to Organization ${orgId}: API access from ${range}\n`);
+  }
+}
+
+/**
+ * `ferry service set-password --email E [--generate]`: sets a user's password straight in the
+ * store. The new password is read from a terminal prompt (not echoed) or from stdin; an empty
+ * answer, or --generate, makes one, printed once.
+ */
+export async function serviceSetPassword(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { ...SERVICE_OPTIONS, email: { type: 'string' }, generate: { type: 'boolean', default: false } } });
+  if (!values.email) throw new Error('Usage: ferry service set-password --email EMAIL [--generate] (the password is read from the terminal or stdin)');
+  const config = parseServiceConfig({ ...env, FERRY_LOG_LEVEL: 'silent' }, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  let password = '';
+  if (!values.generate) {
+    if (canPrompt()) {
+      password = await promptSecret(`New password for ${values.email} (empty: generate one): `);
+      if (password && (await promptSecret('Repeat it: ')) !== password) throw new Error('The two passwords differ; nothing was changed');
+    } else {
+      password = (await readStdin()).split(/\r?\n/)[0] ?? '';
+    }
+  }
+  const generated = password === '';
+  if (generated) password = generatePassword();
+  const { email } = await setPassword(config, values.email, password);
+  process.stdout.write(generated ? `New password of ${email}: ${password}   (generated now and shown only once)\n` : `Password of ${email} changed.\n`);
 }

@@ -49,6 +49,22 @@ export const ServiceConfigSchema = z.object({
   connectorsDir: z.string().min(1).optional(),
   /** Seconds an Agent may take to finish a Connector install before it is InstallTimedOut. */
   connectorInstallTimeout: z.coerce.number().positive().default(900),
+  /**
+   * Days of History kept: executions that started longer ago (and ended), their record errors and
+   * failed records are removed, on the Service and on the Agents (SPEC.md "Limits": 45 days).
+   */
+  historyRetentionDays: z.coerce.number().int().min(1).max(36_500).default(45),
+  /**
+   * The mail server notification mails go through: `smtp://user:pass@host:587` (STARTTLS when the
+   * server offers it) or `smtps://…:465` (TLS). Absent: no notification mail is queued or sent.
+   */
+  smtpUrl: z
+    .string()
+    .min(1)
+    .refine((v) => URL.canParse(v) && ['smtp:', 'smtps:'].includes(new URL(v).protocol) && new URL(v).hostname !== '', 'must be an smtp:// or smtps:// URL with a host')
+    .optional(),
+  /** The From address of notification mails. */
+  smtpFrom: z.string().min(3).max(320).default('Ferry <ferry@localhost>'),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
@@ -80,6 +96,9 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_CLOUD_AGENT_ENTRY: 'cloudAgentEntry',
   FERRY_CONNECTORS_DIR: 'connectorsDir',
   FERRY_CONNECTOR_INSTALL_TIMEOUT: 'connectorInstallTimeout',
+  FERRY_HISTORY_RETENTION_DAYS: 'historyRetentionDays',
+  FERRY_SMTP_URL: 'smtpUrl',
+  FERRY_SMTP_FROM: 'smtpFrom',
 };
 
 /** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */

@@ -191,7 +191,18 @@ export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[],
             recordError(err); // rethrows what is not one record's fault; else record by record below
           }
         }
-        if (!done) for (let r = 0; r < c.rows; r++) one(c, c.rows === 1 ? vals : vals.slice(r * c.cols, (r + 1) * c.cols), at + r);
+        if (!done) {
+          // Each refused record throws a SqliteError, whose stack capture costs more than the
+          // statement: a batch whose every record fails (a Create run again over the same keys)
+          // spent most of its time there. Only a record error's code and message are kept.
+          const stackLimit = Error.stackTraceLimit;
+          Error.stackTraceLimit = 0;
+          try {
+            for (let r = 0; r < c.rows; r++) one(c, c.rows === 1 ? vals : vals.slice(r * c.cols, (r + 1) * c.cols), at + r);
+          } finally {
+            Error.stackTraceLimit = stackLimit;
+          }
+        }
         at += c.rows;
       }
       if (job.commit) {

@@ -19,6 +19,9 @@ export { notConnected, type AgentCommand } from '../gateway/agent-command.js';
  *   once; the run itself reports through the outbox (10 s).
  * - `previewQuery`, `nativeQueryTest`: the answer is the first records, read within the Agent's
  *   own time-out of 60 s (90 s).
+ * - `reprocessRun`: answered from the Agent's run queue at once, like startSolution (10 s).
+ * - `pruneFailedRecords`: answered once the Agent removed its local failed records past the
+ *   History window, a large store in chunks (5 min).
  */
 export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>> = {
   restart: 10_000,
@@ -35,6 +38,8 @@ export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>>
   monitorSolution: 10_000,
   previewQuery: 90_000,
   nativeQueryTest: 90_000,
+  reprocessRun: 10_000,
+  pruneFailedRecords: 5 * 60_000,
 };
 
 /**

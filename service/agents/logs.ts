@@ -4,7 +4,8 @@ import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { LOG_UPLOAD_PATH } from '../../src/protocol/registration.js';
 import { MAX_LOG_ARCHIVE_BYTES } from '../store/log-archives.js';
 import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed, markAgentLogReady } from '../store/repos/agent-logs.repo.js';
-import type { AgentLogRow, AgentRow } from '../store/schema.js';
+import type { ZipLogsCommand } from '../../src/protocol/channel.js';
+import type { AgentLogRow, AgentRow, SolutionRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
 import { notConnected } from './commands.js';
@@ -19,6 +20,16 @@ const sameIp = (a: string, b: string): boolean => a.replace(/^::ffff:/i, '') ===
 const usedLog = (logId: string): FerryError =>
   new FerryError('AGT_LOGS_USED', `Log archive ${logId} was already downloaded: a logId works once. POST again for a new archive.`);
 
+const logNotFound = (logId: string): FerryError => new FerryError('API_NOT_FOUND', `Log archive ${logId} was not found.`);
+
+/** Which lines of a Solution's runs its archive keeps (every line of every run when empty). */
+export interface SolutionLogFilter {
+  /** Only the lines of this run (the execution's processExecutionId). */
+  readonly runId?: string | undefined;
+  /** Only lines logged at or after this instant. */
+  readonly since?: Date | undefined;
+}
+
 /**
  * Agent log archives (SPEC.md "Logs"):
  *
@@ -26,6 +37,9 @@ const usedLog = (logId: string): FerryError =>
  *   Agent zips its logs ─▶ PUT /v1/agent/logs/{logId} (bearer, application/zip) ─▶ file, row Ready
  *   user GET …/logs/{logId} (same IP) ─▶ 404 "The Agent Logs are not available." until Ready,
  *        then the zip once (row Downloaded, file deleted); later GETs 410
+ *
+ * A Solution's logs take the same path from the Solution's Agent, with `solutionId` on the row and
+ * the command: the Agent keeps only the lines of that Solution's runs.
  */
 export class AgentLogs {
   constructor(
@@ -38,6 +52,23 @@ export class AgentLogs {
     if (agent.isCloudAgent === 1) {
       throw new FerryError('API_UNSUPPORTED', 'Cloud Agent logs are per Solution: use POST /v1/orgs/{orgId}/solutions/{solutionId}/logs.');
     }
+    const logId = await this.#ask(agent, {}, requester);
+    log.info({ agentId: agent.id, logId }, 'agent logs requested');
+    return logId;
+  }
+
+  /**
+   * Records the request and asks the Solution's Agent (On-Premise or Cloud) to zip the lines of
+   * the Solution's runs, narrowed by `filter`, and upload them; answers the logId.
+   */
+  async requestForSolution(solution: Pick<SolutionRow, 'id' | 'orgId'>, agent: AgentRow, filter: SolutionLogFilter, requester: { ip: string; name: string }, log: FastifyBaseLogger): Promise<string> {
+    const extra = { solutionId: solution.id, ...(filter.runId !== undefined ? { runId: filter.runId } : {}), ...(filter.since ? { since: filter.since.toISOString() } : {}) };
+    const logId = await this.#ask(agent, extra, requester);
+    log.info({ agentId: agent.id, logId, ...extra }, 'solution logs requested');
+    return logId;
+  }
+
+  async #ask(agent: AgentRow, filter: Pick<ZipLogsCommand, 'solutionId' | 'runId' | 'since'>, requester: { ip: string; name: string }): Promise<string> {
     // Named by its ID, as the command bus names an Agent it cannot reach.
     if (!this.runtime.commands.isConnected(agent.id)) throw notConnected(agent.id);
     const logId = newId();
@@ -45,7 +76,7 @@ export class AgentLogs {
       id: logId,
       orgId: agent.orgId,
       agentId: agent.id,
-      solutionId: null,
+      solutionId: filter.solutionId ?? null,
       requesterIp: requester.ip,
       requestedBy: requester.name,
       state: 'Requested',
@@ -57,12 +88,11 @@ export class AgentLogs {
     });
     try {
       // A path: the Agent's session makes it absolute on the origin the Agent connected to.
-      await this.runtime.commands.send(agent.id, { type: 'zipLogs', logId, uploadUrl: LOG_UPLOAD_PATH(logId) });
+      await this.runtime.commands.send(agent.id, { type: 'zipLogs', logId, uploadUrl: LOG_UPLOAD_PATH(logId), ...filter });
     } catch (err) {
       await markAgentLogFailed(this.db, logId, agent.id, err instanceof Error ? err.message : String(err));
       throw err;
     }
-    log.info({ agentId: agent.id, logId }, 'agent logs requested');
     return logId;
   }
 
@@ -72,7 +102,20 @@ export class AgentLogs {
    */
   async download(agent: AgentRow, logId: string, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
     const row = await getAgentLog(this.db, logId);
-    if (!row || row.agentId !== agent.id || row.orgId !== agent.orgId) throw new FerryError('API_NOT_FOUND', `Log archive ${logId} was not found.`);
+    // A Solution's archive is fetched from the Solution, not from its Agent.
+    if (!row || row.agentId !== agent.id || row.orgId !== agent.orgId || row.solutionId !== null) throw logNotFound(logId);
+    return this.#hand(row, ip, log);
+  }
+
+  /** The Solution's archive for its one download, under the rules of {@link download}. */
+  async downloadForSolution(solution: Pick<SolutionRow, 'id' | 'orgId'>, logId: string, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
+    const row = await getAgentLog(this.db, logId);
+    // By the Solution, not its current Agent: an archive asked for before a move stays its own.
+    if (!row || row.orgId !== solution.orgId || row.solutionId !== solution.id) throw logNotFound(logId);
+    return this.#hand(row, ip, log);
+  }
+
+  async #hand(row: AgentLogRow, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
     if (!sameIp(row.requesterIp, ip)) {
       throw new FerryError('AGT_LOGS_OTHER_IP', `The logs were requested from another IP address than ${ip}; download them from the same address, or POST again from this one.`);
     }
@@ -90,7 +133,7 @@ export class AgentLogs {
     const files = this.runtime.logArchives;
     const stream = files.open(row.id);
     stream.once('close', () => void files.remove(row.id).catch((err: unknown) => log.warn({ err, logId: row.id }, 'log archive not removed')));
-    log.info({ agentId: agent.id, logId: row.id, bytes: row.sizeBytes }, 'agent logs downloaded');
+    log.info({ agentId: row.agentId, logId: row.id, bytes: row.sizeBytes, ...(row.solutionId !== null ? { solutionId: row.solutionId } : {}) }, 'agent logs downloaded');
     return { row, stream };
   }
 

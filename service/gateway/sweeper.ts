@@ -1,5 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { listSilentAgents, updateAgentIfUnchanged } from '../store/repos/agents.repo.js';
+import type { AgentRow } from '../store/schema.js';
+import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
 import { STOPPED_STATUSES, sweepStatus } from './agent-state.js';
 
@@ -10,7 +12,15 @@ export interface SweeperOptions {
   lateAfterMs: number;
   /** No contact this long: HeartbeatFailed (FERRY_HEARTBEAT_FAILED_AFTER). */
   failedAfterMs: number;
+  /**
+   * Called once per move to HeartbeatFailed, in the move's transaction, with the record as it was
+   * before (notification mails); when it throws, the move is undone and tried at the next sweep.
+   */
+  onHeartbeatFailed?: ((tx: Db, agent: SilentAgent) => Promise<void>) | undefined;
 }
+
+/** What the sweeper knows of a silent Agent. */
+export type SilentAgent = Pick<AgentRow, 'id' | 'orgId' | 'status' | 'lastContactTime'>;
 
 /** How often the sweeper looks: a quarter of the late threshold, at most every 30 s. */
 export function sweepIntervalMs(lateAfterMs: number): number {
@@ -62,7 +72,21 @@ export class HeartbeatSweeper {
     for (const agent of silent) {
       const next = sweepStatus(agent.status, agent.lastContactTime, nowMs, lateAfterMs, failedAfterMs);
       if (!next) continue;
-      if (await updateAgentIfUnchanged(db, agent.id, agent, { status: next })) {
+      const hook = next === 'HeartbeatFailed' ? this.#opts.onHeartbeatFailed : undefined;
+      const movedIt = hook
+        ? await db
+            .transaction()
+            .execute(async (tx) => {
+              if (!(await updateAgentIfUnchanged(tx, agent.id, agent, { status: next }))) return false;
+              await hook(tx, agent);
+              return true;
+            })
+            .catch((err: unknown) => {
+              this.#log.warn({ err, agentId: agent.id }, 'agent not moved to HeartbeatFailed: its notification failed; next sweep retries');
+              return false;
+            })
+        : await updateAgentIfUnchanged(db, agent.id, agent, { status: next });
+      if (movedIt) {
         moved += 1;
         this.#log.warn({ agentId: agent.id, orgId: agent.orgId, from: agent.status, to: next, lastContactTime: agent.lastContactTime }, 'agent heartbeat missing');
       }

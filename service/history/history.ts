@@ -6,6 +6,10 @@ import { getFailedRecord } from '../store/repos/failed-records.repo.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import { sourceOf } from './failed-records.js';
+import { markError, markExecutionErrors } from '../store/repos/error-marks.repo.js';
+import type { AgentRow } from '../store/schema.js';
+import type { ReprocessPage } from '../../src/protocol/reprocess.js';
+import { Reprocessing, type ReprocessAnswer, type ReprocessingOptions } from './reprocess.js';
 import type { Database, ExecutionErrorRow, ExecutionRow, ScheduleSkipRow, SolutionRow } from '../store/schema.js';
 import { defaultLaterThan, type ExecutionSort, type HistoryResult } from './query.js';
 import { parseStatistics, toStatistics, type ExecutionStatistics } from './statistics.js';
@@ -36,10 +40,19 @@ export interface Page {
   readonly offset: number;
 }
 
-export interface HistoryOptions {
+export interface HistoryOptions extends Omit<ReprocessingOptions, 'db' | 'secrets'> {
   readonly db: Kysely<Database>;
   /** Opens the failed records kept in the cloud. */
   readonly secrets: SecretBox;
+}
+
+/** The answer of a history-level mark. */
+export interface MarkAllAnswer {
+  readonly historyId: number;
+  readonly mark: boolean;
+  /** Record errors whose mark changed. */
+  readonly changed: number;
+  readonly reprocessRecordsRemaining: number;
 }
 
 const SORT_COLUMN: Record<ExecutionSort, ExecutionSortColumn> = {
@@ -59,7 +72,11 @@ const executionNotFound = (solutionId: string, ref: ExecutionRef): FerryError =>
  * them (RunReports, ./reports.ts). Reads only; everything goes with the Solution.
  */
 export class History {
-  constructor(private readonly opts: HistoryOptions) {}
+  readonly #reprocessing: Reprocessing;
+
+  constructor(private readonly opts: HistoryOptions) {
+    this.#reprocessing = new Reprocessing(opts);
+  }
 
   private async solution(orgId: number, solutionId: string): Promise<SolutionRow> {
     const row = await getSolution(this.opts.db, orgId, solutionId);
@@ -127,6 +144,57 @@ export class History {
     const row = await getFailedRecord(this.opts.db, execution.solutionId, error.failedRecordId);
     if (!row) throw new FerryError('API_NOT_FOUND', `The failed record of error ${errorId} has not reached the Service (yet).`);
     return { error, source: sourceOf(this.opts.secrets, row) };
+  }
+
+  /**
+   * Sets (`mark` true) or clears the mark of one record error (SPEC.md "Record error"). Only an
+   * error that can still be reprocessed can be marked: marking another is a 409; clearing its mark
+   * is not an error (it has none).
+   */
+  async mark(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string, mark: boolean): Promise<ExecutionErrorRow> {
+    const execution = await this.execution(orgId, solutionId, ref);
+    const before = await getError(this.opts.db, execution.id, errorId);
+    if (!before) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
+    if (mark && before.canReprocess !== 1) {
+      throw new FerryError(
+        'API_CONFLICT',
+        before.failedRecordId
+          ? `Error ${before.id} cannot be marked: its record was reprocessed already (a record is reprocessed once; a new failure of it is a new error in the reprocess execution).`
+          : `Error ${before.id} cannot be marked: the run kept no copy of its record to reprocess (capture of failed records was off, or the error is not a record's).`,
+        { details: { errorId: before.id, canReprocess: false } },
+      );
+    }
+    if (mark || before.canReprocess === 1) await markError(this.opts.db, execution.id, before.id, mark);
+    const after = await getError(this.opts.db, execution.id, before.id);
+    return after ?? before;
+  }
+
+  /** Sets or clears the mark of every record error of the execution that can still be reprocessed, in one statement. */
+  async markAll(orgId: number, solutionId: string, ref: ExecutionRef, mark: boolean): Promise<MarkAllAnswer> {
+    const execution = await this.execution(orgId, solutionId, ref);
+    const changed = await markExecutionErrors(this.opts.db, execution.id, mark);
+    const remaining = await reprocessableCounts(this.opts.db, [execution.id]);
+    return { historyId: execution.id, mark, changed, reprocessRecordsRemaining: remaining.get(execution.id) ?? 0 };
+  }
+
+  /**
+   * Reprocesses the marked records of the execution on the Solution's Agent (./reprocess.ts).
+   * `also` is the second execution reference of `POST H/{historyId}/{id}/reprocess`: it must name
+   * the same execution (by its id or its processExecutionId).
+   */
+  async reprocess(orgId: number, solutionId: string, ref: ExecutionRef, also?: ExecutionRef): Promise<ReprocessAnswer> {
+    const solution = await this.solution(orgId, solutionId);
+    const execution = await this.execution(orgId, solution.id, ref);
+    if (also !== undefined) {
+      const other = await this.execution(orgId, solution.id, also);
+      if (other.id !== execution.id) throw new FerryError('API_NOT_FOUND', `Execution ${String(also)} is not execution ${execution.id}: name the execution in both places of …/history/{historyId}/{id}/reprocess (its id or its processExecutionId).`);
+    }
+    return this.#reprocessing.reprocess(solution, execution);
+  }
+
+  /** A page of a reprocess run's records for the Agent that runs it. */
+  reprocessPage(agent: AgentRow, runId: string, mapId: number, after: number): Promise<ReprocessPage> {
+    return this.#reprocessing.page(agent, runId, mapId, after);
   }
 
   /** The due times the Solution's schedule did not start a run for, newest first. */

@@ -28,7 +28,7 @@ import { isoOr } from './query.js';
  * is acknowledged and dropped: failing it would only block the Agent's outbox.
  */
 export class RunReports {
-  constructor(private readonly opts: { readonly log: FastifyBaseLogger }) {}
+  constructor(private readonly opts: { readonly log: FastifyBaseLogger; readonly onExecutionFinished?: ExecutionFinishedHook | undefined }) {}
 
   /** The Solution a report is about, when it exists in the reporting Agent's Organization. */
   private async solution(tx: Db, agent: AgentRow, solutionId: string, kind: string): Promise<SolutionRow | undefined> {
@@ -157,6 +157,7 @@ export class RunReports {
     const patch = { ...(thisRun ? { inProgressStartTime: null } : {}), ...(newest ? { lastRunTime: startedAt, lastRunResult: r.result } : {}) };
     if (Object.keys(patch).length > 0) await tx.updateTable('solutions').set(patch).where('id', '=', solution.id).execute();
     if (processed > 0) await this.countUsage(tx, solution, processed, [end.stop, now]);
+    await this.opts.onExecutionFinished?.(tx, { solution, agent, execution: { ...before, ...end } });
   };
 
   readonly scheduleSkipped: ReportHandler<'scheduleSkipped'> = async (tx, agent, r, now) => {
@@ -183,6 +184,16 @@ export class RunReports {
     this.opts.log.warn({ orgId: solution.orgId, solutionId: solution.id, records }, 'run records not counted: no current Subscription');
   }
 }
+
+/** A run's end as History recorded it (once per execution), for what follows it: notification mails. */
+export interface FinishedExecution {
+  readonly solution: SolutionRow;
+  readonly agent: AgentRow;
+  readonly execution: ExecutionRow;
+}
+
+/** Called inside the runFinished report's transaction, after the end was applied the first time. */
+export type ExecutionFinishedHook = (tx: Db, finished: FinishedExecution) => Promise<void>;
 
 interface NewRun {
   readonly runId: string;

@@ -50,7 +50,8 @@ export function installerScript(urls: { serviceUrl: string; installerUrl: string
 #
 # Needs Node.js 20 or newer with npm. Installs the Ferry package into $FERRY_AGENT_PREFIX
 # (default /opt/ferry as root, else ~/.local/share/ferry/agent), then registers this machine as an
-# On-Premise Agent with the single-use installation key (ferry agent install).
+# On-Premise Agent with the single-use installation key (ferry agent install) in the Agent home
+# $FERRY_AGENT_HOME (default /var/lib/ferry/agents as root, else ~/.local/share/ferry/agents).
 set -eu
 
 SERVICE_URL=${shQuote(serviceUrl)}
@@ -97,9 +98,17 @@ echo "Installing it with npm into $FERRY_AGENT_PREFIX"
 mkdir -p "$FERRY_AGENT_PREFIX"
 npm install --prefix "$FERRY_AGENT_PREFIX" --omit=dev --no-audit --no-fund "$TMP/ferry.tgz"
 
+if [ -z "\${FERRY_AGENT_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    FERRY_AGENT_HOME=/var/lib/ferry/agents
+  else
+    FERRY_AGENT_HOME="\${XDG_DATA_HOME:-$HOME/.local/share}/ferry/agents"
+  fi
+fi
+
 FERRY="$FERRY_AGENT_PREFIX/node_modules/.bin/ferry"
 echo "Registering this machine with $SERVICE_URL"
-"$FERRY" agent install --key "$KEY" --service "$SERVICE_URL"
-echo "Installed. Start the Agent with: $FERRY agent start   (or in the foreground: $FERRY agent run)"
+"$FERRY" agent install --home "$FERRY_AGENT_HOME" --key "$KEY" --service "$SERVICE_URL"
+echo "Installed. Start the Agent with: $FERRY agent start --home $FERRY_AGENT_HOME   (or in the foreground: $FERRY agent run --home $FERRY_AGENT_HOME)"
 `;
 }

@@ -1,19 +1,35 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { isUniqueViolation } from '../store/sql.js';
+import { packageVersion } from '../util/package-root.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { registerAgentParamCheck } from './agent-param.js';
 import { answerClientError } from './client-error.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
+import { unsupportedMediaType } from './media-types.js';
+import { registerPolling } from './poll.js';
 import { sendProblem } from './problem.js';
 import { ROUTES } from './routes/index.js';
 import { validatorCompiler } from './validation.js';
 
-export const API_VERSION = '1.0.0';
+/**
+ * Fastify's two lines per request at debug rather than info, so that a Service at the default level
+ * logs what happens to it, not every call it answers; its other lines (errors) are unchanged.
+ */
+class RequestLinesAtDebug extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (error) super.requestCompleted(error, request, reply, metadata);
+    else if (!this.isLogDisabled(request)) reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
 
 /**
  * The Fastify application of the `/v1` API: validation by zod, problem+json for every error, the
@@ -22,6 +38,7 @@ export const API_VERSION = '1.0.0';
 export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log,
+    logController: new RequestLinesAtDebug(),
     bodyLimit: deps.config.bodyLimit,
     trustProxy: deps.config.trustProxy ? deps.config.trustProxy.split(',').map((s) => s.trim()) : false,
     // The no-slash form `subscriptions{subscriptionId}` of SPEC.md is served by the slash route.
@@ -56,7 +73,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
 
   app.setErrorHandler((err: FastifyError | FerryError, req, reply) => {
-    const ferry = toFerryError(err);
+    const ferry = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? unsupportedMediaType(req) : toFerryError(err);
     if (ferry.kind === 'system') req.log.error({ err }, 'request failed');
     else req.log.debug({ code: ferry.code }, 'request refused');
     return sendProblem(reply, ferry, req.url.split('?')[0]);
@@ -68,7 +85,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Ferry API', version: API_VERSION, description: 'The /v1 REST API of the Ferry Service.' },
+      info: { title: 'Ferry API', version: packageVersion(), description: 'The /v1 REST API of the Ferry Service.' },
       components: { securitySchemes: { basic: { type: 'http', scheme: 'basic' } } },
       security: [{ basic: [] }],
     },
@@ -77,6 +94,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
   registerGuard(app, deps);
+  registerPolling(app);
   registerAgentParamCheck(app, deps);
 
   app.get('/healthz', { config: { access: 'public' }, schema: { hide: true } }, async () => {
@@ -110,6 +128,9 @@ function frameworkError(err: FastifyError): FerryError {
 function registerJsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // JSON sent as text/plain would reach the schema as a string ("expected object, received
+  // string"): refused as the wrong content type instead. Routes that take text register it.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     // Clients of the original service send `Content-Type: application/json` with no body on

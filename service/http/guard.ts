@@ -59,6 +59,13 @@ let dummyHash: Promise<string> | undefined;
 const unauthenticated = (): FerryError =>
   new FerryError('API_UNAUTHENTICATED', 'Send your email and password with HTTP Basic authentication.');
 
+/** One text for an unknown login and a wrong password, so the answer does not tell which accounts exist. */
+const refused = (): FerryError =>
+  new FerryError(
+    'API_UNAUTHENTICATED',
+    'The email and password were refused: check both (the login name is the email address). An operator can set a new password with `ferry service set-password --email EMAIL` on the Service\'s machine.',
+  );
+
 export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   const cache = new CredentialCache();
   const throttle = deps.loginThrottle;
@@ -70,7 +77,8 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
 
   async function authenticate(req: FastifyRequest): Promise<UserRow> {
     const creds = basicCredentials(req);
-    if (!creds || creds.email.length > 320 || creds.password.length > 1024) throw unauthenticated();
+    if (!creds) throw unauthenticated();
+    if (creds.email.length > 320 || creds.password.length > 1024) throw refused();
     const { email, password } = creds;
     // The order is the one in service/auth/login-throttle.ts: a locked pair costs no lookup and no hash.
     throttle.checkPair(email, req.ip);
@@ -87,9 +95,9 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
       if (!user?.passwordHash || !key) {
         dummyHash ??= hashPassword(randomUUID());
         await verifyPassword(password, await dummyHash);
-        throw unauthenticated();
+        throw refused();
       }
-      if (!(await verifyPassword(password, user.passwordHash))) throw unauthenticated();
+      if (!(await verifyPassword(password, user.passwordHash))) throw refused();
       right = true;
     } finally {
       end(right);
@@ -120,7 +128,7 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     // Not telling outsiders which Organizations exist.
     if (!org || !role) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
     await assertApiAccess(deps, org.id, req.ip);
-    deps.rateLimiter.take(org.id);
+    deps.rateLimiter.take(org.id, req.routeOptions.config.poll ? 'poll' : 'call');
     if (RANK[role] < NEEDED[access]) {
       throw new FerryError('API_FORBIDDEN_ROLE', `This operation needs the ${access === 'admin' ? 'Administrator' : 'Administrator or User'} role; you have the ${role} role in Organization ${orgId}.`);
     }
@@ -147,7 +155,11 @@ export async function assertMemberOrg(deps: ServiceDeps, user: UserRow, orgId: n
 
 export async function assertApiAccess(deps: ServiceDeps, orgId: number, ip: string): Promise<void> {
   if (!(await hasApiAccess(deps, orgId, ip))) {
-    throw new FerryError('API_FORBIDDEN_IP', `No Security Rule of Organization ${orgId} allows API access from ${ip}.`);
+    throw new FerryError(
+      'API_FORBIDDEN_IP',
+      `No Security Rule of Organization ${orgId} allows API access from ${ip}. An Administrator calling from an allowed address can add one (POST /v1/orgs/${orgId}/securityrules); ` +
+        `if no address is allowed any more, run \`ferry service allow --org ${orgId} ${ip}\` on the Service's machine.`,
+    );
   }
 }
 

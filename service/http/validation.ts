@@ -1,6 +1,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { z } from 'zod';
 import { FerryError, type FieldError } from '../../src/errors/ferry-error.js';
+import { closestName } from '../../src/util/closest-name.js';
 import { MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { normalizeKeys, schemaKeys } from './case-insensitive.js';
 
@@ -23,6 +24,12 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
         const path = `${part}.${clip(bracketed, 100)}`;
         return { error: new FerryError('API_VALIDATION', `The request is not valid: ${path}: give each query parameter once, as name=value.`, { errors: [{ path, message: 'is not a query parameter; give it once, as name=value' }] }) };
       }
+      const miss = findNearMiss(schema, data);
+      if (miss) {
+        const path = `${part}.${clip(miss.key, 100)}`;
+        const message = `is not a query parameter of this operation; did you mean ${miss.known}?`;
+        return { error: new FerryError('API_VALIDATION', `The request is not valid: ${path} ${message}`, { errors: [{ path, message }] }) };
+      }
     }
     const input = normalize ? normalizeKeys(schema, data) : data;
     const result = schema.safeParse(input);
@@ -32,12 +39,28 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
       if (issue.code === 'unrecognized_keys') {
         return issue.keys.map((key) => ({ path: [...at, clip(key, 100)].join('.'), message: 'is not a field of this model' }));
       }
+      if (issue.code === 'invalid_type' && isMissing(input, issue.path)) return [{ path: at.join('.'), message: REQUIRED }];
       return [{ path: at.join('.'), message: clip(issue.message, 300) }];
     });
-    const summary = errors.length === 1 ? `${errors[0]?.path}: ${errors[0]?.message}` : `${errors.length} fields are not valid.`;
+    const first = errors[0];
+    const summary = errors.length !== 1 || !first ? `${errors.length} fields are not valid.` : first.message === REQUIRED ? `${first.path} is required.` : `${first.path}: ${first.message}`;
     return { error: new FerryError('API_VALIDATION', `The request is not valid: ${summary}`, { errors }) };
   };
 };
+
+const REQUIRED = 'is required';
+
+/** Whether the value at `path` is absent (or undefined), so a type issue there means a missing field. */
+function isMissing(input: unknown, path: ReadonlyArray<PropertyKey>): boolean {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return false;
+    const holder = value as Record<PropertyKey, unknown>;
+    if (!Object.hasOwn(holder, key)) return true;
+    value = holder[key];
+  }
+  return value === undefined;
+}
 
 function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
@@ -126,4 +149,34 @@ function queryNames(schema: z.ZodType): Set<string> {
     queryNamesCache.set(schema, names);
   }
   return names;
+}
+
+const queryKeysCache = new WeakMap<z.ZodType, string[]>();
+
+/**
+ * An unknown query parameter that is a near miss of one the route takes (`includeLookupTableValue`
+ * for `includeLookupTableValues`): refused, since ignoring it would silently drop what the caller
+ * asked for. Other unknown parameters are ignored: clients of the original service send extras such
+ * as `expand=false`. Case differences are not misses (keys match case-insensitively); a miss is at
+ * most one edit away for names under six characters, two otherwise.
+ */
+function findNearMiss(schema: z.ZodType, data: unknown): { key: string; known: string } | undefined {
+  if (data === null || typeof data !== 'object') return undefined;
+  let keys = queryKeysCache.get(schema);
+  if (!keys) {
+    keys = schemaKeys(schema);
+    queryKeysCache.set(schema, keys);
+  }
+  if (keys.length === 0) return undefined;
+  const names = queryNames(schema);
+  for (const key of Object.keys(data)) {
+    if (key.length > 100 || names.has(key.toLowerCase())) continue;
+    const known = closestName(key, keys, 2);
+    if (known && editDistanceWithin(key, known)) return { key, known };
+  }
+  return undefined;
+}
+
+function editDistanceWithin(key: string, known: string): boolean {
+  return Math.min(key.length, known.length) >= 6 || closestName(key, [known], 1) !== undefined;
 }

@@ -33,9 +33,9 @@ export async function grantCustomer(db: Db, installs: ConnectorInstalls, vendorO
 }
 
 /** Removes a customer's access; refused (CON_IN_USE) while its Connections use the Connector. */
-export async function removeCustomerOf(db: Db, installs: ConnectorInstalls, vendorOrgId: number, connectorId: string, customerOrgId: number): Promise<void> {
+export async function removeCustomerOf(db: Db, installs: ConnectorInstalls, vendorOrgId: number, connectorId: string, customerOrgId: number, by: string | null = null): Promise<void> {
   const m = await requireManagedBy(db, installs.catalogue, vendorOrgId, connectorId);
   if (!(await hasCustomerAccess(db, m.id, customerOrgId))) throw new FerryError('API_NOT_FOUND', `Organization ${customerOrgId} is not a customer of Connector ${m.id}.`);
-  if (await getOrgConnector(db, customerOrgId, m.id)) await installs.uninstallFromOrg(customerOrgId, m.id);
+  if (await getOrgConnector(db, customerOrgId, m.id)) await installs.uninstallFromOrg(customerOrgId, m.id, by);
   await removeCustomer(db, m.id, customerOrgId);
 }

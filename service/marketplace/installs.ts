@@ -54,6 +54,20 @@ export interface ConnectorInstallsOptions {
   log: FastifyBaseLogger;
   /** Unfinished installs older than this become InstallTimedOut (ms). */
   timeoutMs: number;
+  /** Told after a Connector was installed in or uninstalled from an Organization (notification mails); its failure is logged. */
+  onOrgConnectorChanged?: ((change: OrgConnectorChange) => Promise<void>) | undefined;
+}
+
+/** A Connector installed in or uninstalled from an Organization. */
+export interface OrgConnectorChange {
+  orgId: number;
+  connectorId: string;
+  connectorName: string;
+  /** The installed version; absent on uninstall. */
+  version?: string | undefined;
+  operation: 'install' | 'uninstall';
+  /** Who did it, when known. */
+  by: string | null;
 }
 
 /**
@@ -143,6 +157,7 @@ export class ConnectorInstalls {
     await this.opts.packages.get(m.id, version);
     await upsertOrgConnector(db, { orgId, connectorId: m.id, version, isLocked: existing?.isLocked ?? 0, installedAt: nowIso(), installedBy: by });
     this.opts.log.info({ orgId, connectorId: m.id, version, by }, 'connector installed in the organization');
+    await this.#changed({ orgId, connectorId: m.id, connectorName: m.name, version, operation: 'install', by });
     for (const agent of await listAgents(db, orgId)) {
       if (agent.isCloudAgent === 1 && !m.isCloudSupported) continue;
       await this.installOnAgent(agent, m, version);
@@ -153,7 +168,7 @@ export class ConnectorInstalls {
   }
 
   /** Uninstalls the Connector from the Organization and all its Agents; refused while Connections use it. */
-  async uninstallFromOrg(orgId: number, connectorId: string): Promise<void> {
+  async uninstallFromOrg(orgId: number, connectorId: string, by: string | null = null): Promise<void> {
     const { db } = this.opts.store;
     const { manifest } = await this.requireInstalled(orgId, connectorId);
     const using = await db.selectFrom('connections').select(['id', 'name']).where('orgId', '=', orgId).where('connectorId', 'in', [manifest.id, manifest.id.toLowerCase(), manifest.id.toUpperCase()]).execute();
@@ -164,7 +179,16 @@ export class ConnectorInstalls {
     }
     await deleteOrgConnector(db, orgId, manifest.id);
     this.opts.log.info({ orgId, connectorId: manifest.id }, 'connector uninstalled from the organization');
+    await this.#changed({ orgId, connectorId: manifest.id, connectorName: manifest.name, operation: 'uninstall', by });
     for (const agent of await listAgents(db, orgId)) await this.uninstallOnAgent(agent, manifest.id);
+  }
+
+  async #changed(change: OrgConnectorChange): Promise<void> {
+    try {
+      await this.opts.onOrgConnectorChanged?.(change);
+    } catch (err) {
+      this.opts.log.warn({ err, orgId: change.orgId, connectorId: change.connectorId }, 'connector change notification not queued');
+    }
   }
 
   /**

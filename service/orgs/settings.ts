@@ -8,7 +8,6 @@ import type { ServiceConfig } from '../config.js';
  */
 export const LIMITS = {
   maxBlocksPerMap: 250,
-  historyRetentionDays: 45,
   defaultBulkBatchSize: 2000,
   defaultPageSize: 100,
   maxPageSize: 1000,
@@ -21,7 +20,7 @@ export type SettingValue = { decimal: number } | { blob: readonly string[] };
 /** Each Setting: a fixed GUID (ids never change), its name and how its value is computed. */
 const DEFINITIONS: ReadonlyArray<{ id: string; name: string; value: (config: ServiceConfig) => SettingValue }> = [
   { id: 'f8c335cc-0008-469d-bcfc-6bd03a2a2b85', name: 'MaxBlocksPerMap', value: () => ({ decimal: LIMITS.maxBlocksPerMap }) },
-  { id: 'e1ba379d-933e-44c4-b05d-e0abac15f809', name: 'HistoryRetentionDays', value: () => ({ decimal: LIMITS.historyRetentionDays }) },
+  { id: 'e1ba379d-933e-44c4-b05d-e0abac15f809', name: 'HistoryRetentionDays', value: (c) => ({ decimal: c.historyRetentionDays }) },
   { id: 'e445b494-0ff9-42b3-aed7-887facd5aadb', name: 'DefaultBulkBatchSize', value: () => ({ decimal: LIMITS.defaultBulkBatchSize }) },
   { id: 'e0e2be62-c14e-47f1-afd4-e75226ffd1af', name: 'ApiRateLimitPerMinute', value: (c) => ({ decimal: c.rateLimitPerMinute }) },
   { id: '1696e865-36de-401c-b417-ef2c589fd0c7', name: 'ApiRateLimitPerDay', value: (c) => ({ decimal: c.rateLimitPerDay }) },

@@ -43,6 +43,8 @@ export interface Database {
   mapPreviews: MapPreviewsTable;
   mapRuns: MapRunsTable;
   mapValidations: MapValidationsTable;
+  historyExports: HistoryExportsTable;
+  mailOutbox: MailOutboxTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -565,6 +567,8 @@ export interface ExecutionErrorsTable {
   marked: Flag;
   failedRecordId: string | null;
   created: string;
+  /** The reprocess run that took this error (migration 019); null until one did. */
+  reprocessRunId: Generated<string | null>;
 }
 
 /** A due time of a Solution's schedule that did not start a run. */
@@ -691,3 +695,41 @@ export interface MapExportsTable {
 }
 
 export type MapExportRow = Selectable<MapExportsTable>;
+
+/** A pending export of an execution's record errors (migration 020); the CSV is read at download. */
+export interface HistoryExportsTable {
+  id: Generated<number>;
+  orgId: number;
+  solutionId: string;
+  executionId: number;
+  createdAt: string;
+  expiresAt: string;
+  createdBy: string | null;
+}
+
+export type HistoryExportRow = Selectable<HistoryExportsTable>;
+
+/** A notification mail to one recipient (migration 022): queued, claimed, sent or retried. */
+export interface MailOutboxTable {
+  id: string;
+  /** Unique: one event mails one recipient once. */
+  dedupeKey: string;
+  /** The notification switch that made it: failedJobEmail, heartbeatEmail, … */
+  kind: string;
+  orgId: number;
+  recipient: string;
+  subject: string;
+  body: string;
+  createdAt: string;
+  attempts: number;
+  nextAttemptAt: string;
+  /** The sender that holds it until `claimedUntil`. */
+  claimedBy: string | null;
+  claimedUntil: string | null;
+  sentAt: string | null;
+  /** Set when the mail server refused it for good (an unknown recipient). */
+  failedAt: string | null;
+  lastError: string | null;
+}
+
+export type MailOutboxRow = Selectable<MailOutboxTable>;

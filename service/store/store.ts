@@ -20,6 +20,9 @@ import { mapLocks } from './migrations/015-map-locks.js';
 import { mapExports } from './migrations/016-map-exports.js';
 import { mapValidations } from './migrations/017-map-validations.js';
 import { mapPreviews } from './migrations/018-map-previews.js';
+import { historyMarks } from './migrations/019-history-marks.js';
+import { historyExports } from './migrations/020-history-exports.js';
+import { mailOutbox } from './migrations/022-mail-outbox.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -120,6 +123,9 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '016-map-exports': mapExports(dialect),
     '017-map-validations': mapValidations(),
     '018-map-previews': mapPreviews(),
+    '019-history-marks': historyMarks(),
+    '020-history-exports': historyExports(dialect),
+    '022-mail-outbox': mailOutbox(),
   };
 }
 

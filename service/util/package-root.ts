@@ -17,3 +17,10 @@ export function packageRoot(from: string = path.dirname(fileURLToPath(import.met
     if (path.dirname(dir) === dir) throw new Error(`No Ferry package.json above ${from}`);
   }
 }
+
+/** The `version` of the Ferry package.json: the API's version in the OpenAPI document. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown };
+  if (typeof pkg.version !== 'string') throw new Error('The Ferry package.json has no version');
+  return pkg.version;
+}

@@ -19,6 +19,9 @@ import { stopSolutionCommand } from './commands/stop-solution.command.js';
 import { monitorSolutionCommand } from './commands/monitor-solution.command.js';
 import { previewQueryCommand } from './commands/preview-query.command.js';
 import { nativeQueryTestCommand } from './commands/native-query-test.command.js';
+import { reprocessRunCommand } from './commands/reprocess-run.command.js';
+import { pruneFailedRecordsCommand } from './commands/prune-failed-records.command.js';
+import { serviceReprocessPages } from '../failures/pages.js';
 import { SolutionStore } from '../solutions/solution-store.js';
 import { SolutionRunner } from '../solutions/runner.js';
 import { fetchLookupTables } from '../solutions/lookup-tables.js';
@@ -224,6 +227,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     concurrency: config.runConcurrency,
     runsOn: config.cloud ? 'cloud' : 'local',
     lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: path.join(paths.data, 'lookup-tables') }),
+    reprocessPages: serviceReprocessPages({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret) }),
   });
   // Schedules fire here, from the local copy, so scheduled runs go on while the Service is unreachable.
   const scheduler = new Scheduler({
@@ -296,6 +300,12 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     monitorSolution: monitorSolutionCommand({ runner }),
     previewQuery: previewQueryCommand({ work, log, host: hostOnce }),
     nativeQueryTest: nativeQueryTestCommand({ work, log, host: hostOnce }),
+    reprocessRun: reprocessRunCommand({ runner }),
+    pruneFailedRecords: pruneFailedRecordsCommand({
+      folder: path.join(paths.data, 'failures'),
+      busy: () => runner.runningCount > 0 || solutionStore.openRuns().length > 0,
+      log: logger.log.child({ component: 'failures' }),
+    }),
   };
   const dispatch = (command: ServiceRequest): Promise<unknown> => {
     switch (command.type) {
@@ -331,6 +341,10 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         return handlers.previewQuery(command);
       case 'nativeQueryTest':
         return handlers.nativeQueryTest(command);
+      case 'reprocessRun':
+        return handlers.reprocessRun(command);
+      case 'pruneFailedRecords':
+        return handlers.pruneFailedRecords(command);
     }
   };
 

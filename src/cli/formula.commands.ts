@@ -1,10 +1,12 @@
 /**
  * `ferry formula eval '<formula>' [--record '<json>'] [--lookup-tables '<json>'] [--now <iso>]`:
  * evaluates one formula through the real engine (the same sandbox a Map run uses) and prints its
- * value as JSON, or the error with its position; exits 1 on a formula error, 2 on bad usage.
+ * value as JSON, or the error with its position; exits 1 on a formula error, 2 on bad usage (a
+ * `--record` holding none of the fields the formula reads is refused as such).
  */
 import { parseArgs } from 'node:util';
 import { FerryError, isFerryError, type ErrorData } from '../errors/ferry-error.js';
+import type { FieldRef } from '../maps/formula/compiler.js';
 import { compileFormulas, FormulaEngine, type LookupTableData } from '../maps/formula/evaluator.js';
 import { caretLines, type FormulaPosition } from '../maps/formula/positions.js';
 
@@ -58,6 +60,10 @@ export async function formulaEval(argv: string[]): Promise<void> {
     if (isFerryError(err)) return report(formula, { code: err.code, kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) });
     throw err;
   }
+  if (values.record !== undefined) {
+    const unmatched = recordMismatch(record, compiled.fields);
+    if (unmatched) return usage(`FML_INVALID_INPUT: ${unmatched}`);
+  }
   const engine = await FormulaEngine.create({ lookupTables });
   try {
     const result = await engine.evaluate(compiled, [record], now === undefined ? {} : { now });
@@ -108,6 +114,29 @@ function parseRecord(text: string): Record<string, unknown> {
     if (fields !== null && !isPlainObject(fields)) throw invalid(`--record: "${block}" must be an object of fields {"Field": value}`);
   }
   return record;
+}
+
+/** The formula's syntax for a reference: a part that is not a plain name goes in brackets. */
+const referenceText = ({ block, field }: FieldRef): string => [block, field].map((p) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? p : `[${p.replace(/]/g, ']]')}]`)).join('.');
+
+/**
+ * Why a `--record` cannot be the one meant: it holds none of the fields the formula reads (a
+ * misspelt Block, or fields written `{"Block.Field": value}`), which would evaluate every
+ * reference to null. Undefined when some reference is found, or the formula reads no field.
+ */
+function recordMismatch(record: Record<string, unknown>, refs: readonly FieldRef[]): string | undefined {
+  if (refs.length === 0) return undefined;
+  const has = (o: unknown, key: string): boolean => isPlainObject(o) && Object.prototype.hasOwnProperty.call(o, key);
+  if (refs.some(({ block, field }) => has(record, block) && has(record[block], field))) return undefined;
+  const given = Object.entries(record).flatMap(([block, fields]) => (isPlainObject(fields) ? Object.keys(fields).map((f) => `${block} → ${f}`) : [`${block} → (null)`]));
+  const shape = `{${[...new Map(refs.map((r) => [r.block, refs.filter((x) => x.block === r.block)])).entries()]
+    .map(([block, fs]) => `${JSON.stringify(block)}: {${fs.map((f) => `${JSON.stringify(f.field)}: …`).join(', ')}}`)
+    .join(', ')}}`;
+  return [
+    `--record holds none of the fields the formula reads: ${refs.map(referenceText).join(', ')}.`,
+    `It gives ${given.length === 0 ? 'no field' : given.join(', ')}. Write the record as ${shape}`,
+    '(Block, then field; names match exactly, case included).',
+  ].join('\n');
 }
 
 function parseLookupTables(text: string): LookupTableData[] {

@@ -13,12 +13,19 @@ const loadAgent = () => import('./agent.commands.js');
 const loadUp = () => import('./up.js');
 const loadFormula = () => import('./formula.commands.js');
 const loadMap = () => import('./map.commands.js');
+// The API client: one small module per resource under client/.
+const loadLogin = () => import('./client/login.js');
+const loadApi = () => import('./client/api.js');
+const loadCrypto = () => import('./client/crypto.js');
+const loadConnections = () => import('./client/connections.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
   'service openapi': async (argv, env) => (await loadService()).serviceOpenapi(argv, env),
   'service create-org': async (argv, env) => (await loadService()).serviceCreateOrg(argv, env),
   'service manage-connector': async (argv, env) => (await loadService()).serviceManageConnector(argv, env),
+  'service allow': async (argv, env) => (await loadService()).serviceAllow(argv, env),
+  'service set-password': async (argv, env) => (await loadService()).serviceSetPassword(argv, env),
   'agent install': async (argv, env) => (await loadAgent()).agentInstall(argv, env),
   'agent uninstall': async (argv, env) => (await loadAgent()).agentUninstall(argv, env),
   'agent run': async (argv, env) => (await loadAgent()).agentRun(argv, env),
@@ -29,6 +36,16 @@ const COMMANDS: Record<string, Command> = {
   'formula eval': async (argv) => (await loadFormula()).formulaEval(argv),
   'map validate': async (argv) => (await loadMap()).mapValidate(argv),
   'map run': async (argv) => (await loadMap()).mapRun(argv),
+  'map failures': async (argv) => (await import('./map-failures.commands.js')).mapFailures(argv),
+  login: async (argv, env) => (await loadLogin()).login(argv, env),
+  logout: async (argv, env) => (await loadLogin()).logout(argv, env),
+  api: async (argv, env) => (await loadApi()).api(argv, env),
+  'crypto encrypt': async (argv, env) => (await loadCrypto()).cryptoEncrypt(argv, env),
+  'crypto decrypt': async (argv, env) => (await loadCrypto()).cryptoDecrypt(argv, env),
+  'connections list': async (argv, env) => (await loadConnections()).connectionsList(argv, env),
+  'connections get': async (argv, env) => (await loadConnections()).connectionsGet(argv, env),
+  'connections create': async (argv, env) => (await loadConnections()).connectionsCreate(argv, env),
+  'connections test': async (argv, env) => (await loadConnections()).connectionsTest(argv, env),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
   version: async () => {
@@ -46,6 +63,10 @@ Commands:
                          [--data-center N], [--allow RANGES], [--data-dir], [--database-url]
   service manage-connector  make an Organization the vendor of a private Connector:
                          --connector ID --vendor-org N [--data-dir] [--database-url]
+  service allow          add Security Rules with API access (recovery when every call answers 403):
+                         --org N ADDRESS|START-END|CIDR… [--data-dir] [--database-url]
+  service set-password   set a user's password (prompted, or read from stdin; empty or --generate:
+                         generated and shown once): --email E [--data-dir] [--database-url]
   agent install          register and install an Agent instance: --key KEY --service URL [--name N]
                          [--user U] [--no-service]
   agent run              run an instance in the foreground (supervised; restarts replace the process)
@@ -56,6 +77,12 @@ Commands:
   formula eval           evaluate a formula: '<formula>' [--record '<json>'] [--lookup-tables '<json>']
   map validate           validate a Map: MAP.json --connections CONNS.json (per-Block results)
   map run                run a Map locally: MAP.json --connections CONNS.json [--state F] [--failures DIR]
+  map failures list|show the failed records a map run kept: --failures DIR [--map M] [--code C] | ID
+  login                  keep the login of a Service: URL [--user EMAIL] [--password-stdin] (docs/cli.md)
+  logout                 forget it
+  api                    call the API with that login: METHOD PATH [--data JSON|@FILE|-] [--query k=v]
+  crypto encrypt|decrypt a Connection property value: --org N VALUE
+  connections list|get|create|test   Connections: --org N (create encrypts the values it is given)
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;

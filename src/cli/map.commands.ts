@@ -19,6 +19,7 @@ import type { FormulaBudget } from '../maps/runtime/formula-budget.js';
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { missingTables, readLookupTablesFile } from './lookup-tables-file.js';
+import { RecordErrorReport, SHOWN_PER_CODE } from './record-errors.js';
 
 const OPTIONS = {
   connections: { type: 'string' },
@@ -84,7 +85,9 @@ function parse(argv: string[]): { file: string; values: Record<string, string | 
 }
 
 function formatResult(r: ValidationResult): string {
-  const where = r.position ? ` (line ${r.position.line}, column ${r.position.column})` : '';
+  // A formula error's message already ends with its position; other results get it appended.
+  const position = r.position ? `(line ${r.position.line}, column ${r.position.column})` : '';
+  const where = position && !r.message.includes(position) ? ` ${position}` : '';
   return `${r.severity.toUpperCase()} ${r.code} ${r.blockName ?? '(map)'}${r.blockId ? ` [${r.blockId}]` : ''}: ${r.message}${where}`;
 }
 
@@ -138,6 +141,8 @@ export async function mapRun(argv: string[]): Promise<void> {
   const stop = (): void => ac.abort();
   process.once('SIGINT', stop);
   const tty = process.stderr.isTTY;
+  // On a terminal the progress line is rewritten in place: a record error line clears it first.
+  const report = new RecordErrorReport(process.stderr, tty, SHOWN_PER_CODE, () => void process.stderr.write('\r\u001b[K'));
   try {
     const missing = missingTables(plan.lookupTables.names, lookupTables);
     if (missing.length > 0) {
@@ -162,11 +167,10 @@ export async function mapRun(argv: string[]): Promise<void> {
         const s = (Date.now() - started) / 1000;
         process.stderr.write(`\r${p.processed} processed, ${p.failed} failed, ${Math.round(p.processed / Math.max(s, 0.001))} records/s`);
       },
-      onRecordError: (e) => {
-        if (!tty) process.stderr.write(`${JSON.stringify(e)}\n`);
-      },
+      onRecordError: (e) => report.add(e),
     });
     if (tty) process.stderr.write('\n');
+    report.finish(failures ? (a.values['failures'] as string) : undefined);
     process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
     if (stats.failed > 0) process.exitCode = 1;
   } finally {

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { listInstances } from '../agent/home.js';
 import { installInstance } from '../agent/install.js';
+import { createConsoleLogger, logFormatOf } from '../logs/console.js';
 
 export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values } = parseArgs({
@@ -29,10 +30,12 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
     },
   });
   const { parseServiceConfig } = await import('../../service/config.js');
-  const { buildService } = await import('../../service/build-service.js');
+  const { buildService, REDACT_PATHS } = await import('../../service/build-service.js');
   const { provisionLocalAgentKey } = await import('./local-agent.js');
   const config = parseServiceConfig(env, { port: values.port, host: values.host, dataDir: values['data-dir'], databaseUrl: values['database-url'] });
-  const service = await buildService(config);
+  // Readable lines on a terminal, JSON for a collector (FERRY_LOG_FORMAT chooses).
+  const logger = createConsoleLogger({ level: config.logLevel, format: logFormatOf(env, process.stdout.isTTY === true), redact: REDACT_PATHS });
+  const service = await buildService(config, { logger });
   const url = await service.listen();
   const b = service.bootstrap;
   process.stdout.write((await import('../../service/cli.js')).banner(config, url, b));

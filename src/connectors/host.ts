@@ -66,6 +66,11 @@ export interface OpenRequest {
   connectorId: string;
   connectionId: string;
   properties: ConnectionProperties;
+  /**
+   * The logger of the work the connection is opened for (a Solution run's): the connection's
+   * lines are its children, so they carry its fields (`solutionId`, `runId`). Default: the host's.
+   */
+  log?: Logger | undefined;
 }
 
 const DEFAULT_TIMEOUTS = { preconnect: 60_000, connect: 60_000, test: 60_000, metadata: 600_000, write: 600_000, ensureEntity: 600_000, disconnect: 30_000 };
@@ -233,13 +238,15 @@ export class ConnectorHost {
     throw new FerryError('CON_NOT_FOUND', `No connector ${idOrName} is installed on this Agent.`, { details: { connectorId: idOrName } });
   }
 
-  private scope(l: Loaded, verb: string, properties: ConnectionProperties, connectionId?: string): CallScope {
+  private scope(l: Loaded, verb: string, properties: ConnectionProperties, connectionId?: string, parent?: Logger): CallScope {
     const secrets = protectedProperties(l.manifest)
       .map((p) => properties[p])
       .filter((v): v is string => typeof v === 'string' && v.length > 0);
     const bindings = connectionId ? { connector: l.manifest.name, connectionId } : { connector: l.manifest.name };
     const redact = protectedProperties(l.manifest).flatMap((p) => [p, `*.${p}`, `*.*.${p}`]);
-    return { connector: l.manifest.name, verb, ...(connectionId ? { connectionId } : {}), secrets, log: this.log.child(bindings, redact.length ? { redact } : {}) };
+    // A caller's logger keeps its own `component` (pino would repeat the key, not replace it).
+    const log = (parent ?? this.log).child(bindings, redact.length ? { redact } : {});
+    return { connector: l.manifest.name, verb, ...(connectionId ? { connectionId } : {}), secrets, log };
   }
 
   /** Runs the plugin's preconnect step (a form check, or an OAuth step). */
@@ -258,13 +265,13 @@ export class ConnectorHost {
   /** Opens a connection; close it with {@link HostConnection.close}. */
   async open(req: OpenRequest, opts: CallOptions = {}): Promise<HostConnection> {
     const l = this.find(req.connectorId);
-    const scope = this.scope(l, 'connect', req.properties, req.connectionId);
+    const scope = this.scope(l, 'connect', req.properties, req.connectionId, req.log);
     const session = await guardCall(scope, { timeoutMs: this.timeouts.connect, ...opts }, (ctx) => l.plugin.connect({ ...req.properties }, ctx));
     if (!session || typeof session.query !== 'function' || typeof session.write !== 'function' || typeof session.metadata !== 'function') {
       throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${l.manifest.name} connector's connect did not return a session.`, { details: { connector: l.manifest.name } });
     }
     // One redacting logger per connection (pino compiles redaction once); calls add their verb.
-    const base = this.scope(l, 'connection', req.properties, req.connectionId);
+    const base = this.scope(l, 'connection', req.properties, req.connectionId, req.log);
     const conn = new HostConnection({
       manifest: l.manifest,
       connectionId: req.connectionId,

@@ -4,12 +4,12 @@
  * marked record is reprocessed once from this copy without reading the source again.
  */
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run.js';
 import { mkdirPrivate, touchPrivate } from '../util/private-files.js';
+import { uuidV7 } from '../util/uuid-v7.js';
 
 export interface StoredFailedRecord {
   id: string;
@@ -28,7 +28,8 @@ export interface StoredFailedRecord {
   createdAt: string;
 }
 
-interface Row {
+/** A row of the failed_records table. */
+export interface FailedRecordRow {
   id: string;
   execution_id: string;
   map_id: number | null;
@@ -45,7 +46,8 @@ interface Row {
   created_at: string;
 }
 
-const toRecord = (r: Row): StoredFailedRecord => ({
+/** A row of the failed_records table as a record. */
+export const toRecord = (r: FailedRecordRow): StoredFailedRecord => ({
   id: r.id,
   executionId: r.execution_id,
   mapId: r.map_id,
@@ -116,7 +118,8 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** Stores one failed source record; resolves with its id once it is committed (with the other captures of this turn). */
   capture(rec: FailedRecordInput): Promise<string> {
-    const id = randomUUID();
+    // Time-ordered: a run failing many records appends to the primary-key index instead of splitting its pages at random.
+    const id = uuidV7();
     const params: InsertParams = [id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), this.now().toISOString()];
     return new Promise<string>((resolve, reject) => {
       if (this.#pending.length === 0) queueMicrotask(() => this.flush());
@@ -140,14 +143,14 @@ export class FailedRecordStore implements FailedRecordSink {
 
   get(id: string): StoredFailedRecord | undefined {
     this.flush();
-    const r = this.db.prepare('SELECT * FROM failed_records WHERE id = ?').get(id) as Row | undefined;
+    const r = this.db.prepare('SELECT * FROM failed_records WHERE id = ?').get(id) as FailedRecordRow | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   /** Records of an execution, oldest first. */
   list(executionId?: string): StoredFailedRecord[] {
     this.flush();
-    const rows = (executionId ? this.db.prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid').all(executionId) : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()) as Row[];
+    const rows = (executionId ? this.db.prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid').all(executionId) : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()) as FailedRecordRow[];
     return rows.map(toRecord);
   }
 
@@ -182,8 +185,41 @@ export class FailedRecordStore implements FailedRecordSink {
     })();
   }
 
+  /** The executions whose newest record came before `before` (ISO-8601 UTC): those a History window starting there removed. */
+  executionsBefore(before: string): string[] {
+    this.flush();
+    return this.db.prepare('SELECT execution_id FROM failed_records GROUP BY execution_id HAVING max(created_at) < ?').pluck().all(before) as string[];
+  }
+
+  /** Deletes up to `limit` records of an execution, in one transaction; answers how many went. */
+  deleteOfExecution(executionId: string, limit: number): number {
+    this.flush();
+    return this.db.prepare('DELETE FROM failed_records WHERE rowid IN (SELECT rowid FROM failed_records WHERE execution_id = ? LIMIT ?)').run(executionId, limit).changes;
+  }
+
   close(): void {
     this.flush();
     this.db.close();
   }
+}
+
+/** Records deleted per transaction when pruning: a commit the Agent's runs wait for stays short. */
+const PRUNE_CHUNK = 5000;
+
+/**
+ * Removes the local failed records of every execution whose newest record came before `before`,
+ * a chunk at a time, yielding to the event loop between chunks so that
+ * the Agent's channel and runs go on during a large prune; answers how many records went.
+ */
+export async function pruneFailedRecords(store: FailedRecordStore, before: string): Promise<number> {
+  let removed = 0;
+  for (const executionId of store.executionsBefore(before)) {
+    for (;;) {
+      const n = store.deleteOfExecution(executionId, PRUNE_CHUNK);
+      removed += n;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (n < PRUNE_CHUNK) break;
+    }
+  }
+  return removed;
 }

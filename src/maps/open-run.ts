@@ -36,6 +36,8 @@ export type HostChoice =
 export type OpenConnectionsOptions = HostChoice & {
   /** The Connections by connectionId. */
   connections: Readonly<Record<string, ConnectionSpec | undefined>>;
+  /** The run's logger (a Solution run's): the Connections' lines carry its fields. */
+  runLog?: Logger | undefined;
 };
 
 export interface OpenConnections {
@@ -77,7 +79,7 @@ export async function openConnections(ids: Iterable<string>, opts: OpenConnectio
     for (const id of ids) {
       const spec = opts.connections[id];
       if (!spec?.connector) continue;
-      const conn = await host.open({ connectorId: spec.connector, connectionId: id, properties: spec.properties ?? {} });
+      const conn = await host.open({ connectorId: spec.connector, connectionId: id, properties: spec.properties ?? {}, log: opts.runLog });
       connections.set(id, conn);
       metadata[id] = await conn.metadata();
     }

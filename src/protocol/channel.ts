@@ -14,6 +14,8 @@ import {
   StopSolutionCommand,
 } from './solutions.js';
 import { NativeQueryTestCommand, PreviewQueryCommand } from './previews.js';
+import { ReprocessRunCommand } from './reprocess.js';
+import { PruneFailedRecordsCommand } from './retention.js';
 
 /**
  * The messages of the Agent ↔ Service WebSocket (`/v1/agent/channel`), validated on both sides.
@@ -27,7 +29,7 @@ import { NativeQueryTestCommand, PreviewQueryCommand } from './previews.js';
  *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
  *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata' |      │
  *     │           'installConnector' | 'uninstallConnector' | 'preconnect' |       │
- *     │           'previewQuery' | 'nativeQueryTest'} ─────────────────────── │
+ *     │           'previewQuery' | 'nativeQueryTest' | 'reprocessRun'} ────── │
  *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
  *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
  *
@@ -128,7 +130,15 @@ export const ZipLogsCommand = z.object({
   logId: z.string().max(100),
   /** Absolute URL the Agent PUTs the zip to, with its own bearer credentials. */
   uploadUrl: z.string().max(2000),
+  /** A Solution's logs: only the lines of its runs (each carries `solutionId` and `runId`). */
   solutionId: z.string().max(100).optional(),
+  /**
+   * With solutionId: only the lines of this run, and only lines logged at or after `since`.
+   * Added in protocol version 1 without a bump: an older Agent ignores them and sends every line
+   * of the Solution.
+   */
+  runId: z.string().max(100).optional(),
+  since: Timestamp.refine((s) => !Number.isNaN(Date.parse(s)), 'an ISO-8601 date-time').optional(),
 });
 /**
  * `testConnection`: open a connection with these plain properties (the channel is authenticated
@@ -203,6 +213,10 @@ export const ServiceRequest = z.discriminatedUnion('type', [
   // Map previews (./previews.ts)
   PreviewQueryCommand,
   NativeQueryTestCommand,
+  // Reprocessing marked failed records (./reprocess.ts)
+  ReprocessRunCommand,
+  // History retention on the Agent (./retention.ts)
+  PruneFailedRecordsCommand,
 ]);
 export type ServiceRequest = z.infer<typeof ServiceRequest>;
 export type RestartCommand = z.infer<typeof RestartCommand>;

@@ -26,7 +26,7 @@ export async function replicateSolution(opts: {
   const spec = (id: string) => {
     const c = solution.connections.find((x) => x.connectionId === id);
     if (!c) throw new FerryError('RUN_MAP_FAILED', `Connection ${id} of Solution ${solution.name} is missing from its prepared definition; prepare it again.`);
-    return { connectorId: c.connectorId, connectionId: c.connectionId, properties: c.properties };
+    return { connectorId: c.connectorId, connectionId: c.connectionId, properties: c.properties, log: opts.log };
   };
   const source = await host.open(spec(rs.sourceConnectionId), { signal: opts.signal });
   try {

@@ -9,6 +9,8 @@
  *        ─▶ runErrors (batches of 200), runProgress (at most every progressMs)
  *        ─▶ runFinished (result, statistics) ─▶ open run removed
  *   next start after a kill -9 ─▶ recover(): every open run ends as RUN_AGENT_ENDED
+ *   reprocessRun ─▶ reprocess(): a run like the others (its own execution, ignored while one runs)
+ *        whose Maps read the stored copies of failed records instead of their source (./reprocess-copies.ts)
  *
  * Stop aborts the run's signal: the Map or entity stops between batches (a batch cut short is not
  * checkpointed), so the next run continues where this one stopped.
@@ -32,6 +34,8 @@ import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
 import { replicateSolution } from './replicate-run.js';
+import { reprocessCopies, type ReprocessCopies, type ReprocessPages } from '../failures/copies.js';
+import type { ReprocessMap } from '../protocol/reprocess.js';
 
 export interface SolutionRunnerOptions {
   readonly store: SolutionStore;
@@ -49,6 +53,8 @@ export interface SolutionRunnerOptions {
   readonly lookupTables?: (orgId: number, names: readonly string[]) => Promise<LookupTableData[]>;
   /** Least time between two progress reports of a run (default 5 s). */
   readonly progressMs?: number;
+  /** The pages of a reprocess run's records, from the Service. */
+  readonly reprocessPages?: ReprocessPages;
   readonly now?: () => Date;
 }
 
@@ -61,6 +67,8 @@ interface ActiveRun {
   readonly controller: AbortController;
   /** Only these Maps (a single-Map run), disabled ones included; absent: every enabled Map. */
   readonly mapIds?: readonly number[];
+  /** A reprocess run: the Maps whose failed records it reprocesses, from their stored copies. */
+  readonly reprocess?: readonly ReprocessMap[];
   processed: number;
   failed: number;
   stopped: boolean;
@@ -140,12 +148,34 @@ export class SolutionRunner {
       throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent's copy of Solution ${solutionId} has no Map ${missing.join(', ')}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId, mapIds: missing } });
     }
     if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; start it again shortly.', { details: { solutionId } });
+    return this.#begin(solution, { runId, trigger, ...(mapIds ? { mapIds: [...mapIds] } : {}) }, dueAt);
+  }
+
+  /**
+   * Starts a run that reprocesses failed records of `maps` from their stored copies (the local
+   * store, or pages from the Service), with the Maps as prepared now; ignored (started false) while
+   * a run of the Solution is in progress. Throws like {@link start}.
+   */
+  reprocess(solutionId: string, runId: string, maps: readonly ReprocessMap[], version?: string): StartResult {
+    const active = this.#active.get(solutionId);
+    if (active) return { started: false, runId: active.runId };
+    const solution = this.opts.store.get(solutionId);
+    if (!solution || (version !== undefined && solution.version !== version)) {
+      throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
+    }
+    if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; reprocess again shortly.', { details: { solutionId } });
+    return this.#begin(solution, { runId, trigger: 'start', reprocess: [...maps] });
+  }
+
+  #begin(solution: PreparedSolution, what: { runId: string; trigger: RunTrigger; mapIds?: number[]; reprocess?: ReprocessMap[] }, dueAt?: Date): StartResult {
+    const { runId, trigger, mapIds } = what;
+    const solutionId = solution.solutionId;
     const startedAt = this.#now().toISOString();
-    const run: ActiveRun = { runId, solutionId, trigger, startedAt, controller: new AbortController(), ...(mapIds ? { mapIds: [...mapIds] } : {}), processed: 0, failed: 0, stopped: false };
+    const run: ActiveRun = { ...what, solutionId, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false };
     this.#active.set(solutionId, run);
     this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
     this.opts.report({ kind: 'runStarted', runId, solutionId, trigger, ...(dueAt ? { dueAt: dueAt.toISOString() } : {}), at: startedAt });
-    this.opts.log.info({ runId, solutionId, trigger, ...(mapIds ? { mapIds } : {}) }, 'solution run queued');
+    this.opts.log.info({ runId, solutionId, trigger, ...(mapIds ? { mapIds } : {}), ...(what.reprocess ? { reprocess: what.reprocess } : {}) }, 'solution run queued');
     const done = this.#queue
       .add(async () => {
         // Queued before a Connector update paused new work: wait for it rather than fail.
@@ -191,9 +221,35 @@ export class SolutionRunner {
     return this.#failures;
   }
 
+  /** The stored copies of a reprocess run's records of one Map, pulled page by page as the Map reads them. */
+  #copies(run: ActiveRun, map: PreparedSolution['maps'][number], batchSize: number, onMissing: (e: RunRecordError) => void): ReprocessCopies {
+    const pages = this.opts.reprocessPages;
+    if (!pages) throw new FerryError('AGT_SERVICE_UNREACHABLE', 'This Agent has no way to read the records to reprocess from the Service.');
+    return reprocessCopies({
+      runId: run.runId,
+      mapId: map.mapId,
+      pages,
+      local: this.#failureStore(),
+      signal: run.controller.signal,
+      batchSize,
+      onMissing: (r) =>
+        onMissing({
+          id: globalThis.crypto.randomUUID(),
+          mapId: map.mapId,
+          mapName: map.name.slice(0, 500),
+          sourceEntity: '',
+          code: 'RUN_FAILED_RECORD_NOT_FOUND',
+          errorMessage: `The stored copy of the failed record of error ${r.errorId} is neither on the Service nor in this Agent's failed-record store (it was kept on another Agent, or removed); it was not reprocessed.`,
+          errorDetail: JSON.stringify({ errorId: r.errorId, failedRecordId: r.failedRecordId }),
+          canReprocess: false,
+        }),
+    });
+  }
+
   async #execute(solution: PreparedSolution, run: ActiveRun, workSignal: AbortSignal): Promise<void> {
     const signal = AbortSignal.any([workSignal, run.controller.signal]);
-    const log = this.opts.log.child({ solutionId: solution.solutionId, executionId: run.runId });
+    // Every line of the run, down to its Connections', carries both IDs: Solution logs filter on them.
+    const log = this.opts.log.child({ solutionId: solution.solutionId, runId: run.runId, executionId: run.runId });
     log.info({ type: solution.solutionType }, 'solution run started');
     const errors = new ErrorBatcher((batch) => this.opts.report({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, errors: batch }));
     let lastProgress = 0;
@@ -254,15 +310,20 @@ export class SolutionRunner {
     const fatals: string[] = [];
     let processed = 0;
     let failed = 0;
-    const only = run.mapIds;
+    const only = run.reprocess ? run.reprocess.map((m) => m.mapId) : run.mapIds;
+    for (const mapId of (run.reprocess ?? []).map((m) => m.mapId).filter((id) => !solution.maps.some((m) => m.mapId === id))) {
+      fatals.push(`Map ${mapId}: not in the Solution any more; its marked records were not reprocessed.`);
+    }
     for (const map of solution.maps) {
       if (only ? !only.includes(map.mapId) : !map.enabled) continue;
       if (signal.aborted || run.controller.signal.aborted) break;
       const started = performance.now();
       try {
         const model = MapModel.parse(map.model);
-        const handle = await openRun(model, { host, connections: specs });
+        const handle = await openRun(model, { host, connections: specs, runLog: log });
         try {
+          // A reprocess run reads the stored copies of its records instead of the source, and moves no watermark.
+          const copies = run.reprocess ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError) : undefined;
           const watermarks = path.join(this.opts.dataDir, 'checkpoints');
           mkdirPrivate(watermarks);
           const result = await runMap(handle.plan, {
@@ -271,13 +332,16 @@ export class SolutionRunner {
             signal,
             stop: run.controller.signal,
             lookupTables: tables,
-            watermark: new FileWatermark(path.join(watermarks, `${solution.solutionId}-map-${map.mapId}.json`)),
-            checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}`,
+            ...(copies
+              ? { source: copies.batches }
+              : { watermark: new FileWatermark(path.join(watermarks, `${solution.solutionId}-map-${map.mapId}.json`)), checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}` }),
             ...(sink ? { failures: sink } : {}),
-            onProgress: (p) => progress(processed + p.processed, failed + p.failed),
+            onProgress: (p) => progress(processed + p.processed + (copies?.missing ?? 0), failed + p.failed + (copies?.missing ?? 0)),
             onRecordError: (e) => onError(toRunError(e, map.mapId)),
           });
-          const s = result.stats;
+          // Records without a stored copy failed before the Map saw them: they count as processed and failed.
+          const missing = copies?.missing ?? 0;
+          const s = { ...result.stats, processed: result.stats.processed + missing, failed: result.stats.failed + missing };
           processed += s.processed;
           failed += s.failed;
           statistics.push({ mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: s.minMs, maxMs: s.maxMs, avgMs: s.avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) });

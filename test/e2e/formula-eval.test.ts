@@ -57,4 +57,16 @@ describe('ferry formula eval', () => {
     expect((await ferry()).code).toBe(2);
     expect((await ferry('1', '--record', 'not json')).code).toBe(2);
   });
+
+  it('refuses a record that holds none of the fields the formula reads, naming them', async () => {
+    const run = await ferry('[Query Account].[First Name] & Q.Last', '--record', '{"fields":{"Query Account.First Name":"Ada"}}');
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('FML_INVALID_INPUT: --record holds none of the fields the formula reads: [Query Account].[First Name], Q.Last.');
+    expect(run.stderr).toContain('{"Query Account": {"First Name": …}, "Q": {"Last": …}}');
+    expect((await ferry('Q.Name', '--record', '{"q": {"name": "a"}}')).code).toBe(2);
+    // One field found is enough: the others are null, as in a run.
+    expect(await ferry('Q.A & "-" & Q.B', '--record', '{"Q": {"A": "x"}}')).toMatchObject({ code: 0, stdout: '"x-"\n' });
+    expect(await ferry('1 + 1', '--record', '{}')).toMatchObject({ code: 0, stdout: '2\n' });
+  });
 });

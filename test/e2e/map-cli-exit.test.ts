@@ -2,7 +2,8 @@
  * `ferry map run` ends cleanly every time: the formula sandbox is closed (calls settled, handles
  * released, isolate disposed) before the process ends, so isolated-vm never aborts at exit. Thirty
  * runs of a small Map, two at a time; each must exit 0 with nothing but statistics, and no native
- * assertion or signal.
+ * assertion or signal. Then ten runs whose every record fails (the error path) must each exit 1
+ * with nothing on stderr but the record errors.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,6 +16,7 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const FIXTURE = path.join(ROOT, 'test/fixtures/maps/query-create');
 const RUNS = 30;
 const AT_ONCE = 2;
+const FAILING_RUNS = 10;
 
 interface Exit {
   code: number | null;
@@ -71,6 +73,25 @@ describe('ferry map run at exit', () => {
     for (const exit of exits) {
       expect({ code: exit.code, signal: exit.signal, stderr: exit.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
       expect(JSON.parse(exit.stdout)).toMatchObject({ processed: 5, failed: 0 });
+    }
+  });
+
+  it(`exits 1 with no native assertion in ${FAILING_RUNS} runs where every record fails`, { timeout: 240_000 }, async () => {
+    // One target the first run fills: every later run fails each record with a duplicate key, after its formulas ran.
+    const db = new Database(path.join(dir, 'target-shared.db'));
+    db.exec('CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, age_next INTEGER)');
+    db.close();
+    const conns = path.join(dir, 'conns-shared.json');
+    fs.writeFileSync(conns, JSON.stringify({ src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } }, db: { connector: 'SQLite', properties: { file: path.join(dir, 'target-shared.db') } } }));
+    const fill = await ferry(['run', map, '--connections', conns]);
+    expect(fill.code).toBe(0);
+    const exits: Exit[] = [];
+    for (let i = 0; i < FAILING_RUNS; i++) exits.push(await ferry(['run', map, '--connections', conns, '--failures', path.join(dir, 'failures')]));
+    for (const exit of exits) {
+      expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 1, signal: null });
+      expect(JSON.parse(exit.stdout)).toMatchObject({ processed: 5, failed: 5 });
+      // Only the record errors, as JSON lines (piped): no assertion or other native message.
+      for (const line of exit.stderr.trim().split('\n')) expect(Object.keys(JSON.parse(line) as object)).toEqual([expect.stringMatching(/^recordErrors?$/)]);
     }
   });
 });

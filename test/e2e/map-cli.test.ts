@@ -61,6 +61,21 @@ describe('ferry map validate | run', () => {
     expect(run.stdout + run.stderr).toMatch(/no_such_table/);
   });
 
+  it('prints a formula position once and suggests near-miss entity and field names', async () => {
+    const text = fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8');
+    const file = path.join(dir, 'near-miss.json');
+    fs.writeFileSync(file, text.replace('"UPPER(Q.first)"', '"UPPER(Q.frist)"'));
+    const run = await ferry('validate', file, '--connections', conns);
+    expect(run.code).toBe(1);
+    const line = run.stdout.split('\n').find((l) => l.includes('FML_UNKNOWN_FIELD')) ?? '';
+    expect(line).toContain('did you mean Q.first?');
+    expect(line.match(/\(line 1, column 7\)/g)).toHaveLength(1);
+
+    fs.writeFileSync(file, text.replace('"contacts"', '"contact"'));
+    const entity = await ferry('validate', file, '--connections', conns);
+    expect(entity.stdout).toContain('has no entity contact (did you mean contacts?)');
+  });
+
   it('runs the Map, prints the statistics as JSON, writes the good records and keeps the watermark', async () => {
     const state = path.join(dir, 'state.json');
     const run = await ferry('run', path.join(FIXTURE, 'map.json'), '--connections', conns, '--state', state, '--failures', path.join(dir, 'failures'));

@@ -119,12 +119,24 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     return sendList(reply, rows.map((r) => toMetadataRequest(org, r)), total);
   });
 
+  const resetMetadata = async (req: FastifyRequest<{ Params: { connectionId: string } }>): Promise<void> => {
+    const { org } = orgOf(req);
+    await metadata.reset(await connections.require(org.id, req.params.connectionId));
+  };
+
   app.delete('/v1/orgs/:orgId/connections/:connectionId/metadata', {
     config: { access: 'write' },
     schema: { tags, summary: "Reset the Connection's metadata: the next metadata call reloads it", params: ConnectionParams, response: { 204: z.null() } },
   }, async (req, reply) => {
-    const { org } = orgOf(req);
-    await metadata.reset(await connections.require(org.id, req.params.connectionId));
+    await resetMetadata(req);
+    return reply.code(204).send(null);
+  });
+
+  app.post('/v1/orgs/:orgId/connections/:connectionId/reset', {
+    config: { access: 'write' },
+    schema: { tags, summary: "Reset the Connection's metadata (as DELETE …/metadata): the next metadata call reloads it", params: ConnectionParams, response: { 204: z.null() } },
+  }, async (req, reply) => {
+    await resetMetadata(req);
     return reply.code(204).send(null);
   });
 };

@@ -66,8 +66,8 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     config: { access: 'admin' },
     schema: { tags, summary: 'Uninstall the Connector from the Organization and all its Agents (409 while Connections use it)', params: ConnectorParams, response: { 204: z.null() } },
   }, async (req, reply) => {
-    const { org } = orgOf(req);
-    await installs.uninstallFromOrg(org.id, req.params.connectorId);
+    const { org, user } = orgOf(req);
+    await installs.uninstallFromOrg(org.id, req.params.connectorId, userName(user));
     return reply.code(204).send(null);
   });
 

@@ -6,10 +6,14 @@ import { toExecution, toFailedRecord, toRecordError, toScheduleSkip } from '../m
 import { PageQuery, sendList } from '../schemas/common.js';
 import { Execution, ExecutionErrorParams, FailedRecord, ExecutionErrorsParams, ExecutionListQuery, ExecutionParams, ExecutionStatistics, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
 import { SolutionParams } from '../schemas/solution.schema.js';
+import { MarkErrorQuery, MarkExecutionAnswer, MarkExecutionQuery, ReprocessAnswer, ReprocessParams } from '../schemas/history-reprocess.schema.js';
 
 const tags = ['History'];
 
-/** The History of a Solution: executions, their statistics and record errors, skipped due times (SPEC.md "History, errors and failed records"). */
+/**
+ * The History of a Solution: executions, their statistics and record errors, skipped due times,
+ * failed records, marks and reprocessing (SPEC.md "History, errors and failed records").
+ */
 const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { history } = deps;
   const H = '/v1/orgs/:orgId/solutions/:solutionId/history';
@@ -89,6 +93,51 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   }, async (req) => {
     const { org } = orgOf(req);
     return toFailedRecord(await history.failedRecord(org.id, req.params.solutionId, req.params.historyId, req.params.id));
+  });
+
+  app.post(`${H}/:historyId/errors/:id/mark`, {
+    config: { access: 'write' },
+    schema: {
+      tags,
+      summary: 'Sets (mark=true, the default) or clears (mark=false) the reprocessing mark of a record error; only one with canReprocess true can be marked (409 otherwise)',
+      params: ExecutionErrorParams,
+      querystring: MarkErrorQuery,
+      response: { 200: RecordError },
+    },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return toRecordError(await history.mark(org.id, req.params.solutionId, req.params.historyId, req.params.id, req.query.mark));
+  });
+
+  app.post(`${H}/:id/mark`, {
+    config: { access: 'write' },
+    schema: {
+      tags,
+      summary: 'Marks (mark=true) or unmarks (mark=false, the default) every record error of the execution that can be reprocessed',
+      params: ExecutionParams,
+      querystring: MarkExecutionQuery,
+      response: { 200: MarkExecutionAnswer },
+    },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return history.markAll(org.id, req.params.solutionId, req.params.id, req.query.mark);
+  });
+
+  const reprocessSummary = 'Reprocesses the marked records of the execution on the Solution\'s Agent, from their stored copies, as a new execution (isReprocessJob true); each record once; ignored while the Solution runs';
+  app.post(`${H}/:historyId/:id/reprocess`, {
+    config: { access: 'write' },
+    schema: { tags, summary: `${reprocessSummary} (historyId and id both name the execution)`, params: ReprocessParams, response: { 200: ReprocessAnswer } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return history.reprocess(org.id, req.params.solutionId, req.params.historyId, req.params.id);
+  });
+
+  app.post(`${H}/:id/reprocess`, {
+    config: { access: 'write' },
+    schema: { tags, summary: `${reprocessSummary} (the path older clients call)`, params: ExecutionParams, response: { 200: ReprocessAnswer } },
+  }, async (req) => {
+    const { org } = orgOf(req);
+    return history.reprocess(org.id, req.params.solutionId, req.params.id);
   });
 };
 

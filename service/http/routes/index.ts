@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ServiceDeps } from '../deps.js';
 import orgsRoutes from './orgs.routes.js';
+import registerRoutes from './register.routes.js';
 import securityRulesRoutes from './security-rules.routes.js';
 import securitySettingsRoutes from './security-settings.routes.js';
 import invitedUsersRoutes from './invited-users.routes.js';
@@ -17,8 +18,10 @@ import lookupImportExportRoutes from './lookup-import-export.routes.js';
 import agentsRoutes from './agents.routes.js';
 import agentProvisioningRoutes from './agent-provisioning.routes.js';
 import agentLogsRoutes from './agent-logs.routes.js';
+import solutionLogsRoutes from './solution-logs.routes.js';
 import connectorsRoutes from './connectors.routes.js';
 import marketplaceRoutes from './marketplace.routes.js';
+import managedConnectorsRoutes from './managed-connectors.routes.js';
 import connectionsRoutes from './connections.routes.js';
 import connectionMetadataRoutes from './connection-metadata.routes.js';
 import solutionsRoutes from './solutions.routes.js';
@@ -28,8 +31,10 @@ import mapEditRoutes from './map-edit.routes.js';
 import mapAgentRoutes from './map-agent.routes.js';
 import mapValidationRoutes from './map-validation.routes.js';
 import historyRoutes from './history.routes.js';
+import historyExportRoutes from './history-export.routes.js';
 import solutionRunsRoutes from './solution-runs.routes.js';
 import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
+import agentReprocessRoutes from './agent-reprocess.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
-export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, connectorsRoutes, marketplaceRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes, mapTransferRoutes, mapEditRoutes, mapAgentRoutes, mapValidationRoutes, historyRoutes, solutionRunsRoutes, agentLookupTablesRoutes];
+export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, registerRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, solutionLogsRoutes, connectorsRoutes, marketplaceRoutes, managedConnectorsRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes, mapTransferRoutes, mapEditRoutes, mapAgentRoutes, mapValidationRoutes, historyRoutes, historyExportRoutes, solutionRunsRoutes, agentLookupTablesRoutes, agentReprocessRoutes];

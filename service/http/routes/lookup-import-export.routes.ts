@@ -38,7 +38,7 @@ const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
   });
 
   app.post('/v1/orgs/:orgId/lookuptables/:tableId/import', {
-    config: { access: 'write' },
+    config: { access: 'write', bodyTypes: ['text/csv', 'application/csv', 'text/plain', 'application/json'] },
     schema: {
       tags,
       summary: 'Import comma-separated value1,value2 lines into an existing Lookup Table (appends; replace=true replaces)',

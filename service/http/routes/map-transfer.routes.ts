@@ -77,7 +77,7 @@ const mapTransferRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
   });
 
   app.post('/v1/orgs/:orgId/solutions/:solutionId/maps/import', {
-    config: { access: 'write' },
+    config: { access: 'write', bodyTypes: ['application/json', 'text/plain', 'application/octet-stream'] },
     schema: {
       tags,
       summary: 'Import an export file: same-named Maps get a new revision "Map Imported…", others are added; importedMapOrder (default true) moves the overwritten ones to the end',

@@ -68,8 +68,8 @@ const marketplaceRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
       response: { 204: z.null() },
     },
   }, async (req, reply) => {
-    const { org } = orgOf(req);
-    await removeCustomerOf(db, installs, org.id, req.params.connectorId, req.params.id);
+    const { org, user } = orgOf(req);
+    await removeCustomerOf(db, installs, org.id, req.params.connectorId, req.params.id, userName(user));
     return reply.code(204).send(null);
   });
 };

@@ -47,6 +47,14 @@ const securityRulesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps
     await removeSecurityRule(db, orgOf(req).org.id, req.query.ruleId, req.ip);
     return reply.code(204).send(null);
   });
+
+  app.delete('/v1/orgs/:orgId/securityrules/:ruleId', {
+    config: { access: 'admin' },
+    schema: { tags, summary: 'Delete a Security Rule (refused when no rule would then let your address in)', params: RuleParams, response: { 204: z.null() } },
+  }, async (req, reply) => {
+    await removeSecurityRule(db, orgOf(req).org.id, req.params.ruleId, req.ip);
+    return reply.code(204).send(null);
+  });
 };
 
 export default securityRulesRoutes;

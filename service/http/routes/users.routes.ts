@@ -47,35 +47,38 @@ const usersRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     return toUser(user, membership);
   });
 
-  app.get('/v1/users/:userId/notificationsettings', {
-    config: { access: 'user' },
-    schema: {
-      tags,
-      summary: 'Your email notification settings, one entry per Organization you belong to',
-      params: UserParams,
-      querystring: PageQuery,
-      response: { 200: z.array(User) },
-    },
-  }, async (req, reply) => {
-    const user = requireOwnAccount(callerOf(req), req.params.userId);
-    const { rows, total } = await notificationSettingsOf(db, user, req.query);
-    return sendList(reply, rows.map((m) => toUser(user, m)), total);
-  });
+  // `alertsettings` is the path older clients use for the same settings (DESIGN.md "Compatibility facts").
+  for (const name of ['notificationsettings', 'alertsettings']) {
+    app.get(`/v1/users/:userId/${name}`, {
+      config: { access: 'user' },
+      schema: {
+        tags,
+        summary: 'Your email notification settings, one entry per Organization you belong to',
+        params: UserParams,
+        querystring: PageQuery,
+        response: { 200: z.array(User) },
+      },
+    }, async (req, reply) => {
+      const user = requireOwnAccount(callerOf(req), req.params.userId);
+      const { rows, total } = await notificationSettingsOf(db, user, req.query);
+      return sendList(reply, rows.map((m) => toUser(user, m)), total);
+    });
 
-  app.put('/v1/users/:userId/notificationsettings', {
-    config: { access: 'user' },
-    schema: {
-      tags,
-      summary: 'Modify your email notification settings in one Organization',
-      description: 'tenantId names the Organization (orgName is required too). Switches that are absent or null stay as they are; other User fields are ignored.',
-      params: UserParams,
-      body: NotificationSettingsInput,
-      response: { 200: User },
-    },
-  }, async (req) => {
-    const user = requireOwnAccount(callerOf(req), req.params.userId);
-    return toUser(user, await changeNotificationSettings(db, user, req.body));
-  });
+    app.put(`/v1/users/:userId/${name}`, {
+      config: { access: 'user' },
+      schema: {
+        tags,
+        summary: 'Modify your email notification settings in one Organization',
+        description: 'tenantId names the Organization (orgName is required too). Switches that are absent or null stay as they are; other User fields are ignored.',
+        params: UserParams,
+        body: NotificationSettingsInput,
+        response: { 200: User },
+      },
+    }, async (req) => {
+      const user = requireOwnAccount(callerOf(req), req.params.userId);
+      return toUser(user, await changeNotificationSettings(db, user, req.body));
+    });
+  }
 };
 
 export default usersRoutes;

@@ -7,7 +7,7 @@ import { SolutionParams } from './solution.schema.js';
  * An execution in a path: its integer `id`, or (a Ferry addition) its run ID, the
  * `processExecutionId` GUID, since SPEC.md calls the execution ID a GUID.
  */
-const ExecutionRef = z
+export const ExecutionRef = z
   .union([decimal(z.number().int().positive().max(MAX_INT)), z.string().min(1).max(100)])
   .describe('the execution\'s integer id, or its processExecutionId');
 

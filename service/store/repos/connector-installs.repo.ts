@@ -179,3 +179,9 @@ export async function removeCustomer(db: Db, connectorId: string, orgId: number)
   const res = await db.deleteFrom('managedConnectorCustomers').where('connectorId', '=', connectorId.toLowerCase()).where('orgId', '=', orgId).executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
+
+/** The ids of the Managed Connectors whose vendor is the Organization. */
+export async function connectorsManagedBy(db: Db, vendorOrgId: number): Promise<string[]> {
+  const rows = await db.selectFrom('managedConnectors').select('connectorId').where('vendorOrgId', '=', vendorOrgId).orderBy('connectorId').execute();
+  return rows.map((r) => r.connectorId);
+}

@@ -112,29 +112,29 @@ export async function insertErrors(db: Db, rows: ReadonlyArray<Insertable<Execut
 }
 
 /**
- * A page of the execution's errors in order of arrival. Deep offsets stay cheap: the `seq` at the
- * offset is found by walking the (execution_id, seq) index alone (no row is read), and the page
- * is then read by key from there.
+ * A page of the execution's errors in order of arrival, at any offset in the time of the first
+ * page. `seq` numbers an execution's errors 1, 2, … n with no gap (RunReports gives each new
+ * error the next number, and errors are only ever removed with their execution, from the top:
+ * see deleteErrorsChunk), so the count is the highest `seq` and offset N is `seq > N`: both are
+ * read from the (execution_id, seq) index by key, without walking the entries before the page.
  */
 export async function listErrors(db: Db, executionId: number, page: { limit: number; offset: number }): Promise<{ rows: ExecutionErrorRow[]; total: number }> {
-  const { n } = await db
-    .selectFrom('executionErrors')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('executionId', '=', executionId)
-    .executeTakeFirstOrThrow();
-  const total = Number(n);
+  const total = await lastErrorSeq(db, executionId);
   if (page.limit === 0 || page.offset >= total) return { rows: [], total };
-  const first = await db.selectFrom('executionErrors').select('seq').where('executionId', '=', executionId).orderBy('seq').limit(1).offset(page.offset).executeTakeFirst();
-  if (!first) return { rows: [], total };
+  return { rows: await errorsAfter(db, executionId, page.offset, page.limit), total };
+}
+
+/** Up to `limit` errors of the execution whose `seq` is above `afterSeq`, in order: keyset paging. */
+export async function errorsAfter(db: Db, executionId: number, afterSeq: number, limit: number): Promise<ExecutionErrorRow[]> {
   const rows = await db
     .selectFrom('executionErrors')
     .selectAll()
     .where('executionId', '=', executionId)
-    .where('seq', '>=', first.seq)
+    .where('seq', '>', afterSeq)
     .orderBy('seq')
-    .limit(page.limit)
+    .limit(limit)
     .execute();
-  return { rows: rows.map((r) => ({ ...r, executionId: Number(r.executionId), seq: Number(r.seq) })), total };
+  return rows.map((r) => ({ ...r, executionId: Number(r.executionId), seq: Number(r.seq) }));
 }
 
 export async function getError(db: Db, executionId: number, id: string): Promise<ExecutionErrorRow | undefined> {
@@ -159,4 +159,72 @@ export async function listScheduleSkips(db: Db, solutionId: string, page: { limi
   const rows = await base.selectAll().orderBy('dueAt', 'desc').limit(page.limit).offset(page.offset).execute();
   const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return { rows, total: Number(n) };
+}
+
+// ── Retention (service/jobs/history-retention.ts) ─────────────────────────────────
+
+/** An execution the retention job removes. */
+export interface ExpiredExecution {
+  readonly id: number;
+  readonly runId: string;
+  readonly solutionId: string;
+}
+
+/**
+ * Up to `limit` executions that started before `before` and ended, oldest first. A run still going
+ * (no result) is never among them, whatever its age; nor, while a run of the same Solution that
+ * started inside the window is going (a reprocess run reads the errors of an older execution), any
+ * execution of that Solution.
+ */
+export async function expiredExecutions(db: Db, before: string, limit: number): Promise<ExpiredExecution[]> {
+  const rows = await db
+    .selectFrom('executions as e')
+    .select(['e.id', 'e.runId', 'e.solutionId'])
+    .where('e.start', '<', before)
+    .where('e.result', 'is not', null)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('executions as r')
+            .select('r.id')
+            .whereRef('r.solutionId', '=', 'e.solutionId')
+            .where('r.result', 'is', null)
+            .where('r.start', '>=', before),
+        ),
+      ),
+    )
+    .orderBy('e.start')
+    .orderBy('e.id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
+/**
+ * Deletes up to `chunk` of the execution's record errors, the highest `seq` first, so that those
+ * left stay numbered 1..n without a gap (listErrors relies on it); answers how many went.
+ */
+export async function deleteErrorsChunk(db: Db, executionId: number, chunk: number): Promise<number> {
+  const top = await lastErrorSeq(db, executionId);
+  if (top === 0) return 0;
+  const res = await db.deleteFrom('executionErrors').where('executionId', '=', executionId).where('seq', '>', top - chunk).executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+/** Deletes an execution that has ended (what is left of its errors and its exports go with it); answers whether it did. */
+export async function deleteEndedExecution(db: Db, id: number): Promise<boolean> {
+  const res = await db.deleteFrom('executions').where('id', '=', id).where('result', 'is not', null).executeTakeFirst();
+  return Number(res.numDeletedRows) > 0;
+}
+
+/**
+ * Deletes skipped due times before `before`, about `chunk` at a time (all those on the due time
+ * that ends the chunk go with it); answers how many went.
+ */
+export async function deleteScheduleSkipsChunk(db: Db, before: string, chunk: number): Promise<number> {
+  const edge = await db.selectFrom('scheduleSkips').select('dueAt').where('dueAt', '<', before).orderBy('dueAt').limit(1).offset(chunk - 1).executeTakeFirst();
+  const q = db.deleteFrom('scheduleSkips');
+  const res = await (edge ? q.where('dueAt', '<=', edge.dueAt) : q.where('dueAt', '<', before)).executeTakeFirst();
+  return Number(res.numDeletedRows);
 }

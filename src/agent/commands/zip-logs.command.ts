@@ -33,14 +33,15 @@ export function zipLogsCommand(deps: ZipLogsDeps) {
     // Refuse before accepting, so the Service learns now rather than never.
     if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
     const target = resolveUploadUrl(command.uploadUrl, deps.serviceUrl);
-    const log = deps.log.child({ logId: command.logId, ...(command.solutionId ? { solutionId: command.solutionId } : {}) });
+    // Not `solutionId`: this line is about the archive, not a line of the Solution's runs.
+    const log = deps.log.child({ logId: command.logId, ...(command.solutionId ? { forSolutionId: command.solutionId } : {}), ...(command.runId ? { forRunId: command.runId } : {}) });
     deps.work
       .run('zipLogs', async (work) => {
         const file = path.join(deps.tmpDir, `logs-${command.logId.replace(/[^\w-]/g, '_')}.zip`);
         try {
           log.info('zipping logs');
           deps.flushLogs();
-          const zip = await zipLogs(deps.logsDir, file, { solutionId: command.solutionId, signal: work.signal });
+          const zip = await zipLogs(deps.logsDir, file, { solutionId: command.solutionId, runId: command.runId, since: command.since, signal: work.signal });
           await uploadFile(target, file, deps.authorization, { signal: work.signal });
           log.info({ bytes: zip.bytes, files: zip.entries.length }, 'log archive uploaded');
         } finally {

@@ -16,6 +16,7 @@ import { BLOCK_KINDS, kindOf, writesInBulk, type CheckContext, type ScopeEntry }
 import { compileFormulas } from '../formula/evaluator.js';
 import type { FormulaPosition } from '../formula/positions.js';
 import { connectionOf, findEntity, type MetadataByConnection } from '../metadata.js';
+import { closestName } from '../../util/closest-name.js';
 
 /** One finding about one Block (blockId null: about the Map as a whole). */
 export interface ValidationResult {
@@ -117,25 +118,26 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
     if (!md) add('MAP_CONNECTION_NOT_FOUND', `${b.name}: ${b.connectionId ? `the Connection ${b.connectionId} is not among the Map's Connections` : 'the Block names no connectionId'}.`);
     else if (needsEntity) {
       entity = findEntity(md, b.entity);
-      if (!entity) add('MAP_ENTITY_NOT_FOUND', `${b.name}: the Connection ${b.connectionId ?? ''} has no entity ${b.entity ?? '(none given)'}.`);
+      if (!entity) add('MAP_ENTITY_NOT_FOUND', `${b.name}: the Connection ${b.connectionId ?? ''} has no entity ${b.entity ?? '(none given)'}${didYouMean(b.entity, md.entities.map((e) => e.fullName))}.`);
     } else if (!md.actions.some((a) => a.action === 'NativeQuery')) {
       add('MAP_ACTION_UNSUPPORTED', `${b.name}: the Connector of ${b.connectionId ?? ''} has no native query.`);
     }
   }
   const fieldSet = new Set(entity?.fields.map((f) => f.fullName) ?? []);
   const hasField = (f: string): boolean => fieldSet.has(f);
+  const near = (f: string): string => didYouMean(f, fieldSet);
 
   if (entity && kind.connection === 'entity') {
     const action = kind.entityAction ?? t;
     if (!entity.actions.some((a) => a.action === action)) add('MAP_ACTION_UNSUPPORTED', `${b.name}: the entity ${entity.fullName} does not support ${action}.`);
-    for (const f of filterFields(b.filter)) if (!hasField(f)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the filter reads ${f}, which ${entity.fullName} does not have.`);
+    for (const f of filterFields(b.filter)) if (!hasField(f)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the filter reads ${f}, which ${entity.fullName} does not have${near(f)}.`);
     if (b.netChange) {
       const f = entity.fields.find((x) => x.fullName === b.netChange?.fieldName);
-      if (!f) add('MAP_FIELD_NOT_FOUND', `${b.name}: the net change field ${b.netChange.fieldName} is not a field of ${entity.fullName}.`);
+      if (!f) add('MAP_FIELD_NOT_FOUND', `${b.name}: the net change field ${b.netChange.fieldName} is not a field of ${entity.fullName}${near(b.netChange.fieldName)}.`);
       else if (f.propertyType !== 'date' && f.propertyType !== 'datetime') add('MAP_NET_CHANGE_FIELD', `${b.name}: the net change field ${f.fullName} is ${f.propertyType}, not a date or datetime.`);
     }
-    for (const m of b.fieldMappings ?? []) if (!hasField(m.targetField)) add('MAP_FIELD_NOT_FOUND', `${b.name}: ${entity.fullName} has no field ${m.targetField}.`);
-    for (const c of b.lookupConditions ?? []) if (!hasField(c.fieldName)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the condition field ${c.fieldName} is not a field of ${entity.fullName}.`);
+    for (const m of b.fieldMappings ?? []) if (!hasField(m.targetField)) add('MAP_FIELD_NOT_FOUND', `${b.name}: ${entity.fullName} has no field ${m.targetField}${near(m.targetField)}.`);
+    for (const c of b.lookupConditions ?? []) if (!hasField(c.fieldName)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the condition field ${c.fieldName} is not a field of ${entity.fullName}${near(c.fieldName)}.`);
     kind.checkEntity?.(b, entity, cx);
   }
   if (b.netChange && !kind.readsNetChange) add('MAP_MODEL_INVALID', `${b.name}: only a Query reads net change.`);
@@ -152,6 +154,12 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
     const fields = kind.fields?.(b);
     if (fields) st.scope.set(b.name, { fields, batched: false, blockType: t });
   }
+}
+
+/** " (did you mean X?)" when a known name is a near miss of `name` (case, or at most two edits), else "". */
+function didYouMean(name: string | undefined, known: Iterable<string>): string {
+  const hint = name ? closestName(name, known) : undefined;
+  return hint ? ` (did you mean ${hint}?)` : '';
 }
 
 /** The formulas of a Block, keyed by where they sit in it. */

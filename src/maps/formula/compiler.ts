@@ -23,6 +23,7 @@ import { fieldKey } from './ast.js';
 import { LIBRARY_GLOBAL } from './library/index.js';
 import { WIRE_CHUNK } from './wire.js';
 import { formulaError } from './positions.js';
+import { closestName } from '../../util/closest-name.js';
 
 /** A field a formula reads. */
 export type { FieldRef } from './ast.js';
@@ -97,7 +98,7 @@ export function checkTree(text: string, ast: Expr, knownFields?: ReadonlySet<str
       case 'call': {
         const fn = findFunction(e.name);
         if (!fn) {
-          const hint = closestName(e.name);
+          const hint = closestName(e.name, CATALOGUE_NAMES);
           throw formulaError('FML_UNKNOWN_FUNCTION', `Unknown function ${e.name}${hint ? `; did you mean ${hint}?` : ''}`, text, e.nameSpan, { function: e.name });
         }
         const { min, max } = fn.arity;
@@ -118,39 +119,13 @@ export function checkTree(text: string, ast: Expr, knownFields?: ReadonlySet<str
 
 function unknownField(text: string, e: FieldNode, known: ReadonlySet<string>) {
   const wanted = fieldKey(e.block, e.field).toLowerCase();
-  const near = [...known].find((k) => k.toLowerCase() === wanted);
-  const hint = near ? `; did you mean ${near}? (names are case-sensitive)` : '';
+  const sameButCase = [...known].find((k) => k.toLowerCase() === wanted);
+  const near = sameButCase ?? closestName(fieldKey(e.block, e.field), known);
+  const hint = sameButCase ? `; did you mean ${sameButCase}? (names are case-sensitive)` : near ? `; did you mean ${near}?` : '';
   return formulaError('FML_UNKNOWN_FIELD', `Unknown field ${fieldKey(e.block, e.field)}${hint}`, text, e.span, { block: e.block, field: e.field });
 }
 
-/** The catalogue name nearest to a misspelt one (at most two edits away), if any. */
-function closestName(name: string): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const candidate of CATALOGUE_NAMES) {
-    if (Math.abs(candidate.length - name.length) >= bestDistance) continue;
-    const d = editDistance(name, candidate);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
 const CATALOGUE_NAMES: readonly string[] = FORMULA_FUNCTIONS.map((f) => f.name);
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min((prev[j] as number) + 1, (cur[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length] as number;
-}
 
 /** The fields a tree reads, in order of first appearance. */
 export function fieldsOf(ast: Expr): FieldRef[] {

@@ -15,6 +15,8 @@ import type { StatsCollector } from './stats.js';
 export interface SourceState {
   readonly source: ConnectorRecord;
   failed: boolean;
+  /** Its position in the records the run read, from 1 (none for records made inside the run). */
+  readonly row?: number;
   /** The first error, for the failed-record entry. */
   firstError?: { blockId: string; blockName: string; error: ErrorData };
   /** The sandbox time the record's formulas used so far (formula-budget.ts). */

@@ -65,6 +65,10 @@ export interface MapRecordError {
   /** Set when a failed source record was captured for reprocessing. */
   failedRecordId?: string;
   canReprocess: boolean;
+  /** The source record's key fields and values (the starter entity's primary key), when it has one. */
+  sourceKey?: Record<string, unknown>;
+  /** The source record's position in the records this run read, from 1. */
+  sourceRow?: number;
 }
 
 /** What a failed-record sink receives: the source fields the Map references. */
@@ -186,7 +190,13 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
         errorMessage: error.message,
         errorDetail: JSON.stringify(error.details ?? {}),
         canReprocess: false,
+        ...(st.row !== undefined ? { sourceRow: st.row } : {}),
       };
+      if (plan.sourceKeyFields.length > 0) {
+        const key: Record<string, unknown> = {};
+        for (const f of plan.sourceKeyFields) key[f] = st.source[f] ?? null;
+        rec.sourceKey = key;
+      }
       if (first && opts.failures) {
         st.firstError = { blockId: block.blockId, blockName: block.name, error };
         const copy: ConnectorRecord = {};
@@ -218,6 +228,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   const tracker = new MarkTracker(since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], netField ?? '', plan.sourceKeyFields);
   let cancelled = false;
   let index = 0;
+  let rowsRead = 0;
   /** The checkpoint the current batch's Create commits with (exactly-once writes). */
   let batchCheckpoint: Checkpoint | undefined;
   if (inTarget) env.checkpointFor = (block) => (block === inTarget.block ? batchCheckpoint : undefined);
@@ -226,7 +237,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   let lastAhead: Promise<unknown> | undefined;
   /** A batch as read, its items, and the first step's leading formulas started for them. */
   const prepare = (read: RecordBatch): Prepared => {
-    const items: Item[] = read.map((source) => ({ ctx: { [starter.name]: source }, results: new Map(), state: { source, failed: false } }));
+    const items: Item[] = read.map((source) => ({ ctx: { [starter.name]: source }, results: new Map(), state: { source, failed: false, row: ++rowsRead } }));
     let ahead: AheadValues | undefined;
     if (first?.leading && items.length > 0 && !stopped && !signal.aborted) {
       ahead = evaluateAhead(first.leading, items, env);

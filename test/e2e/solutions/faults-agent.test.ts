@@ -123,7 +123,9 @@ describe.skipIf(!HAS_PG)('Agent faults during Replication runs: kill -9 and rest
       // 2. The whole Agent (supervisor and worker) is killed while it copies the keyed table (Upsert,
       //    checkpoint in the Agent's state folder after each batch), then started again by hand.
       const second = await start(id);
-      await untilProcessing(id, second, async () => (await rowCount(client, 'orders')) > 0);
+      // More than one batch (10,000 rows) in the target: the checkpoint of the first was saved before
+      // the second was written, so the kill cannot fall between a batch and its checkpoint's save.
+      await untilProcessing(id, second, async () => (await rowCount(client, 'orders')) > 20_000);
       process.kill(-agent.proc.pid, 'SIGKILL');
       await agent.proc.exited;
       const since2 = new Date().toISOString();

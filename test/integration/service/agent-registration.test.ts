@@ -123,7 +123,7 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
     expect(res.text).toMatch(/^#!\/bin\/sh\n/);
     expect(res.text).toContain(`SERVICE_URL='${svc.url}'`);
     expect(res.text).toContain(`PACKAGE_URL='${svc.url}/v1/agent/package.tgz'`);
-    expect(res.text).toContain('agent install --key "$KEY" --service "$SERVICE_URL"');
+    expect(res.text).toContain('agent install --home "$FERRY_AGENT_HOME" --key "$KEY" --service "$SERVICE_URL"');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-installer-'));
     try {
       const script = path.join(dir, 'install.sh');

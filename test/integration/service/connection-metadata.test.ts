@@ -213,6 +213,17 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     expect(done.body[0]?.endDate).not.toBeNull();
   });
 
+  it('POST …/reset drops the cache as DELETE …/metadata does', async () => {
+    const conn = await newConnection('Reset alias');
+    expect((await poll<unknown[]>(`${conn}/entitynames?agentId=${agent.agentId}`)).status).toBe(200);
+    const ro = await addUser(svc, svc.orgId, 'ReadOnly');
+    expect((await svc.request<Problem>('POST', `${conn}/reset`, { auth: ro })).status).toBe(403);
+    expect((await svc.request('POST', `${conn}/reset`)).status).toBe(204);
+    expect((await svc.request<Problem>('GET', `${conn}/entitynames`)).body.code).toBe('API_METADATA_LOADING');
+    expect((await poll<string[]>(`${conn}/entitynames`)).body).toEqual(['customers', 'Orders']);
+    expect((await svc.request<Problem>('POST', `${C}/${UNKNOWN}/reset`)).status).toBe(404);
+  });
+
   it('reset drops the cache; the next call reloads on the same Agent without agentId; a failure is answered once', async () => {
     const conn = await newConnection('Reset');
     expect((await poll<unknown[]>(`${conn}/entitynames?agentId=${agent.agentId}`)).status).toBe(200);

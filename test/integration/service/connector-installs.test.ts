@@ -220,6 +220,16 @@ describe.each(STORE_TARGETS)('Connector installs, versions, Marketplace and Mana
     expect(granted.body).toMatchObject({ orgId: customer, orgName: 'Customer Co', provisionedBy: svc.admin.email });
     const list = await svc.request<Array<{ orgId: number }>>('GET', `/v1/orgs/${vendor}/managedconnectors/${PRIVATE}/customers`);
     expect(list.body.map((c) => c.orgId)).toEqual([customer]);
+    const managed = await svc.request<Array<{ id: string; customers?: Array<{ orgId: number }> }>>('GET', `/v1/orgs/${vendor}/managedconnectors`);
+    expect(managed.body.map((m) => m.id)).toEqual([PRIVATE]);
+    expect(managed.body[0]?.customers).toBeUndefined();
+    const shown = await svc.request<Array<{ customers?: Array<{ orgId: number }> }>>('GET', `/v1/orgs/${vendor}/managedconnectors?showCustomers=true&name=eRp`);
+    expect(shown.body.map((m) => m.customers?.map((c) => c.orgId))).toEqual([[customer]]);
+    expect((await svc.request<unknown[]>('GET', `/v1/orgs/${vendor}/managedconnectors?name=nothing-like-it`)).body).toEqual([]);
+    expect((await svc.request<unknown[]>('GET', `/v1/orgs/${customer}/managedconnectors`)).body).toEqual([]);
+    const one = await svc.request<{ id: string; customers?: Array<{ orgId: number }> }>('GET', `/v1/orgs/${vendor}/managedconnectors/${PRIVATE}?showCustomers=true`);
+    expect(one.body).toMatchObject({ id: PRIVATE, customers: [{ orgId: customer }] });
+    expect((await svc.request<Problem>('GET', `/v1/orgs/${customer}/managedconnectors/${PRIVATE}`)).body.code).toBe('CON_NOT_MANAGED');
     expect(list.headers['x-total-count'] ?? String(list.body.length)).toBe('1');
     expect((await marketplace(customer)).find((m) => m.adapterTypeId === PRIVATE)).toMatchObject({ installed: true, isAssociated: true, version: { major: 2, minor: 1, build: 0 } });
     expect((await svc.request<Array<{ id: string }>>('GET', `/v1/orgs/${customer}/connectors`)).body.map((c) => c.id)).toContain(PRIVATE);

@@ -29,6 +29,12 @@ describe('the OpenAPI document, /docs and /healthz', () => {
     }
   });
 
+  it('gives the API the version of the package', async () => {
+    const res = await svc.request<OpenApi & { info: { version: string } }>('GET', '/v1/openapi.json', { auth: null });
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(res.body.info.version).toBe(pkg.version);
+  });
+
   it('matches the copy in docs/openapi.json (regenerate it with npm run openapi)', async () => {
     const res = await svc.request<OpenApi>('GET', '/v1/openapi.json', { auth: null });
     const committed = JSON.parse(fs.readFileSync(new URL('../../../docs/openapi.json', import.meta.url), 'utf8')) as OpenApi;

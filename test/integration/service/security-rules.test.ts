@@ -52,6 +52,14 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules`)).status).toBe(400);
   });
 
+  it('deletes a rule by DELETE …/securityrules/{ruleId} too', async () => {
+    const created = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, { body: rule('path form', '10.9.0.0', '10.9.0.9') });
+    expect(created.status).toBe(201);
+    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules/${created.body.id}`)).status).toBe(204);
+    expect((await svc.request('GET', `/v1/orgs/${orgId}/securityrules/${created.body.id}`)).status).toBe(404);
+    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules/${created.body.id}`)).status).toBe(404);
+  });
+
   it('rejects invalid ranges with 400 and stores nothing', async () => {
     const before = await svc.request<Rule[]>('GET', `/v1/orgs/${orgId}/securityrules`);
     for (const [start, end] of [
@@ -81,6 +89,9 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
     const lo = list.body.find((r) => r.name === 'lo');
     expect(lo).toBeDefined();
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules?ruleId=${lo?.id}`)).status).toBe(409);
+    const shut = await svc.request<{ code: string; detail: string }>('DELETE', `/v1/orgs/${orgId}/securityrules/${lo?.id}`);
+    expect(shut.status).toBe(409);
+    expect(shut.body.detail).toContain('would shut your own address 127.0.0.1 out of the API');
     expect((await svc.request('PUT', `/v1/orgs/${orgId}/securityrules/${lo?.id}`, { body: rule('lo', '127.0.0.1', '127.0.0.1', false) })).status).toBe(409);
   });
 

@@ -252,6 +252,18 @@ describe('calls into a plugin', () => {
     expect(log).not.toContain('S3cret-pw');
   });
 
+  it("logs a connection opened for a run under the run's logger (its solutionId and runId), still redacted", async () => {
+    const runLines: string[] = [];
+    const runLog = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _enc, cb) => (runLines.push(chunk.toString()), cb()) })).child({ solutionId: 's-1', runId: 'r-1' });
+    const c = await host.open({ connectorId: 'Toy', connectionId: 'c-run', properties: { mode: 'ok', password: 'S3cret-pw' }, log: runLog });
+    await c.test();
+    await c.close();
+    const entries = runLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(entries.find((e) => e['msg'] === 'connecting')).toMatchObject({ solutionId: 's-1', runId: 'r-1', connector: 'Toy', connectionId: 'c-run' });
+    expect(runLines.join('')).not.toContain('S3cret-pw');
+    expect(lines.join('')).not.toContain('c-run');
+  });
+
   it('runs preconnect, or answers SUCCESS for plugins without one', async () => {
     expect(await host.preconnect('Toy', { mode: 'ok' })).toEqual({ reply: 'SUCCESS' });
   });

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { zipLogs } from '../../../src/logs/zip.js';
+import { lineMatches, logFileNames, zipLogs } from '../../../src/logs/zip.js';
 import { resolveUploadUrl } from '../../../src/logs/upload.js';
 import { unzip } from '../../helpers/unzip.js';
 
@@ -30,6 +30,58 @@ describe('zipping the logs folder', () => {
     const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { solutionId: 's1' });
     const text = [...unzip(fs.readFileSync(zip.file)).values()].map((b) => b.toString()).join('');
     expect(text.trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['a', 'd']);
+  });
+});
+
+describe("narrowing a Solution's lines", () => {
+  let dir: string;
+  const line = (fields: Record<string, unknown>): string => `${JSON.stringify(fields)}\n`;
+  const msgs = async (opts: Parameters<typeof zipLogs>[2]): Promise<string[]> => {
+    const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), opts);
+    const text = [...unzip(fs.readFileSync(zip.file)).values()].map((b) => b.toString()).join('');
+    fs.rmSync(zip.file);
+    return text.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
+  };
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-zip-'));
+    const logs = path.join(dir, 'logs');
+    fs.mkdirSync(logs);
+    fs.writeFileSync(
+      path.join(logs, 'agent.2025-01-01.2.log'),
+      line({ time: '2025-01-01T10:00:00.000Z', solutionId: 's1', runId: 'r1', msg: 'r1 start' }) +
+        line({ time: '2025-01-01T10:00:01.000Z', solutionId: 's1', msg: 'schedule fired' }) +
+        line({ time: '2025-01-01T10:00:02.000Z', msg: 'about s1', details: { solutionId: 's1' } }),
+    );
+    fs.writeFileSync(
+      path.join(logs, 'agent.2025-01-01.10.log'),
+      line({ time: '2025-01-01T11:00:00.000Z', solutionId: 's1', runId: 'r1', msg: 'r1 end' }) +
+        line({ time: '2025-01-01T12:00:00.000Z', solutionId: 's1', runId: 'r2', msg: 'r2 start' }) +
+        line({ time: '2025-01-01T12:00:01.000Z', solutionId: 's2', runId: 'r3', msg: 'other' }),
+    );
+    // Written last at the times of their last lines.
+    fs.utimesSync(path.join(logs, 'agent.2025-01-01.2.log'), new Date('2025-01-01T10:00:02Z'), new Date('2025-01-01T10:00:02Z'));
+    fs.utimesSync(path.join(logs, 'agent.2025-01-01.10.log'), new Date('2025-01-01T12:00:01Z'), new Date('2025-01-01T12:00:01Z'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('reads the files oldest first, numbers as numbers, and keeps only top-level solutionId matches', async () => {
+    expect(logFileNames(path.join(dir, 'logs'))).toEqual(['agent.2025-01-01.2.log', 'agent.2025-01-01.10.log']);
+    expect(await msgs({ solutionId: 's1' })).toEqual(['r1 start', 'schedule fired', 'r1 end', 'r2 start']);
+  });
+
+  it('keeps one run, and lines since an instant (skipping files last written before it)', async () => {
+    expect(await msgs({ solutionId: 's1', runId: 'r1' })).toEqual(['r1 start', 'r1 end']);
+    expect(await msgs({ solutionId: 's1', since: '2025-01-01T10:00:01.000Z' })).toEqual(['schedule fired', 'r1 end', 'r2 start']);
+    expect(await msgs({ solutionId: 's1', runId: 'r1', since: '2025-01-01T10:30:00Z' })).toEqual(['r1 end']);
+    const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { solutionId: 's1', since: '2025-01-01T11:30:00Z' });
+    expect(zip.entries).toEqual(['agent.2025-01-01.10.log']);
+  });
+
+  it('reads epoch-millisecond times as well as ISO ones', () => {
+    const filter = { solutionId: 's1', since: '2025-01-01T10:00:00.000Z' };
+    expect(lineMatches({ solutionId: 's1', time: Date.parse('2025-01-01T10:00:00.000Z') }, filter)).toBe(true);
+    expect(lineMatches({ solutionId: 's1', time: Date.parse('2025-01-01T09:59:59.999Z') }, filter)).toBe(false);
+    expect(lineMatches({ solutionId: 's1' }, filter)).toBe(false);
   });
 });
 

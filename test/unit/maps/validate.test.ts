@@ -95,6 +95,22 @@ describe('validateMap', () => {
     expect(nc.results.map((r) => r.code)).toEqual(['MAP_NET_CHANGE_FIELD']);
   });
 
+  it('suggests the nearest entity and field name for a near miss, and nothing for a far one', () => {
+    const v = validateMap(
+      map(
+        { blockId: id(), name: 'Y', blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'ouut', fieldMappings: [] },
+        { blockId: id(), name: 'Z', blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'out', fieldMappings: [{ targetField: 'id', targetFormula: '1' }, { targetField: 'nmae', targetFormula: '1' }, { targetField: 'zzzzzz', targetFormula: '1' }] },
+        create('C', 'UPPER(Q.nam)'),
+      ),
+      MD,
+    );
+    const messages = v.results.map((r) => r.message);
+    expect(messages).toContain('Y: the Connection c has no entity ouut (did you mean out?).');
+    expect(messages).toContain('Z: out has no field nmae (did you mean name?).');
+    expect(messages).toContain('Z: out has no field zzzzzz.');
+    expect(messages.find((m) => m.startsWith('C:'))).toContain('Unknown field Q.nam; did you mean Q.name?');
+  });
+
   it('enforces the limits: 250 Blocks, names of 50 characters, unique names', () => {
     const many = Array.from({ length: 250 }, (_, i) => ({ blockId: id(), name: `E${i}`, blockType: 'MapExit', action: 'None' }));
     expect(validateMap(map(...many), MD).results[0]).toMatchObject({ code: 'MAP_MODEL_INVALID' });

@@ -3,20 +3,25 @@
  * - its "Function reference" is exactly the catalogue, rendered (every function, with all its
  *   examples): regenerate it with `UPDATE_FORMULA_DOCS=1 npx vitest run test/unit/maps/formula/formulas-reference.test.ts`;
  * - every example written as a list item — `- \`formula\` → \`result\``, `→ error \`CODE\``, with
- *   an optional `— given \`{…}\`` — runs through the engine and gives what the page says.
+ *   an optional `— with --record \`{…}\`` and `— with --lookup-tables \`{…}\``, the arguments of
+ *   `ferry formula eval` — runs through the engine and gives what the page says.
  */
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FORMULA_FUNCTIONS, FUNCTION_CATEGORIES, type ExampleContext, type FormulaExample, type FormulaFunction, type JsonValue } from '../../../../src/maps/formula/catalogue.js';
 import { FormulaEngine } from '../../../../src/maps/formula/evaluator.js';
+import type { FormulaRecord } from '../../../../src/maps/formula/evaluator.js';
 import { evaluateOne, lookupTablesOf, recordOf } from '../../../helpers/formulas.js';
 
 const DOC = new URL('../../../../docs/formulas.md', import.meta.url);
 const START = '<!-- function-reference:start -->';
 const END = '<!-- function-reference:end -->';
 
+/** An example as the page writes it: the context as the `--record` and `--lookup-tables` of `ferry formula eval`. */
 function exampleLine(e: FormulaExample): string {
-  return `- \`${e.formula}\` → \`${JSON.stringify(e.result)}\`${e.given ? ` — given \`${JSON.stringify(e.given)}\`` : ''}`;
+  const record = e.given?.fields ? ` — with --record \`${JSON.stringify(recordOf(e.given.fields))}\`` : '';
+  const tables = e.given?.lookupTables ? ` — with --lookup-tables \`${JSON.stringify(e.given.lookupTables)}\`` : '';
+  return `- \`${e.formula}\` → \`${JSON.stringify(e.result)}\`${record}${tables}`;
 }
 
 function renderFunction(f: FormulaFunction): string {
@@ -38,22 +43,24 @@ interface DocExample {
   formula: string;
   result?: JsonValue;
   errorCode?: string;
-  given?: ExampleContext;
+  record?: FormulaRecord;
+  lookupTables?: ExampleContext['lookupTables'];
 }
 
-const LINE = /^- `(.+?)` → (?:`(.+?)`|error `([A-Z_]+)`)(?: — given `(.+)`)?$/;
+const LINE = /^- `(.+?)` → (?:`(.+?)`|error `([A-Z_]+)`)(?: — with --record `(.+?)`)?(?: — with --lookup-tables `(.+)`)?$/;
 
 function docExamples(doc: string): DocExample[] {
   const out: DocExample[] = [];
   for (const line of doc.split('\n')) {
     const m = LINE.exec(line);
     if (!m) continue;
-    const [, formula, result, errorCode, given] = m;
+    const [, formula, result, errorCode, record, tables] = m;
     out.push({
       formula: formula as string,
       ...(result !== undefined ? { result: JSON.parse(result) as JsonValue } : {}),
       ...(errorCode !== undefined ? { errorCode } : {}),
-      ...(given !== undefined ? { given: JSON.parse(given) as ExampleContext } : {}),
+      ...(record !== undefined ? { record: JSON.parse(record) as FormulaRecord } : {}),
+      ...(tables !== undefined ? { lookupTables: JSON.parse(tables) as ExampleContext['lookupTables'] } : {}),
     });
   }
   return out;
@@ -85,10 +92,10 @@ describe('docs/formulas.md', () => {
     afterAll(async () => {
       for (const e of engines.values()) (await e).dispose();
     });
-    const engineFor = (given: ExampleContext | undefined): Promise<FormulaEngine> => {
-      const key = JSON.stringify(given?.lookupTables ?? {});
+    const engineFor = (tables: ExampleContext['lookupTables']): Promise<FormulaEngine> => {
+      const key = JSON.stringify(tables ?? {});
       let e = engines.get(key);
-      if (!e) engines.set(key, (e = FormulaEngine.create({ lookupTables: lookupTablesOf(given?.lookupTables) })));
+      if (!e) engines.set(key, (e = FormulaEngine.create({ lookupTables: lookupTablesOf(tables) })));
       return e;
     };
     const examples = docExamples(doc);
@@ -96,7 +103,7 @@ describe('docs/formulas.md', () => {
     it('is found', () => expect(examples.length).toBeGreaterThan(300));
 
     it.each(examples.map((e): [string, DocExample] => [e.formula, e]))('%s', async (_formula, e) => {
-      const out = await evaluateOne(await engineFor(e.given), e.formula, recordOf(e.given?.fields));
+      const out = await evaluateOne(await engineFor(e.lookupTables), e.formula, e.record ?? {});
       if (e.errorCode !== undefined) expect(out).toMatchObject({ error: { code: e.errorCode } });
       else expect(out).toEqual({ value: e.result });
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimiter } from '../../../../service/http/rate-limit.js';
+import { POLL_FACTOR, RateLimiter } from '../../../../service/http/rate-limit.js';
 import { FerryError } from '../../../../src/errors/ferry-error.js';
 
 describe('RateLimiter', () => {
@@ -30,5 +30,15 @@ describe('RateLimiter', () => {
     limiter.take(1);
     now = 120_000;
     expect(() => limiter.take(1)).toThrow(/this day/);
+  });
+
+  it('counts POLL calls in their own, larger bucket that neither uses up nor is used up by other calls', () => {
+    const now = 0;
+    const limiter = new RateLimiter(2, 100, () => now);
+    for (let i = 0; i < 2 * POLL_FACTOR; i++) limiter.take(1, 'poll');
+    expect(() => limiter.take(1, 'poll')).toThrow(/polling calls this minute/);
+    limiter.take(1);
+    limiter.take(1);
+    expect(() => limiter.take(1)).toThrow(/API calls this minute/);
   });
 });
