@@ -17,6 +17,8 @@ interface Started {
   child: ChildProcess;
   text: () => string;
   dataDir: string;
+  /** True once the process has exited and its output is all read. */
+  closed: () => boolean;
 }
 
 const started: Started[] = [];
@@ -30,13 +32,17 @@ afterEach(() => {
 function start(env: Record<string, string>, onTerminal: boolean): Started {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-up-logs-'));
   const fullEnv = { ...process.env, FERRY_DATA_DIR: dataDir, FERRY_ADMIN_PASSWORD: 'correct-horse-battery', FERRY_DATABASE_URL: '', FERRY_LOG_FORMAT: '', FERRY_CLOUD_AGENTS: 'off', NO_COLOR: '1', ...env };
-  // `script` runs the command on a pseudo-terminal and copies what it prints to its own stdout.
-  const [cmd, ...args] = onTerminal ? ['script', '-qfec', UP.map((a) => `'${a}'`).join(' '), '/dev/null'] : UP;
+  // `script` runs the command on a pseudo-terminal and copies what it prints to its own stdout. It
+  // runs it through $SHELL -c; `exec` makes the command the shell's process whatever the shell (dash
+  // would otherwise stay in between, take the SIGTERM itself and leave Ferry to die by SIGHUP).
+  const [cmd, ...args] = onTerminal ? ['script', '-qfec', `exec ${UP.map((a) => `'${a}'`).join(' ')}`, '/dev/null'] : UP;
   const child = spawn(cmd as string, args, { cwd: ROOT, env: fullEnv, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const s = { child, text: () => out.replace(/\r\n/g, '\n'), dataDir };
+  let closed = false;
+  child.once('close', () => (closed = true));
+  const s = { child, text: () => out.replace(/\r\n/g, '\n'), dataDir, closed: () => closed };
   started.push(s);
   return s;
 }
@@ -46,7 +52,7 @@ async function waitFor(s: Started, pattern: RegExp, ms: number): Promise<RegExpM
   for (;;) {
     const m = s.text().match(pattern);
     if (m) return m;
-    if (s.child.exitCode !== null) throw new Error(`exited with ${s.child.exitCode}; output:\n${s.text()}`);
+    if (s.closed()) throw new Error(`exited with ${s.child.exitCode}; output:\n${s.text()}`);
     if (Date.now() > deadline) throw new Error(`no match for ${pattern} within ${ms} ms; output:\n${s.text()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
