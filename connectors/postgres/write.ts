@@ -247,9 +247,15 @@ export class PgWriter {
    * A Create batch whose COPY failed for a record's sake, written in one server round trip instead
    * of by halving it (which costs about 2·f·log2(n/f) statements for f failing records, and f is
    * often large: a constraint many rows break): the batch is COPYed into a temporary stage without
-   * constraints, then a server-side loop inserts each row in its own subtransaction and keeps the
-   * error of each one refused. Every record gets its own result, in order. A stage COPY that fails
-   * (a value the column type itself refuses) throws, and the caller halves the batch instead.
+   * constraints. The table's own constraints then pick, set-based, the rows they will refuse
+   * ({@link refusalPredicate}: CHECK, NOT NULL, unique keys against the table and earlier rows of
+   * the batch, foreign keys); the others go in with one INSERT … SELECT, and only the picked ones
+   * are tried one by one, each in its own subtransaction, keeping the error the server gives. A
+   * pick is only a guess that saves work: a picked row the server takes is written, and when the
+   * set INSERT fails for something the constraints did not tell (a trigger, a domain, an exclusion
+   * constraint) every row is tried one by one. Every record gets its own result, in order. A stage
+   * COPY that fails (a value the column type itself refuses) throws, and the caller halves the
+   * batch instead.
    */
   private async rowByRow(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], inTransaction: boolean): Promise<void> {
     const n = ++this.rowStages;
@@ -263,17 +269,43 @@ export class PgWriter {
       await client.query(`ALTER TABLE ${stage} ADD COLUMN ferry_ord bigserial`);
       await client.query(`CREATE TEMP TABLE ${errors} (ord bigint, state text, message text, detail text, col text) ON COMMIT DROP`);
       await copySender(g, batch)(client, `COPY ${stage} (${cols.join(', ')}) FROM STDIN`, g.indices.map((_, k) => k));
+      const picked = quoteIdent(`ferry_row_picks_${n}`);
+      const refusal = await refusalPredicate(client, table, g.cols, stage);
+      const tryEach = (rows: string): string => `FOR r IN ${rows} LOOP
+      BEGIN
+        INSERT INTO ${qualified(table)} (${cols.join(', ')}) VALUES (${cols.map((c) => `r.${c}`).join(', ')});
+      EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, col = COLUMN_NAME;
+        INSERT INTO ${errors} VALUES (r.ferry_ord, st, msg, det, col);
+      END;
+    END LOOP;`;
+      const relname = quoteLiteral(table.name);
+      // The picks' own plans cost enough to start the JIT compiler, which takes longer than they run.
+      await client.query('SET LOCAL jit = off');
       await client.query(`DO $ferry$
-DECLARE r record; st text; msg text; det text; col text;
+DECLARE r record; st text; msg text; det text; col text; guessed boolean := true;
 BEGIN
-  FOR r IN SELECT * FROM ${stage} ORDER BY ferry_ord LOOP
-    BEGIN
-      INSERT INTO ${qualified(table)} (${cols.join(', ')}) VALUES (${cols.map((c) => `r.${c}`).join(', ')});
-    EXCEPTION WHEN OTHERS THEN
-      GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, col = COLUMN_NAME;
-      INSERT INTO ${errors} VALUES (r.ferry_ord, st, msg, det, col);
-    END;
-  END LOOP;
+  BEGIN
+    CREATE TEMP TABLE ${picked} ON COMMIT DROP AS SELECT s.ferry_ord AS ord, ${refusal.reason} AS why FROM ${stage} s WHERE ${refusal.picks};
+    INSERT INTO ${qualified(table)} (${cols.join(', ')})
+      SELECT ${cols.map((c) => `s.${c}`).join(', ')} FROM ${stage} s
+       WHERE NOT EXISTS (SELECT 1 FROM ${picked} p WHERE p.ord = s.ferry_ord) ORDER BY s.ferry_ord;
+  EXCEPTION WHEN OTHERS THEN
+    guessed := false;
+  END;
+  IF guessed THEN
+    -- A NULL in a NOT NULL column and a false CHECK are checked before anything else, in that
+    -- order (columns by position, CHECKs by name): such a row gets the error the server would give.
+    INSERT INTO ${errors}
+      SELECT ord, CASE WHEN left(why, 1) = 'n' THEN '23502' ELSE '23514' END,
+             CASE WHEN left(why, 1) = 'n' THEN format('null value in column "%s" of relation "%s" violates not-null constraint', substr(why, 2), ${relname})
+                  ELSE format('new row for relation "%s" violates check constraint "%s"', ${relname}, substr(why, 2)) END,
+             NULL, CASE WHEN left(why, 1) = 'n' THEN substr(why, 2) END
+        FROM ${picked} WHERE why IS NOT NULL;
+    ${tryEach(`SELECT s.* FROM ${stage} s JOIN ${picked} p ON p.ord = s.ferry_ord WHERE p.why IS NULL ORDER BY s.ferry_ord`)}
+  ELSE
+    ${tryEach(`SELECT * FROM ${stage} ORDER BY ferry_ord`)}
+  END IF;
 END $ferry$`);
       const refused = (await client.query<{ ord: string; state: string; message: string; detail: string | null; col: string | null }>(`SELECT ord, state, message, detail, col FROM ${errors}`)).rows;
       await client.query(inTransaction ? 'RELEASE SAVEPOINT ferry_rows' : 'COMMIT');
@@ -487,6 +519,91 @@ const ARRAY_ESCAPE = /["\\]/;
 const ARRAY_ESCAPES = /["\\]/g;
 
 /** One element of a text[] literal: NULL, or the text in double quotes with `"` and `\` escaped. */
+/** A string as an SQL literal (standard_conforming_strings: only quotes are doubled). */
+const quoteLiteral = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** A constraint of the table as rowByRow reads it: its columns (and the parent's), in key order. */
+interface ConstraintRow {
+  /** CHECK, unique index (primary keys included), foreign key, NOT NULL column. */
+  kind: 'c' | 'u' | 'f' | 'n';
+  /** The constraint's name (CHECK). */
+  name: string | null;
+  expr: string | null;
+  cols: string[];
+  ref: string | null;
+  ref_cols: string[] | null;
+}
+
+const REFUSAL_CONSTRAINTS = `
+SELECT 'c' AS kind, c.conname::text AS name, pg_get_expr(c.conbin, c.conrelid) AS expr,
+       array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o))::text AS cols,
+       NULL::text AS ref, NULL::text AS ref_cols
+  FROM pg_constraint c WHERE c.conrelid = $1 AND c.contype = 'c'
+UNION ALL
+SELECT 'u', NULL, NULL,
+       array_to_json(ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o))::text,
+       NULL, NULL
+  FROM pg_index i WHERE i.indrelid = $1 AND i.indisunique AND i.indimmediate AND i.indexprs IS NULL AND i.indpred IS NULL
+UNION ALL
+SELECT 'f', NULL, NULL,
+       array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o))::text,
+       c.confrelid::regclass::text,
+       array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.o))::text
+  FROM pg_constraint c WHERE c.conrelid = $1 AND c.contype = 'f' AND NOT c.condeferrable
+UNION ALL
+SELECT 'n', NULL, NULL, array_to_json(ARRAY[a.attname::text])::text, NULL, NULL
+  FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull`;
+
+/**
+ * A condition on the rows of `stage` (alias `s`, in batch order by `ferry_ord`) that holds for the
+ * rows the table's constraints will refuse, read from the catalogue at the time (not the metadata
+ * cache): a CHECK that is false, a NULL in a NOT NULL column, a unique key the table already holds
+ * or an earlier row of the batch has, a foreign key (not deferrable, MATCH SIMPLE: every column
+ * set) with no parent row; and, as `reason`, what refuses a row before anything else: the first
+ * NOT NULL column with a NULL ('n' + its name), else the first false CHECK by name ('c' + its
+ * name). Only constraints on the batch's own columns count (the others would
+ * see defaults the stage does not have); NULLS NOT DISTINCT keys are read as distinct, so their
+ * rows are not picked, and the set INSERT tells.
+ */
+async function refusalPredicate(client: PoolClient, table: PgTable, cols: readonly PgColumn[], stage: string): Promise<{ picks: string; reason: string }> {
+  const have = new Set(cols.map((c) => c.name));
+  const rows = (await client.query<Record<keyof ConstraintRow, string | null>>(REFUSAL_CONSTRAINTS, [table.oid])).rows.map(
+    (r): ConstraintRow => ({ kind: r.kind as ConstraintRow['kind'], name: r.name, expr: r.expr, cols: JSON.parse(r.cols ?? '[]') as string[], ref: r.ref, ref_cols: r.ref_cols === null ? null : (JSON.parse(r.ref_cols) as string[]) }),
+  );
+  const col = (c: string): string => `s.${quoteIdent(c)}`;
+  const allSet = (cs: readonly string[], alias = 's.'): string => cs.map((c) => `${alias}${quoteIdent(c)} IS NOT NULL`).join(' AND ');
+  const terms: string[] = [];
+  const nulls: string[] = [];
+  const checks: { name: string; expr: string }[] = [];
+  for (const r of rows) {
+    if (r.cols.length === 0 || !r.cols.every((c) => have.has(c))) continue;
+    if (r.kind === 'n') {
+      terms.push(`${col(r.cols[0] as string)} IS NULL`);
+      nulls.push(r.cols[0] as string);
+    } else if (r.kind === 'c' && r.expr && r.name) {
+      terms.push(`(${r.expr}) IS FALSE`);
+      checks.push({ name: r.name, expr: r.expr });
+    }
+    else if (r.kind === 'u') {
+      const same = r.cols.map((c) => `t.${quoteIdent(c)} = ${col(c)}`).join(' AND ');
+      terms.push(`(${allSet(r.cols)} AND EXISTS (SELECT 1 FROM ${qualified(table)} t WHERE ${same}))`);
+      const key = r.cols.map(quoteIdent).join(', ');
+      terms.push(`s.ferry_ord IN (SELECT d.ferry_ord FROM (SELECT ferry_ord, row_number() OVER (PARTITION BY ${key} ORDER BY ferry_ord) AS k FROM ${stage} WHERE ${allSet(r.cols, '')}) d WHERE d.k > 1)`);
+    } else if (r.kind === 'f' && r.ref && r.ref_cols?.length === r.cols.length) {
+      const parent = r.ref_cols;
+      const same = r.cols.map((c, i) => `p.${quoteIdent(parent[i] as string)} = ${col(c)}`).join(' AND ');
+      terms.push(`(${allSet(r.cols)} AND NOT EXISTS (SELECT 1 FROM ${r.ref} p WHERE ${same}))`);
+    }
+  }
+  const position = new Map(cols.map((c) => [c.name, c.attnum]));
+  nulls.sort((a, b) => (position.get(a) ?? 0) - (position.get(b) ?? 0));
+  const reasons = [...nulls.map((c) => `WHEN ${col(c)} IS NULL THEN ${quoteLiteral(`n${c}`)}`), ...checks.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((c) => `WHEN (${c.expr}) IS FALSE THEN ${quoteLiteral(`c${c.name}`)}`)];
+  return {
+    picks: terms.length > 0 ? terms.join('\n       OR ') : 'false',
+    reason: reasons.length > 0 ? `CASE ${reasons.join(' ')} END` : 'NULL::text',
+  };
+}
+
 function arrayElement(v: string | null): string {
   if (v === null) return 'NULL';
   return ARRAY_ESCAPE.test(v) ? `"${v.replace(ARRAY_ESCAPES, '\\$&')}"` : `"${v}"`;

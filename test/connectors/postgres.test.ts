@@ -327,10 +327,67 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
         expect(refused.map((r) => r.i)).toEqual([...Array.from({ length: 100 }, (_, k) => k * 10), 7].sort((a, b) => a - b));
         expect(refused.find((r) => r.i === 10)).toMatchObject({ code: 'ConstraintViolation', native: '23514' });
         expect(refused.find((r) => r.i === 7)).toMatchObject({ native: '23502' });
+        // The server's own words, and the column, whether it tried the record or its constraints told.
+        expect(results[7]).toMatchObject({ ok: false, error: { message: 'null value in column "note" of relation "checked" violates not-null constraint', field: 'note' } });
+        expect(results[20]).toMatchObject({ ok: false, error: { message: 'new row for relation "checked" violates check constraint "checked_n_check"' } });
         const written = await withClient(db.url, (c) => c.query<{ id: number }>('SELECT id FROM checked WHERE id >= $1 AND id < $2 ORDER BY id', [base, base + 1000]));
         expect(written.rows.map((r) => r.id - base)).toEqual(records.map((_, i) => i).filter((i) => i % 10 !== 0 && i !== 7));
       }
       expect(await other.readCheckpoint('checked')).toBe('v1');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses, in a large Create batch, exactly the records the server refuses: keys held by the table or an earlier record, missing parents, and what only a trigger refuses', async () => {
+    await withClient(db.url, (c) =>
+      c.query(`
+        CREATE TABLE parents (id integer PRIMARY KEY);
+        INSERT INTO parents SELECT g FROM generate_series(0, 99) g;
+        CREATE TABLE kids (id integer PRIMARY KEY, code text UNIQUE, parent integer REFERENCES parents(id), n integer CHECK (n >= 0), note text);
+        INSERT INTO kids (id, code, parent, n) VALUES (5, 'held', 1, 1);
+      `),
+    );
+    const other = await host.open({ connectorId: 'PostgreSQL', connectionId: 'pg-kids', properties: { connectionString: db.url } });
+    try {
+      const records: ConnectorRecord[] = Array.from({ length: 200 }, (_, i) => ({ id: 1000 + i, code: `c${i}`, parent: i % 100, n: i, note: null }));
+      records[3] = { id: 5, code: 'c3', parent: 1, n: 3, note: null }; // the table holds id 5
+      records[4] = { id: 1004, code: 'held', parent: 1, n: 4, note: null }; // and code 'held'
+      records[20] = { id: 1010, code: 'c20', parent: 1, n: 20, note: null }; // record 10 has id 1010 already
+      records[30] = { id: 1030, code: 'c30', parent: 500, n: 30, note: null }; // no parent 500
+      records[31] = { id: 1031, code: 'c31', parent: null, n: 31, note: null }; // no parent needed
+      records[40] = { id: 1040, code: 'c40', parent: 1, n: -1, note: null }; // CHECK
+      records[41] = { id: 1040, code: 'c41', parent: 1, n: 41, note: null }; // the same id as the refused record before it: written
+      const results = await other.write('Create', 'kids', records, {});
+      const refused = results.flatMap((r, i) => (r.ok ? [] : [{ i, native: r.error.nativeCode }]));
+      expect(refused).toEqual([
+        { i: 3, native: '23505' },
+        { i: 4, native: '23505' },
+        { i: 20, native: '23505' },
+        { i: 30, native: '23503' },
+        { i: 40, native: '23514' },
+      ]);
+      const ids = await withClient(db.url, (c) => c.query<{ id: number; code: string }>('SELECT id, code FROM kids WHERE id >= 1000 ORDER BY id'));
+      expect(ids.rows).toHaveLength(195);
+      expect(ids.rows.find((r) => r.id === 1040)?.code).toBe('c41');
+      expect(ids.rows.find((r) => r.id === 1010)?.code).toBe('c10');
+
+      // A trigger refuses what no constraint says: every record is then tried on its own, and only its own are refused.
+      await withClient(db.url, (c) =>
+        c.query(`
+          CREATE FUNCTION no_sevens() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN IF NEW.n % 7 = 0 THEN RAISE EXCEPTION 'no sevens: %', NEW.n USING ERRCODE = '23514'; END IF; RETURN NEW; END $$;
+          CREATE TRIGGER kids_no_sevens BEFORE INSERT ON kids FOR EACH ROW EXECUTE FUNCTION no_sevens();
+        `),
+      );
+      const more: ConnectorRecord[] = Array.from({ length: 100 }, (_, i) => ({ id: 5000 + i, code: `m${i}`, parent: 1, n: i + 1, note: null }));
+      more[50] = { id: 5050, code: 'm50', parent: 1, n: -5, note: null };
+      const second = await other.write('Create', 'kids', more, {});
+      const refusedMore = second.flatMap((r, i) => (r.ok ? [] : [i]));
+      expect(refusedMore).toEqual([6, 13, 20, 27, 34, 41, 48, 50, 55, 62, 69, 76, 83, 90, 97]);
+      expect(second[6]).toMatchObject({ ok: false, error: { message: expect.stringMatching(/no sevens: 7/) } });
+      const count = await withClient(db.url, (c) => c.query<{ n: string }>('SELECT count(*) AS n FROM kids WHERE id >= 5000'));
+      expect(Number(count.rows[0]?.n)).toBe(85);
     } finally {
       await other.close();
     }
