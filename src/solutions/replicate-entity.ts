@@ -21,7 +21,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
 import { readAhead } from '../connectors/read-ahead.js';
-import type { Checkpoint, ConnectorRecord, EntityMetadata, Filter, RecordBatch, WriteAction } from '../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, EntityMetadata, Filter, RecordBatch, Value, WriteAction } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { later, MarkTracker, recordIdentity, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
 import type { RunRecordError } from '../protocol/solutions.js';
@@ -242,7 +242,7 @@ class FirstCopy {
 
   /** Folds in a written batch (in key order); true when there is progress to save. */
   batch(records: readonly ConnectorRecord[]): boolean {
-    for (const rec of records) this.stamp(rec);
+    this.fold(records);
     for (let i = records.length - 1; i >= 0; i--) {
       const k = (records[i] as ConnectorRecord)[this.key];
       if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
@@ -263,35 +263,49 @@ class FirstCopy {
   }
 
   /**
-   * Moves the mark to a newer stamp (first part only) and remembers the records at it. ISO-8601
-   * stamps of one field compare as text in their first 19 characters (to the second); only ties
-   * there, and values not in that form, are parsed, so a record costs a few character comparisons
-   * rather than two date parses.
+   * Folds a batch's stamps in, in two passes: the newest stamp first (first part only), by
+   * comparisons alone, then the identities of the records at the mark. A record costs a comparison
+   * or two, and an identity only when it is at the mark — also when stamps rise with the key, so
+   * that nearly every record is newer than the one before.
    */
-  private stamp(rec: ConnectorRecord): void {
-    const v = rec[this.field];
-    if (v === null || v === undefined) return;
-    const mark = this.mark;
-    if (mark === null) {
-      if (this.firstPart) this.moveTo(String(v), rec);
-      return;
-    }
-    if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark)) {
-      const c = comparePrefix(v, mark);
-      if (c < 0) return;
-      if (c > 0) {
-        if (this.firstPart) this.moveTo(v, rec);
-        return;
+  private fold(records: readonly ConnectorRecord[]): void {
+    const field = this.field;
+    if (this.firstPart) {
+      let top = this.mark;
+      for (const rec of records) {
+        const v = rec[field];
+        if (v !== null && v !== undefined && (top === null || newer(v, top))) top = String(v);
+      }
+      if (top !== this.mark) {
+        this.mark = top;
+        this.atMark = new Set();
       }
     }
-    if (sameMark(mark, v)) this.atMark.add(recordIdentity(rec, [this.key]));
-    else if (this.firstPart && later(mark, v) !== mark) this.moveTo(String(v), rec);
+    const mark = this.mark;
+    if (mark === null) return;
+    for (const rec of records) {
+      const v = rec[field];
+      if (v !== null && v !== undefined && atStamp(v, mark)) this.atMark.add(recordIdentity(rec, [this.key]));
+    }
   }
+}
 
-  private moveTo(mark: string, rec: ConnectorRecord): void {
-    this.mark = mark;
-    this.atMark = new Set([recordIdentity(rec, [this.key])]);
+/**
+ * Whether a stamp is newer than the mark. ISO-8601 stamps of one field compare as text in their
+ * first 19 characters (to the second); only ties there, and values not in that form, are parsed.
+ */
+function newer(v: Value, mark: string): boolean {
+  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark)) {
+    const c = comparePrefix(v, mark);
+    if (c !== 0) return c > 0;
   }
+  return !sameMark(mark, v) && later(mark, v) !== mark;
+}
+
+/** Whether a stamp is the mark itself (the same instant), as {@link newer} compares them. */
+function atStamp(v: Value, mark: string): boolean {
+  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark) && comparePrefix(v, mark) !== 0) return false;
+  return sameMark(mark, v);
 }
 
 /** `YYYY-MM-DD` at least, digits where an ISO date has them. */

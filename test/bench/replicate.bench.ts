@@ -13,7 +13,8 @@
  *
  * FERRY_BENCH_ROWS (default 1000000), FERRY_BENCH_PAIRS (default 3: rounds of the three cases in
  * turn, the median reported), FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
- * postgres://postgres@127.0.0.1:5432/test): a server where it may create and drop a database.
+ * postgres://postgres@127.0.0.1:5432/test): a server where it may create and drop a database;
+ * FERRY_BENCH_CPU_PROF=DIR writes a `--cpu-prof` profile of each case's child process there.
  * Each case runs in a child process with --max-semi-space-size=64, as the connectors bench does.
  */
 import { spawn } from 'node:child_process';
@@ -34,6 +35,8 @@ const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
 const ROWS = Number(process.env['FERRY_BENCH_ROWS'] ?? 1_000_000);
 const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 3);
+/** FERRY_BENCH_CPU_PROF=DIR: a `--cpu-prof` profile of each case's child process in DIR. */
+const PROFILE_DIR = process.env['FERRY_BENCH_CPU_PROF'];
 const ADMIN_URL = process.env['FERRY_BENCH_DATABASE_URL'] ?? process.env['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
   price double precision, active boolean, created date, updated timestamp, note text)`;
@@ -98,7 +101,7 @@ function generate(cfg: Cfg): string {
 
 function runChild(name: string, cfg: Cfg): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', SELF, '--child', name], { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, ['--max-semi-space-size=64', ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), '--import', 'tsx', SELF, '--child', name], { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);

@@ -624,16 +624,20 @@ async function child(name: string): Promise<void> {
     failed = stats.failed;
     await host.close();
   } else if (name === 'replicate') {
-    // What the Agent's RS run does (src/solutions/replicate-run.ts) without the Agent: open both Connections, replicate(), close.
+    // What the Agent's RS run does (src/solutions/replicate-run.ts) without the Agent: replicate() over two open Connections.
     const { ConnectorHost } = await import('../../src/connectors/host.js');
     const { replicate } = await import('../../src/solutions/replicate.js');
     const { FileReplicationState } = await import('../../src/solutions/replication-state.js');
     const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'warn' }) });
     await host.loadAll();
-    t0 = performance.now();
-    cpu0 = process.cpuUsage();
+    // Timed like transfer(): from after both Connections are open with their metadata loaded (the
+    // replication creates the target table and so reloads the target's metadata inside the time).
     const src = await host.open({ connectorId: 'SQLite', connectionId: 'bench-sqlite', properties: { file: cfg.sqliteFile ?? '' } });
     const dst = await host.open({ connectorId: 'PostgreSQL', connectionId: 'bench-pg', properties: { connectionString: cfg.pgUrl ?? '', schemas: 'public' } });
+    await src.metadata();
+    await dst.metadata();
+    t0 = performance.now();
+    cpu0 = process.cpuUsage();
     const state = new FileReplicationState(cfg.stateDir ?? '');
     const r = await replicate({ source: src, target: dst, entities: [cfg.table ?? 'rows'], checkForBulk: true, signal: new AbortController().signal, state, log: pino({ level: 'warn' }) });
     if (r.fatal) throw new Error(r.fatal);
