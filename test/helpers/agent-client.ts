@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
 import WebSocket from 'ws';
 import { CHANNEL_PATH, PROTOCOL_VERSION, type Hello, type ReportBody } from '../../src/protocol/channel.js';
 import type { RegisterResponse } from '../../src/protocol/registration.js';
@@ -153,6 +154,24 @@ export class OpenChannels {
   async closeAll(): Promise<void> {
     await Promise.all(this.#open.map((c) => c.close()));
   }
+}
+
+/**
+ * Registers an Agent named `name` and connects it through `channels` as one the test plays: it
+ * answers every command as done, holding every Solution it is assigned, with `results` (command
+ * type → result) for the commands a suite reads the answer of, unless `reply` answers first.
+ */
+export async function connectPlayedAgent(
+  svc: TestService,
+  channels: OpenChannels,
+  opts: { name: string; results?: Record<string, unknown>; reply?: (cmd: Incoming) => Incoming | undefined },
+): Promise<{ agent: TestAgent; ch: TestChannel }> {
+  const agent = await registerTestAgent(svc, { name: opts.name });
+  const ch = await channels.connect(svc, agent);
+  const results: Record<string, unknown> = { assignSolutions: { need: [] }, ...opts.results };
+  ch.autoReply = (cmd) => opts.reply?.(cmd) ?? { re: cmd['id'], ok: true, result: results[String(cmd['type'])] ?? {} };
+  expect(await ch.hello(agent)).toMatchObject({ ok: true });
+  return { agent, ch };
 }
 
 /** Polls `check` until it returns a value that is not undefined, or fails at the deadline. */

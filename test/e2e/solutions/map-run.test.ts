@@ -1,9 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killAll, serviceUnderTest, until, type ServiceUnderTest } from '../agent/harness.js';
-import { createConnection, CSV, finished, runningAgent, SQLITE, type Execution } from './harness.js';
+import { until, type ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, finished, idNameCsv, SQLITE, sqliteTarget, startWithAgent, stopAll, type Execution, type SqliteTarget } from './harness.js';
 
 interface MapRun {
   commandId: string;
@@ -21,7 +19,6 @@ interface MapRun {
 }
 
 const ROWS = 60_000;
-const B = (map: number, n: number): string => `33333333-3333-4333-8333-${String(map * 100 + n).padStart(12, '0')}`;
 
 /**
  * Single-Map runs through the API on a real Agent process: one Map of a Solution copies a CSV file
@@ -30,29 +27,11 @@ const B = (map: number, n: number): string => `33333333-3333-4333-8333-${String(
  */
 describe('single-Map runs on a real Agent: CSV → SQLite', () => {
   let sut: ServiceUnderTest;
-  let agent: Awaited<ReturnType<typeof runningAgent>>;
-  let file: string;
+  let target: SqliteTarget;
   let S: string;
   let solutionId: string;
-  const mapIds: number[] = [];
+  let mapIds: number[];
 
-  const count = (table: string): number => {
-    const db = new Database(file, { readonly: true });
-    try {
-      return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    } finally {
-      db.close();
-    }
-  };
-  const mapOf = (n: number, csvId: string, dbId: string, entity: string, table: string, batchSize: number) => ({
-    version: '3.0',
-    name: `Copy ${entity} to ${table}`,
-    batchSize,
-    blocks: [
-      { blockId: B(n, 1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: csvId, entity },
-      { blockId: B(n, 2), name: 'Put', blockType: 'Create', action: 'Create', connectionId: dbId, entity: table, fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: 'UPPER(Q.name)' }] },
-    ],
-  });
   const run = async (mapId: number): Promise<MapRun> => {
     const res = await sut.request<MapRun>('POST', `${S}/maps/${mapId}/run`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -66,36 +45,16 @@ describe('single-Map runs on a real Agent: CSV → SQLite', () => {
     }, 180_000);
 
   beforeAll(async () => {
-    sut = serviceUnderTest();
-    await sut.start();
-    const folder = path.join(sut.dataDir, 'csv');
-    fs.mkdirSync(folder);
-    fs.writeFileSync(path.join(folder, 'few.csv'), ['id,name', ...Array.from({ length: 7 }, (_, i) => `${i + 1},name${i + 1}`)].join('\n') + '\n');
-    fs.writeFileSync(path.join(folder, 'many.csv'), ['id,name', ...Array.from({ length: ROWS }, (_, i) => `${i + 1},n${i + 1}`)].join('\n') + '\n');
-    const fields = [{ name: 'id', type: 'integer' }, { name: 'name', type: 'string' }];
-    fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'few.csv': { fields }, 'many.csv': { fields } } }));
-    file = path.join(sut.dataDir, 'target.db');
-    const db = new Database(file);
-    for (const t of ['a', 'b', 'c']) db.exec(`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`);
-    db.close();
-    agent = await runningAgent(sut);
-    const csvId = await createConnection(sut, 'Files', CSV, { folder });
-    const dbId = await createConnection(sut, 'Target', SQLITE, { file });
-    const sol = await sut.request<{ id: string }>('POST', `/v1/orgs/${sut.orgId}/solutions`, { body: { name: 'Three maps', solutionType: 'Integration', agentId: agent.agentId } });
-    expect(sol.status).toBe(201);
-    solutionId = sol.body.id;
-    S = `/v1/orgs/${sut.orgId}/solutions/${solutionId}`;
-    for (const [n, body] of [mapOf(1, csvId, dbId, 'few', 'a', 100), mapOf(2, csvId, dbId, 'few', 'b', 100), mapOf(3, csvId, dbId, 'many', 'c', 20)].entries()) {
-      const res = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, { body });
-      expect(res.status, `map ${n}: ${JSON.stringify(res.body)}`).toBe(201);
-      mapIds.push(res.body.id);
-    }
+    const bed = await startWithAgent({ csv: { few: idNameCsv(7), many: idNameCsv(ROWS, 'n') } });
+    sut = bed.sut;
+    target = sqliteTarget(path.join(sut.dataDir, 'target.db'), ['a', 'b', 'c'], { primaryKey: true });
+    const csvId = await createConnection(sut, 'Files', CSV, { folder: bed.folder });
+    const dbId = await createConnection(sut, 'Target', SQLITE, { file: target.file });
+    const copy = (n: number, entity: string, table: string, batchSize: number) => copyMap({ n, csvId, entity, targetId: dbId, table, batchSize, fields: { name: 'UPPER(Q.name)' } });
+    ({ id: solutionId, S, mapIds } = await createSolution(sut, bed.agent.agentId, 'Three maps', [copy(1, 'few', 'a', 100), copy(2, 'few', 'b', 100), copy(3, 'many', 'c', 20)]));
   }, 180_000);
 
-  afterAll(async () => {
-    killAll();
-    await sut?.dispose();
-  });
+  afterAll(() => stopAll(sut));
 
   it('runs one Map of an unprepared Solution: prepared first, then only that Map runs, recorded in History with its statistics', { timeout: 240_000 }, async () => {
     const [first] = mapIds as [number];
@@ -106,9 +65,9 @@ describe('single-Map runs on a real Agent: CSV → SQLite', () => {
     const done = await ended(first, started.commandId);
     expect(done, JSON.stringify(done)).toMatchObject({ status: 'finished', result: 'CompletedSuccessfully', recordsProcessed: 7, recordsFailed: 0, runId: started.runId });
     expect(done.mapStatistics).toMatchObject({ mapId: first, processed: 7 });
-    expect(count('a')).toBe(7);
-    expect(count('b')).toBe(0);
-    expect(count('c')).toBe(0);
+    expect(target.count('a')).toBe(7);
+    expect(target.count('b')).toBe(0);
+    expect(target.count('c')).toBe(0);
 
     // The History execution is the Solution's, with this one Map's statistics.
     const execution = await finished(sut, solutionId, started.runId ?? '');
@@ -139,14 +98,14 @@ describe('single-Map runs on a real Agent: CSV → SQLite', () => {
     expect(['running', 'finished']).toContain(running.status);
     const done = await ended(big, long.commandId);
     expect(done).toMatchObject({ status: 'finished', result: 'CompletedSuccessfully', recordsProcessed: ROWS });
-    expect(count('c')).toBe(ROWS);
-    expect(count('b')).toBe(0);
+    expect(target.count('c')).toBe(ROWS);
+    expect(target.count('b')).toBe(0);
 
     // Once it ended, the Map runs.
     const now = await run(second);
     expect(now.ignored).toBe(false);
     expect(await ended(second, now.commandId)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 7 });
-    expect(count('b')).toBe(7);
+    expect(target.count('b')).toBe(7);
     // Map a again: its rows are already there, so each record is an error of a finished run.
     const again = await run(first);
     const failed = await ended(first, again.commandId);

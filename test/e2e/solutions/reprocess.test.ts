@@ -3,8 +3,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, STORE_TARGETS } from '../../helpers/stores.js';
-import { ferry, killAll, serviceUnderTest, until, untilStatus, type ServiceUnderTest } from '../agent/harness.js';
-import { createConnection, CSV, finished, POSTGRES, prepared, runningAgent, type Execution } from './harness.js';
+import { ferry, until, untilStatus, type ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, finished, ID_NAME, POSTGRES, prepared, startRun, startWithAgent, stopAll, type Execution, type RunningAgent } from './harness.js';
 
 const HAS_PG = STORE_TARGETS.some((t) => t.name === 'postgres');
 
@@ -36,57 +36,35 @@ interface ReprocessAnswer {
 describe.skipIf(!HAS_PG)('reprocessing failed records on a real Agent: CSV → PostgreSQL (needs FERRY_TEST_DATABASE_URL)', () => {
   let sut: ServiceUnderTest;
   let db: { url: string; drop: () => Promise<void> };
-  let agent: Awaited<ReturnType<typeof runningAgent>>;
+  let agent: RunningAgent;
   let client: pg.Client;
   let folder: string;
   let O: string;
 
   beforeAll(async () => {
-    sut = serviceUnderTest();
-    await sut.start();
+    // Ages of 100 and more are refused by the targets' CHECK constraint.
+    ({ sut, agent, folder } = await startWithAgent({
+      csv: {
+        local: 'id,name,age\n1,ada,20\n2,alan,30\n3,grace,150\n4,kid,40\n5,linus,200\n6,ken,50\n',
+        cloud: 'id,name,age\n1,ada,20\n2,alan,30\n3,grace,150\n4,kid,40\n5,linus,200\n6,ken,300\n',
+      },
+      fields: [...ID_NAME, { name: 'age', type: 'integer' }],
+    }));
     O = `/v1/orgs/${sut.orgId}`;
     db = await createTestDatabase();
     client = new pg.Client({ connectionString: db.url });
     await client.connect();
-    folder = path.join(sut.dataDir, 'csv');
-    fs.mkdirSync(folder);
-    // Ages of 100 and more are refused by the targets' CHECK constraint.
-    fs.writeFileSync(path.join(folder, 'local.csv'), 'id,name,age\n1,ada,20\n2,alan,30\n3,grace,150\n4,kid,40\n5,linus,200\n6,ken,50\n');
-    fs.writeFileSync(path.join(folder, 'cloud.csv'), 'id,name,age\n1,ada,20\n2,alan,30\n3,grace,150\n4,kid,40\n5,linus,200\n6,ken,300\n');
-    const fields = [{ name: 'id', type: 'integer' }, { name: 'name', type: 'string' }, { name: 'age', type: 'integer' }];
-    fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'local.csv': { fields }, 'cloud.csv': { fields } } }));
-    agent = await runningAgent(sut);
   }, 180_000);
 
   afterAll(async () => {
     await agent?.proc.stop();
-    killAll();
     await client?.end();
-    await sut?.dispose();
+    await stopAll(sut);
     await db?.drop();
   });
 
-  const mapOf = (csvId: string, pgId: string, entity: string, table: string, ageFormula: string) => ({
-    version: '3.0',
-    name: `People from ${entity}`,
-    batchSize: 2,
-    blocks: [
-      { blockId: '22222222-2222-4222-8222-000000000001', name: 'Q', blockType: 'Query', action: 'Query', connectionId: csvId, entity },
-      {
-        blockId: '22222222-2222-4222-8222-000000000002',
-        name: 'CreatePerson',
-        blockType: 'Create',
-        action: 'Create',
-        connectionId: pgId,
-        entity: table,
-        fieldMappings: [
-          { targetField: 'id', targetFormula: 'Q.id' },
-          { targetField: 'name', targetFormula: 'Q.name' },
-          { targetField: 'age', targetFormula: ageFormula },
-        ],
-      },
-    ],
-  });
+  const mapOf = (csvId: string, pgId: string, entity: string, table: string, ageFormula: string) =>
+    copyMap({ n: 1, csvId, entity, targetId: pgId, table, batchSize: 2, fields: { age: ageFormula } });
 
   const settings = (isSourceDataLocal: boolean) =>
     sut.request('PUT', `${O}/SecuritySettings`, { body: { captureOnFailedRecordsForReprocessing: true, captureDuringCloudAppRuns: true, captureDuringLocalAgentAppRuns: true, isSourceDataLocal } });
@@ -96,21 +74,15 @@ describe.skipIf(!HAS_PG)('reprocessing failed records on a real Agent: CSV → P
     await client.query(`CREATE TABLE ${table} (id integer PRIMARY KEY, name text NOT NULL, age integer CONSTRAINT ${table}_age CHECK (age < 100))`);
     const csvId = await createConnection(sut, `${name} files`, CSV, { folder });
     const pgId = await createConnection(sut, `${name} DB`, POSTGRES, { connectionString: db.url, schemas: 'public' });
-    const sol = await sut.request<{ id: string }>('POST', `${O}/solutions`, { body: { name, solutionType: 'Integration', agentId: agent.agentId, mapLinks: [] } });
-    expect(sol.status, JSON.stringify(sol.body)).toBe(201);
-    const S = `${O}/solutions/${sol.body.id}`;
-    const map = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, { body: mapOf(csvId, pgId, entity, table, 'Q.age') });
-    expect(map.status, JSON.stringify(map.body)).toBe(201);
-    const job = await prepared(sut, sol.body.id);
-    expect(job, job.message).toMatchObject({ hasError: false });
-    return { id: sol.body.id, S, mapId: map.body.id, csvId, pgId };
+    const sol = await createSolution(sut, agent.agentId, name, [mapOf(csvId, pgId, entity, table, 'Q.age')], { prepare: true });
+    const [mapId] = sol.mapIds as [number];
+    return { id: sol.id, S: sol.S, mapId, csvId, pgId };
   };
 
   const run = async (sol: { id: string; S: string }): Promise<HistoryExecution> => {
-    const start = await sut.request<{ runId: string; started: boolean }>('POST', `${sol.S}/start`);
-    expect(start.body.started, JSON.stringify(start.body)).toBe(true);
-    await finished(sut, sol.id, start.body.runId);
-    return (await sut.request<HistoryExecution>('GET', `${sol.S}/history/${start.body.runId}`)).body;
+    const runId = await startRun(sut, sol.id);
+    await finished(sut, sol.id, runId);
+    return (await sut.request<HistoryExecution>('GET', `${sol.S}/history/${runId}`)).body;
   };
   const errorsOf = async (S: string, id: number): Promise<RecordError[]> => (await sut.request<RecordError[]>('GET', `${S}/history/${id}/errors`)).body;
   const reprocess = async (S: string, path: string): Promise<ReprocessAnswer> => {

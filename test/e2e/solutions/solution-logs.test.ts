@@ -1,12 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOGS_NOT_AVAILABLE } from '../../helpers/log-archives.js';
 import { unzip } from '../../helpers/unzip.js';
-import { killAll, serviceUnderTest, until, type ServiceUnderTest } from '../agent/harness.js';
-import { createConnection, CSV, finished, prepared, runningAgent, SQLITE, type Execution } from './harness.js';
-
-const B = (n: number, k: number): string => `55555555-5555-4555-8555-${String(n * 100 + k).padStart(12, '0')}`;
+import { until, type ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, PEOPLE_CSV, runToEnd, SQLITE, sqliteTarget, startWithAgent, stopAll, type Execution, type RunningAgent } from './harness.js';
 
 type Line = Record<string, unknown> & { msg: string };
 
@@ -17,15 +15,12 @@ type Line = Record<string, unknown> & { msg: string };
  */
 describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", () => {
   let sut: ServiceUnderTest;
-  let agent: Awaited<ReturnType<typeof runningAgent>>;
+  let agent: RunningAgent;
   const solutions: Record<'alpha' | 'beta', { id: string; runs: Execution[] }> = { alpha: { id: '', runs: [] }, beta: { id: '', runs: [] } };
 
   const S = (id: string): string => `/v1/orgs/${sut.orgId}/solutions/${id}`;
   const run = async (id: string): Promise<Execution> => {
-    const start = await sut.request<{ runId: string; started: boolean }>('POST', `${S(id)}/start`);
-    expect(start.status, JSON.stringify(start.body)).toBe(200);
-    expect(start.body.started).toBe(true);
-    const done = await finished(sut, id, start.body.runId);
+    const done = await runToEnd(sut, id);
     expect(done, JSON.stringify(done)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 3 });
     return done;
   };
@@ -36,7 +31,7 @@ describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", (
     const url = `${S(id)}/logs/${post.body.logId}`;
     const zip = await until('the log archive', async () => {
       const res = await sut.request<{ detail?: string }>('GET', url);
-      if (res.status === 404 && typeof res.body === 'object' && res.body.detail === 'The Agent Logs are not available.') return undefined;
+      if (res.status === 404 && typeof res.body === 'object' && res.body.detail === LOGS_NOT_AVAILABLE) return undefined;
       expect(res.status, res.raw.toString('utf8')).toBe(200);
       return res.raw;
     }, 60_000);
@@ -51,35 +46,14 @@ describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", (
   };
 
   beforeAll(async () => {
-    sut = serviceUnderTest();
-    await sut.start();
-    const folder = path.join(sut.dataDir, 'csv');
-    fs.mkdirSync(folder);
-    fs.writeFileSync(path.join(folder, 'people.csv'), 'id,name\n1,ann\n2,bob\n3,cy\n');
-    fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'people.csv': { fields: [{ name: 'id', type: 'integer' }, { name: 'name', type: 'string' }] } } }));
-    const file = path.join(sut.dataDir, 'target.db');
-    const db = new Database(file);
-    for (const t of ['alpha', 'beta']) db.exec(`CREATE TABLE ${t} (id INTEGER, name TEXT NOT NULL)`);
-    db.close();
-    agent = await runningAgent(sut);
-    const csvId = await createConnection(sut, 'Files', CSV, { folder });
-    const dbId = await createConnection(sut, 'Target', SQLITE, { file });
+    const bed = await startWithAgent({ csv: { people: PEOPLE_CSV } });
+    ({ sut, agent } = bed);
+    const target = sqliteTarget(path.join(sut.dataDir, 'target.db'), ['alpha', 'beta']);
+    const csvId = await createConnection(sut, 'Files', CSV, { folder: bed.folder });
+    const dbId = await createConnection(sut, 'Target', SQLITE, { file: target.file });
     for (const [n, name] of (['alpha', 'beta'] as const).entries()) {
-      const sol = await sut.request<{ id: string }>('POST', `/v1/orgs/${sut.orgId}/solutions`, { body: { name: `Solution ${name}`, solutionType: 'Integration', agentId: agent.agentId } });
-      expect(sol.status).toBe(201);
-      solutions[name].id = sol.body.id;
-      const map = {
-        version: '3.0',
-        name: `People to ${name}`,
-        blocks: [
-          { blockId: B(n + 1, 1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: csvId, entity: 'people' },
-          { blockId: B(n + 1, 2), name: 'Put', blockType: 'Create', action: 'Create', connectionId: dbId, entity: name, fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: 'Q.name' }] },
-        ],
-      };
-      const res = await sut.request<{ id: number }>('POST', `${S(sol.body.id)}/maps/advanced`, { body: map });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      const job = await prepared(sut, sol.body.id);
-      expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
+      const map = copyMap({ n: n + 1, csvId, entity: 'people', targetId: dbId, table: name });
+      solutions[name].id = (await createSolution(sut, agent.agentId, `Solution ${name}`, [map], { prepare: true })).id;
     }
     // Interleaved, so that the two Solutions' lines share the log files.
     solutions.alpha.runs.push(await run(solutions.alpha.id));
@@ -87,10 +61,7 @@ describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", (
     solutions.alpha.runs.push(await run(solutions.alpha.id));
   }, 300_000);
 
-  afterAll(async () => {
-    killAll();
-    await sut?.dispose();
-  });
+  afterAll(() => stopAll(sut));
 
   it("writes the Solution and run IDs on every line of a run, its Connections' lines included", () => {
     const logs = path.join(agent.dir, 'logs');

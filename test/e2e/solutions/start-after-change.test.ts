@@ -1,11 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killAll, serviceUnderTest, type ServiceUnderTest } from '../agent/harness.js';
-import { createConnection, CSV, finished, runningAgent, SQLITE } from './harness.js';
-
-const B = (map: number, n: number): string => `44444444-4444-4444-8444-${String(map * 100 + n).padStart(12, '0')}`;
+import type { ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, finished, idNameCsv, SQLITE, sqliteTarget, startRun, startWithAgent, stopAll, type RunningAgent } from './harness.js';
 
 /**
  * A start right after a change to a Solution's Maps (a Map deleted, a Map saved) runs the changed
@@ -16,61 +12,18 @@ const B = (map: number, n: number): string => `44444444-4444-4444-8444-${String(
  */
 describe('a start right after a Map change runs the changed definition on a real Agent: CSV → SQLite', () => {
   let sut: ServiceUnderTest;
-  let agent: Awaited<ReturnType<typeof runningAgent>>;
+  let agent: RunningAgent;
   let folder: string;
-  const O = (): string => `/v1/orgs/${sut.orgId}`;
 
-  const mapOf = (n: number, csvId: string, dbId: string, table: string) => ({
-    version: '3.0',
-    name: `Copy few to ${table}`,
-    batchSize: 100,
-    blocks: [
-      { blockId: B(n, 1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: csvId, entity: 'few' },
-      { blockId: B(n, 2), name: 'Put', blockType: 'Create', action: 'Create', connectionId: dbId, entity: table, fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: 'UPPER(Q.name)' }] },
-    ],
-  });
+  const mapOf = (n: number, csvId: string, dbId: string, table: string) => copyMap({ n, csvId, entity: 'few', targetId: dbId, table, batchSize: 100, fields: { name: 'UPPER(Q.name)' } });
 
   /** A Solution with its own Connections (their metadata not loaded yet) and a SQLite file with tables a, b, c; one Map per table in `tables`. */
   const solutionWith = async (name: string, tables: string[]) => {
-    const file = path.join(sut.dataDir, `${name}.db`);
-    const db = new Database(file);
-    for (const t of ['a', 'b', 'c']) db.exec(`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`);
-    db.close();
+    const target = sqliteTarget(path.join(sut.dataDir, `${name}.db`), ['a', 'b', 'c'], { primaryKey: true });
     const csvId = await createConnection(sut, `${name} files`, CSV, { folder });
-    const dbId = await createConnection(sut, `${name} target`, SQLITE, { file });
-    const sol = await sut.request<{ id: string }>('POST', `${O()}/solutions`, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
-    expect(sol.status).toBe(201);
-    const S = `${O()}/solutions/${sol.body.id}`;
-    const mapIds: number[] = [];
-    for (const [i, t] of tables.entries()) {
-      const res = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, { body: mapOf(i + 1, csvId, dbId, t) });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      mapIds.push(res.body.id);
-    }
-    const counts = (): Record<string, number> => {
-      const t = new Database(file, { readonly: true });
-      try {
-        return Object.fromEntries(['a', 'b', 'c'].map((x) => [x, (t.prepare(`SELECT count(*) AS n FROM ${x}`).get() as { n: number }).n]));
-      } finally {
-        t.close();
-      }
-    };
-    const clear = (): void => {
-      const t = new Database(file);
-      try {
-        for (const x of ['a', 'b', 'c']) t.exec(`DELETE FROM ${x}`);
-      } finally {
-        t.close();
-      }
-    };
-    return { solutionId: sol.body.id, S, csvId, dbId, mapIds, counts, clear };
-  };
-
-  const start = async (S: string): Promise<string> => {
-    const res = await sut.request<{ runId: string; started: boolean }>('POST', `${S}/start`);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.started).toBe(true);
-    return res.body.runId;
+    const dbId = await createConnection(sut, `${name} target`, SQLITE, { file: target.file });
+    const sol = await createSolution(sut, agent.agentId, name, tables.map((t, i) => mapOf(i + 1, csvId, dbId, t)));
+    return { solutionId: sol.id, S: sol.S, csvId, dbId, mapIds: sol.mapIds, counts: target.counts, clear: target.clear };
   };
 
   /** The Maps the run ran, by its History statistics, once it ended successfully. */
@@ -83,19 +36,10 @@ describe('a start right after a Map change runs the changed definition on a real
   };
 
   beforeAll(async () => {
-    sut = serviceUnderTest();
-    await sut.start();
-    folder = path.join(sut.dataDir, 'csv');
-    fs.mkdirSync(folder);
-    fs.writeFileSync(path.join(folder, 'few.csv'), ['id,name', ...Array.from({ length: 7 }, (_, i) => `${i + 1},name${i + 1}`)].join('\n') + '\n');
-    fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'few.csv': { fields: [{ name: 'id', type: 'integer' }, { name: 'name', type: 'string' }] } } }));
-    agent = await runningAgent(sut);
+    ({ sut, agent, folder } = await startWithAgent({ csv: { few: idNameCsv(7) } }));
   }, 180_000);
 
-  afterAll(async () => {
-    killAll();
-    await sut?.dispose();
-  });
+  afterAll(() => stopAll(sut));
 
   it('a Map deleted just before a start does not run: the start prepares the Solution without it', { timeout: 240_000 }, async () => {
     const sol = await solutionWith('Deleted map', ['a', 'b', 'c']);
@@ -105,7 +49,7 @@ describe('a start right after a Map change runs the changed definition on a real
     const job = await sut.request('POST', `${sol.S}/prepare`);
     expect(job.status, JSON.stringify(job.body)).toBe(200);
     expect((await sut.request('DELETE', `${sol.S}/maps/${m1}`)).status).toBe(204);
-    const first = await mapsRun(sol.solutionId, sol.S, await start(sol.S));
+    const first = await mapsRun(sol.solutionId, sol.S, await startRun(sut, sol.solutionId));
     expect(first.map((m) => [m.mapId, m.processed])).toEqual([
       [m2, 7],
       [m3, 7],
@@ -115,7 +59,7 @@ describe('a start right after a Map change runs the changed definition on a real
     // After a run: a Map deleted and the Solution started at once.
     sol.clear();
     expect((await sut.request('DELETE', `${sol.S}/maps/${m2}`)).status).toBe(204);
-    const second = await mapsRun(sol.solutionId, sol.S, await start(sol.S));
+    const second = await mapsRun(sol.solutionId, sol.S, await startRun(sut, sol.solutionId));
     expect(second.map((m) => [m.mapId, m.processed])).toEqual([[m3, 7]]);
     expect(sol.counts()).toEqual({ a: 0, b: 0, c: 7 });
   });
@@ -132,7 +76,7 @@ describe('a start right after a Map change runs the changed definition on a real
     const job = await sut.request('POST', `${sol.S}/prepare`);
     expect(job.status, JSON.stringify(job.body)).toBe(200);
     await save('c');
-    const first = await mapsRun(sol.solutionId, sol.S, await start(sol.S));
+    const first = await mapsRun(sol.solutionId, sol.S, await startRun(sut, sol.solutionId));
     expect(first.map((m) => [m.mapId, m.mapName])).toEqual([
       [m1, 'Copy few to c'],
       [m2, 'Copy few to b'],
@@ -142,7 +86,7 @@ describe('a start right after a Map change runs the changed definition on a real
     // After a run: the Map saved back to write into a and the Solution started at once.
     sol.clear();
     await save('a');
-    const second = await mapsRun(sol.solutionId, sol.S, await start(sol.S));
+    const second = await mapsRun(sol.solutionId, sol.S, await startRun(sut, sol.solutionId));
     expect(second.map((m) => [m.mapId, m.mapName])).toEqual([
       [m1, 'Copy few to a'],
       [m2, 'Copy few to b'],

@@ -1,49 +1,11 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { ZipArchive } from 'archiver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestChannel, registerTestAgent, until, type Incoming, type TestAgent } from '../../helpers/agent-client.js';
-import { ADMIN, startService, type TestService } from '../../helpers/service.js';
+import { ADMIN_BASIC, LOGS_NOT_AVAILABLE, logZip, raw, type Problem } from '../../helpers/log-archives.js';
+import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
-
-interface Problem {
-  code: string;
-  detail: string;
-  status: number;
-}
-
-/** A real zip of one log file, made with archiver as the Agent makes it. */
-async function logZip(text: string): Promise<Buffer> {
-  const archive = new ZipArchive({ zlib: { level: 9 } });
-  const chunks: Buffer[] = [];
-  archive.on('data', (c: Buffer) => chunks.push(c));
-  const done = new Promise<void>((resolve, reject) => {
-    archive.on('end', () => resolve());
-    archive.on('error', reject);
-  });
-  archive.append(text, { name: 'agent.log' });
-  await archive.finalize();
-  await done;
-  return Buffer.concat(chunks);
-}
-
-/** A raw HTTP call with a binary body and a binary answer. */
-function raw(url: string, opts: { method: string; headers?: Record<string, string>; body?: Buffer; from?: string }): Promise<{ status: number; type: string; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: opts.method, headers: opts.headers, ...(opts.from ? { localAddress: opts.from } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
-
-const basic = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
-const NOT_AVAILABLE = 'The Agent Logs are not available.';
 
 describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
   let svc: TestService;
@@ -77,7 +39,7 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
 
     const early = await svc.request<Problem>('GET', `${L}/${logId}`);
     expect(early.status).toBe(404);
-    expect(early.body.detail).toBe(NOT_AVAILABLE);
+    expect(early.body.detail).toBe(LOGS_NOT_AVAILABLE);
     expect(early.body.code).toBe('AGT_LOGS_NOT_AVAILABLE');
 
     const zip = await logZip('2026-01-01 agent started\n'.repeat(1000));
@@ -89,8 +51,8 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const file = path.join(svc.dataDir, 'log-archives', `${logId}.zip`);
     expect(fs.existsSync(file)).toBe(true);
     // A HEAD does not use up the one download.
-    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: basic } })).status).toBe(404);
-    const got = await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: basic } });
+    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status).toBe(404);
+    const got = await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: ADMIN_BASIC } });
     expect(got.status).toBe(200);
     expect(got.type).toBe('application/zip');
     expect(got.body.equals(zip)).toBe(true);
@@ -114,11 +76,11 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     expect(elsewhere.status).toBe(403);
     expect(elsewhere.body.code).toBe('AGT_LOGS_OTHER_IP');
     // The refusal did not use the logId up.
-    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: basic } })).status).toBe(200);
+    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: ADMIN_BASIC } })).status).toBe(200);
     // And the other address can have its own.
     const own = await svc.request<{ logId: string }>('POST', L, { from });
     expect(own.status).toBe(201);
-    expect((await svc.request<Problem>('GET', `${L}/${own.body.logId}`, { from })).body.detail).toBe(NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${own.body.logId}`, { from })).body.detail).toBe(LOGS_NOT_AVAILABLE);
   });
 
   it('takes uploads only from the Agent asked, as a zip, with its credentials', async () => {
@@ -127,13 +89,13 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const zip = await logZip('y');
     expect((await raw(url, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: zip })).status).toBe(401);
     expect((await upload(url, zip, `Bearer ${agent.agentId}.not-the-secret`)).status).toBe(401);
-    expect((await upload(url, zip, basic)).status).toBe(401);
+    expect((await upload(url, zip, ADMIN_BASIC)).status).toBe(401);
     const other = await registerTestAgent(svc);
     expect((await upload(url, zip, `Bearer ${other.agentId}.${other.agentSecret}`)).status).toBe(404);
     expect((await upload(url, Buffer.from('this is not a zip at all'))).status).toBe(415);
     expect((await upload(url, Buffer.from('{"a":1}'), undefined, 'application/json')).status).toBe(415);
     expect((await upload(`${svc.url}/v1/agent/logs/3f2504e0-4f89-41d3-9a0c-0305e82c3301`, zip)).status).toBe(404);
-    expect((await svc.request<Problem>('GET', `${L}/${logId}`)).body.detail).toBe(NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${logId}`)).body.detail).toBe(LOGS_NOT_AVAILABLE);
     expect((await upload(url, zip)).status).toBe(204);
   });
 
@@ -175,6 +137,6 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const post = await svc.request<{ logId: string }>('POST', L, { auth: user });
     expect(post.status).toBe(201);
     expect((await svc.request('GET', `${L}/${post.body.logId}`, { auth: reader })).status).toBe(403);
-    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(LOGS_NOT_AVAILABLE);
   });
 });

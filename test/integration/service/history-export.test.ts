@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReportBody } from '../../../src/protocol/channel.js';
-import type { RunFailedRecord, RunRecordError } from '../../../src/protocol/solutions.js';
+import type { RunRecordError } from '../../../src/protocol/solutions.js';
 import { EXPORT_COLUMNS } from '../../../service/history/export.js';
-import { OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { connectPlayedAgent, OpenChannels, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { failedRecordOf, recordError as defaultRecordError, seedRun } from '../../helpers/history.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
@@ -19,20 +19,9 @@ interface RecordError {
 /** Text a CSV writer must quote: commas, quotes, line breaks of all kinds, and non-ASCII. */
 const AWKWARD = 'a, "quoted" value\r\nsecond line\nthird; ünïcödé ✓';
 
-const recordError = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError => ({
-  id: randomUUID(),
-  mapId: 7,
-  mapName: 'Accounts',
-  sourceEntity: 'account',
-  blockId: 'b2',
-  blockName: 'Create contact',
-  code: 'RUN_WRITE_FAILED',
-  errorMessage: `record ${n} refused`,
-  errorDetail: n % 3 === 0 ? AWKWARD : `detail ${n}`,
-  canReprocess: n % 2 === 0,
-  failedRecordId: randomUUID(),
-  ...extra,
-});
+/** A record error of these tests: with its Block's ID, and every third with awkward text. */
+const recordError = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError =>
+  defaultRecordError(n, { blockId: 'b2', errorDetail: n % 3 === 0 ? AWKWARD : `detail ${n}`, ...extra });
 
 describe.each(STORE_TARGETS)('History export on $name', (target) => {
   let svc: TestService;
@@ -41,10 +30,6 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
   let S: string;
   const channels = new OpenChannels();
 
-  const send = async (report: ReportBody): Promise<void> => {
-    const reply = await ch.report(report);
-    expect(reply, JSON.stringify(reply)).toMatchObject({ ok: true });
-  };
   const solution = async (name: string): Promise<string> => {
     const res = await svc.request<{ id: string }>('POST', S, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
     expect(res.status, res.text).toBe(201);
@@ -52,21 +37,11 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
   };
   /** A finished run with these errors (and, when `cloud`, their failed records kept by the Service); answers its execution ID. */
   const run = async (solutionId: string, errors: RunRecordError[], cloud: Map<string, Record<string, unknown>> = new Map()): Promise<number> => {
-    const runId = randomUUID();
-    const start = new Date(Date.now() - 60_000).toISOString();
-    await send({ kind: 'runStarted', runId, solutionId, trigger: 'start', at: start });
-    for (let i = 0; i < errors.length; i += 200) await send({ kind: 'runErrors', runId, solutionId, errors: errors.slice(i, i + 200) });
-    const records: RunFailedRecord[] = errors.flatMap((e) => {
+    const failedRecords = errors.flatMap((e) => {
       const source = e.failedRecordId ? cloud.get(e.failedRecordId) : undefined;
-      return source && e.failedRecordId
-        ? [{ id: e.failedRecordId, mapId: 7, mapName: e.mapName, entity: e.sourceEntity, blockId: 'b2', blockName: 'Create contact', code: e.code, errorMessage: e.errorMessage, source }]
-        : [];
+      return source ? [failedRecordOf(e, source)] : [];
     });
-    for (let i = 0; i < records.length; i += 100) await send({ kind: 'runFailedRecords', runId, solutionId, records: records.slice(i, i + 100) });
-    await send({
-      kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt: start, at: new Date().toISOString(),
-      result: 'CompletedWithErrors', processed: errors.length, failed: errors.length, stopped: false, sourceDataLocal: cloud.size === 0, statistics: [],
-    });
+    await seedRun(ch, { solutionId, errors, failedRecords, finish: { result: 'CompletedWithErrors' } });
     const list = await svc.request<Execution[]>('GET', `${S}/${solutionId}/history?sortOrder=desc&limit=1`);
     const id = list.body[0]?.id;
     if (id === undefined) throw new Error('no execution');
@@ -84,10 +59,7 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     S = `/v1/orgs/${svc.orgId}/solutions`;
-    agent = await registerTestAgent(svc, { name: 'Export agent' });
-    ch = await channels.connect(svc, agent);
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
-    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+    ({ agent, ch } = await connectPlayedAgent(svc, channels, { name: 'Export agent' }));
   });
   afterAll(async () => {
     await channels.closeAll();

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReportBody } from '../../../src/protocol/channel.js';
 import type { RunRecordError } from '../../../src/protocol/solutions.js';
-import { OpenChannels, registerTestAgent, type Incoming, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { connectPlayedAgent, OpenChannels, registerTestAgent, type Incoming, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { failedRecordOf, recordError as defaultRecordError, seedRun } from '../../helpers/history.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 
@@ -33,10 +34,9 @@ interface Page {
 
 const ERRORS = 450;
 
-const recordError = (n: number, mapId: number, extra: Partial<RunRecordError> = {}): RunRecordError => ({
-  id: randomUUID(), mapId, mapName: `Map ${mapId}`, sourceEntity: 'account', blockName: 'Create', code: 'RUN_WRITE_FAILED',
-  errorMessage: `record ${n} refused`, errorDetail: '{}', canReprocess: true, failedRecordId: randomUUID(), ...extra,
-});
+/** Record error `n` of Map `mapId`, every one reprocessable. */
+const recordError = (n: number, mapId: number, extra: Partial<RunRecordError> = {}): RunRecordError =>
+  defaultRecordError(n, { mapId, mapName: `Map ${mapId}`, blockName: 'Create', errorDetail: '{}', canReprocess: true, ...extra });
 
 /**
  * Marks and reprocessing through the API, against an Agent played by hand over the channel: which
@@ -61,11 +61,7 @@ describe.each(STORE_TARGETS)('marks and reprocessing on $name', (target) => {
     const sol = await svc.request<{ id: string }>('POST', `${O}/solutions`, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
     expect(sol.status, sol.text).toBe(201);
     await svc.service.store.db.updateTable('solutions').set({ prepared: 1 }).where('id', '=', sol.body.id).execute();
-    const runId = randomUUID();
-    const at = new Date(Date.now() - 60_000).toISOString();
-    await send({ kind: 'runStarted', runId, solutionId: sol.body.id, trigger: 'start', at });
-    for (let i = 0; i < errors.length; i += 200) await send({ kind: 'runErrors', runId, solutionId: sol.body.id, errors: errors.slice(i, i + 200) });
-    await send({ kind: 'runFinished', runId, solutionId: sol.body.id, trigger: 'start', startedAt: at, at: new Date().toISOString(), result: 'CompletedWithErrors', processed: errors.length, failed: errors.length, stopped: false, sourceDataLocal: true, statistics: [] });
+    const runId = await seedRun(ch, { solutionId: sol.body.id, errors });
     const S = `${O}/solutions/${sol.body.id}`;
     const execution = (await svc.request<Execution>('GET', `${S}/history/${runId}`)).body;
     return { S, execution };
@@ -75,13 +71,7 @@ describe.each(STORE_TARGETS)('marks and reprocessing on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     O = `/v1/orgs/${svc.orgId}`;
-    agent = await registerTestAgent(svc, { name: 'Marks agent' });
-    ch = await channels.connect(svc, agent);
-    ch.autoReply = (cmd) => {
-      if (cmd['type'] === 'reprocessRun') return reprocessReply(cmd);
-      return { re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} };
-    };
-    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+    ({ agent, ch } = await connectPlayedAgent(svc, channels, { name: 'Marks agent', reply: (cmd) => (cmd['type'] === 'reprocessRun' ? reprocessReply(cmd) : undefined) }));
   });
   afterAll(async () => {
     await channels.closeAll();
@@ -137,7 +127,7 @@ describe.each(STORE_TARGETS)('marks and reprocessing on $name', (target) => {
     const cloudCopy = errors[3] as RunRecordError;
     await send({
       kind: 'runFailedRecords', runId: execution.processExecutionId, solutionId: S.split('/').pop() ?? '',
-      records: [{ id: cloudCopy.failedRecordId ?? '', mapId: 7, mapName: 'Map 7', entity: 'account', blockId: 'b', blockName: 'Create', code: 'RUN_WRITE_FAILED', errorMessage: 'refused', source: { id: 3, name: 'three' } }],
+      records: [failedRecordOf(cloudCopy, { id: 3, name: 'three' })],
     });
     expect((await svc.request('POST', `${S}/history/${execution.id}/mark?mark=true`)).status).toBe(200);
     const listed = await errorsOf(S, execution.id);

@@ -7,9 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pruneFailedRecordsCommand } from '../../../src/agent/commands/prune-failed-records.command.js';
 import { FailedRecordStore } from '../../../src/failures/store.js';
 import type { ReportBody } from '../../../src/protocol/channel.js';
-import type { RunRecordError } from '../../../src/protocol/solutions.js';
 import { HistoryRetention } from '../../../service/jobs/history-retention.js';
-import { OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { connectPlayedAgent, OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { failedRecordOf, recordError, seedRun } from '../../helpers/history.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 
@@ -17,11 +17,6 @@ const DAY = 86_400_000;
 const RETENTION_DAYS = 30;
 const silent = pino({ level: 'silent' });
 const daysAgo = (days: number, now = Date.now()): string => new Date(now - days * DAY).toISOString();
-
-const recordError = (n: number): RunRecordError => ({
-  id: randomUUID(), mapId: 7, mapName: 'Accounts', sourceEntity: 'account', blockName: 'Create contact', code: 'RUN_WRITE_FAILED',
-  errorMessage: `record ${n} refused`, errorDetail: '', canReprocess: true, failedRecordId: randomUUID(),
-});
 
 describe.each(STORE_TARGETS)('History retention on $name', (target) => {
   let svc: TestService;
@@ -42,21 +37,10 @@ describe.each(STORE_TARGETS)('History retention on $name', (target) => {
   };
   /** A run that started `start`, with `errors` record errors (their failed records in the cloud); finished unless `running`. */
   const run = async (solutionId: string, start: string, errors: number, running = false): Promise<{ runId: string; id: number; errorIds: string[]; recordIds: string[] }> => {
-    const runId = randomUUID();
-    await send({ kind: 'runStarted', runId, solutionId, trigger: 'start', at: start });
-    const errs = Array.from({ length: errors }, (_, i) => recordError(i));
-    for (let i = 0; i < errs.length; i += 200) await send({ kind: 'runErrors', runId, solutionId, errors: errs.slice(i, i + 200) });
-    const recordIds = errs.flatMap((e) => (e.failedRecordId ? [e.failedRecordId] : []));
-    for (let i = 0; i < recordIds.length; i += 100) {
-      const records = recordIds.slice(i, i + 100).map((id) => ({ id, mapName: 'Accounts', entity: 'account', blockId: 'b', blockName: 'Create contact', code: 'RUN_WRITE_FAILED', errorMessage: 'refused', source: { Name: id } }));
-      await send({ kind: 'runFailedRecords', runId, solutionId, records });
-    }
-    if (!running) {
-      await send({
-        kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt: start, at: new Date(Date.parse(start) + 60_000).toISOString(),
-        result: errors > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully', processed: errors, failed: errors, stopped: false, sourceDataLocal: false, statistics: [],
-      });
-    }
+    const errs = Array.from({ length: errors }, (_, i) => recordError(i, { errorDetail: '', canReprocess: true }));
+    const failedRecords = errs.map((e) => failedRecordOf(e, { Name: e.failedRecordId }));
+    const recordIds = failedRecords.map((r) => r.id);
+    const runId = await seedRun(ch, { solutionId, start, errors: errs, failedRecords, finish: running ? false : { sourceDataLocal: false } });
     const row = await db().selectFrom('executions').select('id').where('runId', '=', runId).executeTakeFirstOrThrow();
     return { runId, id: Number(row.id), errorIds: errs.map((e) => e.id), recordIds };
   };
@@ -73,10 +57,7 @@ describe.each(STORE_TARGETS)('History retention on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off', historyRetentionDays: RETENTION_DAYS });
     S = `/v1/orgs/${svc.orgId}/solutions`;
-    agent = await registerTestAgent(svc, { name: 'Retention agent' });
-    ch = await channels.connect(svc, agent);
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : cmd['type'] === 'pruneFailedRecords' ? { removed: 0 } : {} });
-    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+    ({ agent, ch } = await connectPlayedAgent(svc, channels, { name: 'Retention agent', results: { pruneFailedRecords: { removed: 0 } } }));
   });
   afterAll(async () => {
     await channels.closeAll();

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReportBody } from '../../../src/protocol/channel.js';
-import type { RunMapStats, RunRecordError } from '../../../src/protocol/solutions.js';
-import { OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import type { RunMapStats } from '../../../src/protocol/solutions.js';
+import { connectPlayedAgent, OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { recordError, seedRun } from '../../helpers/history.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
@@ -53,11 +54,6 @@ const STATS: RunMapStats[] = [
   },
 ];
 
-const recordError = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError => ({
-  id: randomUUID(), mapId: 7, mapName: 'Accounts', sourceEntity: 'account', blockName: 'Create contact', code: 'RUN_WRITE_FAILED',
-  errorMessage: `record ${n} refused`, errorDetail: `detail ${n}`, canReprocess: n % 2 === 0, failedRecordId: randomUUID(), ...extra,
-});
-
 describe.each(STORE_TARGETS)('History on $name', (target) => {
   let svc: TestService;
   let agent: TestAgent;
@@ -96,11 +92,8 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     S = `/v1/orgs/${svc.orgId}/solutions`;
-    agent = await registerTestAgent(svc, { name: 'History agent' });
-    ch = await channels.connect(svc, agent);
     // The Agent answers whatever the Service asks of it: it holds every Solution it is given.
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
-    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+    ({ agent, ch } = await connectPlayedAgent(svc, channels, { name: 'History agent' }));
   });
   afterAll(async () => {
     await channels.closeAll();
@@ -208,14 +201,9 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
 
   it('pages record errors in order of arrival, at any offset', async () => {
     const id = await solution('Many errors');
-    const runId = randomUUID();
-    await send(started(id, runId, ago(20)));
-    const sent: RunRecordError[] = [];
-    for (const size of [200, 200, 50]) {
-      const batch = Array.from({ length: size }, (_, i) => recordError(sent.length + i));
-      sent.push(...batch);
-      await send({ kind: 'runErrors', runId, solutionId: id, errors: batch });
-    }
+    // Three reports of errors (200, 200 and 50), the run still going.
+    const sent = Array.from({ length: 450 }, (_, i) => recordError(i));
+    await seedRun(ch, { solutionId: id, start: ago(20), errors: sent, finish: false });
     const exec = (await history(id)).items[0];
     expect(exec?.reprocessRecordsRemaining).toBe(225);
     const E = `${S}/${id}/history/${exec?.id}/errors`;

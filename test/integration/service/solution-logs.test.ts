@@ -1,51 +1,14 @@
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { ZipArchive } from 'archiver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OpenChannels, registerTestAgent, type Incoming, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
-import { ADMIN, startService, type TestService } from '../../helpers/service.js';
+import { connectPlayedAgent, OpenChannels, registerTestAgent, type Incoming, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { ADMIN_BASIC, LOGS_NOT_AVAILABLE, logZip, raw, type Problem } from '../../helpers/log-archives.js';
+import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { unzip } from '../../helpers/unzip.js';
 import { addUser } from '../../helpers/users.js';
 
-interface Problem {
-  code: string;
-  detail: string;
-  status: number;
-}
-
-/** A real zip of one log file, made with archiver as the Agent makes it. */
-async function logZip(text: string): Promise<Buffer> {
-  const archive = new ZipArchive({ zlib: { level: 9 } });
-  const chunks: Buffer[] = [];
-  archive.on('data', (c: Buffer) => chunks.push(c));
-  const done = new Promise<void>((resolve, reject) => {
-    archive.on('end', () => resolve());
-    archive.on('error', reject);
-  });
-  archive.append(text, { name: 'agent.2026-01-01.1.log' });
-  await archive.finalize();
-  await done;
-  return Buffer.concat(chunks);
-}
-
-/** A raw HTTP call with a binary body and a binary answer. */
-function raw(url: string, opts: { method: string; headers?: Record<string, string>; body?: Buffer; from?: string }): Promise<{ status: number; type: string; disposition: string; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: opts.method, headers: opts.headers, ...(opts.from ? { localAddress: opts.from } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), disposition: String(res.headers['content-disposition'] ?? ''), body: Buffer.concat(chunks) }),
-      );
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
-
-const basic = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
-const NOT_AVAILABLE = 'The Agent Logs are not available.';
+/** A log file's name as the Agent's rotation names it. */
+const LOG_FILE = 'agent.2026-01-01.1.log';
 
 describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
   let svc: TestService;
@@ -62,18 +25,15 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
   const zipLogsFor = (logId: string): Promise<Incoming> => ch.next((m) => m['type'] === 'zipLogs' && m['logId'] === logId);
   const upload = (url: string, body: Buffer) =>
     raw(url, { method: 'PUT', headers: { authorization: `Bearer ${agent.agentId}.${agent.agentSecret}`, 'content-type': 'application/zip' }, body });
-  const download = (pathAndQuery: string, from?: string) => raw(`${svc.url}${pathAndQuery}`, { method: 'GET', headers: { authorization: basic }, ...(from ? { from } : {}) });
+  const download = (pathAndQuery: string, from?: string) => raw(`${svc.url}${pathAndQuery}`, { method: 'GET', headers: { authorization: ADMIN_BASIC }, ...(from ? { from } : {}) });
   const logRows = async (): Promise<number> => (await svc.service.store.db.selectFrom('agentLogs').select('id').execute()).length;
   const zipCommands = (): number => ch.received.filter((m) => m['type'] === 'zipLogs').length;
 
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     O = `/v1/orgs/${svc.orgId}`;
-    agent = await registerTestAgent(svc, { name: 'Logs agent' });
-    ch = await channels.connect(svc, agent);
     // The Agent holds every Solution it is given and accepts every zip it is asked for.
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : cmd['type'] === 'zipLogs' ? { accepted: true } : {} });
-    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+    ({ agent, ch } = await connectPlayedAgent(svc, channels, { name: 'Logs agent', results: { zipLogs: { accepted: true } } }));
   });
   afterAll(async () => {
     await channels.closeAll();
@@ -94,19 +54,19 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
 
     const early = await svc.request<Problem>('GET', `${L}/${logId}`);
     expect(early.status).toBe(404);
-    expect(early.body).toMatchObject({ code: 'AGT_LOGS_NOT_AVAILABLE', detail: NOT_AVAILABLE });
+    expect(early.body).toMatchObject({ code: 'AGT_LOGS_NOT_AVAILABLE', detail: LOGS_NOT_AVAILABLE });
 
     const line = `${JSON.stringify({ level: 30, time: '2026-01-01T10:00:00.000Z', solutionId: id, runId: randomUUID(), msg: 'solution run started' })}\n`;
-    const zip = await logZip(line);
+    const zip = await logZip(line, LOG_FILE);
     expect((await upload(String(command['uploadUrl']), zip)).status).toBe(204);
     // A HEAD does not use up the one download.
-    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: basic } })).status).toBe(404);
+    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status).toBe(404);
     const got = await download(`${L}/${logId}`);
     expect(got.status).toBe(200);
     expect(got.type).toBe('application/zip');
     expect(got.disposition).toContain(`solution-logs-${logId}.zip`);
     expect(got.body.equals(zip)).toBe(true);
-    expect(unzip(got.body).get('agent.2026-01-01.1.log')?.toString()).toBe(line);
+    expect(unzip(got.body).get(LOG_FILE)?.toString()).toBe(line);
 
     const second = await svc.request<Problem>('GET', `${L}/${logId}`);
     expect(second.status).toBe(410);
@@ -175,7 +135,7 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const id = await solution('Same address');
     const L = `${O}/solutions/${id}/logs`;
     const { logId } = (await svc.request<{ logId: string }>('POST', L)).body;
-    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('x'))).status).toBe(204);
+    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('x', LOG_FILE))).status).toBe(204);
     const elsewhere = await svc.request<Problem>('GET', `${L}/${logId}`, { from });
     expect(elsewhere.status).toBe(403);
     expect(elsewhere.body.code).toBe('AGT_LOGS_OTHER_IP');
@@ -187,14 +147,14 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const id = await solution('Own archive');
     const other = await solution('Not its archive');
     const { logId } = (await svc.request<{ logId: string }>('POST', `${O}/solutions/${id}/logs`)).body;
-    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('y'))).status).toBe(204);
+    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('y', LOG_FILE))).status).toBe(204);
     expect((await svc.request<Problem>('GET', `${O}/solutions/${other}/logs/${logId}`)).status).toBe(404);
     expect((await svc.request<Problem>('GET', `${O}/agents/${agent.agentId}/logs/${logId}`)).status).toBe(404);
     expect((await download(`${O}/solutions/${id}/logs/${logId}`)).status).toBe(200);
 
     const agentLog = (await svc.request<{ logId: string }>('POST', `${O}/agents/${agent.agentId}/logs`)).body.logId;
     expect(await zipLogsFor(agentLog)).not.toHaveProperty('solutionId');
-    expect((await upload(`${svc.url}/v1/agent/logs/${agentLog}`, await logZip('z'))).status).toBe(204);
+    expect((await upload(`${svc.url}/v1/agent/logs/${agentLog}`, await logZip('z', LOG_FILE))).status).toBe(204);
     expect((await svc.request<Problem>('GET', `${O}/solutions/${id}/logs/${agentLog}`)).status).toBe(404);
     expect((await download(`${O}/agents/${agent.agentId}/logs/${agentLog}`)).status).toBe(200);
   });
@@ -226,6 +186,6 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const post = await svc.request<{ logId: string }>('POST', L, { auth: user });
     expect(post.status).toBe(201);
     expect((await svc.request('GET', `${L}/${post.body.logId}`, { auth: reader })).status).toBe(403);
-    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(LOGS_NOT_AVAILABLE);
   });
 });
