@@ -563,7 +563,9 @@ SELECT 'n', NULL, NULL, array_to_json(ARRAY[a.attname::text])::text, NULL, NULL
  * NOT NULL column with a NULL ('n' + its name), else the first false CHECK by name ('c' + its
  * name). Only constraints on the batch's own columns count (the others would
  * see defaults the stage does not have); NULLS NOT DISTINCT keys are read as distinct, so their
- * rows are not picked, and the set INSERT tells.
+ * rows are not picked, and the set INSERT tells. The key look-ups are one index probe a row (OFFSET
+ * 0 keeps the planner from hashing the whole table instead, which it prefers while the statistics
+ * of a table being filled lag behind: each batch would read all the rows written before it).
  */
 async function refusalPredicate(client: PoolClient, table: PgTable, cols: readonly PgColumn[], stage: string): Promise<{ picks: string; reason: string }> {
   const have = new Set(cols.map((c) => c.name));
@@ -586,13 +588,13 @@ async function refusalPredicate(client: PoolClient, table: PgTable, cols: readon
     }
     else if (r.kind === 'u') {
       const same = r.cols.map((c) => `t.${quoteIdent(c)} = ${col(c)}`).join(' AND ');
-      terms.push(`(${allSet(r.cols)} AND EXISTS (SELECT 1 FROM ${qualified(table)} t WHERE ${same}))`);
+      terms.push(`(${allSet(r.cols)} AND EXISTS (SELECT 1 FROM ${qualified(table)} t WHERE ${same} OFFSET 0))`);
       const key = r.cols.map(quoteIdent).join(', ');
       terms.push(`s.ferry_ord IN (SELECT d.ferry_ord FROM (SELECT ferry_ord, row_number() OVER (PARTITION BY ${key} ORDER BY ferry_ord) AS k FROM ${stage} WHERE ${allSet(r.cols, '')}) d WHERE d.k > 1)`);
     } else if (r.kind === 'f' && r.ref && r.ref_cols?.length === r.cols.length) {
       const parent = r.ref_cols;
       const same = r.cols.map((c, i) => `p.${quoteIdent(parent[i] as string)} = ${col(c)}`).join(' AND ');
-      terms.push(`(${allSet(r.cols)} AND NOT EXISTS (SELECT 1 FROM ${r.ref} p WHERE ${same}))`);
+      terms.push(`(${allSet(r.cols)} AND NOT EXISTS (SELECT 1 FROM ${r.ref} p WHERE ${same} OFFSET 0))`);
     }
   }
   const position = new Map(cols.map((c) => [c.name, c.attnum]));
