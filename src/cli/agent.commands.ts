@@ -90,12 +90,23 @@ export async function agentUninstall(argv: string[], env: NodeJS.ProcessEnv): Pr
   say(`Removed ${paths.serviceName} (${paths.dir}). The Agent's record stays in the Service until an Administrator deletes it.`);
 }
 
+/**
+ * Node flags the Agent's worker starts with: a young generation of 64 MiB a semi-space, since bulk
+ * batches of thousands of records outlive V8's default and promoting them costs up to a third of
+ * the CPU of a load (docs/connectors.md) — unless the command line or NODE_OPTIONS sets one.
+ */
+export function workerNodeFlags(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {
+  const set = [...execArgv, env['NODE_OPTIONS'] ?? ''].some((a) => a.includes('--max-semi-space-size'));
+  return set ? [] : ['--max-semi-space-size=64'];
+}
+
 /** `ferry agent run`: the foreground supervisor (Cloud Agent container, systemd, tests). */
 export async function agentRun(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values } = parseArgs({ args: argv, options: COMMON });
   const config = configFrom(values, env);
   const paths = resolveInstance(config.home, config.instance);
-  const [command, ...args] = [...cliCommand(false), 'agent', 'worker', '--home', config.home, '--instance', String(paths.number)];
+  const [node, ...cli] = cliCommand(false);
+  const [command, ...args] = [node as string, ...workerNodeFlags(process.execArgv, env), ...cli, 'agent', 'worker', '--home', config.home, '--instance', String(paths.number)];
   // Started by `ferry up` with an IPC channel: when up goes (even by kill -9), stop as on SIGTERM.
   process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   const code = await supervise({

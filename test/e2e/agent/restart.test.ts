@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ferry, getAgent, install, killAll, reportsOf, serviceUnderTest, until, untilStatus, workerPids, type ServiceUnderTest } from './harness.js';
@@ -28,6 +29,11 @@ describe('Agent restarts replace the process and come back Running', () => {
         return view.status === 'Running' && (view.lastStartTime ?? '') >= since ? true : undefined;
       });
       const before = workerPids(run);
+      if (process.platform === 'linux' && !restartNow) {
+        // The worker runs with the young generation bulk batches need (docs/connectors.md).
+        const argv = fs.readFileSync(`/proc/${before.at(-1) as number}/cmdline`, 'utf8').split('\0');
+        expect(argv).toContain('--max-semi-space-size=64');
+      }
       const res = await sut.request<{ status: string }>('POST', `/v1/orgs/${sut.orgId}/agents/${agentId}/restart`, { body: { restartNow } });
       expect(res.status).toBe(200);
       expect(res.body.status).toBe('WaitingToRestartAgentUserRequest');
