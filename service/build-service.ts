@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { AgentCommands } from './agents/commands.js';
+import { AgentCommands, COMMAND_TIMEOUTS_MS } from './agents/commands.js';
 import { ConnectionCommands } from './connections/commands.js';
 import { Connections } from './connections/connections.js';
 import { ConnectionMetadata } from './connections/metadata.js';
@@ -26,6 +26,7 @@ import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
 import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
 import { History } from './history/history.js';
+import { LostReprocessRuns } from './history/lost-reprocess-runs.js';
 import { smtpEndpoint, smtpMailer } from './notifications/mailer.js';
 import { Notifications } from './notifications/notifications.js';
 import { MailSender, type OutboxTiming } from './notifications/outbox.js';
@@ -71,6 +72,8 @@ export interface BuildOptions {
   loginThrottle?: LoginThrottle;
   /** The pace of the notification mail sender; tests shorten it. */
   mailOutbox?: Partial<OutboxTiming>;
+  /** Time between two checks for reprocess runs the Agents never started (default 1 minute); tests shorten it. */
+  lostReprocessRunsMs?: number;
 }
 
 /** Says once per start what the data folder's repair changed (nothing on a private folder). */
@@ -153,6 +156,16 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       },
     });
     const maps = new SolutionMaps({ db: store.db });
+    const history = new History({ db: store.db, secrets, commands, assignments, log });
+    // Reprocess runs whose Agent never answered: asked about at each connect and on a timer.
+    const lostReprocessRuns = new LostReprocessRuns({
+      db: store.db,
+      log,
+      channel: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
+      sending: (runId) => history.isReprocessSending(runId),
+      graceMs: COMMAND_TIMEOUTS_MS.reprocessRun,
+      intervalMs: opts.lostReprocessRunsMs,
+    });
     const app = await buildApp({
       config,
       store,
@@ -169,7 +182,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       maps,
       mapPreviews: new MapPreviews({ db: store.db, secrets, commands, maps, log }),
       mapRuns: new MapRuns({ db: store.db, maps, runs: solutionRuns, prepare: prepareJobs }),
-      history: new History({ db: store.db, secrets, commands, assignments, log }),
+      history,
       prepareJobs,
       solutionRuns,
       assignments,
@@ -197,6 +210,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
         syncAgent(agentId);
         retention.pruneAgent(agentId);
+        lostReprocessRuns.connected(agentId);
       },
     });
     gateway.attach(app.server);
@@ -222,6 +236,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         sweeper.start();
         housekeeping.start();
         retention.start();
+        lostReprocessRuns.start();
         connectors.start();
         mailSender?.start();
         if (supervisor) {
@@ -240,6 +255,8 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         await retention.stop();
         await mailSender?.stop();
         await gateway.close();
+        // After the channels closed: no connect starts another check.
+        await lostReprocessRuns.stop();
         // After the channels closed: a prepare waiting on an Agent ends now, before the store closes.
         await prepareJobs.settled();
         await app.close();

@@ -20,6 +20,7 @@ export { notConnected, type AgentCommand } from '../gateway/agent-command.js';
  * - `previewQuery`, `nativeQueryTest`: the answer is the first records, read within the Agent's
  *   own time-out of 60 s (90 s).
  * - `reprocessRun`: answered from the Agent's run queue at once, like startSolution (10 s).
+ * - `knownRuns`: answered from the Agent's open runs and outbox at once (10 s).
  * - `pruneFailedRecords`: answered once the Agent removed its local failed records past the
  *   History window, a large store in chunks (5 min).
  */
@@ -39,6 +40,7 @@ export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>>
   previewQuery: 90_000,
   nativeQueryTest: 90_000,
   reprocessRun: 10_000,
+  knownRuns: 10_000,
   pruneFailedRecords: 5 * 60_000,
 };
 

@@ -3,6 +3,7 @@ import { listSilentAgents, updateAgentIfUnchanged } from '../store/repos/agents.
 import type { AgentRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
+import { PeriodicJob } from '../jobs/periodic-job.js';
 import { STOPPED_STATUSES, sweepStatus } from './agent-state.js';
 
 export interface SweeperOptions {
@@ -35,32 +36,21 @@ export function sweepIntervalMs(lateAfterMs: number): number {
 export class HeartbeatSweeper {
   readonly #opts: SweeperOptions;
   readonly #log: FastifyBaseLogger;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<number> | undefined;
+  readonly #job: PeriodicJob;
 
   constructor(opts: SweeperOptions) {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'sweeper' });
+    this.#job = new PeriodicJob({ intervalMs: sweepIntervalMs(opts.lateAfterMs), tick: () => this.sweep(), log: this.#log, failed: 'heartbeat sweep failed' });
   }
 
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      if (this.#running) return;
-      this.#running = this.sweep().catch((err: unknown) => {
-        this.#log.error({ err }, 'heartbeat sweep failed');
-        return 0;
-      });
-      void this.#running.finally(() => (this.#running = undefined));
-    }, sweepIntervalMs(this.#opts.lateAfterMs));
-    this.#timer.unref();
+    this.#job.start();
   }
 
   /** Stops the timer and waits for a sweep in progress. */
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#job.stop();
   }
 
   /** One pass; resolves to the number of Agents moved. */

@@ -169,12 +169,14 @@ export class History {
     return after ?? before;
   }
 
-  /** Sets or clears the mark of every record error of the execution that can still be reprocessed, in one statement. */
+  /**
+   * Sets or clears the mark of every record error of the execution that can still be reprocessed:
+   * the execution's mark default, at the cost of the errors marked one by one (error-marks.repo.ts).
+   */
   async markAll(orgId: number, solutionId: string, ref: ExecutionRef, mark: boolean): Promise<MarkAllAnswer> {
     const execution = await this.execution(orgId, solutionId, ref);
-    const changed = await markExecutionErrors(this.opts.db, execution.id, mark);
-    const remaining = await reprocessableCounts(this.opts.db, [execution.id]);
-    return { historyId: execution.id, mark, changed, reprocessRecordsRemaining: remaining.get(execution.id) ?? 0 };
+    const { changed, reprocessable } = await this.opts.db.transaction().execute((tx) => markExecutionErrors(tx, execution.id, mark));
+    return { historyId: execution.id, mark, changed, reprocessRecordsRemaining: reprocessable };
   }
 
   /**
@@ -195,6 +197,11 @@ export class History {
   /** A page of a reprocess run's records for the Agent that runs it. */
   reprocessPage(agent: AgentRow, runId: string, mapId: number, after: number): Promise<ReprocessPage> {
     return this.#reprocessing.page(agent, runId, mapId, after);
+  }
+
+  /** Whether this process still waits for the Agent's answer to the reprocess run (./lost-reprocess-runs.ts leaves it alone). */
+  isReprocessSending(runId: string): boolean {
+    return this.#reprocessing.isSending(runId);
   }
 
   /** The due times the Solution's schedule did not start a run for, newest first. */

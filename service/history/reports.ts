@@ -102,6 +102,9 @@ export class RunReports {
       return true;
     });
     let seq = await lastErrorSeq(tx, execution.id);
+    // A new error follows the execution's mark default (migration 023), except after a mark-all
+    // (default 1): that marked the errors it saw, so a later one starts unmarked, on its own.
+    const marked = execution.markDefault === 1 ? 0 : null;
     await insertErrors(
       tx,
       fresh.map((e) => ({
@@ -117,7 +120,7 @@ export class RunReports {
         errorMessage: e.errorMessage,
         errorDetail: e.errorDetail,
         canReprocess: toFlag(e.canReprocess),
-        marked: 0,
+        marked,
         failedRecordId: e.failedRecordId ?? null,
         created: now,
       })),

@@ -5,7 +5,7 @@ import { MAX_REPROCESS_PAGE, ReprocessRunResult, type ReprocessMap, type Reproce
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import { getAgent } from '../store/repos/agents.repo.js';
-import { giveBack, takeMarked, takenPage, takenPerMap } from '../store/repos/error-marks.repo.js';
+import { takeMarked, takenPage, takenPerMap, undoReprocessRun } from '../store/repos/error-marks.repo.js';
 import { getExecutionByRunId, insertExecutionIfNew } from '../store/repos/executions.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import type { AgentRow, Database, ExecutionRow, SolutionRow } from '../store/schema.js';
@@ -56,12 +56,31 @@ const PAGE_BYTES = 4 * 1024 * 1024;
  * are no longer reprocessable from then on, whatever the run's outcome — and the run gets its own
  * execution (`isReprocessJob`) before the Agent is asked. An Agent that does not start it (a run of
  * the Solution is in progress, it is draining, it lacks the Solution) gives the records back: they
- * stay marked, and the execution is removed.
+ * stay marked, and the execution is removed. When no answer comes (a time-out, the channel dropped)
+ * the run stays until the Agent says whether it has it (./lost-reprocess-runs.ts).
  */
 export class Reprocessing {
+  /** Runs taken in this process whose reprocessRun has not been answered yet: the lost-run check leaves them alone. */
+  readonly #sending = new Set<string>();
+
   constructor(private readonly opts: ReprocessingOptions) {}
 
+  /** Whether this process is still waiting for the Agent's answer to the run's reprocessRun. */
+  isSending(runId: string): boolean {
+    return this.#sending.has(runId);
+  }
+
   async reprocess(solution: SolutionRow, execution: ExecutionRow): Promise<ReprocessAnswer> {
+    const runId = newId();
+    this.#sending.add(runId);
+    try {
+      return await this.#reprocess(solution, execution, runId);
+    } finally {
+      this.#sending.delete(runId);
+    }
+  }
+
+  async #reprocess(solution: SolutionRow, execution: ExecutionRow, runId: string): Promise<ReprocessAnswer> {
     const { db, commands } = this.opts;
     const base = { solutionId: solution.id, historyId: execution.id };
     if (solution.isDisabled === 1) throw new FerryError('API_CONFLICT', `Solution ${solution.name} is disabled; enable it (PUT the Solution with isDisabled false) to reprocess its records.`);
@@ -70,7 +89,6 @@ export class Reprocessing {
     if (!commands.isConnected(agent.id)) {
       throw new FerryError('AGT_NOT_CONNECTED', `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`, { details: { agentId: agent.id } });
     }
-    const runId = newId();
     const org = await getOrg(db, solution.orgId);
     const maps = await db.transaction().execute(async (tx) => {
       const taken = await takeMarked(tx, execution.id, runId);
@@ -104,8 +122,21 @@ export class Reprocessing {
     try {
       answer = await this.#send(solution, agent, runId, execution.id, maps);
     } catch (err) {
-      // The Agent answered: it did not start the run. Anything else (no answer) may have started it.
-      if (isFerryError(err) && typeof err.details?.['agentErrorCode'] === 'string') await this.#undo(runId);
+      // The Agent answered: it did not start the run.
+      if (isFerryError(err) && typeof err.details?.['agentErrorCode'] === 'string') {
+        await this.#undo(runId);
+        throw err;
+      }
+      // No answer: the Agent may have started it. It says so when asked (./lost-reprocess-runs.ts).
+      if (isFerryError(err) && (err.code === 'CHN_TIMEOUT' || err.code === 'AGT_NOT_CONNECTED')) {
+        this.opts.log.warn({ solutionId: solution.id, executionId: execution.id, runId, agentId: agent.id, code: err.code }, 'reprocess run not confirmed by the agent');
+        const what = err.code === 'CHN_TIMEOUT' ? 'did not answer the reprocess command in time' : 'disconnected before answering the reprocess command';
+        throw new FerryError(
+          err.code,
+          `Agent ${agent.name} ${what}. Reprocess run ${runId} (${records} record${records === 1 ? '' : 's'}) shows as in progress until the Agent says whether it started it; it is asked when it connects and every minute. If it did not, the records are given back, still marked, and the run leaves History: reprocess them again then.`,
+          { details: { ...err.details, solutionId: solution.id, historyId: execution.id, runId }, cause: err },
+        );
+      }
       throw err;
     }
     if (!answer.started) {
@@ -137,10 +168,7 @@ export class Reprocessing {
   }
 
   async #undo(runId: string): Promise<void> {
-    await this.opts.db.transaction().execute(async (tx) => {
-      await giveBack(tx, runId);
-      await tx.deleteFrom('executions').where('runId', '=', runId).where('result', 'is', null).execute();
-    });
+    await this.opts.db.transaction().execute((tx) => undoReprocessRun(tx, runId));
   }
 
   /** Sends the run; an Agent that does not hold the Solution at the Service's version is brought up to date and asked again. */

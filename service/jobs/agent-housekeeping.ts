@@ -3,6 +3,7 @@ import type { LogArchiveFiles } from '../store/log-archives.js';
 import { deleteAgentLogs, listAgentLogsBefore } from '../store/repos/agent-logs.repo.js';
 import { deleteExpiredInstallationKeys, pruneReports } from '../store/repos/agents.repo.js';
 import type { Store } from '../store/store.js';
+import { PeriodicJob } from './periodic-job.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -22,26 +23,25 @@ export interface HousekeepingOptions {
 /** Removes what the Agent features leave behind: old dedupe rows, expired keys, stale log archives. */
 export class AgentHousekeeping {
   readonly #opts: HousekeepingOptions;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  readonly #job: PeriodicJob;
 
   constructor(opts: HousekeepingOptions) {
     this.#opts = opts;
+    this.#job = new PeriodicJob({
+      intervalMs: opts.intervalMs ?? 60 * 60 * 1000,
+      tick: () => this.run(),
+      log: opts.log.child({ component: 'housekeeping' }),
+      failed: 'agent housekeeping failed',
+    });
   }
 
   start(): void {
-    this.#timer ??= setInterval(() => {
-      this.#running ??= this.run()
-        .catch((err: unknown) => this.#opts.log.error({ err, component: 'housekeeping' }, 'agent housekeeping failed'))
-        .finally(() => (this.#running = undefined));
-    }, this.#opts.intervalMs ?? 60 * 60 * 1000);
-    this.#timer.unref();
+    this.#job.start();
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+  /** Stops the timer and waits for a pass in progress. */
+  stop(): Promise<void> {
+    return this.#job.stop();
   }
 
   async run(nowMs: number = Date.now()): Promise<void> {

@@ -5,6 +5,7 @@ import { deleteEndedExecution, deleteErrorsChunk, deleteScheduleSkipsChunk, expi
 import { deleteFailedRecordsOfRun, deleteOrphanFailedRecords } from '../store/repos/failed-records.repo.js';
 import { pruneHistoryExports } from '../store/repos/history-exports.repo.js';
 import type { Store } from '../store/store.js';
+import { PeriodicJob } from './periodic-job.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -55,28 +56,26 @@ export interface RetentionResult {
 export class HistoryRetention {
   readonly #opts: HistoryRetentionOptions;
   readonly #now: () => Date;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  readonly #job: PeriodicJob;
 
   constructor(opts: HistoryRetentionOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => new Date());
+    this.#job = new PeriodicJob({
+      intervalMs: opts.intervalMs ?? 60 * 60 * 1000,
+      tick: () => this.run(),
+      log: opts.log.child({ component: 'history-retention' }),
+      failed: 'history retention failed',
+    });
   }
 
   start(): void {
-    this.#timer ??= setInterval(() => {
-      this.#running ??= this.run()
-        .then(() => undefined)
-        .catch((err: unknown) => this.#opts.log.error({ err, component: 'history-retention' }, 'history retention failed'))
-        .finally(() => (this.#running = undefined));
-    }, this.#opts.intervalMs ?? 60 * 60 * 1000);
-    this.#timer.unref();
+    this.#job.start();
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+  /** Stops the timer and waits for a pass in progress. */
+  stop(): Promise<void> {
+    return this.#job.stop();
   }
 
   /** The start of the window at `now`: History that started before it is removed. */

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { abandonMail, claimDueMails, markMailSent, pruneMails, rescheduleMail } from '../store/repos/mail-outbox.repo.js';
 import type { MailOutboxRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
+import { PeriodicJob } from '../jobs/periodic-job.js';
 import { describeFailure, isPermanentFailure, smtpEndpoint, type Mailer } from './mailer.js';
 
 /** How the sender loop paces itself; tests shorten it. */
@@ -66,8 +67,7 @@ export class MailSender {
   readonly #timing: OutboxTiming;
   readonly #log: FastifyBaseLogger;
   readonly #claimer = randomUUID();
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  readonly #job: PeriodicJob;
   #lastPrune = 0;
   /** Whether the last pass failed to reach the server: the outage is logged once, and its end. */
   #failing = false;
@@ -76,25 +76,16 @@ export class MailSender {
     this.#opts = opts;
     this.#timing = { ...DEFAULT_OUTBOX_TIMING, ...opts.timing };
     this.#log = opts.log.child({ component: 'mail-sender' });
+    this.#job = new PeriodicJob({ intervalMs: this.#timing.pollMs, tick: () => this.pass(), log: this.#log, failed: 'mail outbox pass failed', level: 'warn' });
   }
 
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      if (this.#running) return;
-      this.#running = this.pass().catch((err: unknown) => {
-        this.#log.warn({ err }, 'mail outbox pass failed');
-      });
-      void this.#running.finally(() => (this.#running = undefined));
-    }, this.#timing.pollMs);
-    this.#timer.unref();
+    this.#job.start();
   }
 
   /** Stops the loop, waits for a pass in progress, and closes the mail connection. */
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+    await this.#job.stop();
     this.#opts.mailer.close();
   }
 

@@ -546,6 +546,8 @@ export interface ExecutionsTable {
   /** JSON array of RunMapStats (src/protocol/solutions.ts). */
   statistics: string;
   lastProgressAt: string | null;
+  /** The mark of its record errors that have none of their own (migration 023); `POST H/{id}/mark` sets it. */
+  markDefault: Generated<Flag>;
 }
 
 /** One record error of an execution. */
@@ -564,7 +566,11 @@ export interface ExecutionErrorsTable {
   errorMessage: string;
   errorDetail: string;
   canReprocess: Flag;
-  marked: Flag;
+  /**
+   * The mark set on this error alone; null follows the execution's `markDefault` (migration 023).
+   * Read through the repositories, which answer the mark in effect (ExecutionErrorRow).
+   */
+  marked: Flag | null;
   failedRecordId: string | null;
   created: string;
   /** The reprocess run that took this error (migration 019); null until one did. */
@@ -584,7 +590,11 @@ export interface ScheduleSkipsTable {
 export type ExecutionRow = Selectable<ExecutionsTable>;
 export type NewExecutionRow = Insertable<ExecutionsTable>;
 export type ExecutionUpdate = Updateable<ExecutionsTable>;
-export type ExecutionErrorRow = Selectable<ExecutionErrorsTable>;
+/**
+ * A record error as the repositories read it: `marked` is the mark in effect, its own or else the
+ * execution's default, and never on an error that can no longer be reprocessed.
+ */
+export type ExecutionErrorRow = Omit<Selectable<ExecutionErrorsTable>, 'marked'> & { marked: Flag };
 export type ScheduleSkipRow = Selectable<ScheduleSkipsTable>;
 
 /** A Solution moved away from `fromAgentId`, which has not yet confirmed an assignment list without it. */

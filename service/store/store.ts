@@ -23,6 +23,8 @@ import { mapPreviews } from './migrations/018-map-previews.js';
 import { historyMarks } from './migrations/019-history-marks.js';
 import { historyExports } from './migrations/020-history-exports.js';
 import { mailOutbox } from './migrations/022-mail-outbox.js';
+import { historyMarkDefault } from './migrations/023-history-mark-default.js';
+import { executionsInProgress } from './migrations/024-executions-in-progress.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -126,6 +128,8 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '019-history-marks': historyMarks(),
     '020-history-exports': historyExports(dialect),
     '022-mail-outbox': mailOutbox(),
+    '023-history-mark-default': historyMarkDefault(dialect),
+    '024-executions-in-progress': executionsInProgress(),
   };
 }
 

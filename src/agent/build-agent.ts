@@ -20,6 +20,7 @@ import { monitorSolutionCommand } from './commands/monitor-solution.command.js';
 import { previewQueryCommand } from './commands/preview-query.command.js';
 import { nativeQueryTestCommand } from './commands/native-query-test.command.js';
 import { reprocessRunCommand } from './commands/reprocess-run.command.js';
+import { knownRunsCommand } from './commands/known-runs.command.js';
 import { pruneFailedRecordsCommand } from './commands/prune-failed-records.command.js';
 import { serviceReprocessPages } from '../failures/pages.js';
 import { SolutionStore } from '../solutions/solution-store.js';
@@ -301,6 +302,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     previewQuery: previewQueryCommand({ work, log, host: hostOnce }),
     nativeQueryTest: nativeQueryTestCommand({ work, log, host: hostOnce }),
     reprocessRun: reprocessRunCommand({ runner }),
+    knownRuns: knownRunsCommand({ runner, outbox }),
     pruneFailedRecords: pruneFailedRecordsCommand({
       folder: path.join(paths.data, 'failures'),
       busy: () => runner.runningCount > 0 || solutionStore.openRuns().length > 0,
@@ -343,6 +345,8 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
         return handlers.nativeQueryTest(command);
       case 'reprocessRun':
         return handlers.reprocessRun(command);
+      case 'knownRuns':
+        return handlers.knownRuns(command);
       case 'pruneFailedRecords':
         return handlers.pruneFailedRecords(command);
     }

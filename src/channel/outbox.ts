@@ -16,6 +16,7 @@ export class Outbox {
   private readonly remove: Database.Statement<[string]>;
   private readonly moveDead: Database.Statement<[string, string]>;
   private readonly counter: Database.Statement<[], { n: number }>;
+  private readonly runsNamed: Database.Statement<[string], { runId: string }>;
   private readonly listeners = new Set<() => void>();
 
   constructor(file: string) {
@@ -46,6 +47,14 @@ export class Outbox {
        SELECT seq, id, body, created, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM outbox WHERE id = ?`,
     );
     this.counter = this.db.prepare('SELECT count(*) AS n FROM outbox');
+    // A damaged body (see pending) names no run, rather than failing the question.
+    this.runsNamed = this.db.prepare(
+      `SELECT DISTINCT run_id AS runId FROM (
+         SELECT CASE WHEN json_valid(body) THEN lower(json_extract(body, '$.runId')) END AS run_id FROM outbox
+         UNION ALL
+         SELECT CASE WHEN json_valid(body) THEN lower(json_extract(body, '$.runId')) END FROM outbox_dead
+       ) WHERE run_id IN (SELECT value FROM json_each(?))`,
+    );
   }
 
   /** Stores a report durably and returns it with its message ID; wakes whoever sends. */
@@ -95,6 +104,17 @@ export class Outbox {
 
   get size(): number {
     return this.counter.get()?.n ?? 0;
+  }
+
+  /**
+   * Which of `runIds` a report still here names: waiting, sent but not acknowledged, or set aside
+   * in `outbox_dead` (never delivered). One pass over each table, whatever the number of IDs.
+   */
+  runsReported(runIds: readonly string[]): Set<string> {
+    if (runIds.length === 0) return new Set();
+    const wanted = JSON.stringify(runIds.map((id) => id.toLowerCase()));
+    const rows = this.runsNamed.all(wanted);
+    return new Set(rows.map((r) => r.runId));
   }
 
   /** Calls `wake` after every enqueue; returns the unsubscribe function. */

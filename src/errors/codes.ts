@@ -86,6 +86,7 @@ export const ERROR_CODES = {
   RUN_AGENT_ENDED: { kind: 'transient', status: 503, title: 'The Agent process ended during the run' },
   RUN_MAP_FAILED: { kind: 'config', status: 422, title: 'A Map of the Solution could not run' },
   AGT_SOLUTION_NOT_HELD: { kind: 'transient', status: 409, title: 'The Agent does not hold the Solution' },
+  AGT_RUN_ABANDONED: { kind: 'transient', status: 409, title: 'The Agent already told the Service it never started this run' },
   AGT_CONFIG: { kind: 'config', status: 400, title: 'The Agent configuration is not valid' },
   AGT_NO_INSTANCE: { kind: 'config', status: 404, title: 'No Agent instance is installed here' },
   AGT_INSTANCE_AMBIGUOUS: { kind: 'config', status: 400, title: 'Several Agent instances are installed: name one' },

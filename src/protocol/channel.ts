@@ -14,7 +14,7 @@ import {
   StopSolutionCommand,
 } from './solutions.js';
 import { NativeQueryTestCommand, PreviewQueryCommand } from './previews.js';
-import { ReprocessRunCommand } from './reprocess.js';
+import { KnownRunsCommand, ReprocessRunCommand } from './reprocess.js';
 import { PruneFailedRecordsCommand } from './retention.js';
 
 /**
@@ -29,7 +29,8 @@ import { PruneFailedRecordsCommand } from './retention.js';
  *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
  *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata' |      │
  *     │           'installConnector' | 'uninstallConnector' | 'preconnect' |       │
- *     │           'previewQuery' | 'nativeQueryTest' | 'reprocessRun'} ────── │
+ *     │           'previewQuery' | 'nativeQueryTest' | 'reprocessRun' |             │
+ *     │           'knownRuns' | 'pruneFailedRecords'} ─────────────────────── │
  *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
  *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
  *
@@ -215,6 +216,7 @@ export const ServiceRequest = z.discriminatedUnion('type', [
   NativeQueryTestCommand,
   // Reprocessing marked failed records (./reprocess.ts)
   ReprocessRunCommand,
+  KnownRunsCommand,
   // History retention on the Agent (./retention.ts)
   PruneFailedRecordsCommand,
 ]);

@@ -15,6 +15,10 @@ import { z } from 'zod';
  *         [{seq, errorId, failedRecordId, source?}] ──────────────────▶ source (cloud) or the local store
  *                                     ◀── reports as any run: runStarted, runErrors, runFailedRecords,
  *                                         runProgress, runFinished (the run's ID is the execution's)
+ *     no {started} came (time-out, channel dropped): when the Agent connects, and every minute
+ *       knownRuns {runIds} ────────────────────────────────────────▶ open run? report in the outbox?
+ *                                     ◀── {known}                      the others: never started
+ *       the runs not known: errors given back (marked), execution removed
  *
  * Pages travel over HTTP, pulled by the Agent as its Map consumes them: a million records are never
  * in one message nor in memory at once.
@@ -43,6 +47,29 @@ export type ReprocessRunCommand = z.infer<typeof ReprocessRunCommand>;
 /** Reply of reprocessRun: false when a run of the Solution is in progress (then nothing was taken). */
 export const ReprocessRunResult = z.object({ started: z.boolean(), runId: Id.optional() });
 export type ReprocessRunResult = z.infer<typeof ReprocessRunResult>;
+
+/** Runs a knownRuns command asks about at most. */
+export const MAX_KNOWN_RUNS = 500;
+
+/**
+ * `knownRuns`: which of these runs the Agent has or had — a run it has open, or one whose reports
+ * are still in its outbox (sent or set aside, not yet acknowledged). The Service asks it about
+ * reprocess runs it has no answer for (the reply to reprocessRun was lost): a run the Agent knows
+ * reports its own end; one it does not know it never started, and from this answer on it never
+ * starts it (a reprocessRun for it is refused with AGT_RUN_ABANDONED), so the Service gives its
+ * records back. Added in protocol version 1 without a bump: an older Agent answers it with a
+ * validation error, and the Service then gives nothing back.
+ */
+export const KnownRunsCommand = z.object({
+  id: Id,
+  type: z.literal('knownRuns'),
+  runIds: z.array(Id).min(1).max(MAX_KNOWN_RUNS),
+});
+export type KnownRunsCommand = z.infer<typeof KnownRunsCommand>;
+
+/** Reply of knownRuns: the run IDs asked about that the Agent has or had. */
+export const KnownRunsResult = z.object({ known: z.array(Id).max(MAX_KNOWN_RUNS) });
+export type KnownRunsResult = z.infer<typeof KnownRunsResult>;
 
 /** One record to reprocess: its error, and its source fields when the Service keeps them (else the Agent's local store does). */
 export const ReprocessRecord = z.object({

@@ -11,6 +11,8 @@
  *   next start after a kill -9 ─▶ recover(): every open run ends as RUN_AGENT_ENDED
  *   reprocessRun ─▶ reprocess(): a run like the others (its own execution, ignored while one runs)
  *        whose Maps read the stored copies of failed records instead of their source (./reprocess-copies.ts)
+ *   knownRuns ─▶ knownRuns(): the runs open here or still in the outbox; the others are given up
+ *        (never started by this process: the Service gives their records back)
  *
  * Stop aborts the run's signal: the Map or entity stops between batches (a batch cut short is not
  * checkpointed), so the next run continues where this one stopped.
@@ -84,6 +86,8 @@ export class SolutionRunner {
   readonly #queue: PQueue;
   readonly #active = new Map<string, ActiveRun>();
   readonly #done = new Set<Promise<void>>();
+  /** Runs this process told the Service it does not know: it never starts them. */
+  readonly #givenUp = new Set<string>();
   #failures: FailedRecordStore | undefined;
   readonly #now: () => Date;
 
@@ -167,9 +171,30 @@ export class SolutionRunner {
     return this.#begin(solution, { runId, trigger: 'start', reprocess: [...maps] });
   }
 
+  /**
+   * Which of `runIds` this Agent has or had: a run queued or executing, one recorded open (its end
+   * not yet in the outbox), or one named by a report still in the outbox (`reported`). Every other
+   * one is given up: this process never starts it, so the Service may give its records back. The
+   * answer and the giving up happen in one synchronous step, so no start slips in between.
+   */
+  knownRuns(runIds: readonly string[], reported: ReadonlySet<string>): string[] {
+    const active = new Set([...this.#active.values()].map((r) => r.runId.toLowerCase()));
+    const open = new Set(this.opts.store.openRuns().map((r) => r.runId.toLowerCase()));
+    const known: string[] = [];
+    for (const runId of runIds) {
+      const id = runId.toLowerCase();
+      if (active.has(id) || open.has(id) || reported.has(id)) known.push(runId);
+      else this.#givenUp.add(id);
+    }
+    return known;
+  }
+
   #begin(solution: PreparedSolution, what: { runId: string; trigger: RunTrigger; mapIds?: number[]; reprocess?: ReprocessMap[] }, dueAt?: Date): StartResult {
     const { runId, trigger, mapIds } = what;
     const solutionId = solution.solutionId;
+    if (this.#givenUp.has(runId.toLowerCase())) {
+      throw new FerryError('AGT_RUN_ABANDONED', `Run ${runId} arrived after this Agent told the Service it never started it; the Service gave its records back, still marked. Reprocess them again.`, { details: { solutionId, runId } });
+    }
     const startedAt = this.#now().toISOString();
     const run: ActiveRun = { ...what, solutionId, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false };
     this.#active.set(solutionId, run);

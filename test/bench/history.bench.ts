@@ -14,8 +14,18 @@
  * table through the same driver, and the former `LIMIT 100 OFFSET n` query; the CSV export
  * (request, then the download read as a stream) with the Service's peak RSS, against the store's
  * own CSV writer (`sqlite3 -csv`, `psql \copy`) over the same errors; marking all errors
- * (`POST H/{id}/mark?mark=true`) when the route exists; and the retention removal of the
- * execution, the longest single DELETE of 5,000 errors. Prints one JSON document; times are ms.
+ * (`POST H/{id}/mark`, BENCH_MARK_ROUNDS times each way) against the read of the execution
+ * (`GET H/{id}`, which counts the reprocessable errors as a mark-all's answer does), marking
+ * errors one by one (BENCH_OWN_MARKS of them) before a mark-all clears those marks, and on
+ * PostgreSQL the mark-all again after VACUUM; and the retention removal of the execution, the
+ * longest single DELETE of 5,000 errors.
+ *
+ * The errors are written in steps: first BENCH_EXPORT_SIZES of them (default 250,000, then
+ * 500,000), each followed by the export, before the rest; on PostgreSQL each step ends with
+ * ANALYZE. The Service's kernel high-water mark of its resident set only ever rises, so, smallest
+ * first, it shows whether a larger export needs more memory; its resident set is also sampled
+ * every 50 ms during each export. Prints one JSON document; times are ms; the load average at the
+ * start and the end of each store's run.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -26,6 +36,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import pino from 'pino';
+import { sql } from 'kysely';
 import { SecretBox } from '../../service/crypto/master-key.js';
 import { HistoryRetention } from '../../service/jobs/history-retention.js';
 import { preinstalledConnectors } from '../../service/marketplace/catalogue.js';
@@ -33,13 +44,21 @@ import { deleteErrorsChunk, insertErrors, insertExecutionIfNew } from '../../ser
 import { insertFailedRecords } from '../../service/store/repos/failed-records.repo.js';
 import { openStore, type Store } from '../../service/store/store.js';
 import { ADMIN } from '../helpers/service.js';
-import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
+import { benchRequest, startServiceChild, type ServiceChild, type StoreName } from './serve-child.js';
 
 const ERRORS = Number(process.env['BENCH_ERRORS'] ?? 1_000_000);
 const PAGES = Number(process.env['BENCH_PAGES'] ?? 20);
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
+const MARK_ROUNDS = Number(process.env['BENCH_MARK_ROUNDS'] ?? 3);
+const OWN_MARKS = Number(process.env['BENCH_OWN_MARKS'] ?? 100);
+const EXPORT_SIZES = (process.env['BENCH_EXPORT_SIZES'] ?? '500000,250000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0 && n < ERRORS)
+  .sort((a, b) => a - b);
 const ROWS_PER_INSERT = 1000;
 const ROWS_PER_TX = 50_000;
+const RETENTION_CHUNK = 5000;
 
 const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0);
 const round = (ms: number): number => Math.round(ms * 100) / 100;
@@ -80,25 +99,67 @@ function streamDownload(base: string, p: string): Promise<{ status: number; byte
   });
 }
 
-/** One execution with `n` errors, each with a cloud failed record, written through the repositories. */
-async function seed(store: Store, secrets: SecretBox, orgId: number, solutionId: string, agentId: string, n: number): Promise<{ executionId: number; runId: string }> {
+const loadAverage = (): number[] => os.loadavg().map((l) => Math.round(l * 100) / 100);
+
+/**
+ * Runs `fn` while sampling the Service child's resident set every `everyMs`: answers the result,
+ * the time, the resident set just before, the highest sample, and the kernel's high-water mark
+ * before and after.
+ */
+async function withRssSamples<T>(child: ServiceChild, everyMs: number, fn: () => Promise<T>): Promise<{ result: T; ms: number; rssBeforeMiB: number; rssPeakSampledMiB: number; growthMiB: number; highWaterMiB: { before: number; after: number } }> {
+  const before = await child.rss();
+  let peak = before.rssMiB;
+  let running = true;
+  const sampler = (async () => {
+    while (running) {
+      peak = Math.max(peak, (await child.rss()).rssMiB);
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+  let run: { ms: number; result: T };
+  try {
+    run = await timed(fn);
+  } finally {
+    running = false;
+    await sampler;
+  }
+  const after = await child.rss();
+  return { ...run, rssBeforeMiB: before.rssMiB, rssPeakSampledMiB: peak, growthMiB: peak - before.rssMiB, highWaterMiB: { before: before.peakRssMiB, after: after.peakRssMiB } };
+}
+
+/** The bench's execution: ended, with `n` failed records counted, its errors not written yet. */
+interface SeededExecution {
+  readonly executionId: number;
+  readonly runId: string;
+  readonly orgId: number;
+  readonly solutionId: string;
+  readonly created: string;
+}
+
+async function createExecution(store: Store, orgId: number, solutionId: string, agentId: string, n: number): Promise<SeededExecution> {
   const runId = randomUUID();
-  const now = new Date().toISOString();
+  const created = new Date().toISOString();
   await insertExecutionIfNew(store.db, {
-    runId, solutionId, orgId, agentId, trigger: 'start', dueAt: null, start: now, stop: now, result: 'CompletedWithErrors',
+    runId, solutionId, orgId, agentId, trigger: 'start', dueAt: null, start: created, stop: created, result: 'CompletedWithErrors',
     recordsProcessed: n, recordsFailed: n, details: null, stopped: 0, isReprocessJob: 0, sourceDataLocal: 0, statistics: '[]', lastProgressAt: null,
   });
   const { id } = await store.db.selectFrom('executions').select('id').where('runId', '=', runId).executeTakeFirstOrThrow();
-  const executionId = Number(id);
-  for (let tx = 0; tx < n; tx += ROWS_PER_TX) {
+  return { executionId: Number(id), runId, orgId, solutionId, created };
+}
+
+/** Errors `from` + 1 … `to` of the execution, each with a cloud failed record, written through the repositories. */
+async function seedErrors(store: Store, secrets: SecretBox, x: SeededExecution, from: number, to: number): Promise<void> {
+  const { executionId, runId, orgId, solutionId, created } = x;
+  for (let tx = from; tx < to; tx += ROWS_PER_TX) {
     await store.bulkTransaction(async (t) => {
-      for (let i = tx; i < Math.min(n, tx + ROWS_PER_TX); i += ROWS_PER_INSERT) {
-        const count = Math.min(ROWS_PER_INSERT, n - i);
+      for (let i = tx; i < Math.min(to, tx + ROWS_PER_TX); i += ROWS_PER_INSERT) {
+        const count = Math.min(ROWS_PER_INSERT, to - i);
         const errors = Array.from({ length: count }, (_, j) => {
           const seq = i + j + 1;
           return {
             id: randomUUID(), executionId, seq, mapId: 7, mapName: 'Accounts', sourceEntity: 'account', blockId: 'b2', blockName: 'Create contact', code: 'RUN_WRITE_FAILED',
-            errorMessage: `Record ${seq} refused: duplicate value in "Email", row skipped`, errorDetail: `{"status":409,"row":${seq}}`, canReprocess: 1, marked: 0, failedRecordId: randomUUID(), created: now,
+            // As the runErrors handler writes them: no mark of their own (the execution's default).
+            errorMessage: `Record ${seq} refused: duplicate value in "Email", row skipped`, errorDetail: `{"status":409,"row":${seq}}`, canReprocess: 1, marked: null, failedRecordId: randomUUID(), created,
           };
         });
         await insertErrors(t, errors);
@@ -106,13 +167,12 @@ async function seed(store: Store, secrets: SecretBox, orgId: number, solutionId:
           t,
           errors.map((e) => ({
             id: e.failedRecordId, runId, solutionId, orgId, mapId: 7, mapName: 'Accounts', entity: 'account', blockId: 'b2', blockName: 'Create contact', code: e.code, errorMessage: e.errorMessage,
-            source: secrets.seal(JSON.stringify({ Name: `Account ${e.seq}`, Email: `user${e.seq}@example.com`, City: 'Lyon, France', Amount: e.seq * 1.5 })), created: now,
+            source: secrets.seal(JSON.stringify({ Name: `Account ${e.seq}`, Email: `user${e.seq}@example.com`, City: 'Lyon, France', Amount: e.seq * 1.5 })), created,
           })),
         );
       }
     });
   }
-  return { executionId, runId };
 }
 
 /** Median ms of `times` runs of a plain query of the errors table through the store's own driver. */
@@ -158,6 +218,7 @@ function anchorExport(store: StoreName, dataDir: string, url: string | undefined
 }
 
 async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
+  const loadAtStart = loadAverage();
   const child = await startServiceChild(store);
   const { url: base, orgId, dataDir, databaseUrl } = child.served;
   const st = await openStore({ databaseUrl, dataDir, preinstalledConnectors: preinstalledConnectors() });
@@ -174,9 +235,46 @@ async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
     check(sol.status === 201, `solution ${sol.text}`);
     const solutionId = sol.body.id;
 
-    const seeded = await timed(() => seed(st, secrets, orgId, solutionId, agentId, ERRORS));
-    const { executionId } = seeded.result;
+    const execution = await createExecution(st, orgId, solutionId, agentId, ERRORS);
+    const { executionId } = execution;
     const H = `/v1/orgs/${orgId}/solutions/${solutionId}/history/${executionId}`;
+
+    // The export: request, then the download read as a stream; the child's memory around and during it.
+    const exportOf = async (errors: number) => {
+      const run = await withRssSamples(child, 50, async () => {
+        const req = await api<{ exportId: number }>(base, 'GET', `${H}/export`);
+        check(req.status === 200, `export request ${req.text}`);
+        return streamDownload(base, `${H}/export/${req.body.exportId}`);
+      });
+      check(run.result.status === 200 && run.result.lines === errors + 1, `export lines ${run.result.lines} of ${errors}`);
+      return {
+        errors,
+        ms: Math.round(run.ms),
+        mib: round(run.result.bytes / 2 ** 20),
+        rowsPerSecond: Math.round((errors / run.ms) * 1000),
+        serviceRssMiB: { before: run.rssBeforeMiB, peakSampled: run.rssPeakSampledMiB, growth: run.growthMiB },
+        servicePeakRssMiB: run.highWaterMiB,
+      };
+    };
+
+    // The errors written in steps, smallest size first, the export at each of EXPORT_SIZES: were the
+    // export's memory to grow with the execution, the high-water mark would rise at each step.
+    let seedMs = 0;
+    let seededErrors = 0;
+    const seedTo = async (size: number): Promise<void> => {
+      seedMs += (await timed(() => seedErrors(st, secrets, execution, seededErrors, size))).ms;
+      seededErrors = size;
+      // The statistics autovacuum gathers within a minute or so of such a write. On the bench's
+      // fresh database the tables were never analyzed: PostgreSQL then expects a handful of rows
+      // per execution and reads a page of errors by bitmap scan and sort of every error after it.
+      if (store === 'postgres') await sql`analyze execution_errors, failed_records`.execute(st.db);
+    };
+    const exportsBySize: Array<Awaited<ReturnType<typeof exportOf>>> = [];
+    for (const size of EXPORT_SIZES) {
+      await seedTo(size);
+      exportsBySize.push(await exportOf(size));
+    }
+    await seedTo(ERRORS);
 
     // Pages at offsets through the API; the anchors through the driver, in the same run.
     const offsets = [0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)];
@@ -198,26 +296,54 @@ async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
       if (i >= 2) cheapest.push(ms);
     }
 
-    // The export: request, then the download read as a stream; the child's peak RSS around it.
-    const rssBefore = await child.rss();
-    const exportRun = await timed(async () => {
-      const req = await api<{ exportId: number }>(base, 'GET', `${H}/export`);
-      check(req.status === 200, `export request ${req.text}`);
-      return streamDownload(base, `${H}/export/${req.body.exportId}`);
-    });
-    const rssAfter = await child.rss();
-    check(exportRun.result.status === 200 && exportRun.result.lines === ERRORS + 1, `export lines ${exportRun.result.lines}`);
+    const exportRun = await exportOf(ERRORS);
+    exportsBySize.push(exportRun);
     const anchor = anchorExport(store, dataDir, databaseUrl, executionId);
 
-    // Marking every error, when the route exists (one UPDATE).
-    const mark = await timed(() => api(base, 'POST', `${H}/mark?mark=true`));
-    const markAll = mark.result.status === 404 && !mark.result.text.includes('Execution') ? null : { status: mark.result.status, ms: Math.round(mark.ms) };
+    // Marking every error, each way, MARK_ROUNDS times; then OWN_MARKS errors one by one (each its
+    // own mark), which the next mark-all clears.
+    const markAllOnce = async (mark: boolean) => {
+      const { ms, result } = await timed(() => api<{ changed: number; reprocessRecordsRemaining: number }>(base, 'POST', `${H}/mark?mark=${mark}`));
+      check(result.status === 200 && result.body.reprocessRecordsRemaining === ERRORS, `mark all ${result.text}`);
+      return { ms: round(ms), changed: result.body.changed };
+    };
+    // Against the read of the execution (GET H/{id}), which counts its reprocessable errors as a
+    // mark-all's answer does (reprocessRecordsRemaining).
+    const markAllRounds = async (first: boolean) => {
+      const read: number[] = [];
+      for (let i = 0; i < 5; i++) read.push((await timed(() => api(base, 'GET', H))).ms);
+      const rounds: Array<{ mark: boolean; ms: number; changed: number }> = [];
+      for (let i = 0; i < MARK_ROUNDS; i++) {
+        for (const mark of [first, !first]) rounds.push({ mark, ...(await markAllOnce(mark)) });
+      }
+      check(rounds.every((r) => r.changed === ERRORS), 'every mark-all changed every error');
+      const ms = (mark: boolean): number[] => rounds.filter((r) => r.mark === mark).map((r) => r.ms);
+      return { markMs: ms(true), unmarkMs: ms(false), executionReadMedianMs: median(read) };
+    };
+    const markRounds = await markAllRounds(true);
+    const ownPage = await api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${Math.floor(ERRORS / 3)}&limit=${OWN_MARKS}`);
+    const markOne: number[] = [];
+    for (const e of ownPage.body) {
+      const { ms, result } = await timed(() => api<{ marked: boolean }>(base, 'POST', `${H}/errors/${e.id}/mark?mark=true`));
+      check(result.status === 200 && result.body.marked, `mark one ${result.text}`);
+      markOne.push(ms);
+    }
+    const afterOwn = await markAllOnce(true);
+    check(afterOwn.changed === ERRORS - OWN_MARKS, `mark all after ${OWN_MARKS} own marks changed ${afterOwn.changed}`);
+    // PostgreSQL counts by an index-only scan once VACUUM has set the visibility map (autovacuum
+    // does after enough inserts); before, by reading the table.
+    let afterVacuum: Awaited<ReturnType<typeof markAllRounds>> | undefined;
+    if (store === 'postgres') {
+      await sql`vacuum execution_errors`.execute(st.db);
+      // Every error is marked now (afterOwn): unmark first.
+      afterVacuum = await markAllRounds(false);
+    }
 
     // Retention: the errors 5,000 per DELETE (the longest one is how long the store is held), then the rest of the pass.
     const chunks: number[] = [];
     const removal = await timed(async () => {
       for (let i = 0; i < 10; i++) {
-        const { ms } = await timed(() => deleteErrorsChunk(st.db, executionId, 5000));
+        const { ms } = await timed(() => deleteErrorsChunk(st.db, executionId, RETENTION_CHUNK));
         chunks.push(ms);
       }
       return new HistoryRetention({ store: st, log: pino({ level: 'silent' }), retentionDays: 1 }).run(new Date(Date.now() + 2 * 86_400_000));
@@ -227,25 +353,30 @@ async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
     return {
       store,
       errors: ERRORS,
-      seedMs: Math.round(seeded.ms),
+      seedMs: Math.round(seedMs),
       pages,
       anchors: { selectFirst100Ms: anchorFirst, formerOffsetQueryAtDeepestMs: formerDeep, cheapestAuthenticatedGetMs: median(cheapest) },
       pageRatioToCheapestGet: Object.fromEntries(Object.entries(pages).map(([k, v]) => [k, ratio((v as { medianMs: number }).medianMs, median(cheapest))])),
       export: {
-        ms: Math.round(exportRun.ms),
-        mib: round(exportRun.result.bytes / 2 ** 20),
-        rowsPerSecond: Math.round((ERRORS / exportRun.ms) * 1000),
-        servicePeakRssMiB: { before: rssBefore.peakRssMiB, after: rssAfter.peakRssMiB },
+        ...exportRun,
         anchor: { tool: store === 'sqlite' ? 'sqlite3 -csv' : 'psql \\copy', ms: anchor.ms, mib: round(anchor.bytes / 2 ** 20) },
         ratioToAnchor: ratio(exportRun.ms, anchor.ms),
       },
-      markAll,
+      exportsBySize,
+      markAll: {
+        ...markRounds,
+        changedEach: ERRORS,
+        markOneMedianMs: median(markOne),
+        markAllAfterOwnMarks: { ownMarks: OWN_MARKS, ...afterOwn },
+        ...(afterVacuum ? { afterVacuum } : {}),
+      },
       retention: {
         ms: Math.round(removal.ms),
         longestDeleteOf5000ErrorsMs: round(Math.max(...chunks)),
         medianDeleteOf5000ErrorsMs: median(chunks),
         removed: removal.result,
       },
+      loadAverage: { start: loadAtStart, end: loadAverage() },
     };
   } finally {
     await st.close();

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type RawBuilder } from 'kysely';
 import type { Db } from '../sql.js';
-import type { ExecutionErrorRow, ExecutionErrorsTable, ExecutionRow, ExecutionUpdate, NewExecutionRow, ScheduleSkipRow, ScheduleSkipsTable } from '../schema.js';
+import type { ExecutionErrorRow, ExecutionErrorsTable, ExecutionRow, ExecutionUpdate, Flag, NewExecutionRow, ScheduleSkipRow, ScheduleSkipsTable } from '../schema.js';
 
 /** The columns the History list sorts by. */
 export type ExecutionSortColumn = 'start' | 'result' | 'recordsProcessed' | 'recordsFailed';
@@ -124,22 +124,35 @@ export async function listErrors(db: Db, executionId: number, page: { limit: num
   return { rows: await errorsAfter(db, executionId, page.offset, page.limit), total };
 }
 
+/**
+ * The mark in effect of an error of the execution (migration 023): its own, else the execution's
+ * default, and never on one that can no longer be reprocessed. The default is read once per
+ * statement (an uncorrelated subquery), not once per row.
+ */
+const markInEffect = (executionId: number) =>
+  sql<Flag>`case when ${sql.ref('e.canReprocess')} = 1 and coalesce(${sql.ref('e.marked')}, (select mark_default from executions where id = ${executionId})) = 1 then 1 else 0 end`;
+
+/** The execution's errors as read (ExecutionErrorRow): every column, `marked` the mark in effect. */
+function selectErrors(db: Db, executionId: number) {
+  return db
+    .selectFrom('executionErrors as e')
+    .select([
+      'e.id', 'e.executionId', 'e.seq', 'e.mapId', 'e.mapName', 'e.sourceEntity', 'e.blockId', 'e.blockName', 'e.code',
+      'e.errorMessage', 'e.errorDetail', 'e.canReprocess', 'e.failedRecordId', 'e.created', 'e.reprocessRunId',
+      markInEffect(executionId).as('marked'),
+    ])
+    .where('e.executionId', '=', executionId);
+}
+
 /** Up to `limit` errors of the execution whose `seq` is above `afterSeq`, in order: keyset paging. */
 export async function errorsAfter(db: Db, executionId: number, afterSeq: number, limit: number): Promise<ExecutionErrorRow[]> {
-  const rows = await db
-    .selectFrom('executionErrors')
-    .selectAll()
-    .where('executionId', '=', executionId)
-    .where('seq', '>', afterSeq)
-    .orderBy('seq')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => ({ ...r, executionId: Number(r.executionId), seq: Number(r.seq) }));
+  const rows = await selectErrors(db, executionId).where('e.seq', '>', afterSeq).orderBy('e.seq').limit(limit).execute();
+  return rows.map((r) => ({ ...r, executionId: Number(r.executionId), seq: Number(r.seq), marked: Number(r.marked) }));
 }
 
 export async function getError(db: Db, executionId: number, id: string): Promise<ExecutionErrorRow | undefined> {
-  const row = await db.selectFrom('executionErrors').selectAll().where('executionId', '=', executionId).where('id', '=', id.toLowerCase()).executeTakeFirst();
-  return row && { ...row, executionId: Number(row.executionId), seq: Number(row.seq) };
+  const row = await selectErrors(db, executionId).where('e.id', '=', id.toLowerCase()).executeTakeFirst();
+  return row && { ...row, executionId: Number(row.executionId), seq: Number(row.seq), marked: Number(row.marked) };
 }
 
 /** Records a skipped due time unless it is recorded already; answers whether it was new. */
@@ -227,4 +240,28 @@ export async function deleteScheduleSkipsChunk(db: Db, before: string, chunk: nu
   const q = db.deleteFrom('scheduleSkips');
   const res = await (edge ? q.where('dueAt', '<=', edge.dueAt) : q.where('dueAt', '<', before)).executeTakeFirst();
   return Number(res.numDeletedRows);
+}
+
+/** A reprocess run sent to an Agent that has not ended. */
+export interface UnendedReprocessRun {
+  readonly runId: string;
+  readonly solutionId: string;
+  readonly start: string;
+}
+
+/**
+ * Up to `limit` of the Agent's reprocess runs that have no result and started before
+ * `startedBefore`, oldest first, over the partial index of runs in progress (migration 024).
+ */
+export async function unendedReprocessRuns(db: Db, agentId: string, startedBefore: string, limit: number): Promise<UnendedReprocessRun[]> {
+  return db
+    .selectFrom('executions')
+    .select(['runId', 'solutionId', 'start'])
+    .where('agentId', '=', agentId)
+    .where('result', 'is', null)
+    .where('start', '<', startedBefore)
+    .where('isReprocessJob', '=', 1)
+    .orderBy('start')
+    .limit(limit)
+    .execute();
 }
