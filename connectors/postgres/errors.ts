@@ -20,6 +20,16 @@ export function recordErrorCode(state: string | undefined): RecordErrorCode | un
   return undefined;
 }
 
+/**
+ * A refused record's error text: the server's message and its detail, except a detail that lists
+ * the row's values ("Failing row contains (…)", of NOT NULL and CHECK violations): every column of
+ * the row, defaults included, and a record's values (a password, a card number) do not belong in an
+ * error message. A key's detail ("Key (id)=(5) already exists.") stays: it says which key.
+ */
+export function recordMessage(message: string | undefined, detail: string | null | undefined): string {
+  return [message, detail && !detail.startsWith('Failing row contains') ? detail : undefined].filter(Boolean).join(' ');
+}
+
 const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
 
 /** A whole-call failure as the ConnectorError the host maps. */

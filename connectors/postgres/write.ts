@@ -21,7 +21,7 @@ import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.
 import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
 import { binaryWriter, encodeBinary } from './binary-copy.js';
 import { checkout } from './cursor.js';
-import { callError, recordErrorCode, sqlState } from './errors.js';
+import { callError, recordErrorCode, recordMessage, sqlState } from './errors.js';
 import { textConverter, type ToText } from './types.js';
 
 /**
@@ -314,7 +314,7 @@ END $ferry$`);
         const i = g.indices[Number(e.ord) - 1];
         if (i === undefined) continue;
         const field = e.col ? (table.columns.find((c) => c.name === e.col)?.fullName ?? e.col) : undefined;
-        results[i] = failed(recordErrorCode(e.state) ?? 'DatastoreError', [e.message, e.detail].filter(Boolean).join(' '), { nativeCode: e.state, ...(field ? { field } : {}) });
+        results[i] = failed(recordErrorCode(e.state) ?? 'DatastoreError', recordMessage(e.message, e.detail), { nativeCode: e.state, ...(field ? { field } : {}) });
       }
     } catch (err) {
       await client.query(inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_rows' : 'ROLLBACK').catch(() => undefined);
@@ -636,7 +636,7 @@ async function bisect<T>(
     if (items.length === 1) {
       const e = err as { message?: string; detail?: string; column?: string };
       const field = e.column ? (table.columns.find((c) => c.name === e.column)?.fullName ?? e.column) : undefined;
-      results[index(items[0] as T)] = failed(code, [e.message, e.detail].filter(Boolean).join(' '), { ...(state ? { nativeCode: state } : {}), ...(field ? { field } : {}) });
+      results[index(items[0] as T)] = failed(code, recordMessage(e.message, e.detail), { ...(state ? { nativeCode: state } : {}), ...(field ? { field } : {}) });
       return;
     }
     const mid = items.length >> 1;

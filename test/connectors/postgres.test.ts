@@ -388,6 +388,12 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
       expect(second[6]).toMatchObject({ ok: false, error: { message: expect.stringMatching(/no sevens: 7/) } });
       const count = await withClient(db.url, (c) => c.query<{ n: string }>('SELECT count(*) AS n FROM kids WHERE id >= 5000'));
       expect(Number(count.rows[0]?.n)).toBe(85);
+
+      // A small batch is halved instead: the same words, a key's detail kept, the row's values never.
+      const few = await other.write('Create', 'kids', [{ id: 6000, code: 'f0', parent: 1, n: -1, note: 'secret' }, { id: 5, code: 'f1', parent: 1, n: 1, note: null }, { id: 6002, code: 'f2', parent: 1, n: 2, note: null }], {});
+      expect(few[0]).toMatchObject({ ok: false, error: { message: 'new row for relation "kids" violates check constraint "kids_n_check"', nativeCode: '23514' } });
+      expect(few[1]).toMatchObject({ ok: false, error: { message: expect.stringMatching(/^duplicate key value violates unique constraint "kids_pkey" Key \(id\)=\(5\) already exists\.$/) } });
+      expect(few[2]).toMatchObject({ ok: true });
     } finally {
       await other.close();
     }
