@@ -110,6 +110,8 @@ export class PgWriter {
   private readonly stages = new WeakMap<PoolClient, Set<string>>();
   /** Per table oid: batches left before an Upsert tries COPY into the table again, and the current back-off. */
   private readonly copyBackoff = new Map<number, { skip: number; backoff: number }>();
+  /** Per table oid: large Create batches left that go straight to the stage (rowByRow), and the current back-off. */
+  private readonly createBackoff = new Map<number, { skip: number; backoff: number }>();
 
   /** Whether this session made sure the checkpoint table exists. */
   private checkpointTable = false;
@@ -224,19 +226,30 @@ export class PgWriter {
       return undefined;
     };
     const all = g.indices.map((_, k) => k);
-    try {
-      await run(all);
-      for (const i of g.indices) results[i] = OK_ONE;
-      return;
-    } catch (err) {
-      // Many records may fail in a batch this large: one pass over it on the server beats halving it.
-      if (!recordErrorCode(sqlState(err)) || all.length < ROW_BY_ROW_MIN) {
-        await bisect(all, run, (k) => g.indices[k] as number, results, table);
+    const large = all.length >= ROW_BY_ROW_MIN;
+    // After a batch with refused records the next ones go to the stage at once (for twice as many
+    // batches each time, at most COPY_BACKOFF_MAX), so a load where every batch has some does not
+    // encode and send each batch twice; a staged batch with none refused ends the back-off.
+    const state = this.createBackoff.get(table.oid) ?? { skip: 0, backoff: 0 };
+    this.createBackoff.set(table.oid, state);
+    if (large && state.skip > 0) state.skip--;
+    else {
+      try {
+        await run(all);
+        for (const i of g.indices) results[i] = OK_ONE;
         return;
+      } catch (err) {
+        // Many records may fail in a batch this large: one pass over it on the server beats halving it.
+        if (!recordErrorCode(sqlState(err)) || !large) {
+          await bisect(all, run, (k) => g.indices[k] as number, results, table);
+          return;
+        }
       }
     }
     try {
-      await this.rowByRow(client, table, g, batch, results, savepoints);
+      const refused = await this.rowByRow(client, table, g, batch, results, savepoints);
+      state.backoff = refused === 0 ? 0 : Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
+      state.skip = state.backoff;
     } catch (err) {
       if (sqlState(err) === undefined) throw err;
       await bisect(all, run, (k) => g.indices[k] as number, results, table);
@@ -257,7 +270,7 @@ export class PgWriter {
    * COPY that fails (a value the column type itself refuses) throws, and the caller halves the
    * batch instead.
    */
-  private async rowByRow(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], inTransaction: boolean): Promise<void> {
+  private async rowByRow(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], inTransaction: boolean): Promise<number> {
     const n = ++this.rowStages;
     const stage = quoteIdent(`ferry_rows_${n}`);
     const errors = quoteIdent(`ferry_row_errors_${n}`);
@@ -316,6 +329,7 @@ END $ferry$`);
         const field = e.col ? (table.columns.find((c) => c.name === e.col)?.fullName ?? e.col) : undefined;
         results[i] = failed(recordErrorCode(e.state) ?? 'DatastoreError', recordMessage(e.message, e.detail), { nativeCode: e.state, ...(field ? { field } : {}) });
       }
+      return refused.length;
     } catch (err) {
       await client.query(inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_rows' : 'ROLLBACK').catch(() => undefined);
       if (inTransaction) await client.query('RELEASE SAVEPOINT ferry_rows').catch(() => undefined);

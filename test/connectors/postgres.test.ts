@@ -339,6 +339,24 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     }
   });
 
+  it('keeps every batch exact while a load alternates between batches with refused records and clean ones', async () => {
+    await withClient(db.url, (c) => c.query('CREATE TABLE alternating (id integer PRIMARY KEY, n integer CHECK (n <> 13))'));
+    const other = await host.open({ connectorId: 'PostgreSQL', connectionId: 'pg-alternating', properties: { connectionString: db.url } });
+    try {
+      // Batches after one with refused records go to the stage at once; a clean one there ends that.
+      const plan = [true, true, false, false, true, false, false, false];
+      for (const [b, bad] of plan.entries()) {
+        const records: ConnectorRecord[] = Array.from({ length: 100 }, (_, i) => ({ id: b * 100 + i, n: bad && i % 25 === 0 ? 13 : 100 + i }));
+        const results = await other.write('Create', 'alternating', records, {});
+        expect(results.flatMap((r, i) => (r.ok ? [] : [i]))).toEqual(bad ? [0, 25, 50, 75] : []);
+      }
+      const n = await withClient(db.url, (c) => c.query<{ n: string }>('SELECT count(*) AS n FROM alternating'));
+      expect(Number(n.rows[0]?.n)).toBe(800 - 3 * 4);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('refuses, in a large Create batch, exactly the records the server refuses: keys held by the table or an earlier record, missing parents, and what only a trigger refuses', async () => {
     await withClient(db.url, (c) =>
       c.query(`
