@@ -144,9 +144,21 @@ function selectErrors(db: Db, executionId: number) {
     .where('e.executionId', '=', executionId);
 }
 
-/** Up to `limit` errors of the execution whose `seq` is above `afterSeq`, in order: keyset paging. */
+/**
+ * Up to `limit` errors of the execution whose `seq` is above `afterSeq`, in order: keyset paging.
+ * The numbers are dense, so the page is first read as the range (afterSeq, afterSeq + limit]: a
+ * read of `limit` rows whatever plan the database picks. Without it, PostgreSQL working from no or
+ * stale statistics (a table filled minutes ago) took every error after `afterSeq` and sorted them
+ * for each page, so that an export of a million errors read the table once per page. A short range
+ * (the last page, or a gap) is read again without the bound.
+ */
 export async function errorsAfter(db: Db, executionId: number, afterSeq: number, limit: number): Promise<ExecutionErrorRow[]> {
-  const rows = await selectErrors(db, executionId).where('e.seq', '>', afterSeq).orderBy('e.seq').limit(limit).execute();
+  const page = (bounded: boolean) => {
+    const q = selectErrors(db, executionId).where('e.seq', '>', afterSeq);
+    return (bounded ? q.where('e.seq', '<=', afterSeq + limit) : q).orderBy('e.seq').limit(limit).execute();
+  };
+  let rows = await page(true);
+  if (rows.length < limit) rows = await page(false);
   return rows.map((r) => ({ ...r, executionId: Number(r.executionId), seq: Number(r.seq), marked: Number(r.marked) }));
 }
 
