@@ -156,10 +156,11 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       },
     });
     const maps = new SolutionMaps({ db: store.db });
-    const history = new History({ db: store.db, secrets, commands, assignments, log });
+    const history = new History({ db: store.db, bulkTransaction: (work) => store.bulkTransaction(work), secrets, commands, assignments, log });
     // Reprocess runs whose Agent never answered: asked about at each connect and on a timer.
     const lostReprocessRuns = new LostReprocessRuns({
       db: store.db,
+      bulkTransaction: (work) => store.bulkTransaction(work),
       log,
       channel: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
       sending: (runId) => history.isReprocessSending(runId),
@@ -188,7 +189,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       assignments,
     });
     // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
-    const runReports = new RunReports({ log, onExecutionFinished: notifications.executionFinished });
+    const runReports = new RunReports({ log, dialect: store.dialect, onExecutionFinished: notifications.executionFinished });
     const reports = new ReportHandlers()
       .on('connectorInstall', applyInstallReport)
       .on('runStarted', runReports.runStarted)

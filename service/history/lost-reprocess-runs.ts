@@ -5,6 +5,7 @@ import { PeriodicJob } from '../jobs/periodic-job.js';
 import { undoReprocessRun } from '../store/repos/error-marks.repo.js';
 import { unendedReprocessRuns } from '../store/repos/executions.repo.js';
 import type { Database } from '../store/schema.js';
+import type { Store } from '../store/store.js';
 
 /** The channel to the Agents, as the check needs it (passed in by build-service.ts). */
 export interface LostRunsChannel {
@@ -15,6 +16,8 @@ export interface LostRunsChannel {
 
 export interface LostReprocessRunsOptions {
   readonly db: Kysely<Database>;
+  /** The transaction that gives a run's errors back, a write of every one of them (Reprocessing's). */
+  readonly bulkTransaction: Store['bulkTransaction'];
   readonly channel: LostRunsChannel;
   readonly log: FastifyBaseLogger;
   /** Whether this process still waits for the Agent's answer to the run's reprocessRun (Reprocessing.isSending). */
@@ -99,7 +102,7 @@ export class LostReprocessRuns {
     let undone = 0;
     for (const run of runs) {
       if (known.has(run.runId.toLowerCase())) continue;
-      const records = await db.transaction().execute((tx) => undoReprocessRun(tx, run.runId));
+      const records = await this.#opts.bulkTransaction((tx) => undoReprocessRun(tx, run.runId));
       if (records === undefined) continue;
       undone += 1;
       this.#log.warn({ agentId, solutionId: run.solutionId, runId: run.runId, start: run.start, records }, 'reprocess run never started by its agent: records given back, still marked');

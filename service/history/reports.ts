@@ -5,6 +5,7 @@ import { existingErrorIds, getExecutionByRunId, insertErrors, insertExecutionIfN
 import { getOrg } from '../store/repos/orgs.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import { recordUsage, type ServiceType } from '../store/repos/subscriptions.repo.js';
+import type { StoreDialect } from '../store/dialect.js';
 import type { AgentRow, ExecutionRow, SolutionRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { toFlag } from '../util/values.js';
@@ -28,7 +29,7 @@ import { isoOr } from './query.js';
  * is acknowledged and dropped: failing it would only block the Agent's outbox.
  */
 export class RunReports {
-  constructor(private readonly opts: { readonly log: FastifyBaseLogger; readonly onExecutionFinished?: ExecutionFinishedHook | undefined }) {}
+  constructor(private readonly opts: { readonly log: FastifyBaseLogger; readonly dialect: StoreDialect; readonly onExecutionFinished?: ExecutionFinishedHook | undefined }) {}
 
   /** The Solution a report is about, when it exists in the reporting Agent's Organization. */
   private async solution(tx: Db, agent: AgentRow, solutionId: string, kind: string): Promise<SolutionRow | undefined> {
@@ -94,7 +95,7 @@ export class RunReports {
     const solution = await this.solution(tx, agent, r.solutionId, r.kind);
     if (!solution) return;
     const execution = await this.ensureExecution(tx, agent, solution, { runId: r.runId, trigger: 'start', dueAt: null, start: now });
-    const stored = await existingErrorIds(tx, r.errors.map((e) => e.id.toLowerCase()));
+    const stored = await existingErrorIds(tx, r.errors.map((e) => e.id.toLowerCase()), this.opts.dialect);
     const fresh = r.errors.filter((e) => {
       const id = e.id.toLowerCase();
       if (stored.has(id)) return false;
@@ -124,6 +125,7 @@ export class RunReports {
         failedRecordId: e.failedRecordId ?? null,
         created: now,
       })),
+      this.opts.dialect,
     );
   };
 

@@ -9,6 +9,7 @@ import { takeMarked, takenPage, takenPerMap, undoReprocessRun } from '../store/r
 import { getExecutionByRunId, insertExecutionIfNew } from '../store/repos/executions.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import type { AgentRow, Database, ExecutionRow, SolutionRow } from '../store/schema.js';
+import type { Store } from '../store/store.js';
 import { newId } from '../util/values.js';
 
 /** The answer of a reprocess call. */
@@ -41,6 +42,11 @@ export interface ReprocessAssignments {
 
 export interface ReprocessingOptions {
   readonly db: Kysely<Database>;
+  /**
+   * The transaction that takes (or gives back) the marked errors, a write of every one of them: on
+   * SQLite a million take seconds, which would hold up every other request on the event loop.
+   */
+  readonly bulkTransaction: Store['bulkTransaction'];
   readonly secrets: SecretBox;
   readonly commands: ReprocessCommands;
   readonly assignments: ReprocessAssignments;
@@ -90,7 +96,7 @@ export class Reprocessing {
       throw new FerryError('AGT_NOT_CONNECTED', `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`, { details: { agentId: agent.id } });
     }
     const org = await getOrg(db, solution.orgId);
-    const maps = await db.transaction().execute(async (tx) => {
+    const maps = await this.opts.bulkTransaction(async (tx) => {
       const taken = await takeMarked(tx, execution.id, runId);
       if (taken === 0) return [];
       await insertExecutionIfNew(tx, {
@@ -168,7 +174,7 @@ export class Reprocessing {
   }
 
   async #undo(runId: string): Promise<void> {
-    await this.opts.db.transaction().execute((tx) => undoReprocessRun(tx, runId));
+    await this.opts.bulkTransaction((tx) => undoReprocessRun(tx, runId));
   }
 
   /** Sends the run; an Agent that does not hold the Solution at the Service's version is brought up to date and asked again. */

@@ -223,6 +223,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     host: hostOnce,
     work,
     report: (body) => void outbox.enqueue(body),
+    reportAll: (bodies) => void outbox.enqueueAll(bodies),
     log: logger.log.child({ component: 'solutions' }),
     dataDir: paths.data,
     concurrency: config.runConcurrency,

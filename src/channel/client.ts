@@ -16,7 +16,7 @@ import {
   type ServiceRequest,
 } from '../protocol/channel.js';
 import { Backoff, sleep } from './backoff.js';
-import type { Outbox } from './outbox.js';
+import type { Outbox, OutboxMessage } from './outbox.js';
 
 /**
  * The Agent's one WebSocket to the Service (see the diagram in src/protocol/channel.ts):
@@ -142,19 +142,24 @@ export class ChannelClient {
 
   /** Sends a request and resolves with its reply; rejects with CHN_TIMEOUT or CHN_DISCONNECTED. */
   request(message: AgentRequest, timeoutMs = this.opts.requestTimeoutMs): Promise<Reply> {
+    return this.requestText(message.id, message.type, JSON.stringify(message), timeoutMs);
+  }
+
+  /** {@link request} of a message already serialized (`text`, whose ID is `id`). */
+  private requestText(id: string, type: string, text: string, timeoutMs = this.opts.requestTimeoutMs): Promise<Reply> {
     const s = this.session;
     if (!s?.open) return Promise.reject(new FerryError('CHN_DISCONNECTED', 'The channel is not connected.'));
     return new Promise<Reply>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.pending.delete(message.id);
-        reject(new FerryError('CHN_TIMEOUT', `No reply to ${message.type} within ${timeoutMs} ms.`, { details: { type: message.type } }));
+        this.pending.delete(id);
+        reject(new FerryError('CHN_TIMEOUT', `No reply to ${type} within ${timeoutMs} ms.`, { details: { type } }));
       }, timeoutMs);
-      this.pending.set(message.id, { resolve, reject, timer });
+      this.pending.set(id, { resolve, reject, timer });
       try {
-        this.send(s, message);
+        this.sendText(s, text);
       } catch (err) {
         clearTimeout(timer);
-        this.pending.delete(message.id);
+        this.pending.delete(id);
         reject(isFerryError(err) ? err : new FerryError('CHN_DISCONNECTED', 'The channel closed while sending.', { cause: err }));
       }
     });
@@ -339,7 +344,10 @@ export class ChannelClient {
   // ── outgoing ───────────────────────────────────────────────────────────────
 
   private send(s: Session, message: object): void {
-    const text = JSON.stringify(message);
+    this.sendText(s, JSON.stringify(message));
+  }
+
+  private sendText(s: Session, text: string): void {
     if (Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
       throw new FerryError('CHN_TOO_LARGE', `A ${Buffer.byteLength(text)}-byte message exceeds the channel's limit.`);
     }
@@ -375,13 +383,16 @@ export class ChannelClient {
     this.trySend(s, { type: 'ping', at: new Date().toISOString() });
   }
 
-  /** Sends outbox rows one at a time, oldest first, so the Service sees reports in the order they happened. */
+  /**
+   * Sends outbox rows one at a time, oldest first, so the Service sees reports in the order they
+   * happened. A row goes as the text the outbox stored, not parsed and serialized again.
+   */
   private async pump(s: Session): Promise<void> {
     const outbox = this.opts.outbox;
     while (s.open && this.ready) {
-      let next: ReturnType<typeof outbox.pending>[number] | undefined;
+      let next: OutboxMessage | undefined;
       try {
-        [next] = outbox.pending(0, 1);
+        next = outbox.next();
       } catch (err) {
         // The outbox file cannot be read now (disk full, locked): keep the Agent up and try again.
         this.log.error({ err }, 'the outbox could not be read');
@@ -393,17 +404,23 @@ export class ChannelClient {
         continue;
       }
       try {
-        const reply = await this.request(next.report);
+        const reply = await this.requestText(next.id, 'report', next.text);
         if (reply.ok) {
-          outbox.acknowledge(next.report.id);
+          outbox.acknowledge(next.id);
         } else if (reply.error.kind === 'config') {
-          this.log.error({ reportId: next.report.id, kind: next.report.report.kind, code: reply.error.code }, 'the Service refused a report; kept in outbox_dead');
-          outbox.reject(next.report.id, JSON.stringify(reply.error));
+          this.log.error({ reportId: next.id, code: reply.error.code }, 'the Service refused a report; kept in outbox_dead');
+          outbox.reject(next.id, JSON.stringify(reply.error));
         } else {
-          this.log.warn({ reportId: next.report.id, code: reply.error.code }, 'report not accepted yet; retrying');
+          this.log.warn({ reportId: next.id, code: reply.error.code }, 'report not accepted yet; retrying');
           await sleep(this.opts.backoffBaseMs);
         }
       } catch (err) {
+        if (isFerryError(err) && err.code === 'CHN_TOO_LARGE') {
+          // It never fits a message: sent again and again it would hold back every later report.
+          this.log.error({ reportId: next.id, code: err.code }, 'a report exceeds the channel message limit; kept in outbox_dead');
+          outbox.reject(next.id, JSON.stringify(toChannelError(err)));
+          continue;
+        }
         // Timed out or disconnected: the row stays and goes again, on this socket or the next.
         this.log.debug({ code: isFerryError(err) ? err.code : undefined }, 'report not acknowledged');
         if (s.open) await sleep(this.opts.backoffBaseMs);

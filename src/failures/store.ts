@@ -120,7 +120,8 @@ export class FailedRecordStore implements FailedRecordSink {
   capture(rec: FailedRecordInput): Promise<string> {
     // Time-ordered: a run failing many records appends to the primary-key index instead of splitting its pages at random.
     const id = uuidV7();
-    const params: InsertParams = [id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), this.now().toISOString()];
+    // created_at is set when the group commits (flush): one clock reading for the captures of a turn.
+    const params: InsertParams = [id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, rec.errorDetail ?? JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), ''];
     return new Promise<string>((resolve, reject) => {
       if (this.#pending.length === 0) queueMicrotask(() => this.flush());
       this.#pending.push({ params, resolve, reject });
@@ -133,6 +134,8 @@ export class FailedRecordStore implements FailedRecordSink {
     if (group.length === 0) return;
     this.#pending = [];
     try {
+      const at = this.now().toISOString();
+      for (const p of group) p.params[11] = at;
       this.insertAll(group);
     } catch (err) {
       for (const p of group) p.reject(err);

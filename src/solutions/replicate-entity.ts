@@ -17,7 +17,7 @@
  * checkpoints — in the target itself, saved in the same transaction as the batch, so that a crash
  * can never leave a batch written without its checkpoint (which a re-read would write twice).
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
 import { readAhead } from '../connectors/read-ahead.js';
@@ -25,6 +25,7 @@ import type { Checkpoint, ConnectorRecord, EntityMetadata, Filter, RecordBatch, 
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { later, MarkTracker, recordIdentity, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
 import type { RunRecordError } from '../protocol/solutions.js';
+import { uuidV7 } from '../util/uuid-v7.js';
 import { netChangeField } from './net-change-field.js';
 import type { InitialCopyState, ReplicationStateStore } from './replication-state.js';
 import { EntityStats } from './replication-stats.js';
@@ -147,7 +148,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
       const rec = records[k] as ConnectorRecord;
       const key = reportKeys.length ? Object.fromEntries(reportKeys.map((f) => [f, rec[f] ?? null])) : undefined;
       run.onRecordError?.({
-        id: randomUUID(),
+        // Time-ordered, like a Map's record errors (runtime/run.ts): appended to the Service's index.
+        id: uuidV7(),
         mapName: name,
         sourceEntity: name,
         blockId: 'write',

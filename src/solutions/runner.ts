@@ -6,7 +6,8 @@
  *        ─▶ queue ─▶ WorkRegistry (a restart waits for it) ─▶ IS/MS: each enabled Map in order
  *                                                           │   (or only the Maps asked for)
  *                                                           └▶ RS: replicate each entity
- *        ─▶ runErrors (batches of 200), runProgress (at most every progressMs)
+ *        ─▶ runErrors (reports of ≤ 200 errors, a batch's written together; ./error-reports.ts),
+ *           runProgress (at most every progressMs)
  *        ─▶ runFinished (result, statistics) ─▶ open run removed
  *   next start after a kill -9 ─▶ recover(): every open run ends as RUN_AGENT_ENDED
  *   reprocessRun ─▶ reprocess(): a run like the others (its own execution, ignored while one runs)
@@ -31,10 +32,11 @@ import { runMap, type FailedRecordInput, type MapRecordError } from '../maps/run
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
-import { MAX_ERRORS_PER_REPORT, MAX_FAILED_RECORDS_PER_REPORT, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import { MAX_FAILED_RECORDS_PER_REPORT, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
+import { ErrorBatcher } from './error-reports.js';
 import { replicateSolution } from './replicate-run.js';
 import { reprocessCopies, type ReprocessCopies, type ReprocessPages } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
@@ -45,6 +47,8 @@ export interface SolutionRunnerOptions {
   readonly work: WorkRegistry;
   /** Writes a report durably (the outbox). */
   readonly report: (body: ReportBody) => void;
+  /** Writes several reports durably at once, in order (one outbox transaction); default: one `report` each. */
+  readonly reportAll?: (bodies: ReportBody[]) => void;
   readonly log: Logger;
   /** Folder for checkpoints and the local failed-record store. */
   readonly dataDir: string;
@@ -241,6 +245,11 @@ export class SolutionRunner {
     this.#failures?.close();
   }
 
+  #reportAll(bodies: ReportBody[]): void {
+    if (this.opts.reportAll) this.opts.reportAll(bodies);
+    else for (const body of bodies) this.opts.report(body);
+  }
+
   #failureStore(): FailedRecordStore {
     this.#failures ??= new FailedRecordStore(path.join(this.opts.dataDir, 'failures'));
     return this.#failures;
@@ -276,7 +285,7 @@ export class SolutionRunner {
     // Every line of the run, down to its Connections', carries both IDs: Solution logs filter on them.
     const log = this.opts.log.child({ solutionId: solution.solutionId, runId: run.runId, executionId: run.runId });
     log.info({ type: solution.solutionType }, 'solution run started');
-    const errors = new ErrorBatcher((batch) => this.opts.report({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, errors: batch }));
+    const errors = new ErrorBatcher((batches) => this.#reportAll(batches.map((batch) => ({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, errors: batch }))));
     let lastProgress = 0;
     const progress = (processed: number, failed: number): void => {
       run.processed = processed;
@@ -412,22 +421,6 @@ export class SolutionRunner {
     // After the end is in the outbox: a kill between the two reports the end twice, which the Service counts once.
     this.opts.store.closeRun(run.runId);
     this.opts.log.info({ runId: run.runId, solutionId: solution.solutionId, result, processed, failed, stopped: run.stopped }, 'solution run finished');
-  }
-}
-
-/** Record errors in reports of at most MAX_ERRORS_PER_REPORT. */
-class ErrorBatcher {
-  #batch: RunRecordError[] = [];
-  constructor(private readonly send: (batch: RunRecordError[]) => void) {}
-  add(e: RunRecordError): void {
-    this.#batch.push(e);
-    if (this.#batch.length >= MAX_ERRORS_PER_REPORT) this.flush();
-  }
-  flush(): void {
-    if (this.#batch.length === 0) return;
-    const batch = this.#batch;
-    this.#batch = [];
-    this.send(batch);
   }
 }
 

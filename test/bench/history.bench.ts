@@ -7,7 +7,7 @@
  *
  * The Service runs in a child process (serve-child.ts), so its peak RSS is its own. The errors,
  * and a cloud failed record for each (sealed as the Service seals them), are written straight
- * into the store through the repositories (insertErrors, insertFailedRecords), numbered as the
+ * into the store through the repositories (history-seed.ts), numbered as the
  * runErrors handler numbers them; the report path itself is measured in "Solutions". Then, per
  * store: pages of 100 errors at offsets 0, 500,000 and 999,900 (BENCH_PAGES calls each, median and
  * max), against the anchor of the same run, a plain `SELECT … ORDER BY seq LIMIT 100` of the same
@@ -40,10 +40,10 @@ import { sql } from 'kysely';
 import { SecretBox } from '../../service/crypto/master-key.js';
 import { HistoryRetention } from '../../service/jobs/history-retention.js';
 import { preinstalledConnectors } from '../../service/marketplace/catalogue.js';
-import { deleteErrorsChunk, insertErrors, insertExecutionIfNew } from '../../service/store/repos/executions.repo.js';
-import { insertFailedRecords } from '../../service/store/repos/failed-records.repo.js';
-import { openStore, type Store } from '../../service/store/store.js';
+import { deleteErrorsChunk } from '../../service/store/repos/executions.repo.js';
+import { openStore } from '../../service/store/store.js';
 import { ADMIN } from '../helpers/service.js';
+import { createExecution, seedErrors } from './history-seed.js';
 import { benchRequest, startServiceChild, type ServiceChild, type StoreName } from './serve-child.js';
 
 const ERRORS = Number(process.env['BENCH_ERRORS'] ?? 1_000_000);
@@ -56,8 +56,6 @@ const EXPORT_SIZES = (process.env['BENCH_EXPORT_SIZES'] ?? '500000,250000')
   .map(Number)
   .filter((n) => n > 0 && n < ERRORS)
   .sort((a, b) => a - b);
-const ROWS_PER_INSERT = 1000;
-const ROWS_PER_TX = 50_000;
 const RETENTION_CHUNK = 5000;
 
 const median = (xs: number[]): number => round([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0);
@@ -125,54 +123,6 @@ async function withRssSamples<T>(child: ServiceChild, everyMs: number, fn: () =>
   }
   const after = await child.rss();
   return { ...run, rssBeforeMiB: before.rssMiB, rssPeakSampledMiB: peak, growthMiB: peak - before.rssMiB, highWaterMiB: { before: before.peakRssMiB, after: after.peakRssMiB } };
-}
-
-/** The bench's execution: ended, with `n` failed records counted, its errors not written yet. */
-interface SeededExecution {
-  readonly executionId: number;
-  readonly runId: string;
-  readonly orgId: number;
-  readonly solutionId: string;
-  readonly created: string;
-}
-
-async function createExecution(store: Store, orgId: number, solutionId: string, agentId: string, n: number): Promise<SeededExecution> {
-  const runId = randomUUID();
-  const created = new Date().toISOString();
-  await insertExecutionIfNew(store.db, {
-    runId, solutionId, orgId, agentId, trigger: 'start', dueAt: null, start: created, stop: created, result: 'CompletedWithErrors',
-    recordsProcessed: n, recordsFailed: n, details: null, stopped: 0, isReprocessJob: 0, sourceDataLocal: 0, statistics: '[]', lastProgressAt: null,
-  });
-  const { id } = await store.db.selectFrom('executions').select('id').where('runId', '=', runId).executeTakeFirstOrThrow();
-  return { executionId: Number(id), runId, orgId, solutionId, created };
-}
-
-/** Errors `from` + 1 … `to` of the execution, each with a cloud failed record, written through the repositories. */
-async function seedErrors(store: Store, secrets: SecretBox, x: SeededExecution, from: number, to: number): Promise<void> {
-  const { executionId, runId, orgId, solutionId, created } = x;
-  for (let tx = from; tx < to; tx += ROWS_PER_TX) {
-    await store.bulkTransaction(async (t) => {
-      for (let i = tx; i < Math.min(to, tx + ROWS_PER_TX); i += ROWS_PER_INSERT) {
-        const count = Math.min(ROWS_PER_INSERT, to - i);
-        const errors = Array.from({ length: count }, (_, j) => {
-          const seq = i + j + 1;
-          return {
-            id: randomUUID(), executionId, seq, mapId: 7, mapName: 'Accounts', sourceEntity: 'account', blockId: 'b2', blockName: 'Create contact', code: 'RUN_WRITE_FAILED',
-            // As the runErrors handler writes them: no mark of their own (the execution's default).
-            errorMessage: `Record ${seq} refused: duplicate value in "Email", row skipped`, errorDetail: `{"status":409,"row":${seq}}`, canReprocess: 1, marked: null, failedRecordId: randomUUID(), created,
-          };
-        });
-        await insertErrors(t, errors);
-        await insertFailedRecords(
-          t,
-          errors.map((e) => ({
-            id: e.failedRecordId, runId, solutionId, orgId, mapId: 7, mapName: 'Accounts', entity: 'account', blockId: 'b2', blockName: 'Create contact', code: e.code, errorMessage: e.errorMessage,
-            source: secrets.seal(JSON.stringify({ Name: `Account ${e.seq}`, Email: `user${e.seq}@example.com`, City: 'Lyon, France', Amount: e.seq * 1.5 })), created,
-          })),
-        );
-      }
-    });
-  }
 }
 
 /** Median ms of `times` runs of a plain query of the errors table through the store's own driver. */

@@ -37,6 +37,7 @@ import { evaluateAhead } from './formulas.js';
 import { DEFAULT_FORMULA_BUDGET, type FormulaBudget } from './formula-budget.js';
 import { StatsCollector, type MapStats } from './stats.js';
 import { laterState, MarkTracker, parseWatermarkState, type WatermarkStore } from './watermark.js';
+import { uuidV7 } from '../../util/uuid-v7.js';
 
 /** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
 export interface RunPlan {
@@ -80,6 +81,8 @@ export interface FailedRecordInput {
   blockId: string;
   blockName: string;
   error: ErrorData;
+  /** `error.details` as JSON when the caller has serialized it already (the record error's errorDetail). */
+  errorDetail?: string;
   source: ConnectorRecord;
 }
 
@@ -180,18 +183,20 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       const st = item.state;
       const first = !st.failed;
       st.failed = true;
+      const errorDetail = JSON.stringify(error.details ?? {});
       const rec: MapRecordError = {
-        id: randomUUID(),
+        // Time-ordered: the Service's primary-key index of errors grows at its right edge instead of splitting pages at random.
+        id: uuidV7(),
         mapName: model.name,
         sourceEntity: entity,
         blockId: block.blockId,
         blockName: block.name,
         code: error.code,
         errorMessage: error.message,
-        errorDetail: JSON.stringify(error.details ?? {}),
+        errorDetail,
         canReprocess: false,
-        ...(st.row !== undefined ? { sourceRow: st.row } : {}),
       };
+      if (st.row !== undefined) rec.sourceRow = st.row;
       if (plan.sourceKeyFields.length > 0) {
         const key: Record<string, unknown> = {};
         for (const f of plan.sourceKeyFields) key[f] = st.source[f] ?? null;
@@ -203,8 +208,13 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
         for (const f of plan.sourceFields) copy[f] = st.source[f] ?? null;
         captures.push(
           opts.failures
-            .capture({ executionId, ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, blockId: block.blockId, blockName: block.name, error, source: copy })
-            .then((id) => opts.onRecordError?.({ ...rec, failedRecordId: id, canReprocess: true })),
+            .capture({ executionId, ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, blockId: block.blockId, blockName: block.name, error, errorDetail, source: copy })
+            .then((id) => {
+              // The error is not out yet: complete it in place rather than copy it for every refused record.
+              rec.failedRecordId = id;
+              rec.canReprocess = true;
+              opts.onRecordError?.(rec);
+            }),
         );
         return;
       }

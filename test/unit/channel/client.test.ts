@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -145,6 +146,19 @@ describe('the channel client', () => {
     await until(() => outbox.size === 0);
     expect(service.reports()).toEqual([first.id, second.id]);
     await until(() => service.count('heartbeat') >= 3);
+  });
+
+  it('sends a report as the message the outbox stored, and sets aside one too large for a message instead of sending it again and again', async () => {
+    const runId = randomUUID();
+    const errors = Array.from({ length: 200 }, () => ({ id: randomUUID(), mapName: 'm', sourceEntity: 'e', code: 'RUN_WRITE_FAILED', errorMessage: 'x'.repeat(10_000), errorDetail: '{}', canReprocess: false }));
+    outbox.enqueue({ kind: 'runErrors', runId, solutionId: randomUUID(), errors });
+    const next = outbox.enqueue({ kind: 'status', status: 'Running', at: 'now' });
+    connect();
+    await until(() => outbox.size === 0);
+    expect(service.reports()).toEqual([next.id]);
+    expect(service.received).toContainEqual(next);
+    // Kept for the operator in outbox_dead: the run is still named there.
+    expect(outbox.runsReported([runId])).toEqual(new Set([runId]));
   });
 
   it('sends a report again after a lost acknowledgement, with the same ID, and reconnects', async () => {

@@ -56,6 +56,48 @@ describe('the durable outbox', () => {
     box.close();
   });
 
+  it('hands the sender each report as the text of its message, setting aside rows that no longer read as a report', () => {
+    const file = path.join(dir, 'o.db');
+    const box = new Outbox(file);
+    const first = box.enqueue({ kind: 'status', status: 'Running', at: 'a' });
+    const [damaged, unknown, last] = box.enqueueAll([
+      { kind: 'status', status: 'Running', at: 'b' },
+      { kind: 'status', status: 'Running', at: 'c' },
+      { kind: 'started', at: 'd', version: '1' },
+    ]);
+    box.close();
+    const raw = new Database(file);
+    raw.prepare('UPDATE outbox SET body = ? WHERE id = ?').run('{not json', damaged);
+    raw.prepare('UPDATE outbox SET body = ? WHERE id = ?').run('{"kind":"fromALaterVersion"}', unknown);
+    raw.close();
+    const reopened = new Outbox(file);
+    const m1 = reopened.next();
+    expect(JSON.parse(m1?.text ?? '')).toEqual(first);
+    reopened.acknowledge(first.id);
+    const m2 = reopened.next();
+    expect(m2?.id).toBe(last);
+    expect(JSON.parse(m2?.text ?? '')).toEqual({ id: last, type: 'report', at: expect.any(String), report: { kind: 'started', at: 'd', version: '1' } });
+    reopened.acknowledge(last ?? '');
+    expect(reopened.next()).toBeUndefined();
+    reopened.close();
+    const check = new Database(file);
+    expect(check.prepare('SELECT id FROM outbox_dead ORDER BY seq').all()).toEqual([{ id: damaged }, { id: unknown }]);
+    check.close();
+  });
+
+  it('stores a group of reports in order, or none of them when one is invalid', () => {
+    const box = new Outbox(path.join(dir, 'o.db'));
+    const ids = box.enqueueAll([
+      { kind: 'status', status: 'Running', at: 'a' },
+      { kind: 'started', at: 'b', version: '1' },
+    ]);
+    expect(box.pending().map((p) => p.report.id)).toEqual(ids);
+    expect(() => box.enqueueAll([{ kind: 'status', status: 'Running', at: 'c' }, { kind: 'status', status: 'Sleeping', at: 'd' } as never])).toThrow();
+    expect(box.size).toBe(2);
+    expect(box.enqueueAll([])).toEqual([]);
+    box.close();
+  });
+
   it('sets aside a stored row that no longer reads as a report instead of stopping the queue', () => {
     const file = path.join(dir, 'o.db');
     const box = new Outbox(file);
