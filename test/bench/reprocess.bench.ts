@@ -30,7 +30,7 @@
  * postgres://postgres@127.0.0.1:5432/test): a server where it creates and drops the target's
  * database. Prints one JSON document; progress on stderr.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -48,6 +48,7 @@ import { openStore } from '../../service/store/store.js';
 import { ferryDone, ROOT } from '../e2e/agent/harness.js';
 import { createExecution, seedErrors, type SeedSource } from './history-seed.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
+import { agentProcs, killAgents, procCpuMs, procRssMiB } from './proc.js';
 
 const ENV = process.env;
 const SELF = fileURLToPath(import.meta.url);
@@ -87,25 +88,6 @@ function check(cond: boolean, what: string): void {
 
 // ── processes (Linux /proc) ────────────────────────────────────────────────────
 
-/** User + system CPU time of a process, in ms (100 ticks a second); 0 when it is gone. */
-function procCpuMs(pid: number): number {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-/** Peak resident set (VmHWM) or resident set now (VmRSS) of a process, in MiB. */
-function procRssMiB(pid: number, which: 'VmHWM' | 'VmRSS' = 'VmHWM'): number {
-  try {
-    const m = new RegExp(`${which}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : 0;
-  } catch {
-    return 0;
-  }
-}
 /** CPU and peak RSS of the Agent's worker and the Service from now on (their VmHWM reset now). */
 function meter(pids: { agent: number; service: number }): () => Record<string, number> {
   const cpu0 = { agent: procCpuMs(pids.agent), service: procCpuMs(pids.service) };
@@ -284,7 +266,6 @@ async function probed<T>(base: string, orgId: number, fn: () => Promise<T>): Pro
 
 // ── the Agent ──────────────────────────────────────────────────────────────────
 
-const agentProcs = new Set<ChildProcess>();
 
 /** Installs an Agent instance through the real CLI; answers its ID and instance number. */
 async function installAgent(base: string, orgId: number, home: string): Promise<{ agentId: string; instance: number }> {
@@ -333,17 +314,6 @@ async function runAgent(base: string, orgId: number, home: string, agent: { agen
   };
 }
 
-/** Kills every Agent process group this bench started, by PID. */
-function killAgents(): void {
-  for (const p of agentProcs) {
-    try {
-      if (p.pid !== undefined) process.kill(-p.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  agentProcs.clear();
-}
 
 // ── the engine anchors, in child processes ─────────────────────────────────────
 

@@ -41,7 +41,7 @@
  * but the rate limits lifted); the Agents are real `ferry agent run` processes with their
  * production settings. Needs `psql` on the PATH.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -52,6 +52,7 @@ import pg from 'pg';
 import pino from 'pino';
 import type * as Harness from '../e2e/agent/harness.js';
 import type { ServiceUnderTest } from '../e2e/agent/harness.js';
+import { agentProcs, killAgents, procCpuMs, procRssMiB } from './proc.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -127,28 +128,6 @@ function quantile(xs: readonly number[], q: number): number {
 }
 const loadavg = (): number[] => os.loadavg().map((l) => Math.round(l * 100) / 100);
 
-// ── CPU time of processes (Linux /proc; 100 ticks a second) ────────────────────
-
-const TICK_MS = 10;
-/** User + system CPU time of a process (all its threads), in ms; 0 when it is gone. */
-function procCpuMs(pid: number): number {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
-/** Peak resident set of a process so far (VmHWM), or its resident set now (VmRSS), in MiB. */
-function procRssMiB(pid: number, which: 'VmHWM' | 'VmRSS' = 'VmHWM'): number {
-  try {
-    const m = new RegExp(`${which}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : 0;
-  } catch {
-    return 0;
-  }
-}
 /**
  * CPU time of the PostgreSQL backends of one database (the server is shared with other engineers'
  * tests): every backend whose process title names the database is sampled every 250 ms, so the
@@ -425,7 +404,6 @@ interface AgentProc {
   /** SIGTERM (the graceful stop: a --cpu-prof profile is written), then the exit. */
   stop(): Promise<number | string>;
 }
-const agentProcs = new Set<ChildProcess>();
 
 /**
  * `ferry agent run` as test/e2e/agent/harness.ts starts it, but with BENCH_NODE_FLAGS (and
@@ -463,17 +441,6 @@ async function spawnAgent(home: string, instance: number): Promise<AgentProc> {
   };
 }
 
-/** Kills every Agent process group this bench started, by PID. */
-function killAgents(): void {
-  for (const p of agentProcs) {
-    try {
-      if (p.pid !== undefined) process.kill(-p.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  agentProcs.clear();
-}
 
 /** Starts `ferry agent run` for an installed instance and waits until it is Running with its three Connectors. */
 async function runAgent(sut: ServiceUnderTest, home: string, instance: number, agentId: string): Promise<Agent> {

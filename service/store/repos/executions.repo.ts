@@ -209,7 +209,7 @@ const POSTGRES_INSERT_JSON =
  * parsed by the server), instead of 15 parameters a row. Measured against those (100,000 errors):
  * the Service's CPU 0.41 s against 0.55 s, the server's 1.4 s against 2.0 s. JSON carries two
  * things a text parameter does not: `\u0000` (a NUL, which PostgreSQL refuses in text either way)
- * and a lone surrogate escaped as `\udXXX`, which the server refuses where a text parameter
+ * and a lone surrogate escaped as `\ud800`…`\udfff`, which the server refuses where a text parameter
  * stores U+FFFD. For rows whose JSON has either, undefined: they go through the builder, as before.
  */
 function postgresErrorsJson(rows: readonly NewExecutionError[]): string | undefined {

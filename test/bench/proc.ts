@@ -1,0 +1,45 @@
+/**
+ * What the benchmarks read of their child processes (Linux /proc) and how they clean them up:
+ * CPU time and resident set by PID, and the Agent process groups a bench started.
+ */
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+
+/** /proc's clock: 100 ticks a second. */
+const TICK_MS = 10;
+
+/** User + system CPU time of a process (all its threads), in ms; 0 when it is gone. */
+export function procCpuMs(pid: number): number {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** Peak resident set of a process so far (VmHWM), or its resident set now (VmRSS), in MiB. */
+export function procRssMiB(pid: number, which: 'VmHWM' | 'VmRSS' = 'VmHWM'): number {
+  try {
+    const m = new RegExp(`${which}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The Agent processes a bench started (each the leader of its process group). */
+export const agentProcs = new Set<ChildProcess>();
+
+/** Kills every Agent process group this bench started, by PID. */
+export function killAgents(): void {
+  for (const p of agentProcs) {
+    try {
+      if (p.pid !== undefined) process.kill(-p.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  agentProcs.clear();
+}
