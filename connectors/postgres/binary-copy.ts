@@ -1,4 +1,4 @@
-import type { Value } from '../../src/connectors/sdk.js';
+import { CELL_NULL, CELL_NUMBER, CELL_TEXT, packedValue, type PackedBatch, type Value } from '../../src/connectors/sdk.js';
 
 /**
  * Records → `COPY … FROM STDIN (FORMAT binary)` data. The server skips its text input functions
@@ -12,7 +12,7 @@ import type { Value } from '../../src/connectors/sdk.js';
  */
 
 /** Writes one value as a binary field (length + data); false when it cannot, leaving the writer as it was. */
-type FieldWriter = (w: BinaryWriter, v: Value) => boolean;
+export type FieldWriter = (w: BinaryWriter, v: Value) => boolean;
 
 const CHUNK = 1 << 20;
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
@@ -27,27 +27,46 @@ const FIXED_MAX = 20;
  */
 export class BinaryWriter {
   readonly chunks: Buffer[] = [];
-  buf: Buffer = Buffer.allocUnsafe(CHUNK);
+  buf: Buffer;
   pos = 0;
   /** Bytes the rest of a row may need beyond a variable-width value. */
   reserve = 0;
 
+  /**
+   * `sink`: each full buffer goes there as soon as it is (the COPY sends it while the rest is
+   * encoded) instead of into `chunks`.
+   */
+  constructor(
+    private readonly sink?: (chunk: Buffer) => void,
+    private readonly size = CHUNK,
+  ) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+
   /** Makes room for `n` more bytes. */
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
-    if (this.pos > 0) this.chunks.push(this.buf.subarray(0, this.pos));
-    this.buf = Buffer.allocUnsafe(Math.max(CHUNK, n));
+    if (this.pos > 0) this.done(this.buf.subarray(0, this.pos));
+    this.buf = Buffer.allocUnsafe(Math.max(this.size, n));
     this.pos = 0;
   }
 
-  /** The buffers written, the last one included. */
+  /** The buffers written, the last one included (none with a sink: it has them). */
   finish(): Buffer[] {
-    if (this.pos > 0) this.chunks.push(this.buf.subarray(0, this.pos));
+    if (this.pos > 0) this.done(this.buf.subarray(0, this.pos));
     this.pos = 0;
     this.buf = Buffer.alloc(0);
     return this.chunks;
   }
+
+  private done(chunk: Buffer): void {
+    if (this.sink) this.sink(chunk);
+    else this.chunks.push(chunk);
+  }
 }
+
+/** Buffers of a streamed COPY: small enough that the server starts on the first while the rest is encoded. */
+const STREAM_CHUNK = 1 << 18;
 
 function put16(buf: Buffer, p: number, v: number): void {
   buf[p] = v >>> 8;
@@ -341,6 +360,9 @@ const enum Kind {
   Float8,
   Bool,
   Text,
+  /** Only {@link encodePackedBinary} tells these apart (from UTF-8 bytes); otherwise their writers. */
+  Date,
+  Timestamp,
 }
 
 const KINDS = new Map<FieldWriter, Kind>([
@@ -348,7 +370,66 @@ const KINDS = new Map<FieldWriter, Kind>([
   [float8, Kind.Float8],
   [bool, Kind.Bool],
   [text, Kind.Text],
+  [date, Kind.Date],
+  [timestamp, Kind.Timestamp],
 ]);
+
+/** Digits from bytes, as {@link digits} reads them from a string. */
+function digitBytes(b: Buffer, from: number, n: number): number {
+  let v = 0;
+  for (let i = from; i < from + n; i++) {
+    const c = (b[i] as number) - 48;
+    if (c < 0 || c > 9) return -1;
+    v = v * 10 + c;
+  }
+  return v;
+}
+
+/**
+ * A date or timestamp cell written from its UTF-8 bytes, the forms {@link date} and
+ * {@link timestamp} take (`YYYY-MM-DD`, then `[T| ]HH:mm:ss[.f{1,6}][Z]` for a timestamp), without
+ * making a string; false (nothing written) for any other form, which then goes by the writer.
+ */
+function timeFromBytes(w: BinaryWriter, kind: Kind, b: Buffer, start: number, end: number): boolean {
+  const len = end - start;
+  if (len < 10 || b[start + 4] !== 45 || b[start + 7] !== 45) return false;
+  const y = digitBytes(b, start, 4);
+  const m = digitBytes(b, start + 5, 2);
+  const d = digitBytes(b, start + 8, 2);
+  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
+  const leap = m === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0;
+  if (d > (MONTH_DAYS[m - 1] as number) + leap) return false;
+  const days = daysFromCivil(y, m, d) - PG_EPOCH_DAYS;
+  if (kind === Kind.Date) {
+    if (len !== 10) return false;
+    put32(w.buf, fixed(w, 4), days);
+    return true;
+  }
+  let e = len;
+  if (e > 10 && b[start + e - 1] === 90) e--;
+  let secs = 0;
+  let micros = 0;
+  if (e > 10) {
+    const sep = b[start + 10];
+    if ((sep !== 84 && sep !== 32) || e < 19 || b[start + 13] !== 58 || b[start + 16] !== 58) return false;
+    const h = digitBytes(b, start + 11, 2);
+    const mi = digitBytes(b, start + 14, 2);
+    const se = digitBytes(b, start + 17, 2);
+    if (h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 || se > 59) return false;
+    secs = h * 3600 + mi * 60 + se;
+    if (e > 19) {
+      const n = e - 20;
+      if (b[start + 19] !== 46 || n < 1 || n > 6) return false;
+      const f = digitBytes(b, start + 20, n);
+      if (f < 0) return false;
+      micros = f * (SCALE[n] as number);
+    }
+  } else if (e !== len) return false;
+  const total = (days * 86400 + secs) * 1e6 + micros;
+  if (!Number.isSafeInteger(total)) return false;
+  int64(w, total);
+  return true;
+}
 
 /** One non-null value; the common cases inline (one function for V8 to optimise), the rest by its writer. */
 function writeValue(w: BinaryWriter, kind: Kind, writer: FieldWriter, v: Exclude<Value, null>): boolean {
@@ -427,4 +508,58 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
   put16(w.buf, w.pos, -1);
   w.pos += 2;
   return w.finish();
+}
+
+/**
+ * Encodes the rows of a packed batch (src/connectors/packed.ts) into binary COPY data, handing
+ * each buffer to `send` as soon as it is full; false when a value needs the text format (what was
+ * sent is then no valid COPY: the caller abandons it). `cols[j]` is the batch's field of COPY
+ * column j. Text for a text column is copied from the batch's UTF-8 bytes, dates and timestamps
+ * are read from them; every other cell is written as {@link encodeBinary} writes its value.
+ */
+export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writers: readonly FieldWriter[], send: (chunk: Buffer) => void): boolean {
+  const w = new BinaryWriter(send, STREAM_CHUNK);
+  const n = cols.length;
+  const width = b.fields.length;
+  const kinds = writers.map((f) => KINDS.get(f) ?? Kind.Other);
+  const rowSize = 2 + n * FIXED_MAX;
+  const { tags, nums, ends, text } = b;
+  w.reserve = rowSize;
+  SIGNATURE.copy(w.buf, 0);
+  put32(w.buf, SIGNATURE.length, 0);
+  put32(w.buf, SIGNATURE.length + 4, 0);
+  w.pos = SIGNATURE.length + 8;
+  for (let r = 0, base = 0; r < b.rows; r++, base += width) {
+    w.ensure(rowSize);
+    put16(w.buf, w.pos, n);
+    w.pos += 2;
+    for (let j = 0; j < n; j++) {
+      const v = base + (cols[j] as number);
+      const t = tags[v];
+      const kind = kinds[j] as Kind;
+      if (t === CELL_NULL) writeNull(w);
+      else if (t === CELL_TEXT && kind === Kind.Text) {
+        const start = nums[v] as number;
+        const len = (ends[v] as number) - start;
+        w.ensure(4 + len + w.reserve);
+        const p = fixed(w, len);
+        // Short texts byte by byte: Buffer#copy checks its arguments on every call.
+        if (len <= 64) {
+          const buf = w.buf;
+          for (let k = 0; k < len; k++) buf[p + k] = text[start + k] as number;
+        } else text.copy(w.buf, p, start, start + len);
+      } else if (t === CELL_TEXT && (kind === Kind.Date || kind === Kind.Timestamp) && timeFromBytes(w, kind, text, nums[v] as number, ends[v] as number)) continue;
+      else if (t === CELL_NUMBER && kind === Kind.Int4 && ((nums[v] as number) | 0) === nums[v]) put32(w.buf, fixed(w, 4), nums[v]);
+      else {
+        const x = packedValue(b, v);
+        if (x === null) writeNull(w);
+        else if (!writeValue(w, kind, writers[j] as FieldWriter, x)) return false;
+      }
+    }
+  }
+  w.ensure(2);
+  put16(w.buf, w.pos, -1);
+  w.pos += 2;
+  w.finish();
+  return true;
 }

@@ -13,6 +13,7 @@ import {
   type EntityMetadata,
   type Filter,
   type NativeQueryOptions,
+  type PackedBatch,
   type QueryOptions,
   type RecordBatch,
   type Value,
@@ -91,6 +92,10 @@ class PgSession implements ConnectorSession {
 
   async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
     return this.writer.write(action, await this.table(entity, ctx), batch, options, ctx);
+  }
+
+  async writePacked(action: WriteAction, entity: string, batch: PackedBatch, options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+    return this.writer.writePacked(action, await this.table(entity, ctx), batch, options, ctx);
   }
 
   async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {

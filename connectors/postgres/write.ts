@@ -10,6 +10,9 @@ import {
   throwIfAborted,
   type CallContext,
   type ConnectorRecord,
+  type PackedBatch,
+  recordMaker,
+  unpackRecords,
   type WriteAction,
   type WriteOptions,
   type WriteResult,
@@ -19,7 +22,7 @@ import {
 } from '../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.js';
 import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
-import { binaryWriter, encodeBinary } from './binary-copy.js';
+import { binaryWriter, encodeBinary, encodePackedBinary, type FieldWriter } from './binary-copy.js';
 import { checkout } from './cursor.js';
 import { callError, recordErrorCode, recordMessage, sqlState } from './errors.js';
 import { textConverter, type ToText } from './types.js';
@@ -204,6 +207,80 @@ export class PgWriter {
     }
     ctx.progress({ records: batch.length });
     return results;
+  }
+
+  /**
+   * A packed batch (src/connectors/packed.ts). A Create, or an Upsert that {@link upsertByCopy}
+   * would try as one COPY, goes straight from the batch's cells into binary COPY data, with no
+   * record made. Anything else — a field the table lacks or cannot write, a value without a binary
+   * form, a back-off in force, a COPY the server refuses — is written as the batch's records by
+   * {@link write}, which decides as it always does (a refused COPY counts as that path's own
+   * failed attempt, so it is not sent twice).
+   */
+  async writePacked(action: WriteAction, table: PgTable, batch: PackedBatch, options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+    const asRecords = (): Promise<WriteResult[]> => this.write(action, table, unpackRecords(batch, recordMaker(batch.fields)), options, ctx);
+    if (table.kind !== 'table' || options.checkpoint || (action !== 'Create' && action !== 'Upsert') || batch.rows < STAGE_MIN) return asRecords();
+    const byName = new Map(table.columns.map((c) => [c.fullName, c]));
+    const cols: PgColumn[] = [];
+    for (const f of batch.fields) {
+      const c = byName.get(f);
+      if (!c || c.readOnly) return asRecords();
+      cols.push(c);
+    }
+    const writers: FieldWriter[] = [];
+    for (const c of cols) {
+      const f = binaryWriter(c.typname);
+      if (!f) return asRecords();
+      writers.push(f);
+    }
+    let state: { skip: number; backoff: number };
+    if (action === 'Upsert') {
+      const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
+      const pk = table.columns.filter((c) => c.pk > 0);
+      if (keys.length !== pk.length || !keys.every((k) => k.pk > 0)) return asRecords();
+      state = this.copyBackoff.get(table.oid) ?? { skip: 0, backoff: 0 };
+      this.copyBackoff.set(table.oid, state);
+    } else {
+      state = this.createBackoff.get(table.oid) ?? { skip: 0, backoff: 0 };
+      this.createBackoff.set(table.oid, state);
+    }
+    if (state.skip > 0) return asRecords();
+    throwIfAborted(ctx.signal);
+    const { client, release } = await checkout(this.pool, ctx);
+    let broken: Error | undefined;
+    // Encoded as it is sent: the server works on the first buffers while the rest is encoded.
+    let textOnly = false;
+    const fields = cols.map((_, j) => j);
+    try {
+      const copy = new CopyIn(`COPY ${qualified(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN WITH (FORMAT binary)`, (send) => {
+        if (encodePackedBinary(batch, fields, writers, send)) return;
+        textOnly = true;
+        throw new Error('a value has no binary form');
+      });
+      client.query(copy);
+      await copy.done;
+    } catch (err) {
+      // A value needs the text format: the COPY was abandoned, and the records path decides.
+      if (textOnly && sqlState(err) !== undefined) {
+        release();
+        return asRecords();
+      }
+      if (sqlState(err) === undefined) {
+        broken = err as Error;
+        throw callError(err, `The ${action} batch failed`);
+      }
+      if (action === 'Upsert') {
+        // As upsertByCopy after a refused COPY: the next batches go to the stage for a while.
+        state.backoff = Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
+        state.skip = state.backoff + 1;
+      } else state.skip = Math.max(state.skip, 1);
+      release();
+      return asRecords();
+    } finally {
+      release(broken);
+    }
+    ctx.progress({ records: batch.rows });
+    return new Array<WriteResult>(batch.rows).fill(OK_ONE);
   }
 
   /** COPY of a group, bisected on record failures; `savepoints` inside a transaction (a failed statement would end it). */

@@ -14,6 +14,7 @@ import {
   type EntityMetadata,
   type Filter,
   type NativeQueryOptions,
+  type PackedBatch,
   type QueryOptions,
   type RecordBatch,
   type Value,
@@ -25,7 +26,7 @@ import { parseProps, type SqliteProps } from './properties.js';
 import { readCatalogue, type SqliteTable } from './catalogue.js';
 import { connectionMetadata } from './metadata.js';
 import { callError, RECORD_SQLITE_CODES } from './errors.js';
-import { nativeRows, queryTable } from './query.js';
+import { nativeRows, queryTable, queryTablePacked } from './query.js';
 import { readCheckpoint, SqliteWriter } from './write.js';
 import { ReadThread, WriteThread } from './thread.js';
 import { ensureTable } from './ensure-entity.js';
@@ -133,6 +134,18 @@ class SqliteSession implements ConnectorSession {
     }
   }
 
+  /** Queries read in the reader thread are read packed (queryPacked). */
+  readsPacked(options: QueryOptions): boolean {
+    return this.readsInThread(options.batchSize, options.limit);
+  }
+
+  async *queryPacked(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
+    const table = this.table(entity);
+    const thread = this.readerFor(options.batchSize, options.limit);
+    if (!thread) throw new ConnectorError('Unsupported', 'This query is not read in the reader thread.');
+    yield* queryTablePacked(thread, table, filter, options, ctx);
+  }
+
   async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
     throwIfAborted(ctx.signal);
     if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
@@ -170,10 +183,14 @@ class SqliteSession implements ConnectorSession {
    * Either way a query reads on a read-only connection of its own.
    */
   private readerFor(batchSize: number, limit: number | undefined): ReadThread | undefined {
-    const mode = this.props.readerThread;
-    if (mode === 'off' || (mode === 'auto' && (batchSize < THREAD_MIN_RECORDS || (limit !== undefined && limit <= THREAD_MIN_RECORDS)))) return undefined;
+    if (!this.readsInThread(batchSize, limit)) return undefined;
     if (!this.readThread?.alive) this.readThread = new ReadThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: READ_PRAGMAS });
     return this.readThread;
+  }
+
+  private readsInThread(batchSize: number, limit: number | undefined): boolean {
+    const mode = this.props.readerThread;
+    return !(mode === 'off' || (mode === 'auto' && (batchSize < THREAD_MIN_RECORDS || (limit !== undefined && limit <= THREAD_MIN_RECORDS))));
   }
 
   async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {

@@ -16,7 +16,7 @@ export type ReadBind = number | bigint | string | Uint8Array | null;
 
 export type ReadRequest =
   /** Prepares the statement on a new read-only connection and answers its first batch. */
-  | { op: 'open'; sql: string; params: ReadBind[]; batch: number; cols: number }
+  | { op: 'open'; sql: string; params: ReadBind[]; batch: number; cols: number; bytes?: boolean }
   | { op: 'next'; cursor: number }
   /** Releases the statement and its connection (the reader stopped early). */
   | { op: 'close'; cursor: number };
@@ -31,6 +31,11 @@ export interface ReadBatch {
   nums: Float64Array;
   text: string;
   ends: Uint32Array;
+  /**
+   * For a cursor opened with `bytes`: the text as UTF-8, and `ends` in bytes (`text` is then
+   * empty). A packed query writes text cells from these bytes without making strings.
+   */
+  bytes?: Uint8Array;
   blobs: Uint8Array[];
 }
 
@@ -57,14 +62,15 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
     it: Iterator<unknown[]>;
     batch: number;
     cols: number;
+    bytes: boolean;
     ready: ReadBatch | undefined;
     error: unknown;
     done: boolean;
     timer: ReturnType<typeof setImmediate> | undefined;
   }
   const cursors = new Map<number, Cursor>();
+  const encoder = new TextEncoder();
   let nextCursor = 1;
-  const maxSafe = 9007199254740991n;
 
   // The statement and connection of a cursor; the cursor itself stays until its last batch is answered.
   const finish = (cur: Cursor): void => {
@@ -122,9 +128,11 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
           text += x;
           ends[s++] = text.length;
         } else if (typeof x === 'bigint') {
-          if (x <= maxSafe && x >= -maxSafe) {
+          // Exact within ±(2^53 − 1); beyond, Number rounds to a value that is not a safe integer.
+          const n = Number(x);
+          if (Number.isSafeInteger(n)) {
             tags[v] = 1;
-            nums[v] = Number(x);
+            nums[v] = n;
           } else {
             tags[v] = 3;
             text += x.toString();
@@ -140,7 +148,30 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
       }
     }
     if (cur.done) finish(cur);
-    return { cursor: id, rows, done: cur.done, tags, nums, text, ends, blobs };
+    if (!cur.bytes) return { cursor: id, rows, done: cur.done, tags, nums, text, ends, blobs };
+    const bytes = encoder.encode(text);
+    if (bytes.length !== text.length) {
+      // Not all ASCII: the ends move to byte positions (UTF-8 lengths: 1 to 3 bytes a UTF-16 unit, 4 a surrogate pair).
+      let c = 0;
+      let b = 0;
+      for (let k = 0; k < s; k++) {
+        const e = ends[k] as number;
+        for (; c < e; c++) {
+          const u = text.charCodeAt(c);
+          if (u < 0x80) b += 1;
+          else if (u < 0x800) b += 2;
+          else if (u >= 0xd800 && u <= 0xdbff && c + 1 < e) {
+            const lo = text.charCodeAt(c + 1);
+            if (lo >= 0xdc00 && lo <= 0xdfff) {
+              b += 4;
+              c++;
+            } else b += 3;
+          } else b += 3;
+        }
+        ends[k] = b;
+      }
+    }
+    return { cursor: id, rows, done: cur.done, tags, nums, text: '', ends, bytes, blobs };
   };
 
   // The next batch is read as soon as this one is answered, while the session converts this one.
@@ -160,7 +191,9 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
   const answer = (id: number, cur: Cursor, batch: ReadBatch): { reply: ReadBatch; transfer: ArrayBuffer[] } => {
     if (batch.done) cursors.delete(id);
     else prefetch(id, cur);
-    return { reply: batch, transfer: [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer] };
+    const transfer = [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer];
+    if (batch.bytes) transfer.push(batch.bytes.buffer as ArrayBuffer);
+    return { reply: batch, transfer };
   };
 
   return (req) => {
@@ -177,7 +210,7 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
         throw err;
       }
       const id = nextCursor++;
-      const cur: Cursor = { db, it, batch: Math.max(1, req.batch), cols: req.cols, ready: undefined, error: undefined, done: false, timer: undefined };
+      const cur: Cursor = { db, it, batch: Math.max(1, req.batch), cols: req.cols, bytes: req.bytes === true, ready: undefined, error: undefined, done: false, timer: undefined };
       cursors.set(id, cur);
       let first: ReadBatch;
       try {

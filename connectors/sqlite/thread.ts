@@ -181,8 +181,9 @@ export class ReadThread extends SqliteThread<ReadRequest, ReadBatch | { closed: 
     super('reader', factory, { ...opts, readOnly: true, extra: { file: opts.file, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas } });
   }
 
-  open(sql: string, params: ReadBind[], batch: number, cols: number): Promise<ReadBatch> {
-    return this.call({ op: 'open', sql, params, batch, cols }) as Promise<ReadBatch>;
+  /** `bytes`: the batches carry their text as UTF-8 bytes (ReadBatch.bytes). */
+  open(sql: string, params: ReadBind[], batch: number, cols: number, bytes = false): Promise<ReadBatch> {
+    return this.call({ op: 'open', sql, params, batch, cols, ...(bytes ? { bytes } : {}) }) as Promise<ReadBatch>;
   }
 
   next(cursor: number): Promise<ReadBatch> {

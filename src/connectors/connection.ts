@@ -1,7 +1,7 @@
 import type { ConnectorManifest } from '../protocol/connector-manifest.js';
 import { Filter } from '../protocol/filter.js';
 import { FerryError } from '../errors/ferry-error.js';
-import { guardCall, guardIterable, type CallOptions, type CallScope } from './guard.js';
+import { guardBatches, guardCall, guardIterable, type CallOptions, type CallScope } from './guard.js';
 import { metadataFingerprint, type MetadataCache } from './metadata-cache.js';
 import {
   DEFAULT_BATCH_SIZE,
@@ -13,7 +13,11 @@ import {
   type EnsureEntityOptions,
   type EnsureEntityResult,
   type EntityMetadata,
+  isPackedBatch,
+  type PackedBatch,
   type QueryOptions,
+  recordMaker,
+  unpackRecords,
   type RecordBatch,
   type Value,
   type WriteAction,
@@ -122,6 +126,47 @@ export class HostConnection {
     const s = this.init.session;
     const callOpts: CallOptions = { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) };
     return guardIterable(scope, callOpts, options.batchSize, (ctx) => s.query(entity, filter, options, ctx));
+  }
+
+  /**
+   * The records of an entity as packed batches (packed.ts), when the plugin reads this query
+   * packed; else undefined, and the caller uses {@link query}. Otherwise as `query`.
+   */
+  queryPacked(entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<PackedBatch> | undefined {
+    const s = this.init.session;
+    const { signal, timeoutMs, onProgress, batchSize, ...rest } = opts;
+    const options: QueryOptions = { ...rest, batchSize: this.batchSize(batchSize) };
+    if (typeof s.queryPacked !== 'function' || typeof s.readsPacked !== 'function' || s.readsPacked(options) !== true) return undefined;
+    if (filter !== undefined && !Filter.safeParse(filter).success) return undefined;
+    const scope = this.live('query');
+    const callOpts: CallOptions = { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) };
+    const run = s.queryPacked.bind(s);
+    return guardBatches(scope, callOpts, options.batchSize, (ctx) => run(entity, filter, options, ctx), (b) => (isPackedBatch(b) ? b.rows : undefined), 'rows');
+  }
+
+  /**
+   * Writes a packed batch as {@link write} writes its records: through the plugin's writePacked
+   * when it has one, else as records.
+   */
+  async writePacked(action: WriteAction, entity: string, batch: PackedBatch, opts: WriteOptions & CallOptions = {}): Promise<WriteResult[]> {
+    const s = this.init.session;
+    if (typeof s.writePacked !== 'function' || batch.rows > this.bulkLimit || batch.rows === 0 || opts.checkpoint || !(WRITE_ACTIONS as readonly string[]).includes(action)) {
+      return this.write(action, entity, unpackRecords(batch, recordMaker(batch.fields)), opts);
+    }
+    const scope = this.live('write');
+    const { keyFields, signal, timeoutMs, onProgress } = opts;
+    const writeOpts: WriteOptions = keyFields ? { keyFields } : {};
+    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) });
+    const run = s.writePacked.bind(s);
+    const results = await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx));
+    if (!Array.isArray(results) || results.length !== batch.rows || !results.every(isWriteResult)) {
+      throw new FerryError(
+        'CON_PROTOCOL_VIOLATION',
+        `The ${this.manifest.name} connector's write returned ${Array.isArray(results) ? `${results.length} results (each needs ok: true | false)` : 'no results'} for ${batch.rows} records.`,
+        { details: { connector: this.manifest.name, connectionId: this.connectionId, action, entity } },
+      );
+    }
+    return results;
   }
 
   /** Runs a statement in the datastore's own language; `CON_UNSUPPORTED` where the plugin has none. */

@@ -181,15 +181,30 @@ export async function* guardIterable<T>(
   maxBatch: number,
   open: (ctx: CallContext) => AsyncIterable<T[]>,
 ): AsyncGenerator<T[], void, undefined> {
+  yield* guardBatches(scope, opts, maxBatch, open, (b) => (Array.isArray(b) ? b.length : undefined), 'records');
+}
+
+/**
+ * {@link guardIterable} for batches of any shape: `sizeOf` answers a batch's number of rows, or
+ * undefined when it is not a batch at all.
+ */
+export async function* guardBatches<B>(
+  scope: CallScope,
+  opts: CallOptions,
+  maxBatch: number,
+  open: (ctx: CallContext) => AsyncIterable<B>,
+  sizeOf: (batch: B) => number | undefined,
+  unit: string,
+): AsyncGenerator<B, void, undefined> {
   const { signal, dispose } = callSignal(scope, opts);
-  let it: AsyncIterator<T[]> | undefined;
+  let it: AsyncIterator<B> | undefined;
   let finished = false;
   let count = 0;
   try {
     if (signal.aborted) throw signal.reason;
     const ctx = callContext(scope, signal, opts);
     const iterable = open(ctx);
-    if (!iterable || typeof (iterable as Partial<AsyncIterable<T[]>>)[Symbol.asyncIterator] !== 'function') {
+    if (!iterable || typeof (iterable as Partial<AsyncIterable<B>>)[Symbol.asyncIterator] !== 'function') {
       throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${scope.connector} connector's ${scope.verb} did not return an async iterable.`, { details: detailsOf(scope) });
     }
     it = iterable[Symbol.asyncIterator]();
@@ -200,14 +215,15 @@ export async function* guardIterable<T>(
         return;
       }
       const batch = r.value;
-      if (!Array.isArray(batch) || batch.length > maxBatch) {
+      const size = sizeOf(batch);
+      if (size === undefined || size > maxBatch) {
         throw new FerryError(
           'CON_PROTOCOL_VIOLATION',
-          `The ${scope.connector} connector's ${scope.verb} yielded ${Array.isArray(batch) ? `a batch of ${batch.length} records (at most ${maxBatch} allowed)` : 'a batch that is not an array'}.`,
+          `The ${scope.connector} connector's ${scope.verb} yielded ${size !== undefined ? `a batch of ${size} ${unit} (at most ${maxBatch} allowed)` : unit === 'records' ? 'a batch that is not an array' : 'a batch that is not a packed batch'}.`,
           { details: detailsOf(scope) },
         );
       }
-      count += batch.length;
+      count += size;
       yield batch;
     }
   } catch (err) {

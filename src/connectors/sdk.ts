@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import type { Filter } from '../protocol/filter.js';
 import type { Action, ActionName, ConnectionMetadata, EntityMetadata, Relationship, WriteAction } from '../protocol/metadata.js';
 import type { ConnectorRecord, PropertyType, RecordBatch, Value } from './value.js';
+import type { PackedBatch } from './packed.js';
 import { ConnectorError } from './connector-error.js';
 
 export type { Filter, FilterValue, ComparisonOp } from '../protocol/filter.js';
@@ -32,6 +33,7 @@ export { compileFilter, likeToRegExp } from './filter-eval.js';
 export { filterToSql, escapeLike, type SqlFilterDialect } from './sql-filter.js';
 export { toFullName, uniqueFullNames, isFullName } from './names.js';
 export { processAlive } from '../util/process.js';
+export * from './packed.js';
 
 /** The SDK version plugins declare a range against in `manifest.json` (`sdkVersion`). */
 export const SDK_VERSION = '1.0.0';
@@ -222,6 +224,19 @@ export interface ConnectorSession {
    * input order. A failing record fails alone; a thrown error means the whole call failed.
    */
   write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]>;
+  /**
+   * Packed batches (optional; packed.ts): the same rows as `query` with the same arguments, in
+   * {@link PackedBatch}es of at most `options.batchSize` rows. Called only when
+   * {@link readsPacked} says so. Breaking out must release the datastore.
+   */
+  queryPacked?(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncIterable<PackedBatch>;
+  /** Whether a query with these options is read packed (queryPacked); else the caller uses `query`. */
+  readsPacked?(options: QueryOptions): boolean;
+  /**
+   * Writes a packed batch (optional): exactly as `write` of its records (unpackRecords) would,
+   * one result per row in order, typically by encoding the cells straight into a bulk format.
+   */
+  writePacked?(action: WriteAction, entity: string, batch: PackedBatch, options: WriteOptions, ctx: CallContext): Promise<WriteResult[]>;
   /** The datastore's own query language, with bound parameters; records keyed by column fullName. */
   nativeQuery?(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncIterable<RecordBatch>;
   /** Replication targets: creates the entity to match `source`, or adds the fields it lacks. */

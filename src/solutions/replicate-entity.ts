@@ -21,13 +21,13 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
 import { readAhead } from '../connectors/read-ahead.js';
-import type { Checkpoint, ConnectorRecord, EntityMetadata, Filter, RecordBatch, Value, WriteAction } from '../connectors/sdk.js';
+import { CELL_NULL, CELL_TEXT, packedRecord, packedValue, unpackRecords, type Checkpoint, type ConnectorRecord, type EntityMetadata, type Filter, type PackedBatch, type Value, type WriteAction, type WriteResult } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { later, MarkTracker, recordIdentity, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
 import type { RunRecordError } from '../protocol/solutions.js';
 import { uuidV7 } from '../util/uuid-v7.js';
 import { netChangeField } from './net-change-field.js';
-import type { InitialCopyState, ReplicationStateStore } from './replication-state.js';
+import type { EntityCheckpoint, InitialCopyState, ReplicationStateStore } from './replication-state.js';
 import { EntityStats } from './replication-stats.js';
 
 /** What one entity's copy needs of the run. */
@@ -133,19 +133,14 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   );
 
   const reportKeys = keyFields.length ? keyFields : sourceKeys;
-  /** Writes records (with their checkpoint when it lives in the target); returns how many were refused. */
-  const write = async (records: readonly ConnectorRecord[]): Promise<{ failed: number; moved: boolean }> => {
-    const moved = field !== undefined && tracker.advance(atTop(records, field));
-    const cp: Checkpoint | undefined = inTarget && moved ? { key: cpKey, value: JSON.stringify(tracker.state()) } : undefined;
-    const t = performance.now();
-    // No signal: a write is never cut short, so a stop never leaves half a batch written.
-    const results = await target.write(action, dest.fullName, records, cp ? { checkpoint: cp } : {});
+  /** Reports the refused records of a written batch; returns how many there were. */
+  const refused = (results: readonly WriteResult[], recordAt: (k: number) => ConnectorRecord): number => {
     let failed = 0;
     for (let k = 0; k < results.length; k++) {
       const r = results[k];
       if (!r || r.ok) continue;
       failed++;
-      const rec = records[k] as ConnectorRecord;
+      const rec = recordAt(k);
       const key = reportKeys.length ? Object.fromEntries(reportKeys.map((f) => [f, rec[f] ?? null])) : undefined;
       run.onRecordError?.({
         // Time-ordered, like a Map's record errors (runtime/run.ts): appended to the Service's index.
@@ -160,11 +155,57 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         canReprocess: false,
       });
     }
+    return failed;
+  };
+  /** Writes records (with their checkpoint when it lives in the target); returns how many were refused. */
+  const write = async (records: readonly ConnectorRecord[]): Promise<{ failed: number; moved: boolean }> => {
+    const moved = field !== undefined && tracker.advance(atTop(records, field));
+    const cp: Checkpoint | undefined = inTarget && moved ? { key: cpKey, value: JSON.stringify(tracker.state()) } : undefined;
+    const t = performance.now();
+    // No signal: a write is never cut short, so a stop never leaves half a batch written.
+    const results = await target.write(action, dest.fullName, records, cp ? { checkpoint: cp } : {});
+    const failed = refused(results, (k) => records[k] as ConnectorRecord);
     stats.write(performance.now() - t, records.length, failed);
     return { failed, moved };
   };
 
-  const batches = readAhead(timed(source.query(name, filter, query), stats));
+  // A bulk first copy in key order moves packed batches when the source reads this query packed
+  // (src/connectors/packed.ts): no record is made unless the target refuses a row.
+  const packed = first && store && bulk ? source.queryPacked(name, filter, query) : undefined;
+  if (packed && first && store) {
+    // A batch's progress is saved while the next one is written (each save after the one before):
+    // a crash loses at most the last save, and what that batch wrote is written over by key.
+    let saving: Promise<void> = Promise.resolve();
+    try {
+      for await (const b of readAhead(timed(packed, stats, (p) => p.rows))) {
+        if (signal.aborted) {
+          await saving;
+          return true;
+        }
+        const t0 = performance.now();
+        if (b.rows === 0) continue;
+        // No signal, as above.
+        const results = await target.writePacked(action, dest.fullName, b);
+        const failed = refused(results, (k) => packedRecord(b, k));
+        stats.write(performance.now() - t0, b.rows, failed);
+        if (first.batchPacked(b)) {
+          const state = first.state();
+          await saving;
+          saving = store.saveInitial(state);
+        }
+        stats.batch(performance.now() - t0, b.rows, failed);
+        run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
+      }
+      await saving;
+    } catch (err) {
+      await saving.catch(() => undefined);
+      if (signal.aborted) return true;
+      throw err;
+    }
+    return finishFirst(first, store);
+  }
+
+  const batches = readAhead(timed(source.query(name, filter, query), stats, (r) => r.length));
   try {
     for await (const read of batches) {
       if (signal.aborted) return true;
@@ -193,14 +234,18 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     if (signal.aborted) return true;
     throw err;
   }
-  if (first && store) {
-    // The watermark first, then the progress goes: a crash between them leaves the watermark, which wins.
-    const mark = first.watermark();
-    if (mark) await store.save(mark);
-    await store.clearInitial();
-  }
-  log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: first ? first.mark : tracker.value }, 'entity replicated');
+  if (first && store) return finishFirst(first, store);
+  log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: tracker.value }, 'entity replicated');
   return false;
+
+  async function finishFirst(copied: FirstCopy, into: EntityCheckpoint): Promise<false> {
+    // The watermark first, then the progress goes: a crash between them leaves the watermark, which wins.
+    const mark = copied.watermark();
+    if (mark) await into.save(mark);
+    await into.clearInitial();
+    log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: copied.mark, packed: packed !== undefined }, 'entity replicated');
+    return false;
+  }
 }
 
 /** Key types whose order the datastore and a `>` filter agree on, and that a filter can carry. */
@@ -255,6 +300,51 @@ class FirstCopy {
     return false;
   }
 
+  /**
+   * {@link batch} for a packed batch. Stamps that are ISO-8601 text in ASCII are compared by their
+   * bytes, as {@link newer} compares their first 19 characters: only the rows whose stamp ties the
+   * batch's newest there (or the mark) become strings. A batch with a stamp in another form is
+   * folded as records.
+   */
+  batchPacked(b: PackedBatch): boolean {
+    const keyCol = b.fields.indexOf(this.key);
+    const stampCol = b.fields.indexOf(this.field);
+    if (keyCol < 0 || stampCol < 0) return this.batch(unpackRecords(b));
+    const width = b.fields.length;
+    const { tags, nums, ends, text } = b;
+    let best = -1;
+    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
+      if (tags[v] === CELL_NULL) continue;
+      if (tags[v] !== CELL_TEXT || !isoBytes(text, nums[v] as number, ends[v] as number)) return this.batch(unpackRecords(b));
+      if (best < 0 || comparePrefixBytes(text, nums[v] as number, ends[v] as number, nums[best] as number, ends[best] as number) > 0) best = v;
+    }
+    // The rows at the newest prefix, and those at the mark's, in order: the ones the fold reads.
+    const mark = this.mark;
+    const markBytes = mark !== null && isoPrefix(mark) && isAscii(mark) ? Buffer.from(mark, 'latin1') : undefined;
+    const rows: number[] = [];
+    const stamps: Value[] = [];
+    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
+      if (tags[v] === CELL_NULL) continue;
+      const at = nums[v] as number;
+      const end = ends[v] as number;
+      const top = best >= 0 && comparePrefixBytes(text, at, end, nums[best] as number, ends[best] as number) === 0;
+      const marked = mark !== null && (!markBytes || comparePrefixBytes(text, at, end, 0, markBytes.length, markBytes) === 0);
+      if (top || marked) {
+        rows.push(r);
+        stamps.push(packedValue(b, v));
+      }
+    }
+    this.foldStamps(stamps, (i) => packedRecord(b, rows[i] as number));
+    for (let r = b.rows - 1; r >= 0; r--) {
+      const k = packedValue(b, r * width + keyCol);
+      if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
+        this.afterKey = k;
+        return true;
+      }
+    }
+    return false;
+  }
+
   state(): InitialCopyState {
     return { afterKey: this.afterKey as string | number, mark: this.mark, atMark: [...this.atMark] };
   }
@@ -272,10 +362,17 @@ class FirstCopy {
    */
   private fold(records: readonly ConnectorRecord[]): void {
     const field = this.field;
+    this.foldStamps(
+      records.map((rec) => rec[field] ?? null),
+      (i) => records[i] as ConnectorRecord,
+    );
+  }
+
+  /** The fold over a batch's stamps, in order; `keyOf(i)` is a record holding the key of the i-th. */
+  private foldStamps(stamps: readonly Value[], keyOf: (i: number) => ConnectorRecord): void {
     if (this.firstPart) {
       let top = this.mark;
-      for (const rec of records) {
-        const v = rec[field];
+      for (const v of stamps) {
         if (v !== null && v !== undefined && (top === null || newer(v, top))) top = String(v);
       }
       if (top !== this.mark) {
@@ -285,9 +382,9 @@ class FirstCopy {
     }
     const mark = this.mark;
     if (mark === null) return;
-    for (const rec of records) {
-      const v = rec[field];
-      if (v !== null && v !== undefined && atStamp(v, mark)) this.atMark.add(recordIdentity(rec, [this.key]));
+    for (let i = 0; i < stamps.length; i++) {
+      const v = stamps[i];
+      if (v !== null && v !== undefined && atStamp(v, mark)) this.atMark.add(recordIdentity(keyOf(i), [this.key]));
     }
   }
 }
@@ -308,6 +405,28 @@ function newer(v: Value, mark: string): boolean {
 function atStamp(v: Value, mark: string): boolean {
   if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark) && comparePrefix(v, mark) !== 0) return false;
   return sameMark(mark, v);
+}
+
+/** {@link isoPrefix} of a text's UTF-8 bytes, with its first 19 bytes ASCII (so they are its first 19 characters). */
+function isoBytes(b: Buffer, start: number, end: number): boolean {
+  if (end - start < 10 || b[start + 4] !== 45 || b[start + 7] !== 45 || (b[start] as number) < 48 || (b[start] as number) > 57) return false;
+  for (let i = start, n = Math.min(end, start + 19); i < n; i++) if ((b[i] as number) >= 0x80) return false;
+  return true;
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
+/** {@link comparePrefix} of two byte ranges (of `b`, the second of `o` when given) of ASCII stamps. */
+function comparePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): number {
+  const n = Math.min(19, a1 - a0, b1 - b0);
+  for (let i = 0; i < n; i++) {
+    const d = (b[a0 + i] as number) - (o[b0 + i] as number);
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 /** `YYYY-MM-DD` at least, digits where an ISO date has them. */
@@ -358,7 +477,7 @@ function atTop(records: readonly ConnectorRecord[], field: string): ConnectorRec
 }
 
 /** The source's batches, timing each pull (with read-ahead: the read itself, beside the write). */
-async function* timed(source: AsyncIterable<RecordBatch>, stats: EntityStats): AsyncGenerator<RecordBatch, void, undefined> {
+async function* timed<B>(source: AsyncIterable<B>, stats: EntityStats, rows: (b: B) => number): AsyncGenerator<B, void, undefined> {
   const it = source[Symbol.asyncIterator]();
   let done = false;
   try {
@@ -369,7 +488,7 @@ async function* timed(source: AsyncIterable<RecordBatch>, stats: EntityStats): A
         done = true;
         return;
       }
-      stats.read(performance.now() - t, r.value.length);
+      stats.read(performance.now() - t, rows(r.value));
       yield r.value;
     }
   } finally {
