@@ -25,6 +25,7 @@ import { historyExports } from './migrations/020-history-exports.js';
 import { mailOutbox } from './migrations/022-mail-outbox.js';
 import { historyMarkDefault } from './migrations/023-history-mark-default.js';
 import { executionsInProgress } from './migrations/024-executions-in-progress.js';
+import { reprocessRunPartial } from './migrations/025-reprocess-run-partial.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -130,6 +131,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '022-mail-outbox': mailOutbox(),
     '023-history-mark-default': historyMarkDefault(dialect),
     '024-executions-in-progress': executionsInProgress(),
+    '025-reprocess-run-partial': reprocessRunPartial(),
   };
 }
 
