@@ -460,11 +460,14 @@ function writeValue(w: BinaryWriter, kind: Kind, writer: FieldWriter, v: Exclude
 
 /**
  * Encodes records into binary COPY data, or returns undefined when a value needs the text format.
+ * With `stream`, each buffer goes there as soon as the rows in it are final (the COPY is sent while
+ * the rest is encoded) and the result is empty; undefined then means what was sent is no valid COPY.
  * `names` and `writers` are in the COPY column order. A record whose keys come in that order is
  * read with for-in (V8 reads each value by its field index); others by name.
  */
-export function encodeBinary(records: readonly (Readonly<Record<string, Value>> | undefined)[], names: readonly string[], writers: readonly FieldWriter[]): Buffer[] | undefined {
-  const w = new BinaryWriter();
+export function encodeBinary(records: readonly (Readonly<Record<string, Value>> | undefined)[], names: readonly string[], writers: readonly FieldWriter[], stream?: (chunk: Buffer) => void): Buffer[] | undefined {
+  const w = new BinaryWriter(undefined, stream ? STREAM_CHUNK : undefined);
+  let sent = 0;
   const n = names.length;
   const kinds = writers.map((f) => KINDS.get(f) ?? Kind.Other);
   const rowSize = 2 + n * FIXED_MAX;
@@ -476,6 +479,8 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
   for (const rec of records) {
     if (!rec) continue;
     w.ensure(rowSize);
+    // With `stream`, the buffers filled so far (whole rows: a row may be written again, below) go at once.
+    if (stream) while (sent < w.chunks.length) stream(w.chunks[sent++] as Buffer);
     put16(w.buf, w.pos, n);
     w.pos += 2;
     const rowBuf = w.buf;
@@ -507,7 +512,10 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
   w.ensure(2);
   put16(w.buf, w.pos, -1);
   w.pos += 2;
-  return w.finish();
+  const chunks = w.finish();
+  if (!stream) return chunks;
+  while (sent < chunks.length) stream(chunks[sent++] as Buffer);
+  return [];
 }
 
 /**

@@ -73,8 +73,11 @@ const COPY_BACKOFF_MAX = 64;
 /**
  * Sends the records `ks` (positions in the group) of a group through a COPY statement: in the
  * binary format when every column and value has a binary form (binary-copy.ts), else as text.
+ * `streamed` (only outside a transaction): the binary data is sent as it is encoded, so the server
+ * works on the first rows while the rest are encoded; a value without a binary form then abandons
+ * that COPY (it fails, as a statement of its own) and the text format runs.
  */
-function copySender(g: Group, batch: readonly ConnectorRecord[]): (client: PoolClient, sql: string, ks: number[]) => Promise<number> {
+function copySender(g: Group, batch: readonly ConnectorRecord[], streamed = false): (client: PoolClient, sql: string, ks: number[]) => Promise<number> {
   const names = g.cols.map((c) => c.fullName);
   const writers = g.cols.map((c) => binaryWriter(c.typname));
   const binary = writers.every((f) => f !== undefined) ? writers : undefined;
@@ -87,7 +90,22 @@ function copySender(g: Group, batch: readonly ConnectorRecord[]): (client: PoolC
     return `${line}\n`;
   };
   return async (client, sql, ks) => {
-    const data = binary ? encodeBinary(ks.map((k) => batch[g.indices[k] as number]), names, binary) : undefined;
+    const records = ks.map((k) => batch[g.indices[k] as number]);
+    if (binary && streamed) {
+      let textOnly = false;
+      const streaming = new CopyIn(`${sql} WITH (FORMAT binary)`, (send) => {
+        if (encodeBinary(records, names, binary, send)) return;
+        textOnly = true;
+        throw new Error('a value has no binary form');
+      });
+      client.query(streaming);
+      try {
+        return await streaming.done;
+      } catch (err) {
+        if (!textOnly) throw err;
+      }
+    }
+    const data = binary && !streamed ? encodeBinary(records, names, binary) : undefined;
     const copy = data
       ? new CopyIn(`${sql} WITH (FORMAT binary)`, (send) => {
           for (const b of data) send(b);
@@ -261,7 +279,7 @@ export class PgWriter {
       await copy.done;
     } catch (err) {
       // A value needs the text format: the COPY was abandoned, and the records path decides.
-      if (textOnly && sqlState(err) !== undefined) {
+      if (textOnly) {
         release();
         return asRecords();
       }
@@ -286,7 +304,7 @@ export class PgWriter {
   /** COPY of a group, bisected on record failures; `savepoints` inside a transaction (a failed statement would end it). */
   private async copy(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], savepoints = false): Promise<void> {
     const sql = `COPY ${qualified(table)} (${g.cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
-    const send = copySender(g, batch);
+    const send = copySender(g, batch, !savepoints);
     const run = async (ks: number[]): Promise<undefined> => {
       if (!savepoints) {
         await send(client, sql, ks);

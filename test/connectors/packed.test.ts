@@ -134,6 +134,7 @@ describe('packed batches', () => {
       await client.query(`DROP TABLE IF EXISTS ${name}; CREATE TABLE ${name} ${ddl}`);
     };
     const rows = async (name: string): Promise<unknown[]> => (await client.query(`SELECT * FROM ${name} ORDER BY id`)).rows;
+    const rows_ = rows;
 
     it('writes a packed batch as write writes its records: the same rows, text with every kind of character', async () => {
       const ddl = '(id integer PRIMARY KEY, name text, updated_at timestamp)';
@@ -193,6 +194,27 @@ describe('packed batches', () => {
       expect(results).toHaveLength(5000);
       expect(results[0]).toMatchObject({ ok: false, error: { code: 'UnknownField', field: 'updated_at' } });
       expect((await rows('e')).length).toBe(0);
+    });
+
+    it('a value without a binary form late in a large batch abandons the streamed COPY, and the text format writes every row', async () => {
+      await table('f', '(id integer PRIMARY KEY, name text, updated_at timestamptz)');
+      await table('g', '(id integer PRIMARY KEY, name text, updated_at timestamptz)');
+      // A stamp with an offset: the binary writers leave it to the server's text input.
+      const rows = Array.from({ length: 20_000 }, (_, i) => ({ id: i + 1, name: `r${i + 1}`, updated_at: i === 19_990 ? '2024-05-06T07:08:09+02:00' : '2024-05-06T07:08:09Z' }));
+      expect((await target.write('Create', 'f', rows)).every((r) => r.ok)).toBe(true);
+      const { rows: f } = await client.query<{ n: string; tz: string }>(`SELECT count(*) AS n, max(updated_at)::text AS tz FROM f`);
+      expect(f[0]).toEqual({ n: '20000', tz: '2024-05-06 07:08:09+00' });
+      expect((await client.query<{ tz: string }>(`SELECT updated_at::text AS tz FROM f WHERE id = 19991`)).rows[0]?.tz).toBe('2024-05-06 05:08:09+00');
+      // The same from a packed batch.
+      const dbFile = new Database(file);
+      dbFile.exec(`CREATE TABLE z (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME)`);
+      const ins = dbFile.prepare('INSERT INTO z VALUES (?, ?, ?)');
+      dbFile.transaction(() => {
+        for (const r of rows) ins.run(r.id, r.name, r.updated_at);
+      })();
+      dbFile.close();
+      for (const b of await packedBatches(sqlite, 'z', 10_000)) expect((await target.writePacked('Create', 'g', b)).every((r) => r.ok)).toBe(true);
+      expect(await rows_('g')).toEqual(await rows_('f'));
     });
 
     it('records of the values written match the source', async () => {
