@@ -13,7 +13,7 @@ export function forEachChildStep(block: Block, source: string, relationship: str
   const ordered = hasLoopExit(block.body ?? []);
   return {
     block,
-    run: (items, env) => iterate(items, { records: (item) => item.results.get(key) ?? [], bindAs: block.name, body, ordered }, env),
+    run: (items, env) => iterate(items, { records: (item) => item.results?.get(key) ?? [], bindAs: block.name, body, ordered }, env),
   };
 }
 

@@ -11,7 +11,7 @@ export function forEachResultStep(block: Block, source: string, body: readonly S
   const ordered = hasLoopExit(block.body ?? []);
   return {
     block,
-    run: (items, env) => iterate(items, { records: (item) => item.results.get(source) ?? [], bindAs: source, body, ordered }, env),
+    run: (items, env) => iterate(items, { records: (item) => item.results?.get(source) ?? [], bindAs: source, body, ordered }, env),
   };
 }
 

@@ -56,7 +56,7 @@ export function lookupStep(block: Block, conditions: readonly LookupCondition[],
           if (cache && cache.size < MAX_CACHE_KEYS) cache.set(key, matches);
         }
         item.ctx[block.name] = matches[0] ?? null;
-        item.results.set(block.name, matches);
+        (item.results ??= new Map()).set(block.name, matches);
       }
       return items.filter((i) => !i.state.failed);
     },

@@ -29,7 +29,7 @@ export async function readChildren(block: Block, conn: HostConnection, relations
     const parents = new Map<string, { values: Value[]; lists: ConnectorRecord[][] }>();
     for (const item of items) {
       const list: ConnectorRecord[] = [];
-      item.results.set(key, list);
+      (item.results ??= new Map()).set(key, list);
       const k = keyOf(item.ctx[block.name], rel.thisProperties);
       if (!k) continue;
       const p = parents.get(k.text);

@@ -108,7 +108,7 @@ async function writeChildren(spec: WriteWithSpec, child: ChildWriteSpec, parents
   const forks: Item[] = [];
   for (const p of parents) {
     if (p.state.failed) continue;
-    for (const r of p.results.get(child.collection) ?? []) {
+    for (const r of p.results?.get(child.collection) ?? []) {
       const f = forkItem(p);
       f.ctx[child.bindAs] = r;
       forks.push(f);

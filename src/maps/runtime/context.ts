@@ -33,8 +33,11 @@ export type ItemExit = 'map' | 'loop' | 'continue';
 export interface Item {
   /** What formulas read: `{"BlockName": {"Field": value}}`. */
   ctx: Record<string, ConnectorRecord | null>;
-  /** Record collections: each Lookup's results (by its name), each Query relationship's children (by `Query.relationship`). */
-  results: Map<string, ConnectorRecord[]>;
+  /**
+   * Record collections: each Lookup's results (by its name), each Query relationship's children (by
+   * `Query.relationship`); made with the first one (most records of a run have none).
+   */
+  results?: Map<string, ConnectorRecord[]> | undefined;
   state: SourceState;
   exit?: ItemExit | undefined;
 }
@@ -149,5 +152,5 @@ export async function runSequence(steps: readonly Step[], items: Item[], env: Ru
 
 /** A copy of an item for an iteration (same source state). */
 export function forkItem(item: Item): Item {
-  return { ctx: { ...item.ctx }, results: new Map(item.results), state: item.state };
+  return { ctx: { ...item.ctx }, results: item.results ? new Map(item.results) : undefined, state: item.state };
 }

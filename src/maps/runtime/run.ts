@@ -247,7 +247,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   let lastAhead: Promise<unknown> | undefined;
   /** A batch as read, its items, and the first step's leading formulas started for them. */
   const prepare = (read: RecordBatch): Prepared => {
-    const items: Item[] = read.map((source) => ({ ctx: { [starter.name]: source }, results: new Map(), state: { source, failed: false, row: ++rowsRead } }));
+    const items: Item[] = read.map((source) => ({ ctx: { [starter.name]: source }, results: undefined, state: { source, failed: false, row: ++rowsRead } }));
     let ahead: AheadValues | undefined;
     if (first?.leading && items.length > 0 && !stopped && !signal.aborted) {
       ahead = evaluateAhead(first.leading, items, env);
