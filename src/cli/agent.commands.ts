@@ -91,13 +91,13 @@ export async function agentUninstall(argv: string[], env: NodeJS.ProcessEnv): Pr
 }
 
 /**
- * Node flags the Agent's worker starts with: a young generation of 64 MiB a semi-space, since bulk
+ * Node flags the Agent's worker starts with: a young generation of 128 MiB a semi-space, since bulk
  * batches of thousands of records outlive V8's default and promoting them costs up to a third of
  * the CPU of a load (docs/connectors.md) — unless the command line or NODE_OPTIONS sets one.
  */
 export function workerNodeFlags(execArgv: readonly string[], env: NodeJS.ProcessEnv): string[] {
   const set = [...execArgv, env['NODE_OPTIONS'] ?? ''].some((a) => a.includes('--max-semi-space-size'));
-  return set ? [] : ['--max-semi-space-size=64'];
+  return set ? [] : ['--max-semi-space-size=128'];
 }
 
 /** `ferry agent run`: the foreground supervisor (Cloud Agent container, systemd, tests). */

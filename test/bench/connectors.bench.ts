@@ -22,7 +22,7 @@
  * postgres://postgres@127.0.0.1:5432/test) names a server where the bench may create and drop a
  * database; FERRY_BENCH_ROWS (default 1000000); FERRY_BENCH_BATCH (default 10000: the bulkLimit
  * of the postgres and sqlite connectors, what a connector-to-connector copy uses);
- * FERRY_BENCH_NODE_FLAGS (default `--max-semi-space-size=64`, the Agent's recommended V8 flag:
+ * FERRY_BENCH_NODE_FLAGS (default `--max-semi-space-size=128`, the Agent's recommended V8 flag:
  * batches of 10000 records outgrow V8's default young generation). Reference runs with batch 2000
  * and without the flag are reported beside. Needs `psql` and `sqlite3` on the PATH
  * (apt-get install -y postgresql-client sqlite3).
@@ -48,7 +48,7 @@ const ROWS = Number(process.env['FERRY_BENCH_ROWS'] ?? 1_000_000);
 /** Row counts of the memory runs: peak RSS must not grow with them. */
 const MEMORY_ROWS = [Math.max(1000, Math.floor(ROWS / 10)), Math.max(1000, Math.floor(ROWS / 3)), ROWS * 2];
 const BATCH = Number(process.env['FERRY_BENCH_BATCH'] ?? 10_000);
-const NODE_FLAGS = (process.env['FERRY_BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=64').split(' ').filter(Boolean);
+const NODE_FLAGS = (process.env['FERRY_BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=128').split(' ').filter(Boolean);
 /** How many times each goal case runs beside its anchor. */
 const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 5);
 /** Comma-separated goal cases to run (csvToPostgres, upsertPostgresConflicts, …); absent = all, with the reference and memory runs. */

@@ -25,7 +25,7 @@
  * its errors can be reprocessed any more, and a second reprocess starts nothing.
  *
  * BENCH_ERRORS (default 1,000,000), BENCH_STORES (default sqlite, and postgres with
- * FERRY_TEST_DATABASE_URL), BENCH_NODE_FLAGS (default `--max-semi-space-size=64`, as
+ * FERRY_TEST_DATABASE_URL), BENCH_NODE_FLAGS (default `--max-semi-space-size=128`, as
  * solutions.bench.ts), FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/test): a server where it creates and drops the target's
  * database. Prints one JSON document; progress on stderr.
@@ -55,7 +55,7 @@ const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.join(ROOT, 'connectors');
 const ERRORS = Number(ENV['BENCH_ERRORS'] ?? 1_000_000);
 const STORES = (ENV['BENCH_STORES'] ?? (ENV['FERRY_TEST_DATABASE_URL'] ? 'sqlite,postgres' : 'sqlite')).split(',').filter((s): s is StoreName => s === 'sqlite' || s === 'postgres');
-const NODE_FLAGS = (ENV['BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=64').split(' ').filter(Boolean);
+const NODE_FLAGS = (ENV['BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=128').split(' ').filter(Boolean);
 const ADMIN_URL = ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The Map's batch size: the bulkLimit of the csv and postgres Connectors, as in solutions.bench.ts. */
 const BATCH = 10_000;

@@ -29,7 +29,7 @@
  * BENCH_ROWS (default 1000000), BENCH_ROUNDS (3: rounds of anchor(s) then the Solution, the
  * median reported), BENCH_FAILING_ROWS and BENCH_FAILING_ROUNDS (default the same), BENCH_STARTS
  * (20), BENCH_SCENARIOS (default rs,is,failing,latency),
- * BENCH_NODE_FLAGS (default `--max-semi-space-size=64`, the flag docs/connectors.md recommends
+ * BENCH_NODE_FLAGS (default `--max-semi-space-size=128`, the flag docs/connectors.md recommends
  * for the Agent: on the Node command line of the Agent, which its worker inherits, and of the
  * anchors' child processes),
  * BENCH_AGENT_CPU_PROF=DIR (the Agent worker writes a --cpu-prof profile there when it stops),
@@ -73,7 +73,7 @@ const SCHED = {
   agents: Number(ENV['BENCH_SCHEDULE_AGENTS'] ?? 10),
   minutes: Number(ENV['BENCH_SCHEDULE_MINUTES'] ?? 10),
 };
-const NODE_FLAGS = (ENV['BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=64').split(' ').filter(Boolean);
+const NODE_FLAGS = (ENV['BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=128').split(' ').filter(Boolean);
 const CPU_PROF = ENV['BENCH_AGENT_CPU_PROF'];
 /**
  * BENCH_RS_SOURCE_INDEX=1: an index on julianday(updated_at) at the source — the sqlite Connector

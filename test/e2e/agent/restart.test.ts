@@ -32,7 +32,7 @@ describe('Agent restarts replace the process and come back Running', () => {
       if (process.platform === 'linux' && !restartNow) {
         // The worker runs with the young generation bulk batches need (docs/connectors.md).
         const argv = fs.readFileSync(`/proc/${before.at(-1) as number}/cmdline`, 'utf8').split('\0');
-        expect(argv).toContain('--max-semi-space-size=64');
+        expect(argv).toContain('--max-semi-space-size=128');
       }
       const res = await sut.request<{ status: string }>('POST', `/v1/orgs/${sut.orgId}/agents/${agentId}/restart`, { body: { restartNow } });
       expect(res.status).toBe(200);
