@@ -297,6 +297,8 @@ export class PgWriter {
     } finally {
       release(broken);
     }
+    // As upsertByCopy after a COPY that went in: the back-off starts over.
+    if (action === 'Upsert') state.backoff = 0;
     ctx.progress({ records: batch.rows });
     return new Array<WriteResult>(batch.rows).fill(OK_ONE);
   }

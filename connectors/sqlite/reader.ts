@@ -154,6 +154,7 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
       // Not all ASCII: the ends move to byte positions (UTF-8 lengths: 1 to 3 bytes a UTF-16 unit, 4 a surrogate pair).
       let c = 0;
       let b = 0;
+      const byteEnds = new Uint32Array(s);
       for (let k = 0; k < s; k++) {
         const e = ends[k] as number;
         for (; c < e; c++) {
@@ -168,8 +169,30 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
             } else b += 3;
           } else b += 3;
         }
-        ends[k] = b;
+        byteEnds[k] = b;
       }
+      // A surrogate pair split over two cells is one 4-byte character in the whole text: encode cell by cell.
+      if (b !== bytes.length) {
+        const parts: Uint8Array[] = [];
+        let from = 0;
+        let at = 0;
+        for (let k = 0; k < s; k++) {
+          const e = ends[k] as number;
+          const part = encoder.encode(text.slice(from, e));
+          parts.push(part);
+          at += part.length;
+          from = e;
+          ends[k] = at;
+        }
+        const joined = new Uint8Array(at);
+        let p = 0;
+        for (const part of parts) {
+          joined.set(part, p);
+          p += part.length;
+        }
+        return { cursor: id, rows, done: cur.done, tags, nums, text: '', ends, bytes: joined, blobs };
+      }
+      ends.set(byteEnds);
     }
     return { cursor: id, rows, done: cur.done, tags, nums, text: '', ends, bytes, blobs };
   };

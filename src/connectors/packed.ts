@@ -89,20 +89,24 @@ export function unpackRecords(b: PackedBatch, make?: (values: ArrayLike<Value>) 
   return out;
 }
 
-/** Whether a value is a structurally sound packed batch (the host checks what a plugin yields). */
+/**
+ * Whether a value is a sound packed batch (the host checks what a plugin yields): arrays as long
+ * as its cells, field names, and every text cell inside the text.
+ */
 export function isPackedBatch(b: unknown): b is PackedBatch {
   if (typeof b !== 'object' || b === null) return false;
   const p = b as Partial<PackedBatch>;
-  if (typeof p.rows !== 'number' || !Number.isInteger(p.rows) || p.rows < 0 || !Array.isArray(p.fields)) return false;
+  if (typeof p.rows !== 'number' || !Number.isInteger(p.rows) || p.rows < 0 || !Array.isArray(p.fields) || !p.fields.every((f) => typeof f === 'string')) return false;
   const cells = p.rows * p.fields.length;
-  return (
-    p.tags instanceof Uint8Array &&
-    p.tags.length >= cells &&
-    p.nums instanceof Float64Array &&
-    p.nums.length >= cells &&
-    p.ends instanceof Uint32Array &&
-    p.ends.length >= cells &&
-    Buffer.isBuffer(p.text) &&
-    Array.isArray(p.values)
-  );
+  const { tags, nums, ends, text } = p;
+  if (!(tags instanceof Uint8Array && tags.length >= cells && nums instanceof Float64Array && nums.length >= cells && ends instanceof Uint32Array && ends.length >= cells && Buffer.isBuffer(text) && Array.isArray(p.values))) {
+    return false;
+  }
+  for (let v = 0; v < cells; v++) {
+    if (tags[v] !== CELL_TEXT) continue;
+    const start = nums[v] as number;
+    const end = ends[v] as number;
+    if (!Number.isInteger(start) || start < 0 || start > end || end > text.length) return false;
+  }
+  return true;
 }

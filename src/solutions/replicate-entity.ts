@@ -192,6 +192,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
           const state = first.state();
           await saving;
           saving = store.saveInitial(state);
+          // Rethrown by the next await; until then a failed save must not be an unhandled rejection.
+          saving.catch(() => undefined);
         }
         stats.batch(performance.now() - t0, b.rows, failed);
         run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
@@ -315,12 +317,14 @@ class FirstCopy {
     let best = -1;
     for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
       if (tags[v] === CELL_NULL) continue;
-      if (tags[v] !== CELL_TEXT || !isoBytes(text, nums[v] as number, ends[v] as number)) return this.batch(unpackRecords(b));
+      // Shorter stamps compare by fewer characters (a date ties every time of its day): not by bytes.
+      if (tags[v] !== CELL_TEXT || (ends[v] as number) - (nums[v] as number) < 19 || !isoBytes(text, nums[v] as number, ends[v] as number)) return this.batch(unpackRecords(b));
       if (best < 0 || comparePrefixBytes(text, nums[v] as number, ends[v] as number, nums[best] as number, ends[best] as number) > 0) best = v;
     }
     // The rows at the newest prefix, and those at the mark's, in order: the ones the fold reads.
     const mark = this.mark;
-    const markBytes = mark !== null && isoPrefix(mark) && isAscii(mark) ? Buffer.from(mark, 'latin1') : undefined;
+    // A mark in another form (or shorter) is compared with every row as the records' fold does.
+    const markBytes = mark !== null && mark.length >= 19 && isoPrefix(mark) && isAscii(mark) ? Buffer.from(mark, 'latin1') : undefined;
     const rows: number[] = [];
     const stamps: Value[] = [];
     for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {

@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/stores.js';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
-import { unpackRecords, type ConnectorRecord, type PackedBatch, type WriteResult } from '../../src/connectors/sdk.js';
+import { CELL_TEXT, isPackedBatch, unpackRecords, type ConnectorRecord, type PackedBatch, type WriteResult } from '../../src/connectors/sdk.js';
+import { sqliteReader, type ReadBatch } from '../../connectors/sqlite/reader.js';
 import { CONNECTORS_DIR, collect } from './conformance.js';
 
 const URL_SET = Boolean(process.env['FERRY_TEST_DATABASE_URL']);
@@ -43,6 +44,45 @@ async function packedBatches(conn: HostConnection, entity: string, batchSize: nu
   for await (const b of it) out.push(b);
   return out;
 }
+
+describe('packed batch checks', () => {
+  it('the reader thread gives UTF-8 byte ends, also for a surrogate pair split over two cells', () => {
+    const rows = [
+      ['a', 'Zoë', '😀x'],
+      ['\ud83d', '\ude00', 'é'],
+      ['lone \udc00', 'end \ud800', 'z'],
+    ];
+    // A stand-in for better-sqlite3 that yields these rows (SQLite itself never returns lone surrogates).
+    class FakeDb {
+      readonly open = true;
+      pragma(): void {}
+      close(): void {}
+      prepare(): { raw(): { safeIntegers(): { iterate(): Iterator<unknown[]> } } } {
+        return { raw: () => ({ safeIntegers: () => ({ iterate: () => rows[Symbol.iterator]() }) }) };
+      }
+    }
+    const read = sqliteReader(FakeDb as never, { file: 'x', busyTimeoutMs: 0, pragmas: [] });
+    const batch = read({ op: 'open', sql: 'x', params: [], batch: 10, cols: 3, bytes: true }).reply as ReadBatch;
+    const bytes = Buffer.from(batch.bytes as Uint8Array);
+    const texts: string[] = [];
+    let from = 0;
+    for (let k = 0; k < 9; k++) {
+      texts.push(bytes.toString('utf8', from, batch.ends[k]));
+      from = batch.ends[k] as number;
+    }
+    // Each cell's bytes are its own UTF-8 (a lone surrogate becomes U+FFFD, as TextEncoder writes it).
+    expect(texts).toEqual(rows.flat().map((t) => Buffer.from(new TextEncoder().encode(t)).toString('utf8')));
+  });
+
+  it('the host refuses a packed batch whose text cells point outside its text', () => {
+    const good: PackedBatch = { rows: 1, fields: ['a'], tags: Uint8Array.of(CELL_TEXT), nums: Float64Array.of(0), ends: Uint32Array.of(2), text: Buffer.from('hi'), values: [] };
+    expect(isPackedBatch(good)).toBe(true);
+    expect(isPackedBatch({ ...good, ends: Uint32Array.of(3) })).toBe(false);
+    expect(isPackedBatch({ ...good, nums: Float64Array.of(1.5) })).toBe(false);
+    expect(isPackedBatch({ ...good, fields: [1] })).toBe(false);
+    expect(isPackedBatch({ ...good, rows: 2 })).toBe(false);
+  });
+});
 
 describe('packed batches', () => {
   let host: ConnectorHost;
