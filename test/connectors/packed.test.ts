@@ -61,7 +61,7 @@ describe('packed batch checks', () => {
         return { raw: () => ({ safeIntegers: () => ({ iterate: () => rows[Symbol.iterator]() }) }) };
       }
     }
-    const read = sqliteReader(FakeDb as never, { file: 'x', busyTimeoutMs: 0, pragmas: [] });
+    const read = sqliteReader(FakeDb, { file: 'x', busyTimeoutMs: 0, pragmas: [] });
     const batch = read({ op: 'open', sql: 'x', params: [], batch: 10, cols: 3, bytes: true }).reply as ReadBatch;
     const bytes = Buffer.from(batch.bytes as Uint8Array);
     const texts: string[] = [];
