@@ -27,6 +27,7 @@ import { queryEntity } from './query.js';
 import { writeEntity } from './write.js';
 import { ensureEntity } from './ensure-entity.js';
 import { fileError } from './reader.js';
+import type { ScanThread } from './thread.js';
 
 /**
  * The csv Connector: a folder of CSV files is a datastore, one file an entity (see
@@ -36,6 +37,8 @@ class CsvSession implements ConnectorSession {
   private entities: Map<string, CsvEntity> | undefined;
   /** Writes to one file run one at a time (a rewrite must not interleave with an append). */
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** The scan threads of the session's open queries (thread.ts): closed with the session. */
+  private readonly threads = new Set<ScanThread>();
 
   constructor(private readonly props: CsvProps) {}
 
@@ -79,7 +82,7 @@ class CsvSession implements ConnectorSession {
 
   async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
     const e = await this.entity(entity);
-    yield* queryEntity(e, filter, options, this.props, ctx);
+    yield* queryEntity(e, filter, options, this.props, ctx, this.threads);
   }
 
   async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
@@ -108,6 +111,9 @@ class CsvSession implements ConnectorSession {
 
   async disconnect(_ctx: CallContext): Promise<void> {
     this.entities = undefined;
+    const closed = new ConnectorError('Aborted', 'The session was disconnected: its query was stopped.');
+    await Promise.all([...this.threads].map((t) => t.close(closed)));
+    this.threads.clear();
   }
 }
 

@@ -18,20 +18,10 @@ export interface CsvSink<T> {
   row(fields: CsvRow, out: T[]): void;
 }
 
-/** Rows as arrays of fields. */
-export function rowSink(delimiter: string): CsvSink<CsvRow> {
-  return {
-    line(buf, start, end, out) {
-      const fields: CsvRow = buf.slice(start, end).split(delimiter);
-      for (let i = 0; i < fields.length; i++) if (fields[i] === '') fields[i] = null;
-      out.push(fields);
-    },
-    row(fields, out) {
-      out.push(fields);
-    },
-  };
-}
-
+/**
+ * The parser. The class refers to nothing outside its own body (not even its own name): the scan
+ * thread runs it from its source text (thread.ts).
+ */
 export class CsvParser<T = CsvRow> {
   private buf = '';
   private readonly delim: string;
@@ -44,7 +34,21 @@ export class CsvParser<T = CsvRow> {
     if (delimiter.length !== 1 || quote.length !== 1) throw new Error('delimiter and quote are one character each');
     this.delim = delimiter;
     this.quote = quote;
-    this.sink = sink ?? (rowSink(delimiter) as unknown as CsvSink<T>);
+    this.sink = sink ?? (this.rowSink(delimiter) as unknown as CsvSink<T>);
+  }
+
+  /** The default sink: rows as arrays of fields. */
+  private rowSink(delimiter: string): CsvSink<CsvRow> {
+    return {
+      line(buf, start, end, out) {
+        const fields: CsvRow = buf.slice(start, end).split(delimiter);
+        for (let i = 0; i < fields.length; i++) if (fields[i] === '') fields[i] = null;
+        out.push(fields);
+      },
+      row(fields, out) {
+        out.push(fields);
+      },
+    };
   }
 
   /** Parses what `text` completes; records are pushed into `out`. */

@@ -13,6 +13,8 @@ export interface CsvProps {
   encoding: 'utf8' | 'latin1' | 'utf16le';
   /** File name suffix of entity files, lower case, with its dot. */
   extension: string;
+  /** Where queries parse: `auto` (a scan thread for large files on a machine with the CPUs for it; query.ts), `on` (every file), `off` (none). */
+  readerThread: 'auto' | 'on' | 'off';
 }
 
 const bool = (name: string, v: string | undefined, dflt: boolean): boolean => {
@@ -41,6 +43,10 @@ export function parseProps(p: ConnectionProperties): CsvProps {
     throw new ConnectorError('InvalidProperties', 'The property encoding must be utf8, latin1 or utf16le.');
   }
   const ext = (p['extension']?.trim() || '.csv').toLowerCase();
+  const readerThread = p['readerThread']?.trim().toLowerCase() || 'auto';
+  if (readerThread !== 'auto' && readerThread !== 'on' && readerThread !== 'off') {
+    throw new ConnectorError('InvalidProperties', 'The property readerThread must be auto, on or off.');
+  }
   return {
     folder,
     delimiter,
@@ -49,5 +55,6 @@ export function parseProps(p: ConnectionProperties): CsvProps {
     inferRows,
     encoding,
     extension: ext.startsWith('.') ? ext : `.${ext}`,
+    readerThread,
   };
 }

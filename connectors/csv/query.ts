@@ -1,3 +1,5 @@
+import fsp from 'node:fs/promises';
+import os from 'node:os';
 import {
   ConnectorError,
   compareValues,
@@ -10,11 +12,26 @@ import {
   type QueryOptions,
   type RecordBatch,
 } from '../../src/connectors/sdk.js';
-import { readWith } from './reader.js';
+import { fileError, readInThread, readWith } from './reader.js';
 import { recordSink } from './records.js';
 import { sortRecords } from './sort.js';
 import type { CsvProps } from './properties.js';
 import type { CsvEntity } from './schema.js';
+import type { ScanThread } from './thread.js';
+
+/** With readerThread `auto`, files of this many bytes or more are read in a scan thread … */
+export const THREAD_MIN_BYTES = 8 << 20;
+/** … on a machine with this many CPUs or more: on one, the thread could only take turns with the Agent's (docs/decisions.md). */
+export const THREAD_MIN_CPUS = 2;
+
+/**
+ * Whether a query reads its file in a scan thread: `on`, or `auto` on a machine with enough CPUs
+ * for a file large enough. `size` is asked only when the answer depends on it.
+ */
+export async function readsInThread(mode: CsvProps['readerThread'], cpus: number, size: () => Promise<number>): Promise<boolean> {
+  if (mode !== 'auto') return mode === 'on';
+  return cpus >= THREAD_MIN_CPUS && (await size()) >= THREAD_MIN_BYTES;
+}
 
 /** Checks that every field an option names exists; FieldNotFound names the first that does not. */
 export function requireFields(entity: CsvEntity, names: Iterable<string>): void {
@@ -26,10 +43,11 @@ export function requireFields(entity: CsvEntity, names: Iterable<string>): void 
 
 /**
  * Streams an entity's records: parse → type → filter → (sort) → project → batches. Without an
- * order the file is read once, front to back, a chunk at a time. Net change or an order sorts
- * in bounded memory (sort.ts).
+ * order the file is read once, front to back, a chunk at a time; a large file is read, parsed and
+ * typed in a scan thread (reader.ts `readInThread`), whose open threads are kept in `threads`.
+ * Net change or an order sorts in bounded memory (sort.ts).
  */
-export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext, threads: Set<ScanThread>): AsyncGenerator<RecordBatch, void, undefined> {
   const order = options.netChange ? [{ field: options.netChange.field, direction: 'asc' as const }] : (options.orderBy ?? []);
   requireFields(entity, [...filterFields(filter), ...(options.fields ?? []), ...order.map((o) => o.field)]);
   const typeOf = (f: string) => entity.columns.find((c) => c.fullName === f)?.type;
@@ -51,9 +69,16 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
   const limit = options.limit ?? Infinity;
   const batchSize = options.batchSize;
 
+  const inThread = await readsInThread(props.readerThread, os.availableParallelism(), async () => {
+    try {
+      return (await fsp.stat(entity.file)).size;
+    } catch (err) {
+      throw fileError(err, entity.file);
+    }
+  });
   async function* matching(): AsyncGenerator<ConnectorRecord[], void, undefined> {
-    const sink = recordSink(entity, ctx.log, props.delimiter, props.hasHeader);
-    for await (const records of readWith(entity.file, props, ctx.signal, sink)) {
+    const source = inThread ? readInThread(entity, props, ctx.log, ctx.signal, threads) : readWith(entity.file, props, ctx.signal, recordSink(entity, ctx.log, props.delimiter, props.hasHeader));
+    for await (const records of source) {
       const out = test ? records.filter(test) : records;
       if (out.length) yield out;
     }

@@ -1,7 +1,12 @@
 import fs from 'node:fs';
-import { ConnectorError } from '../../src/connectors/sdk.js';
+import fsp from 'node:fs/promises';
+import { ConnectorError, type ConnectorLog, type ConnectorRecord } from '../../src/connectors/sdk.js';
 import { CsvParser, type CsvRow, type CsvSink } from './parser.js';
 import type { CsvProps } from './properties.js';
+import { packedRecords, scanColumns } from './records.js';
+import type { CsvEntity } from './schema.js';
+import type { ScanBatch } from './scanner.js';
+import { startScan, type ScanThread } from './thread.js';
 
 /** Bytes read per chunk: large enough to amortise the per-chunk work, small enough to bound memory. */
 const CHUNK = 1 << 18;
@@ -38,6 +43,47 @@ export async function* readWith<T>(file: string, props: CsvProps, signal?: Abort
     throw fileError(err, file);
   } finally {
     stream.destroy();
+  }
+}
+
+/**
+ * An entity's records, read, parsed and typed in a scan thread of their own (thread.ts) while the
+ * caller works on the previous batch: at most the batch the caller has and the one the thread
+ * reads ahead are in memory. The records are those of the in-thread read with the query's sink
+ * (records.ts). The thread stops, and the file is closed, when the caller has read to the end,
+ * fails or breaks out, or when the session closes the threads in `threads`.
+ */
+export async function* readInThread(entity: CsvEntity, props: CsvProps, log: ConnectorLog, signal: AbortSignal, threads: Set<ScanThread>): AsyncGenerator<ConnectorRecord[], void, undefined> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(entity.file, 'r');
+  } catch (err) {
+    throw fileError(err, entity.file);
+  }
+  let thread: ScanThread;
+  try {
+    thread = startScan(fh, { encoding: props.encoding, delimiter: props.delimiter, hasHeader: props.hasHeader, columns: scanColumns(entity), chunk: CHUNK });
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+  threads.add(thread);
+  try {
+    const records = packedRecords(entity, log);
+    for (;;) {
+      let batch: ScanBatch;
+      try {
+        batch = await thread.next(signal);
+      } catch (err) {
+        throw fileError(err, entity.file);
+      }
+      const out = records(batch);
+      if (out.length) yield out;
+      if (batch.done) return;
+    }
+  } finally {
+    threads.delete(thread);
+    await thread.close();
   }
 }
 

@@ -1,5 +1,7 @@
 import { coerceValue, INVALID, recordMaker, type ConnectorLog, type ConnectorRecord, type PropertyType, type Value } from '../../src/connectors/sdk.js';
+import { cellReaders } from './cells.js';
 import type { CsvField, CsvRow, CsvSink } from './parser.js';
+import { TAG, type ScanBatch, type ScanColumn } from './scanner.js';
 import type { CsvColumn, CsvEntity } from './schema.js';
 
 type Convert = (raw: string) => Value;
@@ -75,58 +77,9 @@ const enum Kind {
 }
 
 const KIND_OF: Partial<Record<PropertyType, Kind>> = { string: Kind.Text, integer: Kind.Integer, double: Kind.Double, boolean: Kind.Boolean, decimal: Kind.Decimal };
-const POW10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
 const TRUE = 'true';
 const FALSE = 'false';
-
-/**
- * A whole number or a plain decimal (`-?digits[.digits]`, at most 15 digits) read from the
- * characters of `buf` without cutting it out; NaN when the text has another form. Exact: the
- * digits make an integer below 2^53 and 10^k is exact, so the one division rounds correctly, as
- * Number() does.
- */
-function plainNumber(buf: string, start: number, end: number, fraction: boolean): number {
-  let i = start;
-  const neg = buf.charCodeAt(i) === 45;
-  if (neg) i++;
-  if (i >= end || end - i > 16) return NaN;
-  let m = 0;
-  let scale = 0;
-  let digits = 0;
-  for (; i < end; i++) {
-    const c = buf.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      m = m * 10 + (c - 48);
-      digits++;
-      if (scale > 0) scale++;
-    } else if (c === 46 && fraction && scale === 0 && digits > 0 && i + 1 < end) scale = 1;
-    else return NaN;
-  }
-  if (digits > 15) return NaN;
-  const v = scale > 1 ? m / (POW10[scale - 1] as number) : m;
-  return neg ? -v : v;
-}
-
-/** The text is `-?digits[.digits]`: a canonical decimal. */
-function isPlainDecimal(buf: string, start: number, end: number): boolean {
-  let i = start;
-  if (buf.charCodeAt(i) === 45) i++;
-  let digits = 0;
-  let dot = false;
-  for (; i < end; i++) {
-    const c = buf.charCodeAt(i);
-    if (c >= 48 && c <= 57) digits++;
-    else if (c === 46 && !dot && digits > 0 && i + 1 < end) dot = true;
-    else return false;
-  }
-  return digits > 0;
-}
-
-function equalsAt(buf: string, start: number, end: number, word: string): boolean {
-  if (end - start !== word.length) return false;
-  for (let i = 0; i < word.length; i++) if (buf.charCodeAt(start + i) !== word.charCodeAt(i)) return false;
-  return true;
-}
+const { plainNumber, isPlainDecimal, equalsAt } = cellReaders();
 
 /**
  * The query's parser sink: records straight from the text. A line without quotes is cut field by
@@ -197,6 +150,76 @@ export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: stri
       }
       out.push(build(fields));
     },
+  };
+}
+
+/**
+ * How the scan thread types each column's cells (scanner.ts): the fast forms of the query's sink,
+ * plus canonical dates and datetimes, which their converters pass on unchanged.
+ */
+export function scanColumns(entity: CsvEntity): ScanColumn[] {
+  return entity.columns.map((c): ScanColumn => {
+    switch (c.type) {
+      case 'string':
+        return { kind: 'text' };
+      case 'integer':
+      case 'double':
+      case 'boolean':
+      case 'decimal':
+        return { kind: c.type };
+      case 'date':
+        return { kind: 'pattern', pattern: DATE_FAST.source };
+      case 'datetime':
+        return { kind: 'pattern', pattern: DATETIME_FAST.source };
+      default:
+        return { kind: 'raw' };
+    }
+  });
+}
+
+/**
+ * Records from the scan thread's packed batches: settled cells as they come, `raw` cells through
+ * the field's converter (as the query's sink converts them), each record one object literal with
+ * every field (recordMaker).
+ */
+export function packedRecords(entity: CsvEntity, log: ConnectorLog): (batch: ScanBatch) => ConnectorRecord[] {
+  const cols = entity.columns;
+  const n = cols.length;
+  const convs = cols.map((c) => converter(c, log, entity.fullName));
+  const make = recordMaker(cols.map((c) => c.fullName));
+  const vals = new Array<Value>(n).fill(null);
+  return ({ rows, tags, nums, text, starts, ends }) => {
+    const out = new Array<ConnectorRecord>(rows);
+    let v = 0;
+    let k = 0;
+    let e = 0;
+    for (let r = 0; r < rows; r++) {
+      for (let i = 0; i < n; i++, v++) {
+        switch (tags[v]) {
+          case TAG.number:
+            vals[i] = nums[k++] as number;
+            break;
+          case TAG.text:
+            vals[i] = text.slice(starts[e], ends[e]);
+            e++;
+            break;
+          case TAG.raw:
+            vals[i] = (convs[i] as Convert)(text.slice(starts[e], ends[e]));
+            e++;
+            break;
+          case TAG.true:
+            vals[i] = true;
+            break;
+          case TAG.false:
+            vals[i] = false;
+            break;
+          default:
+            vals[i] = null;
+        }
+      }
+      out[r] = make(vals);
+    }
+    return out;
   };
 }
 

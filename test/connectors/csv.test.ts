@@ -46,19 +46,23 @@ async function writeLarge(file: string, rows: number): Promise<void> {
   await once(ws, 'finish');
 }
 
-runConformance({
-  connector: 'CSV',
-  async setup() {
-    const folder = await tempFolder();
-    await writePeople(folder);
-    return { properties: { folder }, cleanup: () => fsp.rm(folder, { recursive: true, force: true }) };
-  },
-  async createLarge(properties, rows) {
-    await writeLarge(path.join(properties['folder'] as string, 'big.csv'), rows);
-  },
-  enforcesUniqueKeys: false,
-  ensureEntity: true,
-});
+/** The conformance suite once as configured by default and once with every query in a scan thread. */
+for (const readerThread of ['auto', 'on'] as const) {
+  runConformance({
+    connector: 'CSV',
+    ...(readerThread === 'on' ? { label: 'reader thread' } : {}),
+    async setup() {
+      const folder = await tempFolder();
+      await writePeople(folder);
+      return { properties: { folder, readerThread }, cleanup: () => fsp.rm(folder, { recursive: true, force: true }) };
+    },
+    async createLarge(properties, rows) {
+      await writeLarge(path.join(properties['folder'] as string, 'big.csv'), rows);
+    },
+    enforcesUniqueKeys: false,
+    ensureEntity: true,
+  });
+}
 
 describe('csv connector', () => {
   let host: ConnectorHost;

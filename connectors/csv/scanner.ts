@@ -1,0 +1,322 @@
+/**
+ * The scan thread's handler (thread.ts): reads a file, decodes it, parses it with the connector's
+ * parser and types each cell as the query's sink does (records.ts), and hands the records over in
+ * packed batches, one batch ahead of the query. On the Agent's thread that work would stop
+ * everything else (the Map, the target's encoding) for as long as it runs; in the thread it runs
+ * beside them.
+ *
+ * The handler refers to nothing outside its own body: the thread runs it from its source text,
+ * with the parser class and the cell readers it is given (also from their source text).
+ *
+ *   file ─ read ─ decode ─ CsvParser ─ type ─ pack ══ batch ══▶ Agent's thread: records (records.ts)
+ *
+ * What the thread cannot settle itself (a non-canonical number, boolean, date, or any type with
+ * no fast form) crosses as the cell's text, tagged for the field's converter on the Agent's side,
+ * so coercion and its once-per-field warning are the query's own.
+ */
+import type { CellReaders } from './cells.js';
+import type { CsvParser, CsvRow, CsvSink } from './parser.js';
+
+/** How the thread types a column's cells. */
+export interface ScanColumn {
+  /**
+   * `text`: a string field; `integer`, `double`: the plain-number fast path; `boolean`: true/false;
+   * `decimal`: a plain decimal is kept as text; `pattern`: text that matches `pattern` is kept as
+   * it is (canonical dates, datetimes); `raw`: always the converter.
+   */
+  kind: 'text' | 'integer' | 'double' | 'boolean' | 'decimal' | 'pattern' | 'raw';
+  /** The source of the regular expression of a `pattern` column. */
+  pattern?: string;
+}
+
+export interface ScanSettings {
+  /** An open file descriptor of the file: the query owns it and closes it after the thread. */
+  fd: number;
+  encoding: 'utf8' | 'latin1' | 'utf16le';
+  delimiter: string;
+  hasHeader: boolean;
+  columns: ScanColumn[];
+  /** Bytes read at a time; a batch holds the records of at least one read. */
+  chunk: number;
+}
+
+/** Tags of a batch's cells (`tags`). */
+export const TAG = { null: 0, number: 1, text: 2, raw: 3, true: 4, false: 5 } as const;
+
+export interface ScanBatch {
+  rows: number;
+  /** No records follow. */
+  done: boolean;
+  /** Per cell, row by row (columns × rows): a {@link TAG}. */
+  tags: Uint8Array;
+  /** The values of the `number` cells, in order. */
+  nums: Float64Array;
+  /**
+   * The text of the `text` and `raw` cells: the e-th of them (in order) is
+   * `text.slice(starts[e], ends[e])`. It holds the decoded text the batch's lines were cut from,
+   * and the fields of its quoted records.
+   */
+  text: string;
+  starts: Uint32Array;
+  ends: Uint32Array;
+}
+
+export interface ScanIo {
+  readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  StringDecoder: new (encoding: ScanSettings['encoding']) => { write(buf: Uint8Array): string; end(): string };
+}
+
+export type ScanReply = { reply: ScanBatch; transfer: ArrayBuffer[] };
+
+/** The thread's request handler: each call answers the next batch and starts reading the one after. */
+export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings): () => ScanReply {
+  const { plainNumber, isPlainDecimal, equalsAt } = cells;
+  const KINDS = ['text', 'integer', 'double', 'boolean', 'decimal', 'pattern', 'raw'];
+  // 0 text, 1 integer, 2 double, 3 boolean, 4 decimal, 5 pattern, 6 raw.
+  const kinds = Uint8Array.from(settings.columns, (c) => KINDS.indexOf(c.kind));
+  const patterns = settings.columns.map((c) => (c.pattern ? new RegExp(c.pattern) : null));
+  const n = kinds.length;
+  const delim = settings.delimiter;
+  const fd = settings.fd;
+  const readBuf = new Uint8Array(settings.chunk);
+  const decoder = new io.StringDecoder(settings.encoding);
+  let position = 0;
+  let first = true;
+  let header = settings.hasHeader;
+  let eof = false;
+
+  // The batch being filled. Each record takes n tags; nums, starts and ends grow with the tags
+  // (a cell has at most one of each).
+  let cap = 0;
+  let tags = new Uint8Array(cap);
+  let nums = new Float64Array(cap);
+  let starts = new Uint32Array(cap);
+  let ends = new Uint32Array(cap);
+  // The batch's text: the parser's buffers its lines were cut from, with the fields of quoted
+  // records (strings the parser builds) appended as they come.
+  let text = '';
+  let newSegment = true;
+  let base = 0;
+  let v = 0;
+  let k = 0;
+  let e = 0;
+  let rows = 0;
+  let lastCells = 1024;
+
+  const grow = (need: number): void => {
+    cap = Math.max(need, cap * 2);
+    const t2 = new Uint8Array(cap);
+    t2.set(tags.subarray(0, v));
+    tags = t2;
+    const n2 = new Float64Array(cap);
+    n2.set(nums.subarray(0, k));
+    nums = n2;
+    const s2 = new Uint32Array(cap);
+    s2.set(starts.subarray(0, e));
+    starts = s2;
+    const e2 = new Uint32Array(cap);
+    e2.set(ends.subarray(0, e));
+    ends = e2;
+  };
+  // A cell cut from the current segment: no string is made for it here.
+  const addSpan = (tag: number, s: number, end: number): void => {
+    tags[v++] = tag;
+    starts[e] = base + s;
+    ends[e++] = base + end;
+  };
+  const addText = (tag: number, s: string): void => {
+    tags[v++] = tag;
+    starts[e] = text.length;
+    text += s;
+    ends[e++] = text.length;
+  };
+  // A cell of column i from a line of the current segment, between `s` and `end` (not empty).
+  const lineCell = (buf: string, s: number, end: number, i: number): void => {
+    switch (kinds[i]) {
+      case 0:
+        addSpan(2, s, end);
+        return;
+      case 1:
+      case 2: {
+        const x = plainNumber(buf, s, end, kinds[i] === 2);
+        if (!Number.isNaN(x)) {
+          tags[v++] = 1;
+          nums[k++] = x;
+          return;
+        }
+        break;
+      }
+      case 3:
+        if (equalsAt(buf, s, end, 'true')) {
+          tags[v++] = 4;
+          return;
+        }
+        if (equalsAt(buf, s, end, 'false')) {
+          tags[v++] = 5;
+          return;
+        }
+        break;
+      case 4:
+        if (isPlainDecimal(buf, s, end)) {
+          addSpan(2, s, end);
+          return;
+        }
+        break;
+      case 5:
+        addSpan((patterns[i] as RegExp).test(buf.slice(s, end)) ? 2 : 3, s, end);
+        return;
+    }
+    addSpan(3, s, end);
+  };
+  // A field of a quoted record (not empty): a string the parser made.
+  const fieldCell = (f: string, i: number): void => {
+    switch (kinds[i]) {
+      case 0:
+        addText(2, f);
+        return;
+      case 1:
+      case 2: {
+        const x = plainNumber(f, 0, f.length, kinds[i] === 2);
+        if (!Number.isNaN(x)) {
+          tags[v++] = 1;
+          nums[k++] = x;
+          return;
+        }
+        break;
+      }
+      case 3:
+        if (f === 'true') {
+          tags[v++] = 4;
+          return;
+        }
+        if (f === 'false') {
+          tags[v++] = 5;
+          return;
+        }
+        break;
+      case 4:
+        if (isPlainDecimal(f, 0, f.length)) {
+          addText(2, f);
+          return;
+        }
+        break;
+      case 5:
+        addText((patterns[i] as RegExp).test(f) ? 2 : 3, f);
+        return;
+    }
+    addText(3, f);
+  };
+
+  // The cells of a record as the query's sink cuts and types them (records.ts): an empty unquoted
+  // field is null; missing fields are null; extra fields are ignored.
+  const sink: CsvSink<never> = {
+    line(buf, start, end) {
+      if (header) {
+        header = false;
+        return;
+      }
+      if (newSegment) {
+        newSegment = false;
+        base = text.length;
+        text += buf;
+      }
+      if (v + n > cap) grow(v + n);
+      let pos = start;
+      for (let i = 0; i < n; i++) {
+        if (pos > end) {
+          for (; i < n; i++) tags[v++] = 0;
+          break;
+        }
+        let fe = buf.indexOf(delim, pos);
+        if (fe < 0 || fe > end) fe = end;
+        if (fe === pos) tags[v++] = 0;
+        else lineCell(buf, pos, fe, i);
+        pos = fe + 1;
+      }
+      rows++;
+    },
+    row(fields: CsvRow) {
+      if (header) {
+        header = false;
+        return;
+      }
+      if (v + n > cap) grow(v + n);
+      for (let i = 0; i < n; i++) {
+        const f = fields[i];
+        if (f === null || f === undefined) tags[v++] = 0;
+        else if (kinds[i] === 0) addText(2, f);
+        else if (f === '') tags[v++] = 0;
+        else fieldCell(f, i);
+      }
+      rows++;
+    },
+  };
+  const parser = new Parser<never>(delim, '"', sink);
+  const none: never[] = [];
+
+  const feed = (chunk: string): void => {
+    let s = chunk;
+    if (first && s.length) {
+      first = false;
+      if (s.charCodeAt(0) === 0xfeff) s = s.slice(1);
+    }
+    newSegment = true;
+    parser.push(s, none);
+  };
+
+  // Reads until the batch has a record or the file ends.
+  const produce = (): ScanBatch => {
+    v = k = e = rows = 0;
+    text = '';
+    cap = Math.max(n, lastCells + (lastCells >> 2));
+    tags = new Uint8Array(cap);
+    nums = new Float64Array(cap);
+    starts = new Uint32Array(cap);
+    ends = new Uint32Array(cap);
+    newSegment = true;
+    while (rows === 0 && !eof) {
+      const got = io.readSync(fd, readBuf, 0, readBuf.length, position);
+      if (got === 0) {
+        eof = true;
+        feed(decoder.end());
+        newSegment = true;
+        parser.end(none);
+      } else {
+        position += got;
+        feed(decoder.write(readBuf.subarray(0, got)));
+      }
+    }
+    if (v) lastCells = v;
+    return { rows, done: eof, tags, nums, text, starts, ends };
+  };
+
+  let ready: ScanBatch | undefined;
+  let failure: Error | undefined;
+  let timer: ReturnType<typeof setImmediate> | undefined;
+  // The next batch is read as soon as this one is answered, while the query works on this one.
+  const prefetch = (): void => {
+    timer = setImmediate(() => {
+      timer = undefined;
+      if (ready || failure !== undefined) return;
+      try {
+        ready = produce();
+      } catch (err) {
+        failure = err instanceof Error ? err : new Error(String(err));
+      }
+    });
+  };
+  prefetch();
+
+  return () => {
+    if (failure !== undefined) throw failure;
+    let batch = ready;
+    ready = undefined;
+    if (!batch) {
+      if (timer !== undefined) clearImmediate(timer);
+      timer = undefined;
+      batch = produce();
+    }
+    if (!batch.done) prefetch();
+    return { reply: batch, transfer: [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.starts.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer] };
+  };
+}
