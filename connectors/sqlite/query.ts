@@ -85,9 +85,42 @@ export async function* threadRows(thread: ReadThread, sql: string, params: Bind[
   const n = names.length;
   const make = recordMaker(names);
   const vals = new Array<Value>(n);
+  yield* threadBatches(thread, sql, params, n, batchSize, false, ctx, ({ rows, tags, nums, text, ends, blobs }) => {
+    const batch = new Array<ConnectorRecord>(rows);
+    let v = 0;
+    let s = 0;
+    let pos = 0;
+    let o = 0;
+    for (let r = 0; r < rows; r++) {
+      for (let i = 0; i < n; i++, v++) {
+        const t = tags[v];
+        let raw: number | bigint | string | Buffer | null = null;
+        if (t === 1) raw = nums[v] as number;
+        else if (t === 2 || t === 3) {
+          const e = ends[s++] as number;
+          raw = t === 2 ? text.slice(pos, e) : BigInt(text.slice(pos, e));
+          pos = e;
+        } else if (t === 4) {
+          const u = blobs[o++] as Uint8Array;
+          raw = Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+        }
+        vals[i] = (convs[i] as ReadConvert)(raw);
+      }
+      batch[r] = make(vals);
+    }
+    return batch;
+  });
+}
+
+/**
+ * The batches the reader thread answers for a statement, each turned into what `make` makes of
+ * it (`bytes`: with the text as UTF-8 bytes); stopped early, the thread releases the statement
+ * and its connection.
+ */
+async function* threadBatches<T>(thread: ReadThread, sql: string, params: Bind[], cols: number, batchSize: number, bytes: boolean, ctx: CallContext, make: (b: ReadBatch) => T): AsyncGenerator<T, void, undefined> {
   let b: ReadBatch;
   try {
-    b = await thread.open(sql, params, batchSize, n);
+    b = await thread.open(sql, params, batchSize, cols, bytes);
   } catch (err) {
     throw callError(err, 'The query failed');
   }
@@ -95,32 +128,9 @@ export async function* threadRows(thread: ReadThread, sql: string, params: Bind[
   try {
     for (;;) {
       throwIfAborted(ctx.signal);
-      const { rows, tags, nums, text, ends, blobs } = b;
-      const batch = new Array<ConnectorRecord>(rows);
-      let v = 0;
-      let s = 0;
-      let pos = 0;
-      let o = 0;
-      for (let r = 0; r < rows; r++) {
-        for (let i = 0; i < n; i++, v++) {
-          const t = tags[v];
-          let raw: number | bigint | string | Buffer | null = null;
-          if (t === 1) raw = nums[v] as number;
-          else if (t === 2 || t === 3) {
-            const e = ends[s++] as number;
-            raw = t === 2 ? text.slice(pos, e) : BigInt(text.slice(pos, e));
-            pos = e;
-          } else if (t === 4) {
-            const u = blobs[o++] as Uint8Array;
-            raw = Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-          }
-          vals[i] = (convs[i] as ReadConvert)(raw);
-        }
-        batch[r] = make(vals);
-      }
-      sent += rows;
-      if (rows) {
-        yield batch;
+      sent += b.rows;
+      if (b.rows) {
+        yield make(b);
         ctx.progress({ records: sent });
       }
       if (b.done) return;
@@ -131,7 +141,6 @@ export async function* threadRows(thread: ReadThread, sql: string, params: Bind[
       }
     }
   } finally {
-    // Stopped early: the thread releases the statement and its connection.
     if (!b.done) await thread.release(b.cursor).catch(() => undefined);
   }
 }
@@ -170,73 +179,51 @@ function packOf(type: PropertyType): Pack {
 export async function* threadPacked(thread: ReadThread, sql: string, params: Bind[], names: string[], types: PropertyType[], convs: ReadConvert[], batchSize: number, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
   const n = names.length;
   const packs = types.map(packOf);
-  let b: ReadBatch;
-  try {
-    b = await thread.open(sql, params, batchSize, n, true);
-  } catch (err) {
-    throw callError(err, 'The query failed');
-  }
-  let sent = 0;
-  try {
-    for (;;) {
-      throwIfAborted(ctx.signal);
-      const { rows, tags, nums, ends, blobs } = b;
-      const bytes = b.bytes ?? new Uint8Array(0);
-      const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      const cells = rows * n;
-      const out = new Uint8Array(cells);
-      const cellEnds = new Uint32Array(cells);
-      const values: (Value | undefined)[] = [];
-      let s = 0;
-      let pos = 0;
-      let o = 0;
-      for (let v = 0, i = 0; v < cells; v++, i = i + 1 === n ? 0 : i + 1) {
-        const t = tags[v];
-        const pack = packs[i] as Pack;
-        if (t === 0) {
-          out[v] = CELL_NULL;
+  yield* threadBatches(thread, sql, params, n, batchSize, true, ctx, (b) => {
+    const { rows, tags, nums, ends, blobs } = b;
+    const bytes = b.bytes ?? new Uint8Array(0);
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const cells = rows * n;
+    const out = new Uint8Array(cells);
+    const cellEnds = new Uint32Array(cells);
+    const values: (Value | undefined)[] = [];
+    let s = 0;
+    let pos = 0;
+    let o = 0;
+    for (let v = 0, i = 0; v < cells; v++, i = i + 1 === n ? 0 : i + 1) {
+      const t = tags[v];
+      const pack = packs[i] as Pack;
+      if (t === 0) {
+        out[v] = CELL_NULL;
+        continue;
+      }
+      if (t === 1) {
+        const x = nums[v] as number;
+        if (pack === Pack.Plain) out[v] = CELL_NUMBER;
+        else if (pack === Pack.Decimal) out[v] = CELL_DECIMAL;
+        else if (pack === Pack.Boolean) out[v] = x !== 0 ? CELL_TRUE : CELL_FALSE;
+        else setValue(out, values, v, (convs[i] as ReadConvert)(x));
+        continue;
+      }
+      if (t === 2 || t === 3) {
+        const start = pos;
+        const end = ends[s++] as number;
+        pos = end;
+        if (t === 2 && (pack === Pack.Plain || pack === Pack.Decimal || (pack === Pack.Datetime && datetimeInPlace(text, start, end)))) {
+          out[v] = CELL_TEXT;
+          nums[v] = start;
+          cellEnds[v] = end;
           continue;
         }
-        if (t === 1) {
-          const x = nums[v] as number;
-          if (pack === Pack.Plain) out[v] = CELL_NUMBER;
-          else if (pack === Pack.Decimal) out[v] = CELL_DECIMAL;
-          else if (pack === Pack.Boolean) out[v] = x !== 0 ? CELL_TRUE : CELL_FALSE;
-          else setValue(out, values, v, (convs[i] as ReadConvert)(x));
-          continue;
-        }
-        if (t === 2 || t === 3) {
-          const start = pos;
-          const end = ends[s++] as number;
-          pos = end;
-          if (t === 2 && (pack === Pack.Plain || pack === Pack.Decimal || (pack === Pack.Datetime && datetimeInPlace(text, start, end)))) {
-            out[v] = CELL_TEXT;
-            nums[v] = start;
-            cellEnds[v] = end;
-            continue;
-          }
-          const str = text.toString('utf8', start, end);
-          setValue(out, values, v, (convs[i] as ReadConvert)(t === 2 ? str : BigInt(str)));
-          continue;
-        }
-        const u = blobs[o++] as Uint8Array;
-        setValue(out, values, v, (convs[i] as ReadConvert)(Buffer.from(u.buffer, u.byteOffset, u.byteLength)));
+        const str = text.toString('utf8', start, end);
+        setValue(out, values, v, (convs[i] as ReadConvert)(t === 2 ? str : BigInt(str)));
+        continue;
       }
-      sent += rows;
-      if (rows) {
-        yield { rows, fields: names, tags: out, nums, ends: cellEnds, text, values };
-        ctx.progress({ records: sent });
-      }
-      if (b.done) return;
-      try {
-        b = await thread.next(b.cursor);
-      } catch (err) {
-        throw callError(err, 'The query failed');
-      }
+      const u = blobs[o++] as Uint8Array;
+      setValue(out, values, v, (convs[i] as ReadConvert)(Buffer.from(u.buffer, u.byteOffset, u.byteLength)));
     }
-  } finally {
-    if (!b.done) await thread.release(b.cursor).catch(() => undefined);
-  }
+    return { rows, fields: names, tags: out, nums, ends: cellEnds, text, values };
+  });
 }
 
 /** A converted value as a cell. */
