@@ -10,8 +10,11 @@ const HAS_PG = STORE_TARGETS.some((t) => t.name === 'postgres');
 const ORDERS = 200_000;
 const EVENTS = 60_000;
 const TOTAL = ORDERS + EVENTS;
-/** Copied one record per write call (checkForBulk false): a run that lasts several seconds. */
-const NOTES = 20_000;
+/**
+ * Copied one record per write call (checkForBulk false): a run of ≈ 15 s here, so that a due time
+ * 6 s ahead falls while the Agent drains, with room for a loaded machine.
+ */
+const NOTES = 60_000;
 
 /**
  * Faults of the Agent process during Replication runs, with a real Service, a real Agent process,
@@ -178,7 +181,9 @@ describe.skipIf(!HAS_PG)('Agent faults during Replication runs: kill -9 and rest
       const again = await sut.request<{ runId: string; started: boolean }>('POST', `${solutionPath(sut, id)}/start`);
       expect(again.body).toMatchObject({ started: false, runId });
       // A due time that comes meanwhile does not start a run: it is skipped as paused.
-      const due = secondsAhead(3);
+      // Far enough ahead that the schedule reaches the Agent first on a loaded machine (a RunOnce
+      // time already past when it arrives is not run, nor skipped).
+      const due = secondsAhead(6);
       expect((await sut.request('PUT', `${solutionPath(sut, other.id)}/schedule`, { body: runOnceAt(due) })).status).toBe(200);
       const skip = await until('the due time skipped as paused', async () => {
         const res = await sut.request<Array<{ dueAt: string; reason: string }>>('GET', `${solutionPath(sut, other.id)}/history/skipped`);
