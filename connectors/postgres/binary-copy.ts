@@ -353,6 +353,21 @@ export function binaryWriter(typname: string): FieldWriter | undefined {
   return WRITERS[typname];
 }
 
+/** The header of binary COPY data: its signature, no flags, no header extension. */
+function begin(w: BinaryWriter): void {
+  SIGNATURE.copy(w.buf, 0);
+  put32(w.buf, SIGNATURE.length, 0);
+  put32(w.buf, SIGNATURE.length + 4, 0);
+  w.pos = SIGNATURE.length + 8;
+}
+
+/** The trailer of binary COPY data: a field count of -1. */
+function end(w: BinaryWriter): void {
+  w.ensure(2);
+  put16(w.buf, w.pos, -1);
+  w.pos += 2;
+}
+
 /** Types written inline by {@link encodeBinary} when the value has their usual JavaScript type. */
 const enum Kind {
   Other,
@@ -472,10 +487,7 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
   const kinds = writers.map((f) => KINDS.get(f) ?? Kind.Other);
   const rowSize = 2 + n * FIXED_MAX;
   w.reserve = rowSize;
-  SIGNATURE.copy(w.buf, 0);
-  put32(w.buf, SIGNATURE.length, 0);
-  put32(w.buf, SIGNATURE.length + 4, 0);
-  w.pos = SIGNATURE.length + 8;
+  begin(w);
   for (const rec of records) {
     if (!rec) continue;
     w.ensure(rowSize);
@@ -509,9 +521,7 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
       else if (!writeValue(w, kinds[j] as Kind, writers[j] as FieldWriter, v)) return undefined;
     }
   }
-  w.ensure(2);
-  put16(w.buf, w.pos, -1);
-  w.pos += 2;
+  end(w);
   const chunks = w.finish();
   if (!stream) return chunks;
   while (sent < chunks.length) stream(chunks[sent++] as Buffer);
@@ -533,10 +543,7 @@ export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writ
   const rowSize = 2 + n * FIXED_MAX;
   const { tags, nums, ends, text } = b;
   w.reserve = rowSize;
-  SIGNATURE.copy(w.buf, 0);
-  put32(w.buf, SIGNATURE.length, 0);
-  put32(w.buf, SIGNATURE.length + 4, 0);
-  w.pos = SIGNATURE.length + 8;
+  begin(w);
   for (let r = 0, base = 0; r < b.rows; r++, base += width) {
     w.ensure(rowSize);
     put16(w.buf, w.pos, n);
@@ -565,9 +572,7 @@ export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writ
       }
     }
   }
-  w.ensure(2);
-  put16(w.buf, w.pos, -1);
-  w.pos += 2;
+  end(w);
   w.finish();
   return true;
 }

@@ -70,6 +70,12 @@ const LANE_MIN_RECORDS = 2000;
 /** Most batches an Upsert skips the COPY into the table for after it met existing keys. */
 const COPY_BACKOFF_MAX = 64;
 
+/** After a failed attempt: the next batches skip it, twice as many as the last time (at most COPY_BACKOFF_MAX). */
+function backOff(state: { skip: number; backoff: number }): void {
+  state.backoff = Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
+  state.skip = state.backoff;
+}
+
 /**
  * Sends the records `ks` (positions in the group) of a group through a COPY statement: in the
  * binary format when every column and value has a binary form (binary-copy.ts), else as text.
@@ -289,8 +295,9 @@ export class PgWriter {
       }
       if (action === 'Upsert') {
         // As upsertByCopy after a refused COPY: the next batches go to the stage for a while.
-        state.backoff = Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
-        state.skip = state.backoff + 1;
+        backOff(state);
+        // The records path takes one of them for this batch.
+        state.skip++;
       } else state.skip = Math.max(state.skip, 1);
       release();
       return asRecords();
@@ -345,8 +352,8 @@ export class PgWriter {
     }
     try {
       const refused = await this.rowByRow(client, table, g, batch, results, savepoints);
-      state.backoff = refused === 0 ? 0 : Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
-      state.skip = state.backoff;
+      if (refused === 0) state.backoff = state.skip = 0;
+      else backOff(state);
     } catch (err) {
       if (sqlState(err) === undefined) throw err;
       await bisect(all, run, (k) => g.indices[k] as number, results, table);
@@ -461,8 +468,7 @@ END $ferry$`);
       );
     } catch (err) {
       if (sqlState(err) === undefined) throw err;
-      state.backoff = Math.min(COPY_BACKOFF_MAX, Math.max(1, state.backoff * 2));
-      state.skip = state.backoff;
+      backOff(state);
       return false;
     }
     state.backoff = 0;

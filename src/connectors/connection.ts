@@ -115,16 +115,8 @@ export class HostConnection {
    */
   query(entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<RecordBatch> {
     const scope = this.live('query');
-    const { signal, timeoutMs, onProgress, batchSize, ...rest } = opts;
-    if (filter !== undefined) {
-      const parsed = Filter.safeParse(filter);
-      if (!parsed.success) {
-        throw new FerryError('CON_QUERY_INVALID', `The filter is not valid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-      }
-    }
-    const options: QueryOptions = { ...rest, batchSize: this.batchSize(batchSize) };
+    const { options, callOpts } = this.queryCall(filter, opts);
     const s = this.init.session;
-    const callOpts: CallOptions = { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) };
     return guardIterable(scope, callOpts, options.batchSize, (ctx) => s.query(entity, filter, options, ctx));
   }
 
@@ -134,14 +126,26 @@ export class HostConnection {
    */
   queryPacked(entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<PackedBatch> | undefined {
     const s = this.init.session;
-    const { signal, timeoutMs, onProgress, batchSize, ...rest } = opts;
-    const options: QueryOptions = { ...rest, batchSize: this.batchSize(batchSize) };
+    const { options, callOpts } = this.queryCall(filter, opts);
     if (typeof s.queryPacked !== 'function' || typeof s.readsPacked !== 'function' || s.readsPacked(options) !== true) return undefined;
-    if (filter !== undefined && !Filter.safeParse(filter).success) return undefined;
     const scope = this.live('query');
-    const callOpts: CallOptions = { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) };
     const run = s.queryPacked.bind(s);
     return guardBatches(scope, callOpts, options.batchSize, (ctx) => run(entity, filter, options, ctx), (b) => (isPackedBatch(b) ? b.rows : undefined), 'rows');
+  }
+
+  /** A query's options for the plugin and its call options; `CON_QUERY_INVALID` for a filter that is not one. */
+  private queryCall(filter: Filter | undefined, opts: HostQueryOptions): { options: QueryOptions; callOpts: CallOptions } {
+    const { signal, timeoutMs, onProgress, batchSize, ...rest } = opts;
+    if (filter !== undefined) {
+      const parsed = Filter.safeParse(filter);
+      if (!parsed.success) {
+        throw new FerryError('CON_QUERY_INVALID', `The filter is not valid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+      }
+    }
+    return {
+      options: { ...rest, batchSize: this.batchSize(batchSize) },
+      callOpts: { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) },
+    };
   }
 
   /**
@@ -158,15 +162,19 @@ export class HostConnection {
     const writeOpts: WriteOptions = keyFields ? { keyFields } : {};
     const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) });
     const run = s.writePacked.bind(s);
-    const results = await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx));
-    if (!Array.isArray(results) || results.length !== batch.rows || !results.every(isWriteResult)) {
+    return this.checkResults(await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx)), batch.rows, action, entity);
+  }
+
+  /** A write's results as the SDK promises them: one well-formed result per record. */
+  private checkResults(results: unknown, records: number, action: WriteAction, entity: string): WriteResult[] {
+    if (!Array.isArray(results) || results.length !== records || !results.every(isWriteResult)) {
       throw new FerryError(
         'CON_PROTOCOL_VIOLATION',
-        `The ${this.manifest.name} connector's write returned ${Array.isArray(results) ? `${results.length} results (each needs ok: true | false)` : 'no results'} for ${batch.rows} records.`,
+        `The ${this.manifest.name} connector's write returned ${Array.isArray(results) ? `${results.length} results (each needs ok: true | false)` : 'no results'} for ${records} records.`,
         { details: { connector: this.manifest.name, connectionId: this.connectionId, action, entity } },
       );
     }
-    return results;
+    return results as WriteResult[];
   }
 
   /** Runs a statement in the datastore's own language; `CON_UNSUPPORTED` where the plugin has none. */
@@ -201,14 +209,7 @@ export class HostConnection {
     if (records.length === 0 && checkpoint) await guardCall(scope, callOpts, (ctx) => s.write(action, entity, records, writeOpts, ctx));
     for (let i = 0; i < records.length; i += this.bulkLimit) {
       const part = i === 0 && records.length <= this.bulkLimit ? records : records.slice(i, i + this.bulkLimit);
-      const results = await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx));
-      if (!Array.isArray(results) || results.length !== part.length || !results.every(isWriteResult)) {
-        throw new FerryError(
-          'CON_PROTOCOL_VIOLATION',
-          `The ${this.manifest.name} connector's write returned ${Array.isArray(results) ? `${results.length} results (each needs ok: true | false)` : 'no results'} for ${part.length} records.`,
-          { details: { connector: this.manifest.name, connectionId: this.connectionId, action, entity } },
-        );
-      }
+      const results = this.checkResults(await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx)), part.length, action, entity);
       for (const r of results) out.push(r);
     }
     return out;

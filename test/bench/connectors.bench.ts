@@ -41,6 +41,7 @@ import pino from 'pino';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import { transfer } from '../../src/connectors/transfer.js';
 import type { ConnectorRecord, WriteAction } from '../../src/connectors/sdk.js';
+import { benchNodeFlags } from './proc.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -48,7 +49,7 @@ const ROWS = Number(process.env['FERRY_BENCH_ROWS'] ?? 1_000_000);
 /** Row counts of the memory runs: peak RSS must not grow with them. */
 const MEMORY_ROWS = [Math.max(1000, Math.floor(ROWS / 10)), Math.max(1000, Math.floor(ROWS / 3)), ROWS * 2];
 const BATCH = Number(process.env['FERRY_BENCH_BATCH'] ?? 10_000);
-const NODE_FLAGS = (process.env['FERRY_BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=128').split(' ').filter(Boolean);
+const NODE_FLAGS = benchNodeFlags(process.env['FERRY_BENCH_NODE_FLAGS']);
 /** How many times each goal case runs beside its anchor. */
 const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 5);
 /** Comma-separated goal cases to run (csvToPostgres, upsertPostgresConflicts, …); absent = all, with the reference and memory runs. */

@@ -4,6 +4,15 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { workerNodeFlags } from '../../src/cli/agent.commands.js';
+
+/**
+ * The Node flags a bench gives its Agent and child processes: `setting` (space-separated, from the
+ * bench's environment variable) or, unset, the flags the Agent's worker starts with (workerNodeFlags).
+ */
+export function benchNodeFlags(setting: string | undefined): string[] {
+  return setting !== undefined ? setting.split(' ').filter(Boolean) : workerNodeFlags([], {});
+}
 
 /** /proc's clock: 100 ticks a second. */
 const TICK_MS = 10;

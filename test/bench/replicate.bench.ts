@@ -15,7 +15,7 @@
  * turn, the median reported), FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/test): a server where it may create and drop a database;
  * FERRY_BENCH_CPU_PROF=DIR writes a `--cpu-prof` profile of each case's child process there.
- * Each case runs in a child process with --max-semi-space-size=128, as the connectors bench does.
+ * Each case runs in a child process with the Agent worker's Node flags (benchNodeFlags), as the connectors bench does.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -30,6 +30,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import { transfer } from '../../src/connectors/transfer.js';
 import { MemoryReplicationState, replicate } from '../../src/solutions/replicate.js';
 import { FileReplicationState } from '../../src/solutions/replication-state.js';
+import { benchNodeFlags } from './proc.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -101,7 +102,7 @@ function generate(cfg: Cfg): string {
 
 function runChild(name: string, cfg: Cfg): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--max-semi-space-size=128', ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), '--import', 'tsx', SELF, '--child', name], { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [...benchNodeFlags(undefined), ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), '--import', 'tsx', SELF, '--child', name], { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);

@@ -48,14 +48,14 @@ import { openStore } from '../../service/store/store.js';
 import { ferryDone, ROOT } from '../e2e/agent/harness.js';
 import { createExecution, seedErrors, type SeedSource } from './history-seed.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
-import { agentProcs, killAgents, procCpuMs, procRssMiB } from './proc.js';
+import { agentProcs, benchNodeFlags, killAgents, procCpuMs, procRssMiB } from './proc.js';
 
 const ENV = process.env;
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.join(ROOT, 'connectors');
 const ERRORS = Number(ENV['BENCH_ERRORS'] ?? 1_000_000);
 const STORES = (ENV['BENCH_STORES'] ?? (ENV['FERRY_TEST_DATABASE_URL'] ? 'sqlite,postgres' : 'sqlite')).split(',').filter((s): s is StoreName => s === 'sqlite' || s === 'postgres');
-const NODE_FLAGS = (ENV['BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=128').split(' ').filter(Boolean);
+const NODE_FLAGS = benchNodeFlags(ENV['BENCH_NODE_FLAGS']);
 const ADMIN_URL = ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The Map's batch size: the bulkLimit of the csv and postgres Connectors, as in solutions.bench.ts. */
 const BATCH = 10_000;

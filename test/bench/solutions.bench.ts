@@ -52,7 +52,7 @@ import pg from 'pg';
 import pino from 'pino';
 import type * as Harness from '../e2e/agent/harness.js';
 import type { ServiceUnderTest } from '../e2e/agent/harness.js';
-import { agentProcs, killAgents, procCpuMs, procRssMiB } from './proc.js';
+import { agentProcs, benchNodeFlags, killAgents, procCpuMs, procRssMiB } from './proc.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -73,7 +73,7 @@ const SCHED = {
   agents: Number(ENV['BENCH_SCHEDULE_AGENTS'] ?? 10),
   minutes: Number(ENV['BENCH_SCHEDULE_MINUTES'] ?? 10),
 };
-const NODE_FLAGS = (ENV['BENCH_NODE_FLAGS'] ?? '--max-semi-space-size=128').split(' ').filter(Boolean);
+const NODE_FLAGS = benchNodeFlags(ENV['BENCH_NODE_FLAGS']);
 const CPU_PROF = ENV['BENCH_AGENT_CPU_PROF'];
 /**
  * BENCH_RS_SOURCE_INDEX=1: an index on julianday(updated_at) at the source — the sqlite Connector
