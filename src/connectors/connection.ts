@@ -219,6 +219,11 @@ export class HostConnection {
    * Whether the plugin keeps checkpoints in its datastore, committed with a Create batch
    * (`write(…, { checkpoint })`) and read back with {@link readCheckpoint}.
    */
+  /** Whether the plugin writes packed batches itself (writePacked); else the host writes their records. */
+  get writesPacked(): boolean {
+    return typeof this.init.session.writePacked === 'function';
+  }
+
   get transactionalCheckpoints(): boolean {
     return typeof this.init.session.readCheckpoint === 'function';
   }

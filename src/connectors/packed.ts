@@ -110,3 +110,62 @@ export function isPackedBatch(b: unknown): b is PackedBatch {
   }
   return true;
 }
+
+/** Rows `start` to `end` (exclusive) of a batch, sharing its arrays and text (no copy). */
+export function slicePacked(b: PackedBatch, start: number, end: number): PackedBatch {
+  if (start === 0 && end === b.rows) return b;
+  const n = b.fields.length;
+  const from = start * n;
+  const to = end * n;
+  return {
+    rows: end - start,
+    fields: b.fields,
+    tags: b.tags.subarray(from, to),
+    nums: b.nums.subarray(from, to),
+    ends: b.ends.subarray(from, to),
+    text: b.text,
+    values: b.values.length > 0 ? b.values.slice(from, to) : [],
+  };
+}
+
+/**
+ * Records as one packed batch of the given fields (a missing field is null): what a source that
+ * reads records hands over when it is asked for packed batches. Text is encoded once, here.
+ */
+export function packRecords(records: readonly ConnectorRecord[], fields: readonly string[]): PackedBatch {
+  const n = fields.length;
+  const cells = records.length * n;
+  const tags = new Uint8Array(cells);
+  const nums = new Float64Array(cells);
+  const ends = new Uint32Array(cells);
+  const values: (Value | undefined)[] = [];
+  let text = Buffer.allocUnsafe(Math.max(256, cells * 8));
+  let pos = 0;
+  for (let r = 0, v = 0; r < records.length; r++) {
+    const rec = records[r] as ConnectorRecord;
+    for (let i = 0; i < n; i++, v++) {
+      const x = rec[fields[i] as string];
+      if (x === null || x === undefined) continue; // CELL_NULL is 0
+      if (typeof x === 'number') {
+        tags[v] = CELL_NUMBER;
+        nums[v] = x;
+      } else if (typeof x === 'boolean') tags[v] = x ? CELL_TRUE : CELL_FALSE;
+      else if (typeof x === 'string') {
+        const need = pos + x.length * 3;
+        if (need > text.length) {
+          const grown = Buffer.allocUnsafe(Math.max(need, text.length * 2));
+          text.copy(grown, 0, 0, pos);
+          text = grown;
+        }
+        tags[v] = CELL_TEXT;
+        nums[v] = pos;
+        pos += text.write(x, pos, 'utf8');
+        ends[v] = pos;
+      } else {
+        tags[v] = CELL_VALUE;
+        values[v] = x;
+      }
+    }
+  }
+  return { rows: records.length, fields: [...fields], tags, nums, ends, text: text.subarray(0, pos), values };
+}

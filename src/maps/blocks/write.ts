@@ -4,12 +4,12 @@
  * the Block does not write in bulk, so its output can be read), and turn each refused record into
  * a record error. Also what the write kinds share when they are checked and bound.
  */
-import type { ConnectorRecord, EntityMetadata, WriteAction } from '../../connectors/sdk.js';
+import { slicePacked, type ConnectorRecord, type EntityMetadata, type PackedBatch, type RecordError, type WriteAction, type WriteResult } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import { isWriteType, type Block, type LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import { entityOf } from '../metadata.js';
-import type { Item, Step } from '../runtime/context.js';
+import type { FieldCopies, Item, RunEnv, Step } from '../runtime/context.js';
 import { evaluateOrTake } from '../runtime/formulas.js';
 import type { BindContext, CheckContext } from './registry.js';
 
@@ -26,9 +26,11 @@ export interface WriteStepSpec {
 export function writeStep(spec: WriteStepSpec): Step {
   const { block, action, formulas, targetFields, keyFields, bulk } = spec;
   const nTargets = targetFields.length;
+  const copies = action === 'Create' && bulk && keyFields.length === 0 ? fieldCopies(block, formulas, targetFields) : undefined;
   return {
     block,
     leading: formulas,
+    ...(copies ? { fieldCopies: copies } : {}),
     async run(items, env, ahead) {
       const conn = env.connections.get(block.connectionId ?? '');
       const entity = block.entity ?? '';
@@ -60,10 +62,8 @@ export function writeStep(spec: WriteStepSpec): Step {
         } catch (e) {
           // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
           if (env.signal.aborted) throw e;
-          const cause: ErrorData | { message: string } = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-          for (let k = 0; k < part.length; k++) {
-            env.fail(ready[s + k] as Item, block, { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${part.length} records in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, cause } });
-          }
+          const error = batchFailed(block, action, part.length, e);
+          for (let k = 0; k < part.length; k++) env.fail(ready[s + k] as Item, block, error);
           continue;
         }
         results.forEach((r, k) => {
@@ -72,17 +72,77 @@ export function writeStep(spec: WriteStepSpec): Step {
             if (!bulk) item.ctx[block.name] = { ...(part[k] as ConnectorRecord), ...(r.key ?? {}) };
             return;
           }
-          env.fail(item, block, {
-            code: 'RUN_WRITE_FAILED',
-            kind: 'config',
-            message: block.onErrorMessage ?? `${block.name}: ${entity} refused the record: ${r.error.message}`,
-            details: { blockId: block.blockId, recordError: r.error },
-          });
+          env.fail(item, block, refused(block, r.error));
         });
       }
       return items.filter((i) => !i.state.failed);
     },
   };
+}
+
+/** The error of each record of a write call that failed as a whole (`e`, what it threw). */
+export function batchFailed(block: Block, action: WriteAction, records: number, e: unknown): ErrorData {
+  const cause: ErrorData | { message: string } = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
+  return { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${records} records in ${block.entity ?? ''} failed: ${cause.message}`, details: { blockId: block.blockId, cause } };
+}
+
+/** The error of a record the target refused. */
+export function refused(block: Block, error: RecordError): ErrorData {
+  return {
+    code: 'RUN_WRITE_FAILED',
+    kind: 'config',
+    message: block.onErrorMessage ?? `${block.name}: ${block.entity ?? ''} refused the record: ${error.message}`,
+    details: { blockId: block.blockId, recordError: error },
+  };
+}
+
+/** A bulk Create's mappings as {@link FieldCopies} when each is a bare field of one Block, no field copied twice. */
+function fieldCopies(block: Block, formulas: CompiledFormulas, targetFields: readonly string[]): FieldCopies | undefined {
+  const list = formulas.formulas;
+  if (list.length !== targetFields.length || list.length === 0) return undefined;
+  const sourceFields: string[] = [];
+  let from: string | undefined;
+  for (const f of list) {
+    const h = f.host;
+    if (h?.kind !== 'field' || (from !== undefined && h.block !== from)) return undefined;
+    from = h.block;
+    sourceFields.push(h.field);
+  }
+  if (from === undefined || new Set(sourceFields).size !== sourceFields.length || new Set(targetFields).size !== targetFields.length) return undefined;
+  return { block: from, sourceFields, targetFields, write: (batch, env, itemAt) => writeCopies(block, targetFields, batch, env, itemAt) };
+}
+
+/** {@link FieldCopies.write}: the batch in calls of at most the Block's bulk size, with the target's field names. */
+async function writeCopies(block: Block, targetFields: readonly string[], b: PackedBatch, env: RunEnv, itemAt: (row: number) => Item): Promise<number> {
+  const conn = env.connections.get(block.connectionId ?? '');
+  const started = performance.now();
+  const size = env.bulkSize(block);
+  const entity = block.entity ?? '';
+  let failed = 0;
+  for (let s = 0; s < b.rows; s += size) {
+    if (env.signal.aborted) break;
+    const end = Math.min(b.rows, s + size);
+    let results: WriteResult[];
+    try {
+      if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
+      results = await conn.writePacked('Create', entity, { ...slicePacked(b, s, end), fields: targetFields }, { signal: env.signal });
+    } catch (e) {
+      // Cancelled while writing: the batch is not checkpointed and is read again next run.
+      if (env.signal.aborted) throw e;
+      const error = batchFailed(block, 'Create', end - s, e);
+      for (let r = s; r < end; r++) env.fail(itemAt(r), block, error);
+      failed += end - s;
+      continue;
+    }
+    for (let k = 0; k < results.length; k++) {
+      const r = results[k] as WriteResult;
+      if (r.ok) continue;
+      env.fail(itemAt(s + k), block, refused(block, r.error));
+      failed++;
+    }
+  }
+  env.stats.block(block, b.rows, performance.now() - started);
+  return failed;
 }
 
 /** Whether a write Block writes in bulk: the Block allows it and the entity's Action supports it. */

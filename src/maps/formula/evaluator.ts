@@ -270,6 +270,11 @@ export class FormulaEngine {
     return this.#sandbox.isolatesCreated;
   }
 
+  /** The longest text a formula's value may be, in characters (FML_TEXT_TOO_LONG beyond). */
+  get maxTextLength(): number {
+    return this.#maxText;
+  }
+
   /** The underlying sandbox (tests of the boundary). */
   get sandbox(): FormulaSandbox {
     return this.#sandbox;

@@ -4,7 +4,7 @@
  * run: a {@link Source} for its starter and a {@link Step} for every other Block.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import type { Checkpoint, ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, PackedBatch, RecordBatch } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
 import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
@@ -46,7 +46,7 @@ export interface Item {
 export const childrenKey = (query: string, relationship: string): string => `${query}.${relationship}`;
 
 /** What the Blocks need of the formula engine (the sandboxed FormulaEngine; benchmarks may swap in a host one). */
-export type FormulaEvaluator = Pick<FormulaEngine, 'evaluate'>;
+export type FormulaEvaluator = Pick<FormulaEngine, 'evaluate'> & Partial<Pick<FormulaEngine, 'maxTextLength'>>;
 
 export interface RunEnv {
   readonly connections: ReadonlyMap<string, HostConnection>;
@@ -88,9 +88,29 @@ export interface AheadValues {
   readonly values: Promise<ItemValues>;
 }
 
+/**
+ * A bulk Create whose every mapping copies a field of one Block unchanged, with no key conditions:
+ * a Map of a Query and only such a Create may move its rows packed (runtime/packed-copy.ts).
+ */
+export interface FieldCopies {
+  /** The Block whose fields are copied. */
+  readonly block: string;
+  /** The field copied into each target field, in the order of `targetFields`. */
+  readonly sourceFields: readonly string[];
+  readonly targetFields: readonly string[];
+  /**
+   * Writes a packed batch of the copied fields (`sourceFields`, in that order) as the Create
+   * writes records: each row the target refuses, or every row of a call that fails as a whole,
+   * fails its item, made by `itemAt` for that row alone. Returns the number of rows that failed.
+   */
+  write(batch: PackedBatch, env: RunEnv, itemAt: (row: number) => Item): Promise<number>;
+}
+
 /** A compiled Block: takes the items that reach it, returns those that go on. */
 export interface Step {
   readonly block: Block;
+  /** Set when the step is a {@link FieldCopies} write. */
+  readonly fieldCopies?: FieldCopies;
   /**
    * Formulas the step evaluates over every item that reaches it before doing anything else. They
    * are pure, so the run evaluates those of its first step ahead, while the previous batch is

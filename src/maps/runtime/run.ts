@@ -38,6 +38,9 @@ import { DEFAULT_FORMULA_BUDGET, type FormulaBudget } from './formula-budget.js'
 import { StatsCollector, type MapStats } from './stats.js';
 import { laterState, MarkTracker, parseWatermarkState, type WatermarkStore } from './watermark.js';
 import { uuidV7 } from '../../util/uuid-v7.js';
+import { recordMaker } from '../../connectors/sdk.js';
+import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
+import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
 
 /** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
 export interface RunPlan {
@@ -258,64 +261,96 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   async function* prepared(batches: AsyncIterable<RecordBatch>): AsyncGenerator<Prepared, void, undefined> {
     for await (const read of batches) yield prepare(read);
   }
+  /** Runs one batch read as records through the Blocks; false when the run ends here. */
+  const runBatch = async (next: Prepared): Promise<boolean> => {
+    const { read } = next;
+    // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
+    const batch = netField && !opts.source ? tracker.skip(read) : read;
+    if (batch.length === 0) return true;
+    const t0 = performance.now();
+    let items = next.items;
+    if (batch.length !== read.length) {
+      const kept = new Set(batch);
+      items = items.filter((i) => kept.has(i.state.source));
+    }
+    const tc = performance.now();
+    if (source.children) {
+      try {
+        await source.children(sourceConn as HostConnection, items, signal);
+      } catch (e) {
+        if (signal.aborted) return false;
+        const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
+        for (const item of items) env.fail(item, starter, { code: 'RUN_CHILDREN_READ_FAILED', kind: 'transient', message: `${starter.name}: the child records could not be read: ${cause.message}`, details: { blockId: starter.blockId, cause } });
+      }
+    }
+    stats.block(starter, batch.length, performance.now() - tc);
+    if (inTarget) {
+      // As if every record of the batch is done: a record the target refuses is reported, and not read again.
+      const state = tracker.peek(items.map((i) => i.state.source));
+      batchCheckpoint = state ? { key: opts.checkpointKey ?? '', value: JSON.stringify(state) } : undefined;
+    }
+    await runSequence(
+      plan.steps,
+      items.filter((i) => !i.state.failed),
+      env,
+      next.ahead,
+    );
+    // Every Block ran to its end unless the signal fired first (it stays set once fired).
+    const finished = !signal.aborted;
+    await Promise.all(captures.splice(0));
+    if (!finished) return false; // the batch was cut short: no checkpoint
+    let failed = 0;
+    const done: ConnectorRecord[] = [];
+    for (const { state: st } of items) {
+      if (st.failed) failed++;
+      // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
+      if (!st.failed || st.firstError) done.push(st.source);
+      opts.onSourceDone?.(index++, !st.failed);
+    }
+    if (netField && !opts.source && tracker.advance(done)) {
+      const state = tracker.state();
+      if (wm && state) await wm.save(state);
+    }
+    stats.batch(batch.length, failed, performance.now() - t0);
+    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
+    return true;
+  };
+  /** Runs one packed batch of a packed copy (packed-copy.ts); false when the run ends here. */
+  const runPacked = async (b: PackedBatch, copy: PackedCopy): Promise<boolean> => {
+    if (b.rows === 0) return true;
+    // A value the copy would write otherwise than the formula: this batch goes the records way.
+    if (!fitsCopy(b, copy.maxText)) return runBatch(prepare(unpackRecords(b, recordMaker(b.fields))));
+    const t0 = performance.now();
+    const firstRow = rowsRead;
+    rowsRead += b.rows;
+    stats.block(starter, b.rows, 0);
+    const failed = await copy.copies.write(b, env, (row) => packedItem(b, row, starter.name, firstRow + row + 1));
+    const finished = !signal.aborted;
+    await Promise.all(captures.splice(0));
+    if (!finished) return false;
+    stats.batch(b.rows, failed, performance.now() - t0);
+    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
+    return true;
+  };
+  /** Whether the run ends before the next batch: aborted, or stopped (cancelled). */
+  const halted = (): boolean => {
+    if (signal.aborted) return true;
+    if (!opts.stop?.aborted) return false;
+    cancelled = true;
+    return true;
+  };
   try {
-    const batches = opts.source ?? source.batches(sourceConn, { since, batchSize, signal, message: opts.message });
-    for await (const next of readAhead(prepared(batches))) {
-      if (signal.aborted) break;
-      if (opts.stop?.aborted) {
-        cancelled = true;
-        break;
+    const copy = sourceConn ? packedCopyOf(plan, opts, engine) : undefined;
+    const packed = copy && sourceConn ? sourceConn.queryPacked(entity, starter.filter, { batchSize, signal, fields: [...copy.copies.sourceFields] }) : undefined;
+    if (copy && packed) {
+      for await (const b of readAhead(packed)) {
+        if (halted() || !(await runPacked(b, copy))) break;
       }
-      const { read } = next;
-      // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
-      const batch = netField && !opts.source ? tracker.skip(read) : read;
-      if (batch.length === 0) continue;
-      const t0 = performance.now();
-      let items = next.items;
-      if (batch.length !== read.length) {
-        const kept = new Set(batch);
-        items = items.filter((i) => kept.has(i.state.source));
+    } else {
+      const batches = opts.source ?? source.batches(sourceConn, { since, batchSize, signal, message: opts.message });
+      for await (const next of readAhead(prepared(batches))) {
+        if (halted() || !(await runBatch(next))) break;
       }
-      const tc = performance.now();
-      if (source.children) {
-        try {
-          await source.children(sourceConn as HostConnection, items, signal);
-        } catch (e) {
-          if (signal.aborted) break;
-          const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-          for (const item of items) env.fail(item, starter, { code: 'RUN_CHILDREN_READ_FAILED', kind: 'transient', message: `${starter.name}: the child records could not be read: ${cause.message}`, details: { blockId: starter.blockId, cause } });
-        }
-      }
-      stats.block(starter, batch.length, performance.now() - tc);
-      if (inTarget) {
-        // As if every record of the batch is done: a record the target refuses is reported, and not read again.
-        const state = tracker.peek(items.map((i) => i.state.source));
-        batchCheckpoint = state ? { key: opts.checkpointKey ?? '', value: JSON.stringify(state) } : undefined;
-      }
-      await runSequence(
-        plan.steps,
-        items.filter((i) => !i.state.failed),
-        env,
-        next.ahead,
-      );
-      // Every Block ran to its end unless the signal fired first (it stays set once fired).
-      const finished = !signal.aborted;
-      await Promise.all(captures.splice(0));
-      if (!finished) break; // the batch was cut short: no checkpoint
-      let failed = 0;
-      const done: ConnectorRecord[] = [];
-      for (const { state: st } of items) {
-        if (st.failed) failed++;
-        // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
-        if (!st.failed || st.firstError) done.push(st.source);
-        opts.onSourceDone?.(index++, !st.failed);
-      }
-      if (netField && !opts.source && tracker.advance(done)) {
-        const state = tracker.state();
-        if (wm && state) await wm.save(state);
-      }
-      stats.batch(batch.length, failed, performance.now() - t0);
-      opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
     }
   } catch (err) {
     if (!signal.aborted) throw err;
