@@ -14,6 +14,7 @@ import {
   type EnsureEntityResult,
   type EntityMetadata,
   type Filter,
+  type PackedBatch,
   type QueryOptions,
   type RecordBatch,
   type WriteAction,
@@ -23,11 +24,11 @@ import {
 import { parseProps, type CsvProps } from './properties.js';
 import { describeFile, entityNameOf, listEntityFiles, readSchemaFile, type CsvEntity } from './schema.js';
 import { CSV_ACTIONS, entityMetadata } from './metadata.js';
-import { queryEntity } from './query.js';
+import { queryEntity, queryEntityPacked, readsPacked } from './query.js';
 import { writeEntity } from './write.js';
 import { ensureEntity } from './ensure-entity.js';
 import { fileError } from './reader.js';
-import type { ScanThread } from './thread.js';
+import type { OpenScan } from './thread.js';
 
 /**
  * The csv Connector: a folder of CSV files is a datastore, one file an entity (see
@@ -38,7 +39,7 @@ class CsvSession implements ConnectorSession {
   /** Writes to one file run one at a time (a rewrite must not interleave with an append). */
   private readonly locks = new Map<string, Promise<unknown>>();
   /** The scan threads of the session's open queries (thread.ts): closed with the session. */
-  private readonly threads = new Set<ScanThread>();
+  private readonly threads = new Set<OpenScan>();
 
   constructor(private readonly props: CsvProps) {}
 
@@ -83,6 +84,16 @@ class CsvSession implements ConnectorSession {
   async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
     const e = await this.entity(entity);
     yield* queryEntity(e, filter, options, this.props, ctx, this.threads);
+  }
+
+  /** Queries without an order or net change are read packed: in the scan thread when they read there and have no filter. */
+  readsPacked(options: QueryOptions): boolean {
+    return readsPacked(options);
+  }
+
+  async *queryPacked(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
+    const e = await this.entity(entity);
+    yield* queryEntityPacked(e, filter, options, this.props, ctx, this.threads);
   }
 
   async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {

@@ -8,16 +8,19 @@ import {
   throwIfAborted,
   type CallContext,
   type ConnectorRecord,
+  packRecords,
+  slicePacked,
   type Filter,
+  type PackedBatch,
   type QueryOptions,
   type RecordBatch,
 } from '../../src/connectors/sdk.js';
-import { fileError, readInThread, readWith } from './reader.js';
+import { fileError, readInThread, readPackedInThread, readWith } from './reader.js';
 import { recordSink } from './records.js';
 import { sortRecords } from './sort.js';
 import type { CsvProps } from './properties.js';
 import type { CsvEntity } from './schema.js';
-import type { ScanThread } from './thread.js';
+import type { OpenScan } from './thread.js';
 
 /** With readerThread `auto`, files of this many bytes or more are read in a scan thread … */
 export const THREAD_MIN_BYTES = 8 << 20;
@@ -31,6 +34,17 @@ export const THREAD_MIN_CPUS = 2;
 export async function readsInThread(mode: CsvProps['readerThread'], cpus: number, size: () => Promise<number>): Promise<boolean> {
   if (mode !== 'auto') return mode === 'on';
   return cpus >= THREAD_MIN_CPUS && (await size()) >= THREAD_MIN_BYTES;
+}
+
+/** Whether a query of this entity reads in a scan thread ({@link readsInThread}, asking the file's size when it decides). */
+function threadFor(entity: CsvEntity, props: CsvProps): Promise<boolean> {
+  return readsInThread(props.readerThread, os.availableParallelism(), async () => {
+    try {
+      return (await fsp.stat(entity.file)).size;
+    } catch (err) {
+      throw fileError(err, entity.file);
+    }
+  });
 }
 
 /** Checks that every field an option names exists; FieldNotFound names the first that does not. */
@@ -47,7 +61,7 @@ export function requireFields(entity: CsvEntity, names: Iterable<string>): void 
  * typed in a scan thread (reader.ts `readInThread`), whose open threads are kept in `threads`.
  * Net change or an order sorts in bounded memory (sort.ts).
  */
-export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext, threads: Set<ScanThread>): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext, threads: Set<OpenScan>): AsyncGenerator<RecordBatch, void, undefined> {
   const order = options.netChange ? [{ field: options.netChange.field, direction: 'asc' as const }] : (options.orderBy ?? []);
   requireFields(entity, [...filterFields(filter), ...(options.fields ?? []), ...order.map((o) => o.field)]);
   const typeOf = (f: string) => entity.columns.find((c) => c.fullName === f)?.type;
@@ -69,13 +83,7 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
   const limit = options.limit ?? Infinity;
   const batchSize = options.batchSize;
 
-  const inThread = await readsInThread(props.readerThread, os.availableParallelism(), async () => {
-    try {
-      return (await fsp.stat(entity.file)).size;
-    } catch (err) {
-      throw fileError(err, entity.file);
-    }
-  });
+  const inThread = await threadFor(entity, props);
   async function* matching(): AsyncGenerator<ConnectorRecord[], void, undefined> {
     const source = inThread ? readInThread(entity, props, ctx.log, ctx.signal, threads) : readWith(entity.file, props, ctx.signal, recordSink(entity, ctx.log, props.delimiter, props.hasHeader));
     for await (const records of source) {
@@ -118,4 +126,36 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
     }
   }
   if (batch.length) yield batch;
+}
+
+/** Whether a query is read packed (queryPacked): one with no order and no net change, which sort records. */
+export function readsPacked(options: QueryOptions): boolean {
+  return !options.netChange && !options.orderBy?.length;
+}
+
+/**
+ * An entity's rows as packed batches (src/connectors/packed.ts): the rows and values of
+ * {@link queryEntity} with the same arguments, of `options.fields` (else every column, in file
+ * order), `batchSize` rows in each batch but the last. A query without a filter that reads in a
+ * scan thread gets its batches packed there (reader.ts `readPackedInThread`); any other is read
+ * as records and packed here.
+ */
+export async function* queryEntityPacked(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext, threads: Set<OpenScan>): AsyncGenerator<PackedBatch, void, undefined> {
+  const fields = options.fields ?? entity.columns.map((c) => c.fullName);
+  requireFields(entity, [...filterFields(filter), ...fields]);
+  if (filter !== undefined || !readsPacked(options) || !(await threadFor(entity, props))) {
+    for await (const records of queryEntity(entity, filter, options, props, ctx, threads)) yield packRecords(records, fields);
+    return;
+  }
+  // As queryEntity counts: whole rows, and a limit below 1 still gives the first.
+  const limit = Math.max(1, Math.ceil(options.limit ?? Infinity));
+  let sent = 0;
+  for await (const batch of readPackedInThread(entity, props, ctx.log, ctx.signal, threads, fields, options.batchSize)) {
+    throwIfAborted(ctx.signal);
+    const out = sent + batch.rows > limit ? slicePacked(batch, 0, limit - sent) : batch;
+    sent += out.rows;
+    yield out;
+    ctx.progress({ records: sent });
+    if (sent >= limit) return;
+  }
 }

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import { ConnectorError, type ConnectorLog, type ConnectorRecord } from '../../src/connectors/sdk.js';
+import { ConnectorError, type ConnectorLog, type ConnectorRecord, type PackedBatch } from '../../src/connectors/sdk.js';
 import { CsvParser, type CsvRow, type CsvSink } from './parser.js';
 import type { CsvProps } from './properties.js';
-import { packedRecords, scanColumns } from './records.js';
+import { packedRecords, scanColumns, settlePacked } from './records.js';
 import type { CsvEntity } from './schema.js';
-import type { ScanBatch } from './scanner.js';
-import { startScan, type ScanThread } from './thread.js';
+import type { ScanBatch, ScanPacked, ScanSettings } from './scanner.js';
+import { startPackedScan, startScan, type OpenScan, type ScanThread } from './thread.js';
 
 /** Bytes read per chunk: large enough to amortise the per-chunk work, small enough to bound memory. */
 const CHUNK = 1 << 18;
@@ -53,32 +53,59 @@ export async function* readWith<T>(file: string, props: CsvProps, signal?: Abort
  * (records.ts). The thread stops, and the file is closed, when the caller has read to the end,
  * fails or breaks out, or when the session closes the threads in `threads`.
  */
-export async function* readInThread(entity: CsvEntity, props: CsvProps, log: ConnectorLog, signal: AbortSignal, threads: Set<ScanThread>): AsyncGenerator<ConnectorRecord[], void, undefined> {
+export async function* readInThread(entity: CsvEntity, props: CsvProps, log: ConnectorLog, signal: AbortSignal, threads: Set<OpenScan>): AsyncGenerator<ConnectorRecord[], void, undefined> {
+  const records = packedRecords(entity, log);
+  for await (const batch of scanBatches(entity, (fh) => startScan(fh, scanSettings(entity, props)), signal, threads)) {
+    const out = records(batch);
+    if (out.length) yield out;
+  }
+}
+
+/**
+ * An entity's rows as packed batches of `fields` (fullNames, in that order), made in a scan thread
+ * of their own (the scanner's packed mode): `batchSize` rows each but the last, the values of
+ * {@link readInThread}'s records. Only the cells the thread could not settle become strings here,
+ * to go through their field's converter. The thread's life is {@link readInThread}'s.
+ */
+export async function* readPackedInThread(entity: CsvEntity, props: CsvProps, log: ConnectorLog, signal: AbortSignal, threads: Set<OpenScan>, fields: readonly string[], batchSize: number): AsyncGenerator<PackedBatch, void, undefined> {
+  const columns = fields.map((f) => entity.columns.findIndex((c) => c.fullName === f));
+  if (columns.some((i) => i < 0)) throw new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${fields[columns.findIndex((i) => i < 0)]}.`);
+  const settle = settlePacked(entity, log, columns, fields);
+  const packed = { fields: columns, batchSize };
+  for await (const batch of scanBatches(entity, (fh) => startPackedScan(fh, { ...scanSettings(entity, props), packed }), signal, threads)) {
+    if (batch.rows) yield settle(batch);
+  }
+}
+
+function scanSettings(entity: CsvEntity, props: CsvProps): Omit<ScanSettings, 'fd'> {
+  return { encoding: props.encoding, delimiter: props.delimiter, hasHeader: props.hasHeader, columns: scanColumns(entity), chunk: CHUNK };
+}
+
+/** The batches a scan thread answers for an entity's file, up to the last; the thread is in `threads` while it runs. */
+async function* scanBatches<T extends ScanBatch | ScanPacked>(entity: CsvEntity, start: (fh: fsp.FileHandle) => ScanThread<T>, signal: AbortSignal, threads: Set<OpenScan>): AsyncGenerator<T, void, undefined> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(entity.file, 'r');
   } catch (err) {
     throw fileError(err, entity.file);
   }
-  let thread: ScanThread;
+  let thread: ScanThread<T>;
   try {
-    thread = startScan(fh, { encoding: props.encoding, delimiter: props.delimiter, hasHeader: props.hasHeader, columns: scanColumns(entity), chunk: CHUNK });
+    thread = start(fh);
   } catch (err) {
     await fh.close();
     throw err;
   }
   threads.add(thread);
   try {
-    const records = packedRecords(entity, log);
     for (;;) {
-      let batch: ScanBatch;
+      let batch: T;
       try {
         batch = await thread.next(signal);
       } catch (err) {
         throw fileError(err, entity.file);
       }
-      const out = records(batch);
-      if (out.length) yield out;
+      yield batch;
       if (batch.done) return;
     }
   } finally {

@@ -1,7 +1,22 @@
-import { coerceValue, INVALID, recordMaker, type ConnectorLog, type ConnectorRecord, type PropertyType, type Value } from '../../src/connectors/sdk.js';
+import {
+  CELL_FALSE,
+  CELL_NULL,
+  CELL_NUMBER,
+  CELL_TEXT,
+  CELL_TRUE,
+  CELL_VALUE,
+  coerceValue,
+  INVALID,
+  recordMaker,
+  type ConnectorLog,
+  type ConnectorRecord,
+  type PackedBatch,
+  type PropertyType,
+  type Value,
+} from '../../src/connectors/sdk.js';
 import { cellReaders } from './cells.js';
 import type { CsvField, CsvRow, CsvSink } from './parser.js';
-import { TAG, type ScanBatch, type ScanColumn } from './scanner.js';
+import { CELL_RAW, TAG, type ScanBatch, type ScanColumn, type ScanPacked } from './scanner.js';
 import type { CsvColumn, CsvEntity } from './schema.js';
 
 type Convert = (raw: string) => Value;
@@ -220,6 +235,44 @@ export function packedRecords(entity: CsvEntity, log: ConnectorLog): (batch: Sca
       out[r] = make(vals);
     }
     return out;
+  };
+}
+
+/**
+ * Packed batches from the scan thread's packed mode (scanner.ts): the thread's arrays as they
+ * came, with each {@link CELL_RAW} cell settled by its field's converter (as {@link packedRecords}
+ * settles `raw` cells): null, a number, true or false, its own text when the converter passes it
+ * on unchanged (the bytes are already there), else the value itself (CELL_VALUE). `columns` are
+ * the column indices of the batch's `fields`.
+ */
+export function settlePacked(entity: CsvEntity, log: ConnectorLog, columns: readonly number[], fields: readonly string[]): (batch: ScanPacked) => PackedBatch {
+  const all = entity.columns.map((c) => converter(c, log, entity.fullName));
+  const convs = columns.map((i) => all[i] as Convert);
+  const names = [...fields];
+  const m = names.length;
+  return ({ rows, tags: t, nums: nu, ends: en, text: bytes, raws }) => {
+    const cells = rows * m;
+    const tags = t.subarray(0, cells);
+    const nums = nu.subarray(0, cells);
+    const ends = en.subarray(0, cells);
+    // The thread's bytes, as a Buffer over the same memory.
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const values: (Value | undefined)[] = raws > 0 ? new Array<Value | undefined>(cells) : [];
+    for (let v = raws > 0 ? tags.indexOf(CELL_RAW) : -1; v >= 0; v = tags.indexOf(CELL_RAW, v + 1)) {
+      const raw = text.toString('utf8', nums[v], ends[v]);
+      const x = (convs[v % m] as Convert)(raw);
+      if (x === null) tags[v] = CELL_NULL;
+      else if (typeof x === 'number') {
+        tags[v] = CELL_NUMBER;
+        nums[v] = x;
+      } else if (typeof x === 'boolean') tags[v] = x ? CELL_TRUE : CELL_FALSE;
+      else if (x === raw) tags[v] = CELL_TEXT;
+      else {
+        tags[v] = CELL_VALUE;
+        values[v] = x;
+      }
+    }
+    return { rows, fields: names, tags, nums, ends, text, values };
   };
 }
 

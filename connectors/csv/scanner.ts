@@ -13,6 +13,11 @@
  * What the thread cannot settle itself (a non-canonical number, boolean, date, or any type with
  * no fast form) crosses as the cell's text, tagged for the field's converter on the Agent's side,
  * so coercion and its once-per-field warning are the query's own.
+ *
+ * In packed mode (`settings.packed`, for queryPacked) the thread goes one step further: it packs
+ * those batches into packed batches of the query's fields (src/connectors/packed.ts), exactly
+ * `batchSize` rows each but the last, with the text as UTF-8 bytes, so the Agent's thread makes
+ * no record and no string per row (reader.ts, records.ts `settlePacked`).
  */
 import type { CellReaders } from './cells.js';
 import type { CsvParser, CsvRow, CsvSink } from './parser.js';
@@ -38,6 +43,15 @@ export interface ScanSettings {
   columns: ScanColumn[];
   /** Bytes read at a time; a batch holds the records of at least one read. */
   chunk: number;
+  /** Packed mode: answer {@link ScanPacked} batches of these columns instead of {@link ScanBatch}es. */
+  packed?: PackedScan;
+}
+
+export interface PackedScan {
+  /** The column index of each field of a row, in the query's field order. */
+  fields: number[];
+  /** Rows per batch: every batch but the last has exactly this many. */
+  batchSize: number;
 }
 
 /** Tags of a batch's cells (`tags`). */
@@ -61,15 +75,43 @@ export interface ScanBatch {
   ends: Uint32Array;
 }
 
+/**
+ * The tag of a packed cell the thread could not settle (a `raw` cell): its text is in `text` like
+ * a CELL_TEXT cell's, and the field's converter decides its value on the Agent's thread. Never
+ * leaves the connector: the other tags are packed.ts's CELL_ kinds.
+ */
+export const CELL_RAW = 7;
+
+/**
+ * A packed batch as the thread answers it in packed mode: the arrays of packed.ts's PackedBatch
+ * (per cell, row by row over the query's fields, `rows × fields` cells at the front of each array),
+ * with {@link CELL_RAW} cells still to settle.
+ */
+export interface ScanPacked {
+  rows: number;
+  /** No rows follow. */
+  done: boolean;
+  tags: Uint8Array;
+  nums: Float64Array;
+  ends: Uint32Array;
+  /** The UTF-8 bytes of the text and raw cells. */
+  text: Uint8Array;
+  /** How many cells are CELL_RAW. */
+  raws: number;
+}
+
 export interface ScanIo {
   readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   StringDecoder: new (encoding: ScanSettings['encoding']) => { write(buf: Uint8Array): string; end(): string };
 }
 
 export type ScanReply = { reply: ScanBatch; transfer: ArrayBuffer[] };
+export type PackedReply = { reply: ScanPacked; transfer: ArrayBuffer[] };
 
 /** The thread's request handler: each call answers the next batch and starts reading the one after. */
-export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings): () => ScanReply {
+export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings & { packed: PackedScan }): () => PackedReply;
+export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings & { packed?: undefined }): () => ScanReply;
+export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings): () => ScanReply | PackedReply {
   const { plainNumber, isPlainDecimal, equalsAt } = cells;
   const KINDS = ['text', 'integer', 'double', 'boolean', 'decimal', 'pattern', 'raw'];
   // 0 text, 1 integer, 2 double, 3 boolean, 4 decimal, 5 pattern, 6 raw.
@@ -290,16 +332,101 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     return { rows, done: eof, tags, nums, text, starts, ends };
   };
 
-  let ready: ScanBatch | undefined;
+  // Packed mode: the ScanBatches of produce() cut into batches of `per` rows of the query's
+  // fields. A ScanBatch's rows may go to two packed batches: `cur` is the one being packed, with
+  // the cursor of its next row (cRow) and of that row's first tag, number and text cell.
+  const out = settings.packed;
+  const fields = Uint32Array.from(out ? out.fields : []);
+  const m = fields.length;
+  const per = out ? out.batchSize : 0;
+  // One row's cells by column: tag, number, start and end in the ScanBatch's text.
+  const rowTag = new Uint8Array(n);
+  const rowNum = new Float64Array(n);
+  const rowS = new Uint32Array(n);
+  const rowE = new Uint32Array(n);
+  // ScanBatch tag → packed.ts CELL_ kind: null 0, number 1, text 2, raw 7 (CELL_RAW), true 3, false 4.
+  const CELL = Uint8Array.of(0, 1, 2, 7, 3, 4);
+  let cur: ScanBatch | undefined;
+  let cRow = 0;
+  let cv = 0;
+  let ck = 0;
+  let ce = 0;
+  // The ScanBatch's text as bytes when it is pure ASCII (one byte a character), else undefined.
+  let ascii: Buffer | undefined;
+  let textCap = 1 << 16;
+
+  const producePacked = (): ScanPacked => {
+    const cellCount = per * m;
+    const tagsOut = new Uint8Array(cellCount);
+    const numsOut = new Float64Array(cellCount);
+    const endsOut = new Uint32Array(cellCount);
+    // Its own ArrayBuffer, so that it can be transferred.
+    let buf = Buffer.allocUnsafeSlow(textCap);
+    let pos = 0;
+    let w = 0;
+    let got = 0;
+    let raws = 0;
+    while (got < per) {
+      if (cur === undefined || cRow >= cur.rows) {
+        if (cur !== undefined && cur.done) break;
+        cur = produce();
+        cRow = cv = ck = ce = 0;
+        ascii = Buffer.byteLength(cur.text) === cur.text.length ? Buffer.from(cur.text, 'latin1') : undefined;
+        continue;
+      }
+      const { tags: ct, nums: cn, starts: cs, ends: cEnds, text } = cur;
+      const last = Math.min(cur.rows, cRow + (per - got));
+      for (; cRow < last; cRow++, got++) {
+        for (let i = 0; i < n; i++) {
+          const t = ct[cv++] as number;
+          rowTag[i] = t;
+          if (t === 1) rowNum[i] = cn[ck++] as number;
+          else if (t === 2 || t === 3) {
+            rowS[i] = cs[ce] as number;
+            rowE[i] = cEnds[ce++] as number;
+          }
+        }
+        for (let j = 0; j < m; j++, w++) {
+          const i = fields[j] as number;
+          const t = rowTag[i] as number;
+          if (t === 0) continue;
+          tagsOut[w] = CELL[t] as number;
+          if (t === 1) numsOut[w] = rowNum[i] as number;
+          else if (t === 2 || t === 3) {
+            if (t === 3) raws++;
+            const s = rowS[i] as number;
+            const e = rowE[i] as number;
+            const need = pos + (ascii ? e - s : (e - s) * 3);
+            if (need > buf.length) {
+              const grown = Buffer.allocUnsafeSlow(Math.max(need, buf.length * 2));
+              buf.copy(grown, 0, 0, pos);
+              buf = grown;
+            }
+            numsOut[w] = pos;
+            if (ascii === undefined) pos += buf.write(text.slice(s, e), pos, 'utf8');
+            else if (e - s <= 32) for (let x = s; x < e; x++) buf[pos++] = ascii[x] as number;
+            else pos += ascii.copy(buf, pos, s, e);
+            endsOut[w] = pos;
+          }
+        }
+      }
+    }
+    textCap = Math.max(textCap, pos + (pos >> 3));
+    const done = cur !== undefined && cur.done && cRow >= cur.rows;
+    return { rows: got, done, tags: tagsOut, nums: numsOut, ends: endsOut, text: buf.subarray(0, pos), raws };
+  };
+
+  let ready: ScanBatch | ScanPacked | undefined;
   let failure: Error | undefined;
   let timer: ReturnType<typeof setImmediate> | undefined;
+  const make = out ? producePacked : produce;
   // The next batch is read as soon as this one is answered, while the query works on this one.
   const prefetch = (): void => {
     timer = setImmediate(() => {
       timer = undefined;
       if (ready || failure !== undefined) return;
       try {
-        ready = produce();
+        ready = make();
       } catch (err) {
         failure = err instanceof Error ? err : new Error(String(err));
       }
@@ -314,9 +441,10 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     if (!batch) {
       if (timer !== undefined) clearImmediate(timer);
       timer = undefined;
-      batch = produce();
+      batch = make();
     }
     if (!batch.done) prefetch();
+    if ('raws' in batch) return { reply: batch, transfer: [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer, batch.text.buffer as ArrayBuffer] };
     return { reply: batch, transfer: [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.starts.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer] };
   };
 }

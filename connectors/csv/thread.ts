@@ -3,11 +3,11 @@ import { Worker } from 'node:worker_threads';
 import { ConnectorError } from '../../src/connectors/sdk.js';
 import { cellReaders } from './cells.js';
 import { CsvParser } from './parser.js';
-import { csvScanner, type ScanBatch, type ScanSettings } from './scanner.js';
+import { csvScanner, type PackedScan, type ScanBatch, type ScanPacked, type ScanSettings } from './scanner.js';
 
 /**
  * The scan thread of one query: a worker that runs the scanner (scanner.ts) and answers
- * the query's requests with packed batches, reading the next batch while the query works on the
+ * the query's requests with packed batches (ScanBatch, or ScanPacked in packed mode), reading the next batch while the query works on the
  * one it has. It lives as long as its query: the query closes it when it ends, stops early or
  * fails, and the session closes any that are still open when it disconnects. The file is opened
  * on the Agent's thread (its errors are the in-thread read's) and closed after the thread stops.
@@ -47,17 +47,22 @@ const SCANNER = `(require, settings) => (${csvScanner.toString()})((${CsvParser.
 
 const YOUNG_GENERATION_MB = 16;
 
-type Reply = { batch: ScanBatch } | { error: { code?: string; message: string } };
-type Pending = { resolve: (b: ScanBatch) => void; reject: (e: Error) => void };
+type Reply<T> = { batch: T } | { error: { code?: string; message: string } };
+type Pending<T> = { resolve: (b: T) => void; reject: (e: Error) => void };
+
+/** What a session keeps of its queries' threads: enough to stop them. */
+export interface OpenScan {
+  close(reason?: Error): Promise<void>;
+}
 
 /**
  * A worker that answers each request with one batch. `factory` is the source text of
  * `(require, data) => handler`, where `handler()` returns `{ reply, transfer }`. An error the
  * handler throws fails that call and every later one, with the error's `code` (an errno) kept.
  */
-export class ScanThread {
+export class ScanThread<T = ScanBatch> implements OpenScan {
   readonly #worker: Worker;
-  #pending: Pending | undefined;
+  #pending: Pending<T> | undefined;
   #dead: Error | undefined;
 
   readonly #release: () => Promise<void>;
@@ -71,7 +76,7 @@ export class ScanThread {
     // size: the --max-semi-space-size=128 the Agent runs with applies to every isolate, and the
     // thread's short-lived garbage needs far less.
     this.#worker = new Worker(SOURCE(factory), { eval: true, workerData: data, execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
-    this.#worker.on('message', (m: Reply) => {
+    this.#worker.on('message', (m: Reply<T>) => {
       const p = this.#settle();
       if (!p) return;
       if ('batch' in m) p.resolve(m.batch);
@@ -84,11 +89,11 @@ export class ScanThread {
   }
 
   /** The next batch; rejects at once when `signal` fires (the query then closes the thread). */
-  next(signal?: AbortSignal): Promise<ScanBatch> {
+  next(signal?: AbortSignal): Promise<T> {
     if (this.#dead) return Promise.reject(this.#dead);
     if (this.#pending) return Promise.reject(new Error('The CSV scan thread is already answering a request.'));
     if (signal?.aborted) return Promise.reject(new ConnectorError('Aborted', 'The read was cancelled.'));
-    return new Promise<ScanBatch>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       const onAbort = (): void => this.#die(new ConnectorError('Aborted', 'The read was cancelled.'));
       signal?.addEventListener('abort', onAbort, { once: true });
       const done = (): void => signal?.removeEventListener('abort', onAbort);
@@ -117,7 +122,7 @@ export class ScanThread {
     return this.#closed;
   }
 
-  #settle(): Pending | undefined {
+  #settle(): Pending<T> | undefined {
     const p = this.#pending;
     this.#pending = undefined;
     if (this.#closed === undefined) this.#worker.unref();
@@ -131,6 +136,11 @@ export class ScanThread {
 }
 
 /** Starts the scan of an open file; closing the thread closes the file, after the thread has stopped. */
-export function startScan(file: FileHandle, settings: Omit<ScanSettings, 'fd'>): ScanThread {
+export function startScan(file: FileHandle, settings: Omit<ScanSettings, 'fd' | 'packed'>): ScanThread {
   return new ScanThread(SCANNER, { ...settings, fd: file.fd }, () => file.close());
+}
+
+/** {@link startScan} in packed mode: the thread answers packed batches of `settings.packed`'s fields. */
+export function startPackedScan(file: FileHandle, settings: Omit<ScanSettings, 'fd'> & { packed: PackedScan }): ScanThread<ScanPacked> {
+  return new ScanThread<ScanPacked>(SCANNER, { ...settings, fd: file.fd }, () => file.close());
 }

@@ -268,7 +268,12 @@ export class PgWriter {
       state = this.createBackoff.get(table.oid) ?? { skip: 0, backoff: 0 };
       this.createBackoff.set(table.oid, state);
     }
-    if (state.skip > 0) return asRecords();
+    if (state.skip > 0) {
+      if (action !== 'Create') return asRecords();
+      // As copy() in its back-off: this batch goes to the stage at once, from its cells.
+      state.skip--;
+      return this.packedRows(table, cols, writers, batch, state, asRecords, ctx);
+    }
     throwIfAborted(ctx.signal);
     const { client, release } = await checkout(this.pool, ctx);
     let broken: Error | undefined;
@@ -293,13 +298,16 @@ export class PgWriter {
         broken = err as Error;
         throw callError(err, `The ${action} batch failed`);
       }
+      release();
       if (action === 'Upsert') {
         // As upsertByCopy after a refused COPY: the next batches go to the stage for a while.
         backOff(state);
         // The records path takes one of them for this batch.
         state.skip++;
+      } else if (recordErrorCode(sqlState(err))) {
+        // Refused for a record's sake: as copy() does, the batch is written row by row on the server.
+        return this.packedRows(table, cols, writers, batch, state, asRecords, ctx);
       } else state.skip = Math.max(state.skip, 1);
-      release();
       return asRecords();
     } finally {
       release(broken);
@@ -308,6 +316,44 @@ export class PgWriter {
     if (action === 'Upsert') state.backoff = 0;
     ctx.progress({ records: batch.rows });
     return new Array<WriteResult>(batch.rows).fill(OK_ONE);
+  }
+
+  /**
+   * A packed Create batch written row by row on the server ({@link rowByRow}), its stage filled
+   * from the batch's cells; the back-off moves as copy() moves it. A stage that refuses a value,
+   * or a value without a binary form, leaves the batch to the records path.
+   */
+  private async packedRows(table: PgTable, cols: PgColumn[], writers: FieldWriter[], batch: PackedBatch, state: { skip: number; backoff: number }, asRecords: () => Promise<WriteResult[]>, ctx: CallContext): Promise<WriteResult[]> {
+    throwIfAborted(ctx.signal);
+    const { client, release } = await checkout(this.pool, ctx);
+    const fields = cols.map((_, j) => j);
+    const results = new Array<WriteResult>(batch.rows);
+    let textOnly = false;
+    const stageCopy = async (c: PoolClient, sql: string): Promise<unknown> => {
+      const copy = new CopyIn(`${sql} WITH (FORMAT binary)`, (send) => {
+        if (encodePackedBinary(batch, fields, writers, send)) return;
+        textOnly = true;
+        throw new Error('a value has no binary form');
+      });
+      c.query(copy);
+      return copy.done;
+    };
+    let refused: number;
+    try {
+      refused = await this.rowByRow(client, table, { cols, indices: Array.from({ length: batch.rows }, (_, i) => i) }, stageCopy, results, false);
+    } catch (err) {
+      if (textOnly || sqlState(err) !== undefined) {
+        release();
+        return asRecords();
+      }
+      release(err as Error);
+      throw callError(err, 'The Create batch failed');
+    }
+    release();
+    if (refused === 0) state.backoff = state.skip = 0;
+    else backOff(state);
+    ctx.progress({ records: batch.rows });
+    return results;
   }
 
   /** COPY of a group, bisected on record failures; `savepoints` inside a transaction (a failed statement would end it). */
@@ -351,7 +397,7 @@ export class PgWriter {
       }
     }
     try {
-      const refused = await this.rowByRow(client, table, g, batch, results, savepoints);
+      const refused = await this.rowByRow(client, table, g, (c, sql) => copySender(g, batch)(c, sql, all), results, savepoints);
       if (refused === 0) state.backoff = state.skip = 0;
       else backOff(state);
     } catch (err) {
@@ -374,7 +420,7 @@ export class PgWriter {
    * COPY that fails (a value the column type itself refuses) throws, and the caller halves the
    * batch instead.
    */
-  private async rowByRow(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], inTransaction: boolean): Promise<number> {
+  private async rowByRow(client: PoolClient, table: PgTable, g: Group, stageCopy: (client: PoolClient, sql: string) => Promise<unknown>, results: WriteResult[], inTransaction: boolean): Promise<number> {
     const n = ++this.rowStages;
     const stage = quoteIdent(`ferry_rows_${n}`);
     const errors = quoteIdent(`ferry_row_errors_${n}`);
@@ -385,7 +431,7 @@ export class PgWriter {
       await client.query(`CREATE TEMP TABLE ${stage} ON COMMIT DROP AS SELECT ${cols.join(', ')} FROM ${qualified(table)} WITH NO DATA`);
       await client.query(`ALTER TABLE ${stage} ADD COLUMN ferry_ord bigserial`);
       await client.query(`CREATE TEMP TABLE ${errors} (ord bigint, state text, message text, detail text, col text) ON COMMIT DROP`);
-      await copySender(g, batch)(client, `COPY ${stage} (${cols.join(', ')}) FROM STDIN`, g.indices.map((_, k) => k));
+      await stageCopy(client, `COPY ${stage} (${cols.join(', ')}) FROM STDIN`);
       const picked = quoteIdent(`ferry_row_picks_${n}`);
       const refusal = await refusalPredicate(client, table, g.cols, stage);
       const tryEach = (rows: string): string => `FOR r IN ${rows} LOOP
