@@ -16,6 +16,13 @@ export interface CsvSink<T> {
   /** A non-empty line without quotes: `buf` from `start` to `end` (without its line break). */
   line(buf: string, start: number, end: number, out: T[]): void;
   row(fields: CsvRow, out: T[]): void;
+  /**
+   * Optional: a record with quotes whose fields are all plain spans of `buf` — each quoted field
+   * without a doubled quote or text after its closing quote — as spans instead of strings: field
+   * k is `buf` from `starts[k]` to `ends[k]`, `quoted[k]` 1 when it was quoted (so empty is the
+   * empty string, not null). Any other record with quotes goes to `row`.
+   */
+  spans?(buf: string, starts: readonly number[], ends: readonly number[], quoted: readonly number[], count: number, out: T[]): void;
 }
 
 /**
@@ -29,6 +36,10 @@ export class CsvParser<T = CsvRow> {
   private readonly sink: CsvSink<T>;
   /** Records parsed so far (for messages that name a record). */
   rows = 0;
+  // The field spans of a record for the sink's `spans`, reused from record to record.
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private readonly quoted: number[] = [];
 
   constructor(delimiter = ',', quote = '"', sink?: CsvSink<T>) {
     if (delimiter.length !== 1 || quote.length !== 1) throw new Error('delimiter and quote are one character each');
@@ -89,10 +100,67 @@ export class CsvParser<T = CsvRow> {
         if (pos >= buf.length) return buf.length;
         continue;
       }
-      const next = this.slow(buf, pos, out, final);
+      let next = sink.spans ? this.spanned(buf, pos, out, final) : -2;
+      if (next === -2) next = this.slow(buf, pos, out, final);
       if (next < 0) return pos;
       pos = next;
       if (pos >= buf.length) return buf.length;
+    }
+  }
+
+  /**
+   * One record with quotes starting at `start` as field spans (the sink's `spans`): the position
+   * after it, -1 if the record is incomplete, or -2 when a field needs a string made (a doubled
+   * quote, text after a closing quote, a quote inside an unquoted field, the end of the input).
+   */
+  private spanned(buf: string, start: number, out: T[], final: boolean): number {
+    const q = this.quote.charCodeAt(0);
+    const d = this.delim.charCodeAt(0);
+    // Characters above all four that end or quote a field need one comparison each.
+    const high = Math.max(q, d, 13);
+    const { starts, ends, quoted } = this;
+    const n = buf.length;
+    const more = final ? -2 : -1;
+    let i = start;
+    let count = 0;
+    for (;;) {
+      if (i < n && buf.charCodeAt(i) === q) {
+        const close = buf.indexOf(this.quote, i + 1);
+        if (close < 0 || close + 1 >= n) return more;
+        const after = buf.charCodeAt(close + 1);
+        if (after !== d && after !== 10 && after !== 13) return -2;
+        starts[count] = i + 1;
+        ends[count] = close;
+        quoted[count++] = 1;
+        i = close + 1;
+      } else {
+        let j = i;
+        for (; j < n; j++) {
+          const c = buf.charCodeAt(j);
+          if (c > high) continue;
+          if (c === d || c === 10 || c === 13) break;
+          if (c === q) return -2;
+        }
+        if (j >= n) return more;
+        starts[count] = i;
+        ends[count] = j;
+        quoted[count++] = 0;
+        i = j;
+      }
+      const c = buf.charCodeAt(i);
+      if (c === d) {
+        i++;
+        if (i >= n) return more;
+        continue;
+      }
+      // End of record: \n, \r\n or a lone \r.
+      if (c === 13) {
+        if (i + 1 >= n) return more;
+        i += buf.charCodeAt(i + 1) === 10 ? 2 : 1;
+      } else i++;
+      (this.sink.spans as NonNullable<CsvSink<T>['spans']>)(buf, starts, ends, quoted, count, out);
+      this.rows++;
+      return i;
     }
   }
 

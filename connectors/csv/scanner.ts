@@ -277,6 +277,33 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
       }
       rows++;
     },
+    // A record with quotes as spans of `buf` (parser.ts): cut and typed as a line's cells are.
+    spans(buf, starts, ends, quoted, count) {
+      if (header) {
+        header = false;
+        return;
+      }
+      if (newSegment) {
+        newSegment = false;
+        base = text.length;
+        text += buf;
+      }
+      if (v + n > cap) grow(v + n);
+      for (let i = 0; i < n; i++) {
+        if (i >= count) {
+          tags[v++] = 0;
+          continue;
+        }
+        const s = starts[i] as number;
+        const end = ends[i] as number;
+        // Empty: null, but a quoted empty text is the empty string.
+        if (s === end) {
+          if (quoted[i] === 1 && kinds[i] === 0) addSpan(2, s, s);
+          else tags[v++] = 0;
+        } else lineCell(buf, s, end, i);
+      }
+      rows++;
+    },
     row(fields: CsvRow) {
       if (header) {
         header = false;
