@@ -109,16 +109,16 @@ function fieldCopies(block: Block, formulas: CompiledFormulas, targetFields: rea
     sourceFields.push(h.field);
   }
   if (from === undefined || new Set(sourceFields).size !== sourceFields.length || new Set(targetFields).size !== targetFields.length) return undefined;
-  return { block: from, sourceFields, targetFields, write: (batch, env, itemAt) => writeCopies(block, targetFields, batch, env, itemAt) };
+  return { block: from, sourceFields, targetFields, write: (batch, env) => writeCopies(block, targetFields, batch, env) };
 }
 
 /** {@link FieldCopies.write}: the batch in calls of at most the Block's bulk size, with the target's field names. */
-async function writeCopies(block: Block, targetFields: readonly string[], b: PackedBatch, env: RunEnv, itemAt: (row: number) => Item): Promise<number> {
+async function writeCopies(block: Block, targetFields: readonly string[], b: PackedBatch, env: RunEnv): Promise<Array<[number, ErrorData]>> {
   const conn = env.connections.get(block.connectionId ?? '');
   const started = performance.now();
   const size = env.bulkSize(block);
   const entity = block.entity ?? '';
-  let failed = 0;
+  const failed: Array<[number, ErrorData]> = [];
   for (let s = 0; s < b.rows; s += size) {
     if (env.signal.aborted) break;
     const end = Math.min(b.rows, s + size);
@@ -130,15 +130,12 @@ async function writeCopies(block: Block, targetFields: readonly string[], b: Pac
       // Cancelled while writing: the batch is not checkpointed and is read again next run.
       if (env.signal.aborted) throw e;
       const error = batchFailed(block, 'Create', end - s, e);
-      for (let r = s; r < end; r++) env.fail(itemAt(r), block, error);
-      failed += end - s;
+      for (let r = s; r < end; r++) failed.push([r, error]);
       continue;
     }
     for (let k = 0; k < results.length; k++) {
       const r = results[k] as WriteResult;
-      if (r.ok) continue;
-      env.fail(itemAt(s + k), block, refused(block, r.error));
-      failed++;
+      if (!r.ok) failed.push([s + k, refused(block, r.error)]);
     }
   }
   env.stats.block(block, b.rows, performance.now() - started);

@@ -100,10 +100,10 @@ export interface FieldCopies {
   readonly targetFields: readonly string[];
   /**
    * Writes a packed batch of the copied fields (`sourceFields`, in that order) as the Create
-   * writes records: each row the target refuses, or every row of a call that fails as a whole,
-   * fails its item, made by `itemAt` for that row alone. Returns the number of rows that failed.
+   * writes records, and answers the rows that failed with their errors (each row the target
+   * refused, or every row of a call that failed as a whole), in row order. The caller reports them.
    */
-  write(batch: PackedBatch, env: RunEnv, itemAt: (row: number) => Item): Promise<number>;
+  write(batch: PackedBatch, env: RunEnv): Promise<Array<[row: number, error: ErrorData]>>;
 }
 
 /** A compiled Block: takes the items that reach it, returns those that go on. */

@@ -315,22 +315,67 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
     return true;
   };
-  /** Runs one packed batch of a packed copy (packed-copy.ts); false when the run ends here. */
-  const runPacked = async (b: PackedBatch, copy: PackedCopy): Promise<boolean> => {
-    if (b.rows === 0) return true;
-    // A value the copy would write otherwise than the formula: this batch goes the records way.
-    if (!fitsCopy(b, copy.maxText)) return runBatch(prepare(unpackRecords(b, recordMaker(b.fields))));
+  /** A packed batch written (packed-copy.ts) whose failed rows are not reported yet. */
+  interface Written {
+    b: PackedBatch;
+    firstRow: number;
+    failures: Array<[number, ErrorData]>;
+    t0: number;
+  }
+  /** Writes a packed batch; undefined when the signal fired meanwhile (the batch does not count). */
+  const writePacked = async (b: PackedBatch, copy: PackedCopy): Promise<Written | undefined> => {
     const t0 = performance.now();
     const firstRow = rowsRead;
     rowsRead += b.rows;
     stats.block(starter, b.rows, 0);
-    const failed = await copy.copies.write(b, env, (row) => packedItem(b, row, starter.name, firstRow + row + 1));
-    const finished = !signal.aborted;
+    const failures = await copy.copies.write(b, env);
+    return signal.aborted ? undefined : { b, firstRow, failures, t0 };
+  };
+  /** Reports a written batch: its failed rows' record errors and failed-record copies, then its statistics and progress. */
+  const reportPacked = async (w: Written, copy: PackedCopy): Promise<void> => {
+    for (const [row, error] of w.failures) env.fail(packedItem(w.b, row, starter.name, w.firstRow + row + 1), copy.block, error);
     await Promise.all(captures.splice(0));
-    if (!finished) return false;
-    stats.batch(b.rows, failed, performance.now() - t0);
+    stats.batch(w.b.rows, w.failures.length, performance.now() - w.t0);
     opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
-    return true;
+  };
+  /**
+   * A packed copy's batches: each batch is written while the one before it is reported (its
+   * refused rows made into record errors and failed-record copies on the Agent's thread while the
+   * target works on the next batch); statistics and progress still come batch by batch, in order.
+   * A batch with a value the copy would write otherwise than the formula goes the records way.
+   */
+  const runPacked = async (batches: AsyncIterable<PackedBatch>, copy: PackedCopy): Promise<void> => {
+    let pending: Written | undefined;
+    const flush = async (): Promise<void> => {
+      const w = pending;
+      pending = undefined;
+      if (w) await reportPacked(w, copy);
+    };
+    try {
+      for await (const b of readAhead(batches)) {
+        if (halted()) break;
+        if (b.rows === 0) continue;
+        if (!fitsCopy(b, copy.maxText)) {
+          await flush();
+          if (!(await runBatch(prepare(unpackRecords(b, recordMaker(b.fields)))))) break;
+          continue;
+        }
+        const writing = writePacked(b, copy);
+        // Awaited below, after the report: a failure must not go unhandled meanwhile.
+        writing.catch(() => undefined);
+        if (pending) {
+          // The write goes out first; the report runs while the target works on it.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          await flush();
+        }
+        const w = await writing;
+        if (!w) break;
+        pending = w;
+      }
+    } finally {
+      // Written before the run ended: reported and counted.
+      await flush();
+    }
   };
   /** Whether the run ends before the next batch: aborted, or stopped (cancelled). */
   const halted = (): boolean => {
@@ -343,9 +388,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     const copy = sourceConn ? packedCopyOf(plan, opts, engine) : undefined;
     const packed = copy && sourceConn ? sourceConn.queryPacked(entity, starter.filter, { batchSize, signal, fields: [...copy.copies.sourceFields] }) : undefined;
     if (copy && packed) {
-      for await (const b of readAhead(packed)) {
-        if (halted() || !(await runPacked(b, copy))) break;
-      }
+      await runPacked(packed, copy);
     } else {
       const batches = opts.source ?? source.batches(sourceConn, { since, batchSize, signal, message: opts.message });
       for await (const next of readAhead(prepared(batches))) {

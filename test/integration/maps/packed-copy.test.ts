@@ -205,12 +205,15 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     }
   });
 
-  it('a stop ends the run between batches: the batches written are counted, nothing after them', async () => {
+  it('a stop ends the run between batches: every batch written is counted, and nothing after them is written', async () => {
     await table('packed_d');
     const stop = new AbortController();
-    const out = await run(copyMap('packed_d', COPY), true, { stop: stop.signal, onProgress: (p) => p.batches === 2 && stop.abort() });
-    expect(out.stats).toMatchObject({ processed: 2 * BATCH, batches: 2, cancelled: true });
-    expect((await client.query('SELECT count(*)::int AS n FROM packed_d')).rows[0]).toEqual({ n: 2 * BATCH });
+    const seen: number[] = [];
+    const out = await run(copyMap('packed_d', COPY), true, { stop: stop.signal, onProgress: (p) => (seen.push(p.processed), p.batches === 2 && stop.abort()) });
+    // The batch being written when the stop came (the third: a batch is written while the one before it is reported) finishes.
+    expect(out.stats).toMatchObject({ processed: 3 * BATCH, batches: 3, cancelled: true });
+    expect(seen).toEqual([BATCH, 2 * BATCH, 3 * BATCH]);
+    expect((await client.query('SELECT count(*)::int AS n FROM packed_d')).rows[0]).toEqual({ n: 3 * BATCH });
   });
 
   it('only a Map of plain copies, with no net change and the key among the fields, is copied packed', async () => {
