@@ -534,8 +534,9 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
  * sent is then no valid COPY: the caller abandons it). `cols[j]` is the batch's field of COPY
  * column j. Text for a text column is copied from the batch's UTF-8 bytes, dates and timestamps
  * are read from them; every other cell is written as {@link encodeBinary} writes its value.
+ * `skip`, when given: the rows `r` with `skip[r] !== 0` are left out.
  */
-export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writers: readonly FieldWriter[], send: (chunk: Buffer) => void): boolean {
+export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writers: readonly FieldWriter[], send: (chunk: Buffer) => void, skip?: Uint8Array): boolean {
   const w = new BinaryWriter(send, STREAM_CHUNK);
   const n = cols.length;
   const width = b.fields.length;
@@ -545,6 +546,7 @@ export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writ
   w.reserve = rowSize;
   begin(w);
   for (let r = 0, base = 0; r < b.rows; r++, base += width) {
+    if (skip !== undefined && skip[r] !== 0) continue;
     w.ensure(rowSize);
     put16(w.buf, w.pos, n);
     w.pos += 2;

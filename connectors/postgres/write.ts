@@ -11,6 +11,7 @@ import {
   type CallContext,
   type ConnectorRecord,
   type PackedBatch,
+  packedCell,
   recordMaker,
   unpackRecords,
   type WriteAction,
@@ -47,9 +48,12 @@ import { textConverter, type ToText } from './types.js';
  * 22 data exception, 23 integrity violation, 21000), the records are split in halves and each half
  * is run again, recursively, until the failing records stand alone: exactly they fail, in place,
  * with their own error; every other record is written. One bad record in a batch of n costs about
- * 2·log2(n) extra statements carrying about 2n records. A large Create batch is not halved but
- * written row by row on the server in one round trip (rowByRow), since many bad records would make
- * halving cost thousands of statements. Other failures fail the call.
+ * 2·log2(n) extra statements carrying about 2n records. A large Create batch is not halved, since
+ * many bad records would make halving cost thousands of statements: its NOT NULL and CHECK
+ * constraints first pick the rows they refuse from only the columns they read, and one COPY writes
+ * the others straight into the table (picksFirst); what the picks cannot tell (that COPY fails, a
+ * key or a self-reference rowByRow tries one by one) is written row by row on the server in one
+ * round trip (rowByRow). Other failures fail the call.
  */
 
 interface Group {
@@ -149,6 +153,8 @@ export class PgWriter {
     private readonly pool: Pool,
     /** The schema of the checkpoint table (the Connection's targetSchema). */
     private readonly schema: string,
+    /** `picksFirst`: a refused large Create is written by {@link picksFirst} before rowByRow (off: rowByRow only, as tests compare). */
+    private readonly options: { picksFirst: boolean } = { picksFirst: true },
   ) {}
 
   /** The checkpoint saved under `key` (by a Create batch with `checkpoint`), or null. */
@@ -272,7 +278,7 @@ export class PgWriter {
       if (action !== 'Create') return asRecords();
       // As copy() in its back-off: this batch goes to the stage at once, from its cells.
       state.skip--;
-      return this.packedRows(table, cols, writers, batch, state, asRecords, ctx);
+      return this.packedRows(table, cols, writers, batch, state, asRecords, false, ctx);
     }
     throwIfAborted(ctx.signal);
     const { client, release } = await checkout(this.pool, ctx);
@@ -306,7 +312,7 @@ export class PgWriter {
         state.skip++;
       } else if (recordErrorCode(sqlState(err))) {
         // Refused for a record's sake: as copy() does, the batch is written row by row on the server.
-        return this.packedRows(table, cols, writers, batch, state, asRecords, ctx);
+        return this.packedRows(table, cols, writers, batch, state, asRecords, true, ctx);
       } else state.skip = Math.max(state.skip, 1);
       return asRecords();
     } finally {
@@ -323,7 +329,7 @@ export class PgWriter {
    * from the batch's cells; the back-off moves as copy() moves it. A stage that refuses a value,
    * or a value without a binary form, leaves the batch to the records path.
    */
-  private async packedRows(table: PgTable, cols: PgColumn[], writers: FieldWriter[], batch: PackedBatch, state: { skip: number; backoff: number }, asRecords: () => Promise<WriteResult[]>, ctx: CallContext): Promise<WriteResult[]> {
+  private async packedRows(table: PgTable, cols: PgColumn[], writers: FieldWriter[], batch: PackedBatch, state: { skip: number; backoff: number }, asRecords: () => Promise<WriteResult[]>, tried: boolean, ctx: CallContext): Promise<WriteResult[]> {
     throwIfAborted(ctx.signal);
     const { client, release } = await checkout(this.pool, ctx);
     const fields = cols.map((_, j) => j);
@@ -338,9 +344,34 @@ export class PgWriter {
       c.query(copy);
       return copy.done;
     };
+    const toText = cols.map((c) => textConverter(c.type));
+    const copyRest = async (c: PoolClient, sql: string, skip: Uint8Array): Promise<boolean> => {
+      const copy = new CopyIn(`${sql} WITH (FORMAT binary)`, (send) => {
+        if (encodePackedBinary(batch, fields, writers, send, skip)) return;
+        textOnly = true;
+        throw new Error('a value has no binary form');
+      });
+      c.query(copy);
+      try {
+        await copy.done;
+      } catch (err) {
+        if (textOnly) return false;
+        throw err;
+      }
+      return true;
+    };
     let refused: number;
     try {
-      refused = await this.rowByRow(client, table, { cols, indices: Array.from({ length: batch.rows }, (_, i) => i) }, stageCopy, results, false);
+      const first = await this.picksFirst(client, table, cols, batch.rows, (j, k) => (toText[j] as ToText)(packedCell(batch, k, j)), copyRest, tried, false);
+      if (first) {
+        results.fill(OK_ONE);
+        for (const [k, r] of first) results[k] = r;
+        refused = first.size;
+      } else if (textOnly) {
+        // A value needs the text format, and the stage would meet it too: the records path decides.
+        release();
+        return asRecords();
+      } else refused = await this.rowByRow(client, table, { cols, indices: Array.from({ length: batch.rows }, (_, i) => i) }, stageCopy, results, false);
     } catch (err) {
       if (textOnly || sqlState(err) !== undefined) {
         release();
@@ -382,8 +413,10 @@ export class PgWriter {
     // encode and send each batch twice; a staged batch with none refused ends the back-off.
     const state = this.createBackoff.get(table.oid) ?? { skip: 0, backoff: 0 };
     this.createBackoff.set(table.oid, state);
+    let tried = false;
     if (large && state.skip > 0) state.skip--;
     else {
+      tried = true;
       try {
         await run(all);
         for (const i of g.indices) results[i] = OK_ONE;
@@ -397,7 +430,27 @@ export class PgWriter {
       }
     }
     try {
-      const refused = await this.rowByRow(client, table, g, (c, sql) => copySender(g, batch)(c, sql, all), results, savepoints);
+      const names = g.cols.map((c) => c.fullName);
+      const toText = g.cols.map((c) => textConverter(c.type));
+      const first = await this.picksFirst(
+        client,
+        table,
+        g.cols,
+        all.length,
+        (j, k) => (toText[j] as ToText)((batch[g.indices[k] as number] as ConnectorRecord)[names[j] as string]),
+        async (c, sql, skip) => {
+          await send(c, sql, all.filter((k) => skip[k] === 0));
+          return true;
+        },
+        tried,
+        savepoints,
+      );
+      let refused: number;
+      if (first) {
+        for (const i of g.indices) results[i] = OK_ONE;
+        for (const [k, r] of first) results[g.indices[k] as number] = r;
+        refused = first.size;
+      } else refused = await this.rowByRow(client, table, g, (c, sql) => copySender(g, batch)(c, sql, all), results, savepoints);
       if (refused === 0) state.backoff = state.skip = 0;
       else backOff(state);
     } catch (err) {
@@ -485,6 +538,122 @@ END $ferry$`);
       if (inTransaction) await client.query('RELEASE SAVEPOINT ferry_rows').catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * A Create batch whose COPY failed for a record's sake (or that a back-off sends here), written
+   * with its picks made first, from only the columns its NOT NULL and CHECK constraints read: one
+   * statement sends those columns of every row as text arrays cast to the column types and returns
+   * the rows they refuse, with the reason {@link refusalReason} tells (the one rowByRow gives them
+   * without trying them); then one COPY writes every other row straight into the table. No stage
+   * of the whole batch, no INSERT … SELECT. Returns the refused rows' results by position (`k`),
+   * every other row is written; or undefined when the batch is rowByRow's to write, nothing written:
+   * the constraints tell nothing, or the COPY failed (a key the table or the batch holds, a missing
+   * parent, a trigger …), or a later row has the key of a refused one (rowByRow tries it on its own
+   * after the others), or a CHECK reads a column whose cast could cut a value the COPY refuses, or
+   * the table refers to itself (rowByRow tries such rows one by one, in order), or a value cannot
+   * be cast. Keys held by the table and missing parents are not looked up here (a probe per row
+   * costs as much as the COPY): a row that has one fails the COPY, and rowByRow writes the batch.
+   * `tried`: the whole batch was just refused, so a pick of none would be refused again.
+   */
+  private async picksFirst(
+    client: PoolClient,
+    table: PgTable,
+    cols: readonly PgColumn[],
+    rows: number,
+    text: (j: number, k: number) => string | null,
+    copyRest: (client: PoolClient, sql: string, skip: Uint8Array) => Promise<boolean>,
+    tried: boolean,
+    inTransaction: boolean,
+  ): Promise<Map<number, WriteResult> | undefined> {
+    if (!this.options.picksFirst) return undefined;
+    if (inTransaction) await client.query('SAVEPOINT ferry_picks');
+    let out: Map<number, WriteResult> | undefined;
+    try {
+      out = await this.picksThenCopy(client, table, cols, rows, text, copyRest, tried);
+    } catch (err) {
+      if (inTransaction) {
+        await client.query('ROLLBACK TO SAVEPOINT ferry_picks');
+        await client.query('RELEASE SAVEPOINT ferry_picks');
+      }
+      if (sqlState(err) === undefined) throw err;
+      return undefined;
+    }
+    if (inTransaction) await client.query(out ? 'RELEASE SAVEPOINT ferry_picks' : 'ROLLBACK TO SAVEPOINT ferry_picks; RELEASE SAVEPOINT ferry_picks');
+    return out;
+  }
+
+  private async picksThenCopy(
+    client: PoolClient,
+    table: PgTable,
+    cols: readonly PgColumn[],
+    rows: number,
+    text: (j: number, k: number) => string | null,
+    copyRest: (client: PoolClient, sql: string, skip: Uint8Array) => Promise<boolean>,
+    tried: boolean,
+  ): Promise<Map<number, WriteResult> | undefined> {
+    const constraints = await refusalConstraints(client, table);
+    const index = new Map(cols.map((c, j) => [c.name, j]));
+    const considered = constraints.filter((r) => r.cols.length > 0 && r.cols.every((c) => index.has(c)));
+    if (considered.some((r) => r.kind === 'f' && r.ref_oid === table.oid)) return undefined;
+    const { reason, terms, read } = refusalReason(considered, cols);
+    if (terms.length === 0) return undefined;
+    const checked = new Set(considered.flatMap((r) => (r.kind === 'c' ? r.cols : [])));
+    const sent = cols.filter((c) => read.has(c.name));
+    for (const c of sent) {
+      if (!checked.has(c.name)) continue;
+      // An explicit cast cuts a text too long for its type, which COPY refuses; the CHECK must not see it cut.
+      if (c.typname === 'bit' || c.typname === 'varbit') return undefined;
+      if ((c.typname === 'varchar' || c.typname === 'bpchar') && c.size > 0) {
+        const j = index.get(c.name) as number;
+        for (let k = 0; k < rows; k++) if ((text(j, k)?.length ?? 0) > c.size) return undefined;
+      }
+    }
+    const collation = new Map(constraints.filter((r) => r.kind === 'l' && r.name).map((r) => [r.cols[0] as string, r.name as string]));
+    const arrays = sent.map((c) => {
+      const j = index.get(c.name) as number;
+      let lit = '{';
+      for (let k = 0; k < rows; k++) {
+        if (k) lit += ',';
+        lit += arrayElement(text(j, k));
+      }
+      return `${lit}}`;
+    });
+    const cast = sent.map((c, i) => `x.c${i}::${c.sqlType}${collation.has(c.name) ? ` COLLATE ${collation.get(c.name) as string}` : ''} AS ${quoteIdent(c.name)}`);
+    const sql = `WITH s0 AS (SELECT ${cast.join(', ')}, x.ferry_ord FROM unnest(${sent.map((_, i) => `$${i + 1}::text[]`).join(', ')}) WITH ORDINALITY AS x(${sent.map((_, i) => `c${i}`).join(', ')}, ferry_ord))
+SELECT s.ferry_ord::int AS ord, ${reason} AS why FROM s0 s WHERE ${terms.join(' OR ')}`;
+    const name = `ferry_p_${createHash('sha1').update(sql).digest('hex').slice(0, NAME_HASH_LEN)}`;
+    const picked = (await client.query<{ ord: number; why: string | null }>({ name, text: sql, values: arrays })).rows;
+    if (tried && picked.length === 0) return undefined;
+    const skip = new Uint8Array(rows);
+    const out = new Map<number, WriteResult>();
+    for (const p of picked) {
+      const k = Number(p.ord) - 1;
+      if (p.why === null || k < 0 || k >= rows) return undefined;
+      skip[k] = 1;
+      out.set(k, guessedRefusal(table, p.why));
+    }
+    // rowByRow picks a row whose key an earlier row has, and tries it on its own after the others:
+    // when that earlier row is refused, this row goes in where rowByRow puts it (same text, same key).
+    for (const u of considered) {
+      if (u.kind !== 'u' || picked.length === 0) continue;
+      const js = u.cols.map((c) => index.get(c) as number);
+      const refusedKeys = new Set<string>();
+      for (let k = 0; k < rows; k++) {
+        let key = '';
+        let set = true;
+        for (const j of js) {
+          const v = text(j, k);
+          if (v === null) set = false;
+          key += `${v ?? ''}\u0000`;
+        }
+        if (!set) continue;
+        if (skip[k]) refusedKeys.add(key);
+        else if (refusedKeys.has(key)) return undefined;
+      }
+    }
+    if (out.size < rows && !(await copyRest(client, `COPY ${qualified(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`, skip))) return undefined;
+    return out;
   }
 
   /**
@@ -687,35 +856,98 @@ const quoteLiteral = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** A constraint of the table as rowByRow reads it: its columns (and the parent's), in key order. */
 interface ConstraintRow {
-  /** CHECK, unique index (primary keys included), foreign key, NOT NULL column. */
-  kind: 'c' | 'u' | 'f' | 'n';
-  /** The constraint's name (CHECK). */
+  /** CHECK, unique index (primary keys included), foreign key, NOT NULL column; 'l': a column's collation other than its type's (not a constraint). */
+  kind: 'c' | 'u' | 'f' | 'n' | 'l';
+  /** The constraint's name (CHECK); the collation, qualified and quoted ('l'). */
   name: string | null;
   expr: string | null;
   cols: string[];
   ref: string | null;
   ref_cols: string[] | null;
+  /** The parent table of a foreign key. */
+  ref_oid: number | null;
 }
 
 const REFUSAL_CONSTRAINTS = `
 SELECT 'c' AS kind, c.conname::text AS name, pg_get_expr(c.conbin, c.conrelid) AS expr,
        array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o))::text AS cols,
-       NULL::text AS ref, NULL::text AS ref_cols
+       NULL::text AS ref, NULL::text AS ref_cols, NULL::text AS ref_oid
   FROM pg_constraint c WHERE c.conrelid = $1 AND c.contype = 'c'
 UNION ALL
 SELECT 'u', NULL, NULL,
        array_to_json(ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o))::text,
-       NULL, NULL
+       NULL, NULL, NULL
   FROM pg_index i WHERE i.indrelid = $1 AND i.indisunique AND i.indimmediate AND i.indexprs IS NULL AND i.indpred IS NULL
 UNION ALL
 SELECT 'f', NULL, NULL,
        array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o))::text,
        c.confrelid::regclass::text,
-       array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.o))::text
+       array_to_json(ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, o) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.o))::text,
+       c.confrelid::text
   FROM pg_constraint c WHERE c.conrelid = $1 AND c.contype = 'f' AND NOT c.condeferrable
 UNION ALL
-SELECT 'n', NULL, NULL, array_to_json(ARRAY[a.attname::text])::text, NULL, NULL
-  FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull`;
+SELECT 'n', NULL, NULL, array_to_json(ARRAY[a.attname::text])::text, NULL, NULL, NULL
+  FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull
+UNION ALL
+SELECT 'l', quote_ident(n.nspname) || '.' || quote_ident(co.collname), NULL, array_to_json(ARRAY[a.attname::text])::text, NULL, NULL, NULL
+  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_collation co ON co.oid = a.attcollation JOIN pg_namespace n ON n.oid = co.collnamespace
+ WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attcollation <> t.typcollation`;
+
+/** The table's constraints as they are now (the catalogue, not the metadata cache). */
+async function refusalConstraints(client: PoolClient, table: PgTable): Promise<ConstraintRow[]> {
+  return (await client.query<Record<keyof ConstraintRow, string | null>>(REFUSAL_CONSTRAINTS, [table.oid])).rows.map(
+    (r): ConstraintRow => ({
+      kind: r.kind as ConstraintRow['kind'],
+      name: r.name,
+      expr: r.expr,
+      cols: JSON.parse(r.cols ?? '[]') as string[],
+      ref: r.ref,
+      ref_cols: r.ref_cols === null ? null : (JSON.parse(r.ref_cols) as string[]),
+      ref_oid: r.ref_oid === null ? null : Number(r.ref_oid),
+    }),
+  );
+}
+
+/**
+ * What refuses a row of `s` before anything else, of the constraints on the batch's own columns:
+ * the first NOT NULL column with a NULL ('n' + its name), else the first false CHECK by name ('c'
+ * + its name), else NULL; `terms`, the conditions that make it not NULL; `read`, the columns they read.
+ */
+function refusalReason(rows: readonly ConstraintRow[], cols: readonly PgColumn[]): { reason: string; terms: string[]; read: Set<string> } {
+  const have = new Set(cols.map((c) => c.name));
+  const col = (c: string): string => `s.${quoteIdent(c)}`;
+  const terms: string[] = [];
+  const nulls: string[] = [];
+  const checks: { name: string; expr: string }[] = [];
+  const read = new Set<string>();
+  for (const r of rows) {
+    if (r.cols.length === 0 || !r.cols.every((c) => have.has(c))) continue;
+    if (r.kind === 'n') {
+      terms.push(`${col(r.cols[0] as string)} IS NULL`);
+      nulls.push(r.cols[0] as string);
+    } else if (r.kind === 'c' && r.expr && r.name) {
+      terms.push(`(${r.expr}) IS FALSE`);
+      checks.push({ name: r.name, expr: r.expr });
+    } else continue;
+    for (const c of r.cols) read.add(c);
+  }
+  const position = new Map(cols.map((c) => [c.name, c.attnum]));
+  nulls.sort((a, b) => (position.get(a) ?? 0) - (position.get(b) ?? 0));
+  const reasons = [...nulls.map((c) => `WHEN ${col(c)} IS NULL THEN ${quoteLiteral(`n${c}`)}`), ...checks.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((c) => `WHEN (${c.expr}) IS FALSE THEN ${quoteLiteral(`c${c.name}`)}`)];
+  return { reason: reasons.length > 0 ? `CASE ${reasons.join(' ')} END` : 'NULL::text', terms, read };
+}
+
+/**
+ * The error rowByRow gives a row its constraints refuse without trying it (`why` as
+ * {@link refusalReason} tells it): the server's own words for it.
+ */
+function guessedRefusal(table: PgTable, why: string): WriteResult {
+  const name = why.slice(1);
+  const state = why.startsWith('n') ? '23502' : '23514';
+  const message = state === '23502' ? `null value in column "${name}" of relation "${table.name}" violates not-null constraint` : `new row for relation "${table.name}" violates check constraint "${name}"`;
+  const field = state === '23502' ? (table.columns.find((c) => c.name === name)?.fullName ?? name) : undefined;
+  return failed(recordErrorCode(state) ?? 'DatastoreError', recordMessage(message, null), { nativeCode: state, ...(field ? { field } : {}) });
+}
 
 /**
  * A condition on the rows of `stage` (alias `s`, in batch order by `ferry_ord`) that holds for the
@@ -732,24 +964,13 @@ SELECT 'n', NULL, NULL, array_to_json(ARRAY[a.attname::text])::text, NULL, NULL
  */
 async function refusalPredicate(client: PoolClient, table: PgTable, cols: readonly PgColumn[], stage: string): Promise<{ picks: string; reason: string }> {
   const have = new Set(cols.map((c) => c.name));
-  const rows = (await client.query<Record<keyof ConstraintRow, string | null>>(REFUSAL_CONSTRAINTS, [table.oid])).rows.map(
-    (r): ConstraintRow => ({ kind: r.kind as ConstraintRow['kind'], name: r.name, expr: r.expr, cols: JSON.parse(r.cols ?? '[]') as string[], ref: r.ref, ref_cols: r.ref_cols === null ? null : (JSON.parse(r.ref_cols) as string[]) }),
-  );
+  const rows = await refusalConstraints(client, table);
   const col = (c: string): string => `s.${quoteIdent(c)}`;
   const allSet = (cs: readonly string[], alias = 's.'): string => cs.map((c) => `${alias}${quoteIdent(c)} IS NOT NULL`).join(' AND ');
-  const terms: string[] = [];
-  const nulls: string[] = [];
-  const checks: { name: string; expr: string }[] = [];
+  const { reason, terms } = refusalReason(rows, cols);
   for (const r of rows) {
     if (r.cols.length === 0 || !r.cols.every((c) => have.has(c))) continue;
-    if (r.kind === 'n') {
-      terms.push(`${col(r.cols[0] as string)} IS NULL`);
-      nulls.push(r.cols[0] as string);
-    } else if (r.kind === 'c' && r.expr && r.name) {
-      terms.push(`(${r.expr}) IS FALSE`);
-      checks.push({ name: r.name, expr: r.expr });
-    }
-    else if (r.kind === 'u') {
+    if (r.kind === 'u') {
       const same = r.cols.map((c) => `t.${quoteIdent(c)} = ${col(c)}`).join(' AND ');
       terms.push(`(${allSet(r.cols)} AND EXISTS (SELECT 1 FROM ${qualified(table)} t WHERE ${same} OFFSET 0))`);
       const key = r.cols.map(quoteIdent).join(', ');
@@ -760,12 +981,9 @@ async function refusalPredicate(client: PoolClient, table: PgTable, cols: readon
       terms.push(`(${allSet(r.cols)} AND NOT EXISTS (SELECT 1 FROM ${r.ref} p WHERE ${same} OFFSET 0))`);
     }
   }
-  const position = new Map(cols.map((c) => [c.name, c.attnum]));
-  nulls.sort((a, b) => (position.get(a) ?? 0) - (position.get(b) ?? 0));
-  const reasons = [...nulls.map((c) => `WHEN ${col(c)} IS NULL THEN ${quoteLiteral(`n${c}`)}`), ...checks.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((c) => `WHEN (${c.expr}) IS FALSE THEN ${quoteLiteral(`c${c.name}`)}`)];
   return {
     picks: terms.length > 0 ? terms.join('\n       OR ') : 'false',
-    reason: reasons.length > 0 ? `CASE ${reasons.join(' ')} END` : 'NULL::text',
+    reason,
   };
 }
 
