@@ -249,20 +249,26 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     addText(3, f);
   };
 
+  // Before the cells of a record cut from `buf`: false for the header; else `buf` is in the
+  // batch's text (once a segment) and there is room for a record's tags.
+  const cellsOf = (buf: string): boolean => {
+    if (header) {
+      header = false;
+      return false;
+    }
+    if (newSegment) {
+      newSegment = false;
+      base = text.length;
+      text += buf;
+    }
+    if (v + n > cap) grow(v + n);
+    return true;
+  };
   // The cells of a record as the query's sink cuts and types them (records.ts): an empty unquoted
   // field is null; missing fields are null; extra fields are ignored.
   const sink: CsvSink<never> = {
     line(buf, start, end) {
-      if (header) {
-        header = false;
-        return;
-      }
-      if (newSegment) {
-        newSegment = false;
-        base = text.length;
-        text += buf;
-      }
-      if (v + n > cap) grow(v + n);
+      if (!cellsOf(buf)) return;
       let pos = start;
       for (let i = 0; i < n; i++) {
         if (pos > end) {
@@ -279,16 +285,7 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     },
     // A record with quotes as spans of `buf` (parser.ts): cut and typed as a line's cells are.
     spans(buf, starts, ends, quoted, count) {
-      if (header) {
-        header = false;
-        return;
-      }
-      if (newSegment) {
-        newSegment = false;
-        base = text.length;
-        text += buf;
-      }
-      if (v + n > cap) grow(v + n);
+      if (!cellsOf(buf)) return;
       for (let i = 0; i < n; i++) {
         if (i >= count) {
           tags[v++] = 0;
