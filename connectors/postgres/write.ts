@@ -368,13 +368,16 @@ export class PgWriter {
         for (const [k, r] of first) results[k] = r;
         refused = first.size;
       } else if (textOnly) {
-        // A value needs the text format, and the stage would meet it too: the records path decides.
+        // A value needs the text format, and the stage would meet it too: the records path decides
+        // (at its stage: this batch's COPY into the table was refused or skipped already).
         release();
+        state.skip = Math.max(state.skip, 1);
         return asRecords();
       } else refused = await this.rowByRow(client, table, { cols, indices: Array.from({ length: batch.rows }, (_, i) => i) }, stageCopy, results, false);
     } catch (err) {
       if (textOnly || sqlState(err) !== undefined) {
         release();
+        state.skip = Math.max(state.skip, 1);
         return asRecords();
       }
       release(err as Error);

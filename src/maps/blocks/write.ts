@@ -127,8 +127,8 @@ async function writeCopies(block: Block, targetFields: readonly string[], b: Pac
       if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
       results = await conn.writePacked('Create', entity, { ...slicePacked(b, s, end), fields: targetFields }, { signal: env.signal });
     } catch (e) {
-      // Cancelled while writing: the batch is not checkpointed and is read again next run.
-      if (env.signal.aborted) throw e;
+      // Cancelled while writing: the rows refused so far are answered; the run does not count the batch.
+      if (env.signal.aborted) break;
       const error = batchFailed(block, 'Create', end - s, e);
       for (let r = s; r < end; r++) failed.push([r, error]);
       continue;

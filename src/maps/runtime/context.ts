@@ -102,6 +102,7 @@ export interface FieldCopies {
    * Writes a packed batch of the copied fields (`sourceFields`, in that order) as the Create
    * writes records, and answers the rows that failed with their errors (each row the target
    * refused, or every row of a call that failed as a whole), in row order. The caller reports them.
+   * When the run's signal fires it stops between calls and answers the rows refused so far.
    */
   write(batch: PackedBatch, env: RunEnv): Promise<Array<[row: number, error: ErrorData]>>;
 }

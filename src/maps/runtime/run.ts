@@ -12,7 +12,8 @@
  * a Step, so the run knows no Block kind. Batch sizes are decided once, here (batching.ts).
  *
  * Back-pressure is by pulling: one batch goes through every Block while the next is read
- * (read-ahead.ts), and no more, so memory holds two batches whatever the row count. As soon as the
+ * (read-ahead.ts), and no more, so memory holds two batches whatever the row count (three for a
+ * packed copy, packed-copy.ts, which writes a batch while it reports the one before). As soon as the
  * next batch is read, the first Block's leading formulas (a write's mappings) start evaluating for
  * it in the sandbox's thread, so they overlap the current batch's writes on the main thread:
  *
@@ -109,7 +110,8 @@ export interface RunOptions {
   /**
    * A stop between batches (a user's stop of a Solution): checked before each batch, so the batch
    * in progress finishes, is checkpointed and counted, and nothing is written that the next run
-   * writes again. `signal` instead aborts at once (Connector calls included).
+   * writes again (a packed copy's batch in progress is the one being written while the one before
+   * it is reported). `signal` instead aborts at once (Connector calls included).
    */
   stop?: AbortSignal;
   lookupTables?: LookupTables;
@@ -321,20 +323,25 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     firstRow: number;
     failures: Array<[number, ErrorData]>;
     t0: number;
+    /** The signal fired while it was written: its refused rows are reported, the batch is not counted. */
+    cut: boolean;
   }
-  /** Writes a packed batch; undefined when the signal fired meanwhile (the batch does not count). */
-  const writePacked = async (b: PackedBatch, copy: PackedCopy): Promise<Written | undefined> => {
+  const writePacked = async (b: PackedBatch, copy: PackedCopy): Promise<Written> => {
     const t0 = performance.now();
     const firstRow = rowsRead;
     rowsRead += b.rows;
     stats.block(starter, b.rows, 0);
     const failures = await copy.copies.write(b, env);
-    return signal.aborted ? undefined : { b, firstRow, failures, t0 };
+    return { b, firstRow, failures, t0, cut: signal.aborted };
   };
-  /** Reports a written batch: its failed rows' record errors and failed-record copies, then its statistics and progress. */
+  /**
+   * Reports a written batch: its failed rows' record errors and failed-record copies, then (unless
+   * it was cut short, as runBatch does) its statistics and progress.
+   */
   const reportPacked = async (w: Written, copy: PackedCopy): Promise<void> => {
     for (const [row, error] of w.failures) env.fail(packedItem(w.b, row, starter.name, w.firstRow + row + 1), copy.block, error);
     await Promise.all(captures.splice(0));
+    if (w.cut) return;
     stats.batch(w.b.rows, w.failures.length, performance.now() - w.t0);
     opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
   };
@@ -342,10 +349,14 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
    * A packed copy's batches: each batch is written while the one before it is reported (its
    * refused rows made into record errors and failed-record copies on the Agent's thread while the
    * target works on the next batch); statistics and progress still come batch by batch, in order.
-   * A batch with a value the copy would write otherwise than the formula goes the records way.
+   * A batch with a value the copy would write otherwise than the formula, or whose fields are not
+   * the ones asked for in that order, goes the records way. Memory holds three batches: the one
+   * reported, the one written and the one read ahead.
    */
   const runPacked = async (batches: AsyncIterable<PackedBatch>, copy: PackedCopy): Promise<void> => {
+    const asked = copy.copies.sourceFields;
     let pending: Written | undefined;
+    let writing: Promise<Written> | undefined;
     const flush = async (): Promise<void> => {
       const w = pending;
       pending = undefined;
@@ -355,12 +366,12 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       for await (const b of readAhead(batches)) {
         if (halted()) break;
         if (b.rows === 0) continue;
-        if (!fitsCopy(b, copy.maxText)) {
+        if (!fitsCopy(b, copy.maxText) || b.fields.length !== asked.length || !b.fields.every((f, j) => f === asked[j])) {
           await flush();
           if (!(await runBatch(prepare(unpackRecords(b, recordMaker(b.fields)))))) break;
           continue;
         }
-        const writing = writePacked(b, copy);
+        writing = writePacked(b, copy);
         // Awaited below, after the report: a failure must not go unhandled meanwhile.
         writing.catch(() => undefined);
         if (pending) {
@@ -369,11 +380,14 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
           await flush();
         }
         const w = await writing;
-        if (!w) break;
+        writing = undefined;
         pending = w;
+        if (w.cut) break;
       }
     } finally {
-      // Written before the run ended: reported and counted.
+      // A write still out when the loop failed ends before the run does (its batch is not reported).
+      if (writing) await writing.catch(() => undefined);
+      // Written before the run ended: reported, and counted unless cut short.
       await flush();
     }
   };

@@ -109,8 +109,8 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
   };
   const rows = async (name: string): Promise<unknown[]> => (await client.query(`SELECT * FROM ${name} ORDER BY person_id`)).rows;
 
-  /** Counts the packed and record calls a run makes of both Connections. */
-  function counted(packed: boolean): { connections: Map<string, HostConnection>; calls: Record<string, number> } {
+  /** Counts the packed and record calls a run makes of both Connections; `written` hears each write's end, `events` each write's start and end. */
+  function counted(packed: boolean, written?: (call: number) => void, events: string[] = []): { connections: Map<string, HostConnection>; calls: Record<string, number> } {
     const calls = { query: 0, queryPacked: 0, write: 0, writePacked: 0 };
     const source = Object.assign(Object.create(src) as HostConnection, {
       query: (...a: Parameters<HostConnection['query']>) => (calls.query++, src.query(...a)),
@@ -118,9 +118,18 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     });
     const target = Object.create(dst) as HostConnection;
     Object.defineProperty(target, 'writesPacked', { value: packed });
+    let n = 0;
+    const hear = async <T>(call: Promise<T>): Promise<T> => {
+      const k = ++n;
+      events.push(`start ${k}`);
+      const out = await call;
+      events.push(`end ${k}`);
+      written?.(k);
+      return out;
+    };
     Object.assign(target, {
-      write: (...a: Parameters<HostConnection['write']>) => (calls.write++, dst.write(...a)),
-      writePacked: (...a: Parameters<HostConnection['writePacked']>) => (calls.writePacked++, dst.writePacked(...a)),
+      write: (...a: Parameters<HostConnection['write']>) => (calls.write++, hear(dst.write(...a))),
+      writePacked: (...a: Parameters<HostConnection['writePacked']>) => (calls.writePacked++, hear(dst.writePacked(...a))),
     });
     return { connections: new Map([['src', source], ['pg', target]]), calls };
   }
@@ -132,9 +141,9 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     progress: RunProgress[];
     calls: Record<string, number>;
   }
-  async function run(model: Record<string, unknown>, packed: boolean, opts: Partial<RunOptions> = {}): Promise<Outcome> {
+  async function run(model: Record<string, unknown>, packed: boolean, opts: Partial<RunOptions> = {}, written?: (call: number) => void): Promise<Outcome> {
     const plan = compilePlan(model, { src: await src.metadata(), pg: await dst.metadata({ reload: true }) });
-    const { connections, calls } = counted(packed);
+    const { connections, calls } = counted(packed, written);
     const errors: MapRecordError[] = [];
     const captured: FailedRecordInput[] = [];
     const progress: RunProgress[] = [];
@@ -214,6 +223,34 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     expect(out.stats).toMatchObject({ processed: 3 * BATCH, batches: 3, cancelled: true });
     expect(seen).toEqual([BATCH, 2 * BATCH, 3 * BATCH]);
     expect((await client.query('SELECT count(*)::int AS n FROM packed_d')).rows[0]).toEqual({ n: 3 * BATCH });
+  });
+
+  it('an abort while a batch is written reports the rows it refused and counts only the batches before it, as the records way does', async () => {
+    const outcomes: Outcome[] = [];
+    for (const packed of [true, false]) {
+      const name = packed ? 'packed_f' : 'records_f';
+      await table(name, ', CHECK (person_id % 10 <> 0)');
+      const ctl = new AbortController();
+      outcomes.push(await run(copyMap(name, COPY), packed, { signal: ctl.signal }, (call) => call === 2 && ctl.abort()));
+    }
+    const [packed, records] = outcomes as [Outcome, Outcome];
+    expect(packed.calls.writePacked).toBe(2);
+    expect(packed.stats).toMatchObject({ processed: BATCH, batches: 1, failed: BATCH / 10, cancelled: true });
+    // The second batch's refused rows are reported, though the batch is not counted.
+    expect(packed.errors.map((e) => e.sourceRow)).toEqual(Array.from({ length: (2 * BATCH) / 10 }, (_, i) => 10 * (i + 1)));
+    expect(packed.captured).toHaveLength((2 * BATCH) / 10);
+    expect(comparable(packed)).toEqual(comparable(records));
+  });
+
+  it('a failed-record store that fails ends the run with its error, and no write is still out when it has ended', async () => {
+    await table('packed_g', ', CHECK (person_id % 10 <> 0)');
+    const plan = compilePlan(copyMap('packed_g', COPY), { src: await src.metadata(), pg: await dst.metadata({ reload: true }) });
+    const events: string[] = [];
+    const { connections } = counted(true, undefined, events);
+    await expect(runMap(plan, { connections, engine, failures: { capture: () => Promise.reject(new Error('the store is down')) } })).rejects.toThrow('the store is down');
+    events.push('ended');
+    // The second batch was being written when the first one's report failed: it ended first.
+    expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'ended']);
   });
 
   it('only a Map of plain copies, with no net change and the key among the fields, is copied packed', async () => {
