@@ -166,12 +166,6 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     starts[e] = base + s;
     ends[e++] = base + end;
   };
-  const addText = (tag: number, s: string): void => {
-    tags[v++] = tag;
-    starts[e] = text.length;
-    text += s;
-    ends[e++] = text.length;
-  };
   // A cell of column i from a line of the current segment, between `s` and `end` (not empty).
   const lineCell = (buf: string, s: number, end: number, i: number): void => {
     switch (kinds[i]) {
@@ -210,44 +204,16 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     }
     addSpan(3, s, end);
   };
-  // A field of a quoted record (not empty): a string the parser made.
+  // A field of a quoted record: a string the parser made, added to the batch's text
+  // and typed there as a line's cell.
   const fieldCell = (f: string, i: number): void => {
-    switch (kinds[i]) {
-      case 0:
-        addText(2, f);
-        return;
-      case 1:
-      case 2: {
-        const x = plainNumber(f, 0, f.length, kinds[i] === 2);
-        if (!Number.isNaN(x)) {
-          tags[v++] = 1;
-          nums[k++] = x;
-          return;
-        }
-        break;
-      }
-      case 3:
-        if (f === 'true') {
-          tags[v++] = 4;
-          return;
-        }
-        if (f === 'false') {
-          tags[v++] = 5;
-          return;
-        }
-        break;
-      case 4:
-        if (isPlainDecimal(f, 0, f.length)) {
-          addText(2, f);
-          return;
-        }
-        break;
-      case 5:
-        addText((patterns[i] as RegExp).test(f) ? 2 : 3, f);
-        return;
-    }
-    addText(3, f);
+    const segment = base;
+    base = text.length;
+    text += f;
+    lineCell(f, 0, f.length, i);
+    base = segment;
   };
+
 
   // Before the cells of a record cut from `buf`: false for the header; else `buf` is in the
   // batch's text (once a segment) and there is room for a record's tags.
@@ -309,9 +275,8 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
       if (v + n > cap) grow(v + n);
       for (let i = 0; i < n; i++) {
         const f = fields[i];
-        if (f === null || f === undefined) tags[v++] = 0;
-        else if (kinds[i] === 0) addText(2, f);
-        else if (f === '') tags[v++] = 0;
+        // Empty: null, but a quoted empty text is the empty string.
+        if (f === null || f === undefined || (f === '' && kinds[i] !== 0)) tags[v++] = 0;
         else fieldCell(f, i);
       }
       rows++;

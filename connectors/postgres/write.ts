@@ -56,6 +56,20 @@ import { textConverter, type ToText } from './types.js';
  * round trip (rowByRow). Other failures fail the call.
  */
 
+/**
+ * A large Create batch for the picks (PgWriter.picksFirst): its table and columns, the text of
+ * column j of row k, and the COPY of every row but those `skip` marks. `tried`: the whole batch was
+ * just refused, so a pick of none would be refused again.
+ */
+interface PickBatch {
+  table: PgTable;
+  cols: readonly PgColumn[];
+  rows: number;
+  text: (j: number, k: number) => string | null;
+  copyRest: (client: PoolClient, sql: string, skip: Uint8Array) => Promise<boolean>;
+  tried: boolean;
+}
+
 interface Group {
   cols: PgColumn[];
   indices: number[];
@@ -362,7 +376,7 @@ export class PgWriter {
     };
     let refused: number;
     try {
-      const first = await this.picksFirst(client, table, cols, batch.rows, (j, k) => (toText[j] as ToText)(packedCell(batch, k, j)), copyRest, tried, false);
+      const first = await this.picksFirst(client, { table, cols, rows: batch.rows, text: (j, k) => (toText[j] as ToText)(packedCell(batch, k, j)), copyRest, tried }, false);
       if (first) {
         results.fill(OK_ONE);
         for (const [k, r] of first) results[k] = r;
@@ -437,15 +451,17 @@ export class PgWriter {
       const toText = g.cols.map((c) => textConverter(c.type));
       const first = await this.picksFirst(
         client,
-        table,
-        g.cols,
-        all.length,
-        (j, k) => (toText[j] as ToText)((batch[g.indices[k] as number] as ConnectorRecord)[names[j] as string]),
-        async (c, sql, skip) => {
-          await send(c, sql, all.filter((k) => skip[k] === 0));
-          return true;
+        {
+          table,
+          cols: g.cols,
+          rows: all.length,
+          text: (j, k) => (toText[j] as ToText)((batch[g.indices[k] as number] as ConnectorRecord)[names[j] as string]),
+          copyRest: async (c, sql, skip) => {
+            await send(c, sql, all.filter((k) => skip[k] === 0));
+            return true;
+          },
+          tried,
         },
-        tried,
         savepoints,
       );
       let refused: number;
@@ -559,21 +575,12 @@ END $ferry$`);
    * costs as much as the COPY): a row that has one fails the COPY, and rowByRow writes the batch.
    * `tried`: the whole batch was just refused, so a pick of none would be refused again.
    */
-  private async picksFirst(
-    client: PoolClient,
-    table: PgTable,
-    cols: readonly PgColumn[],
-    rows: number,
-    text: (j: number, k: number) => string | null,
-    copyRest: (client: PoolClient, sql: string, skip: Uint8Array) => Promise<boolean>,
-    tried: boolean,
-    inTransaction: boolean,
-  ): Promise<Map<number, WriteResult> | undefined> {
+  private async picksFirst(client: PoolClient, job: PickBatch, inTransaction: boolean): Promise<Map<number, WriteResult> | undefined> {
     if (!this.options.picksFirst) return undefined;
     if (inTransaction) await client.query('SAVEPOINT ferry_picks');
     let out: Map<number, WriteResult> | undefined;
     try {
-      out = await this.picksThenCopy(client, table, cols, rows, text, copyRest, tried);
+      out = await this.picksThenCopy(client, job);
     } catch (err) {
       if (inTransaction) {
         await client.query('ROLLBACK TO SAVEPOINT ferry_picks');
@@ -586,15 +593,7 @@ END $ferry$`);
     return out;
   }
 
-  private async picksThenCopy(
-    client: PoolClient,
-    table: PgTable,
-    cols: readonly PgColumn[],
-    rows: number,
-    text: (j: number, k: number) => string | null,
-    copyRest: (client: PoolClient, sql: string, skip: Uint8Array) => Promise<boolean>,
-    tried: boolean,
-  ): Promise<Map<number, WriteResult> | undefined> {
+  private async picksThenCopy(client: PoolClient, { table, cols, rows, text, copyRest, tried }: PickBatch): Promise<Map<number, WriteResult> | undefined> {
     const constraints = await refusalConstraints(client, table);
     const index = new Map(cols.map((c, j) => [c.name, j]));
     const considered = constraints.filter((r) => r.cols.length > 0 && r.cols.every((c) => index.has(c)));

@@ -4,6 +4,7 @@
  * threads and open file descriptors.
  */
 import fs from 'node:fs';
+import type { CsvEntity } from '../../connectors/csv/schema.js';
 
 /** A small deterministic generator, so a failure can be replayed. */
 function rng(seed: number): () => number {
@@ -83,4 +84,17 @@ export async function until(what: string, probe: () => boolean, ms = 5000): Prom
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** The entity of a file of csvText's columns, as the scanner tests describe it. */
+export function typesEntity(file: string): CsvEntity {
+  return {
+    file,
+    fileName: 't.csv',
+    name: 't',
+    fullName: 't',
+    description: '',
+    inferred: false,
+    columns: TYPES.map((type) => ({ name: `c_${type}`, fullName: `c_${type}`, type, isPrimaryKey: false, size: 0, description: '' })),
+  };
 }

@@ -20,9 +20,8 @@ import { parseProps } from '../../connectors/csv/properties.js';
 import { readWith } from '../../connectors/csv/reader.js';
 import { recordSink, scanColumns, settlePacked } from '../../connectors/csv/records.js';
 import { csvScanner } from '../../connectors/csv/scanner.js';
-import type { CsvEntity } from '../../connectors/csv/schema.js';
 import { CONNECTORS_DIR, collect } from './conformance.js';
-import { ALL_FIELDS, TYPES, csvText, liveWorkers, openDescriptors, schemaFor, until } from './csv-fixtures.js';
+import { ALL_FIELDS, TYPES, csvText, liveWorkers, openDescriptors, schemaFor, typesEntity, until } from './csv-fixtures.js';
 
 /** A packed query (it must be read packed). */
 function packed(conn: HostConnection, entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<PackedBatch> {
@@ -293,15 +292,7 @@ describe('csv packed queries that fail', () => {
 describe('the csv scanner in packed mode', () => {
   it('packs the values of the query sink whatever the reads and batches cut: rows split over batches, fields projected', async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-csv-packed-scanner-'));
-    const entity: CsvEntity = {
-      file: path.join(dir, 't.csv'),
-      fileName: 't.csv',
-      name: 't',
-      fullName: 't',
-      description: '',
-      inferred: false,
-      columns: TYPES.map((type) => ({ name: `c_${type}`, fullName: `c_${type}`, type, isPrimaryKey: false, size: 0, description: '' })),
-    };
+    const entity = typesEntity(path.join(dir, 't.csv'));
     const log = pino({ level: 'silent' }) as unknown as ConnectorLog;
     try {
       for (const [encoding, ascii] of [['utf8', false], ['utf8', true], ['latin1', true], ['utf16le', false]] as const) {

@@ -19,10 +19,9 @@ import { THREAD_MIN_BYTES, THREAD_MIN_CPUS, readsInThread } from '../../connecto
 import { readWith } from '../../connectors/csv/reader.js';
 import { packedRecords, recordSink, scanColumns } from '../../connectors/csv/records.js';
 import { csvScanner } from '../../connectors/csv/scanner.js';
-import type { CsvEntity } from '../../connectors/csv/schema.js';
 import { ScanThread } from '../../connectors/csv/thread.js';
 import { CONNECTORS_DIR, collect } from './conformance.js';
-import { TYPES, csvText, liveWorkers, openDescriptors, schemaFor, until } from './csv-fixtures.js';
+import { TYPES, csvText, liveWorkers, openDescriptors, schemaFor, typesEntity, until } from './csv-fixtures.js';
 
 const CSV_ID = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 const WARNING = 'csv cell does not fit its field type; passed as text';
@@ -263,15 +262,7 @@ describe('csv queries in the scan thread', () => {
 describe('the csv scanner', () => {
   it('types cells as the query sink does whatever the reads cut: records, quoted fields, CRLF and characters across reads', async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-csv-scanner-'));
-    const entity: CsvEntity = {
-      file: path.join(dir, 't.csv'),
-      fileName: 't.csv',
-      name: 't',
-      fullName: 't',
-      description: '',
-      inferred: false,
-      columns: TYPES.map((type) => ({ name: `c_${type}`, fullName: `c_${type}`, type, isPrimaryKey: false, size: 0, description: '' })),
-    };
+    const entity = typesEntity(path.join(dir, 't.csv'));
     const log = pino({ level: 'silent' }) as unknown as ConnectorLog;
     try {
       for (const encoding of ['utf8', 'latin1', 'utf16le'] as const) {
