@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { CHANNEL_PATH, CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Heartbeat, type Hello, type HelloResult, type Report } from '../../src/protocol/channel.js';
+import { SHARED_ERRORS_FEATURE } from '../../src/protocol/solutions.js';
 import { authenticateAgent } from '../auth/agent-auth.js';
 import type { ServiceConfig } from '../config.js';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../util/problem.js';
@@ -15,6 +16,9 @@ import { AgentSession, type SessionHandlers } from './agent-session.js';
 import { heartbeatPatch, helloPatch, reportPatch } from './agent-state.js';
 import type { SessionRegistry } from './command-bus.js';
 import type { ReportHandlers } from './report-handlers.js';
+
+/** The protocol features this Service states in its hello reply (HelloResult.features). */
+const SERVICE_FEATURES = [SHARED_ERRORS_FEATURE];
 
 export interface GatewayOptions {
   store: Store;
@@ -193,7 +197,7 @@ export class AgentGateway {
       // After the hello is answered, so that the Agent is ready for commands.
       const onConnected = this.#opts.onConnected;
       if (onConnected) setImmediate(() => onConnected(agent.id));
-      return { serverTime: now, heartbeatMs: this.#opts.config.agentHeartbeatMs, agentName: agent.name, orgId: agent.orgId };
+      return { serverTime: now, heartbeatMs: this.#opts.config.agentHeartbeatMs, agentName: agent.name, orgId: agent.orgId, features: SERVICE_FEATURES };
     },
 
     heartbeat: async (session: AgentSession, msg: Heartbeat) => {

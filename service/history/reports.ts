@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { isFerryError } from '../../src/errors/ferry-error.js';
+import { errorsOf } from '../../src/protocol/solutions.js';
 import type { ReportHandler } from '../gateway/report-handlers.js';
 import { existingErrorIds, getExecutionByRunId, insertErrors, insertExecutionIfNew, insertScheduleSkip, lastErrorSeq, updateExecution } from '../store/repos/executions.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
@@ -95,8 +96,9 @@ export class RunReports {
     const solution = await this.solution(tx, agent, r.solutionId, r.kind);
     if (!solution) return;
     const execution = await this.ensureExecution(tx, agent, solution, { runId: r.runId, trigger: 'start', dueAt: null, start: now });
-    const stored = await existingErrorIds(tx, r.errors.map((e) => e.id.toLowerCase()), this.opts.dialect);
-    const fresh = r.errors.filter((e) => {
+    const errors = errorsOf(r);
+    const stored = await existingErrorIds(tx, errors.map((e) => e.id.toLowerCase()), this.opts.dialect);
+    const fresh = errors.filter((e) => {
       const id = e.id.toLowerCase();
       if (stored.has(id)) return false;
       stored.add(id);

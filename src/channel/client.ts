@@ -15,6 +15,7 @@ import {
   type Reply,
   type ServiceRequest,
 } from '../protocol/channel.js';
+import { errorsOf, SHARED_ERRORS_FEATURE, type RunErrorsReport } from '../protocol/solutions.js';
 import { Backoff, sleep } from './backoff.js';
 import type { Outbox, OutboxMessage } from './outbox.js';
 
@@ -99,6 +100,9 @@ export class ChannelClient {
     this.backoff = new Backoff(opts.backoffBaseMs, opts.backoffMaxMs, opts.random);
     this.unsubscribe = opts.outbox.onEnqueue(() => this.wakePump?.());
   }
+
+  /** The features the Service stated in its last hello reply. */
+  private features: ReadonlySet<string> = new Set();
 
   /** True between an accepted hello and the socket's close. */
   get connected(): boolean {
@@ -243,6 +247,7 @@ export class ChannelClient {
       } else {
         const hello = HelloResult.parse(reply.result);
         this.heartbeatMs = hello.heartbeatMs;
+        this.features = new Set(hello.features ?? []);
         this.ready = true;
         this.backoff.reset();
         this.log.info({ heartbeatMs: hello.heartbeatMs, orgId: hello.orgId, agentName: hello.agentName }, 'channel connected');
@@ -404,7 +409,9 @@ export class ChannelClient {
         continue;
       }
       try {
-        const reply = await this.requestText(next.id, 'report', next.text);
+        // Stored with shared fields; a Service that does not take them gets every error whole.
+        const text = next.kind === 'runErrors' && !this.features.has(SHARED_ERRORS_FEATURE) ? withWholeErrors(next.text) : next.text;
+        const reply = await this.requestText(next.id, 'report', text);
         if (reply.ok) {
           outbox.acknowledge(next.id);
         } else if (reply.error.kind === 'config') {
@@ -427,6 +434,15 @@ export class ChannelClient {
       }
     }
   }
+}
+
+/** A stored runErrors message with its errors whole (without `shared`), as protocol version 1 first had them. */
+function withWholeErrors(text: string): string {
+  const message = JSON.parse(text) as { report: RunErrorsReport };
+  const report = message.report;
+  if (!report.shared) return text;
+  const { shared: _shared, ...rest } = report;
+  return JSON.stringify({ ...message, report: { ...rest, errors: errorsOf(report) } });
 }
 
 /** Hello refusals that mean the same as their close codes (the close may arrive after our own). */

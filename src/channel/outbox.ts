@@ -9,6 +9,8 @@ const KNOWN_KINDS: ReadonlySet<string> = new Set(ReportBody.options.map((o) => o
 export interface OutboxMessage {
   readonly seq: number;
   readonly id: string;
+  /** The report's kind (`runErrors`, …). */
+  readonly kind: string;
   /** The whole `report` message, JSON. */
   readonly text: string;
 }
@@ -118,7 +120,7 @@ export class Outbox {
       const row = this.selectNext.get(afterSeq);
       if (!row) return undefined;
       if (row.kind !== null && KNOWN_KINDS.has(row.kind)) {
-        return { seq: row.seq, id: row.id, text: `{"id":${JSON.stringify(row.id)},"type":"report","at":${JSON.stringify(row.created)},"report":${row.body}}` };
+        return { seq: row.seq, id: row.id, kind: row.kind, text: `{"id":${JSON.stringify(row.id)},"type":"report","at":${JSON.stringify(row.created)},"report":${row.body}}` };
       }
       this.reject(row.id, JSON.stringify({ code: 'CHN_INVALID_MESSAGE', message: 'The stored report could not be read.' }));
     }

@@ -236,6 +236,11 @@ export const HelloResult = z.object({
   heartbeatMs: z.number().int().positive(),
   agentName: z.string(),
   orgId: z.number().int(),
+  /**
+   * What this Service takes beyond protocol version 1 as first published (SHARED_ERRORS_FEATURE);
+   * an older Service states none, and an Agent then sends as to that version.
+   */
+  features: z.array(z.string().max(100)).max(100).optional(),
 });
 export type HelloResult = z.infer<typeof HelloResult>;
 

@@ -165,12 +165,77 @@ export const RunProgressReport = z.object({
   processed: z.number().int().nonnegative(),
   failed: z.number().int().nonnegative(),
 });
-export const RunErrorsReport = z.object({
-  kind: z.literal('runErrors'),
-  runId: Id,
-  solutionId: Id,
-  errors: z.array(RunRecordError).min(1).max(MAX_ERRORS_PER_REPORT),
-});
+/**
+ * The fields of a record error that a report's errors may share: all but the error's own IDs. A
+ * run's refused records mostly fail alike (same Map, Block, code and message), and sent once per
+ * report they make a report of 200 errors about a quarter of the size (the Agent serializes,
+ * stores, reads back and sends less; the Service parses and validates less).
+ */
+export const SHARED_ERROR_FIELDS = ['mapId', 'mapName', 'sourceEntity', 'blockId', 'blockName', 'code', 'errorMessage', 'errorDetail', 'canReprocess'] as const;
+type SharedErrorField = (typeof SHARED_ERROR_FIELDS)[number];
+/** The fields an error must have, itself or through the report's `shared`. */
+const REQUIRED_ERROR_FIELDS = ['mapName', 'sourceEntity', 'code', 'errorMessage', 'errorDetail', 'canReprocess'] as const satisfies readonly SharedErrorField[];
+export const SharedErrorFields = RunRecordError.pick({ mapId: true, mapName: true, sourceEntity: true, blockId: true, blockName: true, code: true, errorMessage: true, errorDetail: true, canReprocess: true }).partial();
+export type SharedErrorFields = z.infer<typeof SharedErrorFields>;
+
+/**
+ * A Service that states this feature in its hello reply (`features`) takes runErrors reports with
+ * `shared` fields; an Agent sends any other Service every error whole.
+ */
+export const SHARED_ERRORS_FEATURE = 'runErrors.shared';
+
+/**
+ * Record errors of a run. With `shared`, each error leaves out the fields it has in common with
+ * every other error of the report, and reads as `{...shared, ...error}` (errorsOf); without it, each
+ * error is whole, as older Agents send them.
+ */
+export const RunErrorsReport = z
+  .object({
+    kind: z.literal('runErrors'),
+    runId: Id,
+    solutionId: Id,
+    shared: SharedErrorFields.optional(),
+    errors: z.array(RunRecordError.partial().required({ id: true })).min(1).max(MAX_ERRORS_PER_REPORT),
+  })
+  .superRefine((r, ctx) => {
+    const shared = r.shared ?? {};
+    r.errors.forEach((e, i) => {
+      for (const f of REQUIRED_ERROR_FIELDS) {
+        if (e[f] === undefined && shared[f] === undefined) ctx.addIssue({ code: 'custom', path: ['errors', i, f], message: `${f} is required, in the error or in shared` });
+      }
+    });
+  });
+
+/** A runErrors report's errors, each whole. */
+export function errorsOf(r: { shared?: SharedErrorFields | undefined; errors: ReadonlyArray<Partial<RunRecordError> & { id: string }> }): RunRecordError[] {
+  const shared = r.shared;
+  // RunErrorsReport checked that every error has its required fields, itself or in shared.
+  if (!shared) return r.errors as RunRecordError[];
+  return r.errors.map((e) => ({ ...shared, ...e }) as RunRecordError);
+}
+
+/**
+ * Errors as a report carries them to a Service with {@link SHARED_ERRORS_FEATURE}: the fields
+ * every error has with one value go once, in `shared`, and each error keeps the rest.
+ */
+export function shareErrorFields(errors: readonly RunRecordError[]): { shared?: SharedErrorFields; errors: Array<Partial<RunRecordError> & { id: string }> } {
+  const first = errors[0];
+  if (!first || errors.length < 2) return { errors: [...errors] };
+  const same = SHARED_ERROR_FIELDS.filter((f) => first[f] !== undefined && errors.every((e) => e[f] === first[f]));
+  if (same.length === 0) return { errors: [...errors] };
+  const shared: Record<string, unknown> = {};
+  for (const f of same) shared[f] = first[f];
+  const own = SHARED_ERROR_FIELDS.filter((f) => !same.includes(f));
+  return {
+    shared,
+    errors: errors.map((e) => {
+      const out: Record<string, unknown> = { id: e.id };
+      for (const f of own) if (e[f] !== undefined) out[f] = e[f];
+      if (e.failedRecordId !== undefined) out['failedRecordId'] = e.failedRecordId;
+      return out as Partial<RunRecordError> & { id: string };
+    }),
+  };
+}
 export const RunFinishedReport = z.object({
   kind: z.literal('runFinished'),
   runId: Id,

@@ -32,7 +32,7 @@ import { runMap, type FailedRecordInput, type MapRecordError } from '../maps/run
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
-import { MAX_FAILED_RECORDS_PER_REPORT, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import { MAX_FAILED_RECORDS_PER_REPORT, shareErrorFields, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
@@ -285,7 +285,7 @@ export class SolutionRunner {
     // Every line of the run, down to its Connections', carries both IDs: Solution logs filter on them.
     const log = this.opts.log.child({ solutionId: solution.solutionId, runId: run.runId, executionId: run.runId });
     log.info({ type: solution.solutionType }, 'solution run started');
-    const errors = new ErrorBatcher((batches) => this.#reportAll(batches.map((batch) => ({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, errors: batch }))));
+    const errors = new ErrorBatcher((batches) => this.#reportAll(batches.map((batch) => ({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, ...shareErrorFields(batch) }))));
     let lastProgress = 0;
     const progress = (processed: number, failed: number): void => {
       run.processed = processed;

@@ -10,18 +10,12 @@ import { randomFillSync } from 'node:crypto';
  */
 let lastMs = 0;
 let counter = 0;
+/** The ID's first 14 characters (the milliseconds and the version digit), made once a millisecond. */
+let prefix = '';
 const pool = Buffer.alloc(8 * 1024);
 let poolAt = pool.length;
-
-function randomBytes8(): Buffer {
-  if (poolAt + 8 > pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  const bytes = pool.subarray(poolAt, poolAt + 8);
-  poolAt += 8;
-  return bytes;
-}
+/** Two hex digits of each byte value: an ID is made of table look-ups, not Buffer slices and number formatting. */
+const HEX: readonly string[] = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
 
 const hex = (n: number, width: number): string => n.toString(16).padStart(width, '0');
 
@@ -29,17 +23,23 @@ export function uuidV7(now: number = Date.now()): string {
   if (now > lastMs) {
     lastMs = now;
     counter = 0;
+    prefix = '';
   } else if (++counter > 0xfff) {
     lastMs += 1;
     counter = 0;
+    prefix = '';
   }
-  const ms = lastMs;
-  const r = randomBytes8();
-  const high = Math.floor(ms / 0x10000);
-  const low = ms % 0x10000;
-  const variant = ((r[0] ?? 0) & 0x3f) | 0x80;
+  if (prefix === '') prefix = `${hex(Math.floor(lastMs / 0x10000), 8)}-${hex(lastMs % 0x10000, 4)}-7`;
+  if (poolAt + 8 > pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  const r = poolAt;
+  poolAt += 8;
+  const p = pool;
   return (
-    `${hex(high, 8)}-${hex(low, 4)}-${hex(0x7000 | counter, 4)}-` +
-    `${hex(variant, 2)}${hex(r[1] ?? 0, 2)}-${r.subarray(2, 8).toString('hex')}`
+    prefix + hex(counter, 3) + '-' + (HEX[((p[r] as number) & 0x3f) | 0x80] as string) + (HEX[p[r + 1] as number] as string) + '-' +
+    (HEX[p[r + 2] as number] as string) + (HEX[p[r + 3] as number] as string) + (HEX[p[r + 4] as number] as string) +
+    (HEX[p[r + 5] as number] as string) + (HEX[p[r + 6] as number] as string) + (HEX[p[r + 7] as number] as string)
   );
 }

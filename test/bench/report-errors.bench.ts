@@ -6,7 +6,9 @@
  *   npx tsx test/bench/report-errors.bench.ts            # SQLite
  *   FERRY_TEST_DATABASE_URL=postgres://… npx tsx …        # SQLite, then PostgreSQL
  *
- * Per store: an Agent registered and connected over the channel (a plain `ws` client), one
+ * Per store and form (BENCH_FORMS, default `shared,whole`: the reports as an Agent sends them to
+ * this Service, with the fields every error has alike once a report, and every error whole, as to
+ * a Service from before that): an Agent registered and connected over the channel (a plain `ws` client), one
  * Solution, a runStarted, then BENCH_ERRORS record errors (100,000) in runErrors reports of the
  * largest size the protocol takes, sent one after the other, each awaited (the Agent's outbox sends
  * the next once the last is acknowledged). The frames are serialized before the clock starts. The
@@ -21,7 +23,8 @@ import http from 'node:http';
 import os from 'node:os';
 import WebSocket from 'ws';
 import { CHANNEL_PATH, PROTOCOL_VERSION } from '../../src/protocol/channel.js';
-import { MAX_ERRORS_PER_REPORT, type RunRecordError } from '../../src/protocol/solutions.js';
+import { MAX_ERRORS_PER_REPORT, SHARED_ERRORS_FEATURE, shareErrorFields, type RunRecordError } from '../../src/protocol/solutions.js';
+import { uuidV7 } from '../../src/util/uuid-v7.js';
 import { ADMIN } from '../helpers/service.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
 
@@ -45,20 +48,24 @@ function cpuMs(pid: number): number {
   return (ticks * 1000) / 100;
 }
 
-/** An error as the Agent reports a record the target refused (the failing scenario's shape). */
-function refused(n: number): RunRecordError {
+/**
+ * An error as the Agent reports a record the target refused (the failing scenario's shape): its
+ * IDs time-ordered (uuidV7) as the Agent makes them, its detail the Block's and the refusal's,
+ * alike for every record a constraint refuses.
+ */
+function refused(): RunRecordError {
   return {
-    id: randomUUID(),
+    id: uuidV7(),
     mapId: 1,
     mapName: 'IS rows',
     sourceEntity: 'rows',
     blockId: 'b2',
     blockName: 'Create is_fail',
-    code: 'CON_WRITE_REFUSED',
-    errorMessage: 'new row for relation "is_fail" violates check constraint "is_fail_id_check"',
-    errorDetail: JSON.stringify({ sqlState: '23514', constraint: 'is_fail_id_check', row: n }),
+    code: 'RUN_WRITE_FAILED',
+    errorMessage: 'Create is_fail: is_fail refused the record: new row for relation "is_fail" violates check constraint "is_fail_id_check"',
+    errorDetail: JSON.stringify({ blockId: 'b2', recordError: { code: 'CheckViolation', message: 'new row for relation "is_fail" violates check constraint "is_fail_id_check"', nativeCode: '23514' } }),
     canReprocess: true,
-    failedRecordId: randomUUID(),
+    failedRecordId: uuidV7(),
   };
 }
 
@@ -96,7 +103,12 @@ class Channel {
 
 const frame = (id: string, report: unknown): string => JSON.stringify({ id, type: 'report', at: new Date().toISOString(), report });
 
-async function measure(store: StoreName): Promise<Record<string, unknown>> {
+/**
+ * `form`: `shared`, the reports as an Agent sends them to a Service that states
+ * SHARED_ERRORS_FEATURE (the fields every error has alike once a report); `whole`, every error
+ * whole, as an Agent sends them to an older Service.
+ */
+async function measure(store: StoreName, form: 'shared' | 'whole'): Promise<Record<string, unknown>> {
   const svc = await startServiceChild(store);
   const pid = svc.child.pid as number;
   const base = svc.served.url;
@@ -115,6 +127,7 @@ async function measure(store: StoreName): Promise<Record<string, unknown>> {
       pid: process.pid, startedAt: new Date().toISOString(), status: 'Running', installedConnectors: [],
     }));
     check(hello['ok'] === true, `hello: ${JSON.stringify(hello)}`);
+    check(((hello['result'] as { features?: string[] }).features ?? []).includes(SHARED_ERRORS_FEATURE), `the Service states ${SHARED_ERRORS_FEATURE}`);
     const sol = await api<{ id: string }>(base, 'POST', `${O}/solutions`, { name: 'bench errors', solutionType: 'Integration', agentId: reg.body.agentId });
     check(sol.status === 201, `solution: ${sol.status} ${sol.text}`);
     const solutionId = sol.body.id;
@@ -124,9 +137,9 @@ async function measure(store: StoreName): Promise<Record<string, unknown>> {
 
     const frames: Array<{ id: string; text: string; errors: RunRecordError[] }> = [];
     for (let i = 0; i < ERRORS; i += MAX_ERRORS_PER_REPORT) {
-      const errors = Array.from({ length: Math.min(MAX_ERRORS_PER_REPORT, ERRORS - i) }, (_, j) => refused(i + j + 1));
+      const errors = Array.from({ length: Math.min(MAX_ERRORS_PER_REPORT, ERRORS - i) }, refused);
       const id = randomUUID();
-      frames.push({ id, text: frame(id, { kind: 'runErrors', runId, solutionId, errors }), errors });
+      frames.push({ id, text: frame(id, { kind: 'runErrors', runId, solutionId, ...(form === 'shared' ? shareErrorFields(errors) : { errors }) }), errors });
     }
     const load = os.loadavg()[0];
     const cpu0 = cpuMs(pid);
@@ -154,7 +167,7 @@ async function measure(store: StoreName): Promise<Record<string, unknown>> {
     check(page.total === ERRORS, `Total-Count ${page.total} = ${ERRORS}`);
     ch.close();
     return {
-      store, errors: ERRORS, reports: frames.length, ms: Math.round(ms), serviceCpuMs: Math.round(serviceCpuMs),
+      store, form, errors: ERRORS, reports: frames.length, bytesPerError: Math.round(frames.reduce((n, f) => n + f.text.length, 0) / ERRORS), ms: Math.round(ms), serviceCpuMs: Math.round(serviceCpuMs),
       usPerError: Math.round((serviceCpuMs * 1000) / ERRORS * 10) / 10, errorsPerSec: Math.round(ERRORS / (ms / 1000)), load1: load, total: page.total,
     };
   } finally {
@@ -177,6 +190,7 @@ function benchRequestWithHeaders(base: string, p: string): Promise<{ status: num
 const stores: StoreName[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 const only = process.env['BENCH_STORES']?.split(',') as StoreName[] | undefined;
 const results = [];
-for (const store of only ?? stores) results.push(await measure(store));
+const forms = (process.env['BENCH_FORMS']?.split(',') ?? ['shared', 'whole']) as Array<'shared' | 'whole'>;
+for (const store of only ?? stores) for (const form of forms) results.push(await measure(store, form));
 agent.destroy();
 process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), cpus: os.cpus().length, results }, null, 2)}\n`);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReportBody } from '../../../src/protocol/channel.js';
-import type { RunMapStats } from '../../../src/protocol/solutions.js';
+import { shareErrorFields, type RunMapStats } from '../../../src/protocol/solutions.js';
 import { connectPlayedAgent, OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
 import { recordError, seedRun } from '../../helpers/history.js';
 import { startService, type TestService } from '../../helpers/service.js';
@@ -162,6 +162,27 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     expect(errs.headers['total-count']).toBe('2');
     expect(errs.body.map((e) => e.id)).toEqual(errors.map((e) => e.id));
     expect(await isUsage()).toBe(before + 7);
+  });
+
+  it('stores errors sent with shared fields as those sent whole, and one sent both ways once', async () => {
+    const id = await solution('Shared fields');
+    const runId = randomUUID();
+    await send(started(id, runId, ago(10)));
+    const errors = [recordError(1, { errorMessage: 'alike' }), recordError(2, { errorMessage: 'alike' }), recordError(3, { errorMessage: 'alike', blockName: 'Update contact' })];
+    const report = { kind: 'runErrors' as const, runId, solutionId: id, ...shareErrorFields(errors) };
+    expect(report.shared).toMatchObject({ mapName: 'Accounts', errorMessage: 'alike' });
+    await send(report);
+    await send({ kind: 'runErrors', runId, solutionId: id, errors });
+    const { items } = await history(id);
+    const errs = await svc.request<RecordError[]>('GET', `${S}/${id}/history/${items[0]?.id}/errors`);
+    expect(errs.headers['total-count']).toBe('3');
+    expect(errs.body.map((e) => ({ id: e.id, mapName: e.mapName, errorMessage: e.errorMessage, canReprocess: e.canReprocess, failedRecordId: e.failedRecordId }))).toEqual(
+      errors.map((e) => ({ id: e.id, mapName: e.mapName, errorMessage: e.errorMessage, canReprocess: e.canReprocess, failedRecordId: e.failedRecordId })),
+    );
+    // An error missing a field both in itself and in shared is refused, and nothing of its report is stored.
+    const bad = await ch.report({ kind: 'runErrors', runId, solutionId: id, shared: { mapName: 'Accounts' }, errors: [{ id: randomUUID(), sourceEntity: 'account' }] } as unknown as ReportBody);
+    expect(bad).toMatchObject({ ok: false, error: { code: 'CHN_INVALID_MESSAGE' } });
+    expect((await svc.request<RecordError[]>('GET', `${S}/${id}/history/${items[0]?.id}/errors`)).headers['total-count']).toBe('3');
   });
 
   it('keeps the counts the progress reports gave a run that ended with its Agent (RUN_AGENT_ENDED reports none)', async () => {

@@ -10,6 +10,7 @@ import { ChannelClient, channelUrl } from '../../../src/channel/client.js';
 import { Outbox } from '../../../src/channel/outbox.js';
 import type { FerryError } from '../../../src/errors/ferry-error.js';
 import { CLOSE, FromAgent, type ServiceRequest } from '../../../src/protocol/channel.js';
+import { errorsOf, SHARED_ERRORS_FEATURE, shareErrorFields, type RunErrorsReport } from '../../../src/protocol/solutions.js';
 
 /** A stand-in Service: answers hello and reports, and lets a test script the socket. */
 class FakeService {
@@ -23,6 +24,10 @@ class FakeService {
   dropFirstReportAck = false;
   refuseUpgrade: number | undefined;
   onHello: ((ws: WebSocket, id: string) => void) | undefined;
+  /** The features stated in the hello reply (none: a Service from before them). */
+  features: string[] | undefined;
+  /** Every message's text as it arrived. */
+  readonly texts: string[] = [];
   url = '';
 
   async start(): Promise<void> {
@@ -42,6 +47,7 @@ class FakeService {
   private connected(ws: WebSocket): void {
     this.sockets.push(ws);
     ws.on('message', (data) => {
+      this.texts.push((data as Buffer).toString('utf8'));
       const msg = FromAgent.parse(JSON.parse((data as Buffer).toString('utf8')));
       this.received.push(msg);
       if (!this.answer) return;
@@ -50,7 +56,7 @@ class FakeService {
       if (msg.type === 'pong') return;
       if (msg.type === 'hello') {
         if (this.onHello) return this.onHello(ws, msg.id);
-        return void ws.send(JSON.stringify({ re: msg.id, ok: true, result: { serverTime: new Date().toISOString(), heartbeatMs: 40, agentName: 'a', orgId: 1 } }));
+        return void ws.send(JSON.stringify({ re: msg.id, ok: true, result: { serverTime: new Date().toISOString(), heartbeatMs: 40, agentName: 'a', orgId: 1, ...(this.features ? { features: this.features } : {}) } }));
       }
       if (msg.type === 'report' && this.dropFirstReportAck) {
         this.dropFirstReportAck = false;
@@ -159,6 +165,30 @@ describe('the channel client', () => {
     expect(service.received).toContainEqual(next);
     // Kept for the operator in outbox_dead: the run is still named there.
     expect(outbox.runsReported([runId])).toEqual(new Set([runId]));
+  });
+
+  it('sends record errors with shared fields to a Service that takes them, and whole to one that does not', async () => {
+    const runId = randomUUID();
+    const solutionId = randomUUID();
+    const errors = Array.from({ length: 3 }, (_, i) => ({ id: randomUUID(), mapName: 'm', sourceEntity: 'e', code: 'CON_WRITE_REFUSED', errorMessage: 'refused', errorDetail: '{}', canReprocess: true, failedRecordId: `f${i}` }));
+    const stored = outbox.enqueue({ kind: 'runErrors', runId, solutionId, ...shareErrorFields(errors) });
+    connect();
+    await until(() => outbox.size === 0);
+    // No features stated: the errors go whole, as protocol version 1 first had them.
+    const whole = JSON.parse(service.texts.find((t) => t.includes(stored.id)) ?? '{}') as { id: string; report: Record<string, unknown> };
+    expect(whole).toMatchObject({ id: stored.id, report: { kind: 'runErrors', runId, solutionId, errors } });
+    expect(whole.report).not.toHaveProperty('shared');
+    await client?.stop();
+
+    service.features = [SHARED_ERRORS_FEATURE];
+    service.texts.length = 0;
+    const again = outbox.enqueue({ kind: 'runErrors', runId, solutionId, ...shareErrorFields(errors) });
+    connect();
+    await until(() => outbox.size === 0);
+    const shared = JSON.parse(service.texts.find((t) => t.includes(again.id)) ?? '{}') as { report: RunErrorsReport };
+    expect(shared.report.shared).toEqual({ mapName: 'm', sourceEntity: 'e', code: 'CON_WRITE_REFUSED', errorMessage: 'refused', errorDetail: '{}', canReprocess: true });
+    expect(shared.report.errors).toEqual(errors.map((e) => ({ id: e.id, failedRecordId: e.failedRecordId })));
+    expect(errorsOf(shared.report)).toEqual(errors);
   });
 
   it('sends a report again after a lost acknowledgement, with the same ID, and reconnects', async () => {
