@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { isFerryError } from '../../src/errors/ferry-error.js';
-import { errorsOf } from '../../src/protocol/solutions.js';
+import { errorsOf, type RunRecordError } from '../../src/protocol/solutions.js';
 import type { ReportHandler } from '../gateway/report-handlers.js';
-import { existingErrorIds, getExecutionByRunId, insertErrors, insertExecutionIfNew, insertScheduleSkip, lastErrorSeq, updateExecution } from '../store/repos/executions.repo.js';
+import { existingErrorIds, getExecutionByRunId, insertErrors, insertExecutionIfNew, insertScheduleSkip, lastErrorSeq, updateExecution, type NewExecutionError } from '../store/repos/executions.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import { recordUsage, type ServiceType } from '../store/repos/subscriptions.repo.js';
@@ -97,21 +97,20 @@ export class RunReports {
     if (!solution) return;
     const execution = await this.ensureExecution(tx, agent, solution, { runId: r.runId, trigger: 'start', dueAt: null, start: now });
     const errors = errorsOf(r);
-    const stored = await existingErrorIds(tx, errors.map((e) => e.id.toLowerCase()), this.opts.dialect);
-    const fresh = errors.filter((e) => {
-      const id = e.id.toLowerCase();
-      if (stored.has(id)) return false;
-      stored.add(id);
-      return true;
-    });
+    const ids = errors.map((e) => e.id.toLowerCase());
+    const stored = await existingErrorIds(tx, ids, this.opts.dialect);
     let seq = await lastErrorSeq(tx, execution.id);
     // A new error follows the execution's mark default (migration 023), except after a mark-all
     // (default 1): that marked the errors it saw, so a later one starts unmarked, on its own.
     const marked = execution.markDefault === 1 ? 0 : null;
-    await insertErrors(
-      tx,
-      fresh.map((e) => ({
-        id: e.id.toLowerCase(),
+    const rows: NewExecutionError[] = [];
+    for (let i = 0; i < errors.length; i++) {
+      const id = ids[i] as string;
+      if (stored.has(id)) continue;
+      stored.add(id);
+      const e = errors[i] as RunRecordError;
+      rows.push({
+        id,
         executionId: execution.id,
         seq: (seq += 1),
         mapId: e.mapId ?? null,
@@ -126,9 +125,9 @@ export class RunReports {
         marked,
         failedRecordId: e.failedRecordId ?? null,
         created: now,
-      })),
-      this.opts.dialect,
-    );
+      });
+    }
+    await insertErrors(tx, rows, this.opts.dialect);
   };
 
   readonly runFinished: ReportHandler<'runFinished'> = async (tx, agent, r, now) => {
