@@ -629,11 +629,15 @@ SELECT s.ferry_ord::int AS ord, ${reason} AS why FROM s0 s WHERE ${terms.join(' 
     if (tried && picked.length === 0) return undefined;
     const skip = new Uint8Array(rows);
     const out = new Map<number, WriteResult>();
+    // The rows one constraint refuses share one result: the Map's run then describes the refusal once, not once a row.
+    const refusals = new Map<string, WriteResult>();
     for (const p of picked) {
       const k = Number(p.ord) - 1;
       if (p.why === null || k < 0 || k >= rows) return undefined;
       skip[k] = 1;
-      out.set(k, guessedRefusal(table, p.why));
+      let result = refusals.get(p.why);
+      if (!result) refusals.set(p.why, (result = guessedRefusal(table, p.why)));
+      out.set(k, result);
     }
     // rowByRow picks a row whose key an earlier row has, and tries it on its own after the others:
     // when that earlier row is refused, this row goes in where rowByRow puts it (same text, same key).

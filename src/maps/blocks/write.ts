@@ -133,9 +133,13 @@ async function writeCopies(block: Block, targetFields: readonly string[], b: Pac
       for (let r = s; r < end; r++) failed.push([r, error]);
       continue;
     }
+    // Rows refused with one error object (a constraint's refusals, say) share one ErrorData.
+    let last: { error: RecordError; data: ErrorData } | undefined;
     for (let k = 0; k < results.length; k++) {
       const r = results[k] as WriteResult;
-      if (!r.ok) failed.push([s + k, refused(block, r.error)]);
+      if (r.ok) continue;
+      if (last?.error !== r.error) last = { error: r.error, data: refused(block, r.error) };
+      failed.push([s + k, last.data]);
     }
   }
   env.stats.block(block, b.rows, performance.now() - started);

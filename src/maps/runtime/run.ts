@@ -174,6 +174,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   const captures: Promise<void>[] = [];
   let reply: ConnectorRecord | null = null;
 
+  let lastFailed: { error: ErrorData | undefined; detail: string } = { error: undefined, detail: '' };
   const env: RunEnv = {
     connections: opts.connections,
     engine,
@@ -188,7 +189,9 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       const st = item.state;
       const first = !st.failed;
       st.failed = true;
-      const errorDetail = JSON.stringify(error.details ?? {});
+      // Records refused alike share one ErrorData (writeCopies): its detail is serialized once.
+      if (error !== lastFailed.error) lastFailed = { error, detail: JSON.stringify(error.details ?? {}) };
+      const errorDetail = lastFailed.detail;
       const rec: MapRecordError = {
         // Time-ordered: the Service's primary-key index of errors grows at its right edge instead of splitting pages at random.
         id: uuidV7(),
