@@ -36,6 +36,14 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
       const c = new pg.Client({ connectionString: PG_URL });
       await c.connect();
       try {
+        // A pool's end() resolves once it has told its clients to end, not when their sessions have
+        // closed: terminated by the FORCE below, a session still closing errs in its client, an
+        // uncaught error in the test process. Let them close first; FORCE ends whatever stays.
+        for (let waited = 0; waited < 2000; waited += 20) {
+          const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          if ((rows[0]?.n ?? 0) === 0) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await c.end();
