@@ -1,4 +1,4 @@
-import { CELL_NULL, CELL_NUMBER, CELL_TEXT, packedValue, type PackedBatch, type Value } from '../../src/connectors/sdk.js';
+import { CELL_DECIMAL, CELL_NULL, CELL_NUMBER, CELL_TEXT, packedValue, type PackedBatch, type Value } from '../../src/connectors/sdk.js';
 
 /**
  * Records → `COPY … FROM STDIN (FORMAT binary)` data. The server skips its text input functions
@@ -178,6 +178,7 @@ const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
  * given, as numeric_in keeps them; the column's typmod then rounds as it does for text).
  */
 const numeric: FieldWriter = (w, v) => {
+  if (typeof v === 'number' && numericFromNumber(w, v)) return true;
   const s = typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : '';
   if (!DECIMAL_TEXT.test(s)) return false;
   const neg = s.charCodeAt(0) === 45;
@@ -223,6 +224,48 @@ const numeric: FieldWriter = (w, v) => {
   put16(buf, p + 6, dscale);
   return true;
 };
+
+const POW10 = [1, 10, 100, 1000, 10000];
+
+/**
+ * {@link numeric} of a number whose text (String(x)) has at most four digits after the point and
+ * |x| < 2^31, without making the text: the fewest decimals k for which Math.round(x·10^k) / 10^k
+ * is x again. Below 2^31 a double's spacing is far finer than 10^-4, so that decimal is the only
+ * one with k decimals that reads back as x, and the shortest text of x (String's) has exactly
+ * those digits; the bytes are those {@link numeric} writes from the text. False (nothing written)
+ * for any other number.
+ */
+function numericFromNumber(w: BinaryWriter, x: number): boolean {
+  if (!(x > -2147483648 && x < 2147483648)) return false;
+  let k = 0;
+  let d = 0;
+  for (; k <= 4; k++) {
+    d = Math.round(x * (POW10[k] as number));
+    if (d / (POW10[k] as number) === x) break;
+  }
+  if (k > 4) return false;
+  const neg = d < 0;
+  if (neg) d = -d;
+  const scale = POW10[k] as number;
+  let int = Math.floor(d / scale);
+  const frac = (d - int * scale) * (POW10[4 - k] as number);
+  // The integer part's groups of four digits, the most significant first; "0" is one group, as in the text.
+  let intGroups = 1;
+  for (let t = int; t >= 10000; t = Math.floor(t / 10000)) intGroups++;
+  const ndigits = intGroups + (k > 0 ? 1 : 0);
+  const p = fixed(w, 8 + 2 * ndigits);
+  const buf = w.buf;
+  for (let g = intGroups - 1; g >= 0; g--) {
+    put16(buf, p + 8 + 2 * g, int % 10000);
+    int = Math.floor(int / 10000);
+  }
+  if (k > 0) put16(buf, p + 8 + 2 * intGroups, frac);
+  put16(buf, p, ndigits);
+  put16(buf, p + 2, intGroups - 1);
+  put16(buf, p + 4, neg ? 0x4000 : 0);
+  put16(buf, p + 6, k);
+  return true;
+}
 
 /** Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
 function daysFromCivil(y: number, m: number, d: number): number {
@@ -378,6 +421,7 @@ const enum Kind {
   /** Only {@link encodePackedBinary} tells these apart (from UTF-8 bytes); otherwise their writers. */
   Date,
   Timestamp,
+  Numeric,
 }
 
 const KINDS = new Map<FieldWriter, Kind>([
@@ -387,6 +431,7 @@ const KINDS = new Map<FieldWriter, Kind>([
   [text, Kind.Text],
   [date, Kind.Date],
   [timestamp, Kind.Timestamp],
+  [numeric, Kind.Numeric],
 ]);
 
 /** Digits from bytes, as {@link digits} reads them from a string. */
@@ -567,6 +612,8 @@ export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writ
         } else text.copy(w.buf, p, start, start + len);
       } else if (t === CELL_TEXT && (kind === Kind.Date || kind === Kind.Timestamp) && timeFromBytes(w, kind, text, nums[v] as number, ends[v] as number)) continue;
       else if (t === CELL_NUMBER && kind === Kind.Int4 && ((nums[v] as number) | 0) === nums[v]) put32(w.buf, fixed(w, 4), nums[v]);
+      // A decimal cell is its number's text (packedValue): written from the number, without making the text.
+      else if ((t === CELL_NUMBER || t === CELL_DECIMAL) && kind === Kind.Numeric && numericFromNumber(w, nums[v] as number)) continue;
       else {
         const x = packedValue(b, v);
         if (x === null) writeNull(w);

@@ -331,8 +331,8 @@ class FirstCopy {
       if (tags[v] === CELL_NULL) continue;
       const at = nums[v] as number;
       const end = ends[v] as number;
-      const top = best >= 0 && comparePrefixBytes(text, at, end, nums[best] as number, ends[best] as number) === 0;
-      const marked = mark !== null && (!markBytes || comparePrefixBytes(text, at, end, 0, markBytes.length, markBytes) === 0);
+      const top = best >= 0 && samePrefixBytes(text, at, end, nums[best] as number, ends[best] as number);
+      const marked = mark !== null && (!markBytes || samePrefixBytes(text, at, end, 0, markBytes.length, markBytes));
       if (top || marked) {
         rows.push(r);
         stamps.push(packedValue(b, v));
@@ -431,6 +431,16 @@ function comparePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: n
     if (d !== 0) return d;
   }
   return 0;
+}
+
+/**
+ * Whether {@link comparePrefixBytes} finds the two ranges equal, comparing from the last character
+ * of the prefix back: stamps that differ mostly differ in their seconds, so a row not at the
+ * newest stamp costs a comparison or two rather than the dozen of their common date and hour.
+ */
+function samePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): boolean {
+  for (let i = Math.min(19, a1 - a0, b1 - b0) - 1; i >= 0; i--) if (b[a0 + i] !== o[b0 + i]) return false;
+  return true;
 }
 
 /** `YYYY-MM-DD` at least, digits where an ISO date has them. */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/stores.js';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
-import type { ConnectorRecord } from '../../src/connectors/sdk.js';
+import { CELL_DECIMAL, packRecords, type ConnectorRecord } from '../../src/connectors/sdk.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
 import { binaryWriter, encodeBinary } from '../../connectors/postgres/binary-copy.js';
 
@@ -189,6 +189,26 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     expect(other.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['ok', 'InvalidValue', 'InvalidValue', 'ok']);
     const [row] = await withClient(db.url, async (c) => (await c.query(`SELECT tz::text, num::text, i4, d::text FROM typed WHERE n = 1001`)).rows);
     expect(row).toEqual({ tz: '2024-05-06 05:08:09+00', num: '1000', i4: 12, d: '2024-05-06' });
+  });
+
+  it('writes numbers and decimal cells into numeric columns as their text says, packed as in records', async () => {
+    await withClient(db.url, (c) => c.query(`CREATE TABLE nums (n int PRIMARY KEY, a numeric, b numeric(12,2)); CREATE TABLE nums_text (LIKE nums INCLUDING ALL)`));
+    await conn.metadata({ reload: true });
+    // Every one with a binary form (a number whose text has an exponent, 1e-7 or 1e21, sends its whole batch as text).
+    const xs = [0, -0, 1, -1, 0.5, 12.34, -12.345, 1.005, 9999, 10000, 99999999.99, 123456.7891, 0.0001, 0.00001, 0.1 + 0.2, 1 / 3, 2147483647.5, 2 ** 31, -(2 ** 40)];
+    const records = xs.map((x, i) => ({ n: i + 1, a: x, b: Math.abs(x) < 1e9 ? x : null }));
+    const packed = packRecords(records, ['n', 'a', 'b']);
+    // A decimal cell (CELL_DECIMAL) holds the number whose text is the value: every `a` cell as one.
+    const decimals = packRecords(records.map((r) => ({ ...r, n: r.n + 100 })), ['n', 'a', 'b']);
+    for (let r = 0; r < decimals.rows; r++) decimals.tags[r * 3 + 1] = CELL_DECIMAL;
+    expect((await conn.writePacked('Create', 'nums', packed)).every((r) => r.ok)).toBe(true);
+    expect((await conn.writePacked('Create', 'nums', decimals)).every((r) => r.ok)).toBe(true);
+    const asText = [...records, ...records.map((r) => ({ ...r, n: r.n + 100 }))].map((r) => ({ n: r.n, a: String(r.a), b: r.b === null ? null : String(r.b) }));
+    expect((await conn.write('Create', 'nums_text', asText)).every((r) => r.ok)).toBe(true);
+    const [bin, txt] = await withClient(db.url, async (c) => [(await c.query('SELECT n, a::text, b::text FROM nums ORDER BY n')).rows, (await c.query('SELECT n, a::text, b::text FROM nums_text ORDER BY n')).rows]);
+    expect(bin).toHaveLength(2 * xs.length);
+    expect(bin).toEqual(txt);
+    expect(bin.slice(0, 6).map((r) => r.a)).toEqual(['0', '0', '1', '-1', '0.5', '12.34']);
   });
 
   it('bulk-upserts new keys by COPY and falls back to the stage for existing ones, record by record', async () => {
