@@ -168,7 +168,7 @@ export const RunProgressReport = z.object({
 /**
  * The fields of a record error that a report's errors may share: all but the error's own IDs. A
  * run's refused records mostly fail alike (same Map, Block, code and message), and sent once per
- * report they make a report of 200 errors about a quarter of the size (the Agent serializes,
+ * report they make a report of 200 errors about a sixth of the size (the Agent serializes,
  * stores, reads back and sends less; the Service parses and validates less).
  */
 export const SHARED_ERROR_FIELDS = ['mapId', 'mapName', 'sourceEntity', 'blockId', 'blockName', 'code', 'errorMessage', 'errorDetail', 'canReprocess'] as const;
