@@ -214,7 +214,6 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     base = segment;
   };
 
-
   // Before the cells of a record cut from `buf`: false for the header; else `buf` is in the
   // batch's text (once a segment) and there is room for a record's tags.
   const cellsOf = (buf: string): boolean => {

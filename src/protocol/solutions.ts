@@ -171,11 +171,11 @@ export const RunProgressReport = z.object({
  * report they make a report of 200 errors about a sixth of the size (the Agent serializes,
  * stores, reads back and sends less; the Service parses and validates less).
  */
-export const SHARED_ERROR_FIELDS = ['mapId', 'mapName', 'sourceEntity', 'blockId', 'blockName', 'code', 'errorMessage', 'errorDetail', 'canReprocess'] as const;
-type SharedErrorField = (typeof SHARED_ERROR_FIELDS)[number];
-/** The fields an error must have, itself or through the report's `shared`. */
-const REQUIRED_ERROR_FIELDS = ['mapName', 'sourceEntity', 'code', 'errorMessage', 'errorDetail', 'canReprocess'] as const satisfies readonly SharedErrorField[];
-export const SharedErrorFields = RunRecordError.pick({ mapId: true, mapName: true, sourceEntity: true, blockId: true, blockName: true, code: true, errorMessage: true, errorDetail: true, canReprocess: true }).partial();
+export const SharedErrorFields = RunRecordError.omit({ id: true, failedRecordId: true }).partial();
+type SharedErrorField = keyof z.infer<typeof SharedErrorFields>;
+export const SHARED_ERROR_FIELDS: readonly SharedErrorField[] = SharedErrorFields.keyof().options;
+/** The fields an error must have, itself or through the report's `shared`: those RunRecordError does not make optional. */
+const REQUIRED_ERROR_FIELDS: readonly SharedErrorField[] = SHARED_ERROR_FIELDS.filter((f) => !RunRecordError.shape[f].safeParse(undefined).success);
 export type SharedErrorFields = z.infer<typeof SharedErrorFields>;
 
 /**
