@@ -3,7 +3,9 @@
  * folder). One row per failed source record, holding the source fields the Map references, so a
  * marked record is reprocessed once from this copy without reading the source again.
  */
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
 import { FerryError } from '../errors/ferry-error.js';
@@ -67,6 +69,9 @@ export const toRecord = (r: FailedRecordRow): StoredFailedRecord => ({
 export const FAILED_RECORDS_FILE = 'failed-records.db';
 
 /** The INSERT's parameters: id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at. */
+const INSERT_SQL = `INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
 type InsertParams = [string, string, number | null, string, string, string, string, string, string, string, string, string];
 
 interface PendingCapture {
@@ -76,45 +81,139 @@ interface PendingCapture {
 }
 
 /**
+ * The inserting half of a store: a worker thread with its own connection to the file, so that
+ * SQLite's work for a run's refused records (B-tree inserts, commits, WAL checkpoints: measured
+ * 6–8 µs a record, docs/benchmarks.md "Solutions") is done beside the run's thread, not on it. It
+ * runs from its source text (the same from the sources, the build and a package). Each group of
+ * captures is one transaction; after it (committed or failed) the thread counts it in `done`, a
+ * shared counter the store waits on when a read must see every capture.
+ */
+const INSERTER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.lib);
+const done = new Int32Array(workerData.done);
+let insertAll;
+try {
+  const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
+  db.pragma('journal_mode = WAL');
+  const insert = db.prepare(workerData.insertSql);
+  insertAll = db.transaction((rows) => {
+    for (const r of rows) insert.run(r);
+  });
+  parentPort.postMessage({ ready: true });
+} catch (err) {
+  parentPort.postMessage({ fatal: String(err && err.message) });
+}
+parentPort.on('message', (m) => {
+  let error;
+  try {
+    insertAll(m.rows);
+  } catch (err) {
+    error = String(err && err.message);
+  }
+  Atomics.add(done, 0, 1);
+  Atomics.notify(done, 0);
+  parentPort.postMessage({ seq: m.seq, error });
+});
+`;
+
+/** How long a read waits for the inserting thread before it gives up (a busy file, a stuck thread). */
+const SYNC_WAIT_MS = 30_000;
+const BUSY_TIMEOUT_MS = 5_000;
+
+/**
  * Captures are committed in groups: the captures made together (a Map's batch fails its refused
  * records in one synchronous pass) are inserted in one transaction, in a microtask the first of
  * them queues, and each capture's promise resolves once that transaction has committed. So a record is
  * durable before its capture resolves, as when each had its own transaction, but a batch with a
  * thousand refused records costs one commit (one WAL sync) instead of a thousand: measured
  * (docs/benchmarks.md "Solutions"), the per-record commits took 6.8 s of the Agent's thread for
- * 100,000 failed records. Every read and change first commits what is pending.
+ * 100,000 failed records. The groups are inserted by a thread of their own (INSERTER); if it
+ * cannot start, on this connection. Every read and change first waits until what was captured
+ * before it is committed.
  */
 export class FailedRecordStore implements FailedRecordSink {
   private readonly db: Database.Database;
   private readonly insert: Database.Statement<InsertParams>;
   private readonly insertAll: (group: readonly PendingCapture[]) => void;
   #pending: PendingCapture[] = [];
+  #worker: Worker | undefined;
+  /** Groups the thread has finished (committed or failed), shared with it. */
+  readonly #done = new Int32Array(new SharedArrayBuffer(4));
+  /** Groups posted to the thread. */
+  #posted = 0;
+  readonly #inflight = new Map<number, PendingCapture[]>();
 
-  constructor(folder: string, opts: { now?: () => Date } = {}) {
+  constructor(folder: string, opts: { now?: () => Date; thread?: boolean } = {}) {
     this.now = opts.now ?? (() => new Date());
+    let file: string;
     try {
       // Customer source records: the file is made 0600 before SQLite opens it, whose -wal and -shm take its mode.
       mkdirPrivate(folder);
-      const file = path.join(folder, FAILED_RECORDS_FILE);
+      file = path.join(folder, FAILED_RECORDS_FILE);
       touchPrivate(file);
-      this.db = new Database(file);
+      this.db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
       this.db.pragma('journal_mode = WAL');
       this.db.exec(`CREATE TABLE IF NOT EXISTS failed_records (
         id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, map_id INTEGER, map_name TEXT NOT NULL, entity TEXT NOT NULL,
         block_id TEXT NOT NULL, block_name TEXT NOT NULL, code TEXT NOT NULL, error_message TEXT NOT NULL, error_detail TEXT NOT NULL,
         source TEXT NOT NULL, can_reprocess INTEGER NOT NULL DEFAULT 1, marked INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
         CREATE INDEX IF NOT EXISTS failed_records_execution ON failed_records(execution_id);`);
-      this.insert = this.db.prepare(`INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+      this.insert = this.db.prepare(INSERT_SQL);
       this.insertAll = this.db.transaction((group: readonly PendingCapture[]) => {
         for (const p of group) this.insert.run(...p.params);
       });
     } catch (err) {
       throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
     }
+    this.#file = opts.thread === false ? undefined : file;
   }
 
+  /** The file the inserting thread opens at the first capture; undefined once it has started, or when it must not. */
+  #file: string | undefined;
+
   private readonly now: () => Date;
+
+  #startThread(file: string): void {
+    const lib = createRequire(import.meta.url).resolve('better-sqlite3');
+    const worker = new Worker(INSERTER, { eval: true, workerData: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL, done: this.#done.buffer } });
+    this.#worker = worker;
+    worker.on('message', (m: { ready?: true; fatal?: string; seq?: number; error?: string }) => {
+      if (m.fatal !== undefined) this.#stopThread();
+      if (m.seq === undefined) return;
+      const group = this.#inflight.get(m.seq);
+      this.#inflight.delete(m.seq);
+      if (this.#inflight.size === 0) worker.unref();
+      if (!group) return;
+      if (m.error !== undefined) for (const p of group) p.reject(new FerryError('RUN_STORE_FAILED', `The failed record could not be stored: ${m.error}`));
+      else for (const p of group) p.resolve(p.params[0]);
+    });
+    worker.on('error', () => this.#stopThread());
+    worker.on('exit', () => this.#stopThread());
+    // Idle, the thread must not keep the process alive (after the listeners, which would ref it).
+    worker.unref();
+  }
+
+  /** The thread is gone: groups it had not finished are inserted here, later ones too. */
+  #stopThread(): void {
+    if (!this.#worker) return;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    void worker.terminate();
+    const left = [...this.#inflight.values()];
+    this.#inflight.clear();
+    for (const group of left) this.#insertHere(group);
+  }
+
+  #insertHere(group: PendingCapture[]): void {
+    try {
+      this.insertAll(group);
+    } catch (err) {
+      for (const p of group) p.reject(err);
+      return;
+    }
+    for (const p of group) p.resolve(p.params[0]);
+  }
 
   /** Stores one failed source record; resolves with its id once it is committed (with the other captures of this turn). */
   capture(rec: FailedRecordInput): Promise<string> {
@@ -128,38 +227,55 @@ export class FailedRecordStore implements FailedRecordSink {
     });
   }
 
-  /** Commits the captures not committed yet, in one transaction; their promises settle with it. */
+  /** Hands the captures not committed yet to the thread (or commits them here), in one transaction; their promises settle with it. */
   private flush(): void {
     const group = this.#pending;
     if (group.length === 0) return;
     this.#pending = [];
-    try {
-      const at = this.now().toISOString();
-      for (const p of group) p.params[11] = at;
-      this.insertAll(group);
-    } catch (err) {
-      for (const p of group) p.reject(err);
+    const at = this.now().toISOString();
+    for (const p of group) p.params[11] = at;
+    if (this.#file !== undefined) {
+      this.#startThread(this.#file);
+      this.#file = undefined;
+    }
+    const worker = this.#worker;
+    if (!worker) {
+      this.#insertHere(group);
       return;
     }
-    for (const p of group) p.resolve(p.params[0]);
+    const seq = ++this.#posted;
+    if (this.#inflight.size === 0) worker.ref();
+    this.#inflight.set(seq, group);
+    worker.postMessage({ seq, rows: group.map((p) => p.params) });
+  }
+
+  /** Waits until every capture made so far is committed (or failed): a read or change sees them. */
+  private settle(): void {
+    this.flush();
+    const deadline = Date.now() + SYNC_WAIT_MS;
+    while (this.#worker && Atomics.load(this.#done, 0) < this.#posted) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new FerryError('RUN_STORE_FAILED', 'The failed-record store is still busy storing records; try again.');
+      Atomics.wait(this.#done, 0, Atomics.load(this.#done, 0), Math.min(left, 1000));
+    }
   }
 
   get(id: string): StoredFailedRecord | undefined {
-    this.flush();
+    this.settle();
     const r = this.db.prepare('SELECT * FROM failed_records WHERE id = ?').get(id) as FailedRecordRow | undefined;
     return r ? toRecord(r) : undefined;
   }
 
   /** Records of an execution, oldest first. */
   list(executionId?: string): StoredFailedRecord[] {
-    this.flush();
+    this.settle();
     const rows = (executionId ? this.db.prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid').all(executionId) : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()) as FailedRecordRow[];
     return rows.map(toRecord);
   }
 
   /** Marks (or unmarks) records for reprocessing; only records that can still be reprocessed. */
   mark(ids: readonly string[], marked = true): number {
-    this.flush();
+    this.settle();
     const stmt = this.db.prepare('UPDATE failed_records SET marked = ? WHERE id = ? AND can_reprocess = 1');
     let n = 0;
     this.db.transaction(() => {
@@ -170,7 +286,7 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** Marks every failed record of an execution (the history-level mark). */
   markExecution(executionId: string, marked = true): number {
-    this.flush();
+    this.settle();
     return this.db.prepare('UPDATE failed_records SET marked = ? WHERE execution_id = ? AND can_reprocess = 1').run(marked ? 1 : 0, executionId).changes;
   }
 
@@ -181,7 +297,7 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** Records were reprocessed: they cannot be again. */
   setReprocessed(ids: readonly string[]): void {
-    this.flush();
+    this.settle();
     const stmt = this.db.prepare('UPDATE failed_records SET can_reprocess = 0, marked = 0 WHERE id = ?');
     this.db.transaction(() => {
       for (const id of ids) stmt.run(id);
@@ -190,18 +306,25 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** The executions whose newest record came before `before` (ISO-8601 UTC): those a History window starting there removed. */
   executionsBefore(before: string): string[] {
-    this.flush();
+    this.settle();
     return this.db.prepare('SELECT execution_id FROM failed_records GROUP BY execution_id HAVING max(created_at) < ?').pluck().all(before) as string[];
   }
 
   /** Deletes up to `limit` records of an execution, in one transaction; answers how many went. */
   deleteOfExecution(executionId: string, limit: number): number {
-    this.flush();
+    this.settle();
     return this.db.prepare('DELETE FROM failed_records WHERE rowid IN (SELECT rowid FROM failed_records WHERE execution_id = ? LIMIT ?)').run(executionId, limit).changes;
   }
 
   close(): void {
-    this.flush();
+    this.settle();
+    this.#file = undefined;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    if (worker) {
+      worker.removeAllListeners('exit');
+      void worker.terminate();
+    }
     this.db.close();
   }
 }

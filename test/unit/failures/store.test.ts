@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FAILED_RECORDS_FILE, FailedRecordStore } from '../../../src/failures/store.js';
 
@@ -62,6 +63,67 @@ describe('the failed-record store', () => {
       const pending = capture(1000);
       expect(store.list('ex-2')).toHaveLength(1001);
       expect(store.get(await pending)?.source).toEqual({ n: 1000 });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('commits in its inserting thread: a capture that resolved is in the file for any other connection, and a thread that cannot start leaves the inserts to the store', async () => {
+    const folder = path.join(dir, 'data');
+    const input = (n: number) => ({
+      executionId: 'ex-3',
+      mapName: 'Accounts',
+      entity: 'Account',
+      blockId: 'b1',
+      blockName: 'Write',
+      error: { code: 'RUN_WRITE_FAILED', kind: 'config' as const, message: `refused ${n}` },
+      source: { n },
+    });
+    const other = () => new Database(path.join(folder, FAILED_RECORDS_FILE), { readonly: true });
+    const store = new FailedRecordStore(folder);
+    try {
+      const ids = await Promise.all([0, 1, 2].map((n) => store.capture(input(n))));
+      const db = other();
+      try {
+        expect(db.prepare('SELECT id FROM failed_records ORDER BY rowid').pluck().all()).toEqual(ids);
+      } finally {
+        db.close();
+      }
+      // Marked from this thread while the inserting one holds its own connection to the file.
+      expect(store.mark(ids.slice(0, 2))).toBe(2);
+      expect(store.marked('ex-3').map((r) => r.id)).toEqual(ids.slice(0, 2));
+    } finally {
+      store.close();
+    }
+    // Without the thread (as when it cannot start) the same captures commit on the store's own connection.
+    const inline = new FailedRecordStore(folder, { thread: false });
+    try {
+      const id = await inline.capture(input(3));
+      expect(inline.get(id)?.errorMessage).toBe('refused 3');
+      expect(inline.list('ex-3')).toHaveLength(4);
+    } finally {
+      inline.close();
+    }
+  });
+
+  it('a read waits for captures the thread has not committed yet, and a failed group rejects only its own captures', async () => {
+    const folder = path.join(dir, 'data');
+    const store = new FailedRecordStore(folder);
+    try {
+      const big = 'x'.repeat(50_000);
+      const many = Array.from({ length: 2000 }, (_, n) =>
+        store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'C', kind: 'config', message: big }, source: { n } }),
+      );
+      // Posted in a microtask, committed by the thread meanwhile: the count is all of them at once.
+      await Promise.resolve();
+      expect(store.list('ex-4')).toHaveLength(2000);
+      expect(new Set(await Promise.all(many)).size).toBe(2000);
+      // A record the table refuses (NOT NULL map_name): its group fails, the store goes on.
+      const bad = store.capture({ executionId: 'ex-4', mapName: null as unknown as string, entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'C', kind: 'config', message: 'm' }, source: {} });
+      await expect(bad).rejects.toThrow(/could not be stored/);
+      const good = await store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'C', kind: 'config', message: 'm' }, source: {} });
+      expect(store.get(good)?.mapName).toBe('M');
+      expect(store.list('ex-4')).toHaveLength(2001);
     } finally {
       store.close();
     }
