@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
 import { FerryError } from '../errors/ferry-error.js';
@@ -69,8 +69,22 @@ export const toRecord = (r: FailedRecordRow): StoredFailedRecord => ({
 export const FAILED_RECORDS_FILE = 'failed-records.db';
 
 /** The INSERT's parameters: id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at. */
+/**
+ * A record already stored under its id is left as it is: a group the inserting thread committed
+ * but could not answer for (it died in between) is inserted again here, and resolves.
+ */
 const INSERT_SQL = `INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`;
+
+/** A store error as a run reports it, with SQLite's code when there is one. */
+function storeFailed(message: string, code?: string, cause?: unknown): FerryError {
+  return new FerryError('RUN_STORE_FAILED', `The failed record could not be stored: ${message}`, { ...(cause !== undefined ? { cause } : {}), details: code ? { sqliteCode: code } : {} });
+}
+
+function sqliteCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
 
 type InsertParams = [string, string, number | null, string, string, string, string, string, string, string, string, string];
 
@@ -85,37 +99,48 @@ interface PendingCapture {
  * SQLite's work for a run's refused records (B-tree inserts, commits, WAL checkpoints: measured
  * 6–8 µs a record, docs/benchmarks.md "Solutions") is done beside the run's thread, not on it. It
  * runs from its source text (the same from the sources, the build and a package). Each group of
- * captures is one transaction; after it (committed or failed) the thread counts it in `done`, a
- * shared counter the store waits on when a read must see every capture.
+ * captures is one transaction; after it (committed or failed) the thread counts it in `flags[0]`,
+ * shared with the store, which waits on it when a read must see every capture, and answers on
+ * `replies`, a port the store can also read synchronously. A thread that cannot open the file sets
+ * `flags[1]` and takes no group: the store then inserts them itself.
  */
 const INSERTER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.lib);
-const done = new Int32Array(workerData.done);
+const { workerData } = require('node:worker_threads');
+const { replies, inbox } = workerData;
+const flags = new Int32Array(workerData.flags);
 let insertAll;
 try {
+  const Database = require(workerData.lib);
   const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
   db.pragma('journal_mode = WAL');
   const insert = db.prepare(workerData.insertSql);
   insertAll = db.transaction((rows) => {
     for (const r of rows) insert.run(r);
   });
-  parentPort.postMessage({ ready: true });
 } catch (err) {
-  parentPort.postMessage({ fatal: String(err && err.message) });
+  Atomics.store(flags, 1, 1);
+  Atomics.notify(flags, 0);
+  replies.postMessage({ fatal: String(err && err.message) });
 }
-parentPort.on('message', (m) => {
+inbox.on('message', (m) => {
+  if (!insertAll) return;
   let error;
   try {
     insertAll(m.rows);
   } catch (err) {
-    error = String(err && err.message);
+    error = { message: String(err && err.message), code: err && typeof err.code === 'string' ? err.code : undefined };
   }
-  Atomics.add(done, 0, 1);
-  Atomics.notify(done, 0);
-  parentPort.postMessage({ seq: m.seq, error });
+  Atomics.add(flags, 0, 1);
+  Atomics.notify(flags, 0);
+  replies.postMessage({ seq: m.seq, error });
 });
 `;
+
+interface InserterReply {
+  fatal?: string;
+  seq?: number;
+  error?: { message: string; code?: string };
+}
 
 /** How long a read waits for the inserting thread before it gives up (a busy file, a stuck thread). */
 const SYNC_WAIT_MS = 30_000;
@@ -137,14 +162,18 @@ export class FailedRecordStore implements FailedRecordSink {
   private readonly insert: Database.Statement<InsertParams>;
   private readonly insertAll: (group: readonly PendingCapture[]) => void;
   #pending: PendingCapture[] = [];
-  #worker: Worker | undefined;
-  /** Groups the thread has finished (committed or failed), shared with it. */
-  readonly #done = new Int32Array(new SharedArrayBuffer(4));
+  #thread: { worker: Worker; inbox: MessagePort; replies: MessagePort } | undefined;
+  /** Shared with the thread: [0] the groups it has finished (committed or failed), [1] 1 when it cannot insert. */
+  readonly #flags = new Int32Array(new SharedArrayBuffer(8));
   /** Groups posted to the thread. */
   #posted = 0;
   readonly #inflight = new Map<number, PendingCapture[]>();
 
-  constructor(folder: string, opts: { now?: () => Date; thread?: boolean } = {}) {
+  /**
+   * `thread: false`: every group is committed on the store's own connection. `inserterModule`: the
+   * SQLite module the thread loads (default better-sqlite3; a test gives one that does not load).
+   */
+  constructor(folder: string, opts: { now?: () => Date; thread?: boolean; inserterModule?: string } = {}) {
     this.now = opts.now ?? (() => new Date());
     let file: string;
     try {
@@ -167,7 +196,10 @@ export class FailedRecordStore implements FailedRecordSink {
       throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
     }
     this.#file = opts.thread === false ? undefined : file;
+    this.#inserterModule = opts.inserterModule;
   }
+
+  readonly #inserterModule: string | undefined;
 
   /** The file the inserting thread opens at the first capture; undefined once it has started, or when it must not. */
   #file: string | undefined;
@@ -175,31 +207,61 @@ export class FailedRecordStore implements FailedRecordSink {
   private readonly now: () => Date;
 
   #startThread(file: string): void {
-    const lib = createRequire(import.meta.url).resolve('better-sqlite3');
-    const worker = new Worker(INSERTER, { eval: true, workerData: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL, done: this.#done.buffer } });
-    this.#worker = worker;
-    worker.on('message', (m: { ready?: true; fatal?: string; seq?: number; error?: string }) => {
-      if (m.fatal !== undefined) this.#stopThread();
-      if (m.seq === undefined) return;
-      const group = this.#inflight.get(m.seq);
-      this.#inflight.delete(m.seq);
-      if (this.#inflight.size === 0) worker.unref();
-      if (!group) return;
-      if (m.error !== undefined) for (const p of group) p.reject(new FerryError('RUN_STORE_FAILED', `The failed record could not be stored: ${m.error}`));
-      else for (const p of group) p.resolve(p.params[0]);
+    const lib = this.#inserterModule ?? createRequire(import.meta.url).resolve('better-sqlite3');
+    const toThread = new MessageChannel();
+    const fromThread = new MessageChannel();
+    const worker = new Worker(INSERTER, {
+      eval: true,
+      workerData: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL, flags: this.#flags.buffer, inbox: toThread.port2, replies: fromThread.port2 },
+      transferList: [toThread.port2, fromThread.port2],
     });
+    const thread = { worker, inbox: toThread.port1, replies: fromThread.port1 };
+    this.#thread = thread;
+    thread.replies.on('message', (m: InserterReply) => this.#reply(m));
     worker.on('error', () => this.#stopThread());
     worker.on('exit', () => this.#stopThread());
-    // Idle, the thread must not keep the process alive (after the listeners, which would ref it).
+    // Idle, the thread must not keep the process alive (after the listeners, which would ref them).
     worker.unref();
+    thread.replies.unref();
   }
 
-  /** The thread is gone: groups it had not finished are inserted here, later ones too. */
+  #reply(m: InserterReply): void {
+    if (m.fatal !== undefined) {
+      this.#stopThread();
+      return;
+    }
+    if (m.seq === undefined) return;
+    const group = this.#inflight.get(m.seq);
+    if (!group) return;
+    this.#inflight.delete(m.seq);
+    if (this.#inflight.size === 0) this.#thread?.worker.unref();
+    if (m.error === undefined) for (const p of group) p.resolve(p.params[0]);
+    else {
+      const err = storeFailed(m.error.message, m.error.code);
+      for (const p of group) p.reject(err);
+    }
+  }
+
+  /** The thread's answers that are waiting, handled now rather than in a later turn. */
+  #drain(): void {
+    const replies = this.#thread?.replies;
+    if (!replies) return;
+    for (let m = receiveMessageOnPort(replies); m; m = receiveMessageOnPort(replies)) this.#reply(m.message as InserterReply);
+  }
+
+  /**
+   * The thread is gone or cannot insert: the groups it has not answered are inserted here (a group
+   * it committed without answering, if it died in between, is found stored and resolves), and so
+   * are later ones.
+   */
   #stopThread(): void {
-    if (!this.#worker) return;
-    const worker = this.#worker;
-    this.#worker = undefined;
-    void worker.terminate();
+    this.#drain();
+    const thread = this.#thread;
+    if (!thread) return;
+    this.#thread = undefined;
+    thread.replies.close();
+    thread.inbox.close();
+    void thread.worker.terminate();
     const left = [...this.#inflight.values()];
     this.#inflight.clear();
     for (const group of left) this.#insertHere(group);
@@ -209,7 +271,8 @@ export class FailedRecordStore implements FailedRecordSink {
     try {
       this.insertAll(group);
     } catch (err) {
-      for (const p of group) p.reject(err);
+      const e = storeFailed(err instanceof Error ? err.message : String(err), sqliteCode(err), err);
+      for (const p of group) p.reject(e);
       return;
     }
     for (const p of group) p.resolve(p.params[0]);
@@ -235,28 +298,52 @@ export class FailedRecordStore implements FailedRecordSink {
     const at = this.now().toISOString();
     for (const p of group) p.params[11] = at;
     if (this.#file !== undefined) {
-      this.#startThread(this.#file);
+      const file = this.#file;
       this.#file = undefined;
+      try {
+        this.#startThread(file);
+      } catch {
+        // No thread: this connection inserts.
+        this.#thread = undefined;
+      }
     }
-    const worker = this.#worker;
-    if (!worker) {
+    const thread = this.#thread;
+    if (!thread || Atomics.load(this.#flags, 1) === 1) {
+      if (thread) this.#stopThread();
       this.#insertHere(group);
       return;
     }
-    const seq = ++this.#posted;
-    if (this.#inflight.size === 0) worker.ref();
+    const seq = this.#posted + 1;
+    try {
+      thread.inbox.postMessage({ seq, rows: group.map((p) => p.params) });
+    } catch {
+      this.#stopThread();
+      this.#insertHere(group);
+      return;
+    }
+    this.#posted = seq;
+    if (this.#inflight.size === 0) thread.worker.ref();
     this.#inflight.set(seq, group);
-    worker.postMessage({ seq, rows: group.map((p) => p.params) });
   }
 
   /** Waits until every capture made so far is committed (or failed): a read or change sees them. */
   private settle(): void {
     this.flush();
     const deadline = Date.now() + SYNC_WAIT_MS;
-    while (this.#worker && Atomics.load(this.#done, 0) < this.#posted) {
+    for (;;) {
+      if (!this.#thread) return;
+      if (Atomics.load(this.#flags, 1) === 1) {
+        this.#stopThread();
+        return;
+      }
+      const done = Atomics.load(this.#flags, 0);
+      if (done >= this.#posted) {
+        this.#drain();
+        return;
+      }
       const left = deadline - Date.now();
       if (left <= 0) throw new FerryError('RUN_STORE_FAILED', 'The failed-record store is still busy storing records; try again.');
-      Atomics.wait(this.#done, 0, Atomics.load(this.#done, 0), Math.min(left, 1000));
+      Atomics.wait(this.#flags, 0, done, Math.min(left, 1000));
     }
   }
 
@@ -317,15 +404,23 @@ export class FailedRecordStore implements FailedRecordSink {
   }
 
   close(): void {
-    this.settle();
     this.#file = undefined;
-    const worker = this.#worker;
-    this.#worker = undefined;
-    if (worker) {
-      worker.removeAllListeners('exit');
-      void worker.terminate();
+    try {
+      this.settle();
+    } finally {
+      const thread = this.#thread;
+      this.#thread = undefined;
+      if (thread) {
+        thread.worker.removeAllListeners('exit');
+        thread.replies.close();
+        thread.inbox.close();
+        void thread.worker.terminate();
+      }
+      // Captures the thread never answered (it was stuck): they fail rather than hang.
+      for (const group of this.#inflight.values()) for (const p of group) p.reject(new FerryError('RUN_STORE_FAILED', 'The failed-record store was closed before the record was stored.'));
+      this.#inflight.clear();
+      this.db.close();
     }
-    this.db.close();
   }
 }
 

@@ -76,7 +76,7 @@ describe('the failed-record store', () => {
       entity: 'Account',
       blockId: 'b1',
       blockName: 'Write',
-      error: { code: 'RUN_WRITE_FAILED', kind: 'config' as const, message: `refused ${n}` },
+      error: { code: 'RUN_WRITE_FAILED' as const, kind: 'config' as const, message: `refused ${n}` },
       source: { n },
     });
     const other = () => new Database(path.join(folder, FAILED_RECORDS_FILE), { readonly: true });
@@ -112,18 +112,37 @@ describe('the failed-record store', () => {
     try {
       const big = 'x'.repeat(50_000);
       const many = Array.from({ length: 2000 }, (_, n) =>
-        store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'C', kind: 'config', message: big }, source: { n } }),
+        store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: big }, source: { n } }),
       );
       // Posted in a microtask, committed by the thread meanwhile: the count is all of them at once.
       await Promise.resolve();
       expect(store.list('ex-4')).toHaveLength(2000);
       expect(new Set(await Promise.all(many)).size).toBe(2000);
       // A record the table refuses (NOT NULL map_name): its group fails, the store goes on.
-      const bad = store.capture({ executionId: 'ex-4', mapName: null as unknown as string, entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'C', kind: 'config', message: 'm' }, source: {} });
+      const bad = store.capture({ executionId: 'ex-4', mapName: null as unknown as string, entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'm' }, source: {} });
       await expect(bad).rejects.toThrow(/could not be stored/);
-      const good = await store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'C', kind: 'config', message: 'm' }, source: {} });
+      const good = await store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'm' }, source: {} });
       expect(store.get(good)?.mapName).toBe('M');
       expect(store.list('ex-4')).toHaveLength(2001);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('a thread that cannot open the file leaves its groups to the store: none is lost, a read right after the captures sees them', async () => {
+    const folder = path.join(dir, 'data');
+    const store = new FailedRecordStore(folder, { inserterModule: path.join(dir, 'no-such-sqlite-module.js') });
+    try {
+      const capture = (n: number) => store.capture({ executionId: 'ex-5', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: `m ${n}` }, source: { n } });
+      const first = Array.from({ length: 50 }, (_, n) => capture(n));
+      await Promise.resolve();
+      // Read at once: the thread has not told (asynchronously) that it failed yet.
+      expect(store.list('ex-5')).toHaveLength(50);
+      const ids = await Promise.all(first);
+      expect(new Set(ids).size).toBe(50);
+      const later = await capture(50);
+      expect(store.get(later)?.errorMessage).toBe('m 50');
+      expect(store.list('ex-5').map((r) => r.source['n'])).toEqual(Array.from({ length: 51 }, (_, n) => n));
     } finally {
       store.close();
     }
