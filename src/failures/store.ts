@@ -76,6 +76,26 @@ export const FAILED_RECORDS_FILE = 'failed-records.db';
 const INSERT_SQL = `INSERT INTO failed_records (id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`;
 
+/**
+ * A group's parameters column by column, a column whose rows all have the same value once: a
+ * batch's refused records mostly share their run, Map, Block, code, message and detail, which then
+ * cross to the thread once instead of once a record.
+ */
+function columnsOf(group: readonly PendingCapture[]): Array<unknown[] | { one: unknown }> {
+  const first = group[0]?.params;
+  if (!first) return [];
+  return first.map((v, c) => {
+    let same = true;
+    for (const p of group) {
+      if (p.params[c] !== v) {
+        same = false;
+        break;
+      }
+    }
+    return same ? { one: v } : group.map((p) => p.params[c]);
+  });
+}
+
 /** A store error as a run reports it, with SQLite's code when there is one. */
 function storeFailed(message: string, code?: string, cause?: unknown): FerryError {
   return new FerryError('RUN_STORE_FAILED', `The failed record could not be stored: ${message}`, { ...(cause !== undefined ? { cause } : {}), details: code ? { sqliteCode: code } : {} });
@@ -114,8 +134,16 @@ try {
   const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
   db.pragma('journal_mode = WAL');
   const insert = db.prepare(workerData.insertSql);
-  insertAll = db.transaction((rows) => {
-    for (const r of rows) insert.run(r);
+  // A group comes column by column; a column whose rows all have one value comes once, as { one }.
+  insertAll = db.transaction((n, columns) => {
+    const row = new Array(columns.length);
+    for (let i = 0; i < n; i++) {
+      for (let c = 0; c < columns.length; c++) {
+        const col = columns[c];
+        row[c] = Array.isArray(col) ? col[i] : col.one;
+      }
+      insert.run(row);
+    }
   });
 } catch (err) {
   Atomics.store(flags, 1, 1);
@@ -126,7 +154,7 @@ inbox.on('message', (m) => {
   if (!insertAll) return;
   let error;
   try {
-    insertAll(m.rows);
+    insertAll(m.n, m.columns);
   } catch (err) {
     error = { message: String(err && err.message), code: err && typeof err.code === 'string' ? err.code : undefined };
   }
@@ -315,7 +343,7 @@ export class FailedRecordStore implements FailedRecordSink {
     }
     const seq = this.#posted + 1;
     try {
-      thread.inbox.postMessage({ seq, rows: group.map((p) => p.params) });
+      thread.inbox.postMessage({ seq, n: group.length, columns: columnsOf(group) });
     } catch {
       this.#stopThread();
       this.#insertHere(group);
