@@ -170,8 +170,6 @@ const text: FieldWriter = (w, v) => {
   return true;
 };
 
-const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
-
 /**
  * numeric's binary form: base-10000 digits (groups of four decimal digits aligned on the point),
  * the weight of the first group, the sign and the display scale (the digits after the point as
@@ -180,12 +178,38 @@ const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
 const numeric: FieldWriter = (w, v) => {
   if (typeof v === 'number' && numericFromNumber(w, v)) return true;
   const s = typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : '';
-  if (!DECIMAL_TEXT.test(s)) return false;
-  const neg = s.charCodeAt(0) === 45;
-  const from = neg ? 1 : 0;
-  const dot = s.indexOf('.', from);
-  const intEnd = dot < 0 ? s.length : dot;
-  const dscale = dot < 0 ? 0 : s.length - dot - 1;
+  return numericFromText(w, s, 0, s.length);
+};
+
+/** Character `i` of a text or of its UTF-8 bytes (ASCII: the same codes). */
+function codeAt(src: string | Buffer, i: number): number {
+  return typeof src === 'string' ? src.charCodeAt(i) : (src[i] as number);
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+/**
+ * {@link numeric} of the decimal text from `start` to `end` of a string or of UTF-8 bytes (a
+ * packed text cell, written without making a string): `-?digits(.digits)?`. False, with nothing
+ * written, for any other form (the caller then sends the value as text).
+ */
+function numericFromText(w: BinaryWriter, src: string | Buffer, start: number, end: number): boolean {
+  const neg = end > start && codeAt(src, start) === 45;
+  const from = neg ? start + 1 : start;
+  let i = from;
+  while (i < end && isDigit(codeAt(src, i))) i++;
+  const intEnd = i;
+  if (intEnd === from) return false;
+  let dot = -1;
+  if (i < end) {
+    if (codeAt(src, i) !== 46) return false;
+    dot = i++;
+    while (i < end && isDigit(codeAt(src, i))) i++;
+    if (i === dot + 1 || i !== end) return false;
+  }
+  const dscale = dot < 0 ? 0 : end - dot - 1;
   if (dscale > 0x3fff) return false;
   // Groups: the integer part padded on the left to a multiple of 4, the fraction on the right.
   const intLen = intEnd - from;
@@ -199,8 +223,8 @@ const numeric: FieldWriter = (w, v) => {
   let q = p + 8;
   let d = 0;
   let k = (4 - (intLen % 4)) % 4;
-  for (let i = from; i < intEnd; i++) {
-    d = d * 10 + (s.charCodeAt(i) - 48);
+  for (let j = from; j < intEnd; j++) {
+    d = d * 10 + (codeAt(src, j) - 48);
     if (++k === 4) {
       put16(buf, q, d);
       q += 2;
@@ -208,9 +232,9 @@ const numeric: FieldWriter = (w, v) => {
       k = 0;
     }
   }
-  for (let i = 0; i < fracGroups * 4; i++) {
-    const at = dot + 1 + i;
-    d = d * 10 + (at < s.length ? s.charCodeAt(at) - 48 : 0);
+  for (let j = 0; j < fracGroups * 4; j++) {
+    const at = dot + 1 + j;
+    d = d * 10 + (at < end ? codeAt(src, at) - 48 : 0);
     if (++k === 4) {
       put16(buf, q, d);
       q += 2;
@@ -223,7 +247,7 @@ const numeric: FieldWriter = (w, v) => {
   put16(buf, p + 4, neg ? 0x4000 : 0);
   put16(buf, p + 6, dscale);
   return true;
-};
+}
 
 const POW10 = [1, 10, 100, 1000, 10000];
 
@@ -614,6 +638,8 @@ export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writ
       else if (t === CELL_NUMBER && kind === Kind.Int4 && ((nums[v] as number) | 0) === nums[v]) put32(w.buf, fixed(w, 4), nums[v]);
       // A decimal cell is its number's text (packedValue): written from the number, without making the text.
       else if ((t === CELL_NUMBER || t === CELL_DECIMAL) && kind === Kind.Numeric && numericFromNumber(w, nums[v] as number)) continue;
+      // A decimal's text, from its bytes.
+      else if (t === CELL_TEXT && kind === Kind.Numeric && numericFromText(w, text, nums[v] as number, ends[v] as number)) continue;
       else {
         const x = packedValue(b, v);
         if (x === null) writeNull(w);

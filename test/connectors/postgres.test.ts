@@ -211,6 +211,25 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
     expect(bin.slice(0, 6).map((r) => r.a)).toEqual(['0', '0', '1', '-1', '0.5', '12.34']);
   });
 
+  it('writes decimal texts into numeric columns from their bytes, as PostgreSQL reads the same texts', async () => {
+    await withClient(db.url, (c) => c.query(`CREATE TABLE dec_bin (n int PRIMARY KEY, a numeric, b numeric(12,2)); CREATE TABLE dec_sql (LIKE dec_bin INCLUDING ALL)`));
+    await conn.metadata({ reload: true });
+    const texts = ['0', '-0', '007', '0.0000', '1.5', '-12.345', '123456789012345678901234567890.123456789', '0.00001', '9999.9999', '10000', '-0.5', '1.005', '99999999.99', `5${'0'.repeat(40)}`, `0.${'1'.repeat(30)}`];
+    // Batches of 64 rows or more go by COPY (fewer take one statement with text parameters).
+    const rows = (list: string[], from: number) => Array.from({ length: 80 }, (_, i) => ({ n: from + i, a: list[i % list.length] as string, b: (list[i % list.length] as string).length < 12 ? (list[i % list.length] as string) : null }));
+    const records = rows(texts, 1);
+    // Forms the bytes path leaves to the text format (the batch goes as text, which PostgreSQL parses).
+    const others = rows(['1e5', '.5', '1.', ' 2.5', '3'], 1000);
+    for (const batch of [records, others]) {
+      expect((await conn.writePacked('Create', 'dec_bin', packRecords(batch, ['n', 'a', 'b']))).every((r) => r.ok)).toBe(true);
+      await withClient(db.url, (c) => c.query(`INSERT INTO dec_sql SELECT n, a::numeric, b::numeric FROM json_to_recordset($1::json) AS x(n int, a text, b text)`, [JSON.stringify(batch)]));
+    }
+    const [bin, sql] = await withClient(db.url, async (c) => [(await c.query('SELECT n, a::text, b::text FROM dec_bin ORDER BY n')).rows, (await c.query('SELECT n, a::text, b::text FROM dec_sql ORDER BY n')).rows]);
+    expect(bin).toHaveLength(160);
+    expect(bin).toEqual(sql);
+    expect(bin.slice(0, 5).map((r) => r.a)).toEqual(['0', '0', '7', '0.0000', '1.5']);
+  });
+
   it('bulk-upserts new keys by COPY and falls back to the stage for existing ones, record by record', async () => {
     await withClient(db.url, (c) => c.query(`CREATE TABLE up (id int PRIMARY KEY, v text NOT NULL, x numeric(6,2))`));
     await conn.metadata({ reload: true });
