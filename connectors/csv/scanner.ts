@@ -122,6 +122,9 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
   const fd = settings.fd;
   const readBuf = new Uint8Array(settings.chunk);
   const decoder = new io.StringDecoder(settings.encoding);
+  const byteLines = settings.encoding === 'utf8' || settings.encoding === 'latin1';
+  /** Bytes at the start of readBuf read but not fed yet: the chunk before's last, partial line. */
+  let carry = 0;
   let position = 0;
   let first = true;
   let header = settings.hasHeader;
@@ -305,15 +308,28 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
     ends = new Uint32Array(cap);
     newSegment = true;
     while (rows === 0 && !eof) {
-      const got = io.readSync(fd, readBuf, 0, readBuf.length, position);
+      const got = io.readSync(fd, readBuf, carry, readBuf.length - carry, position);
       if (got === 0) {
         eof = true;
-        feed(decoder.end());
+        feed(decoder.write(readBuf.subarray(0, carry)) + decoder.end());
+        carry = 0;
         newSegment = true;
         parser.end(none);
       } else {
         position += got;
-        feed(decoder.write(readBuf.subarray(0, got)));
+        const len = carry + got;
+        // In UTF-8 and Latin-1 a newline byte is always a newline: the text fed ends at the chunk's
+        // last one and the bytes after it start the next chunk, so the parser keeps no partial
+        // line to join to the next text.
+        const nl = byteLines ? readBuf.lastIndexOf(10, len - 1) : -1;
+        if (nl >= 0) {
+          feed(decoder.write(readBuf.subarray(0, nl + 1)));
+          readBuf.copyWithin(0, nl + 1, len);
+          carry = len - nl - 1;
+        } else {
+          feed(decoder.write(readBuf.subarray(0, len)));
+          carry = 0;
+        }
       }
     }
     if (v) lastCells = v;
