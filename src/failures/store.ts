@@ -68,7 +68,6 @@ export const toRecord = (r: FailedRecordRow): StoredFailedRecord => ({
 
 export const FAILED_RECORDS_FILE = 'failed-records.db';
 
-/** The INSERT's parameters: id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at. */
 /**
  * A record already stored under its id is left as it is: a group the inserting thread committed
  * but could not answer for (it died in between) is inserted again here, and resolves.
@@ -106,6 +105,7 @@ function sqliteCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** The INSERT's parameters: id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at. */
 type InsertParams = [string, string, number | null, string, string, string, string, string, string, string, string, string];
 
 interface PendingCapture {
@@ -158,9 +158,10 @@ inbox.on('message', (m) => {
   } catch (err) {
     error = { message: String(err && err.message), code: err && typeof err.code === 'string' ? err.code : undefined };
   }
+  // The answer first: once the count says a group is done, its answer is there to be read.
+  replies.postMessage({ seq: m.seq, error });
   Atomics.add(flags, 0, 1);
   Atomics.notify(flags, 0);
-  replies.postMessage({ seq: m.seq, error });
 });
 `;
 
@@ -254,10 +255,12 @@ export class FailedRecordStore implements FailedRecordSink {
   }
 
   #reply(m: InserterReply): void {
-    if (m.fatal !== undefined) {
-      this.#stopThread();
-      return;
-    }
+    if (m.fatal !== undefined) this.#stopThread();
+    else this.#settleGroup(m);
+  }
+
+  /** A group the thread answered for: its captures resolve, or fail with its error. */
+  #settleGroup(m: InserterReply): void {
     if (m.seq === undefined) return;
     const group = this.#inflight.get(m.seq);
     if (!group) return;
@@ -272,9 +275,11 @@ export class FailedRecordStore implements FailedRecordSink {
 
   /** The thread's answers that are waiting, handled now rather than in a later turn. */
   #drain(): void {
-    const replies = this.#thread?.replies;
-    if (!replies) return;
-    for (let m = receiveMessageOnPort(replies); m; m = receiveMessageOnPort(replies)) this.#reply(m.message as InserterReply);
+    for (let thread = this.#thread; thread; thread = this.#thread) {
+      const m = receiveMessageOnPort(thread.replies);
+      if (!m) return;
+      this.#reply(m.message as InserterReply);
+    }
   }
 
   /**
@@ -283,10 +288,11 @@ export class FailedRecordStore implements FailedRecordSink {
    * are later ones.
    */
   #stopThread(): void {
-    this.#drain();
     const thread = this.#thread;
     if (!thread) return;
     this.#thread = undefined;
+    // Answers already sent settle their groups first: what is left was not answered.
+    for (let m = receiveMessageOnPort(thread.replies); m; m = receiveMessageOnPort(thread.replies)) this.#settleGroup(m.message as InserterReply);
     thread.replies.close();
     thread.inbox.close();
     void thread.worker.terminate();

@@ -147,4 +147,22 @@ describe('the failed-record store', () => {
       store.close();
     }
   });
+
+  it('closes with every capture settled: those the thread committed resolve, none is rejected for the close', async () => {
+    const folder = path.join(dir, 'data');
+    const store = new FailedRecordStore(folder);
+    const captures = Array.from({ length: 500 }, (_, n) =>
+      store.capture({ executionId: 'ex-6', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'm' }, source: { n } }),
+    );
+    await Promise.resolve();
+    store.close();
+    const settled = await Promise.allSettled(captures);
+    expect(settled.filter((r) => r.status === 'rejected')).toEqual([]);
+    const reopened = new FailedRecordStore(folder, { thread: false });
+    try {
+      expect(reopened.list('ex-6')).toHaveLength(500);
+    } finally {
+      reopened.close();
+    }
+  });
 });
