@@ -3,9 +3,22 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ConnectorRecord } from '../../../src/connectors/sdk.js';
 import { FAILED_RECORDS_FILE, FailedRecordStore } from '../../../src/failures/store.js';
+import type { FailedRecordInput } from '../../../src/maps/runtime/run.js';
 
 const modeOf = (p: string) => fs.statSync(p).mode & 0o777;
+
+/** A failed record of execution `executionId`: Map M, entity E, Block b, refused with `message`. */
+const failed = (executionId: string, source: ConnectorRecord, message = 'm'): FailedRecordInput => ({
+  executionId,
+  mapName: 'M',
+  entity: 'E',
+  blockId: 'b',
+  blockName: 'B',
+  error: { code: 'RUN_WRITE_FAILED', kind: 'config', message },
+  source,
+});
 
 describe('the failed-record store', () => {
   let dir: string;
@@ -70,15 +83,7 @@ describe('the failed-record store', () => {
 
   it('commits in its inserting thread: a capture that resolved is in the file for any other connection, and a thread that cannot start leaves the inserts to the store', async () => {
     const folder = path.join(dir, 'data');
-    const input = (n: number) => ({
-      executionId: 'ex-3',
-      mapName: 'Accounts',
-      entity: 'Account',
-      blockId: 'b1',
-      blockName: 'Write',
-      error: { code: 'RUN_WRITE_FAILED' as const, kind: 'config' as const, message: `refused ${n}` },
-      source: { n },
-    });
+    const input = (n: number) => failed('ex-3', { n }, `refused ${n}`);
     const other = () => new Database(path.join(folder, FAILED_RECORDS_FILE), { readonly: true });
     const store = new FailedRecordStore(folder);
     try {
@@ -111,17 +116,15 @@ describe('the failed-record store', () => {
     const store = new FailedRecordStore(folder);
     try {
       const big = 'x'.repeat(50_000);
-      const many = Array.from({ length: 2000 }, (_, n) =>
-        store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: big }, source: { n } }),
-      );
+      const many = Array.from({ length: 2000 }, (_, n) => store.capture(failed('ex-4', { n }, big)));
       // Posted in a microtask, committed by the thread meanwhile: the count is all of them at once.
       await Promise.resolve();
       expect(store.list('ex-4')).toHaveLength(2000);
       expect(new Set(await Promise.all(many)).size).toBe(2000);
       // A record the table refuses (NOT NULL map_name): its group fails, the store goes on.
-      const bad = store.capture({ executionId: 'ex-4', mapName: null as unknown as string, entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'm' }, source: {} });
+      const bad = store.capture({ ...failed('ex-4', {}), mapName: null as unknown as string });
       await expect(bad).rejects.toThrow(/could not be stored/);
-      const good = await store.capture({ executionId: 'ex-4', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'm' }, source: {} });
+      const good = await store.capture(failed('ex-4', {}));
       expect(store.get(good)?.mapName).toBe('M');
       expect(store.list('ex-4')).toHaveLength(2001);
     } finally {
@@ -133,7 +136,7 @@ describe('the failed-record store', () => {
     const folder = path.join(dir, 'data');
     const store = new FailedRecordStore(folder, { inserterModule: path.join(dir, 'no-such-sqlite-module.js') });
     try {
-      const capture = (n: number) => store.capture({ executionId: 'ex-5', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: `m ${n}` }, source: { n } });
+      const capture = (n: number) => store.capture(failed('ex-5', { n }, `m ${n}`));
       const first = Array.from({ length: 50 }, (_, n) => capture(n));
       await Promise.resolve();
       // Read at once: the thread has not told (asynchronously) that it failed yet.
@@ -152,7 +155,7 @@ describe('the failed-record store', () => {
     const folder = path.join(dir, 'data');
     const store = new FailedRecordStore(folder);
     const captures = Array.from({ length: 500 }, (_, n) =>
-      store.capture({ executionId: 'ex-6', mapName: 'M', entity: 'E', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'm' }, source: { n } }),
+      store.capture(failed('ex-6', { n })),
     );
     await Promise.resolve();
     store.close();
