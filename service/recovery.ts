@@ -55,6 +55,8 @@ export async function setPassword(config: ServiceConfig, email: string, password
   if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) {
     throw new Error(`A password has ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`);
   }
+  // HTTP Basic refuses such a login before looking at the account (service/auth/basic-credentials.ts).
+  if (password.includes('\u0000')) throw new Error('A password cannot contain the NUL character (U+0000)');
   return withStore(config, async (store) => {
     const user = await getUserByEmail(store.db, email);
     if (!user) throw new Error(`No user has the email ${email}`);

@@ -31,6 +31,10 @@ import { parseAddress } from './ip-range.js';
  *   one core, while a colleague's right password is verified in its turn. Only when the address
  *   already has a full queue of attempts waiting is one refused; such refusals, like a locked pair's,
  *   count on nothing, so a client retrying on 429 locks no pair.
+ * - Credentials no account can have (service/auth/basic-credentials.ts: a NUL, bytes that are not
+ *   UTF-8, over-long) take the same path as a wrong password, minus the lookup and the hash: the
+ *   pair check, an attempt ended at once as a failure. They neither escape the counts nor reach a
+ *   store that would fail on them.
  * - Windows are fixed, starting at a pair's or address's first failure. The maps are bounded: past
  *   their cap, ended windows are dropped, then the oldest entries. An address's queue exists only
  *   while attempts from it wait or run.

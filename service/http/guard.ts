@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
+import { basicCredentials } from '../auth/basic-credentials.js';
 import { hashPassword, sha256, verifyPassword } from '../auth/password.js';
 import { getOrg, roleIn } from '../store/repos/orgs.repo.js';
 import { apiOpenTo } from '../orgs/security-rules.js';
@@ -43,16 +44,6 @@ class CredentialCache {
   }
 }
 
-/** Reads HTTP Basic credentials; undefined when the header is absent or not Basic. */
-function basicCredentials(req: FastifyRequest): { email: string; password: string } | undefined {
-  const header = req.headers.authorization;
-  if (!header || !/^basic /i.test(header)) return undefined;
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon <= 0) return undefined;
-  return { email: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
-}
-
 /** Verified against when the email is unknown, so that a miss costs what a wrong password costs. */
 let dummyHash: Promise<string> | undefined;
 
@@ -76,12 +67,17 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   app.decorateRequest('ferryRole', undefined);
 
   async function authenticate(req: FastifyRequest): Promise<UserRow> {
-    const creds = basicCredentials(req);
+    const creds = basicCredentials(req.headers.authorization);
     if (!creds) throw unauthenticated();
-    if (creds.email.length > 320 || creds.password.length > 1024) throw refused();
     const { email, password } = creds;
     // The order is the one in service/auth/login-throttle.ts: a locked pair costs no lookup and no hash.
     throttle.checkPair(email, req.ip);
+    if (!creds.holdable) {
+      // No account has such credentials and the store must not see them (PostgreSQL refuses a NUL
+      // in text): refused as a wrong password, before any query, and counted like one.
+      (await throttle.attempt(email, req.ip))(false);
+      throw refused();
+    }
     const user = await getUserByEmail(db, email);
     const key = user?.passwordHash ? sha256(`${user.id}\0${password}\0${user.passwordHash}`) : undefined;
     if (user && key && cache.has(key)) {

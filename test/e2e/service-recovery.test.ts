@@ -103,6 +103,10 @@ describe.each(STORE_TARGETS)('operator recovery on $name', (target) => {
     const short = await ferryService(data, ['set-password', '--email', email], 'short\n');
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('8 to 1024 characters');
+    // Basic authentication refuses a password with a NUL, so none is set.
+    const nul = await ferryService(data, ['set-password', '--email', email], 'Has-a-\u0000-in-it\n');
+    expect(nul.code).toBe(1);
+    expect(nul.stderr).toContain('cannot contain the NUL character');
     const nobody = await ferryService(data, ['set-password', '--email', 'nobody@ferry.test', '--generate']);
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toContain('No user has the email nobody@ferry.test');

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type TestService } from '../../helpers/service.js';
+import { LoginThrottle } from '../../../service/auth/login-throttle.js';
+import { ADMIN, startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 
 /**
  * Every /v1 route of the OpenAPI document, fed malformed input: bad JSON, wrong types, huge strings,
  * unknown fields, deeply nested bodies, text that is not valid Unicode, bad and undecodable path
- * parameters, integer parameters that are not decimal digits. None may answer 5xx, and the plainly
- * malformed ones must answer 4xx with a problem document.
+ * parameters, integer parameters that are not decimal digits, credentials with NUL bytes or bytes
+ * that are not UTF-8. None may answer 5xx, and the plainly malformed ones must answer 4xx with a
+ * problem document.
  */
 interface Operation {
   parameters?: Array<{ in: string; name: string; schema?: { type?: string } }>;
@@ -29,6 +31,31 @@ const DEEP_BODIES: Array<[string, string]> = [
   ['arrays 101 deep in a field', `{"securityRules":${nestedArrays(100)}}`],
 ];
 
+/** Routes that answer without credentials. */
+const PUBLIC = [/\/register$/];
+
+const basic = (...parts: Array<string | number[]>): string =>
+  `Basic ${Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p)))).toString('base64')}`;
+
+/**
+ * Authorization headers no store can match: Basic credentials with a NUL (PostgreSQL text cannot
+ * hold one), with bytes that are not UTF-8 or over-long, raw Latin-1 bytes in the header, and bearer
+ * tokens that are malformed or name no Agent. (Node's client refuses to send a NUL in a header, and
+ * Node's server refuses such a request before any route.)
+ */
+const BAD_AUTHORIZATIONS: Array<[string, string]> = [
+  ['Basic NUL:NUL', 'Basic ADoA'],
+  ['Basic NUL in the login', basic('admin\u0000@ferry.test:x')],
+  ['Basic NUL in a real login\'s password', basic(`${ADMIN.email}:\u0000${ADMIN.password}`)],
+  ['Basic login not UTF-8', basic([0xff, 0xfe], ':x')],
+  ['Basic password not UTF-8', basic(`${ADMIN.email}:`, [0xc3, 0x28])],
+  ['Basic surrogate encoded in UTF-8', basic('a', [0xed, 0xa0, 0x80], ':x')],
+  ['Basic over-long login', basic(`${'a'.repeat(400)}@ferry.test:x`)],
+  ['Basic Latin-1 bytes in the header', 'Basic \u00ff\u00fe\u0080'],
+  ['Bearer Latin-1 bytes', `Bearer ${GUID}.\u00ff\u00e9`],
+  ['Bearer of no Agent', `Bearer ${GUID}.c2VjcmV0`],
+];
+
 function fill(path: string, orgId: number, other: string): string {
   return path.replace(/\{orgId\}/g, String(orgId)).replace(/\{[^}]+\}/g, encodeURIComponent(other));
 }
@@ -37,7 +64,9 @@ describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
   let svc: TestService;
   let ops: Array<{ method: string; path: string; op: Operation }>;
   beforeAll(async () => {
-    svc = await startService(target);
+    // Failed logins are not throttled here, so that every route sees the bad credentials themselves
+    // (test/integration/service/login-throttle.test.ts checks that they count).
+    svc = await startService(target, {}, { loginThrottle: new LoginThrottle({ perPair: 1e9, perAddress: 1e9 }) });
     const doc = await svc.request<{ paths: Paths }>('GET', '/v1/openapi.json', { auth: null });
     ops = Object.entries(doc.body.paths).flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
@@ -57,13 +86,28 @@ describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
   });
 
   it('refuses every route without credentials, but the public ones', async () => {
-    const PUBLIC = [/\/register$/];
     for (const { method, path } of ops) {
       const res = await svc.request(method, fill(path, svc.orgId, GUID), { auth: null, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
       if (PUBLIC.some((re) => re.test(path))) expectNo5xx(res.status, `${method} ${path}`);
       else expect(res.status, `${method} ${path}`).toBe(401);
     }
   });
+
+  it('refuses credentials no store can hold (NUL, not UTF-8) on every route with a 401 problem, never a 5xx', async () => {
+    for (const { method, path } of ops) {
+      const url = fill(path, svc.orgId, GUID);
+      for (const [shape, authorization] of BAD_AUTHORIZATIONS) {
+        const res = await svc.request(method, url, { auth: null, headers: { authorization }, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        const what = `${method} ${path} ${shape}`;
+        if (PUBLIC.some((re) => re.test(path))) {
+          expectNo5xx(res.status, what);
+          continue;
+        }
+        expect4xx(res, what);
+        expect(res.status, what).toBe(401);
+      }
+    }
+  }, 120_000);
 
   it('answers bad path parameters with 4xx', async () => {
     for (const { method, path } of ops.filter((o) => o.path.includes('{'))) {

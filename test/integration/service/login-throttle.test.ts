@@ -153,6 +153,52 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
     expect(most).toBe(1);
   });
 
+  it('refuse credentials no store can hold (NUL, invalid UTF-8, over-long) as a wrong password, and count them', async () => {
+    const s = (svc = await startService(target));
+    const a = await addUser(s, s.orgId, 'User');
+    /** A call with Basic credentials given as raw bytes (what a client may send, valid UTF-8 or not). */
+    const basic = (bytes: Buffer): Promise<ApiResponse<Problem>> =>
+      s.request<Problem>('GET', '/v1/users', { auth: null, headers: { authorization: `Basic ${bytes.toString('base64')}` } });
+    const bytes = (...parts: Array<string | number[]>): Buffer => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+    const expected = await login(s, { email: 'nobody@ferry.test', password: 'Whatever-1' });
+    expect(expected.status).toBe(401);
+
+    const unholdable: Array<[string, Buffer]> = [
+      ['NUL login and password (Basic ADoA)', Buffer.from('ADoA', 'base64')],
+      ['NUL inside the login', bytes('user\u0000@ferry.test:Whatever-1')],
+      ['invalid UTF-8 in the login', bytes([0xc3, 0x28], '@ferry.test:Whatever-1')],
+      ['a UTF-16 surrogate encoded in UTF-8 (CESU)', bytes('u', [0xed, 0xa0, 0x80], '@ferry.test:Whatever-1')],
+      ['a truncated sequence ending the password', bytes('nobody@ferry.test:Whatever-', [0xe2, 0x82])],
+      ['an over-long login', bytes(`${'x'.repeat(321)}@ferry.test:Whatever-1`)],
+      ['an over-long password', bytes(`nobody@ferry.test:${'p'.repeat(1025)}`)],
+    ];
+    for (const [what, raw] of unholdable) {
+      const r = await basic(raw);
+      expect(r.status, what).toBe(401);
+      expect(String(r.headers['content-type']), what).toMatch(/^application\/problem\+json/);
+      expect(r.headers['www-authenticate'], what).toBe('Basic realm="Ferry", charset="UTF-8"');
+      expect(r.body, what).toEqual(expected.body);
+    }
+    // An Organization route refuses them the same way, before its Organization is looked up.
+    const org = await s.request<Problem>('GET', `/v1/orgs/${s.orgId}/agents`, { auth: null, headers: { authorization: 'Basic ADoA' } });
+    expect(org.status).toBe(401);
+    expect([org.body.code, org.body.detail]).toEqual([expected.body.code, expected.body.detail]);
+
+    // Counted like wrong passwords: the pair ("\0", this address) has had two (above); eight more lock it.
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await basic(Buffer.from('ADoA', 'base64'))).status);
+    expect(statuses).toEqual([...Array(8).fill(401), 429, 429]);
+    // Passwords no account can have count on their account's pair: ten lock it, right password included.
+    const passwords = [bytes('x\u0000y'), bytes([0xff, 0xfe]), bytes('p'.repeat(1025))];
+    for (let i = 0; i < 10; i++) {
+      expect((await basic(Buffer.concat([bytes(`${a.email}:`), passwords[i % passwords.length] as Buffer]))).status).toBe(401);
+    }
+    const locked = await login(s, a);
+    expect(locked.status).toBe(429);
+    expect(locked.body.code).toBe('API_RATE_LIMITED');
+    expect((await login(s, a, '127.0.0.2')).status).toBe(200);
+  });
+
   it('count parallel guesses before hashing, so a burst gets no more than the limit', async () => {
     const s = (svc = await startService(target));
     const a = await addUser(s, s.orgId, 'User');
