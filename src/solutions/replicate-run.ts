@@ -3,13 +3,15 @@ import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { PreparedSolution, RunMapStats, RunRecordError } from '../protocol/solutions.js';
+import type { CommittedCounts } from './committed.js';
 import { replicate } from './replicate.js';
 import { FileReplicationState } from './replication-state.js';
 
 /**
  * An RS run of a prepared Solution: opens its source and target Connections on the Agent's host,
  * replicates the prepared entities (./replicate.ts) with the checkpoints kept in the Agent's data
- * folder per Solution, and closes the Connections.
+ * folder per Solution, and closes the Connections. `committed` is told each entity's counts as
+ * its batches are checkpointed (what a killed run is reported with).
  */
 export async function replicateSolution(opts: {
   solution: PreparedSolution;
@@ -19,6 +21,7 @@ export async function replicateSolution(opts: {
   log: Logger;
   onProgress(processed: number, failed: number): void;
   onRecordError(e: RunRecordError): void;
+  committed?: Pick<CommittedCounts, 'begin' | 'batch' | 'end'>;
 }): Promise<{ statistics: RunMapStats[]; fatal?: string }> {
   const { solution, host } = opts;
   const rs = solution.replication;
@@ -43,7 +46,10 @@ export async function replicateSolution(opts: {
         signal: opts.signal,
         state: new FileReplicationState(path.join(opts.dataDir, 'checkpoints', `${solution.solutionId}-rs`)),
         log: opts.log,
+        onEntityStart: (entity) => opts.committed?.begin({ mapName: entity, entity }),
+        onEntityEnd: (s) => opts.committed?.end(s),
         onProgress: (p) => {
+          opts.committed?.batch(p.processed, p.failed);
           totals.set(p.entity, { processed: p.processed, failed: p.failed });
           processedBefore = [...totals.values()].reduce((n, t) => n + t.processed, 0);
           failedBefore = [...totals.values()].reduce((n, t) => n + t.failed, 0);

@@ -35,6 +35,10 @@ export interface ReplicateOptions {
   batchSize?: number;
   /** After each batch: the entity's counts so far. */
   onProgress?(p: { entity: string; processed: number; failed: number }): void;
+  /** An entity's copy begins. */
+  onEntityStart?(entity: string): void;
+  /** An entity's copy ended (its statistics as they go into the result). */
+  onEntityEnd?(stats: RunMapStats): void;
   /** Each record the target refused (it never stops the copy). */
   onRecordError?(e: RunRecordError): void;
   log: Logger;
@@ -70,9 +74,11 @@ export async function replicate(opts: ReplicateOptions): Promise<ReplicateResult
       cancelled = true;
       break;
     }
+    opts.onEntityStart?.(name);
     const { stats, cancelled: stopped } = await replicateEntity(name, { ...opts, log });
     const s = stats.result();
     statistics.push(s);
+    opts.onEntityEnd?.(s);
     processed += s.processed;
     failed += s.failed;
     if (s.fatal !== undefined) fatals.push(`${name}: ${s.fatal}`);

@@ -8,8 +8,10 @@
  *                                                           └▶ RS: replicate each entity
  *        ─▶ runErrors (reports of ≤ 200 errors, a batch's written together; ./error-reports.ts),
  *           runProgress (at most every progressMs)
+ *           and after each batch its counts in the open run (./committed.ts)
  *        ─▶ runFinished (result, statistics) ─▶ open run removed
- *   next start after a kill -9 ─▶ recover(): every open run ends as RUN_AGENT_ENDED
+ *   next start after a kill -9 ─▶ recover(): every open run ends as RUN_AGENT_ENDED, with the
+ *        counts, statistics and time of what it had committed
  *   reprocessRun ─▶ reprocess(): a run like the others (its own execution, ignored while one runs)
  *        whose Maps read the stored copies of failed records instead of their source (./reprocess-copies.ts)
  *   knownRuns ─▶ knownRuns(): the runs open here or still in the outbox; the others are given up
@@ -37,6 +39,7 @@ import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
 import { ErrorBatcher } from './error-reports.js';
+import { CommittedCounts } from './committed.js';
 import { replicateSolution } from './replicate-run.js';
 import { reprocessCopies, type ReprocessCopies, type ReprocessPages } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
@@ -111,28 +114,34 @@ export class SolutionRunner {
 
   /**
    * Ends every run a previous process left open (killed mid-run) with RUN_AGENT_ENDED. Called once
-   * at start, before any new run.
+   * at start, before any new run. The end is what the run had committed when it was last counted:
+   * its counts and statistics per Map or entity, and that time as its stop (not now: the process
+   * may have been down for hours).
    */
   recover(): number {
     const open = this.opts.store.openRuns();
     for (const r of open) {
+      const done = this.opts.store.committed(r.runId);
+      const processed = done.statistics.reduce((n, s) => n + s.processed, 0);
+      const failed = done.statistics.reduce((n, s) => n + s.failed, 0);
+      const at = done.at !== null && done.at > r.startedAt ? done.at : r.startedAt;
       this.opts.report({
         kind: 'runFinished',
         runId: r.runId,
         solutionId: r.solutionId,
         trigger: r.trigger,
         startedAt: r.startedAt,
-        at: this.#now().toISOString(),
-        result: 'FatalError',
-        processed: 0,
-        failed: 0,
-        details: 'RUN_AGENT_ENDED: The Agent process ended during this run (killed or crashed). The next run continues from the last checkpoint, so no record is lost or written twice.',
+        at,
+        result: failed > 0 ? 'RecordErrorsAndFatalErrors' : 'FatalError',
+        processed,
+        failed,
+        details: 'RUN_AGENT_ENDED: The Agent process ended during this run (killed or crashed); its stop time and counts are those of the last batch it committed. The next run continues from the last checkpoint.',
         stopped: false,
-        sourceDataLocal: true,
-        statistics: [],
+        sourceDataLocal: this.opts.store.get(r.solutionId)?.capture.isSourceDataLocal ?? true,
+        statistics: done.statistics.slice(0, 1000),
       });
       this.opts.store.closeRun(r.runId);
-      this.opts.log.warn({ runId: r.runId, solutionId: r.solutionId, startedAt: r.startedAt }, 'run ended with the previous Agent process');
+      this.opts.log.warn({ runId: r.runId, solutionId: r.solutionId, startedAt: r.startedAt, stoppedAt: at, processed, failed }, 'run ended with the previous Agent process');
     }
     return open.length;
   }
@@ -286,6 +295,7 @@ export class SolutionRunner {
     const log = this.opts.log.child({ solutionId: solution.solutionId, runId: run.runId, executionId: run.runId });
     log.info({ type: solution.solutionType }, 'solution run started');
     const errors = new ErrorBatcher((batches) => this.#reportAll(batches.map((batch) => ({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, ...shareErrorFields(batch) }))));
+    const committed = new CommittedCounts(this.opts.store, run.runId, log);
     let lastProgress = 0;
     const progress = (processed: number, failed: number): void => {
       run.processed = processed;
@@ -293,20 +303,23 @@ export class SolutionRunner {
       const t = Date.now();
       if (t - lastProgress < (this.opts.progressMs ?? 5_000)) return;
       lastProgress = t;
+      // The open run first: a kill right after the report is recovered with no fewer records than it said.
+      committed.flush();
       this.opts.report({ kind: 'runProgress', runId: run.runId, solutionId: solution.solutionId, at: this.#now().toISOString(), processed, failed });
     };
     const statistics: RunMapStats[] = [];
     let fatal: string | undefined;
     try {
       if (solution.solutionType === 'Replication') {
-        const r = await replicateSolution({ solution, host: await this.opts.host(), signal, dataDir: this.opts.dataDir, log, onProgress: progress, onRecordError: (e) => errors.add(e) });
+        const r = await replicateSolution({ solution, host: await this.opts.host(), signal, dataDir: this.opts.dataDir, log, onProgress: progress, onRecordError: (e) => errors.add(e), committed });
         statistics.push(...r.statistics);
         fatal = r.fatal;
       } else {
-        fatal = await this.#runMaps(solution, run, workSignal, log, statistics, progress, (e) => errors.add(e));
+        fatal = await this.#runMaps(solution, run, workSignal, log, statistics, progress, (e) => errors.add(e), committed);
       }
     } finally {
       errors.flush();
+      committed.close();
     }
     // An interruption (a restart with restartNow=true, a stop past its grace) ends the Maps and
     // entities between batches without an error of their own, like a user's stop: without this the
@@ -331,6 +344,7 @@ export class SolutionRunner {
     statistics: RunMapStats[],
     progress: (processed: number, failed: number) => void,
     onError: (e: RunRecordError) => void,
+    committed: CommittedCounts,
   ): Promise<string | undefined> {
     const host = await this.opts.host();
     const specs: Record<string, ConnectionSpec> = {};
@@ -355,6 +369,7 @@ export class SolutionRunner {
       try {
         const model = MapModel.parse(map.model);
         const handle = await openRun(model, { host, connections: specs, runLog: log });
+        committed.begin({ mapId: map.mapId, mapName: map.name, entity: handle.plan.starter.entity });
         try {
           // A reprocess run reads the stored copies of its records instead of the source, and moves no watermark.
           const copies = run.reprocess ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError) : undefined;
@@ -370,7 +385,11 @@ export class SolutionRunner {
               ? { source: copies.batches }
               : { watermark: new FileWatermark(path.join(watermarks, `${solution.solutionId}-map-${map.mapId}.json`)), checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}` }),
             ...(sink ? { failures: sink } : {}),
-            onProgress: (p) => progress(processed + p.processed + (copies?.missing ?? 0), failed + p.failed + (copies?.missing ?? 0)),
+            onProgress: (p) => {
+              const missing = copies?.missing ?? 0;
+              committed.batch(p.processed + missing, p.failed + missing);
+              progress(processed + p.processed + missing, failed + p.failed + missing);
+            },
             onRecordError: (e) => onError(toRunError(e, map.mapId)),
           });
           // Records without a stored copy failed before the Map saw them: they count as processed and failed.
@@ -378,7 +397,9 @@ export class SolutionRunner {
           const s = { ...result.stats, processed: result.stats.processed + missing, failed: result.stats.failed + missing };
           processed += s.processed;
           failed += s.failed;
-          statistics.push({ mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: s.minMs, maxMs: s.maxMs, avgMs: s.avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) });
+          const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: s.minMs, maxMs: s.maxMs, avgMs: s.avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) };
+          statistics.push(entry);
+          committed.end(entry);
         } finally {
           await handle.close();
         }
@@ -388,7 +409,13 @@ export class SolutionRunner {
         fatals.push(text);
         log.warn({ mapId: map.mapId, code: isFerryError(err) ? err.code : undefined }, 'map could not run');
         const ms = performance.now() - started;
-        statistics.push({ mapId: map.mapId, mapName: map.name, processed: 0, failed: 0, minMs: 0, maxMs: 0, avgMs: 0, totalMs: round(ms), totalTime: hms(ms), fatal: text, blocks: [] });
+        // What it committed before it failed stands, and is counted.
+        const before = committed.current ?? { processed: 0, failed: 0 };
+        processed += before.processed;
+        failed += before.failed;
+        const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, processed: before.processed, failed: before.failed, minMs: 0, maxMs: 0, avgMs: 0, totalMs: round(ms), totalTime: hms(ms), fatal: text, blocks: [] };
+        statistics.push(entry);
+        committed.end(entry);
       }
       // Before the Map's record errors leave: the errors name these records.
       cloud.flush();

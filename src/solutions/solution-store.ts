@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { PreparedSolution, type RunTrigger, type SolutionAssignment } from '../protocol/solutions.js';
+import { PreparedSolution, RunMapStats, type RunTrigger, type SolutionAssignment } from '../protocol/solutions.js';
 import { touchPrivate } from '../util/private-files.js';
 
 /** A run this Agent started and has not yet reported the end of. */
@@ -12,6 +12,14 @@ export interface OpenRun {
   readonly dueAt: string | null;
 }
 
+/** What an open run had committed when it was last counted (./committed.ts). */
+export interface CommittedWork {
+  /** When it last committed a batch or began a Map or entity; null when it never did. */
+  readonly at: string | null;
+  /** Per Map or entity, in run order: the finished ones' statistics, and the one in progress so far. */
+  readonly statistics: RunMapStats[];
+}
+
 /**
  * The Agent's copy of the Solutions assigned to it (what prepare built, with the Connections'
  * properties), and the runs it has open. One SQLite file in the instance's data folder, 0600, WAL,
@@ -20,10 +28,18 @@ export interface OpenRun {
  *
  * The open runs make a kill -9 visible: a run is recorded before it starts and removed once its
  * end is in the outbox, so at the next start every run still recorded ended with the process and
- * gets its ending reported then.
+ * gets its ending reported then, with what it had committed: each Map or entity of an open run has
+ * a row of its statistics so far, written after each counted batch. Those rows go through a
+ * second connection with synchronous=NORMAL: a commit is then about 30 µs instead of a WAL fsync
+ * (1.5–3 ms, most of a run's thread at 150 batches a second); a killed process loses none of them
+ * (they are in the operating system's cache), a power cut the last few, and the next FULL commit
+ * of the first connection makes them durable too.
  */
 export class SolutionStore {
   readonly #db: Database.Database;
+  /** The same file, for the committed counts of open runs (see above). */
+  readonly #counts: Database.Database;
+  readonly #saveCommitted: Database.Statement;
   readonly #key: Buffer;
 
   constructor(file: string, agentSecret: string) {
@@ -34,7 +50,15 @@ export class SolutionStore {
     this.#db.exec(`
       CREATE TABLE IF NOT EXISTS solutions (solution_id TEXT PRIMARY KEY, version TEXT NOT NULL, body BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS open_runs (run_id TEXT PRIMARY KEY, solution_id TEXT NOT NULL, trigger TEXT NOT NULL, started_at TEXT NOT NULL, due_at TEXT);
+      CREATE TABLE IF NOT EXISTS open_run_committed (run_id TEXT NOT NULL, seq INTEGER NOT NULL, at TEXT NOT NULL, stats TEXT NOT NULL, PRIMARY KEY (run_id, seq));
     `);
+    this.#counts = new Database(file);
+    this.#counts.pragma('synchronous = NORMAL');
+    this.#counts.pragma('busy_timeout = 5000');
+    // Only while the run is open: a late write after its end leaves nothing behind.
+    this.#saveCommitted = this.#counts.prepare(
+      'INSERT INTO open_run_committed (run_id, seq, at, stats) SELECT @runId, @seq, @at, @stats WHERE EXISTS (SELECT 1 FROM open_runs WHERE run_id = @runId) ON CONFLICT (run_id, seq) DO UPDATE SET at = excluded.at, stats = excluded.stats',
+    );
     this.#key = Buffer.from(hkdfSync('sha256', agentSecret, 'ferry-agent-solutions', 'solution definitions', 32));
   }
 
@@ -73,11 +97,38 @@ export class SolutionStore {
   }
 
   openRun(run: OpenRun): void {
-    this.#db.prepare('INSERT OR REPLACE INTO open_runs (run_id, solution_id, trigger, started_at, due_at) VALUES (?, ?, ?, ?, ?)').run(run.runId, run.solutionId, run.trigger, run.startedAt, run.dueAt);
+    this.#db.transaction(() => {
+      this.#db.prepare('INSERT OR REPLACE INTO open_runs (run_id, solution_id, trigger, started_at, due_at) VALUES (?, ?, ?, ?, ?)').run(run.runId, run.solutionId, run.trigger, run.startedAt, run.dueAt);
+      this.#db.prepare('DELETE FROM open_run_committed WHERE run_id = ?').run(run.runId);
+    })();
   }
 
   closeRun(runId: string): void {
-    this.#db.prepare('DELETE FROM open_runs WHERE run_id = ?').run(runId);
+    this.#db.transaction(() => {
+      this.#db.prepare('DELETE FROM open_runs WHERE run_id = ?').run(runId);
+      this.#db.prepare('DELETE FROM open_run_committed WHERE run_id = ?').run(runId);
+    })();
+  }
+
+  /**
+   * Records what the open run has committed of its `seq`-th Map or entity (0, 1, …): `stats` is
+   * its RunMapStats as JSON, `at` when it was counted. One small write; nothing once the run is closed.
+   */
+  saveCommitted(runId: string, seq: number, at: string, stats: string): void {
+    this.#saveCommitted.run({ runId, seq, at, stats });
+  }
+
+  /** What the open run had committed when it was last counted; rows that no longer read as statistics are left out. */
+  committed(runId: string): CommittedWork {
+    const rows = this.#db.prepare('SELECT at, stats FROM open_run_committed WHERE run_id = ? ORDER BY seq').all(runId) as Array<{ at: string; stats: string }>;
+    let at: string | null = null;
+    const statistics: RunMapStats[] = [];
+    for (const r of rows) {
+      if (at === null || r.at > at) at = r.at;
+      const parsed = RunMapStats.safeParse(parseJson(r.stats));
+      if (parsed.success) statistics.push(parsed.data);
+    }
+    return { at, statistics };
   }
 
   openRuns(): OpenRun[] {
@@ -86,6 +137,7 @@ export class SolutionStore {
   }
 
   close(): void {
+    if (this.#counts.open) this.#counts.close();
     if (this.#db.open) this.#db.close();
   }
 
@@ -107,5 +159,13 @@ export class SolutionStore {
     } catch {
       return undefined;
     }
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
