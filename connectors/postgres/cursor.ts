@@ -1,21 +1,31 @@
 import pg from 'pg';
 import type { Pool, PoolClient, PoolConfig } from 'pg';
-import { throwIfAborted, type CallContext, type RecordBatch } from '../../src/connectors/sdk.js';
-import { callError } from './errors.js';
+import { ConnectorError, throwIfAborted, type CallContext, type RecordBatch } from '../../src/connectors/sdk.js';
+import { callError, isLost, markLost } from './errors.js';
 
 /**
  * Checks a client out of the pool with an error listener attached: pg's pool removes its own while
- * a client is checked out, and an 'error' event without a listener would end the process.
+ * a client is checked out, and an 'error' event without a listener would end the process. A client
+ * whose connection fails while checked out is remembered as lost (errors.ts: what it throws next is
+ * the connection's failure, not the statement's). A pool that cannot give a connection fails with
+ * `Unreachable` unless the server refused the credentials or the database.
  */
 export async function checkout(pool: Pool, ctx: CallContext): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
   let client: PoolClient;
   try {
     client = await pool.connect();
   } catch (err) {
-    throw callError(err, 'No connection to the server');
+    const mapped = callError(err, 'No connection to the server');
+    if (mapped !== err) throw mapped;
+    throw new ConnectorError('Unreachable', `No connection to the server: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  const onError = (err: Error): void => ctx.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'postgres connection failed while in use');
+  const onError = (err: Error): void => {
+    markLost(client, err);
+    ctx.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'postgres connection failed while in use');
+  };
+  const onEnd = (): void => markLost(client);
   client.on('error', onError);
+  client.on('end', onEnd);
   let released = false;
   return {
     client,
@@ -23,7 +33,9 @@ export async function checkout(pool: Pool, ctx: CallContext): Promise<{ client: 
       if (released) return;
       released = true;
       client.removeListener('error', onError);
-      client.release(err);
+      client.removeListener('end', onEnd);
+      // A lost client never goes back to the pool.
+      client.release(err ?? (isLost(client) ? new Error('connection lost') : undefined));
     },
   };
 }
@@ -100,7 +112,7 @@ export async function* cursorRows(pool: Pool, config: PoolConfig, sql: string, p
     }
   } catch (err) {
     failed = err as Error;
-    throw callError(err, 'The query failed');
+    throw callError(err, 'The query failed', client);
   } finally {
     const cancelled = await stopCancel();
     if (pending) await pending.catch(() => undefined);

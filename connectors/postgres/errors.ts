@@ -30,15 +30,35 @@ export function recordMessage(message: string | undefined, detail: string | null
   return [message, detail && !detail.startsWith('Failing row contains') ? detail : undefined].filter(Boolean).join(' ');
 }
 
+/** Clients whose connection failed while checked out, and the errors that failure gave (cursor.ts checkout). */
+const lostClients = new WeakSet<object>();
+const lostErrors = new WeakSet<object>();
+
+/** Remembers that the client's connection failed (its 'error' or 'end' event), with the error it gave. */
+export function markLost(client: object, err?: object): void {
+  lostClients.add(client);
+  if (err) lostErrors.add(err);
+}
+
+/** Whether the client's connection failed while it was checked out. */
+export function isLost(client: object): boolean {
+  return lostClients.has(client);
+}
+
 const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
 
-/** A whole-call failure as the ConnectorError the host maps. */
-export function callError(err: unknown, what: string): unknown {
+/**
+ * A whole-call failure as the ConnectorError the host maps. An error without a SQLSTATE that the
+ * connection gave when it failed, or that a `client` whose connection failed threw (pg's "not
+ * queryable"), is the connection's: `Unreachable`, told by the client's state, not by the text.
+ */
+export function callError(err: unknown, what: string, client?: object): unknown {
   if (typeof err !== 'object' || err === null || (err as { name?: unknown }).name === 'ConnectorError') return err;
   const code = (err as { code?: unknown }).code;
   const msg = err instanceof Error ? err.message : 'unknown error';
   if (typeof code === 'string' && NETWORK.has(code)) return new ConnectorError('Unreachable', `${what}: the server cannot be reached (${code}).`, { nativeCode: code, cause: err });
   const state = sqlState(err);
+  if (!state && (lostErrors.has(err) || (client !== undefined && lostClients.has(client)))) return new ConnectorError('Unreachable', `${what}: the connection to the server was lost (${msg}).`, { cause: err });
   if (!state) return err;
   const cls = state.slice(0, 2);
   const opts = { nativeCode: state, cause: err };

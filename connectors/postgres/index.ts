@@ -58,7 +58,7 @@ class PgSession implements ConnectorSession {
       release();
     } catch (err) {
       release(err as Error);
-      throw callError(err, 'The test query failed');
+      throw callError(err, 'The test query failed', client);
     }
   }
 
@@ -71,7 +71,7 @@ class PgSession implements ConnectorSession {
       return this.tables;
     } catch (err) {
       release(err as Error);
-      throw callError(err, 'The catalogue cannot be read');
+      throw callError(err, 'The catalogue cannot be read', client);
     }
   }
 

@@ -91,7 +91,7 @@ export async function* nativeRows(pool: Pool, config: PoolConfig, statement: str
       yield rows.slice(i, i + batchSize).map((row) => Object.fromEntries(names.map((n, j) => [n, row[j] ?? null])));
     }
   } catch (err) {
-    throw callError(err, 'The native query failed');
+    throw callError(err, 'The native query failed', client);
   } finally {
     const cancelled = await stopCancel();
     release(cancelled ? new Error('cancelled') : undefined);

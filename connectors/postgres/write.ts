@@ -24,7 +24,7 @@ import {
 import { qualified, quoteIdent, type PgColumn, type PgTable } from './catalogue.js';
 import { CopyIn, copyEncoder, type CopyEncode } from './copy.js';
 import { binaryWriter, encodeBinary, encodePackedBinary, type FieldWriter } from './binary-copy.js';
-import { checkout } from './cursor.js';
+import { cancelOnAbort, checkout } from './cursor.js';
 import { callError, recordErrorCode, recordMessage, sqlState } from './errors.js';
 import { textConverter, type ToText } from './types.js';
 
@@ -181,8 +181,25 @@ export class PgWriter {
       return value;
     } catch (err) {
       release(sqlState(err) === undefined ? (err as Error) : undefined);
-      throw callError(err, 'The checkpoint cannot be read');
+      throw callError(err, 'The checkpoint cannot be read', client);
     }
+  }
+
+  /**
+   * A client for a write call whose statement is cancelled on the server when the call's signal
+   * fires (a stop past its grace, a restart, the host's time-out): a write waiting on a lock ends
+   * then, not when the lock is released. A client that saw its signal fire is not pooled again.
+   */
+  private async writing(ctx: CallContext): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
+    const { client, release } = await checkout(this.pool, ctx);
+    const stopCancel = cancelOnAbort(this.pool.options, client, ctx);
+    return {
+      client,
+      release: (err) => {
+        void stopCancel();
+        release(err ?? (ctx.signal.aborted ? new Error('cancelled') : undefined));
+      },
+    };
   }
 
   private checkpointName(): string {
@@ -229,7 +246,7 @@ export class PgWriter {
     const groups = groupRecords(table, byName, keys, batch, results);
     if (groups.length === 0 && !options.checkpoint) return results;
     throwIfAborted(ctx.signal);
-    const { client, release } = await checkout(this.pool, ctx);
+    const { client, release } = await this.writing(ctx);
     let broken: Error | undefined;
     try {
       if (options.checkpoint) {
@@ -245,7 +262,7 @@ export class PgWriter {
       }
     } catch (err) {
       if (sqlState(err) === undefined) broken = err as Error;
-      throw callError(err, `The ${action} batch failed`);
+      throw callError(err, `The ${action} batch failed`, client);
     } finally {
       release(broken);
     }
@@ -295,7 +312,7 @@ export class PgWriter {
       return this.packedRows(table, cols, writers, batch, state, asRecords, false, ctx);
     }
     throwIfAborted(ctx.signal);
-    const { client, release } = await checkout(this.pool, ctx);
+    const { client, release } = await this.writing(ctx);
     let broken: Error | undefined;
     // Encoded as it is sent: the server works on the first buffers while the rest is encoded.
     let textOnly = false;
@@ -316,7 +333,7 @@ export class PgWriter {
       }
       if (sqlState(err) === undefined) {
         broken = err as Error;
-        throw callError(err, `The ${action} batch failed`);
+        throw callError(err, `The ${action} batch failed`, client);
       }
       release();
       if (action === 'Upsert') {
@@ -345,7 +362,7 @@ export class PgWriter {
    */
   private async packedRows(table: PgTable, cols: PgColumn[], writers: FieldWriter[], batch: PackedBatch, state: { skip: number; backoff: number }, asRecords: () => Promise<WriteResult[]>, tried: boolean, ctx: CallContext): Promise<WriteResult[]> {
     throwIfAborted(ctx.signal);
-    const { client, release } = await checkout(this.pool, ctx);
+    const { client, release } = await this.writing(ctx);
     const fields = cols.map((_, j) => j);
     const results = new Array<WriteResult>(batch.rows);
     let textOnly = false;
@@ -395,7 +412,7 @@ export class PgWriter {
         return asRecords();
       }
       release(err as Error);
-      throw callError(err, 'The Create batch failed');
+      throw callError(err, 'The Create batch failed', client);
     }
     release();
     if (refused === 0) state.backoff = state.skip = 0;
@@ -408,14 +425,17 @@ export class PgWriter {
   private async copy(client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], savepoints = false): Promise<void> {
     const sql = `COPY ${qualified(table)} (${g.cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
     const send = copySender(g, batch, !savepoints);
+    // Inside a transaction a COPY is not streamed: one abandoned for the text format would end it.
+    const sendInTx = savepoints ? send : copySender(g, batch);
+    let tx = savepoints;
     const run = async (ks: number[]): Promise<undefined> => {
-      if (!savepoints) {
+      if (!tx) {
         await send(client, sql, ks);
         return undefined;
       }
       await client.query('SAVEPOINT ferry_copy');
       try {
-        await send(client, sql, ks);
+        await sendInTx(client, sql, ks);
       } catch (err) {
         await client.query('ROLLBACK TO SAVEPOINT ferry_copy');
         throw err;
@@ -424,6 +444,24 @@ export class PgWriter {
       return undefined;
     };
     const all = g.indices.map((_, k) => k);
+    /**
+     * Halving writes the batch in several statements: one transaction holds them, so a connection
+     * lost half-way leaves none written and the batch can be written again whole.
+     */
+    const halve = async (): Promise<void> => {
+      if (tx) return bisect(all, run, (k) => g.indices[k] as number, results, table);
+      await client.query('BEGIN');
+      tx = true;
+      try {
+        await bisect(all, run, (k) => g.indices[k] as number, results, table);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        tx = false;
+      }
+    };
     const large = all.length >= ROW_BY_ROW_MIN;
     // After a batch with refused records the next ones go to the stage at once (for twice as many
     // batches each time, at most COPY_BACKOFF_MAX), so a load where every batch has some does not
@@ -440,8 +478,10 @@ export class PgWriter {
         return;
       } catch (err) {
         // Many records may fail in a batch this large: one pass over it on the server beats halving it.
-        if (!recordErrorCode(sqlState(err)) || !large) {
-          await bisect(all, run, (k) => g.indices[k] as number, results, table);
+        // Not a record's failure (the connection, a permission, a lock): the call fails as a whole.
+        if (!recordErrorCode(sqlState(err))) throw err;
+        if (!large) {
+          await halve();
           return;
         }
       }
@@ -474,7 +514,7 @@ export class PgWriter {
       else backOff(state);
     } catch (err) {
       if (sqlState(err) === undefined) throw err;
-      await bisect(all, run, (k) => g.indices[k] as number, results, table);
+      await halve();
     }
   }
 

@@ -70,6 +70,7 @@ export const ERROR_CODES = {
   RUN_CANCELLED: { kind: 'transient', status: 409, title: 'The Map run was cancelled' },
   RUN_WRITE_FAILED: { kind: 'config', status: 422, title: 'The datastore refused the record' },
   RUN_BATCH_FAILED: { kind: 'transient', status: 502, title: 'A whole write batch failed' },
+  RUN_TARGET_UNAVAILABLE: { kind: 'transient', status: 503, title: 'The datastore of a write stayed unavailable past the retry budget' },
   RUN_LOOKUP_FAILED: { kind: 'transient', status: 502, title: 'A Lookup could not read the datastore' },
   RUN_FAILED_RECORD_NOT_FOUND: { kind: 'config', status: 404, title: 'The failed record was not found' },
   RUN_ALREADY_REPROCESSED: { kind: 'config', status: 409, title: 'The failed record was already reprocessed' },

@@ -27,6 +27,8 @@ export interface QueryCreateOptions {
   schema?: string;
   /** Overrides of the Map model (for example `batchSize`). */
   model?: Record<string, unknown>;
+  /** More properties of the SQLite target Connection (for example `busyTimeoutMs`). */
+  target?: Record<string, string>;
 }
 
 /**
@@ -59,7 +61,7 @@ export function useQueryCreateMap(prefix: string): (opts?: QueryCreateOptions) =
     db.close();
     await fsp.rm(path.join(dir, 'src', 'target.sql'));
     const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });
-    const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile } });
+    const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile, ...opts.target } });
     const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as Record<string, unknown>;
     const plan = compilePlan({ ...model, ...opts.model }, { src: await src.metadata(), db: await dst.metadata() });
     return {

@@ -11,6 +11,7 @@ import type { Block, LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
 import type { Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
+import { isRunFatal } from './write.js';
 import type { BlockKind } from './registry.js';
 
 export const MAX_LOOKUP_RESULTS = 1000;
@@ -45,10 +46,16 @@ export function lookupStep(block: Block, conditions: readonly LookupCondition[],
           matches = [];
           try {
             if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
-            for await (const batch of conn.query(entity, filter, { limit: MAX_LOOKUP_RESULTS, batchSize: Math.min(MAX_LOOKUP_RESULTS, conn.bulkLimit), signal: env.signal })) {
-              for (const r of batch) matches.push(r);
-            }
+            // A datastore that went away is waited for (and past the budget ends the run), not blamed on the record.
+            matches = await env.retrying(block, async () => {
+              const found: ConnectorRecord[] = [];
+              for await (const batch of conn.query(entity, filter, { limit: MAX_LOOKUP_RESULTS, batchSize: Math.min(MAX_LOOKUP_RESULTS, conn.bulkLimit), signal: env.signal })) {
+                for (const r of batch) found.push(r);
+              }
+              return found;
+            });
           } catch (e) {
+            if (env.signal.aborted || isRunFatal(e)) throw e;
             const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
             env.fail(item, block, { code: 'RUN_LOOKUP_FAILED', kind: 'transient', message: `${block.name}: the lookup in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, cause } });
             continue;

@@ -18,7 +18,7 @@ import { connectionOf, entityOf, findEntity, findRelationship } from '../metadat
 import { childrenKey, forkItem, type Item, type RunEnv, type Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
 import type { BindContext, CheckContext } from './registry.js';
-import { writeFormulas } from './write.js';
+import { isRunFatal, writeFormulas } from './write.js';
 
 export interface ChildWriteSpec {
   relationship: Relationship;
@@ -51,7 +51,7 @@ async function writeAll(block: Block, conn: HostConnection | undefined, action: 
     const part = records.slice(s, s + size);
     try {
       if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
-      for (const r of await conn.write(action, entity, part, opts)) {
+      for (const r of await env.retrying(block, () => conn.write(action, entity, part, opts))) {
         out.push(
           r.ok
             ? { ok: true, key: r.key }
@@ -60,7 +60,7 @@ async function writeAll(block: Block, conn: HostConnection | undefined, action: 
       }
     } catch (e) {
       // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
-      if (env.signal.aborted) throw e;
+      if (env.signal.aborted || isRunFatal(e)) throw e;
       const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
       const error: ErrorData = { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${part.length} records in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, entity, cause } };
       for (let k = 0; k < part.length; k++) out.push({ ok: false, error });

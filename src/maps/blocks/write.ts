@@ -4,7 +4,8 @@
  * the Block does not write in bulk, so its output can be read), and turn each refused record into
  * a record error. Also what the write kinds share when they are checked and bound.
  */
-import { slicePacked, type ConnectorRecord, type EntityMetadata, type PackedBatch, type RecordError, type WriteAction, type WriteResult } from '../../connectors/sdk.js';
+import type { HostConnection } from '../../connectors/connection.js';
+import { slicePacked, type Checkpoint, type ConnectorRecord, type EntityMetadata, type PackedBatch, type RecordError, type WriteAction, type WriteResult } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import { isWriteType, type Block, type LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
@@ -58,10 +59,12 @@ export function writeStep(spec: WriteStepSpec): Step {
         let results;
         try {
           if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
-          results = await conn.write(action, entity, part, checkpoint ? { ...opts, checkpoint } : opts);
+          const write = (): Promise<WriteResult[]> => conn.write(action, entity, part, checkpoint ? { ...opts, checkpoint } : opts);
+          results = await env.retrying(block, write, checkpoint ? () => committed(conn, checkpoint, part.length, env.signal) : undefined);
         } catch (e) {
-          // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
-          if (env.signal.aborted) throw e;
+          // Cancelled while writing, or the target stayed away: the batch is not checkpointed and is
+          // read again next run, so its records did not fail.
+          if (env.signal.aborted || isRunFatal(e)) throw e;
           const error = batchFailed(block, action, part.length, e);
           for (let k = 0; k < part.length; k++) env.fail(ready[s + k] as Item, block, error);
           continue;
@@ -78,6 +81,21 @@ export function writeStep(spec: WriteStepSpec): Step {
       return items.filter((i) => !i.state.failed);
     },
   };
+}
+
+/** Whether a write's failure ends the run instead of failing its records (target-retry.ts). */
+export function isRunFatal(e: unknown): boolean {
+  return isFerryError(e) && e.code === 'RUN_TARGET_UNAVAILABLE';
+}
+
+/**
+ * A Create sent with its checkpoint failed as a whole, perhaps after its commit: the target's
+ * checkpoint tells. When it holds this batch's value the batch is written (every record taken:
+ * which ones the target refused is not known any more, and none is written twice).
+ */
+async function committed(conn: HostConnection, cp: Checkpoint, records: number, signal: AbortSignal): Promise<WriteResult[] | undefined> {
+  if ((await conn.readCheckpoint(cp.key, { signal })) !== cp.value) return undefined;
+  return new Array<WriteResult>(records).fill({ ok: true, affected: 1 });
 }
 
 /** The error of each record of a write call that failed as a whole (`e`, what it threw). */
@@ -125,10 +143,12 @@ async function writeCopies(block: Block, targetFields: readonly string[], b: Pac
     let results: WriteResult[];
     try {
       if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
-      results = await conn.writePacked('Create', entity, { ...slicePacked(b, s, end), fields: targetFields }, { signal: env.signal });
+      const part = { ...slicePacked(b, s, end), fields: targetFields };
+      results = await env.retrying(block, () => conn.writePacked('Create', entity, part, { signal: env.signal }));
     } catch (e) {
       // Cancelled while writing: the rows refused so far are answered; the run does not count the batch.
       if (env.signal.aborted) break;
+      if (isRunFatal(e)) throw e;
       const error = batchFailed(block, 'Create', end - s, e);
       for (let r = s; r < end; r++) failed.push([r, error]);
       continue;

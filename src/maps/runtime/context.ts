@@ -68,6 +68,12 @@ export interface RunEnv {
    * its target (runtime/run.ts: exactly-once writes); undefined for every other Block.
    */
   checkpointFor?(block: Block): Checkpoint | undefined;
+  /**
+   * Runs a write call of the Block, trying it again with back-off while its datastore is away, and
+   * throws RUN_TARGET_UNAVAILABLE past the run's retry budget (target-retry.ts). `settled` answers,
+   * before a try after the first, the results of a failed try that had committed after all.
+   */
+  retrying<T>(block: Block, call: () => Promise<T>, settled?: () => Promise<T | undefined>): Promise<T>;
 }
 
 /** A Block's formula values for a batch of items. */

@@ -42,6 +42,7 @@ import { uuidV7 } from '../../util/uuid-v7.js';
 import { recordMaker } from '../../connectors/sdk.js';
 import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
 import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
+import { DEFAULT_TARGET_RETRY, withTargetRetry, type RetryNotice, type TargetRetry } from './target-retry.js';
 
 /** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
 export interface RunPlan {
@@ -111,9 +112,17 @@ export interface RunOptions {
    * A stop between batches (a user's stop of a Solution): checked before each batch, so the batch
    * in progress finishes, is checkpointed and counted, and nothing is written that the next run
    * writes again (a packed copy's batch in progress is the one being written while the one before
-   * it is reported). `signal` instead aborts at once (Connector calls included).
+   * it is reported). A batch still in progress {@link stopGraceMs} after the stop (a write waiting
+   * on a lock, a target that went away) is cut short as `signal` cuts it: its calls are cancelled
+   * on the datastore and it is not checkpointed. `signal` instead aborts at once (Connector calls included).
    */
   stop?: AbortSignal;
+  /** How long a stopped run's batch in progress may take before it is cancelled (default 2,500 ms). */
+  stopGraceMs?: number;
+  /** How long a write waits for its datastore to come back before the run ends (target-retry.ts). */
+  targetRetry?: Partial<TargetRetry>;
+  /** Each failed try of a write whose datastore went away, before the wait for the next. */
+  onRetry?(n: RetryNotice & { blockName: string }): void;
   lookupTables?: LookupTables;
   /** Overrides the Map's batchSize. */
   batchSize?: number;
@@ -157,11 +166,28 @@ interface Prepared {
   ahead: AheadValues | undefined;
 }
 
+/** What a run that threw had done before: its statistics, the batches counted until the error. */
+const partials = new WeakMap<object, RunResult>();
+
+/** The statistics of the run that ended with `err` (thrown by {@link runMap}), when it had started. */
+export function partialResult(err: unknown): RunResult | undefined {
+  return typeof err === 'object' && err !== null ? partials.get(err) : undefined;
+}
+
 /** Runs the plan to the end of its starter's records, or until the signal aborts. */
 export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult> {
   const { model, starter, source } = plan;
   const executionId = opts.executionId ?? randomUUID();
-  const signal = opts.signal ?? new AbortController().signal;
+  // A stop past its grace cuts the batch in progress short, as the caller's signal does.
+  const cut = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, cut.signal]) : cut.signal;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const onStop = (): void => {
+    graceTimer = setTimeout(() => cut.abort(opts.stop?.reason ?? new Error('stopped')), opts.stopGraceMs ?? 2_500);
+  };
+  if (opts.stop?.aborted) onStop();
+  else opts.stop?.addEventListener('abort', onStop, { once: true });
+  const retry: TargetRetry = { ...DEFAULT_TARGET_RETRY, ...opts.targetRetry };
   const stats = new StatsCollector(plan.blocks);
   const sourceConn = opts.connections.get(starter.connectionId ?? '');
   if (!sourceConn && !opts.source && source.readsConnection) throw connectionNotOpen(starter);
@@ -227,6 +253,12 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
         return;
       }
       opts.onRecordError?.(rec);
+    },
+    retrying(block, call, settled) {
+      return withTargetRetry(`${block.name}: ${block.blockType} in ${block.entity ?? ''}`, retry, signal, call, {
+        ...(settled ? { settled } : {}),
+        onRetry: (n) => opts.onRetry?.({ ...n, blockName: block.name }),
+      });
     },
     async reply(r: ConnectorRecord) {
       if (reply) return false;
@@ -413,20 +445,28 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       }
     }
   } catch (err) {
-    if (!signal.aborted) throw err;
+    if (!signal.aborted) {
+      if (typeof err === 'object' && err !== null) partials.set(err, result());
+      throw err;
+    }
   } finally {
     stopped = true;
     cancelled ||= signal.aborted;
+    clearTimeout(graceTimer);
+    opts.stop?.removeEventListener('abort', onStop);
     await Promise.allSettled(captures);
     // A batch read ahead but not run: its formulas settle before the engine is freed.
     await lastAhead?.catch(() => undefined);
     await owned?.close();
   }
-  return {
-    stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
-    errors,
-    ...(source.answersRequest ? { reply } : {}),
-  };
+  return result();
+  function result(): RunResult {
+    return {
+      stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
+      errors,
+      ...(source.answersRequest ? { reply } : {}),
+    };
+  }
 }
 
 /**
