@@ -10,7 +10,7 @@ const VERBOSE = process.env['FERRY_CHAOS_VERBOSE'] === '1';
 
 /**
  * The chaos suite, small: every scenario of scenarios.ts at once in each trial, one fault a trial
- * at a seeded random moment, each fault kind once. The full sizes are test/bench/chaos.bench.ts
+ * at a seeded random moment, each fault kind twice. The full sizes are test/bench/chaos.bench.ts
  * (docs/reliability.md). Replay a failure with the seed it prints: FERRY_CHAOS_SEED=<seed>.
  */
 describe.skipIf(!HAS_PG)('chaos: kill -9 of the Agent and of the Service, target outages — no row lost or doubled (needs FERRY_TEST_DATABASE_URL)', () => {
@@ -22,7 +22,7 @@ describe.skipIf(!HAS_PG)('chaos: kill -9 of the Agent and of the Service, target
   };
   const cfg: ChaosConfig = {
     rows: 20_000,
-    trials: FAULT_KINDS.length,
+    trials: 2 * FAULT_KINDS.length,
     faults: [1, 1],
     kinds: FAULT_KINDS,
     scenarios: SCENARIO_NAMES,

@@ -123,15 +123,16 @@ export async function strike(kind: FaultKind, t: FaultTargets, opts: { refuseMs:
   let detail = '';
   switch (kind) {
     case 'agent-kill': {
+      detail = `pid ${t.agent.proc.pid}`;
       process.kill(-t.agent.proc.pid, 'SIGKILL');
       await t.agent.proc.exited;
       const since = new Date().toISOString();
       t.agent.proc = runAgent(t.home, t.agent.instance, t.agentEnv);
       await untilReady(t.sut, t.agent.agentId, since);
-      detail = `pid ${t.agent.proc.pid} after`;
       break;
     }
     case 'service-kill': {
+      detail = `pid ${t.sut.proc?.pid ?? '?'}`;
       await t.sut.kill();
       await t.sut.start();
       await untilConnected(t.sut, t.agent.agentId);

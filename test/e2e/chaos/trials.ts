@@ -337,9 +337,9 @@ export function describeOutcome(o: ScenarioOutcome): string {
 
 /** The ways an outcome falls short of what issue 29 demands: no row lost, doubled or changed, no record error, the last run complete. */
 export function problemsOf(o: ScenarioOutcome, acceptRefusal: (scenario: ScenarioName, message: string) => boolean): string[] {
-  if (o.refused !== undefined) return acceptRefusal(o.scenario, o.refused) ? [] : [`trial ${o.trial}: prepare refused it: ${o.refused}`];
+  if (o.refused !== undefined) return acceptRefusal(o.scenario, o.refused) ? [] : [`${o.scenario}, trial ${o.trial}: prepare refused it: ${o.refused}`];
   const out: string[] = [];
-  const at = `trial ${o.trial} (faults ${o.faults.join(', ') || 'none'})`;
+  const at = `${o.scenario}, trial ${o.trial} (faults ${o.faults.join(', ') || 'none'})`;
   for (const t of o.tables) {
     if (t.lost) out.push(`${at}: ${t.table} lost ${t.lost} rows`);
     if (t.doubled) out.push(`${at}: ${t.table} has ${t.doubled} rows written twice`);
