@@ -4,7 +4,7 @@ import { Backoff, sleep } from '../channel/backoff.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { InstancePaths } from './home.js';
 import { CONFIG_EXIT_CODE, RESTART_EXIT_CODE } from './restart.js';
-import { processAlive } from '../util/process.js';
+import { processAlive, processStartId } from '../util/process.js';
 
 /** What {@link supervise} needs. */
 export interface SupervisorOptions {
@@ -103,26 +103,41 @@ export async function supervise(opts: SupervisorOptions): Promise<number> {
   }
 }
 
-/** The PID in the instance's agent.pid when that process is alive, else undefined. */
+/**
+ * The PID in the instance's agent.pid when that process still runs, else undefined.
+ *
+ * agent.pid holds the PID on its first line and, where /proc tells, the process's start
+ * identity ({@link processStartId}) on its second. A process that has exited but is not yet reaped
+ * (a zombie, when whoever started `ferry agent run` does not wait for it) does not run; nor does a
+ * process whose start identity differs from the one recorded: the PID was given to another process
+ * after the Agent died without removing the file (kill -9, a power cut; the folder outlives a
+ * reboot, and PIDs early in a boot repeat).
+ */
 export function runningPid(paths: InstancePaths): number | undefined {
-  let pid: number;
+  let lines: string[];
   try {
-    pid = Number(fs.readFileSync(paths.pidFile, 'utf8').trim());
+    lines = fs.readFileSync(paths.pidFile, 'utf8').split('\n');
   } catch {
     return undefined;
   }
-  return Number.isInteger(pid) && pid > 0 && processAlive(pid) ? pid : undefined;
+  const pid = Number(lines[0]?.trim());
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return undefined;
+  const recorded = lines[1]?.trim();
+  const current = recorded ? processStartId(pid) : undefined;
+  // A file without the identity (written by an older version, or without /proc), or a process
+  // /proc hides: the PID alone decides.
+  return current !== undefined && current !== recorded ? undefined : pid;
 }
-
 
 /** Writes agent.pid, refusing when another live process holds it; returns the release function. */
 function acquirePidFile(paths: InstancePaths): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      fs.writeFileSync(paths.pidFile, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      const startId = processStartId(process.pid);
+      fs.writeFileSync(paths.pidFile, `${process.pid}\n${startId ? `${startId}\n` : ''}`, { flag: 'wx', mode: 0o600 });
       return () => {
         try {
-          if (fs.readFileSync(paths.pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(paths.pidFile, { force: true });
+          if (fs.readFileSync(paths.pidFile, 'utf8').split('\n')[0]?.trim() === String(process.pid)) fs.rmSync(paths.pidFile, { force: true });
         } catch {
           // Already gone (uninstalled while running): nothing to release.
         }
@@ -133,7 +148,7 @@ function acquirePidFile(paths: InstancePaths): () => void {
       if (pid !== undefined && pid !== process.pid) {
         throw new FerryError('AGT_ALREADY_RUNNING', `The Agent instance ${paths.serviceName} already runs as process ${pid}.`, { details: { pid } });
       }
-      // A stale file from a process that died without cleaning up.
+      // A stale file: its process died without cleaning up, is a zombie, or its PID now names another process.
       fs.rmSync(paths.pidFile, { force: true });
     }
   }

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ferry, getAgent, install, killAll, reportsOf, serviceUnderTest, until, untilStatus, workerPids, type ServiceUnderTest } from './harness.js';
+import { procState } from '../../helpers/processes.js';
+import { FAST_AGENT_ENV, ferry, getAgent, install, killAll, reportsOf, ROOT, serviceUnderTest, until, untilStatus, workerPids, type ServiceUnderTest } from './harness.js';
 
 describe('Agent restarts replace the process and come back Running', () => {
   let sut: ServiceUnderTest;
@@ -50,6 +52,43 @@ describe('Agent restarts replace the process and come back Running', () => {
       expect(await run.stop()).toBe(0);
     });
   }
+
+  it.runIf(process.platform === 'linux')('a killed run its parent has not reaped (a zombie) does not keep the next run from starting', { timeout: 120_000 }, async () => {
+    // A parent that never waits for its children: sh starts the run in the background, prints its
+    // PID and becomes `sleep`, so the run, once killed, stays a zombie with its agent.pid in place.
+    const parent = spawn('sh', ['-c', '"$@" & echo $!; exec sleep 120', 'sh', process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'agent', 'run', '--home', home], {
+      cwd: ROOT,
+      env: { ...process.env, ...FAST_AGENT_ENV },
+      stdio: ['ignore', 'pipe', 'ignore'],
+      detached: true,
+    });
+    try {
+      let out = '';
+      parent.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+      const killed = await until('the PID of the first run', () => Number(/^(\d+)$/m.exec(out)?.[1]) || undefined);
+      // The supervisor writes agent.pid before it starts its worker.
+      await until('the first run\'s worker', () => (/worker started pid/.test(out) ? true : undefined));
+      process.kill(killed, 'SIGKILL');
+      await until('the killed run to be a zombie', () => (procState(killed) === 'Z' ? true : undefined));
+
+      const since = new Date().toISOString();
+      const run = ferry(['agent', 'run', '--home', home]);
+      await Promise.race([
+        until('the next run connected', async () => {
+          const view = await getAgent(sut, agentId);
+          return view.status === 'Running' && (view.lastStartTime ?? '') >= since ? true : undefined;
+        }),
+        run.exited.then((code) => {
+          throw new Error(`the next run exited (${code}):\n${run.output()}`);
+        }),
+      ]);
+      expect(procState(killed)).toBe('Z');
+      expect(run.output()).not.toMatch(/already runs/);
+      expect(await run.stop()).toBe(0);
+    } finally {
+      if (parent.pid !== undefined) process.kill(-parent.pid, 'SIGKILL');
+    }
+  });
 
   it('the memory watchdog restarts an Agent above its RSS limit', { timeout: 120_000 }, async () => {
     // 1 MB is below any Node.js process: every worker exceeds it at its first sample.
