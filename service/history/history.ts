@@ -13,6 +13,7 @@ import { Reprocessing, type ReprocessAnswer, type ReprocessingOptions } from './
 import type { Database, ExecutionErrorRow, ExecutionRow, ScheduleSkipRow, SolutionRow } from '../store/schema.js';
 import { defaultLaterThan, type ExecutionSort, type HistoryResult } from './query.js';
 import { parseStatistics, toStatistics, type ExecutionStatistics } from './statistics.js';
+import { awayNotes } from './agent-away.js';
 
 /** An execution as read: its row and how many of its record errors can still be reprocessed. */
 export interface ExecutionView {
@@ -20,6 +21,8 @@ export interface ExecutionView {
   readonly reprocessRecordsRemaining: number;
   /** When it was read: the duration of a run still going counts to this. */
   readonly readAt: Date;
+  /** A run still going whose Agent is away: what its `details` says of the Agent (./agent-away.ts). */
+  readonly agentAway?: string | undefined;
 }
 
 /** An execution named in a path: its integer ID, or its run ID (`processExecutionId`). */
@@ -101,13 +104,15 @@ export class History {
       page: q,
     });
     const remaining = await reprocessableCounts(this.opts.db, rows.map((r) => r.id));
-    return { items: rows.map((row) => ({ row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now })), total };
+    const away = await awayNotes(this.opts.db, rows, this.opts.commands);
+    return { items: rows.map((row) => ({ row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now, agentAway: away.get(row.id) })), total };
   }
 
   async get(orgId: number, solutionId: string, ref: ExecutionRef, now: Date = new Date()): Promise<ExecutionView> {
     const row = await this.execution(orgId, solutionId, ref);
     const remaining = await reprocessableCounts(this.opts.db, [row.id]);
-    return { row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now };
+    const away = await awayNotes(this.opts.db, [row], this.opts.commands);
+    return { row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now, agentAway: away.get(row.id) };
   }
 
   /** Per Map (or entity) and per Block: what the run's end reported; empty while it runs. */

@@ -21,7 +21,7 @@ import { isoOr } from './query.js';
  *   runStarted ──▶ execution row (result null) if new ─▶ Solution.inProgressStartTime
  *   runProgress ─▶ counts, while the run has no result
  *   runErrors ───▶ (execution row if missing) ─▶ errors not stored yet, seq 1, 2, …
- *   runFinished ─▶ end of the execution ─┬▶ first time it gets a result: usage += processed
+ *   runFinished ─▶ end of the execution ─┬▶ first time it gets a result: its counts, usage += processed
  *                                        └▶ Solution: in-progress cleared (if this run's),
  *                                           lastRunTime / lastRunResult (if not older)
  *   scheduleSkipped ▶ schedule_skips (once per due time)
@@ -136,10 +136,13 @@ export class RunReports {
     const runId = r.runId.toLowerCase();
     const startedAt = isoOr(r.startedAt, now);
     const before = await this.ensureExecution(tx, agent, solution, { runId, trigger: r.trigger, dueAt: null, start: startedAt });
-    // A run ended for the Agent that died during it (RUN_AGENT_ENDED) reports no counts of its own:
-    // what its progress reports said it had written stands, and is counted.
-    const processed = Math.max(r.processed, before.result === null ? Number(before.recordsProcessed) : 0);
-    const failed = Math.max(r.failed, before.result === null ? Number(before.recordsFailed) : 0);
+    // The end's counts are what the Agent counted committed, also for a run that ended with its
+    // Agent process (RUN_AGENT_ENDED: the counts it kept after each batch), and they add up to its
+    // statistics: they replace what the progress said. An older Agent reported such a run with no
+    // counts and no statistics at all: then what its progress said stands, and is counted.
+    const countless = r.processed === 0 && r.failed === 0 && r.statistics.length === 0 && before.result === null;
+    const processed = countless ? Number(before.recordsProcessed) : r.processed;
+    const failed = countless ? Number(before.recordsFailed) : r.failed;
     const end = {
       trigger: r.trigger,
       start: startedAt,

@@ -6,8 +6,11 @@ import { fromFlag } from '../../util/values.js';
 import type { ConnectorRecord } from '../../../src/connectors/sdk.js';
 import type { Execution, FailedRecord, RecordError, ScheduleSkip } from '../schemas/history.schema.js';
 
-/** The API model of an execution; a run without a result is InProgress, its duration counted to when it was read. */
-export function toExecution({ row, reprocessRecordsRemaining, readAt }: ExecutionView): Execution {
+/**
+ * The API model of an execution; a run without a result is InProgress, its duration counted to when
+ * it was read, and its `details` say so when its Agent is away.
+ */
+export function toExecution({ row, reprocessRecordsRemaining, readAt, agentAway }: ExecutionView): Execution {
   const stats = toStatistics(parseStatistics(row.statistics));
   return {
     id: row.id,
@@ -18,7 +21,7 @@ export function toExecution({ row, reprocessRecordsRemaining, readAt }: Executio
     stop: row.stop,
     duration: durationSeconds(row.start, row.stop, readAt),
     result: row.result === null ? 'InProgress' : (historyResultOf(row.result) ?? 'FatalError'),
-    details: row.details,
+    details: row.result === null && agentAway !== undefined ? agentAway : row.details,
     recordsProcessed: row.recordsProcessed,
     recordsFailed: row.recordsFailed,
     reprocessRecordsRemaining,

@@ -82,7 +82,7 @@ export const Execution = z.object({
   stop: Timestamp.nullable().describe('null while the run is going'),
   duration: z.number().describe('seconds (with milliseconds), up to now while the run is going'),
   result: z.enum(HISTORY_RESULTS),
-  details: z.string().nullable().describe('the fatal error\'s text, or why the run stopped early'),
+  details: z.string().nullable().describe('the fatal error\'s text, or why the run stopped early; while the run is going and its Agent is away, which Agent and since when'),
   recordsProcessed: z.number().int(),
   recordsFailed: z.number().int(),
   reprocessRecordsRemaining: z.number().int().describe('record errors that can still be reprocessed'),

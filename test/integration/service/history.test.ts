@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReportBody } from '../../../src/protocol/channel.js';
 import { shareErrorFields, type RunMapStats } from '../../../src/protocol/solutions.js';
-import { connectPlayedAgent, OpenChannels, registerTestAgent, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { connectPlayedAgent, OpenChannels, registerTestAgent, until, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
 import { recordError, seedRun } from '../../helpers/history.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
@@ -185,8 +185,40 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     expect((await svc.request<RecordError[]>('GET', `${S}/${id}/history/${items[0]?.id}/errors`)).headers['total-count']).toBe('3');
   });
 
-  it('keeps the counts the progress reports gave a run that ended with its Agent (RUN_AGENT_ENDED reports none)', async () => {
+  it('records what a run that ended with its Agent committed: the end\'s counts, stop and statistics over its last progress, counted in usage once', async () => {
     const id = await solution('Killed');
+    const runId = randomUUID();
+    const start = ago(20);
+    const before = await isUsage();
+    await send(started(id, runId, start));
+    await send({ kind: 'runProgress', runId, solutionId: id, at: ago(19.95), processed: 10_000, failed: 0 });
+    // The Agent came back 97 s later; the run's last batch was committed 4 s after its start.
+    const stop = new Date(Date.parse(start) + 4_000).toISOString();
+    const stats: RunMapStats[] = [{ ...(STATS[0] as RunMapStats), processed: 42_000, failed: 4, blocks: [] }];
+    const end = finished(id, runId, start, { result: 'RecordErrorsAndFatalErrors', processed: 42_000, failed: 4, at: stop, statistics: stats, details: 'RUN_AGENT_ENDED: The Agent process ended during this run.' });
+    await send(end);
+    // Sent again under a new message ID (a kill right after it was queued): counted once.
+    await send(end);
+    const { items } = await history(id);
+    expect(items[0]).toMatchObject({ result: 'RecordErrorsAndFatalErrors', recordsProcessed: 42_000, recordsFailed: 4, stop, duration: 4 });
+    expect(items[0]?.mapStatistics).toMatchObject([{ mapId: 7, recordsProcessed: 42_000, recordsFailed: 4 }]);
+    expect(await isUsage()).toBe(before + 42_000);
+  });
+
+  it('takes the end\'s counts, which add up to its statistics, over a progress that said more', async () => {
+    const id = await solution('Fewer at the end');
+    const runId = randomUUID();
+    const start = ago(20);
+    const before = await isUsage();
+    await send(started(id, runId, start));
+    await send({ kind: 'runProgress', runId, solutionId: id, at: ago(19), processed: 700, failed: 3 });
+    await send(finished(id, runId, start, { result: 'CompletedWithErrors', processed: 650, failed: 2, statistics: [{ ...(STATS[0] as RunMapStats), processed: 650, failed: 2 }] }));
+    expect((await history(id)).items[0]).toMatchObject({ recordsProcessed: 650, recordsFailed: 2 });
+    expect(await isUsage()).toBe(before + 650);
+  });
+
+  it('keeps the counts the progress reports gave a run an older Agent ended with no counts at all (RUN_AGENT_ENDED)', async () => {
+    const id = await solution('Killed on an older Agent');
     const runId = randomUUID();
     const start = ago(20);
     const before = await isUsage();
@@ -196,6 +228,47 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     const { items } = await history(id);
     expect(items[0]).toMatchObject({ result: 'FatalError', recordsProcessed: 700, recordsFailed: 3 });
     expect(await isUsage()).toBe(before + 700);
+  });
+
+  it('says in details while a run is going that its Agent is away, naming it and its last contact, until it reconnects', async () => {
+    const away = await registerTestAgent(svc, { name: 'Plant 7' });
+    let plant = await channels.connect(svc, away);
+    plant.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
+    expect(await plant.hello(away)).toMatchObject({ ok: true });
+    const res = await svc.request<SolutionModel>('POST', S, { body: { name: 'Far away', solutionType: 'Integration', agentId: away.agentId } });
+    expect(res.status, res.text).toBe(201);
+    const id = res.body.id;
+    const runId = randomUUID();
+    const start = ago(3);
+    const reply = await plant.report(started(id, runId, start));
+    expect(reply).toMatchObject({ ok: true });
+    const one = async () => (await svc.request<Execution>('GET', `${S}/${id}/history/${runId}`)).body;
+    expect(await one()).toMatchObject({ result: 'InProgress', details: null });
+
+    // The channel drops (the Agent killed, the cable pulled): the run still shows, and says why nothing moves.
+    await plant.close();
+    const lastContact = (await db().selectFrom('agents').select('lastContactTime').where('id', '=', away.agentId).executeTakeFirstOrThrow()).lastContactTime;
+    const note = `The Agent Plant 7 (${away.agentId}) has not been in contact since ${lastContact}; the run's outcome is recorded when it reconnects.`;
+    const shown = await until(async () => {
+      const e = await one();
+      return e.details === note ? e : undefined;
+    }, 'the away note');
+    expect(shown).toMatchObject({ result: 'InProgress', stop: null });
+    expect((await history(id)).items[0]?.details).toBe(note);
+    expect((await history(id, '?result=InProgress')).items[0]?.details).toBe(note);
+    // Silent past the heartbeat thresholds: the status says so too.
+    await db().updateTable('agents').set({ status: 'HeartbeatFailed' }).where('id', '=', away.agentId).execute();
+    expect((await one()).details).toBe(note.replace('; the run', ' (HeartbeatFailed); the run'));
+
+    // Back: nothing more to say until its report of the run arrives.
+    plant = await channels.connect(svc, away);
+    plant.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
+    expect(await plant.hello(away)).toMatchObject({ ok: true });
+    expect(await one()).toMatchObject({ result: 'InProgress', details: null });
+    await plant.report(finished(id, runId, start, { result: 'FatalError', details: 'RUN_AGENT_ENDED: The Agent process ended during this run.' }));
+    await plant.close();
+    // An ended run keeps its own details, whatever becomes of its Agent.
+    expect(await one()).toMatchObject({ result: 'FatalError', details: 'RUN_AGENT_ENDED: The Agent process ended during this run.' });
   });
 
   it('keeps one run whatever order its reports arrive in', async () => {
