@@ -227,6 +227,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     log: logger.log.child({ component: 'solutions' }),
     dataDir: paths.data,
     concurrency: config.runConcurrency,
+    targetRetryMs: config.targetRetryMs,
     runsOn: config.cloud ? 'cloud' : 'local',
     lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: path.join(paths.data, 'lookup-tables') }),
     reprocessPages: serviceReprocessPages({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret) }),

@@ -38,6 +38,8 @@ export const AgentConfigSchema = z.object({
   cloud: z.stringbool().default(false),
   /** Solution runs at once on this Agent; more wait in its queue. */
   runConcurrency: z.coerce.number().int().min(1).max(64).default(2),
+  /** How long a run's write waits for a datastore that went away (retried with back-off) before the run ends with RUN_TARGET_UNAVAILABLE. */
+  targetRetryMs: z.coerce.number().int().min(0).default(90_000),
   /** A due time missed while the Agent was down still runs once if it is at most this old (ms); older ones are recorded as missed. */
   scheduleGraceMs: z.coerce.number().int().min(0).default(10 * 60_000),
 });
@@ -64,6 +66,7 @@ export const AGENT_ENV_KEYS: Readonly<Record<string, keyof AgentConfigInput>> = 
   FERRY_AGENT_CLOUD: 'cloud',
   FERRY_AGENT_RUN_CONCURRENCY: 'runConcurrency',
   FERRY_AGENT_SCHEDULE_GRACE_MS: 'scheduleGraceMs',
+  FERRY_AGENT_TARGET_RETRY_MS: 'targetRetryMs',
 };
 
 /**

@@ -68,6 +68,7 @@ export const ERROR_CODES = {
   MAP_RELATIONSHIP_NOT_FOUND: { kind: 'config', status: 400, title: 'A relationship of the Block does not exist' },
   MAP_LOCKED: { kind: 'config', status: 409, title: 'The Map is locked by another user' },
   RUN_CANCELLED: { kind: 'transient', status: 409, title: 'The Map run was cancelled' },
+  RUN_STOPPED: { kind: 'transient', status: 409, title: 'A user stopped the run before it was complete' },
   RUN_WRITE_FAILED: { kind: 'config', status: 422, title: 'The datastore refused the record' },
   RUN_BATCH_FAILED: { kind: 'transient', status: 502, title: 'A whole write batch failed' },
   RUN_TARGET_UNAVAILABLE: { kind: 'transient', status: 503, title: 'The datastore of a write stayed unavailable past the retry budget' },

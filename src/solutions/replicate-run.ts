@@ -22,7 +22,7 @@ export async function replicateSolution(opts: {
   onProgress(processed: number, failed: number): void;
   onRecordError(e: RunRecordError): void;
   committed?: Pick<CommittedCounts, 'begin' | 'batch' | 'end'>;
-}): Promise<{ statistics: RunMapStats[]; fatal?: string }> {
+}): Promise<{ statistics: RunMapStats[]; fatal?: string; cancelled: boolean }> {
   const { solution, host } = opts;
   const rs = solution.replication;
   if (!rs) throw new FerryError('RUN_MAP_FAILED', `Solution ${solution.name} has no replication settings; prepare it again.`);
@@ -57,7 +57,7 @@ export async function replicateSolution(opts: {
         },
         onRecordError: (e) => opts.onRecordError(e),
       });
-      return { statistics: r.statistics, ...(r.fatal !== undefined ? { fatal: r.fatal } : {}) };
+      return { statistics: r.statistics, ...(r.fatal !== undefined ? { fatal: r.fatal } : {}), cancelled: r.cancelled };
     } finally {
       await target.close();
     }

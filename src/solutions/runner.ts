@@ -65,6 +65,10 @@ export interface SolutionRunnerOptions {
   /** The pages of a reprocess run's records, from the Service. */
   readonly reprocessPages?: ReprocessPages;
   readonly now?: () => Date;
+  /** How long a stopped run's batch in progress may take before its calls are cancelled (default 2,500 ms). */
+  readonly stopGraceMs?: number;
+  /** How long a write waits for its datastore to come back before the run ends with RUN_TARGET_UNAVAILABLE (default 90 s). */
+  readonly targetRetryMs?: number;
 }
 
 /** A run in this process: queued or executing. */
@@ -81,6 +85,10 @@ interface ActiveRun {
   processed: number;
   failed: number;
   stopped: boolean;
+  /** The stop cut the run short: a Map or an entity was left before its end. */
+  incomplete: boolean;
+  /** What the run's Maps did otherwise than asked (runMap's notice), for its History. */
+  notices: string[];
 }
 
 export interface StartResult {
@@ -135,7 +143,7 @@ export class SolutionRunner {
         result: failed > 0 ? 'RecordErrorsAndFatalErrors' : 'FatalError',
         processed,
         failed,
-        details: 'RUN_AGENT_ENDED: The Agent process ended during this run (killed or crashed); its stop time and counts are those of the last batch it committed. The next run continues from the last checkpoint.',
+        details: `RUN_AGENT_ENDED: The Agent process ended during this run (killed or crashed); its stop time and counts are those of the last batch it committed. ${RESUMES}`,
         stopped: false,
         sourceDataLocal: this.opts.store.get(r.solutionId)?.capture.isSourceDataLocal ?? true,
         statistics: done.statistics.slice(0, 1000),
@@ -209,7 +217,7 @@ export class SolutionRunner {
       throw new FerryError('AGT_RUN_ABANDONED', `Run ${runId} arrived after this Agent told the Service it never started it; the Service gave its records back, still marked. Reprocess them again.`, { details: { solutionId, runId } });
     }
     const startedAt = this.#now().toISOString();
-    const run: ActiveRun = { ...what, solutionId, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false };
+    const run: ActiveRun = { ...what, solutionId, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false, incomplete: false, notices: [] };
     this.#active.set(solutionId, run);
     this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
     this.opts.report({ kind: 'runStarted', runId, solutionId, trigger, ...(dueAt ? { dueAt: dueAt.toISOString() } : {}), at: startedAt });
@@ -314,6 +322,7 @@ export class SolutionRunner {
         const r = await replicateSolution({ solution, host: await this.opts.host(), signal, dataDir: this.opts.dataDir, log, onProgress: progress, onRecordError: (e) => errors.add(e), committed });
         statistics.push(...r.statistics);
         fatal = r.fatal;
+        run.incomplete ||= r.cancelled;
       } else {
         fatal = await this.#runMaps(solution, run, workSignal, log, statistics, progress, (e) => errors.add(e), committed);
       }
@@ -325,7 +334,7 @@ export class SolutionRunner {
     // entities between batches without an error of their own, like a user's stop: without this the
     // run would be reported CompletedSuccessfully although it did not copy everything.
     if (workSignal.aborted) {
-      const interrupted = `${errorText(workSignal.reason)} The next run continues from the last checkpoint.`;
+      const interrupted = `${errorText(workSignal.reason)} ${RESUMES}`;
       fatal = fatal === undefined ? interrupted : `${interrupted}\n${fatal}`;
     }
     this.#finish(solution, run, statistics, { ...(fatal !== undefined ? { fatal } : {}) });
@@ -364,7 +373,11 @@ export class SolutionRunner {
     }
     for (const map of solution.maps) {
       if (only ? !only.includes(map.mapId) : !map.enabled) continue;
-      if (signal.aborted || run.controller.signal.aborted) break;
+      if (signal.aborted || run.controller.signal.aborted) {
+        // A Map left unrun by a stop: the run is not complete.
+        run.incomplete = true;
+        break;
+      }
       const started = performance.now();
       try {
         const model = MapModel.parse(map.model);
@@ -380,6 +393,9 @@ export class SolutionRunner {
             executionId: run.runId,
             signal,
             stop: run.controller.signal,
+            ...(this.opts.stopGraceMs !== undefined ? { stopGraceMs: this.opts.stopGraceMs } : {}),
+            ...(this.opts.targetRetryMs !== undefined ? { targetRetry: { budgetMs: this.opts.targetRetryMs } } : {}),
+            onRetry: (n) => log.warn({ mapId: map.mapId, block: n.blockName, attempt: n.attempt, waitMs: n.waitMs, code: n.error.code, err: { message: n.error.message } }, 'write failed as a whole: the datastore is tried again'),
             lookupTables: tables,
             ...(copies
               ? { source: copies.batches }
@@ -394,6 +410,11 @@ export class SolutionRunner {
           });
           // Records without a stored copy failed before the Map saw them: they count as processed and failed.
           const missing = copies?.missing ?? 0;
+          run.incomplete ||= result.stats.cancelled;
+          if (result.notice) {
+            run.notices.push(`Map ${map.name} (${map.mapId}): ${result.notice}`);
+            log.warn({ mapId: map.mapId }, result.notice);
+          }
           const s = { ...result.stats, processed: result.stats.processed + missing, failed: result.stats.failed + missing };
           processed += s.processed;
           failed += s.failed;
@@ -428,8 +449,12 @@ export class SolutionRunner {
   #finish(solution: PreparedSolution, run: ActiveRun, statistics: RunMapStats[], end: { fatal?: string }): void {
     const processed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.processed, 0) : run.processed;
     const failed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.failed, 0) : run.failed;
-    const result: RunResult = end.fatal !== undefined ? (failed > 0 ? 'RecordErrorsAndFatalErrors' : 'FatalError') : failed > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully';
-    const details = end.fatal ?? (run.stopped ? 'Stopped by a user; the next run continues from the last finished batch.' : undefined);
+    // A run a user stopped before its end did not copy everything: not a success a client can take for one.
+    const cut = run.stopped && run.incomplete && end.fatal === undefined ? `RUN_STOPPED: Stopped by a user before the run was complete (${processed} records processed). ${RESUMES}` : undefined;
+    const fatal = end.fatal ?? cut;
+    const result: RunResult = fatal !== undefined ? (failed > 0 ? 'RecordErrorsAndFatalErrors' : 'FatalError') : failed > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully';
+    const notices = run.notices.length > 0 ? run.notices.join('\n') : undefined;
+    const details = fatal !== undefined ? [fatal, ...run.notices].join('\n') : (notices ?? (run.stopped ? 'Stopped by a user after the last batch; the run is complete.' : undefined));
     this.opts.report({
       kind: 'runFinished',
       runId: run.runId,
@@ -515,5 +540,13 @@ function errorText(err: unknown): string {
   if (isFerryError(err)) return `${err.code}: ${err.message}`;
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * What the next run does after one cut short: said as it is, since not every Map can resume (a
+ * Map without net change into a keyed table reads its source again, and the key refuses what is
+ * written already; docs/reliability.md).
+ */
+const RESUMES =
+  'The next run continues from the last written batch for Replications, Maps with net change and Maps that create records in a PostgreSQL or SQLite table without a key; other Maps read their source again from the start.';
 
 const round = (n: number): number => Math.round(n * 1000) / 1000;

@@ -29,6 +29,8 @@ export interface QueryCreateOptions {
   model?: Record<string, unknown>;
   /** More properties of the SQLite target Connection (for example `busyTimeoutMs`). */
   target?: Record<string, string>;
+  /** The target database's DDL; the fixture's own (contacts, keyed by id) when absent. */
+  targetSql?: string;
 }
 
 /**
@@ -57,7 +59,7 @@ export function useQueryCreateMap(prefix: string): (opts?: QueryCreateOptions) =
     if (opts.schema !== undefined) await fsp.writeFile(path.join(dir, 'src', 'schema.json'), opts.schema);
     const dbFile = path.join(dir, 'target.db');
     const db = new Database(dbFile);
-    db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
+    db.exec(opts.targetSql ?? (await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8')));
     db.close();
     await fsp.rm(path.join(dir, 'src', 'target.sql'));
     const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });

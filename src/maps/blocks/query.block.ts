@@ -3,15 +3,15 @@
  * change, only records whose date field is at or after the watermark, ascending by it.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import type { RecordBatch } from '../../connectors/sdk.js';
+import type { OrderBy, RecordBatch } from '../../connectors/sdk.js';
 import type { Block } from '../../protocol/map.js';
 import { openConnection } from '../runtime/context.js';
 import type { BlockKind } from './registry.js';
 import { checkRelationships, childrenOf } from './relationships.js';
 
-export function queryBatches(block: Block, conn: HostConnection, opts: { since: string | null; batchSize: number; fields?: string[]; signal: AbortSignal }): AsyncIterable<RecordBatch> {
+export function queryBatches(block: Block, conn: HostConnection, opts: { since: string | null; batchSize: number; fields?: string[]; signal: AbortSignal; orderBy?: OrderBy[] }): AsyncIterable<RecordBatch> {
   const netChange = block.netChange && opts.since ? { field: block.netChange.fieldName, since: opts.since } : undefined;
-  const orderBy = block.netChange && !netChange ? [{ field: block.netChange.fieldName, direction: 'asc' as const }] : undefined;
+  const orderBy = block.netChange && !netChange ? [{ field: block.netChange.fieldName, direction: 'asc' as const }] : netChange ? undefined : opts.orderBy;
   return conn.query(block.entity ?? '', block.filter, {
     batchSize: opts.batchSize,
     signal: opts.signal,

@@ -31,6 +31,7 @@ export function writeStep(spec: WriteStepSpec): Step {
   return {
     block,
     leading: formulas,
+    bulkWrite: bulk,
     ...(copies ? { fieldCopies: copies } : {}),
     async run(items, env, ahead) {
       const conn = env.connections.get(block.connectionId ?? '');

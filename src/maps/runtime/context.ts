@@ -7,6 +7,7 @@ import type { HostConnection } from '../../connectors/connection.js';
 import type { Checkpoint, ConnectorRecord, PackedBatch, RecordBatch } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
+import type { OrderBy } from '../../connectors/sdk.js';
 import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
 import type { FormulaBudget, FormulaTimeUsed } from './formula-budget.js';
 import type { StatsCollector } from './stats.js';
@@ -118,6 +119,8 @@ export interface Step {
   readonly block: Block;
   /** Set when the step is a {@link FieldCopies} write. */
   readonly fieldCopies?: FieldCopies;
+  /** A write step that writes a batch's records in bulk calls of `env.bulkSize(block)` (else one by one). */
+  readonly bulkWrite?: boolean;
   /**
    * Formulas the step evaluates over every item that reaches it before doing anything else. They
    * are pure, so the run evaluates those of its first step ahead, while the previous batch is
@@ -135,6 +138,8 @@ export interface SourceOptions {
   signal: AbortSignal;
   /** Wait For Message / Wait For Request: the message handed to the run. */
   message: unknown;
+  /** Query: read in this order (a run resumed at a point reads as the run before it did: resume-point.ts). */
+  orderBy?: OrderBy[];
 }
 
 /** A starter Block bound by the plan: where a run's source records come from. */

@@ -27,7 +27,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
-import type { Checkpoint, ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, OrderBy, RecordBatch } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import { isWriteType, type Block, type MapModel } from '../../protocol/map.js';
 import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
@@ -42,6 +42,7 @@ import { uuidV7 } from '../../util/uuid-v7.js';
 import { recordMaker } from '../../connectors/sdk.js';
 import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
 import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
+import { fingerprint, parseResumePoint, pastPoint, resumeValue } from './resume-point.js';
 import { DEFAULT_TARGET_RETRY, withTargetRetry, type RetryNotice, type TargetRetry } from './target-retry.js';
 
 /** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
@@ -155,6 +156,8 @@ export interface RunOptions {
 export interface RunResult {
   stats: MapStats;
   errors: number;
+  /** What the run did otherwise than asked, for its History (a resume point it could not use). */
+  notice?: string;
   /** A Map that begins with Wait For Request: the reply sent, or null when none was. */
   reply?: ConnectorRecord | null;
 }
@@ -192,7 +195,11 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   const sourceConn = opts.connections.get(starter.connectionId ?? '');
   if (!sourceConn && !opts.source && source.readsConnection) throw connectionNotOpen(starter);
   const sizes = batchSizes(opts.batchSize ?? model.batchSize, sourceConn, plan.blocks, opts.connections);
-  const batchSize = sizes.run;
+  const createIn = opts.checkpointKey !== undefined && !opts.source ? transactionalCreate(plan, opts.connections) : undefined;
+  // Without net change, a Create into a table without a key resumes a run cut short at its resume point (resume-point.ts).
+  const byPosition = !starter.netChange && starter.blockType === 'Query' && createIn && (await resumesByPosition(plan, createIn, signal)) ? createIn : undefined;
+  // Each batch must be one write call to commit its point with it.
+  const batchSize = byPosition ? Math.min(sizes.run, sizes.bulk(byPosition.block)) : sizes.run;
   const owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
   const engine: FormulaEvaluator = opts.engine ?? (owned as FormulaEngine);
   const entity = starter.entity ?? '';
@@ -269,10 +276,15 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   };
 
   const wm = opts.watermark;
-  const inTarget = opts.checkpointKey !== undefined && !opts.source && starter.netChange ? transactionalCreate(plan, opts.connections) : undefined;
+  const inTarget = starter.netChange ? createIn : undefined;
+  const checkpointKey = opts.checkpointKey ?? '';
+  /** The target's checkpoint, waited for while the target is away (target-retry.ts). */
+  const readCheckpoint = (t: { block: Block; conn: HostConnection }): Promise<string | null> => env.retrying(t.block, () => t.conn.readCheckpoint(checkpointKey, { signal }));
   // The checkpointed watermark wins (the later of the Agent's and the target's); without one, the Map's lastRunDate.
   const local = opts.source || !wm ? null : await wm.load();
-  const saved = inTarget ? laterState(local, parseWatermarkState(await inTarget.conn.readCheckpoint(opts.checkpointKey ?? '', { signal }))) : local;
+  const saved = inTarget ? laterState(local, parseWatermarkState(await readCheckpoint(inTarget))) : local;
+  const resumeFrom = byPosition ? parseResumePoint(await readCheckpoint(byPosition)) : null;
+  let notice: string | undefined;
   const since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
   const netField = starter.netChange?.fieldName;
   const tracker = new MarkTracker(since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], netField ?? '', plan.sourceKeyFields);
@@ -281,7 +293,8 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   let rowsRead = 0;
   /** The checkpoint the current batch's Create commits with (exactly-once writes). */
   let batchCheckpoint: Checkpoint | undefined;
-  if (inTarget) env.checkpointFor = (block) => (block === inTarget.block ? batchCheckpoint : undefined);
+  const committing = inTarget ?? byPosition;
+  if (committing) env.checkpointFor = (block) => (block === committing.block ? batchCheckpoint : undefined);
   const first = plan.steps[0];
   let stopped = false;
   let lastAhead: Promise<unknown> | undefined;
@@ -324,7 +337,11 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     if (inTarget) {
       // As if every record of the batch is done: a record the target refuses is reported, and not read again.
       const state = tracker.peek(items.map((i) => i.state.source));
-      batchCheckpoint = state ? { key: opts.checkpointKey ?? '', value: JSON.stringify(state) } : undefined;
+      batchCheckpoint = state ? { key: checkpointKey, value: JSON.stringify(state) } : undefined;
+    } else if (byPosition) {
+      // Every record read through this batch is done once it commits: written, or reported refused.
+      const last = next.items[next.items.length - 1]?.state;
+      batchCheckpoint = last?.row !== undefined ? { key: checkpointKey, value: resumeValue({ run: executionId, read: last.row, last: fingerprint(last.source) }) } : undefined;
     }
     await runSequence(
       plan.steps,
@@ -434,14 +451,32 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
     return true;
   };
   try {
-    const copy = sourceConn ? packedCopyOf(plan, opts, engine) : undefined;
+    // A packed copy commits no resume point with its batches: a run that resumes by one goes the records way.
+    const copy = sourceConn && !byPosition ? packedCopyOf(plan, opts, engine) : undefined;
     const packed = copy && sourceConn ? sourceConn.queryPacked(entity, starter.filter, { batchSize, signal, fields: [...copy.copies.sourceFields] }) : undefined;
     if (copy && packed) {
       await runPacked(packed, copy);
     } else {
-      const batches = opts.source ?? source.batches(sourceConn, { since, batchSize, signal, message: opts.message });
+      const open = (): AsyncIterable<RecordBatch> => source.batches(sourceConn, { since, batchSize, signal, message: opts.message, ...(byPosition ? { orderBy: positionOrder(plan, sourceConn) } : {}) });
+      let batches = opts.source ?? open();
+      if (resumeFrom) {
+        batches = pastPoint(open, resumeFrom, () => {
+          rowsRead = 0;
+          notice = `The run ${resumeFrom.run} that was cut short had written the first ${resumeFrom.read} records of ${entity}; the source no longer reads the same records in that order (changed or replaced), so this run wrote every record.`;
+        });
+        rowsRead = resumeFrom.read;
+      }
+      let completed = true;
       for await (const next of readAhead(prepared(batches))) {
-        if (halted() || !(await runBatch(next))) break;
+        if (halted() || !(await runBatch(next))) {
+          completed = false;
+          break;
+        }
+      }
+      // Read to its end: the next run reads everything again, as a Map without net change does.
+      if (byPosition && completed && !signal.aborted && (resumeFrom || rowsRead > 0)) {
+        const clear: Checkpoint = { key: checkpointKey, value: resumeValue(null) };
+        await env.retrying(byPosition.block, () => byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }));
       }
     }
   } catch (err) {
@@ -465,8 +500,28 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
       errors,
       ...(source.answersRequest ? { reply } : {}),
+      ...(notice ? { notice } : {}),
     };
   }
+}
+
+/**
+ * Whether a run resumes by position (resume-point.ts): its one Create, in bulk calls as large as
+ * the batches it could read, writes into an entity without a primary key, whose records nothing
+ * else tells apart.
+ */
+async function resumesByPosition(plan: RunPlan, target: { block: Block; conn: HostConnection }, signal: AbortSignal): Promise<boolean> {
+  const step = plan.steps.find((s) => s.block === target.block);
+  if (!step?.bulkWrite) return false;
+  const md = await target.conn.metadata({ signal });
+  const entity = md.entities.find((e) => e.fullName === target.block.entity);
+  return entity !== undefined && !entity.fields.some((f) => f.isPrimaryKey);
+}
+
+/** The order a resumable run reads its source in: by the source's key on a SQL datastore; a file in its own order. */
+function positionOrder(plan: RunPlan, conn: HostConnection | undefined): OrderBy[] | undefined {
+  if (!conn?.snapshotQueries || plan.sourceKeyFields.length === 0) return undefined;
+  return plan.sourceKeyFields.map((field) => ({ field, direction: 'asc' as const }));
 }
 
 /**

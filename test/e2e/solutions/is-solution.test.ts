@@ -240,6 +240,9 @@ describe.skipIf(!HAS_PG)('an IS Solution on a real Agent: CSV → formulas and a
     expect(run.recordsProcessed).toBeGreaterThan(0);
     expect(run.recordsProcessed).toBeLessThan(ROWS);
     expect(run.details).toMatch(/Stopped/);
+    // A copy cut short by a stop is not reported as a clean success (a client filtering on results trusts it).
+    expect(run.result).toBe('FatalError');
+    expect(run.details).toMatch(/^RUN_STOPPED: /);
     const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM contacts');
     expect(Number(rows[0]?.n)).toBe(run.recordsProcessed);
     expect((await sut.request('POST', `${S}/stopmonitor`)).status).toBe(204);
