@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { ConnectorError, type ConnectorLog, type ConnectorRecord, type PackedBatch } from '../../src/connectors/sdk.js';
 import { CsvParser, type CsvRow, type CsvSink } from './parser.js';
 import type { CsvProps } from './properties.js';
@@ -126,6 +127,8 @@ export function fileError(err: unknown, file: string): unknown {
   const code = (err as NodeJS.ErrnoException).code;
   switch (code) {
     case 'ENOENT':
+      // The folder itself gone (a share unmounted, a disk away) is the datastore's absence, not the entity's.
+      if (!fs.existsSync(path.dirname(file))) return new ConnectorError('Unreachable', `The folder ${path.dirname(file)} does not exist or is not mounted.`, { nativeCode: code, cause: err });
       return new ConnectorError('EntityNotFound', `The file ${file} does not exist.`, { nativeCode: code, cause: err });
     case 'EACCES':
     case 'EPERM':

@@ -9,7 +9,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
-import { compareValues, datetimeMillis, type ConnectorRecord, type EntityMetadata, type Filter, type PropertyType, type RecordBatch, type Value } from '../../src/connectors/sdk.js';
+import { compareValues, datetimeMillis, type ConnectorRecord, type EntityMetadata, type Filter, type PropertyType, type RecordBatch, type Value, type WriteResult } from '../../src/connectors/sdk.js';
+import type { FerryError } from '../../src/errors/ferry-error.js';
+import { isTargetFailure } from '../../src/maps/runtime/target-retry.js';
 import { transfer } from '../../src/connectors/transfer.js';
 
 export const CONNECTORS_DIR = path.resolve(import.meta.dirname, '../../connectors');
@@ -55,6 +57,18 @@ export interface ConformanceTarget {
   /** A native statement returning the rows of people with id > $1 / ?, and its parameter. */
   nativeQuery?: { statement: string; params: Value[] };
   ensureEntity: boolean;
+  /**
+   * Takes the datastore away while a write call runs: `during` starts the write (`write`), makes
+   * the datastore fail it as it would when its connection drops or its server or file goes away
+   * (PostgreSQL: the session is terminated while a lock holds the write; SQLite: another connection
+   * holds the file's write lock past the busy time-out; csv: the folder goes away), brings the
+   * datastore back once the call has settled, and answers the call's outcome. `properties` are
+   * added to the Connection the case writes through.
+   */
+  interrupt: {
+    properties?: Record<string, string>;
+    during(properties: Record<string, string>, write: () => Promise<WriteResult[]>): Promise<PromiseSettledResult<WriteResult[]>>;
+  };
 }
 
 const FULLNAME = /^[A-Za-z0-9_]+$/;
@@ -263,6 +277,31 @@ export function runConformance(target: ConformanceTarget): void {
       expect(res[637]?.ok === false && res[637].error.code).toBe('InvalidValue');
       const { records } = await collect(conn.query('people', { op: 'and', args: [{ op: '>=', field: 'id', value: 1000 }, { op: '<', field: 'id', value: 2000 }] }, { fields: ['id'] }));
       expect(records).toHaveLength(999);
+    });
+
+    it('a write whose datastore goes away mid-call fails as a whole with a code the run waits on, never as record errors; none of it is half written, and the next write works', async () => {
+      const c = await host.open({ connectorId: target.connector, connectionId: `conf-${target.connector}-${++n}`, properties: { ...props, ...target.interrupt.properties } });
+      try {
+        const batch: ConnectorRecord[] = Array.from({ length: 1500 }, (_, i) => ({ id: 5000 + i, name: `dropped ${i}`, score: i / 2 }));
+        const outcome = await target.interrupt.during(props, () => c.write('Create', 'people', batch));
+        const inRange = async (from: number, to: number): Promise<number> =>
+          (await collect(c.query('people', { op: 'and', args: [{ op: '>=', field: 'id', value: from }, { op: '<', field: 'id', value: to }] }, { fields: ['id'] }))).records.length;
+        if (outcome.status === 'fulfilled') {
+          // The datastore came back in time for the call: every record written, as any write.
+          expect(outcome.value.every((r) => r.ok)).toBe(true);
+          expect(await inRange(5000, 6500)).toBe(1500);
+        } else {
+          const err = outcome.reason as FerryError;
+          expect(isTargetFailure(err), `${err.code}: ${err.message}`).toBe(true);
+          // All or nothing: a batch written again after the datastore is back is never doubled.
+          expect([0, 1500]).toContain(await inRange(5000, 6500));
+        }
+        const after = await c.write('Create', 'people', [{ id: 6600, name: 'after the outage' }]);
+        expect(after.map((r) => r.ok)).toEqual([true]);
+        expect(await inRange(6600, 6601)).toBe(1);
+      } finally {
+        await c.close();
+      }
     });
 
     it.runIf(target.enforcesUniqueKeys)('reports a duplicate key per record (DuplicateKey)', async () => {

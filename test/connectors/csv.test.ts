@@ -61,6 +61,17 @@ for (const readerThread of ['auto', 'on'] as const) {
     },
     enforcesUniqueKeys: false,
     ensureEntity: true,
+    interrupt: {
+      // The folder (a share, a mounted disk) goes away as the write starts, and comes back once it settled.
+      async during(properties, write) {
+        const folder = properties['folder'] as string;
+        const call = write();
+        await fsp.rename(folder, `${folder}.away`);
+        const [outcome] = await Promise.allSettled([call]);
+        await fsp.rename(`${folder}.away`, folder);
+        return outcome;
+      },
+    },
   });
 }
 

@@ -50,6 +50,37 @@ runConformance({
   enforcesUniqueKeys: true,
   nativeQuery: { statement: 'SELECT id, name FROM people WHERE id > $1 ORDER BY id', params: [4] },
   ensureEntity: true,
+  interrupt: {
+    // The write's session is terminated (as by a failover or an administrator) while a lock holds it.
+    async during(properties, write) {
+      const url = properties['connectionString'] as string;
+      const locker = new pg.Client({ connectionString: url });
+      const admin = new pg.Client({ connectionString: url });
+      await locker.connect();
+      await admin.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE people IN EXCLUSIVE MODE');
+        const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+        const call = write();
+        call.catch(() => undefined);
+        let waiting: number | undefined;
+        for (let i = 0; i < 400 && waiting === undefined; i++) {
+          const r = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1", [lockerPid]);
+          waiting = r.rows[0]?.pid;
+          if (waiting === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        expect(waiting, 'the write waits on the lock').toBeDefined();
+        await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
+        const [outcome] = await Promise.allSettled([call]);
+        return outcome;
+      } finally {
+        await locker.query('ROLLBACK').catch(() => undefined);
+        await locker.end();
+        await admin.end();
+      }
+    },
+  },
 });
 
 describe.skipIf(!URL_SET)('postgres connector', () => {
@@ -79,6 +110,42 @@ describe.skipIf(!URL_SET)('postgres connector', () => {
   afterAll(async () => {
     await host?.close();
     await db?.drop();
+  });
+
+  it('a write waiting on a lock is cancelled on the server when its signal fires (a stop, a restart): the call ends at once and no statement stays behind', async () => {
+    const locker = new pg.Client({ connectionString: db.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE notes IN EXCLUSIVE MODE');
+      const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+      const waiting = (): Promise<number> =>
+        withClient(db.url, async (c) => (await c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1", [lockerPid])).rows[0]?.n as number);
+      const ac = new AbortController();
+      const rows = Array.from({ length: 500 }, (_, i) => ({ body: `held ${i}`, tag: 'lock' }));
+      const call = conn.write('Create', 'notes', rows, { signal: ac.signal });
+      call.catch(() => undefined);
+      for (let i = 0; i < 200 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(await waiting()).toBe(1);
+      const t0 = performance.now();
+      ac.abort();
+      await expect(call).rejects.toMatchObject({ code: 'CON_ABORTED' });
+      expect(performance.now() - t0).toBeLessThan(500);
+      // The statement is gone from the server while the lock is still held: it did not wait for it.
+      let left = 1;
+      for (let i = 0; i < 80 && left > 0; i++) {
+        left = await waiting();
+        if (left > 0) await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(left).toBe(0);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    const { n } = await withClient(db.url, async (c) => (await c.query<{ n: number }>("SELECT count(*)::int AS n FROM notes WHERE tag = 'lock'")).rows[0] as { n: number });
+    expect(n).toBe(0);
+    // The connection pool goes on: the next write works.
+    expect((await conn.write('Create', 'notes', [{ body: 'after', tag: 'after-lock' }])).map((r) => r.ok)).toEqual([true]);
   });
 
   it('matches the catalogue: tables, columns, primary keys and foreign keys as relationships', async () => {

@@ -65,6 +65,21 @@ for (const threads of ['auto', 'on'] as const) {
     enforcesUniqueKeys: true,
     nativeQuery: { statement: 'SELECT id, name FROM people WHERE id > ? ORDER BY id', params: [4] },
     ensureEntity: true,
+    interrupt: {
+      properties: { busyTimeoutMs: '50' },
+      // Another process holds the file's write lock until the write has given up.
+      async during(properties, write) {
+        const other = new Database(properties['file']);
+        other.exec('BEGIN EXCLUSIVE');
+        try {
+          const [outcome] = await Promise.allSettled([write()]);
+          return outcome;
+        } finally {
+          other.exec('ROLLBACK');
+          other.close();
+        }
+      },
+    },
   });
 }
 
