@@ -73,7 +73,8 @@ export interface ScenarioOutcome {
   faults: FaultKind[];
   /** The refusal of prepare, when prepare refused the Solution. */
   refused?: string;
-  runs: Array<Pick<Run, 'processExecutionId' | 'result' | 'recordsProcessed' | 'recordsFailed' | 'details'>>;
+  /** The runs in History, oldest first; with record errors, the first one's code and message. */
+  runs: Array<Pick<Run, 'processExecutionId' | 'result' | 'recordsProcessed' | 'recordsFailed' | 'details'> & { firstError?: string }>;
   /** The driver stopped starting runs again (MAX_RESTARTS), or the trial timed out. */
   gaveUp: boolean;
   tables: Array<{ table: string } & Comparison>;
@@ -179,6 +180,13 @@ async function startAccepted(w: World, solutionId: string, deadline: number): Pr
     if (Date.now() > deadline) throw new Error(`the Solution ${solutionId} could not be started again`);
     await sleep(500);
   }
+}
+
+/** The first record error History holds for an execution, as `CODE: message`. */
+async function firstRecordError(w: World, solutionId: string, historyId: number): Promise<string | undefined> {
+  const res = await w.sut.request<Array<{ code: string; errorMessage: string }>>('GET', `${solutionPath(w.sut, solutionId)}/history/${historyId}/errors?limit=1`);
+  const e = Array.isArray(res.body) ? res.body[0] : undefined;
+  return e ? `${e.code}: ${e.errorMessage}` : undefined;
 }
 
 interface Driver {
@@ -305,7 +313,11 @@ export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: 
       const d = drivers.find((x) => x.solution === s);
       const history = s.refused === undefined ? await historyOf(w.sut, s.id) : [];
       history.sort((a, b) => a.start.localeCompare(b.start));
-      const runs = history.map((r) => ({ processExecutionId: r.processExecutionId, result: r.result, recordsProcessed: r.recordsProcessed, recordsFailed: r.recordsFailed, details: r.details }));
+      const runs: ScenarioOutcome['runs'] = [];
+      for (const r of history) {
+        const firstError = r.recordsFailed > 0 ? await firstRecordError(w, s.id, r.id) : undefined;
+        runs.push({ processExecutionId: r.processExecutionId, result: r.result, recordsProcessed: r.recordsProcessed, recordsFailed: r.recordsFailed, details: r.details, ...(firstError ? { firstError } : {}) });
+      }
       const checked = [];
       for (const t of s.scenario.tables) checked.push({ table: t.table, ...compare(await figures(checker, t.table, t.key, w.rows), w.reference.figures) });
       outcomes.push({
@@ -332,7 +344,7 @@ export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: 
 export function describeOutcome(o: ScenarioOutcome): string {
   if (o.refused !== undefined) return `${o.scenario}: refused at prepare (${o.refused})`;
   const t = o.tables.map((x) => `${x.table} rows ${x.target.rows} lost ${x.lost} doubled ${x.doubled}${x.foreign ? ` foreign ${x.foreign}` : ''} md5 ${x.checksumEqual ? 'equal' : 'DIFFERS'}`).join('; ');
-  return `${o.scenario}: ${t}; runs ${o.runs.map((r) => r.result).join(' → ')}; History Σ processed ${o.historySum} of ${o.sourceRows}${o.gaveUp ? '; GAVE UP' : ''}`;
+  return `${o.scenario}: ${t}; runs ${o.runs.map((r) => (r.recordsFailed ? `${r.result} (${r.recordsFailed} record errors, the first ${r.firstError ?? '?'})` : r.result)).join(' → ')}; History Σ processed ${o.historySum} of ${o.sourceRows}${o.gaveUp ? '; GAVE UP' : ''}`;
 }
 
 /** The ways an outcome falls short of what issue 29 demands: no row lost, doubled or changed, no record error, the last run complete. */
@@ -347,10 +359,12 @@ export function problemsOf(o: ScenarioOutcome, acceptRefusal: (scenario: Scenari
     if (!t.checksumEqual && !t.lost && !t.doubled && !t.foreign) out.push(`${at}: ${t.table}'s values differ from the source (md5)`);
   }
   for (const r of o.runs) {
-    if (r.recordsFailed > 0 || r.result === 'CompletedWithErrors') out.push(`${at}: run ${r.processExecutionId} ended ${r.result} with ${r.recordsFailed} record errors (${(r.details ?? '').slice(0, 200)})`);
+    if (r.recordsFailed > 0 || r.result === 'CompletedWithErrors') {
+      out.push(`${at}: run ${r.processExecutionId} ended ${r.result} with ${r.recordsFailed} record errors (${r.firstError ?? ''}${r.details ? `; ${r.details.slice(0, 160)}` : ''})`);
+    }
   }
   const last = o.runs.at(-1);
-  if (o.gaveUp || !last || last.result !== 'CompletedSuccessfully') out.push(`${at}: the runs did not complete (${o.runs.map((r) => r.result).join(' → ') || 'no run'})`);
+  if (o.gaveUp || !last || FATAL.has(last.result) || last.result === 'InProgress') out.push(`${at}: the runs did not complete (${o.runs.map((r) => r.result).join(' → ') || 'no run'})`);
   return out;
 }
 
@@ -396,6 +410,15 @@ export function formatTable(trials: readonly TrialOutcome[]): string {
   const byKind = new Map<string, number>();
   for (const t of trials) for (const f of t.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
   lines.push('', `Faults struck: ${FAULT_KINDS.map((k) => `${k} ${byKind.get(k) ?? 0}`).join(', ')}.`);
+  lines.push('', 'Trials with a single fault, by its kind (rows lost / doubled over every scenario):', '', '| fault | trials | rows lost | rows doubled | scenarios that lost or doubled rows |', '|---|---:|---:|---:|---|');
+  for (const k of FAULT_KINDS) {
+    const alone = trials.filter((t) => t.faults.length === 1 && t.faults[0]?.kind === k);
+    const outcomes = alone.flatMap((t) => t.scenarios.filter((o) => o.refused === undefined));
+    const lost = outcomes.reduce((a, o) => a + o.tables.reduce((b, x) => b + x.lost, 0), 0);
+    const doubled = outcomes.reduce((a, o) => a + o.tables.reduce((b, x) => b + x.doubled, 0), 0);
+    const hit = [...new Set(outcomes.filter((o) => o.tables.some((x) => x.lost || x.doubled)).map((o) => o.scenario))];
+    lines.push(`| ${k} | ${alone.length} | ${lost} | ${doubled} | ${hit.join(', ') || '—'} |`);
+  }
   return lines.join('\n');
 }
 
