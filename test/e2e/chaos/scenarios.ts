@@ -24,31 +24,36 @@ import { until } from '../agent/harness.js';
 export const SCENARIO_NAMES = ['is-keyed-nc', 'is-keyed-full', 'is-keyless-nc', 'is-keyless-full', 'rs'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
-/** A target table a scenario writes, with its unique column (the key, or `seq` of the keyless RS table). */
+/**
+ * A target table a scenario writes, with its unique column (the key, or `seq` of the keyless RS
+ * table); `keyed` when the table has that column as its primary key (a record written again
+ * replaces its row instead of adding one).
+ */
 export interface CheckedTable {
   table: string;
   key: string;
+  keyed: boolean;
 }
 
 export interface Scenario {
   name: ScenarioName;
   label: string;
   tables: CheckedTable[];
-  /** Each source record is committed once over all runs when the runs are exact (net change, Replication). */
+  /** The Map's Query reads with net change on updated_at (a Replication always does). */
   netChange: boolean;
 }
 
 export const SCENARIOS: Record<ScenarioName, Scenario> = {
-  'is-keyed-nc': { name: 'is-keyed-nc', label: 'IS CSV → keyed table, Upsert, net change', tables: [{ table: 'is_keyed_nc', key: 'id' }], netChange: true },
-  'is-keyed-full': { name: 'is-keyed-full', label: 'IS CSV → keyed table, Upsert, no net change', tables: [{ table: 'is_keyed_full', key: 'id' }], netChange: false },
-  'is-keyless-nc': { name: 'is-keyless-nc', label: 'IS CSV → keyless table, Create, net change', tables: [{ table: 'is_keyless_nc', key: 'id' }], netChange: true },
-  'is-keyless-full': { name: 'is-keyless-full', label: 'IS CSV → keyless table, Create, no net change', tables: [{ table: 'is_keyless_full', key: 'id' }], netChange: false },
+  'is-keyed-nc': { name: 'is-keyed-nc', label: 'IS CSV → keyed table, Upsert, net change', tables: [{ table: 'is_keyed_nc', key: 'id', keyed: true }], netChange: true },
+  'is-keyed-full': { name: 'is-keyed-full', label: 'IS CSV → keyed table, Upsert, no net change', tables: [{ table: 'is_keyed_full', key: 'id', keyed: true }], netChange: false },
+  'is-keyless-nc': { name: 'is-keyless-nc', label: 'IS CSV → keyless table, Create, net change', tables: [{ table: 'is_keyless_nc', key: 'id', keyed: false }], netChange: true },
+  'is-keyless-full': { name: 'is-keyless-full', label: 'IS CSV → keyless table, Create, no net change', tables: [{ table: 'is_keyless_full', key: 'id', keyed: false }], netChange: false },
   rs: {
     name: 'rs',
     label: 'RS SQLite → PostgreSQL (keyed orders, keyless events)',
     tables: [
-      { table: 'orders', key: 'id' },
-      { table: 'events', key: 'seq' },
+      { table: 'orders', key: 'id', keyed: true },
+      { table: 'events', key: 'seq', keyed: false },
     ],
     netChange: true,
   },
