@@ -9,8 +9,10 @@
  *                                            each trial's progress on stderr
  *
  * FERRY_CHAOS_SEED replays a run (the seed is printed first); BENCH_CHAOS_SCENARIOS and
- * BENCH_CHAOS_FAULTS (comma-separated) narrow it; BENCH_CHAOS_OUT=FILE appends each trial's
- * outcome there as a JSON line. FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
+ * BENCH_CHAOS_FAULTS (comma-separated) narrow it; BENCH_CHAOS_TARGET_RETRY_MS (default 8000) is
+ * the Agent's retry budget for a target that went away (FERRY_AGENT_TARGET_RETRY_MS: refusals
+ * shorter than it are outlasted, longer ones end the run FatalError); BENCH_CHAOS_OUT=FILE
+ * appends each trial's outcome there as a JSON line. FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/test): a server where it may create and drop databases.
  * Exits 1 when a figure is not 0 (a row lost, doubled or changed, a record error, a run that did
  * not complete).
@@ -49,13 +51,14 @@ const cfg: ChaosConfig = {
   refuseMs: [2_000, 15_000],
   moments: [0.02, 0.9],
   trialTimeoutMs: 20 * 60_000,
+  targetRetryMs: Number(ENV['BENCH_CHAOS_TARGET_RETRY_MS'] ?? 8_000),
   log,
 };
 
 const seed = chaosSeed();
 log(`seed ${seed} (replay: FERRY_CHAOS_SEED=${seed} npx tsx test/bench/chaos.bench.ts); ${cfg.rows} rows, ${cfg.trials} trials`);
 const t0 = Date.now();
-const world = await trials.startWorld(cfg.rows, ADMIN_URL, log);
+const world = await trials.startWorld(cfg, ADMIN_URL);
 const outcomes: TrialOutcome[] = [];
 try {
   const rnd = seededRandom(seed);

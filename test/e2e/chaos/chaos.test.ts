@@ -30,6 +30,7 @@ describe.skipIf(!HAS_PG)('chaos: kill -9 of the Agent and of the Service, target
     refuseMs: [2_000, 5_000],
     moments: [0.05, 0.6],
     trialTimeoutMs: 150_000,
+    targetRetryMs: 3_000,
     log,
   };
   const outcomes: TrialOutcome[] = [];
@@ -37,7 +38,7 @@ describe.skipIf(!HAS_PG)('chaos: kill -9 of the Agent and of the Service, target
 
   beforeAll(async () => {
     process.stderr.write(`chaos seed ${seed} (replay: FERRY_CHAOS_SEED=${seed} npx vitest run test/e2e/chaos/chaos.test.ts)\n`);
-    world = await startWorld(cfg.rows, PG_URL as string, log);
+    world = await startWorld(cfg, PG_URL as string);
     const rnd = seededRandom(seed);
     const schedule = faultSchedule(cfg, rnd);
     for (let i = 0; i < cfg.trials; i++) outcomes.push(await runTrial(world, cfg, i + 1, planTrial(cfg, rnd, schedule[i] ?? [])));

@@ -62,6 +62,12 @@ export interface ChaosConfig {
   moments: readonly [number, number];
   /** How long one trial may take before it is abandoned, in ms. */
   trialTimeoutMs: number;
+  /**
+   * The Agent's retry budget for a write whose target went away (FERRY_AGENT_TARGET_RETRY_MS):
+   * within the range of `refuseMs`, so that some outages are outlasted by the retries and others
+   * end the run FatalError, for the next run to write the rest.
+   */
+  targetRetryMs: number;
   log: (line: string) => void;
 }
 
@@ -116,7 +122,8 @@ export interface World {
 }
 
 /** The Service and Agent processes, the sources (CSV, SQLite) and the reference database. */
-export async function startWorld(rows: number, adminUrl: string, log: (line: string) => void): Promise<World> {
+export async function startWorld(cfg: Pick<ChaosConfig, 'rows' | 'targetRetryMs' | 'log'>, adminUrl: string): Promise<World> {
+  const { rows, log } = cfg;
   const sut = serviceProcess();
   const cleanup: Array<() => Promise<unknown>> = [];
   try {
@@ -139,7 +146,7 @@ export async function startWorld(rows: number, adminUrl: string, log: (line: str
     await admin.connect();
     cleanup.push(() => admin.end());
     // Every Solution of a trial runs at once, so that one fault strikes them all mid-run.
-    const agentEnv = { FERRY_AGENT_RUN_CONCURRENCY: String(Object.keys(SCENARIOS).length + 1) };
+    const agentEnv = { FERRY_AGENT_RUN_CONCURRENCY: String(Object.keys(SCENARIOS).length + 1), FERRY_AGENT_TARGET_RETRY_MS: String(cfg.targetRetryMs) };
     const started = await runAgents(sut, 1, agentEnv);
     const agent = started.agents[0] as AgentUnderTest;
     const sources = await createSources(sut, folder, file);
