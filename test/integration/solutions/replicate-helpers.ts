@@ -20,6 +20,8 @@ export const EVENTS = 5_000;
 const T0 = Date.UTC(2024, 0, 1);
 /** Seven orders share each second: batches end in the middle of a watermark's records. */
 export const stamp = (i: number): string => new Date(T0 + Math.floor(i / 7) * 1000).toISOString();
+/** Distinct instants after every stamp of the source. */
+export const later = (i: number): string => stamp((ORDERS + i) * 7);
 
 export function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-rs-'));

@@ -8,45 +8,11 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-// Importing the store helper applies its rule: in CI (CI=true) a missing FERRY_TEST_DATABASE_URL fails the run.
-import { createTestDatabase } from '../../helpers/stores.js';
-import type { ConnectionProperties } from '../../../src/connectors/sdk.js';
 import { FileReplicationState, MemoryReplicationState } from '../../../src/solutions/replicate.js';
-import { EVENTS, ORDERS, count, makeSource, open, run, snapshot, sqlite, stamp, tempDir, type Conns } from './replicate-helpers.js';
-
-const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
-if (!PG_URL) process.stderr.write('FERRY_TEST_DATABASE_URL is not set: replication into PostgreSQL is skipped (SQLite → SQLite still runs).\n');
-
-interface Target {
-  connector: string;
-  properties: ConnectionProperties;
-  drop(): Promise<void>;
-}
-
-/** Makes a fresh, empty target datastore. */
-type TargetKind = { name: string; make(dir: string, n: number): Promise<Target> };
-const TARGETS: TargetKind[] = [
-  { name: 'sqlite', make: (dir, n) => Promise.resolve({ connector: 'SQLite', properties: { file: path.join(dir, `target-${n}.db`), create: 'true' }, drop: () => Promise.resolve() }) },
-  ...(PG_URL
-    ? [{
-        name: 'postgres',
-        async make(): Promise<Target> {
-          const db = await createTestDatabase();
-          return { connector: 'PostgreSQL', properties: { connectionString: db.url }, drop: db.drop };
-        },
-      }]
-    : []),
-];
+import { EVENTS, ORDERS, count, later, makeSource, open, run, snapshot, sqlite, tempDir, type Conns } from './replicate-helpers.js';
+import { TARGETS, expectEqual, type Target } from './replicate-targets.js';
 
 const ALL = ['orders', 'customers', 'events', 'regions', 'codes'];
-/** Distinct instants after every stamp of the source. */
-const later = (i: number): string => stamp((ORDERS + i) * 7);
-
-async function expectEqual(c: Conns, entity: string): Promise<void> {
-  const [a, b] = await Promise.all([snapshot(c.source, entity), snapshot(c.target, entity)]);
-  expect(b.length).toBe(a.length);
-  expect(b).toEqual(a);
-}
 
 describe.each(TARGETS)('replication sqlite → $name', (kind) => {
   const dir = tempDir();
