@@ -1,4 +1,4 @@
-import { parseDateTime } from '../../src/protocol/schedule.js';
+import { parseDateTime, utcDayMs } from '../../src/protocol/schedule.js';
 import { RUN_RESULTS, type RunResult } from '../../src/protocol/solutions.js';
 
 /** The History window when a list names no `laterThanDate` (SPEC.md "Limits": last 45 days). */
@@ -35,7 +35,7 @@ export function parseInstant(text: string): Date | undefined {
   const parsed = parseDateTime(text);
   if (!parsed) return undefined;
   const { date, second, offsetMinutes } = parsed;
-  const ms = Date.UTC(date.year, date.month - 1, date.day) + second * 1000 - (offsetMinutes ?? 0) * 60_000;
+  const ms = utcDayMs(date.year, date.month, date.day) + second * 1000 - (offsetMinutes ?? 0) * 60_000;
   const at = new Date(ms);
   return Number.isNaN(at.getTime()) ? undefined : at;
 }

@@ -34,8 +34,11 @@ export type Weekday = (typeof WEEKDAYS)[number];
 export const MAX_DAYS_INTERVAL = 366;
 /** Longest TimeInterval: a day, in either unit. */
 export const MAX_TIME_INTERVAL = { minutes: 1440, hours: 24 } as const;
-/** The years a schedule's dates may name. */
-export const MIN_YEAR = 1900;
+/**
+ * The years a date may name: back to the .NET minimum (0001-01-01), since public clients send it
+ * and SQL Server's 1753-01-01 for "no lower bound".
+ */
+export const MIN_YEAR = 1;
 export const MAX_YEAR = 9999;
 /** The time zone a schedule without one runs in. */
 export const DEFAULT_TIME_ZONE = 'UTC';
@@ -164,8 +167,18 @@ const DATE = /^(\d{4})-(\d{1,2})-(\d{1,2})$/;
 const TIME = /^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?$/;
 const OFFSET = /^([+-])(\d{2}):?(\d{2})$/;
 
+/**
+ * Milliseconds since the epoch of a UTC calendar day. Unlike `Date.UTC`, which reads years 0–99 as
+ * 1900–1999, every year is itself.
+ */
+export function utcDayMs(year: number, month: number, day: number): number {
+  const at = new Date(0);
+  at.setUTCFullYear(year, month - 1, day);
+  return at.getTime();
+}
+
 function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return new Date(utcDayMs(year, month + 1, 0)).getUTCDate();
 }
 
 /** `2024-1-1` or `2024-01-01`, a real calendar day between MIN_YEAR and MAX_YEAR; else undefined. */

@@ -349,6 +349,9 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     const unpadded = `${sixtyOneDaysAgo.getUTCFullYear()}-${sixtyOneDaysAgo.getUTCMonth() + 1}-${sixtyOneDaysAgo.getUTCDate()}`;
     expect(await ids(`?laterThanDate=${unpadded}`)).toEqual([old, fatal, fine, mixed, going]);
     expect(await ids(`?laterThanDate=${encodeURIComponent(runs[2].start)}`)).toEqual([fine, mixed, going]);
+    // What public clients send for "from the beginning": SQL Server's minimum and .NET's.
+    expect(await ids('?laterThanDate=1753-01-01')).toEqual([old, fatal, fine, mixed, going]);
+    expect(await ids('?laterThanDate=0001-01-01T00:00:00')).toEqual([old, fatal, fine, mixed, going]);
     expect(await ids('?result=inprogress')).toEqual([going]);
     expect(await ids('?result=FATALERROR')).toEqual([fatal]);
     expect(await ids('?sortOrder=desc')).toEqual([going, mixed, fine, fatal]);

@@ -126,7 +126,12 @@ describe('dates as clients write them', () => {
     ['2027-2-29', undefined],
     ['2026-4-31', undefined],
     ['2026-13-1', undefined],
-    ['1899-12-31', undefined],
+    ['1899-12-31', { year: 1899, month: 12, day: 31 }],
+    ['1753-1-1', { year: 1753, month: 1, day: 1 }],
+    ['0001-01-01', { year: 1, month: 1, day: 1 }],
+    ['0004-2-29', { year: 4, month: 2, day: 29 }],
+    ['0100-2-29', undefined],
+    ['0000-01-01', undefined],
     ['undefined-undefined-undefined', undefined],
     ['1/1/2024', undefined],
   ])('parseCivilDate(%j)', (text, expected) => {

@@ -190,6 +190,9 @@ describe('the rule and its bounds', () => {
     expect(short(due[MAX_DUE_TIMES - 1] as Date)).toBe('2026-03-29T12:40Z');
     const rare = rule(recurring(everyDays(366, '1900-1-1'), at('23:59'), 'Pacific/Apia'));
     expect(nextDueTimes(rare, new Date('2026-01-01T00:00Z'), MAX_DUE_TIMES)).toHaveLength(MAX_DUE_TIMES);
+    // .NET's DateTime.MinValue as a start date: every 7 days from Monday 0001-01-01.
+    const ancient = rule(recurring(everyDays(7, '0001-01-01'), at('06:00'), 'UTC'));
+    expect(nextDueTimes(ancient, new Date('2026-01-01T00:00Z'), 2).map(short)).toEqual(['2026-01-05T06:00Z', '2026-01-12T06:00Z']);
     const sparse = rule(recurring(monthly([31]), hourly(5), BERLIN));
     expect(nextDueTimes(sparse, new Date('2026-01-01T00:00Z'), MAX_DUE_TIMES)).toHaveLength(MAX_DUE_TIMES);
     expect(performance.now() - started).toBeLessThan(5_000);

@@ -10,6 +10,13 @@ describe('parseInstant', () => {
     expect(parseInstant('2024-01-31T10:00:00.000Z')?.toISOString()).toBe('2024-01-31T10:00:00.000Z');
   });
 
+  it('reads dates back to the .NET minimum, as public clients send them (1753-01-01, 0001-01-01)', () => {
+    expect(parseInstant('1753-01-01')?.toISOString()).toBe('1753-01-01T00:00:00.000Z');
+    expect(parseInstant('1899-12-31T23:59:59Z')?.toISOString()).toBe('1899-12-31T23:59:59.000Z');
+    expect(parseInstant('0001-01-01T00:00:00')?.toISOString()).toBe('0001-01-01T00:00:00.000Z');
+    expect(parseInstant('0099-12-31')?.toISOString()).toBe('0099-12-31T00:00:00.000Z');
+  });
+
   it('refuses what is not a real date', () => {
     for (const text of ['', 'yesterday', '2024-2-30', '2024-13-01', '31/01/2024', '2024-01-01T25:00', '1e9']) expect(parseInstant(text), text).toBeUndefined();
   });
