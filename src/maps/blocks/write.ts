@@ -1,8 +1,8 @@
 /**
  * What every write Block shares: evaluate the field mappings (and key conditions) for the batch in
- * one sandbox call, write the records in bulk calls of at most the batch size (or one by one when
- * the Block does not write in bulk, so its output can be read), and turn each refused record into
- * a record error. Also what the write kinds share when they are checked and bound.
+ * one sandbox call, write the records in calls of at most the batch size (a Block that does not
+ * write in bulk also binds each written record, with its key, for later Blocks to read), and turn
+ * each refused record into a record error. Also what the write kinds share when they are checked and bound.
  */
 import type { HostConnection } from '../../connectors/connection.js';
 import { slicePacked, type Checkpoint, type ConnectorRecord, type EntityMetadata, type PackedBatch, type RecordError, type WriteAction, type WriteResult } from '../../connectors/sdk.js';
@@ -49,7 +49,9 @@ export function writeStep(spec: WriteStepSpec): Step {
         ready.push(item);
         records.push(rec);
       });
-      const size = bulk ? env.bulkSize(block) : 1;
+      // Bulk or not, a call carries the batch (its results are per record, in order, each with its
+      // key): a write that is not bulk keeps its records' outputs readable by later Blocks.
+      const size = env.bulkSize(block);
       const opts = keyFields.length ? { keyFields: [...keyFields], signal: env.signal } : { signal: env.signal };
       // Exactly-once Create (runtime/run.ts): the batch's checkpoint commits with it when the batch is
       // one write call; a batch split into several calls keeps only the Agent's own checkpoint.
