@@ -68,6 +68,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   });
 
   registerJsonParser(app);
+  registerEmptyBodyParser(app);
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -144,6 +145,29 @@ function registerJsonParser(app: FastifyInstance): void {
       return;
     }
     void parseJson(req, text, done);
+  });
+}
+
+/**
+ * Every content type no route takes: an empty body (Content-Length 0, or a chunked body with no
+ * bytes) is no body, whatever type it claims; anything else is a 415 naming the types the route
+ * takes. axios 0.21 sends each body-less POST as `application/x-www-form-urlencoded` with
+ * `Content-Length: 0`, and such clients start, prepare and test this way. The body is not read
+ * into memory: the first byte decides.
+ */
+function registerEmptyBodyParser(app: FastifyInstance): void {
+  app.addContentTypeParser('*', (req, payload, done) => {
+    let settled = false;
+    const settle = (err: Error | null): void => {
+      if (settled) return;
+      settled = true;
+      done(err, undefined);
+    };
+    payload.on('data', (chunk: Buffer) => {
+      if (chunk.length > 0) settle(unsupportedMediaType(req));
+    });
+    payload.on('end', () => settle(null));
+    payload.on('error', (err: Error) => settle(err));
   });
 }
 

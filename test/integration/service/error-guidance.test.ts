@@ -100,6 +100,32 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
       expect(start.body.code).toBe('API_NOT_FOUND');
     }
   });
+
+  it('treats an empty body of any content type as no body, and still refuses a non-empty one it does not take', async () => {
+    // axios 0.21 sends a body-less POST as a form with Content-Length 0; others send text/plain, another type or none.
+    const empty: Array<Record<string, string>> = [
+      { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' },
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      { 'content-type': 'text/plain;charset=utf-8', 'content-length': '0' },
+      { 'content-type': 'application/xml', 'content-length': '0' },
+      { 'content-length': '0' },
+    ];
+    for (const headers of empty) {
+      const start = await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, { body: '', headers });
+      expect(start.status, JSON.stringify(headers)).toBe(404);
+      expect(start.body.code).toBe('API_NOT_FOUND');
+      const provision = await svc.request('POST', `${O}/agents/provision_onpremise_agent`, { body: '', headers });
+      expect(provision.status, JSON.stringify(headers)).toBe(200);
+    }
+    // A route that needs a body says so, as for no body at all.
+    const noBody = await svc.request<Problem>('POST', `${O}/lookuptables`, { body: '', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' } });
+    expect(noBody.status).toBe(400);
+    expect(noBody.body.code).toBe('API_VALIDATION');
+    const form = await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(form.status).toBe(415);
+    expect(form.body.code).toBe('API_UNSUPPORTED_MEDIA_TYPE');
+    expect(form.body.detail).toContain('application/x-www-form-urlencoded');
+  });
 });
 
 describe.each(STORE_TARGETS)('POLL answers on $name', (target) => {
