@@ -16,18 +16,21 @@
  * store (a file per entity), or — for a Create into a target whose Connector keeps transactional
  * checkpoints — in the target itself, saved in the same transaction as the batch, so that a crash
  * can never leave a batch written without its checkpoint (which a re-read would write twice).
+ * A first copy into a keyed target may read in key order instead, saving its progress part by
+ * part, and leave its watermark when it ends (first-copy.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
 import { readAhead } from '../connectors/read-ahead.js';
-import { CELL_NULL, CELL_TEXT, packedRecord, packedValue, unpackRecords, type Checkpoint, type ConnectorRecord, type EntityMetadata, type Filter, type PackedBatch, type Value, type WriteAction, type WriteResult } from '../connectors/sdk.js';
+import { packedRecord, type Checkpoint, type ConnectorRecord, type Filter, type WriteAction, type WriteResult } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
-import { later, MarkTracker, recordIdentity, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
-import type { RunRecordError } from '../protocol/solutions.js';
+import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import { sourceKeyOf, type RunRecordError } from '../protocol/solutions.js';
 import { uuidV7 } from '../util/uuid-v7.js';
+import { FirstCopy, firstCopyKey } from './first-copy.js';
 import { netChangeField } from './net-change-field.js';
-import type { EntityCheckpoint, InitialCopyState, ReplicationStateStore } from './replication-state.js';
+import type { EntityCheckpoint, ReplicationStateStore } from './replication-state.js';
 import { EntityStats } from './replication-stats.js';
 
 /** What one entity's copy needs of the run. */
@@ -117,20 +120,19 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   const since = tracker.value;
   const query: HostQueryOptions = { batchSize, signal };
   // A first copy into a keyed target from a source whose queries read one snapshot goes in key
-  // order (no sort by the stamp); else it reads ascending by the field (nulls last), so that it
-  // can checkpoint batch by batch.
-  const byKey = field !== undefined && store && since === null && action === 'Upsert' ? keyOrder(src, source) : undefined;
+  // order (no sort by the stamp; first-copy.ts): a part that resumes it reads what its earlier
+  // parts did not copy and what changed since they did. Else it reads ascending by the field
+  // (nulls last), so that it can checkpoint batch by batch.
+  const byKey = field !== undefined && store && since === null && action === 'Upsert' ? firstCopyKey(src, source) : undefined;
   const initial = byKey && store ? await store.loadInitial() : null;
+  const first = byKey && field !== undefined ? new FirstCopy(byKey, field, initial) : undefined;
   let filter: Filter | undefined;
   if (byKey) {
     query.orderBy = [{ field: byKey, direction: 'asc' }];
-    if (initial) filter = { op: '>', field: byKey, value: initial.afterKey };
+    filter = first?.filter();
   } else if (field !== undefined) Object.assign(query, since !== null ? { netChange: { field, since } } : { orderBy: [{ field, direction: 'asc' }] });
-  const first = byKey && field !== undefined ? new FirstCopy(byKey, field, initial) : undefined;
-  log.info(
-    { target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget, ...(byKey ? { firstCopyByKey: byKey, resumedAfter: initial?.afterKey ?? null } : {}) },
-    'entity replication started',
-  );
+  const byKeyLog = byKey ? { firstCopyByKey: byKey, resumedAfter: initial ? initial.parts.map((p) => p.upTo) : null } : {};
+  log.info({ target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget, ...byKeyLog }, 'entity replication started');
 
   const reportKeys = keyFields.length ? keyFields : sourceKeys;
   /** Reports the refused records of a written batch; returns how many there were. */
@@ -153,6 +155,7 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         errorMessage: `${dest.fullName} refused the record: ${r.error.message}`.slice(0, 10_000),
         errorDetail: JSON.stringify({ target: dest.fullName, recordError: r.error, ...(key ? { key } : {}) }).slice(0, 20_000),
         canReprocess: false,
+        ...(key ? { sourceKey: sourceKeyOf(reportKeys, key) } : {}),
       });
     }
     return failed;
@@ -184,10 +187,16 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         }
         const t0 = performance.now();
         if (b.rows === 0) continue;
-        // No signal, as above.
-        const results = await target.writePacked(action, dest.fullName, b);
-        const failed = refused(results, (k) => packedRecord(b, k));
-        stats.write(performance.now() - t0, b.rows, failed);
+        // A resumed part writes records when the batch holds some an earlier part copied at its mark.
+        const some = first.toWritePacked(b);
+        const rows = some ? some.length : b.rows;
+        let failed = 0;
+        if (rows > 0) {
+          // No signal, as above.
+          const results = some ? await target.write(action, dest.fullName, some, {}) : await target.writePacked(action, dest.fullName, b);
+          failed = refused(results, some ? (k) => some[k] as ConnectorRecord : (k) => packedRecord(b, k));
+          stats.write(performance.now() - t0, rows, failed);
+        }
         if (first.batchPacked(b)) {
           const state = first.state();
           await saving;
@@ -195,7 +204,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
           // Rethrown by the next await; until then a failed save must not be an unhandled rejection.
           saving.catch(() => undefined);
         }
-        stats.batch(performance.now() - t0, b.rows, failed);
+        if (rows === 0) continue;
+        stats.batch(performance.now() - t0, rows, failed);
         run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
       }
       await saving;
@@ -212,11 +222,15 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     for await (const read of batches) {
       if (signal.aborted) return true;
       const t0 = performance.now();
-      // Records at exactly the watermark that an earlier run already copied are read again: skip them.
-      const batch = field !== undefined ? tracker.skip(read) : read;
-      if (batch.length === 0) continue;
+      // Records at exactly the watermark that an earlier run (or part) already copied are read again: skip them.
+      const batch = first ? first.toWrite(read) : field !== undefined ? tracker.skip(read) : read;
       let failed = 0;
       let moved = false;
+      if (batch.length === 0) {
+        // All skipped; a part's position still moves past them.
+        if (first && store && first.batch(read)) await store.saveInitial(first.state());
+        continue;
+      }
       if (bulk) ({ failed, moved } = await write(batch));
       else {
         for (const rec of batch) {
@@ -227,7 +241,7 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
       }
       // A refused record counts as done: it is reported, and copied again when it changes again.
       if (first && store) {
-        if (first.batch(batch)) await store.saveInitial(first.state());
+        if (first.batch(read)) await store.saveInitial(first.state());
       } else if (moved && !inTarget && store) await store.save(tracker.state() as WatermarkState);
       stats.batch(performance.now() - t0, batch.length, failed);
       run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
@@ -248,214 +262,6 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: copied.mark, packed: packed !== undefined }, 'entity replicated');
     return false;
   }
-}
-
-/** Key types whose order the datastore and a `>` filter agree on, and that a filter can carry. */
-const ORDERED_KEY_TYPES: ReadonlySet<string> = new Set(['string', 'integer', 'guid']);
-
-/** The key a first copy can read in, or undefined when it must read in stamp order. */
-function keyOrder(src: EntityMetadata, source: HostConnection): string | undefined {
-  if (!source.snapshotQueries) return undefined;
-  const keys = src.fields.filter((f) => f.isPrimaryKey);
-  const [key] = keys;
-  return keys.length === 1 && key && ORDERED_KEY_TYPES.has(key.propertyType) ? key.fullName : undefined;
-}
-
-/**
- * A first copy read in key order. It needs no sort by the stamp: its watermark is the newest stamp
- * its first part read. That part reads one snapshot (the source's `snapshotQueries`), so a change
- * made after it began carries a later stamp — at or after that watermark, read by the next run —
- * and one made before it began was read in the snapshot. A copy stopped and resumed reads the rest
- * (keys after the last one written) in a later snapshot and keeps the first part's watermark: the
- * records changed between the two parts are at or after it too. The records copied at exactly the
- * watermark are remembered, as MarkTracker does, so the next run skips them; what else it reads
- * again is written over by key, never doubled.
- */
-class FirstCopy {
-  /** Set by the first part; a resumed copy keeps the one it found. */
-  mark: string | null;
-  private atMark: Set<string>;
-  private afterKey: string | number | undefined;
-  private readonly firstPart: boolean;
-
-  constructor(
-    private readonly key: string,
-    private readonly field: string,
-    initial: InitialCopyState | null,
-  ) {
-    this.firstPart = initial === null;
-    this.mark = initial?.mark ?? null;
-    this.atMark = new Set(initial?.atMark ?? []);
-    this.afterKey = initial?.afterKey;
-  }
-
-  /** Folds in a written batch (in key order); true when there is progress to save. */
-  batch(records: readonly ConnectorRecord[]): boolean {
-    this.fold(records);
-    for (let i = records.length - 1; i >= 0; i--) {
-      const k = (records[i] as ConnectorRecord)[this.key];
-      if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
-        this.afterKey = k;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /**
-   * {@link batch} for a packed batch. Stamps that are ISO-8601 text in ASCII are compared by their
-   * bytes, as {@link newer} compares their first 19 characters: only the rows whose stamp ties the
-   * batch's newest there (or the mark) become strings. A batch with a stamp in another form is
-   * folded as records.
-   */
-  batchPacked(b: PackedBatch): boolean {
-    const keyCol = b.fields.indexOf(this.key);
-    const stampCol = b.fields.indexOf(this.field);
-    if (keyCol < 0 || stampCol < 0) return this.batch(unpackRecords(b));
-    const width = b.fields.length;
-    const { tags, nums, ends, text } = b;
-    let best = -1;
-    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
-      if (tags[v] === CELL_NULL) continue;
-      // Shorter stamps compare by fewer characters (a date ties every time of its day): not by bytes.
-      if (tags[v] !== CELL_TEXT || (ends[v] as number) - (nums[v] as number) < 19 || !isoBytes(text, nums[v] as number, ends[v] as number)) return this.batch(unpackRecords(b));
-      if (best < 0 || comparePrefixBytes(text, nums[v] as number, ends[v] as number, nums[best] as number, ends[best] as number) > 0) best = v;
-    }
-    // The rows at the newest prefix, and those at the mark's, in order: the ones the fold reads.
-    const mark = this.mark;
-    // A mark in another form (or shorter) is compared with every row as the records' fold does.
-    const markBytes = mark !== null && mark.length >= 19 && isoPrefix(mark) && isAscii(mark) ? Buffer.from(mark, 'latin1') : undefined;
-    const rows: number[] = [];
-    const stamps: Value[] = [];
-    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
-      if (tags[v] === CELL_NULL) continue;
-      const at = nums[v] as number;
-      const end = ends[v] as number;
-      const top = best >= 0 && samePrefixBytes(text, at, end, nums[best] as number, ends[best] as number);
-      const marked = mark !== null && (!markBytes || samePrefixBytes(text, at, end, 0, markBytes.length, markBytes));
-      if (top || marked) {
-        rows.push(r);
-        stamps.push(packedValue(b, v));
-      }
-    }
-    this.foldStamps(stamps, (i) => packedRecord(b, rows[i] as number));
-    for (let r = b.rows - 1; r >= 0; r--) {
-      const k = packedValue(b, r * width + keyCol);
-      if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
-        this.afterKey = k;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  state(): InitialCopyState {
-    return { afterKey: this.afterKey as string | number, mark: this.mark, atMark: [...this.atMark] };
-  }
-
-  /** The watermark the copy leaves when it ends. */
-  watermark(): WatermarkState | null {
-    return this.mark === null ? null : { lastRunDate: this.mark, processedAtLastRunDate: [...this.atMark] };
-  }
-
-  /**
-   * Folds a batch's stamps in, in two passes: the newest stamp first (first part only), by
-   * comparisons alone, then the identities of the records at the mark. A record costs a comparison
-   * or two, and an identity only when it is at the mark — also when stamps rise with the key, so
-   * that nearly every record is newer than the one before.
-   */
-  private fold(records: readonly ConnectorRecord[]): void {
-    const field = this.field;
-    this.foldStamps(
-      records.map((rec) => rec[field] ?? null),
-      (i) => records[i] as ConnectorRecord,
-    );
-  }
-
-  /** The fold over a batch's stamps, in order; `keyOf(i)` is a record holding the key of the i-th. */
-  private foldStamps(stamps: readonly Value[], keyOf: (i: number) => ConnectorRecord): void {
-    if (this.firstPart) {
-      let top = this.mark;
-      for (const v of stamps) {
-        if (v !== null && v !== undefined && (top === null || newer(v, top))) top = String(v);
-      }
-      if (top !== this.mark) {
-        this.mark = top;
-        this.atMark = new Set();
-      }
-    }
-    const mark = this.mark;
-    if (mark === null) return;
-    for (let i = 0; i < stamps.length; i++) {
-      const v = stamps[i];
-      if (v !== null && v !== undefined && atStamp(v, mark)) this.atMark.add(recordIdentity(keyOf(i), [this.key]));
-    }
-  }
-}
-
-/**
- * Whether a stamp is newer than the mark. ISO-8601 stamps of one field compare as text in their
- * first 19 characters (to the second); only ties there, and values not in that form, are parsed.
- */
-function newer(v: Value, mark: string): boolean {
-  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark)) {
-    const c = comparePrefix(v, mark);
-    if (c !== 0) return c > 0;
-  }
-  return !sameMark(mark, v) && later(mark, v) !== mark;
-}
-
-/** Whether a stamp is the mark itself (the same instant), as {@link newer} compares them. */
-function atStamp(v: Value, mark: string): boolean {
-  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark) && comparePrefix(v, mark) !== 0) return false;
-  return sameMark(mark, v);
-}
-
-/** {@link isoPrefix} of a text's UTF-8 bytes, with its first 19 bytes ASCII (so they are its first 19 characters). */
-function isoBytes(b: Buffer, start: number, end: number): boolean {
-  if (end - start < 10 || b[start + 4] !== 45 || b[start + 7] !== 45 || (b[start] as number) < 48 || (b[start] as number) > 57) return false;
-  for (let i = start, n = Math.min(end, start + 19); i < n; i++) if ((b[i] as number) >= 0x80) return false;
-  return true;
-}
-
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
-  return true;
-}
-
-/** {@link comparePrefix} of two byte ranges (of `b`, the second of `o` when given) of ASCII stamps. */
-function comparePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): number {
-  const n = Math.min(19, a1 - a0, b1 - b0);
-  for (let i = 0; i < n; i++) {
-    const d = (b[a0 + i] as number) - (o[b0 + i] as number);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
-/**
- * Whether {@link comparePrefixBytes} finds the two ranges equal, comparing from the last character
- * of the prefix back: stamps that differ mostly differ in their seconds, so a row not at the
- * newest stamp costs a comparison or two rather than the dozen of their common date and hour.
- */
-function samePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): boolean {
-  for (let i = Math.min(19, a1 - a0, b1 - b0) - 1; i >= 0; i--) if (b[a0 + i] !== o[b0 + i]) return false;
-  return true;
-}
-
-/** `YYYY-MM-DD` at least, digits where an ISO date has them. */
-function isoPrefix(s: string): boolean {
-  return s.length >= 10 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && s.charCodeAt(0) >= 48 && s.charCodeAt(0) <= 57;
-}
-
-/** Compares the first 19 characters (a shorter text compares by what it has; equal lengths to there tie). */
-function comparePrefix(a: string, b: string): number {
-  const n = Math.min(19, a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const d = a.charCodeAt(i) - b.charCodeAt(i);
-    if (d !== 0) return d;
-  }
-  return 0;
 }
 
 /** Records read per batch when each is written alone (checkForBulk off, or the target's action is not bulk). */

@@ -12,12 +12,28 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { FileWatermark, MemoryWatermark, type WatermarkState, type WatermarkStore } from '../maps/runtime/watermark.js';
 
+/** A key a first copy reads in (replicate-entity.ts): a one-field primary key of type string, integer or guid. */
+export type CopyKey = string | number;
+
 /**
- * How far a first copy read in key order has got (replicate-entity.ts): the key of the last record
- * written, and the watermark the copy will leave when it ends (the newest stamp its first part read).
+ * What one part of a first copy in key order left (first-copy.ts): the last key it wrote, and the
+ * newest stamp it had read, counting those of the parts before it (null: none yet). It stands for:
+ * every record with a key up to `upTo` that the target does not hold as the source has it now
+ * carries a stamp at or after `since` (a stamp at all, when `since` is null).
+ */
+export interface CopiedPart {
+  upTo: CopyKey;
+  since: string | null;
+}
+
+/**
+ * How far a first copy read in key order has got: what each of its parts that wrote records left
+ * (oldest first; a part another one covers is dropped), and the watermark the copy will leave when
+ * it ends.
  */
 export interface InitialCopyState {
-  afterKey: string | number;
+  parts: CopiedPart[];
+  /** The newest stamp the copy has read, in any part. */
   mark: string | null;
   /** Identities of the records copied at exactly `mark` (as WatermarkState.processedAtLastRunDate). */
   atMark: string[];
@@ -116,7 +132,7 @@ export class MemoryReplicationState implements ReplicationStateStore {
       },
       loadInitial: () => Promise.resolve(this.initial.get(key) ?? null),
       saveInitial: (state) => {
-        this.initial.set(key, { ...state, atMark: [...state.atMark] });
+        this.initial.set(key, { parts: state.parts.map((p) => ({ ...p })), mark: state.mark, atMark: [...state.atMark] });
         return Promise.resolve();
       },
       clearInitial: () => {
@@ -127,12 +143,28 @@ export class MemoryReplicationState implements ReplicationStateStore {
   }
 }
 
-/** A first copy's progress as read from its file; null when it is not one (the copy then starts over). */
+/**
+ * A first copy's progress as read from its file; null when it is not one (the copy then starts
+ * over). A file from before parts were kept (`afterKey` and the first part's `mark`) is one part:
+ * that first part's newest stamp bounds every later change of the records up to `afterKey`, also
+ * those a resumed part read after it.
+ */
 function parseInitial(j: unknown): InitialCopyState | null {
   if (typeof j !== 'object' || j === null) return null;
-  const { afterKey, mark, atMark } = j as { afterKey?: unknown; mark?: unknown; atMark?: unknown };
-  const keyOk = typeof afterKey === 'string' || (typeof afterKey === 'number' && Number.isFinite(afterKey));
-  if (!keyOk || !(mark === null || typeof mark === 'string')) return null;
+  const { parts, afterKey, mark, atMark } = j as { parts?: unknown; afterKey?: unknown; mark?: unknown; atMark?: unknown };
+  if (!(mark === null || typeof mark === 'string')) return null;
   const ids = Array.isArray(atMark) ? atMark.filter((x): x is string => typeof x === 'string') : [];
-  return { afterKey, mark, atMark: ids };
+  if (parts === undefined) return isKey(afterKey) ? { parts: [{ upTo: afterKey, since: mark }], mark, atMark: ids } : null;
+  if (!Array.isArray(parts)) return null;
+  const read: CopiedPart[] = [];
+  for (const p of parts as unknown[]) {
+    const { upTo, since } = (p ?? {}) as { upTo?: unknown; since?: unknown };
+    if (!isKey(upTo) || !(since === null || typeof since === 'string')) return null;
+    read.push({ upTo, since });
+  }
+  return { parts: read, mark, atMark: ids };
+}
+
+function isKey(k: unknown): k is CopyKey {
+  return typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k));
 }

@@ -190,7 +190,7 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     expect(again.by).toEqual({ notes: 0 });
   });
 
-  it('a first copy reads in key order from one snapshot: stopped, resumed after its last key, and a change made between the parts arrives with the next run', async () => {
+  it('a first copy reads in key order from one snapshot: stopped, resumed after its last key, and a change made between the parts arrives with the part that resumes it', async () => {
     const { conns } = await fresh();
     const st = new MemoryReplicationState();
     const stop = new AbortController();
@@ -206,7 +206,7 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     const ids = (await snapshot(conns.target, 'orders')).map((l) => (JSON.parse(l) as { id: number }).id).sort((a, b) => a - b);
     expect(ids).toEqual(Array.from({ length: 3000 }, (_, i) => i + 1));
     const progress = await st.entity('orders', 'modified_at').loadInitial();
-    expect(progress).toMatchObject({ afterKey: 3000 });
+    expect(progress?.parts).toEqual([{ upTo: 3000, since: progress?.mark }]);
 
     // Between the parts: a copied record changes (a stamp newer than any the first part read), and
     // a record is added whose stamp is newer still.
@@ -214,17 +214,13 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     sqlite(sourceFile, 'INSERT INTO orders (id, customer, amount, qty, price, modified_at) VALUES (?, ?, ?, ?, ?, ?)', ORDERS + 50, 'between', '2.00', 2, 2.5, later(21));
     const part2 = await run(conns, st, ['orders']);
     const total = await count(conns.source, 'orders');
-    expect(part2.by).toEqual({ orders: total - 3000 });
+    // The rest, and of the first 3,000 only the one that changed: ids 1–3, copied at the first
+    // part's newest stamp, are read again and not written again.
+    expect(part2.by).toEqual({ orders: total - 3000 + 1 });
     expect(await st.entity('orders', 'modified_at').loadInitial()).toBeNull();
-    const id10 = (await snapshot(conns.target, 'orders')).find((l) => (JSON.parse(l) as { id: number }).id === 10);
-    expect(id10).not.toContain('4242');
-
-    // The watermark is the first part's newest stamp, so the next run reads the changed record even
-    // though the second part read a newer stamp; it reads the added one again and writes it over.
-    const next = await run(conns, st, ['orders']);
-    expect(next.by['orders']).toBeGreaterThanOrEqual(2);
     await expectEqual(conns, 'orders');
-    expect(await count(conns.target, 'orders')).toBe(total);
+
+    // The watermark is the second part's newest stamp: nothing is read again.
     const quiet = await run(conns, st, ['orders']);
     expect(quiet.by).toEqual({ orders: 0 });
   });

@@ -1,0 +1,330 @@
+/**
+ * A Replication's first copy in key order (docs/solutions.md "Replication"; the rule and its
+ * argument: docs/decisions.md "A resumed first copy reads what changed"). It needs no sort by the
+ * stamp: each part of the copy (the stretch between a start and a stop, a kill or the end) is one
+ * query in key order, which the source reads from one snapshot (`snapshotQueries`). Like every
+ * net-change read, it relies on the stamps:
+ *
+ *   (A) a change carries a stamp, and one committed after a snapshot began carries a stamp at or
+ *       after every stamp that snapshot holds.
+ *
+ * A part that wrote records up to key P (in key order) and had read stamps up to M — M counts the
+ * stamps of the parts before it too — leaves the part {upTo: P, since: M}, which stands for
+ *
+ *   (J) every record with a key up to P that the target does not hold as the source has it now
+ *       carries a stamp at or after M (a stamp at all, while no part has read one: M null).
+ *
+ * Why (J) holds. Take such a record. If its version now was committed after the part's snapshot S
+ * began, (A) puts its stamp at or after every stamp S holds and every stamp an earlier part's
+ * snapshot held: at or after M. Otherwise S holds that version, and the target lacked it when S
+ * began too; by the (J) of every earlier part whose range covers its key, its stamp is at or after
+ * each of their `since`s, so every term of the part's query (below) is true of it: the part read
+ * it and wrote it (its key is up to P, and a part writes its batches in key order before it saves
+ * their progress) — the record is not one the target lacks after all. A (J) stays true afterwards:
+ * the target gains only newer versions, and every later change obeys (A). A save lost to a kill
+ * leaves earlier parts, whose (J)s are still true: the next part reads more, never less.
+ *
+ * So a part reads, in key order, the records that for every earlier part have a key after its
+ * `upTo` or a stamp at or after its `since`:
+ *
+ *   AND over the parts (key > upTo OR stamp >= since)
+ *
+ * — every record after the furthest key, and of those before it only the ones that changed since
+ * the part that copied them: never all the records an earlier part read after the first part's
+ * newest stamp. Only the datastore compares keys (text keys sort by its collation); a part that
+ * another covers (a larger integer `upTo` and a `since` no older) adds nothing to the filter and
+ * is dropped, so a copy with integer keys keeps one part (more only while parts stop inside the
+ * range they read again), and one with text keys one per stop.
+ *
+ * The part that reads to the end leaves the watermark: its M, with the identities of the records
+ * it copied at exactly M (and those earlier parts copied there, when M is theirs). By (J) the
+ * target then holds every record as the last snapshot had it, and every later change is at or
+ * after M. A record an earlier part copied at exactly the copy's mark is read again (its stamp is
+ * at or after every `since`) and not written again, as MarkTracker skips such records; a stamp equal to the
+ * mark is the one instant where a change after a copy can go unseen until the record changes
+ * again (docs/solutions.md "Limits").
+ */
+import { recordIdentity, later, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import { and, cmp, isNull, not, or } from '../protocol/filter.js';
+import type { HostConnection } from '../connectors/connection.js';
+import {
+  CELL_NULL,
+  CELL_TEXT,
+  packedRecord,
+  packedValue,
+  unpackRecords,
+  type ConnectorRecord,
+  type EntityMetadata,
+  type Filter,
+  type PackedBatch,
+  type Value,
+} from '../connectors/sdk.js';
+import type { CopiedPart, CopyKey, InitialCopyState } from './replication-state.js';
+
+/** Key types whose order the datastore and a `>` filter agree on, and that a filter can carry. */
+const ORDERED_KEY_TYPES: ReadonlySet<string> = new Set(['string', 'integer', 'guid']);
+
+/** The key a first copy can read in, or undefined when it must read in stamp order. */
+export function firstCopyKey(src: EntityMetadata, source: HostConnection): string | undefined {
+  if (!source.snapshotQueries) return undefined;
+  const keys = src.fields.filter((f) => f.isPrimaryKey);
+  const [key] = keys;
+  return keys.length === 1 && key && ORDERED_KEY_TYPES.has(key.propertyType) ? key.fullName : undefined;
+}
+
+/** One part of a first copy in key order: what it reads, what it skips, the progress it saves. */
+export class FirstCopy {
+  /** The newest stamp read by this part or an earlier one. */
+  mark: string | null;
+  private atMark: Set<string>;
+  /** The last key this part wrote. */
+  private upTo: CopyKey | undefined;
+  private readonly before: readonly CopiedPart[];
+  /** The records earlier parts copied at exactly the mark they left: read again, not written again. */
+  private readonly done: { mark: string; ids: ReadonlySet<string>; bytes: Buffer | undefined } | undefined;
+
+  constructor(
+    private readonly key: string,
+    private readonly field: string,
+    initial: InitialCopyState | null,
+  ) {
+    this.before = initial?.parts ?? [];
+    this.mark = initial?.mark ?? null;
+    this.atMark = new Set(initial?.atMark ?? []);
+    const mark = this.mark;
+    this.done = mark !== null && this.atMark.size > 0 ? { mark, ids: new Set(this.atMark), bytes: stampBytes(mark) } : undefined;
+  }
+
+  /** The filter of this part's query (with the order by key); undefined for the first part: everything. */
+  filter(): Filter | undefined {
+    const { key, field } = this;
+    const terms = this.before.map((p) => or(cmp(key, '>', p.upTo), p.since === null ? not(isNull(field)) : cmp(field, '>=', p.since)));
+    return terms.length > 1 ? and(...terms) : terms[0];
+  }
+
+  /** The records of a batch to write: not those an earlier part copied at exactly its mark. */
+  toWrite(records: ConnectorRecord[]): ConnectorRecord[] {
+    const done = this.done;
+    if (!done) return records;
+    return records.filter((r) => !this.copied(done, r[this.field], () => r[this.key]));
+  }
+
+  /** {@link toWrite} for a packed batch: undefined when every row is to be written, else the records to write. */
+  toWritePacked(b: PackedBatch): ConnectorRecord[] | undefined {
+    const done = this.done;
+    if (!done) return undefined;
+    const keyCol = b.fields.indexOf(this.key);
+    const stampCol = b.fields.indexOf(this.field);
+    const width = b.fields.length;
+    if (keyCol < 0 || stampCol < 0) {
+      const all = unpackRecords(b);
+      const some = this.toWrite(all);
+      return some.length === all.length ? undefined : some;
+    }
+    const { tags, nums, ends, text } = b;
+    let skip: Set<number> | undefined;
+    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
+      if (tags[v] === CELL_NULL) continue;
+      // An ISO stamp whose first 19 bytes differ from the mark's is not at it: no string made.
+      const at = nums[v] as number;
+      const end = ends[v] as number;
+      const iso = done.bytes !== undefined && tags[v] === CELL_TEXT && end - at >= 19 && isoBytes(text, at, end);
+      if (iso && !samePrefixBytes(text, at, end, 0, (done.bytes as Buffer).length, done.bytes)) continue;
+      if (this.copied(done, packedValue(b, v), () => packedValue(b, r * width + keyCol))) (skip ??= new Set()).add(r);
+    }
+    if (!skip) return undefined;
+    const drop = skip;
+    return unpackRecords(b).filter((_, r) => !drop.has(r));
+  }
+
+  /** Folds in a batch this part read and wrote (in key order); true when there is progress to save. */
+  batch(records: readonly ConnectorRecord[]): boolean {
+    this.fold(records);
+    for (let i = records.length - 1; i >= 0; i--) {
+      const k = (records[i] as ConnectorRecord)[this.key];
+      if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
+        this.upTo = k;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * {@link batch} for a packed batch. Stamps that are ISO-8601 text in ASCII are compared by their
+   * bytes, as {@link newer} compares their first 19 characters: only the rows whose stamp ties the
+   * batch's newest there (or the mark) become strings. A batch with a stamp in another form is
+   * folded as records.
+   */
+  batchPacked(b: PackedBatch): boolean {
+    const keyCol = b.fields.indexOf(this.key);
+    const stampCol = b.fields.indexOf(this.field);
+    if (keyCol < 0 || stampCol < 0) return this.batch(unpackRecords(b));
+    const width = b.fields.length;
+    const { tags, nums, ends, text } = b;
+    let best = -1;
+    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
+      if (tags[v] === CELL_NULL) continue;
+      // Shorter stamps compare by fewer characters (a date ties every time of its day): not by bytes.
+      if (tags[v] !== CELL_TEXT || (ends[v] as number) - (nums[v] as number) < 19 || !isoBytes(text, nums[v] as number, ends[v] as number)) return this.batch(unpackRecords(b));
+      if (best < 0 || comparePrefixBytes(text, nums[v] as number, ends[v] as number, nums[best] as number, ends[best] as number) > 0) best = v;
+    }
+    // The rows at the newest prefix, and those at the mark's, in order: the ones the fold reads.
+    const mark = this.mark;
+    // A mark in another form (or shorter) is compared with every row as the records' fold does.
+    const markBytes = mark === null ? undefined : stampBytes(mark);
+    const rows: number[] = [];
+    const stamps: Value[] = [];
+    for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
+      if (tags[v] === CELL_NULL) continue;
+      const at = nums[v] as number;
+      const end = ends[v] as number;
+      const top = best >= 0 && samePrefixBytes(text, at, end, nums[best] as number, ends[best] as number);
+      const marked = mark !== null && (!markBytes || samePrefixBytes(text, at, end, 0, markBytes.length, markBytes));
+      if (top || marked) {
+        rows.push(r);
+        stamps.push(packedValue(b, v));
+      }
+    }
+    this.foldStamps(stamps, (i) => packedRecord(b, rows[i] as number));
+    for (let r = b.rows - 1; r >= 0; r--) {
+      const k = packedValue(b, r * width + keyCol);
+      if (typeof k === 'string' || (typeof k === 'number' && Number.isFinite(k))) {
+        this.upTo = k;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The progress to save: the earlier parts and this one (while it has written nothing, what it found). */
+  state(): InitialCopyState {
+    const mine: CopiedPart | undefined = this.upTo === undefined ? undefined : { upTo: this.upTo, since: this.mark };
+    const parts = mine ? [...this.before.filter((p) => !covers(mine, p)), mine] : [...this.before];
+    return { parts, mark: this.mark, atMark: [...this.atMark] };
+  }
+
+  /** The watermark the copy leaves when this part has read to the end. */
+  watermark(): WatermarkState | null {
+    return this.mark === null ? null : { lastRunDate: this.mark, processedAtLastRunDate: [...this.atMark] };
+  }
+
+  /** Whether a record read again is one an earlier part copied at exactly its mark. */
+  private copied(done: NonNullable<FirstCopy['done']>, stamp: Value | undefined, keyOf: () => Value | undefined): boolean {
+    if (stamp === null || stamp === undefined || !atStamp(stamp, done.mark)) return false;
+    return done.ids.has(recordIdentity({ [this.key]: keyOf() ?? null }, [this.key]));
+  }
+
+  /**
+   * Folds a batch's stamps in, in two passes: the newest stamp first, by comparisons alone, then the
+   * identities of the records at the mark. A record costs a comparison or two, and an identity only
+   * when it is at the mark — also when stamps rise with the key, so that nearly every record is
+   * newer than the one before.
+   */
+  private fold(records: readonly ConnectorRecord[]): void {
+    const field = this.field;
+    this.foldStamps(
+      records.map((rec) => rec[field] ?? null),
+      (i) => records[i] as ConnectorRecord,
+    );
+  }
+
+  /** The fold over a batch's stamps, in order; `keyOf(i)` is a record holding the key of the i-th. */
+  private foldStamps(stamps: readonly Value[], keyOf: (i: number) => ConnectorRecord): void {
+    let top = this.mark;
+    for (const v of stamps) {
+      if (v !== null && v !== undefined && (top === null || newer(v, top))) top = String(v);
+    }
+    if (top !== this.mark) {
+      this.mark = top;
+      this.atMark = new Set();
+    }
+    const mark = this.mark;
+    if (mark === null) return;
+    for (let i = 0; i < stamps.length; i++) {
+      const v = stamps[i];
+      if (v !== null && v !== undefined && atStamp(v, mark)) this.atMark.add(recordIdentity(keyOf(i), [this.key]));
+    }
+  }
+}
+
+/**
+ * Whether part `a` says all that `b` does: its range holds b's and its `since` is no older, so b's
+ * term of the filter selects nothing a's does not. Only integer keys are compared here; text keys
+ * are ordered by the datastore's collation, which JavaScript does not know.
+ */
+function covers(a: CopiedPart, b: CopiedPart): boolean {
+  if (typeof a.upTo !== 'number' || typeof b.upTo !== 'number' || a.upTo < b.upTo) return false;
+  if (b.since === null) return true;
+  return a.since !== null && !newer(b.since, a.since);
+}
+
+/** A mark's bytes for {@link samePrefixBytes}, when it is ISO-8601 text in ASCII; else undefined. */
+function stampBytes(mark: string): Buffer | undefined {
+  return mark.length >= 19 && isoPrefix(mark) && isAscii(mark) ? Buffer.from(mark, 'latin1') : undefined;
+}
+
+/**
+ * Whether a stamp is newer than the mark. ISO-8601 stamps of one field compare as text in their
+ * first 19 characters (to the second); only ties there, and values not in that form, are parsed.
+ */
+function newer(v: Value, mark: string): boolean {
+  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark)) {
+    const c = comparePrefix(v, mark);
+    if (c !== 0) return c > 0;
+  }
+  return !sameMark(mark, v) && later(mark, v) !== mark;
+}
+
+/** Whether a stamp is the mark itself (the same instant), as {@link newer} compares them. */
+function atStamp(v: Value, mark: string): boolean {
+  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark) && comparePrefix(v, mark) !== 0) return false;
+  return sameMark(mark, v);
+}
+
+/** {@link isoPrefix} of a text's UTF-8 bytes, with its first 19 bytes ASCII (so they are its first 19 characters). */
+function isoBytes(b: Buffer, start: number, end: number): boolean {
+  if (end - start < 10 || b[start + 4] !== 45 || b[start + 7] !== 45 || (b[start] as number) < 48 || (b[start] as number) > 57) return false;
+  for (let i = start, n = Math.min(end, start + 19); i < n; i++) if ((b[i] as number) >= 0x80) return false;
+  return true;
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
+/** {@link comparePrefix} of two byte ranges (of `b`, the second of `o` when given) of ASCII stamps. */
+function comparePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): number {
+  const n = Math.min(19, a1 - a0, b1 - b0);
+  for (let i = 0; i < n; i++) {
+    const d = (b[a0 + i] as number) - (o[b0 + i] as number);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/**
+ * Whether {@link comparePrefixBytes} finds the two ranges equal, comparing from the last character
+ * of the prefix back: stamps that differ mostly differ in their seconds, so a row not at the
+ * newest stamp costs a comparison or two rather than the dozen of their common date and hour.
+ */
+function samePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): boolean {
+  for (let i = Math.min(19, a1 - a0, b1 - b0) - 1; i >= 0; i--) if (b[a0 + i] !== o[b0 + i]) return false;
+  return true;
+}
+
+/** `YYYY-MM-DD` at least, digits where an ISO date has them. */
+function isoPrefix(s: string): boolean {
+  return s.length >= 10 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && s.charCodeAt(0) >= 48 && s.charCodeAt(0) <= 57;
+}
+
+/** Compares the first 19 characters (a shorter text compares by what it has; equal lengths to there tie). */
+function comparePrefix(a: string, b: string): number {
+  const n = Math.min(19, a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a.charCodeAt(i) - b.charCodeAt(i);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
