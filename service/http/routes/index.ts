@@ -25,6 +25,7 @@ import managedConnectorsRoutes from './managed-connectors.routes.js';
 import connectionsRoutes from './connections.routes.js';
 import connectionMetadataRoutes from './connection-metadata.routes.js';
 import solutionsRoutes from './solutions.routes.js';
+import solutionConnectionsRoutes from './solution-connections.routes.js';
 import mapsRoutes from './maps.routes.js';
 import mapTransferRoutes from './map-transfer.routes.js';
 import mapEditRoutes from './map-edit.routes.js';
@@ -37,4 +38,4 @@ import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 import agentReprocessRoutes from './agent-reprocess.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
-export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, registerRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, solutionLogsRoutes, connectorsRoutes, marketplaceRoutes, managedConnectorsRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, mapsRoutes, mapTransferRoutes, mapEditRoutes, mapAgentRoutes, mapValidationRoutes, historyRoutes, historyExportRoutes, solutionRunsRoutes, agentLookupTablesRoutes, agentReprocessRoutes];
+export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [orgsRoutes, registerRoutes, securityRulesRoutes, securitySettingsRoutes, orgUsersRoutes, invitedUsersRoutes, usersRoutes, userInvitationsRoutes, subscriptionsRoutes, functionsRoutes, settingsRoutes, endpointsRoutes, lookupTablesRoutes, lookupValuesRoutes, lookupImportExportRoutes, agentsRoutes, agentProvisioningRoutes, agentLogsRoutes, solutionLogsRoutes, connectorsRoutes, marketplaceRoutes, managedConnectorsRoutes, connectionsRoutes, connectionMetadataRoutes, solutionsRoutes, solutionConnectionsRoutes, mapsRoutes, mapTransferRoutes, mapEditRoutes, mapAgentRoutes, mapValidationRoutes, historyRoutes, historyExportRoutes, solutionRunsRoutes, agentLookupTablesRoutes, agentReprocessRoutes];
