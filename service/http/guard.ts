@@ -124,7 +124,8 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     // Not telling outsiders which Organizations exist.
     if (!org || !role) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
     await assertApiAccess(deps, org.id, req.ip);
-    deps.rateLimiter.take(org.id, req.routeOptions.config.poll ? 'poll' : 'call');
+    const { poll, polled } = req.routeOptions.config;
+    deps.rateLimiter.take(org.id, poll || polled ? 'poll' : 'call');
     if (RANK[role] < NEEDED[access]) {
       throw new FerryError('API_FORBIDDEN_ROLE', `This operation needs the ${access === 'admin' ? 'Administrator' : 'Administrator or User'} role; you have the ${role} role in Organization ${orgId}.`);
     }

@@ -9,6 +9,12 @@ declare module 'fastify' {
      * limit, not the Organization's per-minute one (rate-limit.ts).
      */
     poll?: boolean;
+    /**
+     * A call a client repeats to watch a run (startmonitor, History reads, a Solution's status): it
+     * answers at once, but counts in the polling bucket like a POLL operation, so a person watching
+     * one run does not spend the Organization's calls for the minute.
+     */
+    polled?: boolean;
   }
 }
 

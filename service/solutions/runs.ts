@@ -4,6 +4,7 @@ import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { MonitorSolutionResult, StartSolutionResult, StopSolutionResult, type MonitorSolutionResult as Monitor } from '../../src/protocol/solutions.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
+import { latestExecution } from '../store/repos/executions.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import { pendingMovesOf } from '../store/repos/prepare.repo.js';
 import type { Database, OrgRow, SolutionRow } from '../store/schema.js';
@@ -127,13 +128,20 @@ export class SolutionRuns {
     return { solutionId: solution.id, stopping: r.stopping, runId: r.runId ?? null };
   }
 
-  /** The records processed so far by the run in progress (zeros when none runs). */
+  /**
+   * The records processed so far by the run in progress, read from the Agent; when none runs, the
+   * final counts of the last run from History (a person who polls until `running` is false reads
+   * how the run ended, not zeros), and zeros only for a Solution that never ran.
+   */
   async monitor(org: OrgRow, solutionId: string): Promise<Monitor & { solutionId: string }> {
     const { db, commands } = this.opts;
     const solution = await this.#solution(org.id, solutionId);
     const agent = await requireAgent(db, org.id, solution.agentId);
     commands.requireConnected(agent);
     const r = MonitorSolutionResult.parse(await commands.send(agent.id, { type: 'monitorSolution', solutionId: solution.id }));
-    return { solutionId: solution.id, ...r };
+    if (r.running) return { solutionId: solution.id, ...r };
+    const last = await latestExecution(db, solution.id);
+    if (!last) return { solutionId: solution.id, ...r };
+    return { solutionId: solution.id, running: false, runId: last.runId, startedAt: last.start, processed: last.recordsProcessed, failed: last.recordsFailed };
   }
 }

@@ -19,7 +19,7 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const H = '/v1/orgs/:orgId/solutions/:solutionId/history';
 
   app.get(H, {
-    config: { access: 'read' },
+    config: { access: 'read', polled: true },
     schema: {
       tags,
       summary: 'The Solution\'s executions since laterThanDate (default: the last 45 days), filtered by result, sorted',
@@ -50,7 +50,7 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   });
 
   app.get(`${H}/:id`, {
-    config: { access: 'read' },
+    config: { access: 'read', polled: true },
     schema: { tags, summary: 'One execution, by its id (or its processExecutionId)', params: ExecutionParams, response: { 200: Execution } },
   }, async (req) => {
     const { org } = orgOf(req);
@@ -58,7 +58,7 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   });
 
   app.get(`${H}/:id/statistics`, {
-    config: { access: 'read' },
+    config: { access: 'read', polled: true },
     schema: { tags, summary: 'An execution\'s statistics per Map (or entity) and per Block; empty while it runs', params: ExecutionParams, response: { 200: ExecutionStatistics } },
   }, async (req) => {
     const { org } = orgOf(req);
@@ -66,7 +66,7 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   });
 
   app.get(`${H}/:historyId/errors`, {
-    config: { access: 'read' },
+    config: { access: 'read', polled: true },
     schema: { tags, summary: 'An execution\'s record errors in order of arrival', params: ExecutionErrorsParams, querystring: PageQuery, response: { 200: z.array(RecordError) } },
   }, async (req, reply) => {
     const { org } = orgOf(req);

@@ -22,7 +22,7 @@ const solutionRunsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps)
   });
 
   app.get('/v1/orgs/:orgId/solutions/:solutionId/prepare/:prepareId', {
-    config: { access: 'read' },
+    config: { access: 'read', polled: true },
     schema: { tags, summary: 'A prepare job: isComplete, hasError, mapErrorModels', params: PrepareParams, response: { 200: PrepareJob } },
   }, async (req) => {
     const { org } = orgOf(req);
@@ -50,8 +50,8 @@ const solutionRunsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps)
   }
 
   app.post('/v1/orgs/:orgId/solutions/:solutionId/startmonitor', {
-    config: { access: 'read' },
-    schema: { tags, summary: 'The records processed so far by the run in progress', params: SolutionParams, response: { 200: MonitorAnswer } },
+    config: { access: 'read', polled: true },
+    schema: { tags, summary: 'The records processed so far by the run in progress; when none runs, the last run\'s final counts', params: SolutionParams, response: { 200: MonitorAnswer } },
   }, async (req) => {
     const { org } = orgOf(req);
     return toMonitor(await solutionRuns.monitor(org, req.params.solutionId));

@@ -32,7 +32,7 @@ const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
   });
 
   app.get('/v1/orgs/:orgId/solutions/:solutionId', {
-    config: { access: 'read' },
+    config: { access: 'read', polled: true },
     schema: { tags, summary: 'One Solution', params: SolutionParams, response: { 200: Solution } },
   }, async (req) => {
     const { org } = orgOf(req);

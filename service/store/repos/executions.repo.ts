@@ -32,6 +32,19 @@ export async function getExecution(db: Db, solutionId: string, ref: number | str
   return row && normalize(row);
 }
 
+/** The Solution's execution that started last, if it ever ran. */
+export async function latestExecution(db: Db, solutionId: string): Promise<ExecutionRow | undefined> {
+  const row = await db
+    .selectFrom('executions')
+    .selectAll()
+    .where('solutionId', '=', solutionId.toLowerCase())
+    .orderBy('start', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row && normalize(row);
+}
+
 /** Inserts the execution unless one with its run ID exists; answers whether it did. */
 export async function insertExecutionIfNew(db: Db, row: NewExecutionRow): Promise<boolean> {
   const inserted = await db
