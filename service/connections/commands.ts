@@ -5,7 +5,7 @@ import type { AgentCommands } from '../agents/commands.js';
 import { requireAgent } from '../agents/agents.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
-import { completeConnectionTest, getConnectionTest, insertConnectionTest, pruneConnectionTests } from '../store/repos/connections.repo.js';
+import { completeConnectionTest, getConnectionTest, insertConnectionTest, pruneConnectionTests, setLastTestedAgent } from '../store/repos/connections.repo.js';
 import type { ConnectionCommandKind, ConnectionRow, ConnectionTestRow, OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
@@ -47,7 +47,10 @@ export class ConnectionCommands {
         (result) => this.#outcome(result),
         (err: unknown) => ({ reply: failure(err), replyData: null }),
       )
-      .then(({ reply, replyData }) => completeConnectionTest(db, id, reply, nowIso(), replyData))
+      .then(async ({ reply, replyData }) => {
+        await completeConnectionTest(db, id, reply, nowIso(), replyData);
+        if (what.kind === 'test' && what.connectionId !== null && reply === 'SUCCESS') await setLastTestedAgent(db, what.connectionId, agent.id);
+      })
       .catch((err: unknown) => log.error({ err, commandId: id }, `${what.kind} result not stored`));
     return { commandId: id };
   }

@@ -108,6 +108,7 @@ export class Connections {
       createDateTime: now,
       lastModificationDateTime: now,
       modificationBy: by,
+      lastTestedAgentId: null,
     };
     await insertConnection(this.opts.db, row);
     return row;

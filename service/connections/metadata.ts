@@ -15,6 +15,7 @@ import {
   putMetadataCache,
   resetMetadataCache,
 } from '../store/repos/metadata.repo.js';
+import { setLastTestedAgent } from '../store/repos/connections.repo.js';
 import type { ConnectionRow, MetadataRequestRow, OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
@@ -125,6 +126,7 @@ export class ConnectionMetadata {
         throw new Error(`The Agent's metadata is not valid: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'unknown shape'}`);
       }
       await putMetadataCache(db, { connectionId: conn.id, orgId: org.id, agentId, metadata: JSON.stringify(parsed.data), loadedAt: nowIso() });
+      await setLastTestedAgent(db, conn.id, agentId);
       await finishMetadataRequest(db, requestId, 'Completed', nowIso(), null);
       log.info({ requestId, connectionId: conn.id, entities: parsed.data.entities.length }, 'metadata loaded');
     } catch (err) {

@@ -269,7 +269,7 @@ export class Solutions {
     const rs = current.solutionType === 'Replication';
     const { source, target } = await this.connections(org.id, input);
     const connectionChanged = source !== current.connectionIdForSource || target !== current.connectionIdForTarget;
-    const given = selectionOf(input);
+    const given = selectionOf(input, rs ? (replicationSettingsOf(current) ?? undefined) : undefined);
     if (rs && connectionChanged && given === undefined) {
       throw invalidField(
         'replicationSettings',
@@ -424,12 +424,20 @@ export class Solutions {
 
 /**
  * The entity selection a body makes, or undefined when it makes none: replicationSettings, or
- * SPEC.md's `entities` (Selected). Both given must agree. Names are kept once each, ignoring case;
- * All and Recommended keep no names.
+ * SPEC.md's `entities` (Selected). When both are given and disagree, the copy the client changed
+ * wins: a client that reads the model, edits one copy and sends the whole model back echoes the
+ * other as `stored` holds it. Both changed (or nothing stored: a create) is a 400. Names are kept
+ * once each, ignoring case; All and Recommended keep no names.
  */
-function selectionOf(input: SolutionChange): ReplicationSettings | undefined {
-  const rs = input.replicationSettings ?? undefined;
-  const plain = input.entities ?? undefined;
+function selectionOf(input: SolutionChange, stored?: ReplicationSettings): ReplicationSettings | undefined {
+  let rs = input.replicationSettings ?? undefined;
+  let plain = input.entities ?? undefined;
+  if (input.solutionType === 'Replication' && rs?.entities != null && plain !== undefined && stored !== undefined && !sameNames(rs.entities, plain)) {
+    const plainAsStored = sameNames(plain, stored.entities);
+    const rsAsStored = rs.selectionType === stored.selectionType && sameNames(rs.entities, stored.entities);
+    if (plainAsStored && !rsAsStored) plain = undefined;
+    else if (rsAsStored && !plainAsStored) rs = undefined;
+  }
   if (input.solutionType !== 'Replication') {
     if (rs !== undefined) throw invalidField('replicationSettings', 'only Replication Solutions have them', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
     if (plain !== undefined && plain.length > 0) throw invalidField('entities', 'only Replication Solutions select entities', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
@@ -438,7 +446,7 @@ function selectionOf(input: SolutionChange): ReplicationSettings | undefined {
   if (rs === undefined && plain === undefined) return undefined;
   const listed = rs?.entities ?? undefined;
   if (listed !== undefined && plain !== undefined && !sameNames(listed, plain)) {
-    throw invalidField('entities', 'differs from replicationSettings.entities', 'entities and replicationSettings.entities name different entities: send one of them.');
+    throw invalidField('entities', 'differs from replicationSettings.entities', 'entities and replicationSettings.entities name different entities, and neither is the stored selection: send one of them.');
   }
   const selectionType = rs?.selectionType ?? 'Selected';
   if (selectionType !== 'Selected') return { selectionType, entities: [] };

@@ -293,6 +293,8 @@ export interface ConnectionsTable {
   createDateTime: string;
   lastModificationDateTime: string;
   modificationBy: string | null;
+  /** The Agent that last tested the Connection with SUCCESS or loaded its metadata (migration 027); null until one did. */
+  lastTestedAgentId: Generated<string | null>;
 }
 
 export type ConnectionTestStatus = 'Requested' | 'Completed';

@@ -26,6 +26,7 @@ import { mailOutbox } from './migrations/022-mail-outbox.js';
 import { historyMarkDefault } from './migrations/023-history-mark-default.js';
 import { executionsInProgress } from './migrations/024-executions-in-progress.js';
 import { reprocessRunPartial } from './migrations/025-reprocess-run-partial.js';
+import { connectionLastTestedAgent } from './migrations/027-connection-last-tested-agent.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -132,6 +133,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '023-history-mark-default': historyMarkDefault(dialect),
     '024-executions-in-progress': executionsInProgress(),
     '025-reprocess-run-partial': reprocessRunPartial(),
+    '027-connection-last-tested-agent': connectionLastTestedAgent(),
   };
 }
 

@@ -3,7 +3,7 @@ import { encryptProperty } from '../../connections/properties-crypto.js';
 import { cryptoTokenOf, type PlainProperties } from '../../connections/properties.js';
 import { protectedKeys, type ConnectorCatalogue } from '../../marketplace/catalogue.js';
 import type { ConnectionRow, ConnectionTestRow, OrgRow } from '../../store/schema.js';
-import type { Connection, TestStatus } from '../schemas/connection.schema.js';
+import type { Connection, TestStarted, TestStatus } from '../schemas/connection.schema.js';
 
 /**
  * The Connection model: every property of the Connector in its order, values encrypted with the
@@ -26,6 +26,7 @@ export function toConnection(row: ConnectionRow, catalogue: ConnectorCatalogue, 
     lastModificationDateTime: row.lastModificationDateTime,
     modificationBy: row.modificationBy,
     usedInSolutions: usedInSolutions.join(', '),
+    lastTestedAgentId: row.lastTestedAgentId,
   };
 }
 
@@ -38,4 +39,9 @@ export function commandStatus(deps: { readonly secrets: SecretBox }, org: OrgRow
     replyData = Object.entries(plain).map(([key, value]) => ({ key, value: encryptProperty(value, token) }));
   }
   return { id: row.id, commandId: row.id, name: row.name, status: row.status, reply: row.reply, replyData };
+}
+
+/** The answer to a test request: the commandId, also as `id`. */
+export function testStarted({ commandId }: { commandId: string }): TestStarted {
+  return { id: commandId, commandId };
 }

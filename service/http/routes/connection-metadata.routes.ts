@@ -13,6 +13,7 @@ import {
   ActionsQuery,
   Entity,
   EntitiesQuery,
+  EntityNamesQuery,
   EntityParams,
   Field,
   MetadataQuery,
@@ -75,10 +76,10 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
 
   app.get('/v1/orgs/:orgId/connections/:connectionId/entitynames', {
     config: { access: 'read' },
-    schema: { tags, summary: 'POLL: the fullNames of the entities', params: ConnectionParams, querystring: MetadataQuery, response: { 200: z.array(z.string()) } },
+    schema: { tags, summary: 'POLL: the fullNames of the entities, a page at a time (offset, limit)', params: ConnectionParams, querystring: EntityNamesQuery, response: { 200: z.array(z.string()) } },
   }, async (req, reply) => {
     const { md } = await context(req, req.params, req.query);
-    return sendList(reply, md.entities.map((e) => e.fullName), md.entities.length);
+    return sendList(reply, pageOf(md.entities, req.query).map((e) => e.fullName), md.entities.length);
   });
 
   app.get('/v1/orgs/:orgId/connections/:connectionId/entities/:entityIdOrName', {

@@ -4,7 +4,7 @@ import { solutionsUsingConnection } from '../../connections/connections.js';
 import type { ConnectionRow, OrgRow } from '../../store/schema.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
-import { commandStatus, toConnection } from '../mappers/connection.js';
+import { commandStatus, testStarted, toConnection } from '../mappers/connection.js';
 import { OrgParams, pageOf, sendCreated, sendList } from '../schemas/common.js';
 import { Connection, ConnectionInput, ConnectionListQuery, ConnectionParams, ConnectionTestParams, TestQuery, TestStarted, TestStatus } from '../schemas/connection.schema.js';
 
@@ -51,7 +51,7 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     schema: { tags, summary: 'Test a Connection model without saving it', params: OrgParams, querystring: TestQuery, body: ConnectionInput, response: { 200: TestStarted } },
   }, async (req) => {
     const { org } = orgOf(req);
-    return connectionCommands.testModel(req.log, org, req.query.agentId, req.body);
+    return testStarted(await connectionCommands.testModel(req.log, org, req.query.agentId, req.body));
   });
 
   app.get('/v1/orgs/:orgId/connections/:connectionId', {
@@ -84,10 +84,10 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
 
   app.post('/v1/orgs/:orgId/connections/:connectionId/test', {
     config: { access: 'write' },
-    schema: { tags, summary: 'Test a saved Connection on an Agent; returns the commandId', params: ConnectionParams, querystring: TestQuery, response: { 200: TestStarted } },
+    schema: { tags, summary: 'Test a saved Connection on an Agent; returns the commandId (also as id)', params: ConnectionParams, querystring: TestQuery, response: { 200: TestStarted } },
   }, async (req) => {
     const { org } = orgOf(req);
-    return connectionCommands.testSaved(req.log, org, req.query.agentId, await connections.require(org.id, req.params.connectionId));
+    return testStarted(await connectionCommands.testSaved(req.log, org, req.query.agentId, await connections.require(org.id, req.params.connectionId)));
   });
 };
 

@@ -79,6 +79,7 @@ export const Connection = z.object({
   lastModificationDateTime: Timestamp,
   modificationBy: z.string().nullable(),
   usedInSolutions: z.string(),
+  lastTestedAgentId: z.string().nullable().describe('the Agent that last tested the Connection with SUCCESS or loaded its metadata; null until one did'),
 });
 export type Connection = z.infer<typeof Connection>;
 
@@ -105,6 +106,7 @@ export const ConnectionInput = z.strictObject({
   lastModificationDateTime: z.string().max(40).nullable().optional(),
   modificationBy: z.string().max(255).nullable().optional(),
   usedInSolutions: z.string().max(10_000).nullable().optional(),
+  lastTestedAgentId: z.string().max(100).nullable().optional(),
 });
 export type ConnectionInput = z.infer<typeof ConnectionInput>;
 
@@ -115,7 +117,9 @@ export const ConnectionListQuery = PageQuery.extend({
 });
 
 export const TestQuery = z.object({ agentId: Guid });
-export const TestStarted = z.object({ commandId: z.string() });
+/** A test started: `id` and `commandId` are the same value (clients of the original service read `id`). */
+export const TestStarted = z.object({ id: z.string(), commandId: z.string() });
+export type TestStarted = z.infer<typeof TestStarted>;
 /** The status of a Connection test or preconnect: Requested, then Completed with the reply (SUCCESS or the error). */
 export const TestStatus = z.object({
   id: z.string(),

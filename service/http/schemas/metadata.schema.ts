@@ -97,6 +97,7 @@ export const SupportedActionsQuery = AgentIdQuery.extend({
   limit: decimal(z.number().int().min(0).max(MAX_METADATA_ENTITIES).optional()).describe('entities; default all'),
   offset: decimal(z.number().int().min(0).max(MAX_INT).default(0)),
 });
+export const EntityNamesQuery = PageQuery.extend(AgentIdQuery.shape);
 export const EntitiesQuery = PageQuery.extend(AgentIdQuery.shape).extend({ expand: qbool(true).describe('entities with their fields and relationships') });
 export const RelationshipsQuery = AgentIdQuery.extend({
   nestedPropertyRelations: decimal(z.number().int().min(0).max(10).default(0)).describe('depth of property-type relations (0 to 10); the built-in Connectors have none'),

@@ -38,9 +38,13 @@ export async function updateAgentIfUnchanged(db: Db, id: string, seen: { status:
   return Number(res.numUpdatedRows) > 0;
 }
 
+/** Deletes the Agent; Connections it last tested no longer name it (a client would send its ID back). */
 export async function deleteAgent(db: Db, id: string): Promise<boolean> {
-  const res = await db.deleteFrom('agents').where('id', '=', id).executeTakeFirst();
-  return Number(res.numDeletedRows) > 0;
+  return db.transaction().execute(async (tx) => {
+    await tx.updateTable('connections').set({ lastTestedAgentId: null }).where('lastTestedAgentId', '=', id).execute();
+    const res = await tx.deleteFrom('agents').where('id', '=', id).executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  });
 }
 
 /** Whether another Agent of the Organization has this name (case-insensitively). */

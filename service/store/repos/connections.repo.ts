@@ -2,7 +2,7 @@ import type { Insertable } from 'kysely';
 import type { Db } from '../sql.js';
 import type { ConnectionCommandKind, ConnectionRow, ConnectionTestRow, ConnectionUpdate, ConnectionsTable, ConnectionTestsTable } from '../schema.js';
 
-export async function insertConnection(db: Db, row: ConnectionsTable): Promise<void> {
+export async function insertConnection(db: Db, row: Insertable<ConnectionsTable>): Promise<void> {
   await db.insertInto('connections').values(row).execute();
 }
 
@@ -20,6 +20,11 @@ export async function listConnections(db: Db, orgId: number, filter: { name?: st
 export async function updateConnection(db: Db, orgId: number, id: string, patch: ConnectionUpdate): Promise<boolean> {
   const res = await db.updateTable('connections').set(patch).where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
+}
+
+/** Records the Agent that just tested the Connection with SUCCESS or loaded its metadata. */
+export async function setLastTestedAgent(db: Db, connectionId: string, agentId: string): Promise<void> {
+  await db.updateTable('connections').set({ lastTestedAgentId: agentId }).where('id', '=', connectionId).execute();
 }
 
 export async function deleteConnection(db: Db, orgId: number, id: string): Promise<boolean> {

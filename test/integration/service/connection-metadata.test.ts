@@ -176,12 +176,23 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
       usedInActionOutput: false, usedInQuerySequence: false, nativeType: 'INTEGER', hasDefault: true,
     });
     expect(commands).toHaveLength(1);
+    // The Agent that loaded the metadata is the Connection's lastTestedAgentId.
+    expect((await svc.request<{ lastTestedAgentId: string | null }>('GET', conn)).body.lastTestedAgentId).toBe(agent.agentId);
 
     const bare = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/entities?expand=false&limit=1&offset=1`);
     expect(bare.body).toEqual([{ id: 'orders', name: 'Orders', fullName: 'Orders', originalName: 'Orders', description: 'table', isHidden: false, actions: [QUERY] }]);
     expect(bare.headers['total-count']).toBe('2');
 
     expect((await svc.request<string[]>('GET', `${conn}/entitynames`)).body).toEqual(['customers', 'Orders']);
+    // Paged as clients page it, until an empty page; the total in Total-Count.
+    const page = async (q: string) => svc.request<string[]>('GET', `${conn}/entitynames?${q}`);
+    expect((await page('offset=0&limit=1')).body).toEqual(['customers']);
+    expect((await page('offset=1&limit=1')).body).toEqual(['Orders']);
+    const past = await page('offset=2&limit=1');
+    expect(past.body).toEqual([]);
+    expect(past.headers['total-count']).toBe('2');
+    expect((await page('limit=0')).body).toEqual([]);
+    for (const bad of ['limit=1001', 'offset=-1', 'limit=x']) expect((await page(bad)).status, bad).toBe(400);
     const actions = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/actions?expand=true&mapType=IntegrationServicesMap`);
     expect(actions.body).toEqual([{ ...QUERY, entities: ['customers', 'Orders'] }, { ...CREATE, entities: ['customers'] }]);
     expect((await svc.request<Problem>('GET', `${conn}/actions?mapType=IntegrationServicesBasicMap`)).status).toBe(400);

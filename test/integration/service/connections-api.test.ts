@@ -27,6 +27,7 @@ interface Connection {
   lastModificationDateTime: string;
   modificationBy: string | null;
   usedInSolutions: string;
+  lastTestedAgentId: string | null;
 }
 interface Problem {
   code: string;
@@ -93,7 +94,7 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     });
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`${C}/${res.body.id}`);
-    expect(res.body).toMatchObject({ name: 'Sales DB #1 (prod)', alias: 'SalesDB1prod', connectorId: POSTGRES, connectorType: 'PostgreSQL', color: '#FF336699', connectionId: res.body.id, usedInSolutions: '', modificationBy: expect.any(String) as string });
+    expect(res.body).toMatchObject({ name: 'Sales DB #1 (prod)', alias: 'SalesDB1prod', connectorId: POSTGRES, connectorType: 'PostgreSQL', color: '#FF336699', connectionId: res.body.id, usedInSolutions: '', modificationBy: expect.any(String) as string, lastTestedAgentId: null });
     const props = plain(res.body);
     expect(props).toMatchObject({ host: 'db.local', port: '5433', password: '', connectionString: '', database: '', user: '' });
     expect(res.body.properties.map((p) => p.key)).toHaveLength(12);
@@ -214,6 +215,7 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     channels.push(ch);
     await ch.hello(agent, { installedConnectors: [{ connectorId: POSTGRES, version: '1.0.0' }] });
     const conn = await svc.request<Connection>('POST', C, { body: { name: 'To test', connectorId: POSTGRES, color: '#FF000000', properties: [{ key: 'host', value: enc('pg') }, { key: 'password', value: enc('pw') }] } });
+    expect(conn.body.lastTestedAgentId).toBeNull();
 
     let release: (() => void) | undefined;
     const gate = new Promise<void>((r) => (release = r));
@@ -228,6 +230,8 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
 
     const started = await svc.request<{ commandId: string }>('POST', `${C}/${conn.body.id}/test?agentId=${agent.agentId}`);
     expect(started.status).toBe(200);
+    // Clients of the original service read the test's ID as `id`.
+    expect(started.body).toEqual({ id: started.body.commandId, commandId: expect.any(String) as string });
     const status = `${C}/test/${started.body.commandId}`;
     await until(async () => (commands.length > 0 ? true : undefined), 'the command');
     expect(commands[0]).toMatchObject({ type: 'testConnection', connectorId: POSTGRES, properties: { host: 'pg', password: 'pw', port: '' } });
@@ -241,6 +245,12 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
       return r.body.status === 'Completed' ? r.body : undefined;
     }, 'the test result');
     expect(done.reply).toBe('SUCCESS');
+    // The Agent that answered SUCCESS is the Connection's lastTestedAgentId; the model sent back with it is accepted.
+    const tested = await svc.request<Connection>('GET', `${C}/${conn.body.id}`);
+    expect(tested.body.lastTestedAgentId).toBe(agent.agentId);
+    const echoed = await svc.request<Connection>('PUT', `${C}/${conn.body.id}`, { body: { ...tested.body, properties: [] } });
+    expect(echoed.status).toBe(200);
+    expect(echoed.body.lastTestedAgentId).toBe(agent.agentId);
     const failed = await until(async () => {
       const r = await svc.request<{ name: string; status: string; reply: string }>('GET', `${C}/test/${unsaved.body.commandId}`);
       return r.body.status === 'Completed' ? r.body : undefined;
@@ -252,5 +262,10 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     expect((await svc.request<Problem>('POST', `${C}/${conn.body.id}/test?agentId=${UNKNOWN}`)).status).toBe(404);
     const offline = await registerTestAgent(svc, { name: 'Offline' });
     expect((await svc.request<Problem>('POST', `${C}/${conn.body.id}/test?agentId=${offline.agentId}`)).body.code).toBe('AGT_NOT_CONNECTED');
+    // A failed test leaves the last Agent that succeeded; a deleted Agent is no longer named.
+    expect((await svc.request<Connection>('GET', `${C}/${conn.body.id}`)).body.lastTestedAgentId).toBe(agent.agentId);
+    await ch.close();
+    expect((await svc.request('DELETE', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}`)).status).toBe(204);
+    expect((await svc.request<Connection>('GET', `${C}/${conn.body.id}`)).body.lastTestedAgentId).toBeNull();
   });
 });

@@ -206,6 +206,30 @@ describe.each(STORE_TARGETS)('the Solutions API on $name', (target) => {
     expect(moved.body).toMatchObject({ agentId: other.agentId, status: 'Incomplete' });
   });
 
+  it('takes the copy of the entity selection the client changed when a read model is sent back with one copy edited', async () => {
+    const copy = await create(rs('Read-modify-write'));
+    const url = `${S}/${copy.id}`;
+    expect(copy.entities).toEqual(['customers', 'orders']);
+    // replicationSettings.entities edited, the top-level copy echoed as read: the edit wins.
+    const edited = await svc.request<SolutionModel>('PUT', url, { body: { ...copy, replicationSettings: { selectionType: 'Selected', entities: ['orders', 'items'] } } });
+    expect(edited.status, edited.text).toBe(200);
+    expect(edited.body).toMatchObject({ replicationSettings: { selectionType: 'Selected', entities: ['orders', 'items'] }, entities: ['orders', 'items'] });
+    // The top-level copy edited, replicationSettings echoed: that edit wins, as Selected.
+    const plain = await svc.request<SolutionModel>('PUT', url, { body: { ...edited.body, entities: ['customers'] } });
+    expect(plain.status, plain.text).toBe(200);
+    expect(plain.body.replicationSettings).toEqual({ selectionType: 'Selected', entities: ['customers'] });
+    // A read All selection (entities []) with the top-level copy filled in selects those entities.
+    const all = await svc.request<SolutionModel>('PUT', url, { body: { ...plain.body, replicationSettings: { selectionType: 'All' }, entities: null } });
+    expect(all.body.replicationSettings).toEqual({ selectionType: 'All', entities: [] });
+    const picked = await svc.request<SolutionModel>('PUT', url, { body: { ...all.body, entities: ['orders'] } });
+    expect(picked.body.replicationSettings).toEqual({ selectionType: 'Selected', entities: ['orders'] });
+    // Both copies changed, and differently: which one was meant is unknown.
+    const both = await svc.request<Problem>('PUT', url, { body: { ...picked.body, replicationSettings: { selectionType: 'Selected', entities: ['a'] }, entities: ['b'] } });
+    expect(both.status).toBe(400);
+    expect(both.body.errors?.map((e) => e.path)).toContain('body.entities');
+    expect((await svc.request<SolutionModel>('GET', url)).body.replicationSettings).toEqual({ selectionType: 'Selected', entities: ['orders'] });
+  });
+
   it('refuses bad modifications and changes nothing', async () => {
     const copy = await create(rs('Guarded copy'));
     const taken = await create(is('Taken name'));
