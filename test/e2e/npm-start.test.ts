@@ -65,4 +65,44 @@ describe('ferry up (what npm start runs) as a real process', () => {
     child.kill('SIGTERM');
     expect(await exited2).toBe(0);
   });
+
+  it('npm start hands a signal to the Service and its Agent: SIGINT to npm (what a process manager or Ctrl-C sends) stops them all', { timeout: 180_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-npm-start-'));
+    const npm = spawn('npm', ['start', '--', '--port', '0'], {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_DATA_DIR: dir, FERRY_LOG_LEVEL: 'warn', FERRY_ADMIN_PASSWORD: 'a-long-enough-password', FERRY_DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const out = watch(npm);
+      await out.waitFor(/Agent: +\S+ running/, 150_000);
+      /** The processes started for this data folder (the Service, the Agent's supervisor and worker). */
+      const ours = (): string[] =>
+        fs
+          .readdirSync('/proc')
+          .filter((p) => /^\d+$/.test(p))
+          .flatMap((p) => {
+            try {
+              const args = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ');
+              const env = fs.readFileSync(`/proc/${p}/environ`, 'utf8');
+              return args.includes(dir) || env.includes(`FERRY_DATA_DIR=${dir}`) ? [`${p} ${args}`] : [];
+            } catch {
+              return [];
+            }
+          });
+      expect(ours().length).toBeGreaterThanOrEqual(3);
+      const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
+      npm.kill('SIGINT');
+      await exited;
+      let left = ours();
+      for (let i = 0; i < 100 && left.length > 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        left = ours();
+      }
+      expect(left).toEqual([]);
+    } finally {
+      if (npm.exitCode === null) npm.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
