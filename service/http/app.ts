@@ -164,7 +164,8 @@ function registerEmptyBodyParser(app: FastifyInstance): void {
       done(err, undefined);
     };
     payload.on('data', (chunk: Buffer) => {
-      if (chunk.length > 0) settle(unsupportedMediaType(req));
+      // A path no route serves is a 404 whatever its body.
+      if (chunk.length > 0) settle(req.is404 ? null : unsupportedMediaType(req));
     });
     payload.on('end', () => settle(null));
     payload.on('error', (err: Error) => settle(err));

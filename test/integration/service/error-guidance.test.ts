@@ -125,6 +125,10 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
     expect(form.status).toBe(415);
     expect(form.body.code).toBe('API_UNSUPPORTED_MEDIA_TYPE');
     expect(form.body.detail).toContain('application/x-www-form-urlencoded');
+    // A path no route serves stays a 404, whatever its body.
+    const nowhere = await svc.request<Problem>('POST', `${O}/no-such-thing`, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(nowhere.status).toBe(404);
+    expect(nowhere.body.code).toBe('API_ROUTE_NOT_FOUND');
   });
 });
 
