@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { countTables, deleteTable, getTable, insertTable, listTables, nameKeyOf, updateTable } from '../store/repos/lookup-tables.repo.js';
-import { deleteAllValues, insertValues, type NewLookupValue } from '../store/repos/lookup-values.repo.js';
+import { countValues, deleteAllValues, insertValues, pairPages, type NewLookupValue } from '../store/repos/lookup-values.repo.js';
 import type { Database, LookupTableRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
@@ -57,7 +57,11 @@ export async function createTable(store: Pick<Store, 'db' | 'dialect'>, orgId: n
   return row;
 }
 
-/** Changes a table's name and description and, when values are sent, replaces all its values. */
+/**
+ * Changes a table's name and description and, when values are sent, replaces all its values —
+ * unless they are the table's values as they are, in order (a table read and sent back): then the
+ * values stay, with their IDs and dates.
+ */
 export async function modifyTable(store: Pick<Store, 'db' | 'dialect'>, orgId: number, tableId: string, spec: TableSpec, modifiedBy: string): Promise<LookupTableRow> {
   const id = tableId.toLowerCase();
   if (spec.id && spec.id.toLowerCase() !== id) {
@@ -73,12 +77,25 @@ export async function modifyTable(store: Pick<Store, 'db' | 'dialect'>, orgId: n
       modificationBy: modifiedBy,
     });
     if (!found) throw tableNotFound(id);
-    if (spec.lookupTableValues) {
+    if (spec.lookupTableValues && !(await holdsExactly(tx, id, spec.lookupTableValues))) {
       await deleteAllValues(tx, id);
       await insertValues(tx, store.dialect, id, 0, spec.lookupTableValues, now);
     }
   });
   return tableOf(store.db, orgId, id);
+}
+
+/** Whether the table's values are `values`, in order. */
+async function holdsExactly(db: Db, tableId: string, values: readonly NewLookupValue[]): Promise<boolean> {
+  if ((await countValues(db, tableId)) !== values.length) return false;
+  let i = 0;
+  for await (const page of pairPages(db, tableId)) {
+    for (const { value1, value2 } of page) {
+      const sent = values[i++];
+      if (!sent || sent.value1 !== value1 || sent.value2 !== value2) return false;
+    }
+  }
+  return i === values.length;
 }
 
 /** Deletes a table and its values. */

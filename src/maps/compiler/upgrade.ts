@@ -191,7 +191,42 @@ export function upgradeMap(input: unknown): MapModel {
   return parseModel(upgrade25(m));
 }
 
-function parseModel(m: unknown): MapModel {
+/** Lists of a Block whose items are objects with optional fields; Block lists are walked as Blocks. */
+const ITEM_LISTS = ['fieldMappings', 'lookupConditions', 'children'] as const;
+const BLOCK_LISTS = ['then', 'else', 'body'] as const;
+
+const dropNulls = (o: Obj): Obj => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null));
+
+function blockWithoutNulls(b: unknown): unknown {
+  if (!isObj(b)) return b;
+  const out = dropNulls(b);
+  for (const key of ITEM_LISTS) {
+    const list = out[key];
+    if (Array.isArray(list)) out[key] = list.map((item) => (isObj(item) ? dropNulls(item) : item));
+  }
+  for (const key of BLOCK_LISTS) {
+    const list = out[key];
+    if (Array.isArray(list)) out[key] = list.map(blockWithoutNulls);
+  }
+  return out;
+}
+
+/**
+ * The model with its null fields taken as not sent: the Map answer shows what a model leaves out as
+ * null (`batchSize`, `lastRunDate`), and clients built on .NET send every field they do not set as
+ * null, so a model read and sent back must pass. Nulls inside a filter are left alone: there null
+ * is a value to compare with.
+ */
+function withoutNulls(m: unknown): unknown {
+  if (!isObj(m)) return m;
+  const out = dropNulls(m);
+  if (m['lastRunDate'] === null) out['lastRunDate'] = null;
+  if (Array.isArray(out['blocks'])) out['blocks'] = out['blocks'].map(blockWithoutNulls);
+  return out;
+}
+
+function parseModel(input: unknown): MapModel {
+  const m = withoutNulls(input);
   const parsed = MapModel.safeParse(m);
   if (!parsed.success) {
     const errors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
