@@ -32,7 +32,9 @@ export const EXPORT_PAGE_SIZE = 1000;
  * The columns, in order. The fields of the failed record are one JSON column, `record` (the
  * source fields the Map read, as an object), not one column each: the records of one execution
  * come from several Maps and entities with different fields, and a header naming them all would
- * need a pass over every record before the first line could be sent.
+ * need a pass over every record before the first line could be sent. `sourceKey` (the record's key
+ * as a JSON object) and `sourceRow` came later and follow `record`, so that a reader that takes the
+ * columns by position still finds the first fourteen where they were.
  */
 export const EXPORT_COLUMNS = [
   'id',
@@ -49,6 +51,8 @@ export const EXPORT_COLUMNS = [
   'marked',
   'created',
   'record',
+  'sourceKey',
+  'sourceRow',
 ] as const;
 
 /** RFC 4180: CRLF after every record, a field quoted when it holds a comma, a quote or a line break. */
@@ -153,5 +157,7 @@ function csvRow(e: ExecutionErrorRow, record: string): string[] {
     e.marked === 1 ? 'true' : 'false',
     e.created,
     record,
+    e.sourceKey ?? '',
+    e.sourceRow === null ? '' : String(e.sourceRow),
   ];
 }

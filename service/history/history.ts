@@ -136,7 +136,8 @@ export class History {
 
   /**
    * The failed source record of a record error (SPEC.md "Failed Record"), when the run kept it in
-   * the cloud; 409 saying where it is when the Organization keeps failed records on the Agent.
+   * the cloud; 409 saying where it is, and the command that reads it there, when the Organization
+   * keeps failed records on the Agent.
    */
   async failedRecord(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string): Promise<{ error: ExecutionErrorRow; source: ConnectorRecord }> {
     const execution = await this.execution(orgId, solutionId, ref);
@@ -144,7 +145,13 @@ export class History {
     if (!error) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
     if (!error.failedRecordId) throw new FerryError('API_NOT_FOUND', `Error ${errorId} has no failed record: the run kept none for it (capture was off, or the record could not be read again).`);
     if (execution.sourceDataLocal === 1) {
-      throw new FerryError('API_CONFLICT', `The failed record of error ${errorId} is kept on the Agent that ran execution ${execution.id} (the Organization's isSourceDataLocal is true), not in the cloud; it is reprocessed from there.`, { details: { agentId: execution.agentId } });
+      const show = `ferry agent failures show ${error.failedRecordId}`;
+      throw new FerryError(
+        'API_CONFLICT',
+        `The failed record of error ${errorId} is kept on the Agent that ran execution ${execution.id} (Agent ${execution.agentId}), not in the Service: the Organization keeps failed records on the Agent (isSourceDataLocal true). ` +
+          `Read it on that Agent's machine with "${show} [--home DIR] [--instance N]", or list the run's with "ferry agent failures list --execution ${execution.runId}"; it is reprocessed from there.`,
+        { details: { agentId: execution.agentId, failedRecordId: error.failedRecordId, command: show } },
+      );
     }
     const row = await getFailedRecord(this.opts.db, execution.solutionId, error.failedRecordId);
     if (!row) throw new FerryError('API_NOT_FOUND', `The failed record of error ${errorId} has not reached the Service (yet).`);

@@ -125,6 +125,8 @@ export class RunReports {
         marked,
         failedRecordId: e.failedRecordId ?? null,
         created: now,
+        sourceKey: e.sourceKey === undefined ? null : JSON.stringify(e.sourceKey),
+        sourceRow: e.sourceRow ?? null,
       });
     }
     await insertErrors(tx, rows, this.opts.dialect);

@@ -575,6 +575,10 @@ export interface ExecutionErrorsTable {
   marked: Flag | null;
   failedRecordId: string | null;
   created: string;
+  /** The source record's key as a JSON object (migration 028); null when the error came without one. */
+  sourceKey: string | null;
+  /** The source record's position in the run's read, from 1 (migration 028). */
+  sourceRow: number | null;
   /** The reprocess run that took this error (migration 019); null until one did. */
   reprocessRunId: Generated<string | null>;
 }

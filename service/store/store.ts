@@ -27,6 +27,7 @@ import { historyMarkDefault } from './migrations/023-history-mark-default.js';
 import { executionsInProgress } from './migrations/024-executions-in-progress.js';
 import { reprocessRunPartial } from './migrations/025-reprocess-run-partial.js';
 import { connectionLastTestedAgent } from './migrations/027-connection-last-tested-agent.js';
+import { errorSourceKeys } from './migrations/028-error-source-keys.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -134,6 +135,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '024-executions-in-progress': executionsInProgress(),
     '025-reprocess-run-partial': reprocessRunPartial(),
     '027-connection-last-tested-agent': connectionLastTestedAgent(),
+    '028-error-source-keys': errorSourceKeys(),
   };
 }
 

@@ -129,7 +129,48 @@ export const RunMapStats = z.object({
 });
 export type RunMapStats = z.infer<typeof RunMapStats>;
 
-/** One record error of a run (SPEC.md "Error"). */
+/** A source key's value as it travels: a scalar, text cut to {@link MAX_SOURCE_KEY_TEXT} characters. */
+const SourceKeyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+/** Key fields a record error carries at most, and characters of one text value (sourceKeyOf cuts longer ones). */
+export const MAX_SOURCE_KEY_FIELDS = 16;
+export const MAX_SOURCE_KEY_TEXT = 1000;
+/** The source record's key: its entity's primary-key fields and their values. */
+export const SourceKey = z
+  .record(z.string().max(500), SourceKeyValue)
+  .refine((k) => Object.keys(k).length <= MAX_SOURCE_KEY_FIELDS, `at most ${MAX_SOURCE_KEY_FIELDS} key fields`)
+  .refine((k) => Object.values(k).every((v) => typeof v !== 'string' || v.length <= MAX_SOURCE_KEY_TEXT), `key values of at most ${MAX_SOURCE_KEY_TEXT} characters`);
+export type SourceKey = z.infer<typeof SourceKey>;
+
+/**
+ * The key a record error carries for a source record: the values of `fields` (its entity's primary
+ * key), within the protocol's bounds (the first {@link MAX_SOURCE_KEY_FIELDS} fields, text cut to
+ * {@link MAX_SOURCE_KEY_TEXT} characters); undefined when the entity has no key.
+ */
+export function sourceKeyOf(fields: readonly string[], record: Readonly<Record<string, unknown>>): SourceKey | undefined {
+  if (fields.length === 0) return undefined;
+  const key: SourceKey = {};
+  const n = Math.min(fields.length, MAX_SOURCE_KEY_FIELDS);
+  for (let i = 0; i < n; i++) {
+    const f = fields[i] as string;
+    key[f.slice(0, 500)] = keyValue(record[f]);
+  }
+  return key;
+}
+
+function keyValue(v: unknown): string | number | boolean | null {
+  if (typeof v === 'string') return v.length > MAX_SOURCE_KEY_TEXT ? v.slice(0, MAX_SOURCE_KEY_TEXT) : v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'boolean' || v === null || v === undefined) return v ?? null;
+  // Not a connector Value (a Date, a Buffer): its JSON text, within bounds.
+  const text = v instanceof Date ? v.toISOString() : (JSON.stringify(v) ?? null);
+  return text === null ? null : text.slice(0, MAX_SOURCE_KEY_TEXT);
+}
+
+/**
+ * One record error of a run (SPEC.md "Error"). `sourceKey` and `sourceRow` name the failed
+ * source record: its key when its entity has one, its position in the run's read (from 1) when
+ * the reader knows it. Older Agents send neither; older Services drop both (unknown fields).
+ */
 export const RunRecordError = z.object({
   id: Id,
   mapId: z.number().int().optional(),
@@ -142,6 +183,8 @@ export const RunRecordError = z.object({
   errorDetail: z.string().max(20_000),
   canReprocess: z.boolean(),
   failedRecordId: z.string().max(100).optional(),
+  sourceKey: SourceKey.optional(),
+  sourceRow: z.number().int().positive().optional(),
 });
 export type RunRecordError = z.infer<typeof RunRecordError>;
 
@@ -166,12 +209,13 @@ export const RunProgressReport = z.object({
   failed: z.number().int().nonnegative(),
 });
 /**
- * The fields of a record error that a report's errors may share: all but the error's own IDs. A
+ * The fields of a record error that a report's errors may share: all but the error's own IDs and
+ * its record's (failedRecordId, sourceKey, sourceRow). A
  * run's refused records mostly fail alike (same Map, Block, code and message), and sent once per
  * report they make a report of 200 errors about a sixth of the size (the Agent serializes,
  * stores, reads back and sends less; the Service parses and validates less).
  */
-export const SharedErrorFields = RunRecordError.omit({ id: true, failedRecordId: true }).partial();
+export const SharedErrorFields = RunRecordError.omit({ id: true, failedRecordId: true, sourceKey: true, sourceRow: true }).partial();
 type SharedErrorField = keyof z.infer<typeof SharedErrorFields>;
 export const SHARED_ERROR_FIELDS: readonly SharedErrorField[] = SharedErrorFields.keyof().options;
 /** The fields an error must have, itself or through the report's `shared`: those RunRecordError does not make optional. */
@@ -224,6 +268,8 @@ export function errorsOf(r: { shared?: SharedErrorFields | undefined; errors: Re
     errorDetail: (e.errorDetail ?? shared.errorDetail) as string,
     canReprocess: (e.canReprocess ?? shared.canReprocess) as boolean,
     failedRecordId: e.failedRecordId,
+    sourceKey: e.sourceKey,
+    sourceRow: e.sourceRow,
   }));
 }
 
@@ -245,6 +291,8 @@ export function shareErrorFields(errors: readonly RunRecordError[]): { shared?: 
       const out: Record<string, unknown> = { id: e.id };
       for (const f of own) if (e[f] !== undefined) out[f] = e[f];
       if (e.failedRecordId !== undefined) out['failedRecordId'] = e.failedRecordId;
+      if (e.sourceKey !== undefined) out['sourceKey'] = e.sourceKey;
+      if (e.sourceRow !== undefined) out['sourceRow'] = e.sourceRow;
       return out as Partial<RunRecordError> & { id: string };
     }),
   };

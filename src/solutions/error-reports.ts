@@ -90,5 +90,15 @@ export class ErrorBatcher {
  * and punctuation, its texts, and its detail twice (itself JSON, its quotes are escaped).
  */
 function errorChars(e: RunRecordError): number {
-  return 250 + e.mapName.length + e.sourceEntity.length + (e.blockId?.length ?? 0) + (e.blockName?.length ?? 0) + e.code.length + e.errorMessage.length + 2 * e.errorDetail.length + (e.failedRecordId?.length ?? 0);
+  return 250 + e.mapName.length + e.sourceEntity.length + (e.blockId?.length ?? 0) + (e.blockName?.length ?? 0) + e.code.length + e.errorMessage.length + 2 * e.errorDetail.length + (e.failedRecordId?.length ?? 0) + (e.sourceKey ? keyChars(e.sourceKey) : 0);
+}
+
+/** A source key's JSON, at most: names and text values may each double when escaped. */
+function keyChars(key: Readonly<Record<string, unknown>>): number {
+  let n = 2;
+  for (const k in key) {
+    const v = key[k];
+    n += 2 * k.length + 6 + (typeof v === 'string' ? 2 * v.length : 24);
+  }
+  return n;
 }

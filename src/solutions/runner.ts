@@ -34,7 +34,7 @@ import { runMap, type FailedRecordInput, type MapRecordError } from '../maps/run
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
-import { MAX_FAILED_RECORDS_PER_REPORT, shareErrorFields, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import { MAX_FAILED_RECORDS_PER_REPORT, shareErrorFields, sourceKeyOf, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
@@ -521,7 +521,7 @@ function toFailedRecord(rec: FailedRecordInput & { id: string }): RunFailedRecor
 }
 
 function toRunError(e: MapRecordError, mapId: number): RunRecordError {
-  return {
+  const out: RunRecordError = {
     id: e.id,
     mapId,
     mapName: e.mapName.slice(0, 500),
@@ -532,8 +532,12 @@ function toRunError(e: MapRecordError, mapId: number): RunRecordError {
     errorMessage: e.errorMessage.slice(0, 10_000),
     errorDetail: e.errorDetail.slice(0, 20_000),
     canReprocess: e.canReprocess,
-    ...(e.failedRecordId ? { failedRecordId: e.failedRecordId } : {}),
   };
+  if (e.failedRecordId) out.failedRecordId = e.failedRecordId;
+  // Which source record failed (History's errors and export show it): its key, else its row.
+  if (e.sourceKey) out.sourceKey = sourceKeyOf(Object.keys(e.sourceKey), e.sourceKey);
+  if (e.sourceRow !== undefined) out.sourceRow = e.sourceRow;
+  return out;
 }
 
 function errorText(err: unknown): string {

@@ -69,6 +69,7 @@ export async function seedErrors(store: Store, secrets: SecretBox, x: SeededExec
             id: randomUUID(), executionId, seq, mapId: map.mapId, mapName: map.mapName, sourceEntity: map.entity, blockId: map.blockId, blockName: map.blockName, code: 'RUN_WRITE_FAILED',
             // As the runErrors handler writes them: no mark of their own (the execution's default).
             errorMessage: `Record ${seq} refused: duplicate value in "Email", row skipped`, errorDetail: `{"status":409,"row":${seq}}`, canReprocess: 1, marked: null, failedRecordId: randomUUID(), created,
+            sourceKey: `{"Id":${seq}}`, sourceRow: seq,
           };
         });
         await insertErrors(t, errors);

@@ -51,6 +51,8 @@ export function toRecordError(row: ExecutionErrorRow): RecordError {
     blockName: row.blockName,
     code: row.code,
     created: row.created,
+    sourceKey: row.sourceKey === null ? null : (JSON.parse(row.sourceKey) as RecordError['sourceKey']),
+    sourceRow: row.sourceRow,
   };
 }
 

@@ -111,6 +111,11 @@ export const RecordError = z.object({
   blockName: z.string().nullable().describe('Ferry addition: the Block the record failed in'),
   code: z.string().describe('Ferry addition: the error code (docs/errors.md)'),
   created: Timestamp.describe('Ferry addition: when the Service received it'),
+  sourceKey: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]))
+    .nullable()
+    .describe("Ferry addition: the failed source record's key, its entity's primary-key fields and values; null when it has none or the Agent did not send it"),
+  sourceRow: z.number().int().nullable().describe("Ferry addition: the failed source record's position in the run's read, from 1; null when not known"),
 });
 export type RecordError = z.infer<typeof RecordError>;
 

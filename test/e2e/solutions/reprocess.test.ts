@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, STORE_TARGETS } from '../../helpers/stores.js';
 import { ferry, until, untilStatus, type ServiceUnderTest } from '../agent/harness.js';
@@ -19,6 +20,8 @@ interface RecordError {
   marked: boolean;
   failedRecordId: string | null;
   errorMessage: string;
+  sourceKey: Record<string, unknown> | null;
+  sourceRow: number | null;
 }
 interface ReprocessAnswer {
   runId: string | null;
@@ -104,6 +107,9 @@ describe.skipIf(!HAS_PG)('reprocessing failed records on a real Agent: CSV → P
     const where = await sut.request<{ detail: string }>('GET', `${sol.S}/history/${first.id}/failedrecords/${errors[0]?.id}`);
     expect(where.status).toBe(409);
     expect(where.body.detail).toContain('kept on the Agent');
+    expect(where.body.detail).toContain(`ferry agent failures show ${errors[0]?.failedRecordId}`);
+    // Which rows failed: the CSV file has no key, so its rows' positions in the read.
+    expect(errors.map((e) => [e.sourceKey, e.sourceRow])).toEqual([[null, 3], [null, 5]]);
 
     expect((await sut.request<{ changed: number }>('POST', `${sol.S}/history/${first.id}/mark?mark=true`)).body.changed).toBe(2);
 
@@ -156,6 +162,11 @@ describe.skipIf(!HAS_PG)('reprocessing failed records on a real Agent: CSV → P
       return res.status === 200 ? res.body : undefined;
     });
     expect(copy).toMatchObject({ name: 'cloud', sourceData: { id: 3, age: 150 } });
+    // The export names each failed row and carries its values, kept in the Service.
+    const { exportId } = (await sut.request<{ exportId: number }>('GET', `${sol.S}/history/${first.id}/export`)).body;
+    const csv = (await sut.request<string>('GET', `${sol.S}/history/${first.id}/export/${exportId}`)).body;
+    const exported = (parse(csv, { columns: true }) as Array<Record<string, string>>).map((r) => [r['sourceRow'], JSON.parse(r['record'] || 'null')?.age]);
+    expect(exported).toEqual([['3', 150], ['5', 200], ['6', 300]]);
 
     for (const e of errors) {
       const marked = await sut.request<RecordError>('POST', `${sol.S}/history/${first.id}/errors/${e.id}/mark`);

@@ -73,18 +73,20 @@ describe.each(STORE_TARGETS)('Execution errors insert on $name', (target) => {
       marked: i % 7 === 0 ? 0 : null,
       failedRecordId: i % 6 === 0 ? null : randomUUID(),
       created: new Date(Date.UTC(2026, 10, 26, 0, 0, i)).toISOString(),
+      sourceKey: i % 8 === 0 ? null : JSON.stringify({ id: i, name: texts[(i + 4) % texts.length] }),
+      sourceRow: i % 9 === 0 ? null : i + 1,
     }));
 
   const stored = (executionId: number) =>
     db()
       .selectFrom('executionErrors')
-      .select(['seq', 'mapId', 'mapName', 'sourceEntity', 'blockId', 'blockName', 'code', 'errorMessage', 'errorDetail', 'canReprocess', 'marked', 'failedRecordId', 'created', 'reprocessRunId'])
+      .select(['seq', 'mapId', 'mapName', 'sourceEntity', 'blockId', 'blockName', 'code', 'errorMessage', 'errorDetail', 'canReprocess', 'marked', 'failedRecordId', 'created', 'sourceKey', 'sourceRow', 'reprocessRunId'])
       .where('executionId', '=', executionId)
       .orderBy('seq')
       .execute();
 
   const normalized = async (executionId: number) =>
-    (await stored(executionId)).map((r) => ({ ...r, seq: Number(r.seq), mapId: r.mapId === null ? null : Number(r.mapId), canReprocess: Number(r.canReprocess), marked: r.marked === null ? null : Number(r.marked) }));
+    (await stored(executionId)).map((r) => ({ ...r, seq: Number(r.seq), mapId: r.mapId === null ? null : Number(r.mapId), canReprocess: Number(r.canReprocess), marked: r.marked === null ? null : Number(r.marked), sourceRow: r.sourceRow === null ? null : Number(r.sourceRow) }));
 
   /** Stores `n` errors through the builder and the same through the dialect's statements; answers both as stored. */
   const bothWays = async (n: number, texts: readonly string[]) => {
@@ -99,6 +101,9 @@ describe.each(STORE_TARGETS)('Execution errors insert on $name', (target) => {
   it('stores the rows the builder stores, in full chunks and the rest (123 rows), texts and nulls alike', async () => {
     const { builder, dialect } = await bothWays(123, TEXTS.filter((t) => t !== LONE_SURROGATE && t !== ESCAPED_SURROGATE));
     expect(builder).toHaveLength(123);
+    expect(JSON.parse(builder[1]?.sourceKey ?? 'null')).toMatchObject({ id: 1 });
+    expect(builder[1]?.sourceRow).toBe(2);
+    expect(builder[0]).toMatchObject({ sourceKey: null, sourceRow: null });
     expect(dialect).toEqual(builder);
   });
 

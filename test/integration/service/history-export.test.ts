@@ -110,6 +110,8 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
         marked: 'false',
         created: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
         record: source ? expect.any(String) : '',
+        sourceKey: '',
+        sourceRow: '',
       });
       if (source) expect(JSON.parse(row['record'] ?? '')).toEqual(source);
     });

@@ -322,6 +322,7 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     expect(got.body).toEqual({
       id: one?.id, failedRecordId: one?.failedRecordId, mapName: 'Accounts', sourceEntity: 'account', errorMessage: 'record 3 refused', errorDetail: 'detail 3',
       additionalErrorDetails: '', canReprocess: false, marked: false, mapId: 7, blockName: 'Create contact', code: 'RUN_WRITE_FAILED', created: expect.any(String),
+      sourceKey: null, sourceRow: null,
     });
     expect((await svc.request('GET', `${E}/${randomUUID()}`)).status).toBe(404);
   });

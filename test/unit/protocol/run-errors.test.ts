@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ReportBody } from '../../../src/protocol/channel.js';
-import { errorsOf, RunErrorsReport, shareErrorFields, type RunRecordError } from '../../../src/protocol/solutions.js';
+import { errorsOf, MAX_SOURCE_KEY_FIELDS, MAX_SOURCE_KEY_TEXT, RunErrorsReport, RunRecordError, shareErrorFields, SourceKey, sourceKeyOf } from '../../../src/protocol/solutions.js';
 
 const refused = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError => ({
   id: randomUUID(),
@@ -55,5 +55,33 @@ describe('runErrors reports with shared fields', () => {
     // Errors sent whole, as older Agents send them, are taken as before.
     expect(RunErrorsReport.safeParse({ ...base, errors: [refused(1)] }).success).toBe(true);
     expect(RunErrorsReport.safeParse({ ...base, errors: [{ id: '1', mapName: 'm' }] }).success).toBe(false);
+  });
+});
+
+describe('the source record of a record error', () => {
+  it('travels with each error, never in shared, and reads back whole; an older Service drops it', () => {
+    const errors = [refused(1, { sourceKey: { id: 7 }, sourceRow: 1 }), refused(2, { sourceKey: { id: 7 }, sourceRow: 2 })];
+    const report = { kind: 'runErrors' as const, runId: randomUUID(), solutionId: randomUUID(), ...shareErrorFields(errors) };
+    expect(report.shared).not.toHaveProperty('sourceKey');
+    expect(report.shared).not.toHaveProperty('sourceRow');
+    expect(report.errors.map((e) => [e.sourceKey, e.sourceRow])).toEqual([[{ id: 7 }, 1], [{ id: 7 }, 2]]);
+    const parsed = ReportBody.parse(JSON.parse(JSON.stringify(report)));
+    if (parsed.kind !== 'runErrors') throw new Error('not runErrors');
+    expect(JSON.parse(JSON.stringify(errorsOf(parsed)))).toEqual(errors);
+    // What a Service from before the fields reads: the same report with them stripped as unknown.
+    const old = RunRecordError.omit({ sourceKey: true, sourceRow: true }).partial().required({ id: true });
+    expect(old.parse(errors[0])).not.toHaveProperty('sourceKey');
+  });
+
+  it('is the entity\'s key fields within the protocol\'s bounds', () => {
+    expect(sourceKeyOf([], { id: 1 })).toBeUndefined();
+    expect(sourceKeyOf(['id', 'region'], { id: 1, name: 'x' })).toEqual({ id: 1, region: null });
+    const long = sourceKeyOf(['code'], { code: 'y'.repeat(5000) });
+    expect(long?.['code']).toHaveLength(MAX_SOURCE_KEY_TEXT);
+    expect(SourceKey.safeParse(long).success).toBe(true);
+    expect(sourceKeyOf(['n'], { n: Number.NaN })).toEqual({ n: null });
+    const wide = Array.from({ length: 40 }, (_, i) => `k${i}`);
+    expect(Object.keys(sourceKeyOf(wide, {}) ?? {})).toHaveLength(MAX_SOURCE_KEY_FIELDS);
+    expect(SourceKey.safeParse({ code: 'y'.repeat(1001) }).success).toBe(false);
   });
 });
