@@ -306,7 +306,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     reprocessRun: reprocessRunCommand({ runner }),
     knownRuns: knownRunsCommand({ runner, outbox }),
     pruneFailedRecords: pruneFailedRecordsCommand({
-      folder: path.join(paths.data, 'failures'),
+      folder: paths.failures,
       busy: () => runner.runningCount > 0 || solutionStore.openRuns().length > 0,
       log: logger.log.child({ component: 'failures' }),
     }),

@@ -10,7 +10,7 @@ import { closeTree, mkdirPrivate, PRIVATE_DIR_MODE, type TreeRepair } from '../u
  * installation order:
  *
  *   <home>/ferry-agent-1/config.json   identity (mode 0600; the secret is never logged)
- *                        data/          outbox.db, later the failed-record store
+ *                        data/          outbox.db, solutions.db, failures/ (the failed-record store)
  *                        logs/          rolling log files
  *                        connectors/    installed Connector plugins
  *                        agent.pid      PID of the running `ferry agent run`, while it runs
@@ -48,6 +48,8 @@ export interface InstancePaths {
   readonly logs: string;
   readonly connectors: string;
   readonly outbox: string;
+  /** The local failed-record store's folder (`failed-records.db`), where the runner keeps them under `data/`. */
+  readonly failures: string;
   readonly pidFile: string;
 }
 
@@ -78,6 +80,7 @@ export function instancePaths(home: string, n: number): InstancePaths {
     logs: path.join(dir, 'logs'),
     connectors: path.join(dir, 'connectors'),
     outbox: path.join(data, 'outbox.db'),
+    failures: path.join(data, 'failures'),
     pidFile: path.join(dir, 'agent.pid'),
   };
 }

@@ -33,6 +33,7 @@ const COMMANDS: Record<string, Command> = {
   'agent start': async (argv, env) => (await loadAgent()).agentStart(argv, env),
   'agent stop': async (argv, env) => (await loadAgent()).agentStop(argv, env),
   'agent status': async (argv, env) => (await loadAgent()).agentStatus(argv, env),
+  'agent failures': async (argv, env) => (await import('./agent-failures.commands.js')).agentFailures(argv, env),
   'formula eval': async (argv) => (await loadFormula()).formulaEval(argv),
   'map validate': async (argv) => (await loadMap()).mapValidate(argv),
   'map run': async (argv) => (await loadMap()).mapRun(argv),
@@ -73,6 +74,7 @@ Commands:
   agent start|stop       start or stop an instance's OS service (systemd)
   agent status           an instance's configuration (never its secret) and whether it runs
   agent uninstall        stop an instance and remove its service unit and folder
+  agent failures         the failed records an instance keeps on this machine: list [--execution RUN] | show ID
                          every agent command takes --home DIR (FERRY_AGENT_HOME) and --instance N
   formula eval           evaluate a formula: '<formula>' [--record '<json>'] [--lookup-tables '<json>']
   map validate           validate a Map: MAP.json --connections CONNS.json (per-Block results)

@@ -4,8 +4,8 @@
  * piped or with --json.
  */
 import { parseArgs } from 'node:util';
-import { FerryError } from '../errors/ferry-error.js';
 import { FailedRecordBrowser } from '../failures/browse.js';
+import { printList, printRecord } from './failures-output.js';
 
 const USAGE = `Usage: ferry map failures list --failures DIR [--map NAME] [--code CODE] [--execution ID]
                                 [--limit N] [--page N] [--json]
@@ -13,7 +13,7 @@ const USAGE = `Usage: ferry map failures list --failures DIR [--map NAME] [--cod
 
   --failures   the folder given to ferry map run --failures
   list         the failed records, newest first, a page at a time (default 20 a page)
-  show         one record: its source fields and its error (ID, or the beginning a list shows)`;
+  show         one record: its source fields and its error (the ID a list shows, or a unique beginning of it)`;
 
 const OPTIONS = {
   failures: { type: 'string' },
@@ -41,66 +41,11 @@ export async function mapFailures(argv: string[]): Promise<void> {
   }
   const json = values.json || !process.stdout.isTTY;
   const store = new FailedRecordBrowser(values.failures);
+  const out = (text: string): void => void process.stdout.write(text);
   try {
-    if (sub === 'show') show(store, positionals[0] as string, json);
-    else list(store, values, json);
+    if (sub === 'show') printRecord(store, positionals[0] as string, json, out);
+    else printList(store, values, json, { name: 'ferry map failures', storeFlags: `--failures ${values.failures}` }, out);
   } finally {
     store.close();
   }
-}
-
-function whole(flag: string, text: string | undefined, fallback: number, min: number): number {
-  if (text === undefined) return fallback;
-  if (!/^[0-9]{1,9}$/.test(text) || Number(text) < min) throw new FerryError('API_VALIDATION', `--${flag} must be a whole number from ${min}, not "${text}".`);
-  return Number(text);
-}
-
-function list(store: FailedRecordBrowser, values: { map?: string | undefined; code?: string | undefined; execution?: string | undefined; limit?: string | undefined; page?: string | undefined }, json: boolean): void {
-  const limit = whole('limit', values.limit, 20, 1);
-  const page = whole('page', values.page, 1, 1);
-  const { total, records } = store.page({ mapName: values.map, code: values.code, executionId: values.execution, limit, offset: (page - 1) * limit });
-  if (json) {
-    process.stdout.write(`${JSON.stringify({ total, page, limit, records })}\n`);
-    return;
-  }
-  if (records.length === 0) {
-    process.stdout.write(total === 0 ? 'No failed records.\n' : `No failed records on page ${page} (${total} in all).\n`);
-    return;
-  }
-  const rows = records.map((r) => [r.id.slice(0, 8), r.createdAt.slice(0, 19).replace('T', ' '), r.mapName, r.blockName, r.code, r.marked ? 'marked' : r.canReprocess ? '' : 'reprocessed', oneLine(r.errorMessage, 80)]);
-  process.stdout.write(table(['ID', 'WHEN (UTC)', 'MAP', 'BLOCK', 'CODE', 'STATE', 'ERROR'], rows));
-  const last = Math.ceil(total / limit);
-  process.stdout.write(`Page ${page} of ${last} (${total} record${total === 1 ? '' : 's'}).${page < last ? ` Next: --page ${page + 1}.` : ''} Details: ferry map failures show ID --failures DIR\n`);
-}
-
-function show(store: FailedRecordBrowser, id: string, json: boolean): void {
-  const r = store.get(id);
-  if (!r) throw new FerryError('API_NOT_FOUND', `There is no failed record ${id} in this store.`);
-  if (json) {
-    process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
-    return;
-  }
-  const lines = [
-    `Failed record ${r.id}`,
-    `  Map:        ${r.mapName}${r.mapId !== null ? ` (${r.mapId})` : ''}   entity ${r.entity}`,
-    `  Block:      ${r.blockName} [${r.blockId}]`,
-    `  Execution:  ${r.executionId}   at ${r.createdAt}`,
-    `  Error:      ${r.code}: ${r.errorMessage}`,
-    ...(r.errorDetail && r.errorDetail !== '{}' ? [`  Detail:     ${r.errorDetail}`] : []),
-    `  State:      ${r.marked ? 'marked for reprocessing' : r.canReprocess ? 'can be reprocessed' : 'reprocessed'}`,
-    '  Record:',
-    ...Object.entries(r.source).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`),
-  ];
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ');
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
-  return `${[line(head), ...rows.map(line)].join('\n')}\n`;
 }

@@ -120,7 +120,7 @@ describe('ferry map run record errors and ferry map failures', () => {
   it.skipIf(!hasScript)('on a terminal, list prints a table', () => {
     const cmd = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'map', 'failures', 'list', '--failures', failures, '--limit', '3'].map((a) => `'${a}'`).join(' ');
     const run = spawnSync('script', ['-qfec', cmd, '/dev/null'], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
-    expect(run.stdout).toMatch(/^ID {8}WHEN \(UTC\) +MAP +BLOCK +CODE +STATE +ERROR/m);
+    expect(run.stdout).toMatch(/^ID +WHEN \(UTC\) +MAP +BLOCK +CODE +STATE +ERROR/m);
     expect(run.stdout.match(/RUN_WRITE_FAILED/g)).toHaveLength(3);
     expect(run.stdout).toMatch(/Page 1 of \d+ \(\d+ records\)\. Next: --page 2\./);
   });
