@@ -170,7 +170,18 @@ function registerEmptyBodyParser(app: FastifyInstance): void {
     payload.on('end', () => settle(null));
     payload.on('error', (err: Error) => settle(err));
   });
+  // A Content-Type that is no media type at all (`foo`) is refused by Fastify before any parser
+  // runs; with Content-Length 0 it announces nothing, so it is dropped and the request has no body.
+  app.addHook('onRequest', async (req) => {
+    const type = req.headers['content-type'];
+    if (type !== undefined && req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined && !MEDIA_TYPE.test(type)) {
+      delete req.raw.headers['content-type'];
+    }
+  });
 }
+
+/** `type/subtype` with optional parameters (RFC 9110 tokens). */
+const MEDIA_TYPE = /^\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+\s*(;.*)?$/;
 
 const FASTIFY_CODES: Record<string, () => FerryError> = {
   FST_ERR_CTP_BODY_TOO_LARGE: () => new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).'),

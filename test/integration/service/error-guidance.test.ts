@@ -108,6 +108,7 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
       { 'content-type': 'application/x-www-form-urlencoded' },
       { 'content-type': 'text/plain;charset=utf-8', 'content-length': '0' },
       { 'content-type': 'application/xml', 'content-length': '0' },
+      { 'content-type': 'not a media type', 'content-length': '0' },
       { 'content-length': '0' },
     ];
     for (const headers of empty) {
@@ -125,6 +126,7 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
     expect(form.status).toBe(415);
     expect(form.body.code).toBe('API_UNSUPPORTED_MEDIA_TYPE');
     expect(form.body.detail).toContain('application/x-www-form-urlencoded');
+    expect((await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, { body: 'a', headers: { 'content-type': 'not a media type' } })).status).toBe(415);
     // A path no route serves stays a 404, whatever its body.
     const nowhere = await svc.request<Problem>('POST', `${O}/no-such-thing`, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(nowhere.status).toBe(404);
