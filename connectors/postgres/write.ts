@@ -193,10 +193,19 @@ export class PgWriter {
   private async writing(ctx: CallContext): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
     const { client, release } = await checkout(this.pool, ctx);
     const stopCancel = cancelOnAbort(this.pool.options, client, ctx);
+    // Once the signal fired the call sends nothing more: a fallback after the cancelled statement
+    // (another way to write the batch) would wait on the same lock and commit after the run ended.
+    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+    const guarded = (...args: unknown[]): unknown => {
+      throwIfAborted(ctx.signal);
+      return query(...args);
+    };
+    Object.defineProperty(client, 'query', { value: guarded, configurable: true, writable: true });
     return {
       client,
       release: (err) => {
         void stopCancel();
+        delete (client as { query?: unknown }).query;
         release(err ?? (ctx.signal.aborted ? new Error('cancelled') : undefined));
       },
     };
@@ -255,7 +264,11 @@ export class PgWriter {
       } else for (const g of groups) {
         if (action === 'Create') await this.copy(client, table, g, batch, results);
         else if (action === 'Upsert' && g.indices.length >= STAGE_MIN) {
-          if (!(await this.upsertByCopy(client, table, keys, g, batch, results))) await this.stagedUpsertLanes(client, table, keys, g, batch, results, ctx);
+          if (!(await this.upsertByCopy(client, table, keys, g, batch, results))) {
+            // A COPY the call's own cancel ended is not retried another way.
+            throwIfAborted(ctx.signal);
+            await this.stagedUpsertLanes(client, table, keys, g, batch, results, ctx);
+          }
         }
         else for (const seg of uniqueKeySegments(g, keys, batch)) await this.keyed(client, action, table, keys, { cols: g.cols, indices: seg }, batch, results);
         throwIfAborted(ctx.signal);
@@ -759,7 +772,8 @@ SELECT s.ferry_ord::int AS ord, ${reason} AS why FROM s0 s WHERE ${terms.join(' 
     const spare = (): boolean => this.pool.waitingCount === 0 && (this.pool.idleCount > 0 || this.pool.totalCount < (this.pool.options.max ?? 10));
     while (extras.length < UPSERT_LANES - 1 && spare()) {
       try {
-        extras.push(await checkout(this.pool, ctx));
+        // Cancelled with the call, as its own client is (writing()).
+        extras.push(await this.writing(ctx));
       } catch {
         break;
       }

@@ -25,6 +25,13 @@ import {
   type WriteResult,
 } from './sdk.js';
 
+/**
+ * How long an aborted write waits for its plugin to stop: the time to cancel its statement on the
+ * server (a connection of its own to send the cancel), so that nothing of it commits after the run
+ * has ended; a plugin that ignores its signal costs the caller this much at most.
+ */
+const WRITE_SETTLE_MS = 2_000;
+
 type Verb = 'test' | 'metadata' | 'write' | 'ensureEntity' | 'disconnect';
 
 export interface HostConnectionInit {
@@ -160,7 +167,7 @@ export class HostConnection {
     const scope = this.live('write');
     const { keyFields, signal, timeoutMs, onProgress } = opts;
     const writeOpts: WriteOptions = keyFields ? { keyFields } : {};
-    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) });
+    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}), settleMs: WRITE_SETTLE_MS });
     const run = s.writePacked.bind(s);
     return this.checkResults(await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx)), batch.rows, action, entity);
   }
@@ -202,7 +209,7 @@ export class HostConnection {
     const { keyFields, checkpoint, signal, timeoutMs, onProgress } = opts;
     if (checkpoint) this.checkCheckpoint(action, records.length);
     const writeOpts: WriteOptions = { ...(keyFields ? { keyFields } : {}), ...(checkpoint ? { checkpoint } : {}) };
-    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) });
+    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}), settleMs: WRITE_SETTLE_MS });
     const s = this.init.session;
     const out: WriteResult[] = [];
     // A checkpoint with no records is saved alone (a copy starting over resets its checkpoint).

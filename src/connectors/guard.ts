@@ -18,6 +18,12 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Receives the plugin's progress reports. */
   onProgress?: (p: Progress) => void;
+  /**
+   * An aborted (or timed-out) call waits this long at most for the plugin to stop before it
+   * rejects (default 0: at once): a write's statement cancelled on the server has then ended, so
+   * nothing of it commits after the caller went on.
+   */
+  settleMs?: number;
 }
 
 /** Who is being called, for errors and logs. */
@@ -86,8 +92,13 @@ export function callContext(scope: CallScope, signal: AbortSignal, opts: CallOpt
   };
 }
 
-/** Settles with `p`, or rejects with the signal's reason as soon as it fires. A late rejection of `p` is swallowed. */
-export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+/**
+ * Settles with `p`, or rejects with the signal's reason once it fires: at once, or when `p` has
+ * settled but at most `settleMs` later — time for a plugin that honours its signal to stop its
+ * work on the datastore (a statement cancelled on the server) before the caller goes on as if it
+ * had stopped. A late rejection of `p` is swallowed.
+ */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal, settleMs = 0): Promise<T> {
   if (signal.aborted) {
     p.catch(() => undefined);
     return Promise.reject(signal.reason as Error);
@@ -95,7 +106,13 @@ export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       p.catch(() => undefined);
-      reject(signal.reason as Error);
+      if (settleMs <= 0) return reject(signal.reason as Error);
+      const give = (): void => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      };
+      const timer = setTimeout(give, settleMs);
+      p.then(give, give);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(
@@ -157,7 +174,7 @@ export async function guardCall<T>(scope: CallScope, opts: CallOptions, fn: (ctx
     } catch (err) {
       p = Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
-    return await raceAbort(p, signal);
+    return await raceAbort(p, signal, opts.settleMs ?? 0);
   } catch (err) {
     const e = toHostError(err, scope, signal);
     logFailure(scope, e);

@@ -26,6 +26,7 @@ import { readAhead } from '../connectors/read-ahead.js';
 import { packedRecord, type Checkpoint, type ConnectorRecord, type Filter, type WriteAction, type WriteResult } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import { DEFAULT_MAP_BATCH_SIZE } from '../protocol/map.js';
 import { sourceKeyOf, type RunRecordError } from '../protocol/solutions.js';
 import { uuidV7 } from '../util/uuid-v7.js';
 import { FirstCopy, firstCopyKey } from './first-copy.js';
@@ -98,7 +99,7 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   const bulk = run.checkForBulk && (dest.actions.find((a) => a.action === action)?.supportsBulk ?? false);
   const inTarget = action === 'Create' && field !== undefined && target.transactionalCheckpoints;
   const limit = Math.min(source.bulkLimit, target.bulkLimit);
-  // Written one record at a time, a batch is read smaller: progress, checkpoints and a stop come every few hundred records, not every bulkLimit.
+  // Not bulk, a batch goes the records way (no packed COPY) in calls of a Map's default batch.
   const batchSize = Math.max(1, Math.min(run.batchSize ?? (bulk ? limit : NON_BULK_BATCH), limit));
   const store = field === undefined ? undefined : run.state.entity(name, field);
   const cpKey = field === undefined ? '' : checkpointKey(source.connectionId, name, field);
@@ -134,6 +135,7 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   const byKeyLog = byKey ? { firstCopyByKey: byKey, resumedAfter: initial ? initial.parts.map((p) => p.upTo) : null } : {};
   log.info({ target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget, ...byKeyLog }, 'entity replication started');
 
+  const writeSignal = afterGrace(signal, WRITE_STOP_GRACE_MS);
   const reportKeys = keyFields.length ? keyFields : sourceKeys;
   /** Reports the refused records of a written batch; returns how many there were. */
   const refused = (results: readonly WriteResult[], recordAt: (k: number) => ConnectorRecord): number => {
@@ -165,8 +167,10 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     const moved = field !== undefined && tracker.advance(atTop(records, field));
     const cp: Checkpoint | undefined = inTarget && moved ? { key: cpKey, value: JSON.stringify(tracker.state()) } : undefined;
     const t = performance.now();
-    // No signal: a write is never cut short, so a stop never leaves half a batch written.
-    const results = await target.write(action, dest.fullName, records, cp ? { checkpoint: cp } : {});
+    // A stop lets the write in progress finish; one still going after the grace (a lock it waits
+    // on) is cancelled on the server: an Upsert is written again whole, a Create with its
+    // checkpoint commits with it or not at all.
+    const results = await target.write(action, dest.fullName, records, cp ? { checkpoint: cp, signal: writeSignal } : { signal: writeSignal });
     const failed = refused(results, (k) => records[k] as ConnectorRecord);
     stats.write(performance.now() - t, records.length, failed);
     return { failed, moved };
@@ -192,8 +196,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         const rows = some ? some.length : b.rows;
         let failed = 0;
         if (rows > 0) {
-          // No signal, as above.
-          const results = some ? await target.write(action, dest.fullName, some, {}) : await target.writePacked(action, dest.fullName, b);
+          // Cancelled only past the stop's grace, as above.
+          const results = some ? await target.write(action, dest.fullName, some, { signal: writeSignal }) : await target.writePacked(action, dest.fullName, b, { signal: writeSignal });
           failed = refused(results, some ? (k) => some[k] as ConnectorRecord : (k) => packedRecord(b, k));
           stats.write(performance.now() - t0, rows, failed);
         }
@@ -231,14 +235,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         if (first && store && first.batch(read)) await store.saveInitial(first.state());
         continue;
       }
-      if (bulk) ({ failed, moved } = await write(batch));
-      else {
-        for (const rec of batch) {
-          const r = await write([rec]);
-          failed += r.failed;
-          moved ||= r.moved;
-        }
-      }
+      // Bulk or not, a call carries the batch: one result per record, in order, a refused record failing alone.
+      ({ failed, moved } = await write(batch));
       // A refused record counts as done: it is reported, and copied again when it changes again.
       if (first && store) {
         if (first.batch(read)) await store.saveInitial(first.state());
@@ -264,8 +262,22 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   }
 }
 
-/** Records read per batch when each is written alone (checkForBulk off, or the target's action is not bulk). */
-const NON_BULK_BATCH = 200;
+/** How long a write in progress may go on after the run's signal fired (a stop, a restart) before it is cancelled. */
+const WRITE_STOP_GRACE_MS = 2_500;
+
+/** A signal that fires `ms` after `signal` does, with its reason (`ms` after now when it has fired already). */
+function afterGrace(signal: AbortSignal, ms: number): AbortSignal {
+  const later = new AbortController();
+  const fire = (): void => {
+    setTimeout(() => later.abort(signal.reason), ms).unref();
+  };
+  if (signal.aborted) fire();
+  else signal.addEventListener('abort', fire, { once: true });
+  return later.signal;
+}
+
+/** Records read and written per call when the copy is not bulk (checkForBulk off, or the target's action is not bulk). */
+const NON_BULK_BATCH = DEFAULT_MAP_BATCH_SIZE;
 
 function unkeyed(name: string, target: string): FerryError {
   return new FerryError(

@@ -5,6 +5,7 @@
  * the source, with nothing lost and nothing doubled, keyed or not.
  */
 import { spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -151,6 +152,47 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     await expectEqual(conns, 'events');
   });
 
+  it('a stop while a write waits on a lock ends the run within seconds, the write cancelled; the next run copies exactly the rest', { timeout: 60_000 }, async () => {
+    const { conns, target } = await fresh();
+    const st = new MemoryReplicationState();
+    const stop1 = new AbortController();
+    await run(conns, st, ['orders'], { batchSize: 1000, signal: stop1.signal, onProgress: (p) => p.processed >= 2000 && stop1.abort() });
+    const before = await count(conns.target, 'orders');
+    // Another session holds the table (PostgreSQL) or the file (SQLite) while the run writes.
+    let release: () => Promise<void>;
+    if (target.connector === 'PostgreSQL') {
+      const pg = (await import('pg')).default;
+      const locker = new pg.Client({ connectionString: target.properties['connectionString'] as string });
+      await locker.connect();
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE orders IN EXCLUSIVE MODE');
+      release = async () => {
+        await locker.query('ROLLBACK');
+        await locker.end();
+      };
+    } else {
+      const db = new Database(target.properties['file']);
+      db.exec('BEGIN IMMEDIATE');
+      release = () => {
+        db.exec('ROLLBACK');
+        db.close();
+        return Promise.resolve();
+      };
+    }
+    const stop2 = new AbortController();
+    setTimeout(() => stop2.abort(), 300);
+    const t0 = performance.now();
+    const cut = await run(conns, st, ["orders"], { batchSize: 1000, signal: stop2.signal });
+    const took = performance.now() - t0;
+    await release();
+    expect(cut.cancelled).toBe(true);
+    // Not the 600 s write time-out: the grace (2.5 s) and the cancel.
+    expect(took).toBeLessThan(10_000);
+    expect(await count(conns.target, 'orders')).toBe(before);
+    await run(conns, st, ['orders']);
+    await expectEqual(conns, 'orders');
+  });
+
   it('killed with SIGKILL part-way, the copy resumes from its last finished batch without doubling a record', async () => {
     const target = await kind.make(dir, targets.length);
     targets.push(target);
@@ -178,10 +220,16 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     }
   }, 120_000);
 
-  it('without bulk writes, one record per write call, the copy is the same', async () => {
+  it('without bulk writes the copy is the same, a batch per write call (not a record per call)', async () => {
     const { conns } = await fresh();
+    const write = vi.spyOn(conns.target, 'write');
     const r = await run(conns, new MemoryReplicationState(), ['customers', 'notes'], { checkForBulk: false, batchSize: 50 });
     const customers = await count(conns.source, 'customers');
+    const sizes = write.mock.calls.map((call) => call[2].length).filter((n) => n > 0);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(customers + 120);
+    expect(Math.max(...sizes)).toBe(50);
+    expect(sizes.length).toBeLessThanOrEqual(Math.ceil(customers / 50) + Math.ceil(120 / 50));
+    write.mockRestore();
     expect(r.by).toEqual({ customers, notes: 120 });
     expect(r.statistics.map((s) => s.blocks[1]?.processed)).toEqual([customers, 120]);
     await expectEqual(conns, 'customers');
