@@ -49,6 +49,9 @@ const COMMANDS: Record<string, Command> = {
   'connections test': async (argv, env) => (await loadConnections()).connectionsTest(argv, env),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
+  '--version': async () => {
+    process.stdout.write(`${packageVersion()}\n`);
+  },
   version: async () => {
     process.stdout.write(`${packageVersion()}\n`);
   },
@@ -94,13 +97,28 @@ function packageVersion(): string {
   return pkg.version;
 }
 
+/** What an unknown command is told, first: the command, then the ones its group has, else a pointer to the usage. */
+function unknownCommand(argv: string[]): string {
+  const [one = '', two] = argv;
+  const group = Object.keys(COMMANDS).filter((c) => c.startsWith(`${one} `)).map((c) => c.slice(one.length + 1));
+  if (group.length > 0) {
+    const what = two === undefined || two.startsWith('-') ? `ferry ${one} needs a command` : `unknown command "${two}" for "ferry ${one}"`;
+    return `ferry: ${what}; its commands: ${group.join(', ')}\n`;
+  }
+  return `ferry: unknown command "${one}"; run ferry --help for the commands\n`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const two = argv.slice(0, 2).join(' ');
   const one = argv[0] ?? '';
   const [name, rest] = COMMANDS[two] ? [two, argv.slice(2)] : COMMANDS[one] ? [one, argv.slice(1)] : [undefined, argv];
-  if (!name || one === '--help' || one === '-h') {
+  if (one === '--help' || one === '-h' || one === 'help') {
     process.stdout.write(USAGE + '\n');
-    return name || one === '--help' || one === '-h' ? 0 : 2;
+    return 0;
+  }
+  if (!name) {
+    process.stderr.write(one === '' ? `${USAGE}\n` : unknownCommand(argv));
+    return 2;
   }
   await (COMMANDS[name] as Command)(rest, process.env);
   return 0;
