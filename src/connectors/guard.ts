@@ -78,9 +78,12 @@ export function callSignal(scope: CallScope, opts: CallOptions): { signal: Abort
 
 /** The context handed to the plugin. */
 export function callContext(scope: CallScope, signal: AbortSignal, opts: CallOptions): CallContext {
-  const log = scope.log.child({ verb: scope.verb }) as unknown as ConnectorLog;
+  // Made when the plugin first logs: most calls never do, and a child logger costs more than the rest of the call's guard.
+  let log: ConnectorLog | undefined;
   return {
-    log,
+    get log(): ConnectorLog {
+      return (log ??= scope.log.child({ verb: scope.verb }) as unknown as ConnectorLog);
+    },
     signal,
     progress(p) {
       try {
