@@ -165,6 +165,13 @@ export class ConnectionMetadata {
     throw new FerryError('API_METADATA_LOAD_FAILED', `Loading the metadata of Connection ${conn.name} failed: ${latest?.errorMessage ?? 'unknown error'}`, { details: { connectionId: conn.id, requestId: id, agentId } });
   }
 
+  /** The cached metadata without loading anything, or undefined when none is cached (or it does not fit the contract). */
+  async cached(conn: ConnectionRow): Promise<MetadataDocument | undefined> {
+    const cache = await getMetadataCache(this.opts.db, conn.id);
+    const parsed = cache?.metadata ? MetadataDocument.safeParse(JSON.parse(cache.metadata)) : undefined;
+    return parsed?.success ? parsed.data : undefined;
+  }
+
   /** Forgets the cached metadata: the next read loads it again. */
   async reset(conn: ConnectionRow): Promise<void> {
     await resetMetadataCache(this.opts.db, conn.id);

@@ -18,12 +18,14 @@ import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
 import { finishPrepareJob, getPrepareJob, insertPrepareJob, latestPrepareJob, putPreparedSolution } from '../store/repos/prepare.repo.js';
 import type { ConnectionRow, Database, OrgRow, PrepareJobRow, SolutionRow } from '../store/schema.js';
 import { newId, nowIso } from '../util/values.js';
+import { blockErrorsOf, blockErrorsText, type BlockError } from './block-errors.js';
 import { replicationSettingsOf, solutionNotFound } from './solutions.js';
 
-/** One Map's reason prepare failed (SPEC.md `mapErrorModels`). */
+/** One Map's reason prepare failed (SPEC.md `mapErrorModels`): `message` as one line, `errors` per Block. */
 export interface MapErrorModel {
   readonly mapId: number;
   readonly message: string;
+  readonly errors: readonly BlockError[];
 }
 
 /** What prepare stores for an Agent: the prepared definition without what is added when it is sent (see assignments.ts). */
@@ -191,24 +193,26 @@ export class PrepareJobs {
       const rev = await getMapRevision(db, row.id);
       const parsed = MapModel.safeParse(rev ? JSON.parse(rev.model) : undefined);
       if (!parsed.success) {
-        mapErrors.push({ mapId: row.id, message: `The Map model is not valid: ${parsed.error.issues[0]?.message ?? 'unknown'}` });
+        const message = `The Map model is not valid: ${parsed.error.issues[0]?.message ?? 'unknown'}`;
+        mapErrors.push({ mapId: row.id, message, errors: [{ blockId: null, blockName: null, code: 'MAP_MODEL_INVALID', message }] });
         await updateMap(db, row.id, { valid: 0 });
         continue;
       }
       const model = { ...parsed.data, mapId: row.id, name: row.name };
       const md: Record<string, MetadataDocument> = {};
-      let failure: string | undefined;
+      let failure: BlockError[] | undefined;
       for (const id of connectionIdsOf(model)) {
         try {
           md[id] = await load(id);
         } catch (err) {
-          failure = err instanceof Error ? err.message : String(err);
+          const message = err instanceof Error ? err.message : String(err);
+          failure = [{ blockId: null, blockName: null, code: isFerryError(err) ? err.code : 'API_METADATA_LOAD_FAILED', message }];
           break;
         }
       }
-      if (failure === undefined) failure = firstErrors(model, md);
+      if (failure === undefined) failure = errorsOf(model, md);
       if (failure !== undefined) {
-        mapErrors.push({ mapId: row.id, message: failure });
+        mapErrors.push({ mapId: row.id, message: blockErrorsText(failure), errors: failure });
         await updateMap(db, row.id, { valid: 0 });
         continue;
       }
@@ -263,12 +267,10 @@ export class PrepareJobs {
   }
 }
 
-/** The validation errors of a Map as one message, or undefined when it has none. */
-function firstErrors(model: MapModel, metadata: MetadataByConnection): string | undefined {
+/** The validation errors of a Map per Block, or undefined when it has none. */
+function errorsOf(model: MapModel, metadata: MetadataByConnection): BlockError[] | undefined {
   const v = validateModel(model, metadata);
-  if (v.valid) return undefined;
-  const errors = v.results.filter((r) => r.severity === 'error');
-  return errors.map((r) => (r.blockName ? `${r.blockName}: ${r.message}` : r.message)).join('; ');
+  return v.valid ? undefined : blockErrorsOf(v.results);
 }
 
 function connectionList(connections: ReadonlyMap<string, ConnectionRow>): PreparedBody['connections'] {

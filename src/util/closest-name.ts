@@ -36,3 +36,9 @@ export function closestName(name: string, candidates: Iterable<string>, maxDista
   }
   return best;
 }
+
+/** " (did you mean X?)" when a known name is a near miss of `name` (case, or at most two edits), else "". */
+export function didYouMean(name: string | undefined, known: Iterable<string>): string {
+  const hint = name ? closestName(name, known) : undefined;
+  return hint ? ` (did you mean ${hint}?)` : '';
+}

@@ -1,13 +1,15 @@
 import type { z } from 'zod';
 import type { MonitorSolutionResult } from '../../../src/protocol/solutions.js';
+import type { BlockError } from '../../solutions/block-errors.js';
 import type { PrepareJobRow } from '../../store/schema.js';
 import type { MonitorAnswer, PrepareJob } from '../schemas/solution-runs.schema.js';
 
 export function toPrepareJob(job: PrepareJobRow): z.infer<typeof PrepareJob> {
-  let mapErrorModels: Array<{ mapId: number; message: string }> = [];
+  let mapErrorModels: z.infer<typeof PrepareJob>['mapErrorModels'] = [];
   try {
     const v: unknown = JSON.parse(job.mapErrors);
-    if (Array.isArray(v)) mapErrorModels = v as typeof mapErrorModels;
+    // Jobs stored before the list per Block have only the message.
+    if (Array.isArray(v)) mapErrorModels = (v as Array<{ mapId: number; message: string; errors?: BlockError[] }>).map((e) => ({ ...e, errors: e.errors ?? [] }));
   } catch {
     mapErrorModels = [];
   }

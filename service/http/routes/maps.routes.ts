@@ -19,7 +19,9 @@ import {
   MapRevision,
   MapSaveQuery,
 } from '../schemas/map.schema.js';
+import { MapSaveAnswer } from '../schemas/map-validation.schema.js';
 import { SolutionParams } from '../schemas/solution.schema.js';
+import { checkSavedMap } from '../../solutions/map-save-check.js';
 
 const tags = ['Maps'];
 
@@ -109,31 +111,33 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     config: { access: 'write' },
     schema: {
       tags,
-      summary: 'Create a Map (revision 1) at the end of the run order; a 2.x model is upgraded; the Solution becomes Incomplete',
+      summary: 'Create a Map (revision 1) at the end of the run order; a 2.x model is upgraded; the Solution becomes Incomplete; checked at once when the Connections\' metadata is loaded (valid, errors per Block)',
       params: SolutionParams,
       querystring: MapSaveQuery,
       body: MapInput,
-      response: { 201: MapAnswer },
+      response: { 201: MapSaveAnswer },
     },
   }, async (req, reply) => {
     const { org, user } = orgOf(req);
     const view = await maps.create(org, req.params.solutionId, req.body, req.query.comment, userName(user));
-    return sendCreated(reply, `/v1/orgs/${org.id}/solutions/${view.row.solutionId}/maps/${view.row.id}`, toMap(view));
+    const check = await checkSavedMap(deps.store.db, deps.metadata, org.id, view);
+    return sendCreated(reply, `/v1/orgs/${org.id}/solutions/${view.row.solutionId}/maps/${view.row.id}`, { ...toMap(view), ...check });
   });
 
   app.put('/v1/orgs/:orgId/solutions/:solutionId/maps/advanced/:mapId', {
     config: { access: 'write' },
     schema: {
       tags,
-      summary: 'Save a Map as its next revision (409 while another user holds its lock); the Solution becomes Incomplete',
+      summary: 'Save a Map as its next revision (409 while another user holds its lock); the Solution becomes Incomplete; checked at once when the Connections\' metadata is loaded (valid, errors per Block)',
       params: MapParams,
       querystring: MapModifyQuery,
       body: MapInput,
-      response: { 200: MapAnswer },
+      response: { 200: MapSaveAnswer },
     },
   }, async (req) => {
     const { org, user } = orgOf(req);
-    return toMap(await maps.save(org, req.params.solutionId, req.params.mapId, req.body, req.query.comment, userName(user), { unlock: req.query.unlockMap }));
+    const view = await maps.save(org, req.params.solutionId, req.params.mapId, req.body, req.query.comment, userName(user), { unlock: req.query.unlockMap });
+    return { ...toMap(view), ...(await checkSavedMap(deps.store.db, deps.metadata, org.id, view)) };
   });
 
   app.delete('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId', {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Guid, PageQuery, Timestamp } from './common.js';
+import { MapAnswer } from './map.schema.js';
 import { SolutionParams } from './solution.schema.js';
 
 /** `{validationId}` of validationresults: the validateId answered by validate. */
@@ -35,6 +36,23 @@ export const ValidationFinding = z.object({
   formula: z.string().nullable().describe('where in the Block the formula sits: fieldMappings.{targetField}.targetFormula, lookupConditions.{fieldName}.compareValue, condition, children.…'),
   field: z.string().nullable().describe('the target field of the mapping, or the field of the lookup condition'),
   position: Position.nullable(),
+});
+
+/** One error of a Map as save and prepare answer it (the validator's error findings, per Block). */
+export const BlockError = z.object({
+  blockId: z.string().nullable().describe('null: about the Map as a whole (its model, or a Connection whose metadata could not be loaded)'),
+  blockName: z.string().nullable(),
+  code: z.string().describe('the error code (docs/errors.md)'),
+  message: z.string().describe("what is wrong, without the Block's name (see blockName); a misspelt entity or field names the nearest one"),
+});
+
+/** What creating or saving a Map answers: the Map, and what the check of the saved revision found. */
+export const MapSaveAnswer = MapAnswer.extend({
+  valid: z.boolean().describe('true: the saved revision was checked against the Connections\' metadata and has no errors'),
+  validated: z
+    .boolean()
+    .describe("false: a Connection the Map names has no metadata in the Service yet, so the revision was not checked (valid false, errors empty); POST …/maps/{mapId}/validate or prepare loads it and checks"),
+  errors: z.array(BlockError).describe('the errors of the saved revision, per Block; empty when it is valid or was not checked'),
 });
 
 /** validateformula's body (DESIGN.md: `{blockId, targetFieldDataType, formula, path}`); other keys are ignored. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Guid, Timestamp } from './common.js';
+import { BlockError } from './map-validation.schema.js';
 import { SolutionParams } from './solution.schema.js';
 
 /** SPEC.md "Prepare job". */
@@ -10,7 +11,13 @@ export const PrepareJob = z
     creationDate: Timestamp,
     isComplete: z.boolean(),
     hasError: z.boolean(),
-    mapErrorModels: z.array(z.object({ mapId: z.number().int(), message: z.string() })),
+    mapErrorModels: z.array(
+      z.object({
+        mapId: z.number().int(),
+        message: z.string().describe("the Map's errors as one line, each named by its Block"),
+        errors: z.array(BlockError).describe('the same errors, one entry per error with its Block'),
+      }),
+    ),
     message: z.string(),
   })
   .meta({ id: 'PrepareJob' });

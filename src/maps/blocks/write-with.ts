@@ -14,6 +14,7 @@ import type { ConnectorRecord, EntityMetadata, Relationship, WriteAction } from 
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import type { Block, LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
+import { didYouMean } from '../../util/closest-name.js';
 import { connectionOf, entityOf, findEntity, findRelationship } from '../metadata.js';
 import { childrenKey, forkItem, type Item, type RunEnv, type Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
@@ -181,7 +182,10 @@ export function checkChildWrites(block: Block, entity: EntityMetadata, cx: Check
       continue;
     }
     if (!related.actions.some((a) => a.action === childAction)) cx.error('MAP_ACTION_UNSUPPORTED', `${block.name}: the entity ${related.fullName} does not support ${childAction}.`);
-    for (const m of c.fieldMappings) if (!related.fields.some((f) => f.fullName === m.targetField)) cx.error('MAP_FIELD_NOT_FOUND', `${block.name}: ${related.fullName} has no field ${m.targetField}.`);
+    const relatedFields = related.fields.map((f) => f.fullName);
+    for (const m of c.fieldMappings) {
+      if (!relatedFields.includes(m.targetField)) cx.error('MAP_FIELD_NOT_FOUND', `${block.name}: ${related.fullName} has no field ${m.targetField}${didYouMean(m.targetField, relatedFields)}.`);
+    }
     const lookup = cx.scope.get(c.source);
     const sourceFields = lookup?.blockType === 'Lookup' ? lookup.fields : cx.children.get(c.source)?.fields.map((f) => f.fullName);
     if (!sourceFields) {

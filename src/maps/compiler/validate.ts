@@ -16,7 +16,7 @@ import { BLOCK_KINDS, kindOf, writesInBulk, type CheckContext, type ScopeEntry }
 import { compileFormulas } from '../formula/evaluator.js';
 import type { FormulaPosition } from '../formula/positions.js';
 import { connectionOf, findEntity, type MetadataByConnection } from '../metadata.js';
-import { closestName } from '../../util/closest-name.js';
+import { didYouMean } from '../../util/closest-name.js';
 
 /** One finding about one Block (blockId null: about the Map as a whole). */
 export interface ValidationResult {
@@ -154,12 +154,6 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
     const fields = kind.fields?.(b);
     if (fields) st.scope.set(b.name, { fields, batched: false, blockType: t });
   }
-}
-
-/** " (did you mean X?)" when a known name is a near miss of `name` (case, or at most two edits), else "". */
-function didYouMean(name: string | undefined, known: Iterable<string>): string {
-  const hint = name ? closestName(name, known) : undefined;
-  return hint ? ` (did you mean ${hint}?)` : '';
 }
 
 /** The formulas of a Block, keyed by where they sit in it. */

@@ -52,14 +52,22 @@ export async function createConnection(sut: ServiceUnderTest, name: string, conn
 }
 
 /** Prepares and waits for the job; answers it. */
-export async function prepared(sut: ServiceUnderTest, solutionId: string): Promise<{ hasError: boolean; message: string; mapErrorModels: Array<{ mapId: number; message: string }> }> {
+/** One error of a Map in a prepare job's mapErrorModels. */
+export interface MapBlockError {
+  blockId: string | null;
+  blockName: string | null;
+  code: string;
+  message: string;
+}
+
+export async function prepared(sut: ServiceUnderTest, solutionId: string): Promise<{ hasError: boolean; message: string; mapErrorModels: Array<{ mapId: number; message: string; errors: MapBlockError[] }> }> {
   const S = `/v1/orgs/${sut.orgId}/solutions/${solutionId}`;
   const job = await sut.request<{ id: string }>('POST', `${S}/prepare`);
   expect(job.status, JSON.stringify(job.body)).toBe(200);
   return until(
     'the prepare job',
     async () => {
-      const res = await sut.request<{ isComplete: boolean; hasError: boolean; message: string; mapErrorModels: Array<{ mapId: number; message: string }> }>('GET', `${S}/prepare/${job.body.id}`);
+      const res = await sut.request<{ isComplete: boolean; hasError: boolean; message: string; mapErrorModels: Array<{ mapId: number; message: string; errors: MapBlockError[] }> }>('GET', `${S}/prepare/${job.body.id}`);
       return res.body.isComplete ? res.body : undefined;
     },
     120_000,

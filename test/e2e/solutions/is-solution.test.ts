@@ -137,8 +137,15 @@ describe.skipIf(!HAS_PG)('an IS Solution on a real Agent: CSV → formulas and a
     const job = await prepared(sut, sol.body.id);
     expect(job.hasError).toBe(true);
     expect(job.mapErrorModels.map((e) => e.mapId).sort()).toEqual([m1.body.id, m2.body.id].sort());
-    expect(job.mapErrorModels.find((e) => e.mapId === m1.body.id)?.message).toContain('no_such_column');
-    expect(job.mapErrorModels.find((e) => e.mapId === m2.body.id)?.message).toContain('no-such-folder');
+    const m1Errors = job.mapErrorModels.find((e) => e.mapId === m1.body.id);
+    expect(m1Errors?.message).toContain('no_such_column');
+    // Each error once per Block: the list names the Block, the line names it once.
+    const write = good.blocks[1] as { blockId: string; name: string };
+    expect(m1Errors?.errors).toEqual([{ blockId: write.blockId, blockName: write.name, code: 'MAP_FIELD_NOT_FOUND', message: expect.stringContaining('no_such_column') }]);
+    expect(m1Errors?.message).toBe(`${write.name}: ${m1Errors?.errors[0]?.message}`);
+    const m2Errors = job.mapErrorModels.find((e) => e.mapId === m2.body.id);
+    expect(m2Errors?.message).toContain('no-such-folder');
+    expect(m2Errors?.errors).toEqual([{ blockId: null, blockName: null, code: 'API_METADATA_LOAD_FAILED', message: m2Errors?.message }]);
     expect((await sut.request<{ status: string }>('GET', S)).body.status).toBe('ProvisionError');
     const links = (await sut.request<{ mapLinks: Array<{ id: number; valid: boolean }> }>('GET', S)).body.mapLinks;
     expect(links.find((l) => l.id === m3.body.id)?.valid).toBe(true);

@@ -28,6 +28,8 @@ interface MapAnswer {
   id: number;
   revision: number;
   valid: boolean;
+  validated?: boolean;
+  errors?: Array<{ blockId: string | null; blockName: string | null; code: string; message: string }>;
 }
 
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
@@ -232,6 +234,29 @@ describe.each(STORE_TARGETS)('validate, formulas, relationships and event inform
     const page = await svc.request<Finding[]>('GET', `${M}/${badValidation}/validationresults?filterByBlockId=${ID.create.toUpperCase()}&limit=1&offset=1`);
     expect(page.body).toHaveLength(1);
     expect(Number(page.headers['total-count'])).toBeGreaterThanOrEqual(2);
+  });
+
+  it('checks a save at once when the metadata is loaded: valid, and the errors per Block, a wrong field with the nearest name', async () => {
+    const wrong = model([['id', 'Q.id'], ['ful_name', 'UPPER(Q.frist)'], ['age_next', 'Q.age + 1']]);
+    const saved = await svc.request<MapAnswer>('PUT', `${M}/advanced/${mapId}`, { body: wrong });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.body).toMatchObject({ valid: false, validated: true });
+    expect(saved.body.errors).toEqual([
+      { blockId: ID.create, blockName: 'CreateContact', code: 'MAP_FIELD_NOT_FOUND', message: 'contacts has no field ful_name (did you mean full_name?).' },
+      { blockId: ID.create, blockName: 'CreateContact', code: 'FML_UNKNOWN_FIELD', message: expect.stringContaining('Unknown field Q.frist; did you mean Q.first?') },
+    ]);
+    expect((await getMap()).valid).toBe(false);
+    const fixed = await svc.request<MapAnswer>('PUT', `${M}/advanced/${mapId}`, { body: model(GOOD) });
+    expect(fixed.body).toMatchObject({ valid: true, validated: true, errors: [] });
+    expect((await getMap()).valid).toBe(true);
+    // A Map on a Connection whose metadata the Service has not loaded is saved unchecked.
+    const fresh = await newConnection('Never loaded');
+    const created = await svc.request<MapAnswer>('POST', `${M}/advanced`, { body: { ...model(GOOD, { src: () => fresh, db: () => db }), name: 'Unchecked' } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body).toMatchObject({ valid: false, validated: false, errors: [] });
+    expect(loads).not.toContain(fresh);
+    await svc.request('DELETE', `${M}/${created.body.id}`);
+    await svc.request<MapAnswer>('PUT', `${M}/advanced/${mapId}`, { body: model(BAD) });
   });
 
   it('validates a model sent in the body instead of the stored Map, leaving the Map\'s valid state alone', async () => {
