@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { packageVersion } from '../util/package-root.js';
@@ -14,6 +14,7 @@ import { unsupportedMediaType } from './media-types.js';
 import { registerPolling } from './poll.js';
 import { sendProblem } from './problem.js';
 import { ROUTES } from './routes/index.js';
+import { registerMapModelComponents } from './schemas/map-model.schema.js';
 import { validatorCompiler } from './validation.js';
 
 /**
@@ -83,6 +84,8 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
     sendProblem(reply, new FerryError('API_ROUTE_NOT_FOUND', `There is no endpoint ${req.method} ${req.url.split('?')[0]}.`)),
   );
 
+  // Schemas named with a zod `id` become components of the document (`transformObject`), referenced where used.
+  registerMapModelComponents();
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
@@ -91,6 +94,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
       security: [{ basic: [] }],
     },
     transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 

@@ -90,20 +90,24 @@ export const DEFAULT_ACTION: Record<BlockType, BlockAction> = {
 };
 
 /** `targetField` ← `targetFormula`. */
-export const FieldMapping = z.object({
-  targetField: z.string().min(1),
-  targetDataType: z.string().optional(),
-  targetFormula: z.string(),
-});
+export const FieldMapping = z
+  .object({
+    targetField: z.string().min(1).describe("the target entity's field (its fullName) the value is written to"),
+    targetDataType: z.string().optional().describe('the data type of the target field, as the original service exported it (informative)'),
+    targetFormula: z.string().describe('the formula that gives the value (docs/formulas.md), reading earlier Blocks as `Block.Field`'),
+  })
+  .describe('One target field and the formula that fills it (`targetField` ← `targetFormula`).');
 export type FieldMapping = z.infer<typeof FieldMapping>;
 
 export const LOOKUP_OPERATORS = ['=', '<>', '<', '<=', '>', '>='] as const;
 /** A Lookup (or keyed write) condition: the entity's `fieldName` compared with a formula's value. */
-export const LookupCondition = z.object({
-  fieldName: z.string().min(1),
-  comparisonOperator: z.enum(LOOKUP_OPERATORS).default('='),
-  compareValue: z.string(),
-});
+export const LookupCondition = z
+  .object({
+    fieldName: z.string().min(1).describe("the Block entity's field (its fullName) compared"),
+    comparisonOperator: z.enum(LOOKUP_OPERATORS).default('=').describe('how the field compares with the value (default =)'),
+    compareValue: z.string().describe('a formula giving the value the field is compared with'),
+  })
+  .describe('How a Lookup, Update, UpdateInsert, Upsert or Delete finds its records: the conditions of a Block are all true.');
 export type LookupCondition = z.infer<typeof LookupCondition>;
 
 /** Most records a Fetch reads. */
@@ -120,17 +124,26 @@ export const MAX_LOOP_ITERATIONS = 100_000;
  * key fields are set from the parent as written. Child formulas read the current source record as
  * `name.Field`.
  */
-export const ChildWrite = z.object({
-  relationship: z.string().min(1),
-  source: z.string().min(1),
-  /** The name the child formulas read the current source record by; default `source` (required for `Query.relationship`). */
-  name: z.string().min(1).max(MAX_BLOCK_NAME).optional(),
-  fieldMappings: z.array(FieldMapping),
-});
+export const ChildWrite = z
+  .object({
+    relationship: z.string().min(1).describe("the relationship (fullName) of the Block's entity whose related entity the child records are written to"),
+    source: z.string().min(1).describe("what gives one child record per record: a Lookup Block's name, or a Query relationship's children as `Query.relationship`"),
+    /** The name the child formulas read the current source record by; default `source` (required for `Query.relationship`). */
+    name: z
+      .string()
+      .min(1)
+      .max(MAX_BLOCK_NAME)
+      .optional()
+      .describe('the name the child formulas read the current source record by; default `source` (required for `Query.relationship`)'),
+    fieldMappings: z.array(FieldMapping).describe("the child record's fields; the relationship's key fields are set from the parent"),
+  })
+  .describe('CreateWith / UpdateWith: child records written with the parent record, one per record of `source`.');
 export type ChildWrite = z.infer<typeof ChildWrite>;
 
 /** Net change of a Query: read records whose `fieldName` (date/datetime) is at or after the Map's lastRunDate. */
-export const NetChangeSpec = z.object({ fieldName: z.string().min(1) });
+export const NetChangeSpec = z
+  .object({ fieldName: z.string().min(1).describe('a date or datetime field of the entity') })
+  .describe("Net change: read only the records whose `fieldName` is at or after the Map's lastRunDate.");
 
 export interface Block {
   blockId: string;
@@ -180,52 +193,77 @@ export interface Block {
 
 const Guid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'a GUID');
 
+/** What each Block kind reads from the Block, for the OpenAPI document (docs/maps.md has the rules). */
+const BLOCK_KIND_FIELDS = [
+  'Query: connectionId, entity, filter?, netChange?, relationships?',
+  'Fetch: connectionId, entity, filter, maxRecords?, relationships?',
+  'NativeQuery: connectionId, statement, fields',
+  'WaitForMessage / WaitForRequest: fields, or connectionId + entity',
+  'ForEachResult: source (a Lookup), body',
+  'ForEachChild: source? (a Query), relationship, body',
+  'IfElse: condition, then, else',
+  'Loop: condition, maxIterations?, body',
+  'LoopExit, Continue, MapExit: nothing more',
+  'Lookup: connectionId, entity, lookupConditions, cacheResults?',
+  'Create, Update, UpdateInsert, Upsert, Delete: connectionId, entity, fieldMappings, lookupConditions?, useBulk?, bulkCountPerOperation?, onErrorMessage?',
+  'CreateWith, UpdateWith: as Create / Update, plus children',
+  'BuildReply: fieldMappings',
+  'SendReply: source (a BuildReply)',
+].join('; ');
+
 export const Block: z.ZodType<Block> = z.lazy(() =>
-  z.object({
-    blockId: Guid,
-    name: z.string().min(1).max(MAX_BLOCK_NAME),
-    blockType: z.enum(BLOCK_TYPES),
-    action: z.enum(BLOCK_ACTIONS),
-    operationName: z.string().optional(),
-    label: z.string().optional(),
-    connectionId: z.string().min(1).optional(),
-    entity: z.string().min(1).optional(),
-    filter: Filter.optional(),
-    netChange: NetChangeSpec.optional(),
-    relationships: z.array(z.string().min(1)).optional(),
-    relationship: z.string().min(1).optional(),
-    fields: z.array(z.string().min(1)).optional(),
-    maxRecords: z.number().int().min(1).max(MAX_FETCH_RECORDS).optional(),
-    maxIterations: z.number().int().min(1).max(MAX_LOOP_ITERATIONS).optional(),
-    children: z.array(ChildWrite).optional(),
-    fieldMappings: z.array(FieldMapping).optional(),
-    lookupConditions: z.array(LookupCondition).optional(),
-    condition: z.string().optional(),
-    statement: z.string().optional(),
-    source: z.string().optional(),
-    cacheResults: z.boolean().optional(),
-    useBulk: z.boolean().optional(),
-    bulkCountPerOperation: z.number().int().min(1).optional(),
-    onErrorMessage: z.string().optional(),
-    then: z.array(Block).optional(),
-    else: z.array(Block).optional(),
-    body: z.array(Block).optional(),
-  }),
+  z
+    .object({
+      blockId: Guid.describe('the Block\'s GUID, unique in the Map'),
+      name: z
+        .string()
+        .min(1)
+        .max(MAX_BLOCK_NAME)
+        .describe('unique in the Map ignoring case; formulas read the Block\'s record as `name.Field`'),
+      blockType: z.enum(BLOCK_TYPES).describe(`the Block kind, and the fields it reads — ${BLOCK_KIND_FIELDS}`),
+      action: z.enum(BLOCK_ACTIONS).describe('what the Block does; each kind has its default (docs/maps.md): Query for Query, Fetch and Lookup, InsertUpdate for Upsert, the kind\'s name for the other writes, None for control Blocks'),
+      operationName: z.string().optional().describe('the Connection\'s name for the action (its supportedactions), e.g. Update/Insert'),
+      label: z.string().optional().describe('a free text shown for the Block'),
+      connectionId: z.string().min(1).optional().describe('the Connection the Block reads or writes (starters, Lookup, writes)'),
+      entity: z.string().min(1).optional().describe('the entity\'s fullName (starters, Lookup, writes)'),
+      filter: Filter.optional().describe('Query, Fetch: which records are read'),
+      netChange: NetChangeSpec.optional(),
+      relationships: z.array(z.string().min(1)).optional().describe('Query, Fetch: relationship fullNames whose child records are read with each record'),
+      relationship: z.string().min(1).optional().describe('ForEachChild: the relationship (one of its Query\'s relationships) whose children it iterates'),
+      fields: z.array(z.string().min(1)).optional().describe('NativeQuery, WaitForMessage, WaitForRequest without an entity: the fields of the records the Block yields'),
+      maxRecords: z.number().int().min(1).max(MAX_FETCH_RECORDS).optional().describe('Fetch: most records read (default 1)'),
+      maxIterations: z.number().int().min(1).max(MAX_LOOP_ITERATIONS).optional().describe(`Loop: most iterations per record (default ${DEFAULT_LOOP_ITERATIONS})`),
+      children: z.array(ChildWrite).optional().describe('CreateWith, UpdateWith: the child records written with the parent'),
+      fieldMappings: z.array(FieldMapping).optional().describe('writes, BuildReply: the target fields and their formulas'),
+      lookupConditions: z.array(LookupCondition).optional().describe('Lookup, Update, UpdateInsert, Upsert, Delete: how the record is found (else by primary key)'),
+      condition: z.string().optional().describe('IfElse, Loop: a formula that is true or false'),
+      statement: z.string().optional().describe('NativeQuery: the statement run by the Connector'),
+      source: z.string().optional().describe('ForEachResult: the Lookup whose results it iterates; ForEachChild: the Query (default the starter); SendReply: the BuildReply'),
+      cacheResults: z.boolean().optional().describe('Lookup: cache the results per key for the run'),
+      useBulk: z.boolean().optional().describe('writes: write in bulk when the Action supports it (default true)'),
+      bulkCountPerOperation: z.number().int().min(1).optional().describe('writes: records per bulk call'),
+      onErrorMessage: z.string().optional().describe('writes: the message a refused record\'s error carries instead of the Connector\'s'),
+      then: z.array(Block).optional().describe('IfElse: the Blocks a record runs when the condition is true'),
+      else: z.array(Block).optional().describe('IfElse: the Blocks a record runs otherwise'),
+      body: z.array(Block).optional().describe('ForEachResult, ForEachChild, Loop: the Blocks run per iteration'),
+    })
+    .describe('One Block of a Map. Every kind shares one shape; blockType says which fields it reads.'),
 );
 
 export const MapModel = z
   .object({
-    version: z.literal(MAP_MODEL_VERSION),
+    version: z.literal(MAP_MODEL_VERSION).describe('the model version; a 2.x export sent to the API is upgraded first'),
     mapId: z.number().int().optional(),
     name: z.string().min(1),
     description: z.string().optional(),
-    mapType: z.string().optional(),
+    mapType: z.string().optional().describe('IntegrationServicesAdvancedMap, IntegrationServicesAdvancedMessageMap, IntegrationServicesAdvancedRequestResponseMap or ReplicationServicesMap'),
     /** Net change: records modified at or after this instant are read (ISO-8601; null = all). */
-    lastRunDate: z.string().nullable().optional(),
+    lastRunDate: z.string().nullable().optional().describe('net change: records modified at or after this instant are read (ISO-8601; null: all)'),
     /** Records per write batch (default 2000; clamped to the Connector's bulkLimit). */
-    batchSize: z.number().int().min(1).max(100_000).optional(),
-    blocks: z.array(Block).min(1),
+    batchSize: z.number().int().min(1).max(100_000).optional().describe(`records per write batch (default ${DEFAULT_MAP_BATCH_SIZE}; at most the Connector's bulk limit)`),
+    blocks: z.array(Block).min(1).describe(`the Blocks in flow order, the starter first; at most ${MAX_BLOCKS} in all, nested ones included`),
   })
+  .describe(`A Map model, version ${MAP_MODEL_VERSION}: an ordered tree of Blocks (docs/maps.md).`)
   .superRefine((m, ctx) => {
     const all = [...walkBlocks(m.blocks)];
     if (all.length > MAX_BLOCKS) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `a Map holds at most ${MAX_BLOCKS} Blocks (this one has ${all.length})` });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { BLOCK_ACTIONS, MAP_MODEL_VERSION } from '../../../src/protocol/map.js';
 import { decimal, Guid, MAX_INT, qbool } from './common.js';
+import { documentedAs } from './map-model.schema.js';
 import { MapParams } from './map.schema.js';
 import { SolutionParams } from './solution.schema.js';
 
@@ -45,15 +46,17 @@ export const ImportAnswer = z.object({
 });
 
 /** A Map model in a request body (optional): 3.0, or a 2.x export upgraded on the way. */
-export const OptionalModelBody = z
-  .record(z.string(), z.unknown())
-  .nullish()
-  .describe(`A Map model (version ${MAP_MODEL_VERSION}, see src/protocol/map.ts); when absent, the stored Map's latest revision is used`);
+export const OptionalModelBody = documentedAs(
+  z.record(z.string(), z.unknown()),
+  'MapModel',
+  'input',
+  `A Map model (version ${MAP_MODEL_VERSION}, or a 2.x export upgraded first); when absent, the stored Map's latest revision is used`,
+).nullish();
 
 export const UpgradeBody = z.record(z.string(), z.unknown()).describe('A Map model of an older version (2.x: the original service\'s export) or 3.0');
 
 /** The Map model answered by upgrade, changeblocktype and renameblock: not saved. */
-export const ModelAnswer = z.record(z.string(), z.unknown()).describe(`A Map model, version ${MAP_MODEL_VERSION} (src/protocol/map.ts): {version, mapId?, name, description?, mapType?, lastRunDate?, batchSize?, blocks}`);
+export const ModelAnswer = documentedAs(z.record(z.string(), z.unknown()), 'MapModel', 'output', `A Map model, version ${MAP_MODEL_VERSION}`);
 
 export const ChangeBlockTypeQuery = z.object({
   action: anyCase(BLOCK_ACTIONS).describe('the new action: Create, Update, UpdateInsert, InsertUpdate (Upsert), Delete, Query (Lookup), CreateWith, UpdateWith'),

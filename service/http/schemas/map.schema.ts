@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAP_MODEL_VERSION } from '../../../src/protocol/map.js';
 import { decimal, Guid, MAX_INT, OrgParams, PageQuery, qbool, Text, Timestamp } from './common.js';
+import { documentedAs } from './map-model.schema.js';
 
 export const MapParams = OrgParams.extend({ solutionId: Guid, mapId: decimal(z.number().int().positive().max(MAX_INT)) });
 
@@ -9,9 +10,12 @@ export const MapParams = OrgParams.extend({ solutionId: Guid, mapId: decimal(z.n
  * an older one (the original service's 2.5 export) that is upgraded first. The domain parses it
  * with the protocol's schema, so that a 2.5 export is accepted here as any JSON object.
  */
-export const MapInput = z
-  .record(z.string(), z.unknown())
-  .describe(`A Map model: version ${MAP_MODEL_VERSION} (name, mapType, blocks, …; see src/protocol/map.ts) or a 2.x export, upgraded on save. Basic and SysController map types are refused.`);
+export const MapInput = documentedAs(
+  z.record(z.string(), z.unknown()),
+  'MapModel',
+  'input',
+  `A Map model, version ${MAP_MODEL_VERSION}; a 2.x export (the original service's) is accepted too and upgraded on save. Basic and SysController map types are refused.`,
+);
 
 export const MapListQuery = PageQuery.extend({
   /** Part of the name, any case. */
@@ -101,7 +105,7 @@ export const MapAnswer = z.object({
   sourceConnectionAlias: z.string().nullable(),
   sourceConnectionType: z.string().nullable(),
   batchSize: z.number().int().nullable(),
-  blocks: z.array(z.record(z.string(), z.unknown())).describe('the Blocks of the model (src/protocol/map.ts Block), in flow order'),
+  blocks: z.array(documentedAs(z.record(z.string(), z.unknown()), 'Block', 'output')).describe('the Blocks of the model, in flow order'),
 });
 export type MapAnswer = z.infer<typeof MapAnswer>;
 
