@@ -4,7 +4,7 @@
  * reported with what it really wrote and when it last did (SolutionRunner.recover()):
  *
  *   begin(Map or entity) ──▶ its row: nothing yet, at now
- *   batch(counts so far) ──▶ its row: the counts, the time per batch, at now
+ *   batch(counts so far) ──▶ its row: the counts, the time per record, at now
  *        (once the Map runtime or the entity has written and checkpointed a batch; at most one
  *         write every MIN_GAP_MS, a count held back is written when the gap ends, or at flush())
  *   end(statistics) ──────▶ its row: the Map's or entity's own statistics, Blocks included
@@ -14,7 +14,7 @@
  * batch; two for a packed copy, which writes a batch while it counts the one before).
  */
 import type { Logger } from 'pino';
-import { hms } from '../maps/runtime/stats.js';
+import { hms, RecordTiming } from '../maps/runtime/stats.js';
 import type { RunMapStats } from '../protocol/solutions.js';
 import type { SolutionStore } from './solution-store.js';
 
@@ -31,16 +31,14 @@ interface Current {
   readonly mapId: number | undefined;
   readonly mapName: string;
   readonly entity: string | undefined;
-  readonly begun: number;
   /** performance.now() of the last batch (or the beginning). */
   last: number;
   /** Date.now() of the last batch (or the beginning). */
   at: number;
   processed: number;
   failed: number;
-  batches: number;
-  minMs: number;
-  maxMs: number;
+  /** Each batch timed from the one before (the first from the beginning): the sum is the time since the beginning. */
+  readonly timing: RecordTiming;
 }
 
 export class CommittedCounts {
@@ -63,7 +61,7 @@ export class CommittedCounts {
   begin(what: { mapId?: number | undefined; mapName: string; entity?: string | undefined }): void {
     this.flush();
     const t = performance.now();
-    this.#current = { seq: this.#seq++, mapId: what.mapId, mapName: what.mapName, entity: what.entity, begun: t, last: t, at: Date.now(), processed: 0, failed: 0, batches: 0, minMs: 0, maxMs: 0 };
+    this.#current = { seq: this.#seq++, mapId: what.mapId, mapName: what.mapName, entity: what.entity, last: t, at: Date.now(), processed: 0, failed: 0, timing: new RecordTiming() };
     this.#write();
   }
 
@@ -72,10 +70,7 @@ export class CommittedCounts {
     const c = this.#current;
     if (!c) return;
     const t = performance.now();
-    const ms = t - c.last;
-    c.minMs = c.batches === 0 ? ms : Math.min(c.minMs, ms);
-    c.maxMs = Math.max(c.maxMs, ms);
-    c.batches++;
+    c.timing.add(t - c.last, processed - c.processed);
     c.last = t;
     c.at = Date.now();
     c.processed = processed;
@@ -92,10 +87,10 @@ export class CommittedCounts {
     }
   }
 
-  /** The counts so far of the Map or entity in progress. */
-  get current(): { processed: number; failed: number } | undefined {
+  /** The counts so far of the Map or entity in progress, and the time per record of its counted batches. */
+  get current(): { processed: number; failed: number; minMs: number; maxMs: number; avgMs: number; totalMs: number } | undefined {
     const c = this.#current;
-    return c ? { processed: c.processed, failed: c.failed } : undefined;
+    return c ? { processed: c.processed, failed: c.failed, ...c.timing.view() } : undefined;
   }
 
   /** The Map or entity in progress ended with these statistics (or one that never began, a row of its own). */
@@ -128,19 +123,15 @@ export class CommittedCounts {
     this.#dirty = false;
     if (!c) return;
     this.#cancel();
-    const totalMs = round(c.last - c.begun);
+    const time = c.timing.view();
     this.#save(c.seq, c.at, {
       ...(c.mapId !== undefined ? { mapId: c.mapId } : {}),
       mapName: c.mapName,
       ...(c.entity ? { entity: c.entity } : {}),
       processed: c.processed,
       failed: c.failed,
-      // Per batch, measured from one counted batch to the next (the first from the beginning).
-      minMs: round(c.minMs),
-      maxMs: round(c.maxMs),
-      avgMs: c.batches ? round(totalMs / c.batches) : 0,
-      totalMs,
-      totalTime: hms(totalMs),
+      ...time,
+      totalTime: hms(time.totalMs),
       blocks: [],
     });
   }
@@ -156,5 +147,3 @@ export class CommittedCounts {
     }
   }
 }
-
-const round = (n: number): number => Math.round(n * 1000) / 1000;

@@ -378,7 +378,6 @@ export class SolutionRunner {
         run.incomplete = true;
         break;
       }
-      const started = performance.now();
       try {
         const model = MapModel.parse(map.model);
         const handle = await openRun(model, { host, connections: specs, runLog: log });
@@ -418,7 +417,9 @@ export class SolutionRunner {
           const s = { ...result.stats, processed: result.stats.processed + missing, failed: result.stats.failed + missing };
           processed += s.processed;
           failed += s.failed;
-          const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: s.minMs, maxMs: s.maxMs, avgMs: s.avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) };
+          // Records counted without being read took no time: the average stays total / processed.
+          const avgMs = s.processed ? round(s.totalMs / s.processed) : 0;
+          const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: missing ? 0 : s.minMs, maxMs: s.maxMs, avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) };
           statistics.push(entry);
           committed.end(entry);
         } finally {
@@ -429,12 +430,11 @@ export class SolutionRunner {
         const text = `Map ${map.name} (${map.mapId}): ${errorText(err)}`;
         fatals.push(text);
         log.warn({ mapId: map.mapId, code: isFerryError(err) ? err.code : undefined }, 'map could not run');
-        const ms = performance.now() - started;
-        // What it committed before it failed stands, and is counted.
-        const before = committed.current ?? { processed: 0, failed: 0 };
+        // What it committed before it failed stands, and is counted, with the time of those batches.
+        const before = committed.current ?? { processed: 0, failed: 0, minMs: 0, maxMs: 0, avgMs: 0, totalMs: 0 };
         processed += before.processed;
         failed += before.failed;
-        const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, processed: before.processed, failed: before.failed, minMs: 0, maxMs: 0, avgMs: 0, totalMs: round(ms), totalTime: hms(ms), fatal: text, blocks: [] };
+        const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, ...before, totalTime: hms(before.totalMs), fatal: text, blocks: [] };
         statistics.push(entry);
         committed.end(entry);
       }

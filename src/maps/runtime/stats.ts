@@ -1,4 +1,11 @@
-/** Statistics per Map and per Block: processed, failed, and min/max/avg/total ms (per batch call). */
+/**
+ * Statistics per Map and per Block: processed, failed, and the time per record (ms).
+ *
+ * Every figure is what its name says: `totalMs` is the sum of the timed calls (a Map's batches, a
+ * Block's calls), `avgMs` is `totalMs / processed` (the mean time of one record), and `minMs` /
+ * `maxMs` are the shortest and longest time of one record in a call (the call's time divided by its
+ * records). So `avgMs × processed = totalMs`, and `minMs ≤ avgMs ≤ maxMs`.
+ */
 import type { Block } from '../../protocol/map.js';
 
 export interface TimingStats {
@@ -29,25 +36,38 @@ export interface MapStats extends TimingStats {
   blocks: BlockStats[];
 }
 
-interface Acc {
-  processed: number;
-  failed: number;
-  min: number;
-  max: number;
-  total: number;
-  calls: number;
+const round = (n: number): number => Math.round(n * 1000) / 1000;
+
+/** Timed calls of records, summed; read as time per record (see the module's comment). */
+export class RecordTiming {
+  records = 0;
+  failed = 0;
+  calls = 0;
+  #total = 0;
+  #min = Infinity;
+  #max = 0;
+
+  /** A call of `records` records took `ms`, `failed` of them refused. A call of none adds only its time. */
+  add(ms: number, records: number, failed = 0): void {
+    this.calls++;
+    this.records += records;
+    this.failed += failed;
+    this.#total += ms;
+    if (records > 0) {
+      const each = ms / records;
+      if (each < this.#min) this.#min = each;
+      if (each > this.#max) this.#max = each;
+    }
+  }
+
+  /** min, max and average time of one record, and the total (ms, to the microsecond). */
+  view(): Pick<TimingStats, 'minMs' | 'maxMs' | 'avgMs' | 'totalMs'> {
+    const some = this.records > 0;
+    return { minMs: some ? round(this.#min) : 0, maxMs: some ? round(this.#max) : 0, avgMs: some ? round(this.#total / this.records) : 0, totalMs: round(this.#total) };
+  }
 }
 
-const acc = (): Acc => ({ processed: 0, failed: 0, min: Infinity, max: 0, total: 0, calls: 0 });
-const round = (n: number): number => Math.round(n * 1000) / 1000;
-const view = (a: Acc): TimingStats => ({
-  processed: a.processed,
-  failed: a.failed,
-  minMs: a.calls ? round(a.min) : 0,
-  maxMs: round(a.max),
-  avgMs: a.calls ? round(a.total / a.calls) : 0,
-  totalMs: round(a.total),
-});
+const view = (t: RecordTiming): TimingStats => ({ processed: t.records, failed: t.failed, ...t.view() });
 
 export function hms(ms: number): string {
   const s = Math.floor(ms / 1000);
@@ -56,23 +76,21 @@ export function hms(ms: number): string {
 }
 
 export class StatsCollector {
-  private readonly map = acc();
-  private readonly blocks = new Map<string, { block: Block; a: Acc }>();
-  batches = 0;
+  private readonly map = new RecordTiming();
+  private readonly blocks = new Map<string, { block: Block; a: RecordTiming }>();
 
   constructor(allBlocks: Iterable<Block>) {
-    for (const b of allBlocks) this.blocks.set(b.blockId, { block: b, a: acc() });
+    for (const b of allBlocks) this.blocks.set(b.blockId, { block: b, a: new RecordTiming() });
+  }
+
+  /** Starter batches that went through the Map. */
+  get batches(): number {
+    return this.map.calls;
   }
 
   /** A Block handled `records` items in `ms`. */
   block(b: Block, records: number, ms: number): void {
-    const e = this.blocks.get(b.blockId);
-    if (!e) return;
-    e.a.processed += records;
-    e.a.calls++;
-    e.a.total += ms;
-    e.a.min = Math.min(e.a.min, ms);
-    e.a.max = Math.max(e.a.max, ms);
+    this.blocks.get(b.blockId)?.a.add(ms, records);
   }
 
   blockFailed(b: Block): void {
@@ -82,18 +100,11 @@ export class StatsCollector {
 
   /** A starter batch went through the Map. */
   batch(records: number, failed: number, ms: number): void {
-    this.batches++;
-    const a = this.map;
-    a.processed += records;
-    a.failed += failed;
-    a.calls++;
-    a.total += ms;
-    a.min = Math.min(a.min, ms);
-    a.max = Math.max(a.max, ms);
+    this.map.add(ms, records, failed);
   }
 
   get processed(): number {
-    return this.map.processed;
+    return this.map.records;
   }
 
   get failed(): number {
