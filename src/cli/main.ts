@@ -18,6 +18,8 @@ const loadLogin = () => import('./client/login.js');
 const loadApi = () => import('./client/api.js');
 const loadCrypto = () => import('./client/crypto.js');
 const loadConnections = () => import('./client/connections.js');
+const loadSolutions = () => import('./client/solutions.js');
+const loadSolutionRuns = () => import('./client/solution-runs.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
@@ -47,6 +49,13 @@ const COMMANDS: Record<string, Command> = {
   'connections get': async (argv, env) => (await loadConnections()).connectionsGet(argv, env),
   'connections create': async (argv, env) => (await loadConnections()).connectionsCreate(argv, env),
   'connections test': async (argv, env) => (await loadConnections()).connectionsTest(argv, env),
+  'solutions list': async (argv, env) => (await loadSolutions()).solutionsList(argv, env),
+  'solutions show': async (argv, env) => (await loadSolutions()).solutionsShow(argv, env),
+  'solutions start': async (argv, env) => (await loadSolutions()).solutionsStart(argv, env),
+  'solutions stop': async (argv, env) => (await loadSolutions()).solutionsStop(argv, env),
+  'solutions watch': async (argv, env) => (await loadSolutionRuns()).solutionsWatch(argv, env),
+  'solutions history': async (argv, env) => (await loadSolutionRuns()).solutionsHistory(argv, env),
+  'solutions errors': async (argv, env) => (await loadSolutionRuns()).solutionsErrors(argv, env),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
   '--version': async () => {
@@ -88,6 +97,8 @@ Commands:
   api                    call the API with that login: METHOD PATH [--data JSON|@FILE|-] [--query k=v]
   crypto encrypt|decrypt a Connection property value: --org N VALUE
   connections list|get|create|test   Connections: --org N (create encrypts the values it is given)
+  solutions list|show|start|stop|watch|history|errors
+                         Solutions by name or ID: --org N (watch: live progress, then the run's summary)
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;

@@ -1,0 +1,237 @@
+/**
+ * `ferry solutions watch|history|errors --org N ID|NAME`: a Solution's runs, from History and the
+ * run monitor. Watching is polling, in the Service's polling rate-limit bucket:
+ *
+ *   [prepare job until complete] ─▶ loop: GET H/{run} ended? ─no─▶ POST S/startmonitor (live counts)
+ *                                          │ yes                   ─▶ progress line, sleep --interval
+ *                                          ▼
+ *                                   the run's summary; exit 0 CompletedSuccessfully, else 1
+ */
+import { z } from 'zod';
+import { orgOf } from './args.js';
+import { resolveCredentials } from './config.js';
+import { UsageError } from './errors.js';
+import { apiErrorOf, ApiClient } from './http.js';
+import { printFields, printJson, printTable, wantsJson } from './output.js';
+import {
+  Execution,
+  findSolution,
+  intOption,
+  secondsOption,
+  solutionsBase,
+  solutionsCommand,
+  when,
+  type Solution,
+  type SolutionsValues,
+} from './solutions-common.js';
+
+/** Every run, whatever its age (the API's default window is 45 days). */
+const NO_LOWER_BOUND = '1753-01-01';
+const DEFAULT_INTERVAL_S = 2;
+/** Without a terminal, a progress line at most this often. */
+const LOG_EVERY_MS = 10_000;
+
+const Monitor = z.object({
+  running: z.boolean(),
+  runId: z.string().nullable(),
+  startedAt: z.string().nullable(),
+  recordsProcessed: z.number(),
+  recordsFailed: z.number(),
+});
+
+const PrepareJob = z.object({
+  id: z.string(),
+  isComplete: z.boolean(),
+  hasError: z.boolean(),
+  message: z.string().nullable().optional(),
+  mapErrorModels: z.array(z.object({ mapId: z.number().nullable().optional(), message: z.string() }).passthrough()).nullable().optional(),
+});
+
+const RecordError = z
+  .object({
+    id: z.string(),
+    mapName: z.string().nullable().optional(),
+    blockName: z.string().nullable().optional(),
+    sourceEntity: z.string().nullable().optional(),
+    code: z.string().nullable().optional(),
+    errorMessage: z.string().nullable().optional(),
+    sourceKey: z.record(z.string(), z.unknown()).nullable().optional(),
+    sourceRow: z.number().nullable().optional(),
+  })
+  .passthrough();
+type RecordError = z.infer<typeof RecordError>;
+
+const historyPath = (org: number, s: Solution): string => `${solutionsBase(org)}/${s.id}/history`;
+
+/** The run named by `run` (its id or processExecutionId), else the Solution's latest. */
+async function findRun(client: ApiClient, org: number, s: Solution, run: string | undefined): Promise<Execution> {
+  if (run) return client.call('GET', `${historyPath(org, s)}/${encodeURIComponent(run)}`, Execution);
+  const latest = await client.call('GET', historyPath(org, s), z.array(Execution), { query: { sortOrder: 'desc', limit: 1, laterThanDate: NO_LOWER_BOUND } });
+  if (!latest[0]) throw new UsageError(`Solution "${s.name}" has not run yet`, 1);
+  return latest[0];
+}
+
+/** `1:02:03.4`, or `12.3 s` under a minute. */
+function duration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return '';
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = (seconds % 60).toFixed(1).padStart(4, '0');
+  return `${h}:${String(m).padStart(2, '0')}:${s}`;
+}
+
+const count = (n: number): string => n.toLocaleString('en-US');
+
+function printSummary(e: Execution): void {
+  printFields([
+    ['Run', `${e.id} (${e.processExecutionId})`],
+    ['Result', e.result ?? 'InProgress'],
+    ['Processed', count(e.recordsProcessed)],
+    ['Failed', count(e.recordsFailed)],
+    ['Duration', duration(e.duration)],
+    ['Started', when(e.start)],
+    ['Stopped', when(e.stop)],
+    ...(e.details ? ([['Details', e.details]] as const) : []),
+  ]);
+  const stats = e.mapStatistics ?? [];
+  if (stats.length === 0) return;
+  process.stdout.write('\n');
+  printTable(stats, [
+    { header: 'MAP/ENTITY', value: (m) => m.mapName ?? m.entityName ?? '' },
+    { header: 'PROCESSED', value: (m) => count(m.recordsProcessed) },
+    { header: 'FAILED', value: (m) => count(m.recordsFailed) },
+    { header: 'FATAL', value: (m) => m.fatalError ?? '' },
+  ]);
+}
+
+/** Waits for a prepare job; false (its errors on stderr) when it failed. */
+async function waitPrepared(client: ApiClient, org: number, s: Solution, prepareId: string, deadline: number): Promise<boolean> {
+  const job = await client.poll(`${solutionsBase(org)}/${s.id}/prepare/${prepareId}`, PrepareJob, (j) => j.isComplete, { timeoutMs: Math.max(1, deadline - Date.now()), defaultDelayMs: 1000 });
+  if (!job.hasError) return true;
+  const maps = (job.mapErrorModels ?? []).map((m) => `\n  Map ${m.mapId ?? '?'}: ${m.message}`).join('');
+  process.stderr.write(`ferry: the prepare of "${s.name}" failed${maps || `: ${job.message ?? ''}`}\n`);
+  return false;
+}
+
+/**
+ * Watches a run until it ends (the latest when `runId` is not given), then prints its summary:
+ * 0 when it completed successfully, else 1.
+ */
+export async function watchRun(client: ApiClient, org: number, s: Solution, opts: { runId?: string; prepareId?: string; values: SolutionsValues }): Promise<number> {
+  const intervalMs = (secondsOption('interval', opts.values.interval) ?? DEFAULT_INTERVAL_S) * 1000;
+  const timeoutS = secondsOption('timeout', opts.values.timeout);
+  const deadline = timeoutS === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutS * 1000;
+  const json = wantsJson(opts.values.json);
+  if (opts.prepareId && !(await waitPrepared(client, org, s, opts.prepareId, deadline))) return 1;
+  const monitorPath = `${solutionsBase(org)}/${s.id}/startmonitor`;
+  let runId = opts.runId;
+  if (!runId) {
+    const m = await client.call('POST', monitorPath, Monitor);
+    if (!m.runId) throw new UsageError(`Solution "${s.name}" has not run yet`, 1);
+    runId = m.runId;
+  }
+  const tty = process.stderr.isTTY === true;
+  let previous: { at: number; processed: number } | undefined;
+  let logged = 0;
+  let ended: Execution | undefined;
+  for (;;) {
+    const answer = await client.request('GET', `${historyPath(org, s)}/${encodeURIComponent(runId)}`);
+    if (answer.status >= 400 && answer.status !== 404) throw apiErrorOf(answer);
+    const exec = answer.status === 404 ? undefined : Execution.parse(answer.body);
+    if (exec?.result && exec.result !== 'InProgress') {
+      ended = exec;
+      break;
+    }
+    const m = await client.call('POST', monitorPath, Monitor);
+    const live = m.running && m.runId === runId ? m : undefined;
+    const processed = live?.recordsProcessed ?? exec?.recordsProcessed ?? 0;
+    const failed = live?.recordsFailed ?? exec?.recordsFailed ?? 0;
+    const now = Date.now();
+    const rate = previous && now > previous.at ? ((processed - previous.processed) * 1000) / (now - previous.at) : 0;
+    previous = { at: now, processed };
+    const startedAt = live?.startedAt ?? exec?.start;
+    const elapsed = startedAt ? duration(Math.max(0, (now - Date.parse(startedAt)) / 1000)) : 'waiting to start';
+    const line = `run ${runId}: ${count(processed)} processed, ${count(failed)} failed, ${count(Math.max(0, Math.round(rate)))} records/s, ${elapsed}`;
+    if (tty) process.stderr.write(`\r\x1b[K${line}`);
+    else if (!json && now - logged >= LOG_EVERY_MS) {
+      process.stderr.write(`${line}\n`);
+      logged = now;
+    }
+    if (now + intervalMs > deadline) {
+      if (tty) process.stderr.write('\n');
+      throw new UsageError(`run ${runId} of "${s.name}" was still going after ${timeoutS} s`, 1);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  if (tty) process.stderr.write('\r\x1b[K');
+  if (json) printJson(ended);
+  else printSummary(ended);
+  if (ended.result === 'CompletedSuccessfully') return 0;
+  process.stderr.write(
+    `ferry: run ${ended.id} of "${s.name}" ended ${ended.result}${ended.recordsFailed > 0 ? ` with ${count(ended.recordsFailed)} failed records (ferry solutions errors "${s.name}" --run ${ended.id})` : ''}\n`,
+  );
+  return 1;
+}
+
+/** `ferry solutions watch ID|NAME [--run RUN]`. */
+export const solutionsWatch = solutionsCommand(async (values, positionals, env) => {
+  const org = orgOf(values.org, env);
+  const client = new ApiClient(resolveCredentials(env));
+  const s = await findSolution(client, org, positionals[0]);
+  return watchRun(client, org, s, { ...(values.run ? { runId: values.run } : {}), values });
+});
+
+/** `ferry solutions history ID|NAME [--result R] [--since DATE] [--limit N]`: newest first. */
+export const solutionsHistory = solutionsCommand(async (values, positionals, env) => {
+  const org = orgOf(values.org, env);
+  const limit = intOption('limit', values.limit, 1) ?? 20;
+  const offset = intOption('offset', values.offset, 0) ?? 0;
+  const client = new ApiClient(resolveCredentials(env));
+  const s = await findSolution(client, org, positionals[0]);
+  const query = { sortOrder: 'desc', limit, offset, result: values.result, laterThanDate: values.since };
+  const answer = await client.request('GET', historyPath(org, s), { query });
+  if (answer.status >= 400) throw apiErrorOf(answer);
+  const runs = z.array(Execution).parse(answer.body);
+  if (wantsJson(values.json)) return printJson(runs);
+  printTable(runs, [
+    { header: 'ID', value: (e) => String(e.id) },
+    { header: 'RUN', value: (e) => e.processExecutionId },
+    { header: 'STARTED', value: (e) => when(e.start) },
+    { header: 'DURATION', value: (e) => duration(e.duration) },
+    { header: 'RESULT', value: (e) => e.result ?? 'InProgress' },
+    { header: 'PROCESSED', value: (e) => count(e.recordsProcessed) },
+    { header: 'FAILED', value: (e) => count(e.recordsFailed) },
+    { header: 'TRIGGER', value: (e) => `${e.trigger ?? ''}${e.isReprocessJob ? ' (reprocess)' : ''}` },
+  ]);
+  const total = Number(answer.headers.get('total-count') ?? runs.length);
+  if (total > offset + runs.length) process.stderr.write(`${runs.length} of ${total}: --offset ${offset + runs.length} for more\n`);
+});
+
+function sourceOf(e: RecordError): string {
+  if (e.sourceKey) return Object.entries(e.sourceKey).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+  return e.sourceRow ? `row ${e.sourceRow}` : '';
+}
+
+/** `ferry solutions errors ID|NAME [--run RUN] [--limit N] [--offset N]`: a run's record errors in order of arrival. */
+export const solutionsErrors = solutionsCommand(async (values, positionals, env) => {
+  const org = orgOf(values.org, env);
+  const limit = intOption('limit', values.limit, 1) ?? 100;
+  const offset = intOption('offset', values.offset, 0) ?? 0;
+  const client = new ApiClient(resolveCredentials(env));
+  const s = await findSolution(client, org, positionals[0]);
+  const run = await findRun(client, org, s, values.run);
+  const answer = await client.request('GET', `${historyPath(org, s)}/${run.id}/errors`, { query: { limit, offset } });
+  if (answer.status >= 400) throw apiErrorOf(answer);
+  const errors = z.array(RecordError).parse(answer.body);
+  const total = Number(answer.headers.get('total-count') ?? errors.length);
+  if (wantsJson(values.json)) return printJson({ executionId: run.id, processExecutionId: run.processExecutionId, total, offset, errors });
+  process.stderr.write(`Run ${run.id} (${run.processExecutionId}), ${run.result ?? 'InProgress'}: ${count(total)} record errors\n`);
+  printTable(errors, [
+    { header: 'SOURCE', value: sourceOf },
+    { header: 'CODE', value: (e) => e.code ?? '' },
+    { header: 'MAP/ENTITY', value: (e) => [e.mapName ?? e.sourceEntity ?? '', e.blockName ?? ''].filter(Boolean).join(' / ') },
+    { header: 'MESSAGE', value: (e) => e.errorMessage ?? '' },
+  ]);
+  if (total > offset + errors.length) process.stderr.write(`${errors.length} of ${total}: --offset ${offset + errors.length} for more\n`);
+});

@@ -1,0 +1,87 @@
+/**
+ * `ferry solutions start --watch` and `ferry solutions watch` on a real Agent process: a Solution
+ * never prepared is prepared by the start, its run copies a CSV file into SQLite, and the command
+ * ends with the run's summary and exit 0; a run with record errors ends with exit 1, and its errors
+ * are listed by `ferry solutions errors`.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN, type ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, idNameCsv, SQLITE, sqliteTarget, startWithAgent, stopAll, type SqliteTarget } from './harness.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+
+/** Runs `ferry ARGS` to its end, logged in through FERRY_*, stdout a pipe (JSON). */
+function ferry(sut: ServiceUnderTest, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: sut.url, FERRY_USER: ADMIN.email, FERRY_PASSWORD: ADMIN.password, FERRY_ORG: String(sut.orgId), FERRY_CONFIG_DIR: '/nonexistent' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+interface Execution {
+  id: number;
+  processExecutionId: string;
+  result: string;
+  recordsProcessed: number;
+  recordsFailed: number;
+  mapStatistics: Array<{ mapName: string; recordsProcessed: number }>;
+}
+
+describe('ferry solutions start --watch on a real Agent: CSV → SQLite', () => {
+  let sut: ServiceUnderTest;
+  let target: SqliteTarget;
+
+  beforeAll(async () => {
+    const bed = await startWithAgent({ csv: { people: idNameCsv(500) } });
+    sut = bed.sut;
+    target = sqliteTarget(path.join(sut.dataDir, 'target.db'), ['people', 'strict'], { primaryKey: true });
+    const csvId = await createConnection(sut, 'Files', CSV, { folder: bed.folder });
+    const dbId = await createConnection(sut, 'Target', SQLITE, { file: target.file });
+    await createSolution(sut, bed.agent.agentId, 'People copy', [copyMap({ n: 1, csvId, entity: 'people', targetId: dbId, table: 'people' })]);
+    // name NOT NULL refuses the records whose formula answers null: every tenth one.
+    const strict = copyMap({ n: 2, csvId, entity: 'people', targetId: dbId, table: 'strict', fields: { name: 'IF(MOD(Q.id, 10) = 0, NULL, Q.name)' } });
+    await createSolution(sut, bed.agent.agentId, 'Strict copy', [strict]);
+  }, 180_000);
+
+  afterAll(() => stopAll(sut));
+
+  it('prepares, runs and watches to the end: the summary as JSON, exit 0', { timeout: 240_000 }, async () => {
+    const run = await ferry(sut, ['solutions', 'start', 'people copy', '--watch', '--interval', '0.5']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/Preparing "People copy" first/);
+    const summary = JSON.parse(run.stdout) as Execution;
+    expect(summary).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 500, recordsFailed: 0 });
+    expect(target.count('people')).toBe(500);
+    const history = await ferry(sut, ['solutions', 'history', 'People copy']);
+    expect((JSON.parse(history.stdout) as Execution[]).map((e) => e.processExecutionId)).toEqual([summary.processExecutionId]);
+  });
+
+  it('ends with exit 1 when the run has record errors, which errors then lists', { timeout: 240_000 }, async () => {
+    const run = await ferry(sut, ['solutions', 'start', 'Strict copy', '--watch', '--interval', '0.5']);
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    const summary = JSON.parse(run.stdout) as Execution;
+    expect(summary).toMatchObject({ result: 'CompletedWithErrors', recordsFailed: 50 });
+    expect(run.stderr).toContain(`ferry solutions errors "Strict copy" --run ${summary.id}`);
+    const errors = await ferry(sut, ['solutions', 'errors', 'Strict copy', '--limit', '5']);
+    expect(errors.code, errors.stderr).toBe(0);
+    const listed = JSON.parse(errors.stdout) as { total: number; errors: Array<{ sourceRow: number }> };
+    expect(listed.total).toBe(50);
+    expect(listed.errors.map((e) => e.sourceRow)).toEqual([10, 20, 30, 40, 50]);
+    // Watching it again after its end: the summary at once, the same exit code.
+    const again = await ferry(sut, ['solutions', 'watch', 'Strict copy']);
+    expect(again.code).toBe(1);
+    expect((JSON.parse(again.stdout) as Execution).id).toBe(summary.id);
+  });
+});
