@@ -129,17 +129,29 @@ export const RunMapStats = z.object({
 });
 export type RunMapStats = z.infer<typeof RunMapStats>;
 
-/** A source key's value as it travels: a scalar, text cut to {@link MAX_SOURCE_KEY_TEXT} characters. */
-const SourceKeyValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 /** Key fields a record error carries at most, and characters of one text value (sourceKeyOf cuts longer ones). */
 export const MAX_SOURCE_KEY_FIELDS = 16;
 export const MAX_SOURCE_KEY_TEXT = 1000;
-/** The source record's key: its entity's primary-key fields and their values. */
-export const SourceKey = z
-  .record(z.string().max(500), SourceKeyValue)
-  .refine((k) => Object.keys(k).length <= MAX_SOURCE_KEY_FIELDS, `at most ${MAX_SOURCE_KEY_FIELDS} key fields`)
-  .refine((k) => Object.values(k).every((v) => typeof v !== 'string' || v.length <= MAX_SOURCE_KEY_TEXT), `key values of at most ${MAX_SOURCE_KEY_TEXT} characters`);
-export type SourceKey = z.infer<typeof SourceKey>;
+/** The source record's key: its entity's primary-key fields and their values (scalars). */
+export type SourceKey = Record<string, string | number | boolean | null>;
+
+/**
+ * Checked by hand rather than as a zod record of a union: every record error of a report carries
+ * one, and this costs the Service ≈ 0.05 µs a key against ≈ 0.36.
+ */
+function isSourceKey(k: unknown): k is SourceKey {
+  if (typeof k !== 'object' || k === null || Array.isArray(k)) return false;
+  let n = 0;
+  for (const f in k) {
+    if (++n > MAX_SOURCE_KEY_FIELDS || f.length > 500) return false;
+    const v = (k as Record<string, unknown>)[f];
+    if (v !== null && typeof v !== 'boolean' && (typeof v !== 'number' || !Number.isFinite(v)) && (typeof v !== 'string' || v.length > MAX_SOURCE_KEY_TEXT)) return false;
+  }
+  return true;
+}
+export const SourceKey = z.custom<SourceKey>(isSourceKey, {
+  message: `a source key: an object of at most ${MAX_SOURCE_KEY_FIELDS} fields, each a string of at most ${MAX_SOURCE_KEY_TEXT} characters, a number, a boolean or null`,
+});
 
 /**
  * The key a record error carries for a source record: the values of `fields` (its entity's primary

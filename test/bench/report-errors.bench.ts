@@ -6,6 +6,7 @@
  *   npx tsx test/bench/report-errors.bench.ts            # SQLite
  *   FERRY_TEST_DATABASE_URL=postgres://… npx tsx …        # SQLite, then PostgreSQL
  *
+ * Each error names its record (`sourceKey`, `sourceRow`) unless BENCH_KEYS=0.
  * Per store and form (BENCH_FORMS, default `shared,whole`: the reports as an Agent sends them to
  * this Service, with the fields every error has alike once a report, and every error whole, as to
  * a Service from before that): an Agent registered and connected over the channel (a plain `ws` client), one
@@ -29,6 +30,7 @@ import { ADMIN } from '../helpers/service.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
 
 const ERRORS = Number(process.env['BENCH_ERRORS'] ?? 100_000);
+const KEYS = process.env['BENCH_KEYS'] !== '0';
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
 const agent = new http.Agent({ keepAlive: true });
 
@@ -53,8 +55,12 @@ function cpuMs(pid: number): number {
  * IDs time-ordered (uuidV7) as the Agent makes them, its detail the Block's and the refusal's,
  * alike for every record a constraint refuses.
  */
+let row = 0;
 function refused(): RunRecordError {
+  row += 1;
   return {
+    // Which record: its key and its row, as a Map over a keyed source sends them (BENCH_KEYS=0: neither, as before issue 30).
+    ...(KEYS ? { sourceKey: { id: row }, sourceRow: row } : {}),
     id: uuidV7(),
     mapId: 1,
     mapName: 'IS rows',
@@ -193,4 +199,4 @@ const results = [];
 const forms = (process.env['BENCH_FORMS']?.split(',') ?? ['shared', 'whole']) as Array<'shared' | 'whole'>;
 for (const store of only ?? stores) for (const form of forms) results.push(await measure(store, form));
 agent.destroy();
-process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), cpus: os.cpus().length, results }, null, 2)}\n`);
+process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), cpus: os.cpus().length, keys: KEYS, results }, null, 2)}\n`);
