@@ -3,7 +3,7 @@
  * Service, with History written by an Agent the test plays (its run reports, as an Agent sends
  * them). A start watched to its end through a real Agent: solutions/cli-start-watch.test.ts.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitorSolutionResult } from '../../src/protocol/solutions.js';
@@ -13,6 +13,7 @@ import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
 
 interface Run {
   code: number;
@@ -21,9 +22,14 @@ interface Run {
 }
 
 /** Runs `ferry ARGS` with stdout as a pipe (so JSON unless a test says otherwise), logged in through FERRY_*. */
-function ferry(svc: TestService, args: string[], opts: { onStderr?: (text: string) => void } = {}): Promise<Run> {
+function ferry(svc: TestService, args: string[], opts: { onStderr?: (text: string) => void; terminal?: boolean } = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: svc.url, FERRY_USER: svc.admin.email, FERRY_PASSWORD: svc.admin.password, FERRY_ORG: String(svc.orgId), FERRY_LOG_LEVEL: 'silent', FERRY_CONFIG_DIR: '/nonexistent' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args];
+  // On a terminal: util-linux `script` gives it a pseudo-terminal (stdout and stderr both arrive on stdout).
+  const [cmd, cmdArgs] = opts.terminal
+    ? ['script', ['-qefc', `stty cols 200; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`, '/dev/null']]
+    : [argv[0] as string, argv.slice(1)];
+  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -174,5 +180,41 @@ describe('ferry solutions against a real Service', () => {
     const run = await ferry(svc, ['solutions', 'watch', 'Sync contacts', '--run', runId]);
     expect(run.code, run.stderr).toBe(0);
     expect(parse<Execution>(run.stdout)).toMatchObject({ processExecutionId: runId, result: 'CompletedSuccessfully' });
+  });
+
+  it.skipIf(!HAS_SCRIPT)('prints tables on a terminal, and a live progress line while it watches', async () => {
+    const list = await ferry(svc, ['solutions', 'list'], { terminal: true });
+    expect(list.code, list.stdout).toBe(0);
+    expect(list.stdout).toMatch(/ID\s+NAME\s+TYPE\s+STATUS\s+LAST RUN\s+NEXT RUN/);
+    expect(list.stdout).toMatch(/Copy accounts\s+Integration\s+Incomplete/);
+    const show = await ferry(svc, ['solutions', 'show', 'Copy accounts'], { terminal: true });
+    expect(show.stdout).toMatch(/Type:\s+Integration/);
+    const history = await ferry(svc, ['solutions', 'history', 'Copy accounts'], { terminal: true });
+    expect(history.stdout).toMatch(/RESULT\s+PROCESSED\s+FAILED/);
+    expect(history.stdout).toMatch(/CompletedWithErrors\s+2\s+2/);
+    const errors = await ferry(svc, ['solutions', 'errors', 'Copy accounts'], { terminal: true });
+    expect(errors.stdout).toContain('2 record errors');
+    expect(errors.stdout).toMatch(/AccountId=A-1\s+RUN_WRITE_FAILED\s+Accounts \/ Create contact\s+record 1 refused/);
+    expect(errors.stdout).toMatch(/row 7\s+RUN_WRITE_FAILED/);
+
+    const runId = await seedRun(ch, { solutionId: syncId, finish: false });
+    const startedAt = new Date().toISOString();
+    onAgent = { running: true, runId, startedAt, processed: 100, failed: 0 };
+    const watch = ferry(svc, ['solutions', 'watch', 'Sync contacts', '--interval', '0.2'], { terminal: true });
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    onAgent = { running: true, runId, startedAt, processed: 2_100, failed: 3 };
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    onAgent = { running: false, processed: 0, failed: 0 };
+    expect(await ch.report({
+      kind: 'runFinished', runId, solutionId: syncId, trigger: 'start', startedAt: new Date(Date.now() - 3_000).toISOString(), at: new Date().toISOString(),
+      result: 'CompletedSuccessfully', processed: 2_100, failed: 0, stopped: false, sourceDataLocal: true, statistics: [],
+    })).toMatchObject({ ok: true });
+    const run = await watch;
+    const seen = run.stdout;
+    expect(run.code, seen).toBe(0);
+    expect(seen).toMatch(/100 processed, 0 failed/);
+    expect(seen).toMatch(/2,100 processed, 3 failed, [1-9][0-9,]* records\/s/);
+    expect(seen).toMatch(/Result:\s+CompletedSuccessfully/);
+    expect(seen).toMatch(/Processed:\s+2,100/);
   });
 });
