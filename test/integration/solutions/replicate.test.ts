@@ -109,6 +109,8 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
       expect(e.errorMessage).toMatch(/refused the record/);
     }
     expect(r.errors.map((e) => (JSON.parse(e.errorDetail) as { key: { code: string } }).key.code).sort()).toEqual(['c1', 'c900']);
+    // Which records: their key, as History shows it.
+    expect(r.errors.map((e) => e.sourceKey).sort((a, b) => String(a?.['code']).localeCompare(String(b?.['code'])))).toEqual([{ code: 'c1' }, { code: 'c900' }]);
     const target = await snapshot(c.target, 'customers');
     expect(target.filter((l) => l.includes('"good"'))).toHaveLength(2);
     expect(target.some((l) => l.includes('"c901"'))).toBe(true);
