@@ -6,6 +6,7 @@
  *
  *   up ─▶ Service listens ─▶ no instance yet? provision key in-process ─▶ ferry agent install (HTTP register)
  *                          └─▶ spawn `ferry agent run --home <dataDir>/agent` (IPC: it stops when up goes)
+ *                              └─▶ wait (at most a minute) until the API shows it Running ─▶ banner: its API name, folder, next step
  *   SIGTERM/SIGINT ─▶ agent stops (reports Shutdown to the still running Service) ─▶ Service closes ─▶ exit 0
  *
  * This is CLI code: it is the one place allowed to compose the two halves, and loads the Service lazily.
@@ -14,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { listInstances } from '../agent/home.js';
+import { listInstances, readInstanceConfig } from '../agent/home.js';
 import { installInstance } from '../agent/install.js';
 import { createConsoleLogger, logFormatOf } from '../logs/console.js';
 
@@ -31,7 +32,7 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
   });
   const { parseServiceConfig } = await import('../../service/config.js');
   const { buildService, REDACT_PATHS } = await import('../../service/build-service.js');
-  const { provisionLocalAgentKey } = await import('./local-agent.js');
+  const { provisionLocalAgentKey, waitForLocalAgent } = await import('./local-agent.js');
   const config = parseServiceConfig(env, { port: values.port, host: values.host, dataDir: values['data-dir'], databaseUrl: values['database-url'] });
   // Readable lines on a terminal, JSON for a collector (FERRY_LOG_FORMAT chooses).
   const logger = createConsoleLogger({ level: config.logLevel, format: logFormatOf(env, process.stdout.isTTY === true), redact: REDACT_PATHS });
@@ -79,8 +80,11 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
       process.stdout.write(`  Agent:    installed "${installed.config.name}" (${installed.config.agentId}) in ${installed.paths.dir}\n`);
     }
     if (closing) return;
-    agent = startLocalAgent(home, instance.number, url, env);
-    process.stdout.write(`  Agent:    ${instance.serviceName} running (logs in ${instance.logs})\n`);
+    const { agentId, name, orgId } = readInstanceConfig(instance);
+    const child = startLocalAgent(home, instance.number, url, env);
+    agent = child;
+    const waited = await waitForLocalAgent({ service, orgId, agentId, configName: name, instance, child, url, adminEmail: b.adminEmail, closing: () => closing });
+    if (waited.lines.length > 0) (waited.connected ? process.stdout : process.stderr).write(waited.lines.join('\n') + '\n');
   } catch (err) {
     // The Service is still useful without its local Agent: say why and go on.
     process.stderr.write(`ferry: the local Agent did not start: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -75,7 +75,15 @@ describe('ferry up (what npm start runs) as a real process', () => {
     });
     try {
       const out = watch(npm);
-      await out.waitFor(/Agent: +\S+ running/, 150_000);
+      // The banner names the Agent only once the API shows it connected, by the API's name.
+      const [, name, agentId, folder] = await out.waitFor(/Agent: +"([^"]+)" \(([0-9a-f-]{36})\) connected, instance ferry-agent-1 in (\S+) /, 150_000);
+      const [, url] = out.text().match(/listening on (http:\/\/\S+)/) ?? [];
+      const auth = `Basic ${Buffer.from('admin@ferry.local:a-long-enough-password').toString('base64')}`;
+      const agents = (await (await fetch(`${url}/v1/orgs/1/agents`, { headers: { authorization: auth } })).json()) as Array<{ id: string; name: string; status: string }>;
+      expect(agents.find((a) => a.id === agentId)).toMatchObject({ name, status: 'Running' });
+      expect(folder).toBe(path.join(dir, 'agent', 'ferry-agent-1'));
+      expect(out.text()).toContain(`Next:     curl -u admin@ferry.local:PASSWORD ${url}/v1/orgs/1/agents`);
+      expect(out.text()).not.toMatch(/ferry-agent-1 running/);
       /** The processes started for this data folder (the Service, the Agent's supervisor and worker). */
       const ours = (): string[] =>
         fs

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const UP = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'up', '--port', '0', '--no-agent'];
+const UP_WITH_AGENT = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'up', '--port', '0'];
+const UP = [...UP_WITH_AGENT, '--no-agent'];
 const hasScript = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
 
 interface Started {
@@ -29,13 +30,12 @@ afterEach(() => {
   }
 });
 
-function start(env: Record<string, string>, onTerminal: boolean): Started {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-up-logs-'));
+function start(env: Record<string, string>, onTerminal: boolean, up = UP, dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-up-logs-'))): Started {
   const fullEnv = { ...process.env, FERRY_DATA_DIR: dataDir, FERRY_ADMIN_PASSWORD: 'correct-horse-battery', FERRY_DATABASE_URL: '', FERRY_LOG_FORMAT: '', FERRY_CLOUD_AGENTS: 'off', NO_COLOR: '1', ...env };
   // `script` runs the command on a pseudo-terminal and copies what it prints to its own stdout. It
   // runs it through $SHELL -c; `exec` makes the command the shell's process whatever the shell (dash
   // would otherwise stay in between, take the SIGTERM itself and leave Ferry to die by SIGHUP).
-  const [cmd, ...args] = onTerminal ? ['script', '-qfec', `exec ${UP.map((a) => `'${a}'`).join(' ')}`, '/dev/null'] : UP;
+  const [cmd, ...args] = onTerminal ? ['script', '-qfec', `exec ${up.map((a) => `'${a}'`).join(' ')}`, '/dev/null'] : up;
   const child = spawn(cmd as string, args, { cwd: ROOT, env: fullEnv, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -106,5 +106,25 @@ describe('ferry up output', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/FERRY_LOG_FORMAT must be json or pretty/);
+  });
+
+  it('an Agent folder the Service does not know (its store made anew): said at once, with what to do, and the Service runs on', { timeout: 120_000 }, async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-up-logs-'));
+    const instance = path.join(dataDir, 'agent', 'ferry-agent-1');
+    fs.mkdirSync(instance, { recursive: true, mode: 0o700 });
+    const agentId = '0b9c7a52-5c1e-4b7e-9a55-2f1d1f0c3e11';
+    const config = { agentId, agentSecret: 'gone', orgId: 1, serviceUrl: 'http://127.0.0.1:1', name: 'old-host', serviceName: 'ferry-agent-1', fingerprint: 'fingerprint-of-old', installId: 'old', createdAt: new Date().toISOString() };
+    fs.writeFileSync(path.join(instance, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+    const s = start({ FERRY_LOG_LEVEL: 'warn' }, false, UP_WITH_AGENT, dataDir);
+    const began = Date.now();
+    await waitFor(s, new RegExp(`Agent: +"old-host" \\(${agentId}\\) is not known to this Service .*remove the instance folder`), 60_000);
+    expect(Date.now() - began).toBeLessThan(45_000);
+    expect(s.text()).not.toMatch(/connected, instance/);
+    const [, url] = s.text().match(/listening on (http:\/\/[\w.:[\]]+)/) ?? [];
+    const auth = `Basic ${Buffer.from('admin@ferry.local:correct-horse-battery').toString('base64')}`;
+    expect((await fetch(`${url}/v1/orgs`, { headers: { authorization: auth } })).status).toBe(200);
+    const exited = new Promise<void>((resolve) => s.child.once('exit', () => resolve()));
+    s.child.kill('SIGTERM');
+    await exited;
   });
 });
