@@ -27,6 +27,7 @@ import { CSV_ACTIONS, entityMetadata } from './metadata.js';
 import { queryEntity, queryEntityPacked, readsPacked } from './query.js';
 import { writeEntity } from './write.js';
 import { ensureEntity } from './ensure-entity.js';
+import { checkDelimiter } from './delimiter-check.js';
 import { fileError } from './reader.js';
 import type { OpenScan } from './thread.js';
 
@@ -54,6 +55,7 @@ class CsvSession implements ConnectorSession {
     const st = await fsp.stat(this.props.folder);
     if (!st.isDirectory()) throw new ConnectorError('InvalidProperties', `${this.props.folder} is not a folder.`);
     await readSchemaFile(this.props);
+    await checkDelimiter(this.props);
   }
 
   private async describeAll(): Promise<Map<string, CsvEntity>> {

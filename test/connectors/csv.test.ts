@@ -148,6 +148,32 @@ describe('csv connector', () => {
     await broken.close();
   });
 
+  it('fails the test, naming the delimiter it sees, when a header reads as one column but holds another delimiter', async () => {
+    const dir = await tempFolder();
+    try {
+      await fsp.writeFile(path.join(dir, 'fine.csv'), 'id,name\n1,a\n');
+      await fsp.writeFile(path.join(dir, 'people.csv'), 'id;first;last;email;age;city;updated_at\n1;Ann;Lee;ann@x.org;31;Oslo;2024-01-01\n');
+      const wrong = await host.open({ connectorId: 'CSV', connectionId: 'csv-semicolon', properties: { folder: dir } });
+      const failure = wrong.test();
+      await expect(failure).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID', kind: 'config' });
+      await expect(failure).rejects.toThrow(/header of people\.csv reads as one column with the delimiter , .*holds ;, which makes 7 columns: set the Connection's property delimiter to ;/);
+      await wrong.close();
+      // With the delimiter the file uses, the test passes, and a one-column file without another delimiter is fine.
+      await fsp.writeFile(path.join(dir, 'fine.csv'), 'id;name\n1;a\n');
+      await fsp.writeFile(path.join(dir, 'single.csv'), 'note\nhello, world\n');
+      const right = await host.open({ connectorId: 'CSV', connectionId: 'csv-semicolon-ok', properties: { folder: dir, delimiter: ';' } });
+      await expect(right.test()).resolves.toBeUndefined();
+      await right.close();
+      // A tab-separated file read with ;: the hint names tab.
+      await fsp.writeFile(path.join(dir, 'people.csv'), 'id\tfirst\n1\tAnn\n');
+      const tabbed = await host.open({ connectorId: 'CSV', connectionId: 'csv-tab', properties: { folder: dir, delimiter: ';' } });
+      await expect(tabbed.test()).rejects.toThrow(/holds tab, which makes 2 columns: set the Connection's property delimiter to tab/);
+      await tabbed.close();
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('updates a record of a 1,000,000-row file by streaming it through, in bounded memory', { timeout: 120_000 }, async () => {
     const big = await tempFolder();
     try {
