@@ -165,7 +165,7 @@ describe.skipIf(!HAS_PG)('reprocessing failed records on a real Agent: CSV → P
     // The export names each failed row and carries its values, kept in the Service.
     const { exportId } = (await sut.request<{ exportId: number }>('GET', `${sol.S}/history/${first.id}/export`)).body;
     const csv = (await sut.request<string>('GET', `${sol.S}/history/${first.id}/export/${exportId}`)).body;
-    const exported = (parse(csv, { columns: true }) as Array<Record<string, string>>).map((r) => [r['sourceRow'], JSON.parse(r['record'] || 'null')?.age]);
+    const exported = parse<Record<string, string>>(csv, { columns: true }).map((r) => [r['sourceRow'], JSON.parse(r['record'] || 'null')?.age]);
     expect(exported).toEqual([['3', 150], ['5', 200], ['6', 300]]);
 
     for (const e of errors) {
