@@ -20,6 +20,7 @@ const loadCrypto = () => import('./client/crypto.js');
 const loadConnections = () => import('./client/connections.js');
 const loadSolutions = () => import('./client/solutions.js');
 const loadSolutionRuns = () => import('./client/solution-runs.js');
+const loadSolutionChanges = () => import('./client/solution-changes.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
@@ -56,6 +57,10 @@ const COMMANDS: Record<string, Command> = {
   'solutions watch': async (argv, env) => (await loadSolutionRuns()).solutionsWatch(argv, env),
   'solutions history': async (argv, env) => (await loadSolutionRuns()).solutionsHistory(argv, env),
   'solutions errors': async (argv, env) => (await loadSolutionRuns()).solutionsErrors(argv, env),
+  'solutions create': async (argv, env) => (await loadSolutionChanges()).solutionsCreate(argv, env),
+  'solutions prepare': async (argv, env) => (await loadSolutionChanges()).solutionsPrepare(argv, env),
+  'solutions delete': async (argv, env) => (await loadSolutionChanges()).solutionsDelete(argv, env),
+  'solutions schedule': async (argv, env) => (await import('./client/solution-schedule.js')).solutionsSchedule(argv, env),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
   '--version': async () => {
@@ -97,7 +102,7 @@ Commands:
   api                    call the API with that login: METHOD PATH [--data JSON|@FILE|-] [--query k=v]
   crypto encrypt|decrypt a Connection property value: --org N VALUE
   connections list|get|create|test   Connections: --org N (create encrypts the values it is given)
-  solutions list|show|start|stop|watch|history|errors
+  solutions list|show|create|prepare|start|stop|watch|history|errors|schedule|delete
                          Solutions by name or ID: --org N (watch: live progress, then the run's summary)
   version                print the version
 

@@ -61,7 +61,7 @@ export function api(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
 }
 
 /** The --data value as JSON text, checked locally so a typo is not sent. */
-async function readData(data: string): Promise<string> {
+export async function readData(data: string): Promise<string> {
   let text: string;
   if (data === '-') text = await readStdin();
   else if (data.startsWith('@')) {

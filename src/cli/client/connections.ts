@@ -89,7 +89,7 @@ function command(run: (values: Values, positionals: string[], env: NodeJS.Proces
 const base = (orgId: number): string => `/v1/orgs/${orgId}/connections`;
 
 /** The Connection with this ID, or the only one with this name. */
-async function findConnection(client: ApiClient, orgId: number, idOrName: string | undefined): Promise<Connection> {
+export async function findConnection(client: ApiClient, orgId: number, idOrName: string | undefined): Promise<Connection> {
   if (!idOrName) throw new UsageError(`give the Connection's ID or name\n\n${USAGE}`);
   if (isGuid(idOrName)) return client.call('GET', `${base(orgId)}/${idOrName}`, Connection);
   const found = await client.call('GET', base(orgId), z.array(Connection), { query: { name: idOrName } });

@@ -39,13 +39,14 @@ const Monitor = z.object({
   recordsFailed: z.number(),
 });
 
-const PrepareJob = z.object({
+export const PrepareJob = z.object({
   id: z.string(),
   isComplete: z.boolean(),
   hasError: z.boolean(),
   message: z.string().nullable().optional(),
   mapErrorModels: z.array(z.object({ mapId: z.number().nullable().optional(), message: z.string() }).passthrough()).nullable().optional(),
 });
+type PrepareJob = z.infer<typeof PrepareJob>;
 
 const RecordError = z
   .object({
@@ -105,13 +106,13 @@ function printSummary(e: Execution): void {
   ]);
 }
 
-/** Waits for a prepare job; false (its errors on stderr) when it failed. */
-async function waitPrepared(client: ApiClient, org: number, s: Solution, prepareId: string, deadline: number): Promise<boolean> {
+/** Waits for a prepare job to end; when it failed, its errors (per Map when it names them) are on stderr. */
+export async function waitPrepared(client: ApiClient, org: number, s: Solution, prepareId: string, deadline: number): Promise<PrepareJob> {
   const job = await client.poll(`${solutionsBase(org)}/${s.id}/prepare/${prepareId}`, PrepareJob, (j) => j.isComplete, { timeoutMs: Math.max(1, deadline - Date.now()), defaultDelayMs: 1000 });
-  if (!job.hasError) return true;
+  if (!job.hasError) return job;
   const maps = (job.mapErrorModels ?? []).map((m) => `\n  Map ${m.mapId ?? '?'}: ${m.message}`).join('');
   process.stderr.write(`ferry: the prepare of "${s.name}" failed${maps || `: ${job.message ?? ''}`}\n`);
-  return false;
+  return job;
 }
 
 /**
@@ -123,7 +124,7 @@ export async function watchRun(client: ApiClient, org: number, s: Solution, opts
   const timeoutS = secondsOption('timeout', opts.values.timeout);
   const deadline = timeoutS === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutS * 1000;
   const json = wantsJson(opts.values.json);
-  if (opts.prepareId && !(await waitPrepared(client, org, s, opts.prepareId, deadline))) return 1;
+  if (opts.prepareId && (await waitPrepared(client, org, s, opts.prepareId, deadline)).hasError) return 1;
   const monitorPath = `${solutionsBase(org)}/${s.id}/startmonitor`;
   let runId = opts.runId;
   if (!runId) {

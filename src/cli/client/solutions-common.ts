@@ -16,8 +16,18 @@ export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART
        ferry solutions watch --org N ID|NAME [--run RUN] [--interval S] [--timeout S] [--json]
        ferry solutions history --org N ID|NAME [--result R] [--since DATE] [--limit N] [--json]
        ferry solutions errors --org N ID|NAME [--run RUN] [--limit N] [--offset N] [--json]
+       ferry solutions create --org N --name NAME --type Replication|Integration|IntegrationEvent|Migration
+                              [--agent ID|NAME] [--description D] [--data JSON|@FILE|-] [--json]
+                              Replication: --source CONN --target CONN (--entities a,b | --all) [--bulk]
+       ferry solutions prepare --org N ID|NAME [--timeout S] [--json]
+       ferry solutions delete --org N ID|NAME [--yes] [--json]
+       ferry solutions schedule --org N ID|NAME [--json]                   (shows it)
+       ferry solutions schedule --org N ID|NAME --on-demand | --once DATETIME
+                                | [--every-days N [--from DATE] | --weekdays mon,fri | --month-days 1,15,last]
+                                  (--at HH:MM | --hourly-at MM | --every 30m|2h) [--time-zone TZ]
+                                | --data JSON|@FILE|-
 
-  A Solution is named by its ID or its name (any case). RUN is a History execution's id or its
+  A Solution, an Agent and a Connection are named by ID or name (a Solution's in any case). RUN is a History execution's id or its
   processExecutionId (the runId a start answers); without --run, the latest run.
   watch shows the run's progress until it ends, then its summary: exit 0 when it completed
   successfully, 1 otherwise (start --watch the same).`;
@@ -37,6 +47,25 @@ export const SOLUTIONS_OPTIONS = {
   since: { type: 'string' },
   limit: { type: 'string' },
   offset: { type: 'string' },
+  agent: { type: 'string' },
+  description: { type: 'string' },
+  source: { type: 'string' },
+  target: { type: 'string' },
+  entities: { type: 'string' },
+  all: { type: 'boolean' },
+  bulk: { type: 'boolean' },
+  data: { type: 'string' },
+  yes: { type: 'boolean', short: 'y' },
+  'on-demand': { type: 'boolean' },
+  once: { type: 'string' },
+  'every-days': { type: 'string' },
+  from: { type: 'string' },
+  weekdays: { type: 'string' },
+  'month-days': { type: 'string' },
+  at: { type: 'string' },
+  'hourly-at': { type: 'string' },
+  every: { type: 'string' },
+  'time-zone': { type: 'string' },
 } as const;
 
 export type SolutionsValues = ReturnType<typeof parseArgs<{ options: typeof SOLUTIONS_OPTIONS; allowPositionals: true }>>['values'];

@@ -2,7 +2,7 @@
  * `ferry solutions start --watch` and `ferry solutions watch` on a real Agent process: a Solution
  * never prepared is prepared by the start, its run copies a CSV file into SQLite, and the command
  * ends with the run's summary and exit 0; a run with record errors ends with exit 1, and its errors
- * are listed by `ferry solutions errors`.
+ * are listed by `ferry solutions errors`; `ferry solutions prepare` answers the errors per Map.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -53,6 +53,7 @@ describe('ferry solutions start --watch on a real Agent: CSV → SQLite', () => 
     // name NOT NULL refuses the records whose formula answers null: every tenth one.
     const strict = copyMap({ n: 2, csvId, entity: 'people', targetId: dbId, table: 'strict', fields: { name: 'IF(MOD(Q.id, 10) = 0, NULL, Q.name)' } });
     await createSolution(sut, bed.agent.agentId, 'Strict copy', [strict]);
+    await createSolution(sut, bed.agent.agentId, 'Broken copy', [copyMap({ n: 3, csvId, entity: 'nosuch', targetId: dbId, table: 'people' })]);
   }, 180_000);
 
   afterAll(() => stopAll(sut));
@@ -66,6 +67,16 @@ describe('ferry solutions start --watch on a real Agent: CSV → SQLite', () => 
     expect(target.count('people')).toBe(500);
     const history = await ferry(sut, ['solutions', 'history', 'People copy']);
     expect((JSON.parse(history.stdout) as Execution[]).map((e) => e.processExecutionId)).toEqual([summary.processExecutionId]);
+  });
+
+  it('prepares: exit 0 once prepared, exit 1 with the errors of each Map that does not validate', { timeout: 240_000 }, async () => {
+    const ok = await ferry(sut, ['solutions', 'prepare', 'Strict copy']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ isComplete: true, hasError: false });
+    const broken = await ferry(sut, ['solutions', 'prepare', 'Broken copy']);
+    expect(broken.code).toBe(1);
+    expect(JSON.parse(broken.stdout)).toMatchObject({ isComplete: true, hasError: true });
+    expect(broken.stderr).toMatch(/^ferry: the prepare of "Broken copy" failed\n {2}Map \d+: .*nosuch/);
   });
 
   it('ends with exit 1 when the run has record errors, which errors then lists', { timeout: 240_000 }, async () => {
