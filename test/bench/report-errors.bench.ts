@@ -6,7 +6,7 @@
  *   npx tsx test/bench/report-errors.bench.ts            # SQLite
  *   FERRY_TEST_DATABASE_URL=postgres://… npx tsx …        # SQLite, then PostgreSQL
  *
- * Each error names its record (`sourceKey`, `sourceRow`) unless BENCH_KEYS=0.
+ * Each error names its record (`sourceKey`, `sourceRow`); BENCH_KEYS=row: its row alone, 0: neither.
  * Per store and form (BENCH_FORMS, default `shared,whole`: the reports as an Agent sends them to
  * this Service, with the fields every error has alike once a report, and every error whole, as to
  * a Service from before that): an Agent registered and connected over the channel (a plain `ws` client), one
@@ -30,7 +30,8 @@ import { ADMIN } from '../helpers/service.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
 
 const ERRORS = Number(process.env['BENCH_ERRORS'] ?? 100_000);
-const KEYS = process.env['BENCH_KEYS'] !== '0';
+/** BENCH_KEYS: `1` (default) a key and a row for each error, `row` the row alone (a keyless source's), `0` neither. */
+const KEYS = process.env['BENCH_KEYS'] ?? '1';
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
 const agent = new http.Agent({ keepAlive: true });
 
@@ -59,8 +60,9 @@ let row = 0;
 function refused(): RunRecordError {
   row += 1;
   return {
-    // Which record: its key and its row, as a Map over a keyed source sends them (BENCH_KEYS=0: neither, as before issue 30).
-    ...(KEYS ? { sourceKey: { id: row }, sourceRow: row } : {}),
+    // Which record: its key and its row, as a Map over a keyed source sends them (BENCH_KEYS above).
+    ...(KEYS === '1' ? { sourceKey: { id: row } } : {}),
+    ...(KEYS !== '0' ? { sourceRow: row } : {}),
     id: uuidV7(),
     mapId: 1,
     mapName: 'IS rows',
