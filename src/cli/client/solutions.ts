@@ -77,7 +77,7 @@ export const solutionsShow = solutionsCommand(async (values, positionals, env) =
     ['Modified', when(s.lastModificationDate)],
   ]);
   if (replication) return;
-  process.stdout.write('\n');
+  process.stdout.write('\nMaps, in run order:\n');
   printTable([...(s.mapLinks ?? [])].sort((a, b) => a.index - b.index), [
     { header: '#', value: (m) => String(m.index) },
     { header: 'MAP', value: (m) => String(m.id) },
