@@ -13,7 +13,14 @@ import { apiErrorOf, ApiClient } from './http.js';
 import { printJson, wantsJson } from './output.js';
 import { canPrompt, promptLine } from './prompt.js';
 import { waitPrepared } from './solution-runs.js';
-import { findSolution, secondsOption, Solution, SOLUTIONS_USAGE, solutionsBase, solutionsCommand } from './solutions-common.js';
+import {
+  findSolution,
+  secondsOption,
+  Solution,
+  SOLUTIONS_USAGE,
+  solutionsBase,
+  solutionsCommand,
+} from './solutions-common.js';
 
 const DEFAULT_PREPARE_TIMEOUT_S = 300;
 
@@ -25,38 +32,62 @@ async function agentOf(client: ApiClient, org: number, given: string | undefined
   if (given) {
     const match = agents.filter((a) => a.id.toLowerCase() === given.toLowerCase() || a.name === given);
     if (match.length === 1 && match[0]) return match[0].id;
-    throw new UsageError(match.length === 0 ? `No Agent "${given}" in Organization ${org}` : `Several Agents are named "${given}": give its ID`, 1);
+    throw new UsageError(
+      match.length === 0
+        ? `No Agent "${given}" in Organization ${org}`
+        : `Several Agents are named "${given}": give its ID`,
+      1,
+    );
   }
   if (agents.length === 1 && agents[0]) return agents[0].id;
-  throw new UsageError(agents.length === 0 ? `Organization ${org} has no Agent: install one (ferry agent install)` : `Organization ${org} has several Agents (${agents.map((a) => a.name).join(', ')}): choose one with --agent ID|NAME`);
+  throw new UsageError(
+    agents.length === 0
+      ? `Organization ${org} has no Agent: install one (ferry agent install)`
+      : `Organization ${org} has several Agents (${agents.map((a) => a.name).join(', ')}): choose one with --agent ID|NAME`,
+  );
 }
 
 /** `ferry solutions create --name N --type T …`: 201 answers the Solution (a Replication then prepares itself). */
 export const solutionsCreate = solutionsCommand(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
-  if (positionals.length > 0) throw new UsageError(`unexpected ${positionals[0]}: give the name with --name\n\n${SOLUTIONS_USAGE}`);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected ${positionals[0]}: give the name with --name\n\n${SOLUTIONS_USAGE}`);
   const model = values.data === undefined ? {} : (JSON.parse(await readData(values.data)) as unknown);
-  if (typeof model !== 'object' || model === null || Array.isArray(model)) throw new UsageError('--data: give a Solution model, a JSON object');
+  if (typeof model !== 'object' || model === null || Array.isArray(model))
+    throw new UsageError('--data: give a Solution model, a JSON object');
   const body: Record<string, unknown> = { ...model };
   if (values.name !== undefined) body['name'] = values.name;
   if (values.type !== undefined) body['solutionType'] = values.type;
   if (values.description !== undefined) body['description'] = values.description;
   if (values.bulk) body['checkForBulk'] = true;
-  if (!body['name'] || !body['solutionType']) throw new UsageError(`give --name NAME and --type Replication|Integration|IntegrationEvent|Migration\n\n${SOLUTIONS_USAGE}`);
+  if (!body['name'] || !body['solutionType'])
+    throw new UsageError(
+      `give --name NAME and --type Replication|Integration|IntegrationEvent|Migration\n\n${SOLUTIONS_USAGE}`,
+    );
   if (values.entities !== undefined && values.all) throw new UsageError('give --entities a,b or --all, not both');
   const client = new ApiClient(resolveCredentials(env));
   if (values.agent !== undefined || !body['agentId']) body['agentId'] = await agentOf(client, org, values.agent);
-  if (values.source !== undefined) body['connectionIdForSource'] = (await findConnection(client, org, values.source)).id;
-  if (values.target !== undefined) body['connectionIdForTarget'] = (await findConnection(client, org, values.target)).id;
+  if (values.source !== undefined)
+    body['connectionIdForSource'] = (await findConnection(client, org, values.source)).id;
+  if (values.target !== undefined)
+    body['connectionIdForTarget'] = (await findConnection(client, org, values.target)).id;
   if (values.all) body['replicationSettings'] = { selectionType: 'All', entities: [] };
   if (values.entities !== undefined) {
-    const entities = values.entities.split(',').map((e) => e.trim()).filter(Boolean);
+    const entities = values.entities
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
     body['replicationSettings'] = { selectionType: 'Selected', entities };
   }
   const created = await client.call('POST', solutionsBase(org), Solution, { body });
   if (wantsJson(values.json)) return printJson(created);
-  const next = created.solutionType.toLowerCase() === 'replication' ? 'it prepares itself' : 'add its Maps, then ferry solutions prepare';
-  process.stdout.write(`Created the ${created.solutionType} Solution "${created.name}" (${created.id}), ${created.status ?? ''}: ${next}\n`);
+  const next =
+    created.solutionType.toLowerCase() === 'replication'
+      ? 'it prepares itself'
+      : 'add its Maps, then ferry solutions prepare';
+  process.stdout.write(
+    `Created the ${created.solutionType} Solution "${created.name}" (${created.id}), ${created.status ?? ''}: ${next}\n`,
+  );
 });
 
 /** `ferry solutions prepare ID|NAME`: exit 0 once prepared, 1 with its errors per Map. */
@@ -65,7 +96,11 @@ export const solutionsPrepare = solutionsCommand(async (values, positionals, env
   const timeoutS = secondsOption('timeout', values.timeout) ?? DEFAULT_PREPARE_TIMEOUT_S;
   const client = new ApiClient(resolveCredentials(env));
   const s = await findSolution(client, org, positionals[0]);
-  const started = await client.call('POST', `${solutionsBase(org)}/${s.id}/prepare`, z.object({ id: z.string() }).passthrough());
+  const started = await client.call(
+    'POST',
+    `${solutionsBase(org)}/${s.id}/prepare`,
+    z.object({ id: z.string() }).passthrough(),
+  );
   const job = await waitPrepared(client, org, s, started.id, Date.now() + timeoutS * 1000);
   if (wantsJson(values.json)) printJson(job);
   else if (!job.hasError) process.stdout.write(`Prepared "${s.name}"\n`);

@@ -44,7 +44,10 @@ export const PrepareJob = z.object({
   isComplete: z.boolean(),
   hasError: z.boolean(),
   message: z.string().nullable().optional(),
-  mapErrorModels: z.array(z.object({ mapId: z.number().nullable().optional(), message: z.string() }).passthrough()).nullable().optional(),
+  mapErrorModels: z
+    .array(z.object({ mapId: z.number().nullable().optional(), message: z.string() }).passthrough())
+    .nullable()
+    .optional(),
 });
 type PrepareJob = z.infer<typeof PrepareJob>;
 
@@ -67,7 +70,9 @@ const historyPath = (org: number, s: Solution): string => `${solutionsBase(org)}
 /** The run named by `run` (its id or processExecutionId), else the Solution's latest. */
 async function findRun(client: ApiClient, org: number, s: Solution, run: string | undefined): Promise<Execution> {
   if (run) return client.call('GET', `${historyPath(org, s)}/${encodeURIComponent(run)}`, Execution);
-  const latest = await client.call('GET', historyPath(org, s), z.array(Execution), { query: { sortOrder: 'desc', limit: 1, laterThanDate: NO_LOWER_BOUND } });
+  const latest = await client.call('GET', historyPath(org, s), z.array(Execution), {
+    query: { sortOrder: 'desc', limit: 1, laterThanDate: NO_LOWER_BOUND },
+  });
   if (!latest[0]) throw new UsageError(`Solution "${s.name}" has not run yet`, 1);
   return latest[0];
 }
@@ -107,8 +112,17 @@ function printSummary(e: Execution): void {
 }
 
 /** Waits for a prepare job to end; when it failed, its errors (per Map when it names them) are on stderr. */
-export async function waitPrepared(client: ApiClient, org: number, s: Solution, prepareId: string, deadline: number): Promise<PrepareJob> {
-  const job = await client.poll(`${solutionsBase(org)}/${s.id}/prepare/${prepareId}`, PrepareJob, (j) => j.isComplete, { timeoutMs: Math.max(1, deadline - Date.now()), defaultDelayMs: 1000 });
+export async function waitPrepared(
+  client: ApiClient,
+  org: number,
+  s: Solution,
+  prepareId: string,
+  deadline: number,
+): Promise<PrepareJob> {
+  const job = await client.poll(`${solutionsBase(org)}/${s.id}/prepare/${prepareId}`, PrepareJob, (j) => j.isComplete, {
+    timeoutMs: Math.max(1, deadline - Date.now()),
+    defaultDelayMs: 1000,
+  });
   if (!job.hasError) return job;
   const maps = (job.mapErrorModels ?? []).map((m) => `\n  Map ${m.mapId ?? '?'}: ${m.message}`).join('');
   process.stderr.write(`ferry: the prepare of "${s.name}" failed${maps || `: ${job.message ?? ''}`}\n`);
@@ -119,7 +133,12 @@ export async function waitPrepared(client: ApiClient, org: number, s: Solution, 
  * Watches a run until it ends (the latest when `runId` is not given), then prints its summary:
  * 0 when it completed successfully, else 1.
  */
-export async function watchRun(client: ApiClient, org: number, s: Solution, opts: { runId?: string; prepareId?: string; values: SolutionsValues }): Promise<number> {
+export async function watchRun(
+  client: ApiClient,
+  org: number,
+  s: Solution,
+  opts: { runId?: string; prepareId?: string; values: SolutionsValues },
+): Promise<number> {
   const intervalMs = (secondsOption('interval', opts.values.interval) ?? DEFAULT_INTERVAL_S) * 1000;
   const timeoutS = secondsOption('timeout', opts.values.timeout);
   const deadline = timeoutS === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutS * 1000;
@@ -153,7 +172,8 @@ export async function watchRun(client: ApiClient, org: number, s: Solution, opts
     previous = { at: now, processed };
     const startedAt = live?.startedAt ?? exec?.start;
     const elapsed = startedAt ? duration(Math.max(0, (now - Date.parse(startedAt)) / 1000)) : 'waiting to start';
-    const line = `run ${runId}: ${count(processed)} processed, ${count(failed)} failed, ${count(Math.max(0, Math.round(rate)))} records/s, ${elapsed}`;
+    const perSecond = count(Math.max(0, Math.round(rate)));
+    const line = `run ${runId}: ${count(processed)} processed, ${count(failed)} failed, ${perSecond} records/s, ${elapsed}`;
     if (tty) process.stderr.write(`\r\x1b[K${line}`);
     else if (!json && now - logged >= LOG_EVERY_MS) {
       process.stderr.write(`${line}\n`);
@@ -169,9 +189,9 @@ export async function watchRun(client: ApiClient, org: number, s: Solution, opts
   if (json) printJson(ended);
   else printSummary(ended);
   if (ended.result === 'CompletedSuccessfully') return 0;
-  process.stderr.write(
-    `ferry: run ${ended.id} of "${s.name}" ended ${ended.result}${ended.recordsFailed > 0 ? ` with ${count(ended.recordsFailed)} failed records (ferry solutions errors "${s.name}" --run ${ended.id})` : ''}\n`,
-  );
+  const errors = `ferry solutions errors "${s.name}" --run ${ended.id}`;
+  const failed = ended.recordsFailed > 0 ? ` with ${count(ended.recordsFailed)} failed records (${errors})` : '';
+  process.stderr.write(`ferry: run ${ended.id} of "${s.name}" ended ${ended.result}${failed}\n`);
   return 1;
 }
 
@@ -206,11 +226,15 @@ export const solutionsHistory = solutionsCommand(async (values, positionals, env
     { header: 'TRIGGER', value: (e) => `${e.trigger ?? ''}${e.isReprocessJob ? ' (reprocess)' : ''}` },
   ]);
   const total = Number(answer.headers.get('total-count') ?? runs.length);
-  if (total > offset + runs.length) process.stderr.write(`${runs.length} of ${total}: --offset ${offset + runs.length} for more\n`);
+  if (total > offset + runs.length)
+    process.stderr.write(`${runs.length} of ${total}: --offset ${offset + runs.length} for more\n`);
 });
 
 function sourceOf(e: RecordError): string {
-  if (e.sourceKey) return Object.entries(e.sourceKey).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+  if (e.sourceKey)
+    return Object.entries(e.sourceKey)
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(' ');
   return e.sourceRow ? `row ${e.sourceRow}` : '';
 }
 
@@ -226,13 +250,20 @@ export const solutionsErrors = solutionsCommand(async (values, positionals, env)
   if (answer.status >= 400) throw apiErrorOf(answer);
   const errors = z.array(RecordError).parse(answer.body);
   const total = Number(answer.headers.get('total-count') ?? errors.length);
-  if (wantsJson(values.json)) return printJson({ executionId: run.id, processExecutionId: run.processExecutionId, total, offset, errors });
-  process.stderr.write(`Run ${run.id} (${run.processExecutionId}), ${run.result ?? 'InProgress'}: ${count(total)} record errors\n`);
+  if (wantsJson(values.json))
+    return printJson({ executionId: run.id, processExecutionId: run.processExecutionId, total, offset, errors });
+  process.stderr.write(
+    `Run ${run.id} (${run.processExecutionId}), ${run.result ?? 'InProgress'}: ${count(total)} record errors\n`,
+  );
   printTable(errors, [
     { header: 'SOURCE', value: sourceOf },
     { header: 'CODE', value: (e) => e.code ?? '' },
-    { header: 'MAP/ENTITY', value: (e) => [e.mapName ?? e.sourceEntity ?? '', e.blockName ?? ''].filter(Boolean).join(' / ') },
+    {
+      header: 'MAP/ENTITY',
+      value: (e) => [e.mapName ?? e.sourceEntity ?? '', e.blockName ?? ''].filter(Boolean).join(' / '),
+    },
     { header: 'MESSAGE', value: (e) => e.errorMessage ?? '' },
   ]);
-  if (total > offset + errors.length) process.stderr.write(`${errors.length} of ${total}: --offset ${offset + errors.length} for more\n`);
+  if (total > offset + errors.length)
+    process.stderr.write(`${errors.length} of ${total}: --offset ${offset + errors.length} for more\n`);
 });

@@ -11,7 +11,14 @@ import { resolveCredentials } from './config.js';
 import { UsageError } from './errors.js';
 import { ApiClient } from './http.js';
 import { printFields, printJson, wantsJson } from './output.js';
-import { findSolution, intOption, solutionsBase, solutionsCommand, when, type SolutionsValues } from './solutions-common.js';
+import {
+  findSolution,
+  intOption,
+  solutionsBase,
+  solutionsCommand,
+  when,
+  type SolutionsValues,
+} from './solutions-common.js';
 
 const ScheduleModel = z
   .object({
@@ -51,7 +58,11 @@ const ScheduleModel = z
   .passthrough();
 type ScheduleModel = z.infer<typeof ScheduleModel>;
 
-const list = (text: string): string[] => text.split(',').map((x) => x.trim()).filter(Boolean);
+const list = (text: string): string[] =>
+  text
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 /** `mon` or `Monday` (any case) → `Monday`. */
 function weekday(text: string): string {
@@ -71,7 +82,11 @@ function daysOf(v: SolutionsValues): Record<string, unknown> {
     return { daysOption: 'DaysOfMonth', daysOfMonth: numbers, lastDayOfMonth: days.length > numbers.length };
   }
   const every = intOption('every-days', v['every-days'], 1) ?? 1;
-  return { daysOption: 'DaysInterval', daysInterval: every, daysIntervalStartDate: v.from ?? (every > 1 ? new Date().toISOString().slice(0, 10) : null) };
+  return {
+    daysOption: 'DaysInterval',
+    daysInterval: every,
+    daysIntervalStartDate: v.from ?? (every > 1 ? new Date().toISOString().slice(0, 10) : null),
+  };
 }
 
 /** The times part: --at HH:MM, --hourly-at MM or --every 30m|2h. */
@@ -79,26 +94,43 @@ function timesOf(v: SolutionsValues): Record<string, unknown> {
   const given = [v.at, v['hourly-at'], v.every].filter((x) => x !== undefined).length;
   if (given !== 1) throw new UsageError('give one of --at HH:MM, --hourly-at MM and --every 30m|2h');
   if (v.at !== undefined) return { timeOption: 'TimeOfDay', timeOfDay: v.at };
-  if (v['hourly-at'] !== undefined) return { timeOption: 'HourlyMinutes', hourlyMinutes: intOption('hourly-at', v['hourly-at'], 0) };
+  if (v['hourly-at'] !== undefined)
+    return { timeOption: 'HourlyMinutes', hourlyMinutes: intOption('hourly-at', v['hourly-at'], 0) };
   const m = /^(\d+)\s*(m|min|minutes?|h|hours?)$/i.exec(v.every ?? '');
   if (!m) throw new UsageError(`--every ${v.every}: give minutes or hours, such as 30m or 2h`);
-  return { timeOption: 'TimeInterval', timeInterval: Number(m[1]), timeIntervalUnit: /^h/i.test(m[2] ?? '') ? 'hours' : 'minutes' };
+  return {
+    timeOption: 'TimeInterval',
+    timeInterval: Number(m[1]),
+    timeIntervalUnit: /^h/i.test(m[2] ?? '') ? 'hours' : 'minutes',
+  };
 }
 
 /** The model the flags say, or undefined when none sets anything (then the schedule is shown). */
 async function scheduleFrom(v: SolutionsValues): Promise<unknown> {
-  const recurring = [v['every-days'], v.weekdays, v['month-days'], v.at, v['hourly-at'], v.every].some((x) => x !== undefined);
+  const recurring = [v['every-days'], v.weekdays, v['month-days'], v.at, v['hourly-at'], v.every].some(
+    (x) => x !== undefined,
+  );
   const kinds = [v.data !== undefined, v['on-demand'] === true, v.once !== undefined, recurring].filter(Boolean).length;
   if (kinds > 1) throw new UsageError('give one of --data, --on-demand, --once and a recurring schedule');
   if (v.data !== undefined) return JSON.parse(await readData(v.data)) as unknown;
   const zone = v['time-zone'] ?? null;
   if (v['on-demand']) return { scheduleOption: 'OnDemand', runOnceOptions: null, recurringOptions: null };
-  if (v.once !== undefined) return { scheduleOption: 'RunOnce', runOnceOptions: { dateTime: v.once }, recurringOptions: zone ? { timeZone: zone } : null };
+  if (v.once !== undefined)
+    return {
+      scheduleOption: 'RunOnce',
+      runOnceOptions: { dateTime: v.once },
+      recurringOptions: zone ? { timeZone: zone } : null,
+    };
   if (!recurring) {
-    if (v['time-zone'] !== undefined || v.from !== undefined) throw new UsageError('--time-zone and --from go with a schedule: give --at, --hourly-at or --every');
+    if (v['time-zone'] !== undefined || v.from !== undefined)
+      throw new UsageError('--time-zone and --from go with a schedule: give --at, --hourly-at or --every');
     return undefined;
   }
-  return { scheduleOption: 'Recurring', runOnceOptions: null, recurringOptions: { days: daysOf(v), times: timesOf(v), timeZone: zone } };
+  return {
+    scheduleOption: 'Recurring',
+    runOnceOptions: null,
+    recurringOptions: { days: daysOf(v), times: timesOf(v), timeZone: zone },
+  };
 }
 
 /** The schedule in words: `every day at 02:00 (Eastern Standard Time)`. */
@@ -114,7 +146,7 @@ export function describeSchedule(s: ScheduleModel): string {
     daysOption === 'daysofweek'
       ? `on ${(d?.daysOfWeek ?? []).join(', ')}`
       : daysOption === 'daysofmonth'
-        ? `on days ${[...(d?.daysOfMonth ?? []).map(String), ...(d?.lastDayOfMonth ? ['last'] : [])].join(', ')} of each month`
+        ? `on days ${[...(d?.daysOfMonth ?? []), ...(d?.lastDayOfMonth ? ['last'] : [])].join(', ')} of each month`
         : (d?.daysInterval ?? 1) === 1
           ? 'every day'
           : `every ${d?.daysInterval ?? '?'} days from ${d?.daysIntervalStartDate ?? '?'}`;
@@ -136,7 +168,9 @@ export const solutionsSchedule = solutionsCommand(async (values, positionals, en
   const s = await findSolution(client, org, positionals[0]);
   const path = `${solutionsBase(org)}/${s.id}/schedule`;
   const schedule =
-    wanted === undefined ? await client.call('GET', path, ScheduleModel) : await client.call('PUT', path, ScheduleModel, { body: wanted });
+    wanted === undefined
+      ? await client.call('GET', path, ScheduleModel)
+      : await client.call('PUT', path, ScheduleModel, { body: wanted });
   if (wantsJson(values.json)) return printJson(schedule);
   const next = wanted === undefined ? s.nextRunTime : (await findSolution(client, org, s.id)).nextRunTime;
   printFields([

@@ -27,8 +27,9 @@ export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART
                                   (--at HH:MM | --hourly-at MM | --every 30m|2h) [--time-zone TZ]
                                 | --data JSON|@FILE|-
 
-  A Solution, an Agent and a Connection are named by ID or name (a Solution's in any case). RUN is a History execution's id or its
-  processExecutionId (the runId a start answers); without --run, the latest run.
+  A Solution, an Agent and a Connection are named by ID or name (a Solution's in any case). RUN is
+  a History execution's id or its processExecutionId (the runId a start answers); without --run,
+  the latest run.
   watch shows the run's progress until it ends, then its summary: exit 0 when it completed
   successfully, 1 otherwise (start --watch the same).`;
 
@@ -68,10 +69,14 @@ export const SOLUTIONS_OPTIONS = {
   'time-zone': { type: 'string' },
 } as const;
 
-export type SolutionsValues = ReturnType<typeof parseArgs<{ options: typeof SOLUTIONS_OPTIONS; allowPositionals: true }>>['values'];
+export type SolutionsValues = ReturnType<
+  typeof parseArgs<{ options: typeof SOLUTIONS_OPTIONS; allowPositionals: true }>
+>['values'];
 
 /** A `ferry solutions` command: parses the options, prints the usage on --help, maps failures to exit codes. */
-export function solutionsCommand(run: (values: SolutionsValues, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>) {
+export function solutionsCommand(
+  run: (values: SolutionsValues, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>,
+) {
   return (argv: string[], env: NodeJS.ProcessEnv): Promise<void> =>
     runClientCommand(async () => {
       const { values, positionals } = parseArgs({ args: argv, options: SOLUTIONS_OPTIONS, allowPositionals: true });
@@ -95,13 +100,23 @@ export const Solution = z
     agentId: z.string().nullable().optional(),
     connectionIdForSource: z.string().nullable().optional(),
     connectionIdForTarget: z.string().nullable().optional(),
-    replicationSettings: z.object({ selectionType: z.string().nullable().optional(), entities: z.array(z.string()).nullable().optional() }).nullable().optional(),
+    replicationSettings: z
+      .object({ selectionType: z.string().nullable().optional(), entities: z.array(z.string()).nullable().optional() })
+      .nullable()
+      .optional(),
     entities: z.array(z.string()).nullable().optional(),
     checkForBulk: z.boolean().nullable().optional(),
     lastRunTime: z.string().nullable().optional(),
     nextRunTime: z.string().nullable().optional(),
     lastModificationDate: z.string().nullable().optional(),
-    mapLinks: z.array(z.object({ id: z.number(), index: z.number(), name: z.string(), enabled: z.boolean(), valid: z.boolean() }).passthrough()).nullable().optional(),
+    mapLinks: z
+      .array(
+        z
+          .object({ id: z.number(), index: z.number(), name: z.string(), enabled: z.boolean(), valid: z.boolean() })
+          .passthrough(),
+      )
+      .nullable()
+      .optional(),
   })
   .passthrough();
 export type Solution = z.infer<typeof Solution>;
@@ -120,7 +135,19 @@ export const Execution = z
     recordsFailed: z.number(),
     trigger: z.string().nullable().optional(),
     isReprocessJob: z.boolean().optional(),
-    mapStatistics: z.array(z.object({ mapName: z.string().nullable().optional(), entityName: z.string().nullable().optional(), recordsProcessed: z.number(), recordsFailed: z.number(), fatalError: z.string().nullable().optional() }).passthrough()).optional(),
+    mapStatistics: z
+      .array(
+        z
+          .object({
+            mapName: z.string().nullable().optional(),
+            entityName: z.string().nullable().optional(),
+            recordsProcessed: z.number(),
+            recordsFailed: z.number(),
+            fatalError: z.string().nullable().optional(),
+          })
+          .passthrough(),
+      )
+      .optional(),
   })
   .passthrough();
 export type Execution = z.infer<typeof Execution>;
@@ -129,10 +156,18 @@ export type Execution = z.infer<typeof Execution>;
 export async function findSolution(client: ApiClient, orgId: number, idOrName: string | undefined): Promise<Solution> {
   if (!idOrName) throw new UsageError(`give the Solution's ID or name\n\n${SOLUTIONS_USAGE}`);
   if (isGuid(idOrName)) return client.call('GET', `${solutionsBase(orgId)}/${idOrName}`, Solution);
-  const found = await client.call('GET', solutionsBase(orgId), z.array(Solution), { query: { solutionNameFilter: idOrName, limit: 1000 } });
+  const found = await client.call('GET', solutionsBase(orgId), z.array(Solution), {
+    query: { solutionNameFilter: idOrName, limit: 1000 },
+  });
   const exact = found.filter((s) => s.name.toLowerCase() === idOrName.toLowerCase());
   if (exact[0]) return exact[0];
-  const hint = found.length > 0 ? `; names containing it: ${found.slice(0, 5).map((s) => `"${s.name}"`).join(', ')}` : '';
+  const hint =
+    found.length > 0
+      ? `; names containing it: ${found
+          .slice(0, 5)
+          .map((s) => `"${s.name}"`)
+          .join(', ')}`
+      : '';
   throw new UsageError(`No Solution named "${idOrName}" in Organization ${orgId}${hint}`, 1);
 }
 
@@ -146,7 +181,8 @@ export function when(iso: string | null | undefined): string {
 /** A whole number option at least `min`, or undefined when not given. */
 export function intOption(flag: string, text: string | undefined, min: number): number | undefined {
   if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) < min) throw new UsageError(`--${flag} ${text}: give a whole number of at least ${min}`);
+  if (!/^\d+$/.test(text) || Number(text) < min)
+    throw new UsageError(`--${flag} ${text}: give a whole number of at least ${min}`);
   return Number(text);
 }
 

@@ -35,7 +35,9 @@ export const solutionsList = solutionsCommand(async (values, positionals, env) =
   const query = { solutionNameFilter: values.name, solutionType: values.type, solutionStatusFilter: values.status };
   const all: Solution[] = [];
   for (let offset = 0; ; offset += PAGE) {
-    const page = await client.call('GET', solutionsBase(org), z.array(Solution), { query: { ...query, limit: PAGE, offset } });
+    const page = await client.call('GET', solutionsBase(org), z.array(Solution), {
+      query: { ...query, limit: PAGE, offset },
+    });
     all.push(...page);
     if (page.length < PAGE) break;
   }
@@ -49,6 +51,8 @@ export const solutionsList = solutionsCommand(async (values, positionals, env) =
     { header: 'NEXT RUN', value: (s) => when(s.nextRunTime) },
   ]);
 });
+
+const entitiesOf = (s: Solution): string[] => s.replicationSettings?.entities ?? s.entities ?? [];
 
 /** `ferry solutions show ID|NAME`: the Solution, and its Maps in run order or its entities. */
 export const solutionsShow = solutionsCommand(async (values, positionals, env) => {
@@ -68,7 +72,10 @@ export const solutionsShow = solutionsCommand(async (values, positionals, env) =
       ? ([
           ['Source', s.connectionIdForSource ?? ''],
           ['Target', s.connectionIdForTarget ?? ''],
-          ['Entities', `${s.replicationSettings?.selectionType ?? ''} ${(s.replicationSettings?.entities ?? s.entities ?? []).join(', ')}`.trim()],
+          [
+            'Entities',
+            `${s.replicationSettings?.selectionType ?? ''} ${entitiesOf(s).join(', ')}`.trim(),
+          ],
           ['Bulk', s.checkForBulk ? 'yes' : 'no'],
         ] as const)
       : []),
@@ -78,13 +85,16 @@ export const solutionsShow = solutionsCommand(async (values, positionals, env) =
   ]);
   if (replication) return;
   process.stdout.write('\nMaps, in run order:\n');
-  printTable([...(s.mapLinks ?? [])].sort((a, b) => a.index - b.index), [
-    { header: '#', value: (m) => String(m.index) },
-    { header: 'MAP', value: (m) => String(m.id) },
-    { header: 'NAME', value: (m) => m.name },
-    { header: 'ENABLED', value: (m) => (m.enabled ? 'yes' : 'no') },
-    { header: 'VALID', value: (m) => (m.valid ? 'yes' : 'no') },
-  ]);
+  printTable(
+    [...(s.mapLinks ?? [])].sort((a, b) => a.index - b.index),
+    [
+      { header: '#', value: (m) => String(m.index) },
+      { header: 'MAP', value: (m) => String(m.id) },
+      { header: 'NAME', value: (m) => m.name },
+      { header: 'ENABLED', value: (m) => (m.enabled ? 'yes' : 'no') },
+      { header: 'VALID', value: (m) => (m.valid ? 'yes' : 'no') },
+    ],
+  );
 });
 
 /** `ferry solutions start ID|NAME [--watch]`: exit 0 once started (with --watch: once it succeeded). */
@@ -95,10 +105,15 @@ export const solutionsStart = solutionsCommand(async (values, positionals, env) 
   const answer = await client.call('POST', `${solutionsBase(org)}/${s.id}/start`, StartAnswer);
   const json = wantsJson(values.json);
   if (!answer.runId) throw new UsageError(`Solution "${s.name}" did not start: ${answer.message ?? 'no run'}`, 1);
-  if (!answer.started) process.stderr.write(`Solution "${s.name}" is already running (run ${answer.runId}); the start was ignored\n`);
-  else if (answer.prepareId) process.stderr.write(`Preparing "${s.name}" first (prepare ${answer.prepareId}); run ${answer.runId} starts when it succeeds\n`);
+  if (!answer.started)
+    process.stderr.write(`Solution "${s.name}" is already running (run ${answer.runId}); the start was ignored\n`);
+  else if (answer.prepareId)
+    process.stderr.write(
+      `Preparing "${s.name}" first (prepare ${answer.prepareId}); run ${answer.runId} starts when it succeeds\n`,
+    );
   else if (!json || values.watch) process.stderr.write(`Started run ${answer.runId} of "${s.name}"\n`);
-  if (values.watch) return watchRun(client, org, s, { runId: answer.runId, prepareId: answer.prepareId ?? undefined, values });
+  if (values.watch)
+    return watchRun(client, org, s, { runId: answer.runId, prepareId: answer.prepareId ?? undefined, values });
   if (json) printJson(answer);
   else process.stdout.write(`${answer.runId}\n`);
 });
