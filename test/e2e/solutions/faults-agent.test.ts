@@ -11,8 +11,8 @@ const ORDERS = 200_000;
 const EVENTS = 60_000;
 const TOTAL = ORDERS + EVENTS;
 /**
- * Copied one record per write call (checkForBulk false): a run of ≈ 15 s here, so that a due time
- * 6 s ahead falls while the Agent drains, with room for a loaded machine.
+ * The drained run's table: a lock another session holds on it keeps the run writing while the
+ * Agent drains, however fast the copy goes, and is released once the checks are done.
  */
 const NOTES = 60_000;
 
@@ -49,7 +49,7 @@ describe.skipIf(!HAS_PG)('Agent faults during Replication runs: kill -9 and rest
   });
 
   /** A new PostgreSQL database and an RS Solution copying `events` then `orders` into it, prepared (it prepares itself). */
-  async function replication(name: string, entities = ['events', 'orders'], checkForBulk = true): Promise<{ id: string; client: pg.Client }> {
+  async function replication(name: string, entities = ['events', 'orders'], checkForBulk = true): Promise<{ id: string; client: pg.Client; url: string }> {
     const db = await createTestDatabase();
     dbs.push(db);
     const client = new pg.Client({ connectionString: db.url });
@@ -65,7 +65,7 @@ describe.skipIf(!HAS_PG)('Agent faults during Replication runs: kill -9 and rest
       return s === 'OnDemand' || s === 'ProvisionError' ? s : undefined;
     }, 120_000);
     expect(status).toBe('OnDemand');
-    return { id: created.body.id, client };
+    return { id: created.body.id, client, url: db.url };
   }
 
   async function start(solutionId: string): Promise<string> {
@@ -155,14 +155,20 @@ describe.skipIf(!HAS_PG)('Agent faults during Replication runs: kill -9 and rest
     'restart with restartNow=false: the Agent waits for the running Solution, refuses new starts with AGT_DRAINING and skips due times as paused, then comes back Running',
     { timeout: 300_000 },
     async () => {
-      const { id, client } = await replication('Drained copy', ['notes'], false);
+      const { id, client, url } = await replication('Drained copy', ['notes'], false);
       const other = await replication('Refused copy', ['events']);
       const before = workerPids(agent.proc);
+      const locker = new pg.Client({ connectionString: url });
+      await locker.connect();
+      clients.push(locker);
       const runId = await start(id);
-      // One record per write: the run's count moves after its one batch, the target's rows before.
+      // The table appears with the run's first write; the lock then holds the run's next write.
+      await until('the drained run\'s table', async () => ((await client.query<{ t: string | null }>("SELECT to_regclass('notes')::text AS t")).rows[0]?.t ? true : undefined), 120_000);
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE notes IN EXCLUSIVE MODE');
       await until('the drained run writing', async () => {
         const m = await sut.request<{ running: boolean }>('POST', `${solutionPath(sut, id)}/startmonitor`);
-        return m.body.running && (await rowCount(client, 'notes')) > 0 ? true : undefined;
+        return m.body.running ? true : undefined;
       }, 120_000);
 
       const since = new Date().toISOString();
@@ -191,6 +197,7 @@ describe.skipIf(!HAS_PG)('Agent faults during Replication runs: kill -9 and rest
       }, 60_000);
       expect(skip.reason).toBe('paused');
       expect((await sut.request<{ running: boolean }>('POST', `${solutionPath(sut, id)}/startmonitor`)).body.running, 'the drained run outlasted the checks').toBe(true);
+      await locker.query('ROLLBACK');
 
       // The running run is not interrupted: it copies everything and completes.
       const run = (await finished(sut, id, runId, 240_000)) as Run;
