@@ -45,7 +45,9 @@ describe('ferry up (npm start) installs one local Agent once and runs it', () =>
     // Another port this time: the Agent follows the Service's URL, and is not installed again.
     const second = ferry(['up', '--port', '0'], env);
     const [, url2] = await second.waitFor(/listening on (http:\/\/\S+)/, 60_000);
-    await second.waitFor(/Agent: {4}ferry-agent-1 running/, 60_000);
+    // The banner names the Agent as the API does, once it is connected, with its instance folder.
+    const [, shownId] = await second.waitFor(/Agent: {4}"[^"]+" \(([0-9a-f-]{36})\) connected, instance ferry-agent-1 in /, 90_000);
+    expect(shownId).toBe(running?.id);
     await until('the same Agent Running again', async () => {
       const list = await agents(url2 as string);
       return list.length === 1 && list[0]?.id === running?.id && list[0]?.status === 'Running' ? true : undefined;
