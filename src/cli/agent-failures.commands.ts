@@ -12,7 +12,7 @@ import { parseAgentConfig } from '../agent/config.js';
 import { FerryError } from '../errors/ferry-error.js';
 import { FailedRecordBrowser } from '../failures/browse.js';
 import { FAILED_RECORDS_FILE } from '../failures/store.js';
-import { printList, printRecord } from './failures-output.js';
+import { LIST_OPTIONS, printFailures } from './failures-output.js';
 
 const USAGE = `Usage: ferry agent failures list [--home DIR] [--instance N] [--execution RUN] [--map NAME] [--code CODE]
                                 [--limit N] [--page N] [--json]
@@ -28,13 +28,7 @@ const USAGE = `Usage: ferry agent failures list [--home DIR] [--instance N] [--e
 const OPTIONS = {
   home: { type: 'string' },
   instance: { type: 'string' },
-  map: { type: 'string' },
-  code: { type: 'string' },
-  execution: { type: 'string' },
-  limit: { type: 'string' },
-  page: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h' },
+  ...LIST_OPTIONS,
 } as const;
 
 /** `ferry agent failures <list|show>`. */
@@ -54,14 +48,7 @@ export async function agentFailures(argv: string[], env: NodeJS.ProcessEnv): Pro
   const paths = resolveInstance(home, values.instance);
   const store = openStore(paths.failures, paths.serviceName);
   const storeFlags = [values.home !== undefined ? `--home ${home}` : '', values.instance !== undefined ? `--instance ${paths.number}` : ''].filter(Boolean).join(' ');
-  const json = values.json || !process.stdout.isTTY;
-  const out = (text: string): void => void process.stdout.write(text);
-  try {
-    if (sub === 'show') printRecord(store, positionals[0] as string, json, out);
-    else printList(store, values, json, { name: 'ferry agent failures', storeFlags }, out);
-  } finally {
-    store.close();
-  }
+  printFailures(store, sub, positionals[0], values, { name: 'ferry agent failures', storeFlags });
 }
 
 /** The instance's store, read-only; said plainly when it has none yet or this user may not read it. */

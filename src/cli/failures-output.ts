@@ -81,3 +81,26 @@ function table(head: string[], rows: string[][]): string {
   const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
   return `${[line(head), ...rows.map(line)].join('\n')}\n`;
 }
+
+/** The flags both commands take besides the ones that find their store. */
+export const LIST_OPTIONS = {
+  map: { type: 'string' },
+  code: { type: 'string' },
+  execution: { type: 'string' },
+  limit: { type: 'string' },
+  page: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Runs `list` or `show ID` on the store, as a table on a terminal or JSON (piped, --json), and closes it. */
+export function printFailures(store: FailedRecordBrowser, sub: 'list' | 'show', id: string | undefined, flags: ListFlags & { json: boolean }, cmd: FailuresCommand): void {
+  const json = flags.json || !process.stdout.isTTY;
+  const out = (text: string): void => void process.stdout.write(text);
+  try {
+    if (sub === 'show') printRecord(store, id as string, json, out);
+    else printList(store, flags, json, cmd, out);
+  } finally {
+    store.close();
+  }
+}

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { FailedRecordBrowser } from '../failures/browse.js';
-import { printList, printRecord } from './failures-output.js';
+import { LIST_OPTIONS, printFailures } from './failures-output.js';
 
 const USAGE = `Usage: ferry map failures list --failures DIR [--map NAME] [--code CODE] [--execution ID]
                                 [--limit N] [--page N] [--json]
@@ -17,13 +17,7 @@ const USAGE = `Usage: ferry map failures list --failures DIR [--map NAME] [--cod
 
 const OPTIONS = {
   failures: { type: 'string' },
-  map: { type: 'string' },
-  code: { type: 'string' },
-  execution: { type: 'string' },
-  limit: { type: 'string' },
-  page: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h' },
+  ...LIST_OPTIONS,
 } as const;
 
 /** `ferry map failures <list|show>`. */
@@ -39,13 +33,5 @@ export async function mapFailures(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const json = values.json || !process.stdout.isTTY;
-  const store = new FailedRecordBrowser(values.failures);
-  const out = (text: string): void => void process.stdout.write(text);
-  try {
-    if (sub === 'show') printRecord(store, positionals[0] as string, json, out);
-    else printList(store, values, json, { name: 'ferry map failures', storeFlags: `--failures ${values.failures}` }, out);
-  } finally {
-    store.close();
-  }
+  printFailures(new FailedRecordBrowser(values.failures), sub, positionals[0], values, { name: 'ferry map failures', storeFlags: `--failures ${values.failures}` });
 }
