@@ -103,9 +103,13 @@ function openSqlite(dataDir: string): Store {
 
 function openPostgres(url: string, onConnectionError: (err: Error) => void = () => undefined): Store {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
-  // An idle client that loses its server emits 'error' on the pool; unheard, it would end the
-  // process. The pool drops that client and opens a new one on the next query.
+  // A client that loses its server emits 'error'; unheard, it would end the process. The pool hears
+  // it only while the client is idle (it removes its own listener on checkout), so each client also
+  // gets a listener of its own for the time it is checked out: a query in flight fails by itself,
+  // and a client between two queries of a transaction learns it on its next query. The pool drops a
+  // broken client on release and opens a new one on the next query.
   pool.on('error', onConnectionError);
+  pool.on('connect', (client) => client.on('error', onConnectionError));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
   return { db, dialect: 'postgres', bulkTransaction: (work) => db.transaction().execute(work), close: () => db.destroy() };
 }

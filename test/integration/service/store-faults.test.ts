@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { startService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
@@ -35,6 +36,40 @@ describe.skipIf(!postgres)('the Service when PostgreSQL drops its connections', 
       });
       expect(created.status).toBe(201);
     } finally {
+      await svc.close();
+    }
+  });
+
+  it('survives losing a connection it holds between two queries of a transaction', async () => {
+    const svc = await startService({ name: 'postgres' });
+    // An 'error' nobody hears ends the process; catch it here so the test fails instead.
+    const uncaught: unknown[] = [];
+    const hear = (err: unknown): void => void uncaught.push(err);
+    process.on('uncaughtException', hear);
+    try {
+      const url = process.env['FERRY_TEST_DATABASE_URL'] as string;
+      const outcome = await svc.service.store.db
+        .transaction()
+        .execute(async (trx) => {
+          const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx);
+          const admin = new pg.Client({ connectionString: url });
+          await admin.connect();
+          try {
+            await admin.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+          } finally {
+            await admin.end();
+          }
+          // The client is checked out and idle when its server goes: the pool is not listening.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await sql`SELECT 1`.execute(trx);
+          return 'committed';
+        })
+        .catch((err: unknown) => err);
+      expect(outcome).toBeInstanceOf(Error);
+      expect(uncaught).toEqual([]);
+      expect((await svc.request('GET', '/v1/orgs')).status).toBe(200);
+    } finally {
+      process.off('uncaughtException', hear);
       await svc.close();
     }
   });
