@@ -30,6 +30,11 @@ export async function readLookupTablesFile(file: string): Promise<LookupTableDat
   } catch (err) {
     throw invalid(file, `cannot be read: ${err instanceof Error ? err.message : String(err)}`);
   }
+  return lookupTablesOf(json, file);
+}
+
+/** Checks the parsed JSON of a Lookup Tables file (`file` names it in errors); throws FML_INVALID_INPUT naming the first bad entry. */
+export function lookupTablesOf(json: unknown, file: string): LookupTableData[] {
   if (!isObject(json)) throw invalid(file, 'is not valid: it must be an object of tables by name, {"Table": [{"value1": …, "value2": …}, …]}');
   return Object.entries(json).map(([name, pairs], i) => {
     if (!Array.isArray(pairs)) throw invalid(file, `is not valid: "${name}" must be a list of pairs`);

@@ -21,6 +21,7 @@ const loadConnections = () => import('./client/connections.js');
 const loadSolutions = () => import('./client/solutions.js');
 const loadSolutionRuns = () => import('./client/solution-runs.js');
 const loadSolutionChanges = () => import('./client/solution-changes.js');
+const loadLookupTables = () => import('./client/lookup-tables.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
@@ -61,6 +62,9 @@ const COMMANDS: Record<string, Command> = {
   'solutions prepare': async (argv, env) => (await loadSolutionChanges()).solutionsPrepare(argv, env),
   'solutions delete': async (argv, env) => (await loadSolutionChanges()).solutionsDelete(argv, env),
   'solutions schedule': async (argv, env) => (await import('./client/solution-schedule.js')).solutionsSchedule(argv, env),
+  'lookuptables list': async (argv, env) => (await loadLookupTables()).lookupTablesList(argv, env),
+  'lookuptables import': async (argv, env) => (await loadLookupTables()).lookupTablesImport(argv, env),
+  'lookuptables export': async (argv, env) => (await loadLookupTables()).lookupTablesExport(argv, env),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
   '--version': async () => {
@@ -104,6 +108,8 @@ Commands:
   connections list|get|create|test   Connections: --org N (create encrypts the values it is given)
   solutions list|show|create|prepare|start|stop|watch|history|errors|schedule|delete
                          Solutions by name or ID: --org N (watch: live progress, then the run's summary)
+  lookuptables list|import|export   Lookup Tables by name or ID: --org N (import FILE.csv|FILE.json
+                         creates the table or replaces its values; export to stdout or --out FILE)
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;

@@ -18,6 +18,8 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined> | Array<[string, string]>;
   /** A JSON value; a string is sent as is (already JSON). */
   body?: unknown;
+  /** Sends `body` (text or bytes) as is with this Content-Type instead of as JSON. */
+  contentType?: string;
 }
 
 export interface PollOptions {
@@ -49,8 +51,12 @@ export class ApiClient {
   /** One call; any status is returned. Network failures name the Service, never the credentials. */
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<ApiAnswer> {
     const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json', 'user-agent': USER_AGENT };
-    let body: string | undefined;
-    if (opts.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (opts.body !== undefined && opts.contentType !== undefined) {
+      if (typeof opts.body !== 'string' && !(opts.body instanceof Uint8Array)) throw new TypeError(`a ${opts.contentType} body is text or bytes`);
+      body = opts.body;
+      headers['content-type'] = opts.contentType;
+    } else if (opts.body !== undefined) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
       headers['content-type'] = 'application/json';
     }
