@@ -197,6 +197,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       .on('runErrors', runReports.runErrors)
       .on('runFailedRecords', storeFailedRecords(secrets))
       .on('runFinished', runReports.runFinished)
+      .on('runCommitted', runReports.runCommitted)
       .on('scheduleSkipped', runReports.scheduleSkipped)
       .on('logArchiveFailed', async (tx, agent, report) => {
         await markAgentLogFailed(tx, report.logId, agent.id, report.error.message);

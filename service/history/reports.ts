@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { isFerryError } from '../../src/errors/ferry-error.js';
-import { errorsOf, type RunRecordError } from '../../src/protocol/solutions.js';
+import { errorsOf, RunMapStats, type RunRecordError } from '../../src/protocol/solutions.js';
 import type { ReportHandler } from '../gateway/report-handlers.js';
 import { existingErrorIds, getExecutionByRunId, insertErrors, insertExecutionIfNew, insertScheduleSkip, lastErrorSeq, updateExecution, type NewExecutionError } from '../store/repos/executions.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
@@ -24,6 +24,8 @@ import { isoOr } from './query.js';
  *   runFinished ─▶ end of the execution ─┬▶ first time it gets a result: its counts, usage += processed
  *                                        └▶ Solution: in-progress cleared (if this run's),
  *                                           lastRunTime / lastRunResult (if not older)
+ *   runCommitted ▶ an ended run's counts raised to what a target checkpoint holds (never lowered),
+ *                  usage += the difference
  *   scheduleSkipped ▶ schedule_skips (once per due time)
  *
  * A report about a Solution that no longer exists, or that is not of the Agent's Organization,
@@ -171,6 +173,42 @@ export class RunReports {
     await this.opts.onExecutionFinished?.(tx, { solution, agent, execution: { ...before, ...end } });
   };
 
+  /**
+   * A run that ended with its Agent process had written more of a Map or entity than its end said
+   * (a later run found its counts in the target's checkpoint): the larger figures win — the Map's
+   * or entity's statistics, the run's counts, its stop time — and the Subscription is charged the
+   * records not counted yet. Applied to an ended run only; a figure not larger changes nothing.
+   */
+  readonly runCommitted: ReportHandler<'runCommitted'> = async (tx, agent, r, now) => {
+    const solution = await this.solution(tx, agent, r.solutionId, r.kind);
+    if (!solution) return;
+    const before = await getExecutionByRunId(tx, r.runId.toLowerCase());
+    if (!before || before.result === null || before.solutionId !== solution.id) return;
+    const statistics = parseStatistics(before.statistics);
+    if (!statistics) return;
+    const same = (s: RunMapStats): boolean => (r.entity !== undefined && r.mapId === undefined ? s.entity === r.entity && s.mapId === undefined : s.mapId === r.mapId);
+    const entry = statistics.find(same);
+    const processedBefore = entry?.processed ?? 0;
+    const failedBefore = entry?.failed ?? 0;
+    if (r.processed <= processedBefore) return;
+    const failed = Math.max(failedBefore, r.failed);
+    const corrected: RunMapStats = entry
+      ? { ...entry, processed: r.processed, failed }
+      : { ...(r.mapId !== undefined ? { mapId: r.mapId } : {}), mapName: r.mapName, ...(r.entity !== undefined ? { entity: r.entity } : {}), processed: r.processed, failed, minMs: 0, maxMs: 0, avgMs: 0, totalMs: 0, totalTime: '00:00:00', blocks: [] };
+    const next = entry ? statistics.map((s) => (s === entry ? corrected : s)) : [...statistics, corrected];
+    const added = r.processed - processedBefore;
+    const stop = before.stop === null || r.at > before.stop ? r.at : before.stop;
+    // Only over the statistics read here: a correction applied meanwhile is not undone.
+    const res = await tx
+      .updateTable('executions')
+      .set({ statistics: JSON.stringify(next), recordsProcessed: Number(before.recordsProcessed) + added, recordsFailed: Number(before.recordsFailed) + (failed - failedBefore), stop })
+      .where('runId', '=', before.runId)
+      .where('statistics', '=', before.statistics)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) return;
+    await this.countUsage(tx, solution, added, [stop, now]);
+  };
+
   readonly scheduleSkipped: ReportHandler<'scheduleSkipped'> = async (tx, agent, r, now) => {
     const solution = await this.solution(tx, agent, r.solutionId, r.kind);
     if (!solution) return;
@@ -193,6 +231,16 @@ export class RunReports {
       }
     }
     this.opts.log.warn({ orgId: solution.orgId, solutionId: solution.id, records }, 'run records not counted: no current Subscription');
+  }
+}
+
+/** An execution's statistics column as RunMapStats, or null when it does not read as such (then it is left as it is). */
+function parseStatistics(text: string): RunMapStats[] | null {
+  try {
+    const parsed = RunMapStats.array().safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
   }
 }
 

@@ -6,6 +6,7 @@ import {
   PutSolutionCommand,
   RunErrorsReport,
   RunFailedRecordsReport,
+  RunCommittedReport,
   RunFinishedReport,
   RunProgressReport,
   RunStartedReport,
@@ -112,6 +113,7 @@ export const ReportBody = z.discriminatedUnion('kind', [
   RunErrorsReport,
   RunFailedRecordsReport,
   RunFinishedReport,
+  RunCommittedReport,
   ScheduleSkippedReport,
 ]);
 export type ReportBody = z.infer<typeof ReportBody>;

@@ -328,6 +328,27 @@ export const RunFinishedReport = z.object({
   statistics: z.array(RunMapStats).max(1000),
 });
 /**
+ * What a run that ended with its Agent process had written of one Map or entity, as a later run
+ * found it in the target's checkpoint (src/maps/runtime/run-counts.ts): more than the run was
+ * counted with when its end was reported. The Service keeps the larger figures (History's counts,
+ * the Map's or entity's statistics, the stop time, the Subscription's usage), so a report applied
+ * twice or late changes nothing more.
+ */
+export const RunCommittedReport = z.object({
+  kind: z.literal('runCommitted'),
+  runId: Id,
+  solutionId: Id,
+  /** The Map (Integration, Migration), or the entity (Replication). */
+  mapId: z.number().int().optional(),
+  mapName: Name,
+  entity: z.string().max(1000).optional(),
+  processed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  /** When the batch that committed the checkpoint was written. */
+  at: Timestamp,
+});
+export type RunCommittedReport = z.infer<typeof RunCommittedReport>;
+/**
  * Failed source records kept in the cloud (the Organization's `isSourceDataLocal` false): the copy
  * of each record's source fields, stored by the Service under the record error's `failedRecordId`.
  */

@@ -9,9 +9,11 @@
  *         write every MIN_GAP_MS, a count held back is written when the gap ends, or at flush())
  *   end(statistics) ──────▶ its row: the Map's or entity's own statistics, Blocks included
  *
- * A batch is counted once it is written, so the rows never count more than the target holds; what
- * they can miss is a batch whose write committed just before the kill and was not counted yet (one
- * batch; two for a packed copy, which writes a batch while it counts the one before).
+ * A batch is counted once it is written, and before the Agent's own checkpoint moves past it
+ * (`batch(…, now)`), so the rows never count less than that checkpoint: a batch the checkpoint
+ * missed is read and counted again by the next run, as it is written again. A batch that committed
+ * with its checkpoint in the target and was not counted yet is found by the next run in that
+ * checkpoint (maps/runtime/run-counts.ts), which reports it (runCommitted).
  */
 import type { Logger } from 'pino';
 import { hms, RecordTiming } from '../maps/runtime/stats.js';
@@ -65,8 +67,11 @@ export class CommittedCounts {
     this.#write();
   }
 
-  /** A batch of the Map or entity in progress was written and checkpointed: its counts so far. */
-  batch(processed: number, failed: number): void {
+  /**
+   * A batch of the Map or entity in progress was written: its counts so far. `now`: a checkpoint of
+   * the Agent's own follows, so they are written at once (never after the checkpoint).
+   */
+  batch(processed: number, failed: number, now = false): void {
     const c = this.#current;
     if (!c) return;
     const t = performance.now();
@@ -77,7 +82,7 @@ export class CommittedCounts {
     c.failed = failed;
     this.#dirty = true;
     const wait = this.#lastWrite + this.minGapMs - t;
-    if (wait <= 0) this.#write();
+    if (wait <= 0 || now) this.#write();
     else if (!this.#timer) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;

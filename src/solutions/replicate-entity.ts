@@ -26,6 +26,7 @@ import { readAhead } from '../connectors/read-ahead.js';
 import { packedRecord, type Checkpoint, type ConnectorRecord, type Filter, type WriteAction, type WriteResult } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import { countsOf, withCounts, type RunCounts } from '../maps/runtime/run-counts.js';
 import { DEFAULT_MAP_BATCH_SIZE } from '../protocol/map.js';
 import { sourceKeyOf, type RunRecordError } from '../protocol/solutions.js';
 import { uuidV7 } from '../util/uuid-v7.js';
@@ -42,8 +43,12 @@ export interface EntityRun {
   signal: AbortSignal;
   state: ReplicationStateStore;
   batchSize?: number | undefined;
-  onProgress?: ((p: { entity: string; processed: number; failed: number }) => void) | undefined;
+  onProgress?: ((p: { entity: string; processed: number; failed: number; saving?: boolean }) => void) | undefined;
   onRecordError?: ((e: RunRecordError) => void) | undefined;
+  /** The run's ID, committed with its counts in a target's checkpoint (maps/runtime/run-counts.ts). */
+  runId?: string | undefined;
+  /** The entity's checkpoint in the target was committed by another run, with that run's counts. */
+  onEarlierRun?: ((entity: string, counts: RunCounts) => void) | undefined;
   log: Logger;
 }
 
@@ -113,7 +118,10 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
       await store.clear();
     } else if (inTarget) {
       // The file store holds one only if the target had a key before: better than a full Create.
-      saved = parseCheckpoint(await target.readCheckpoint(cpKey, { signal }), name) ?? (await store.load());
+      const value = await target.readCheckpoint(cpKey, { signal });
+      const earlier = countsOf(value);
+      if (earlier && earlier.run !== run.runId) run.onEarlierRun?.(name, earlier);
+      saved = parseCheckpoint(value, name) ?? (await store.load());
     } else saved = await store.load();
   }
   const sourceKeys = src.fields.filter((f) => f.isPrimaryKey).map((f) => f.fullName);
@@ -165,7 +173,10 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   /** Writes records (with their checkpoint when it lives in the target); returns how many were refused. */
   const write = async (records: readonly ConnectorRecord[]): Promise<{ failed: number; moved: boolean }> => {
     const moved = field !== undefined && tracker.advance(atTop(records, field));
-    const cp: Checkpoint | undefined = inTarget && moved ? { key: cpKey, value: JSON.stringify(tracker.state()) } : undefined;
+    const state = inTarget && moved ? tracker.state() : null;
+    // What the run has written once this batch commits, committed with it (run-counts.ts).
+    const counted = run.runId !== undefined ? { run: run.runId, processed: stats.processed + records.length, failed: stats.failed, at: new Date().toISOString() } : undefined;
+    const cp: Checkpoint | undefined = state ? { key: cpKey, value: JSON.stringify(counted ? withCounts(state, counted) : state) } : undefined;
     const t = performance.now();
     // A stop lets the write in progress finish; one still going after the grace (a lock it waits
     // on) is cancelled on the server: an Upsert is written again whole, a Create with its
@@ -201,16 +212,19 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
           failed = refused(results, some ? (k) => some[k] as ConnectorRecord : (k) => packedRecord(b, k));
           stats.write(performance.now() - t0, rows, failed);
         }
-        if (first.batchPacked(b)) {
+        const saves = first.batchPacked(b);
+        if (rows > 0) {
+          // Counted before the progress is saved (as below).
+          stats.batch(performance.now() - t0, rows, failed);
+          run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed, ...(saves ? { saving: true } : {}) });
+        }
+        if (saves) {
           const state = first.state();
           await saving;
           saving = store.saveInitial(state);
           // Rethrown by the next await; until then a failed save must not be an unhandled rejection.
           saving.catch(() => undefined);
         }
-        if (rows === 0) continue;
-        stats.batch(performance.now() - t0, rows, failed);
-        run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
       }
       await saving;
     } catch (err) {
@@ -238,11 +252,14 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
       // Bulk or not, a call carries the batch: one result per record, in order, a refused record failing alone.
       ({ failed, moved } = await write(batch));
       // A refused record counts as done: it is reported, and copied again when it changes again.
-      if (first && store) {
-        if (first.batch(read)) await store.saveInitial(first.state());
-      } else if (moved && !inTarget && store) await store.save(tracker.state() as WatermarkState);
+      // Counted before the Agent's checkpoint moves past the batch: a kill between the two counts
+      // it here and again in the next run (it is written twice), never in neither.
+      const saves = first && store ? first.batch(read) : moved && !inTarget && store !== undefined;
       stats.batch(performance.now() - t0, batch.length, failed);
-      run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed });
+      run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed, ...(saves ? { saving: true } : {}) });
+      if (first && store) {
+        if (saves) await store.saveInitial(first.state());
+      } else if (saves && store) await store.save(tracker.state() as WatermarkState);
     }
   } catch (err) {
     if (signal.aborted) return true;

@@ -4,6 +4,7 @@ import type { ConnectorHost } from '../connectors/host.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { PreparedSolution, RunMapStats, RunRecordError } from '../protocol/solutions.js';
 import type { CommittedCounts } from './committed.js';
+import type { RunCounts } from '../maps/runtime/run-counts.js';
 import { replicate } from './replicate.js';
 import { FileReplicationState } from './replication-state.js';
 
@@ -22,6 +23,10 @@ export async function replicateSolution(opts: {
   onProgress(processed: number, failed: number): void;
   onRecordError(e: RunRecordError): void;
   committed?: Pick<CommittedCounts, 'begin' | 'batch' | 'end'>;
+  /** The run's ID, committed with its counts in a target's checkpoint (maps/runtime/run-counts.ts). */
+  runId?: string;
+  /** An entity's checkpoint in the target was committed by another run, with that run's counts. */
+  onEarlierRun?: ((entity: string, counts: RunCounts) => void) | undefined;
 }): Promise<{ statistics: RunMapStats[]; fatal?: string; cancelled: boolean }> {
   const { solution, host } = opts;
   const rs = solution.replication;
@@ -49,13 +54,15 @@ export async function replicateSolution(opts: {
         onEntityStart: (entity) => opts.committed?.begin({ mapName: entity, entity }),
         onEntityEnd: (s) => opts.committed?.end(s),
         onProgress: (p) => {
-          opts.committed?.batch(p.processed, p.failed);
+          opts.committed?.batch(p.processed, p.failed, p.saving);
           totals.set(p.entity, { processed: p.processed, failed: p.failed });
           processedBefore = [...totals.values()].reduce((n, t) => n + t.processed, 0);
           failedBefore = [...totals.values()].reduce((n, t) => n + t.failed, 0);
           opts.onProgress(processedBefore, failedBefore);
         },
         onRecordError: (e) => opts.onRecordError(e),
+        ...(opts.runId !== undefined ? { runId: opts.runId } : {}),
+        ...(opts.onEarlierRun ? { onEarlierRun: opts.onEarlierRun } : {}),
       });
       return { statistics: r.statistics, ...(r.fatal !== undefined ? { fatal: r.fatal } : {}), cancelled: r.cancelled };
     } finally {

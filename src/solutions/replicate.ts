@@ -10,6 +10,7 @@
  *   the signal stops the run between batches; entities not reached are not reported
  */
 import type { Logger } from 'pino';
+import type { RunCounts } from '../maps/runtime/run-counts.js';
 import type { HostConnection } from '../connectors/connection.js';
 import type { RunMapStats, RunRecordError } from '../protocol/solutions.js';
 import { replicateEntity } from './replicate-entity.js';
@@ -33,8 +34,12 @@ export interface ReplicateOptions {
   state: ReplicationStateStore;
   /** Records per batch; default (and at most) the smaller bulkLimit of the two Connectors. */
   batchSize?: number;
-  /** After each batch: the entity's counts so far. */
-  onProgress?(p: { entity: string; processed: number; failed: number }): void;
+  /** After each batch: the entity's counts so far (`saving`: the Agent's own checkpoint is saved next). */
+  onProgress?(p: { entity: string; processed: number; failed: number; saving?: boolean }): void;
+  /** The run's ID, committed with its counts in a target's checkpoint (maps/runtime/run-counts.ts). */
+  runId?: string;
+  /** An entity's checkpoint in the target was committed by another run, with that run's counts. */
+  onEarlierRun?(entity: string, counts: RunCounts): void;
   /** An entity's copy begins. */
   onEntityStart?(entity: string): void;
   /** An entity's copy ended (its statistics as they go into the result). */

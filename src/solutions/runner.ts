@@ -40,6 +40,7 @@ import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
 import { ErrorBatcher } from './error-reports.js';
 import { CommittedCounts } from './committed.js';
+import type { RunCounts } from '../maps/runtime/run-counts.js';
 import { replicateSolution } from './replicate-run.js';
 import { reprocessCopies, type ReprocessCopies, type ReprocessPages } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
@@ -148,7 +149,7 @@ export class SolutionRunner {
         sourceDataLocal: this.opts.store.get(r.solutionId)?.capture.isSourceDataLocal ?? true,
         statistics: done.statistics.slice(0, 1000),
       });
-      this.opts.store.closeRun(r.runId);
+      this.opts.store.closeRun(r.runId, true);
       this.opts.log.warn({ runId: r.runId, solutionId: r.solutionId, startedAt: r.startedAt, stoppedAt: at, processed, failed }, 'run ended with the previous Agent process');
     }
     return open.length;
@@ -262,6 +263,23 @@ export class SolutionRunner {
     this.#failures?.close();
   }
 
+  /**
+   * A target checkpoint names another run with its counts (maps/runtime/run-counts.ts): when that
+   * run ended with an earlier Agent process and these counts were not reported yet, History is told
+   * (runCommitted; the Service keeps the larger figures).
+   */
+  #correct(solutionId: string, c: RunCounts, part: { mapId?: number; mapName: string; entity?: string }, log: Logger): void {
+    const key = part.mapId !== undefined ? `map:${part.mapId}` : `entity:${part.entity ?? part.mapName}`;
+    try {
+      if (!this.opts.store.claimCorrection(c.run, key, c.processed)) return;
+    } catch (err) {
+      log.warn({ err, runId: c.run }, 'the counts of an earlier run in the target checkpoint were not compared');
+      return;
+    }
+    log.info({ runId: c.run, ...part, processed: c.processed, failed: c.failed }, 'an earlier run, ended with its Agent process, had committed more than it was counted with: History is told');
+    this.opts.report({ kind: 'runCommitted', runId: c.run, solutionId, ...part, processed: c.processed, failed: c.failed, at: c.at });
+  }
+
   #reportAll(bodies: ReportBody[]): void {
     if (this.opts.reportAll) this.opts.reportAll(bodies);
     else for (const body of bodies) this.opts.report(body);
@@ -319,7 +337,18 @@ export class SolutionRunner {
     let fatal: string | undefined;
     try {
       if (solution.solutionType === 'Replication') {
-        const r = await replicateSolution({ solution, host: await this.opts.host(), signal, dataDir: this.opts.dataDir, log, onProgress: progress, onRecordError: (e) => errors.add(e), committed });
+        const r = await replicateSolution({
+          solution,
+          host: await this.opts.host(),
+          signal,
+          dataDir: this.opts.dataDir,
+          log,
+          onProgress: progress,
+          onRecordError: (e) => errors.add(e),
+          committed,
+          runId: run.runId,
+          onEarlierRun: (entity, c) => this.#correct(solution.solutionId, c, { mapName: entity, entity }, log),
+        });
         statistics.push(...r.statistics);
         fatal = r.fatal;
         run.incomplete ||= r.cancelled;
@@ -402,10 +431,11 @@ export class SolutionRunner {
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
               const missing = copies?.missing ?? 0;
-              committed.batch(p.processed + missing, p.failed + missing);
+              committed.batch(p.processed + missing, p.failed + missing, p.saving);
               progress(processed + p.processed + missing, failed + p.failed + missing);
             },
             onRecordError: (e) => onError(toRunError(e, map.mapId)),
+            onEarlierRun: (c) => this.#correct(solution.solutionId, c, { mapId: map.mapId, mapName: map.name }, log),
           });
           // Records without a stored copy failed before the Map saw them: they count as processed and failed.
           const missing = copies?.missing ?? 0;

@@ -51,6 +51,8 @@ export class SolutionStore {
       CREATE TABLE IF NOT EXISTS solutions (solution_id TEXT PRIMARY KEY, version TEXT NOT NULL, body BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS open_runs (run_id TEXT PRIMARY KEY, solution_id TEXT NOT NULL, trigger TEXT NOT NULL, started_at TEXT NOT NULL, due_at TEXT);
       CREATE TABLE IF NOT EXISTS open_run_committed (run_id TEXT NOT NULL, seq INTEGER NOT NULL, at TEXT NOT NULL, stats TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+      CREATE TABLE IF NOT EXISTS ended_runs (run_id TEXT PRIMARY KEY, ended_at TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS ended_run_counts (run_id TEXT NOT NULL, part TEXT NOT NULL, processed INTEGER NOT NULL, PRIMARY KEY (run_id, part));
     `);
     this.#counts = new Database(file);
     this.#counts.pragma('synchronous = NORMAL');
@@ -103,10 +105,36 @@ export class SolutionStore {
     })();
   }
 
-  closeRun(runId: string): void {
+  /**
+   * Closes the open run. `endedWithProcess`: it ended with an earlier Agent process (recover()), so
+   * a target checkpoint may hold more of its work than it was counted with (claimCorrection()).
+   */
+  closeRun(runId: string, endedWithProcess = false): void {
     this.#db.transaction(() => {
       this.#db.prepare('DELETE FROM open_runs WHERE run_id = ?').run(runId);
       this.#db.prepare('DELETE FROM open_run_committed WHERE run_id = ?').run(runId);
+      if (!endedWithProcess) return;
+      const now = new Date();
+      this.#db.prepare('INSERT OR REPLACE INTO ended_runs (run_id, ended_at) VALUES (?, ?)').run(runId, now.toISOString());
+      // A checkpoint not written over in 90 days belongs to a Map nobody runs.
+      const old = new Date(now.getTime() - 90 * 86_400_000).toISOString();
+      this.#db.prepare('DELETE FROM ended_run_counts WHERE run_id IN (SELECT run_id FROM ended_runs WHERE ended_at < ?)').run(old);
+      this.#db.prepare('DELETE FROM ended_runs WHERE ended_at < ?').run(old);
+    })();
+  }
+
+  /**
+   * Whether counts a target checkpoint holds of run `runId` for `part` (a Map or an entity) are to
+   * be reported: the run ended with an earlier Agent process and they were not reported with as
+   * many processed records before. True once per new figure; recorded as reported.
+   */
+  claimCorrection(runId: string, part: string, processed: number): boolean {
+    return this.#db.transaction(() => {
+      if (!this.#db.prepare('SELECT 1 FROM ended_runs WHERE run_id = ?').get(runId)) return false;
+      const before = this.#db.prepare('SELECT processed FROM ended_run_counts WHERE run_id = ? AND part = ?').get(runId, part) as { processed: number } | undefined;
+      if (before && before.processed >= processed) return false;
+      this.#db.prepare('INSERT OR REPLACE INTO ended_run_counts (run_id, part, processed) VALUES (?, ?, ?)').run(runId, part, processed);
+      return true;
     })();
   }
 

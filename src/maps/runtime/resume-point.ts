@@ -15,6 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
+import { withCounts, type RunCounts } from './run-counts.js';
 
 /** Where a run cut short stands: its ID, the source records read through its last written batch, the last one's fingerprint. */
 export interface ResumePoint {
@@ -23,9 +24,9 @@ export interface ResumePoint {
   readonly last: string;
 }
 
-/** The checkpoint value of a point; null: no run to resume (the last one reached its end). */
-export function resumeValue(point: ResumePoint | null): string {
-  return JSON.stringify({ resume: point });
+/** The checkpoint value of a point, with the run's counts through it (run-counts.ts); null: no run to resume (the last one reached its end). */
+export function resumeValue(point: ResumePoint | null, counts?: RunCounts): string {
+  return JSON.stringify(counts ? withCounts({ resume: point }, counts) : { resume: point });
 }
 
 /** The point a checkpoint value holds, or null (none, cleared, or a checkpoint of another kind). */

@@ -43,6 +43,7 @@ import { recordMaker } from '../../connectors/sdk.js';
 import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
 import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
 import { fingerprint, parseResumePoint, pastPoint, resumeValue } from './resume-point.js';
+import { countsOf, withCounts, type RunCounts } from './run-counts.js';
 import { DEFAULT_TARGET_RETRY, withTargetRetry, type RetryNotice, type TargetRetry } from './target-retry.js';
 
 /** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
@@ -102,6 +103,11 @@ export interface RunProgress {
   failed: number;
   batches: number;
   lastRunDate: string | null;
+  /**
+   * A checkpoint of the Agent's own (the watermark file) is saved right after this report: counts
+   * kept for a kill must be kept first, so that History never counts less than the checkpoint holds.
+   */
+  saving?: boolean;
 }
 
 export interface RunOptions {
@@ -137,6 +143,11 @@ export interface RunOptions {
    */
   checkpointKey?: string;
   onProgress?(p: RunProgress): void;
+  /**
+   * The target's checkpoint was committed by another run, with that run's counts (run-counts.ts):
+   * a run killed with its Agent may have written more than it had counted.
+   */
+  onEarlierRun?(counts: RunCounts): void;
   onRecordError?(e: MapRecordError): void;
   failures?: FailedRecordSink;
   /** Reprocessing: these batches replace the starter's query (no watermark). */
@@ -282,8 +293,12 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
   const readCheckpoint = (t: { block: Block; conn: HostConnection }): Promise<string | null> => env.retrying(t.block, () => t.conn.readCheckpoint(checkpointKey, { signal }));
   // The checkpointed watermark wins (the later of the Agent's and the target's); without one, the Map's lastRunDate.
   const local = opts.source || !wm ? null : await wm.load();
-  const saved = inTarget ? laterState(local, parseWatermarkState(await readCheckpoint(inTarget))) : local;
-  const resumeFrom = byPosition ? parseResumePoint(await readCheckpoint(byPosition)) : null;
+  const targetValue = inTarget ? await readCheckpoint(inTarget) : null;
+  const saved = inTarget ? laterState(local, parseWatermarkState(targetValue)) : local;
+  const positionValue = byPosition ? await readCheckpoint(byPosition) : null;
+  const resumeFrom = parseResumePoint(positionValue);
+  const earlier = countsOf(targetValue ?? positionValue);
+  if (earlier && earlier.run !== executionId) opts.onEarlierRun?.(earlier);
   let notice: string | undefined;
   const since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
   const netField = starter.netChange?.fieldName;
@@ -334,14 +349,16 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       }
     }
     stats.block(starter, batch.length, performance.now() - tc);
+    // What the run has written once this batch commits, committed with it (run-counts.ts).
+    const counts: RunCounts = { run: executionId, processed: stats.processed + batch.length, failed: stats.failed, at: new Date().toISOString() };
     if (inTarget) {
       // As if every record of the batch is done: a record the target refuses is reported, and not read again.
       const state = tracker.peek(items.map((i) => i.state.source));
-      batchCheckpoint = state ? { key: checkpointKey, value: JSON.stringify(state) } : undefined;
+      batchCheckpoint = state ? { key: checkpointKey, value: JSON.stringify(withCounts(state, counts)) } : undefined;
     } else if (byPosition) {
       // Every record read through this batch is done once it commits: written, or reported refused.
       const last = next.items[next.items.length - 1]?.state;
-      batchCheckpoint = last?.row !== undefined ? { key: checkpointKey, value: resumeValue({ run: executionId, read: last.row, last: fingerprint(last.source) }) } : undefined;
+      batchCheckpoint = last?.row !== undefined ? { key: checkpointKey, value: resumeValue({ run: executionId, read: last.row, last: fingerprint(last.source) }, counts) } : undefined;
     }
     await runSequence(
       plan.steps,
@@ -361,12 +378,13 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       if (!st.failed || st.firstError) done.push(st.source);
       opts.onSourceDone?.(index++, !st.failed);
     }
-    if (netField && !opts.source && tracker.advance(done)) {
-      const state = tracker.state();
-      if (wm && state) await wm.save(state);
-    }
+    const state = netField && !opts.source && tracker.advance(done) ? tracker.state() : null;
     stats.batch(batch.length, failed, performance.now() - t0);
-    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
+    // Counted before the Agent's checkpoint moves past the batch: a kill between the two counts the
+    // batch in this run and again in the next (it is written twice), never in neither.
+    const saving = wm !== undefined && Boolean(state);
+    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value, ...(saving ? { saving } : {}) });
+    if (wm && state) await wm.save(state);
     return true;
   };
   /** A packed batch written (packed-copy.ts) whose failed rows are not reported yet. */
@@ -475,7 +493,8 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       }
       // Read to its end: the next run reads everything again, as a Map without net change does.
       if (byPosition && completed && !signal.aborted && (resumeFrom || rowsRead > 0)) {
-        const clear: Checkpoint = { key: checkpointKey, value: resumeValue(null) };
+        // With the run's final counts: a kill after this commit and before the last batch was counted is still told (run-counts.ts).
+        const clear: Checkpoint = { key: checkpointKey, value: resumeValue(null, { run: executionId, processed: stats.processed, failed: stats.failed, at: new Date().toISOString() }) };
         await env.retrying(byPosition.block, () => byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }));
       }
     }

@@ -205,6 +205,43 @@ describe.each(STORE_TARGETS)('History on $name', (target) => {
     expect(await isUsage()).toBe(before + 42_000);
   });
 
+  it('raises a killed run\'s counts to what a later run found in the target\'s checkpoint, once, and never lowers them', async () => {
+    const id = await solution('Killed after a commit');
+    const runId = randomUUID();
+    const start = ago(30);
+    const before = await isUsage();
+    await send(started(id, runId, start));
+    const stop = new Date(Date.parse(start) + 4_000).toISOString();
+    const other: RunMapStats = { ...(STATS[0] as RunMapStats), mapId: 8, mapName: 'Contacts', processed: 500, failed: 0, blocks: [] };
+    const stats: RunMapStats[] = [other, { ...(STATS[0] as RunMapStats), processed: 42_000, failed: 4, blocks: [] }];
+    await send(finished(id, runId, start, { result: 'RecordErrorsAndFatalErrors', processed: 42_500, failed: 4, at: stop, statistics: stats, details: 'RUN_AGENT_ENDED: The Agent process ended during this run.' }));
+    // The next run read Map 7's checkpoint: one batch more had committed, 1 s after the last counted.
+    const at = new Date(Date.parse(stop) + 1_000).toISOString();
+    const correction: ReportBody = { kind: 'runCommitted', runId, solutionId: id, mapId: 7, mapName: 'Accounts', processed: 44_000, failed: 4, at };
+    await send(correction);
+    await send(correction);
+    // A figure not larger (a report of an older checkpoint) changes nothing.
+    await send({ ...correction, processed: 43_000, at: ago(1) });
+    const { items } = await history(id);
+    expect(items[0]).toMatchObject({ result: 'RecordErrorsAndFatalErrors', recordsProcessed: 44_500, recordsFailed: 4, stop: at, duration: 5 });
+    expect(items[0]?.mapStatistics).toMatchObject([
+      { mapId: 8, recordsProcessed: 500 },
+      { mapId: 7, recordsProcessed: 44_000, recordsFailed: 4 },
+    ]);
+    expect(await isUsage()).toBe(before + 44_500);
+
+    // A run still going, or one of another Solution, is not changed by it.
+    const going = randomUUID();
+    await send(started(id, going, ago(2)));
+    await send({ ...correction, runId: going });
+    const other2 = await solution('Not the killed run\'s');
+    await send({ ...correction, solutionId: other2, processed: 50_000 });
+    const now = (await history(id)).items;
+    expect(now.find((e) => e.processExecutionId === going)).toMatchObject({ result: 'InProgress', recordsProcessed: 0 });
+    expect(now.find((e) => e.processExecutionId === runId)).toMatchObject({ recordsProcessed: 44_500 });
+    expect(await isUsage()).toBe(before + 44_500);
+  });
+
   it('takes the end\'s counts, which add up to its statistics, over a progress that said more', async () => {
     const id = await solution('Fewer at the end');
     const runId = randomUUID();

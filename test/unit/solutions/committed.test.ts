@@ -90,6 +90,37 @@ describe('committed counts of an open run', () => {
     counts.close();
   });
 
+  it('writes at once, within the gap, counts a checkpoint of the Agent\'s own is saved after', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] });
+    const writes: number[] = [];
+    const counting = { saveCommitted: (_run: string, _seq: number, _at: string, stats: string) => void writes.push((JSON.parse(stats) as RunMapStats).processed) };
+    const counts = new CommittedCounts(counting, RUN, log, 100);
+    counts.begin({ mapId: 1, mapName: 'Map 1' });
+    counts.batch(100, 0);
+    expect(writes).toEqual([0]);
+    counts.batch(200, 0, true);
+    expect(writes).toEqual([0, 200]);
+    counts.close();
+  });
+
+  it('remembers a run closed as ended with its process, and claims each larger figure of a part once', () => {
+    expect(store.claimCorrection(RUN, 'map:1', 10)).toBe(false);
+    store.closeRun(RUN, true);
+    expect(store.claimCorrection(RUN, 'map:1', 10)).toBe(true);
+    expect(store.claimCorrection(RUN, 'map:1', 10)).toBe(false);
+    expect(store.claimCorrection(RUN, 'map:1', 9)).toBe(false);
+    expect(store.claimCorrection(RUN, 'map:2', 5)).toBe(true);
+    expect(store.claimCorrection(RUN, 'map:1', 12)).toBe(true);
+    // Another store on the file (the next process) remembers it.
+    const again = new SolutionStore(file, 'agent-secret');
+    try {
+      expect(again.claimCorrection(RUN, 'map:1', 12)).toBe(false);
+      expect(again.claimCorrection('b0000000-0000-4000-8000-000000000002', 'map:1', 12)).toBe(false);
+    } finally {
+      again.close();
+    }
+  });
+
   it('leaves nothing once the run is closed, even a write that comes late', () => {
     const counts = new CommittedCounts(store, RUN, log, 0);
     counts.begin({ mapId: 1, mapName: 'Map 1' });
