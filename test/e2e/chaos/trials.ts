@@ -381,6 +381,11 @@ export function problemsOf(o: ScenarioOutcome, acceptRefusal: (scenario: Scenari
       out.push(`${at}: run ${r.processExecutionId} ended ${r.result} with ${r.recordsFailed} record errors (${r.firstError ?? ''}${r.details ? `; ${r.details.slice(0, 160)}` : ''})`);
     }
   }
+  // History counts what the target holds: never less (a batch committed and not counted), and for
+  // Creates into a table without a key never more (nothing there is written over).
+  const h = historyAgainstTarget(o);
+  if (h.written < h.held) out.push(`${at}: History counts ${h.written} records written, the target holds ${h.held}`);
+  if (h.written > h.held && o.tables.every((t) => !SCENARIOS[o.scenario].tables.find((x) => x.table === t.table)?.keyed)) out.push(`${at}: History counts ${h.written} records written, more than the ${h.held} the target holds`);
   const last = o.runs.at(-1);
   if (o.gaveUp || !last || FATAL.has(last.result) || last.result === 'InProgress') out.push(`${at}: the runs did not complete (${o.runs.map((r) => r.result).join(' → ') || 'no run'})`);
   return out;
