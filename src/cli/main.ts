@@ -22,6 +22,8 @@ const loadSolutions = () => import('./client/solutions.js');
 const loadSolutionRuns = () => import('./client/solution-runs.js');
 const loadSolutionChanges = () => import('./client/solution-changes.js');
 const loadLookupTables = () => import('./client/lookup-tables.js');
+const loadMaps = () => import('./client/maps.js');
+const loadMapFiles = () => import('./client/map-files.js');
 
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
@@ -65,6 +67,15 @@ const COMMANDS: Record<string, Command> = {
   'lookuptables list': async (argv, env) => (await loadLookupTables()).lookupTablesList(argv, env),
   'lookuptables import': async (argv, env) => (await loadLookupTables()).lookupTablesImport(argv, env),
   'lookuptables export': async (argv, env) => (await loadLookupTables()).lookupTablesExport(argv, env),
+  'maps list': async (argv, env) => (await loadMaps()).mapsList(argv, env),
+  'maps show': async (argv, env) => (await loadMaps()).mapsShow(argv, env),
+  'maps new': async (argv, env) => (await import('./client/map-new.js')).mapsNew(argv, env),
+  'maps edit': async (argv, env) => (await loadMapFiles()).mapsEdit(argv, env),
+  'maps validate': async (argv, env) => (await loadMaps()).mapsValidate(argv, env),
+  'maps import': async (argv, env) => (await loadMapFiles()).mapsImport(argv, env),
+  'maps export': async (argv, env) => (await loadMapFiles()).mapsExport(argv, env),
+  'maps revisions': async (argv, env) => (await loadMaps()).mapsRevisions(argv, env),
+  'maps revert': async (argv, env) => (await loadMaps()).mapsRevert(argv, env),
   // The main job on the embedded default: the Service, plus one local Agent installed once.
   up: async (argv, env) => (await loadUp()).up(argv, env),
   '--version': async () => {
@@ -110,6 +121,9 @@ Commands:
                          Solutions by name or ID: --org N (watch: live progress, then the run's summary)
   lookuptables list|import|export   Lookup Tables by name or ID: --org N (import FILE.csv|FILE.json
                          creates the table or replaces its values; export to stdout or --out FILE)
+  maps list|show|new|edit|validate|import|export|revisions|revert
+                         a Solution's Maps: --org N SOLUTION [MAP] (new scaffolds one from two entities'
+                         fields: --name N --source CONN:ENTITY --target CONN:ENTITY [--action A])
   version                print the version
 
 Configuration comes from flags and FERRY_* variables (see README.md).`;
