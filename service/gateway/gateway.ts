@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { CHANNEL_PATH, CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Heartbeat, type Hello, type HelloResult, type Report } from '../../src/protocol/channel.js';
-import { SHARED_ERRORS_FEATURE } from '../../src/protocol/solutions.js';
+import { RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE } from '../../src/protocol/solutions.js';
 import { authenticateAgent } from '../auth/agent-auth.js';
 import type { ServiceConfig } from '../config.js';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../util/problem.js';
@@ -18,7 +18,7 @@ import type { SessionRegistry } from './command-bus.js';
 import type { ReportHandlers } from './report-handlers.js';
 
 /** The protocol features this Service states in its hello reply (HelloResult.features). */
-const SERVICE_FEATURES = [SHARED_ERRORS_FEATURE];
+const SERVICE_FEATURES = [SHARED_ERRORS_FEATURE, RUN_COMMITTED_FEATURE];
 
 export interface GatewayOptions {
   store: Store;

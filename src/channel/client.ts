@@ -15,7 +15,7 @@ import {
   type Reply,
   type ServiceRequest,
 } from '../protocol/channel.js';
-import { errorsOf, SHARED_ERRORS_FEATURE, type RunErrorsReport } from '../protocol/solutions.js';
+import { errorsOf, RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE, type RunErrorsReport } from '../protocol/solutions.js';
 import { Backoff, sleep } from './backoff.js';
 import type { Outbox, OutboxMessage } from './outbox.js';
 
@@ -406,6 +406,12 @@ export class ChannelClient {
       }
       if (!next) {
         await new Promise<void>((resolve) => (this.wakePump = resolve));
+        continue;
+      }
+      if (next.kind === 'runCommitted' && !this.features.has(RUN_COMMITTED_FEATURE)) {
+        // A Service that does not take corrections keeps the counts the run's end gave.
+        this.log.debug({ reportId: next.id }, 'a runCommitted report dropped: the Service does not take it');
+        outbox.acknowledge(next.id);
         continue;
       }
       try {

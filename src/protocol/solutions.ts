@@ -239,6 +239,8 @@ export type SharedErrorFields = z.infer<typeof SharedErrorFields>;
  * `shared` fields; an Agent sends any other Service every error whole.
  */
 export const SHARED_ERRORS_FEATURE = 'runErrors.shared';
+/** The Service takes runCommitted reports ({@link RunCommittedReport}); to a Service without it they are not sent. */
+export const RUN_COMMITTED_FEATURE = 'runCommitted';
 
 /**
  * Record errors of a run. With `shared`, each error leaves out the fields it has in common with

@@ -10,7 +10,7 @@ import { ChannelClient, channelUrl } from '../../../src/channel/client.js';
 import { Outbox } from '../../../src/channel/outbox.js';
 import type { FerryError } from '../../../src/errors/ferry-error.js';
 import { CLOSE, FromAgent, type ServiceRequest } from '../../../src/protocol/channel.js';
-import { errorsOf, SHARED_ERRORS_FEATURE, shareErrorFields, type RunErrorsReport } from '../../../src/protocol/solutions.js';
+import { errorsOf, RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE, shareErrorFields, type RunErrorsReport } from '../../../src/protocol/solutions.js';
 
 /** A stand-in Service: answers hello and reports, and lets a test script the socket. */
 class FakeService {
@@ -189,6 +189,24 @@ describe('the channel client', () => {
     expect(shared.report.shared).toEqual({ mapName: 'm', sourceEntity: 'e', code: 'CON_WRITE_REFUSED', errorMessage: 'refused', errorDetail: '{}', canReprocess: true });
     expect(shared.report.errors).toEqual(errors.map((e) => ({ id: e.id, failedRecordId: e.failedRecordId })));
     expect(errorsOf(shared.report)).toEqual(errors);
+  });
+
+  it('sends a killed run\'s corrected counts only to a Service that takes them', async () => {
+    const correction = { kind: 'runCommitted' as const, runId: randomUUID(), solutionId: randomUUID(), mapId: 7, mapName: 'm', processed: 4_000, failed: 0, at: new Date().toISOString() };
+    const dropped = outbox.enqueue(correction);
+    const after = outbox.enqueue({ kind: 'status', status: 'Running', at: 'now' });
+    connect();
+    await until(() => outbox.size === 0);
+    // No features stated: acknowledged without sending, and what follows is not held back.
+    expect(service.reports()).toEqual([after.id]);
+    expect(service.reports()).not.toContain(dropped.id);
+    await client?.stop();
+
+    service.features = [RUN_COMMITTED_FEATURE];
+    const sent = outbox.enqueue(correction);
+    connect();
+    await until(() => outbox.size === 0);
+    expect(service.reports()).toContain(sent.id);
   });
 
   it('sends a report again after a lost acknowledgement, with the same ID, and reconnects', async () => {
