@@ -52,6 +52,7 @@ const COMMANDS: Record<string, Command> = {
   'connections list': async (argv, env) => (await loadConnections()).connectionsList(argv, env),
   'connections get': async (argv, env) => (await loadConnections()).connectionsGet(argv, env),
   'connections create': async (argv, env) => (await loadConnections()).connectionsCreate(argv, env),
+  'connections update': async (argv, env) => (await loadConnections()).connectionsUpdate(argv, env),
   'connections test': async (argv, env) => (await loadConnections()).connectionsTest(argv, env),
   'solutions list': async (argv, env) => (await loadSolutions()).solutionsList(argv, env),
   'solutions show': async (argv, env) => (await loadSolutions()).solutionsShow(argv, env),
@@ -61,6 +62,7 @@ const COMMANDS: Record<string, Command> = {
   'solutions history': async (argv, env) => (await loadSolutionRuns()).solutionsHistory(argv, env),
   'solutions errors': async (argv, env) => (await loadSolutionRuns()).solutionsErrors(argv, env),
   'solutions create': async (argv, env) => (await loadSolutionChanges()).solutionsCreate(argv, env),
+  'solutions update': async (argv, env) => (await loadSolutionChanges()).solutionsUpdate(argv, env),
   'solutions prepare': async (argv, env) => (await loadSolutionChanges()).solutionsPrepare(argv, env),
   'solutions delete': async (argv, env) => (await loadSolutionChanges()).solutionsDelete(argv, env),
   'solutions schedule': async (argv, env) => (await import('./client/solution-schedule.js')).solutionsSchedule(argv, env),
@@ -116,8 +118,9 @@ Commands:
   logout                 forget it
   api                    call the API with that login: METHOD PATH [--data JSON|@FILE|-] [--query k=v]
   crypto encrypt|decrypt a Connection property value: --org N VALUE
-  connections list|get|create|test   Connections: --org N (create encrypts the values it is given)
-  solutions list|show|create|prepare|start|stop|watch|history|errors|schedule|delete
+  connections list|get|create|update|test   Connections by name or ID: --org N (create and update
+                         encrypt the values they are given; update keeps what is not given)
+  solutions list|show|create|update|prepare|start|stop|watch|history|errors|schedule|delete
                          Solutions by name or ID: --org N (watch: live progress, then the run's summary)
   lookuptables list|import|export   Lookup Tables by name or ID: --org N (import FILE.csv|FILE.json
                          creates the table or replaces its values; export to stdout or --out FILE)

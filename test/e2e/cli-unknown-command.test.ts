@@ -27,7 +27,7 @@ describe('ferry with a command it does not know', () => {
     expect(unknown.stderr).toMatch(/^ferry: unknown command "frobnicate" for "ferry agent"; its commands: install, .*status/);
     const missing = ferry(['connections']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/^ferry: ferry connections needs a command; its commands: list, get, create, test/);
+    expect(missing.stderr).toMatch(/^ferry: ferry connections needs a command; its commands: list, get, create, update, test/);
   });
 
   it('prints the usage on --help with exit 0, and with no command at all with exit 2', () => {

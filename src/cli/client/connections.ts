@@ -1,8 +1,10 @@
 /**
- * `ferry connections list|get|create|test --org N`: Connections through the API, with property
- * values encrypted and decrypted by the client (crypto.ts) so nobody encrypts by hand.
+ * `ferry connections list|get|create|update|test --org N`: Connections through the API, with
+ * property values encrypted and decrypted by the client (crypto.ts) so nobody encrypts by hand.
  *
  *   create: --set k=v … ─▶ prompt for protected ones not given (terminal) ─▶ encrypt ─▶ POST C
+ *   update: GET C/{id} ─▶ the values given replace theirs (encrypted) ─▶ PUT C/{id} with the rest
+ *           as read (protected ones blank: the Service keeps them)
  *   get:    GET C/{id} ─▶ decrypt the plain properties, mask the protected ones (--show-secrets)
  *   test:   POST C/{id}/test?agentId= ─▶ GET C/test/{commandId} until Completed ─▶ SUCCESS or why
  *
@@ -25,11 +27,15 @@ const USAGE = `Usage: ferry connections list --org N [--json]
        ferry connections get --org N ID|NAME [--show-secrets] [--json]
        ferry connections create --org N --connector NAME|ID --name NAME [--set key=value …]
                                 [--color #AARRGGBB] [--alias A] [--no-prompt] [--json]
+       ferry connections update --org N ID|NAME [--name NAME] [--set key=value …]
+                                [--color #AARRGGBB] [--alias A] [--json]
        ferry connections test --org N ID|NAME [--agent ID|NAME] [--timeout SECONDS] [--json]
 
   create encrypts the values with the Organization's crypto token; on a terminal it asks (without
   echo) for the protected properties not given with --set (Enter leaves one blank): all of them
   when none is given, else only the required ones.
+  update changes only what is given: the other properties, protected ones included, keep their
+  values (--set key= blanks one).
   test runs the test on the given Agent, else on the only connected Agent with the Connector.`;
 
 const Connection = z.object({
@@ -94,7 +100,8 @@ export async function findConnection(client: ApiClient, orgId: number, idOrName:
   if (isGuid(idOrName)) return client.call('GET', `${base(orgId)}/${idOrName}`, Connection);
   const found = await client.call('GET', base(orgId), z.array(Connection), { query: { name: idOrName } });
   if (found.length === 1 && found[0]) return found[0];
-  throw new UsageError(found.length === 0 ? `No Connection named "${idOrName}" in Organization ${orgId}` : `Several Connections are named "${idOrName}": give its ID`);
+  if (found.length === 0) throw new UsageError(`No Connection named "${idOrName}" in Organization ${orgId}`, 1);
+  throw new UsageError(`Several Connections are named "${idOrName}": give its ID`);
 }
 
 /** Decrypts what may be shown; protected values stay null unless `showSecrets` and the Service sent one. */
@@ -189,6 +196,46 @@ export const connectionsCreate = command(async (values, positionals, env) => {
   const view = shown(created, form, token, false);
   if (wantsJson(values.json)) return printJson(view);
   process.stdout.write(`Created the ${connector.name} Connection "${created.name}" in Organization ${org}\n\n`);
+  printConnection(view, false);
+});
+
+/** `ferry connections update ID|NAME`: a read-modify-write; what is not given keeps its value. */
+export const connectionsUpdate = command(async (values, positionals, env) => {
+  const org = orgOf(values.org, env);
+  if (positionals.length > 1) throw new UsageError(`unexpected ${positionals[1]}: give properties with --set key=value\n\n${USAGE}`);
+  const given = keyValues(values.set ?? [], '--set');
+  if (given.length === 0 && values.name === undefined && values.color === undefined && values.alias === undefined) {
+    throw new UsageError(`give what changes: --name, --set key=value, --color or --alias\n\n${USAGE}`);
+  }
+  const client = new ApiClient(resolveCredentials(env));
+  const conn = await findConnection(client, org, positionals[0]);
+  const [form, token] = await Promise.all([propertyForm(client, org, conn.connectorId), cryptoTokenOf(client, org)]);
+  const byName = new Map((form ?? []).map((d) => [d.propertyName.toLowerCase(), d]));
+  const changes = new Map<string, string>();
+  for (const [key, value] of given) {
+    const decoration = byName.get(key.toLowerCase());
+    if (form && !decoration) throw new UsageError(`${conn.connectorType} has no property "${key}"; its properties: ${form.map((d) => d.propertyName).join(', ')}`);
+    // A blank protected value is kept by the Service; an encrypted empty one blanks it.
+    const prot = decoration ? isProtected(decoration) : false;
+    changes.set((decoration?.propertyName ?? key).toLowerCase(), value === '' && !prot ? '' : encryptValue(value, token));
+  }
+  // As read: plain values encrypted with the token (sent back unchanged), protected ones blank (kept).
+  const properties = conn.properties.map((p) => ({ key: p.key, value: changes.get(p.key.toLowerCase()) ?? p.value ?? '' }));
+  for (const [key] of given) {
+    if (!conn.properties.some((p) => p.key.toLowerCase() === key.toLowerCase())) properties.push({ key: byName.get(key.toLowerCase())?.propertyName ?? key, value: changes.get(key.toLowerCase()) ?? '' });
+  }
+  const body = {
+    id: conn.id,
+    name: values.name ?? conn.name,
+    connectorId: conn.connectorId,
+    color: values.color ?? conn.color,
+    alias: values.alias ?? conn.alias,
+    properties,
+  };
+  const updated = await client.call('PUT', `${base(org)}/${conn.id}`, Connection, { body });
+  const view = shown(updated, form, token, false);
+  if (wantsJson(values.json)) return printJson(view);
+  process.stdout.write(`Updated the ${updated.connectorType} Connection "${updated.name}" in Organization ${org}\n\n`);
   printConnection(view, false);
 });
 

@@ -1,7 +1,8 @@
 /**
- * `ferry solutions create|prepare|delete --org N`: changing Solutions. create builds the model from
- * flags (over a model given with --data), naming the Agent and Connections by name or ID; prepare
- * waits for the prepare job and answers its errors per Map; delete asks first on a terminal.
+ * `ferry solutions create|update|prepare|delete --org N`: changing Solutions. create builds the
+ * model from flags (over a model given with --data), naming the Agent and Connections by name or
+ * ID; update reads the Solution, changes what is given and sends it back (PUT S); prepare waits
+ * for the prepare job and answers its errors per Map; delete asks first on a terminal.
  */
 import { z } from 'zod';
 import { readData } from './api.js';
@@ -47,6 +48,101 @@ async function agentOf(client: ApiClient, org: number, given: string | undefined
   );
 }
 
+/** `a, b` → `['a', 'b']`. */
+const entityList = (text: string): string[] =>
+  text
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+
+/** The fields of a Solution that a PUT sets, as read: what an update starts from. */
+function settable(s: Solution): Record<string, unknown> {
+  const rs = s.solutionType.toLowerCase() === 'replication';
+  return {
+    id: s.id,
+    name: s.name,
+    description: s.description ?? null,
+    solutionType: s.solutionType,
+    agentId: s.agentId,
+    isDisabled: s.isDisabled ?? false,
+    ...(rs
+      ? {
+          connectionIdForSource: s.connectionIdForSource ?? null,
+          connectionIdForTarget: s.connectionIdForTarget ?? null,
+          replicationSettings: s.replicationSettings ?? null,
+          checkForBulk: s.checkForBulk ?? false,
+          mapLinks: [],
+        }
+      : { mapLinks: [...(s.mapLinks ?? [])].sort((a, b) => a.index - b.index).map((m) => ({ id: m.id, index: m.index })) }),
+  };
+}
+
+/** The Map links in the order `--map-order` gives (IDs or names), the Maps it does not name after them in their order. */
+function reordered(s: Solution, order: string): Array<{ id: number; index: number }> {
+  const links = [...(s.mapLinks ?? [])].sort((a, b) => a.index - b.index);
+  const wanted = order
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean)
+    .map((ref) => {
+      const found = links.filter((m) => String(m.id) === ref || m.name.toLowerCase() === ref.toLowerCase());
+      if (found.length !== 1 || !found[0])
+        throw new UsageError(
+          found.length === 0
+            ? `--map-order: "${s.name}" has no Map "${ref}"; its Maps: ${links.map((m) => `${m.id} ${m.name}`).join(', ') || 'none'}`
+            : `--map-order: several Maps are named "${ref}": give its ID`,
+        );
+      return found[0].id;
+    });
+  if (new Set(wanted).size !== wanted.length) throw new UsageError('--map-order names a Map twice');
+  const ids = [...wanted, ...links.map((m) => m.id).filter((id) => !wanted.includes(id))];
+  return ids.map((id, index) => ({ id, index }));
+}
+
+/** `ferry solutions update ID|NAME [--name N] [--description D] …`: a read-modify-write; what is not given is kept. */
+export const solutionsUpdate = solutionsCommand(async (values, positionals, env) => {
+  const org = orgOf(values.org, env);
+  if (positionals.length > 1) throw new UsageError(`unexpected ${positionals[1]}\n\n${SOLUTIONS_USAGE}`);
+  if (values.entities !== undefined && values.all) throw new UsageError('give --entities a,b or --all, not both');
+  if (values.bulk && values['no-bulk']) throw new UsageError('give --bulk or --no-bulk, not both');
+  if (values.enable && values.disable) throw new UsageError('give --enable or --disable, not both');
+  const patch = values.data === undefined ? {} : (JSON.parse(await readData(values.data)) as unknown);
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
+    throw new UsageError('--data: give a part of a Solution model, a JSON object');
+  const flags = ['name', 'description', 'agent', 'source', 'target', 'entities', 'all', 'bulk', 'no-bulk', 'enable', 'disable', 'map-order'] as const;
+  if (values.data === undefined && !flags.some((f) => values[f] !== undefined))
+    throw new UsageError(`give what changes (--name, --description, --agent, …, or --data)\n\n${SOLUTIONS_USAGE}`);
+  const client = new ApiClient(resolveCredentials(env));
+  const s = await findSolution(client, org, positionals[0]);
+  const rs = s.solutionType.toLowerCase() === 'replication';
+  const replicationOnly = (['source', 'target', 'entities', 'all', 'bulk', 'no-bulk'] as const).filter((f) => values[f] !== undefined);
+  if (!rs && replicationOnly.length > 0)
+    throw new UsageError(`--${replicationOnly[0]} is for a Replication; "${s.name}" is ${s.solutionType}: its Maps hold its Connections and entities`);
+  if (rs && values['map-order'] !== undefined) throw new UsageError(`--map-order is for Solutions with Maps; "${s.name}" is a Replication`);
+  const body: Record<string, unknown> = { ...settable(s), ...patch };
+  if (values.name !== undefined) body['name'] = values.name;
+  if (values.description !== undefined) body['description'] = values.description;
+  if (values.agent !== undefined) body['agentId'] = await agentOf(client, org, values.agent);
+  if (values.enable) body['isDisabled'] = false;
+  if (values.disable) body['isDisabled'] = true;
+  if (values.bulk) body['checkForBulk'] = true;
+  if (values['no-bulk']) body['checkForBulk'] = false;
+  if (values['map-order'] !== undefined) body['mapLinks'] = reordered(s, values['map-order']);
+  const source = values.source === undefined ? undefined : (await findConnection(client, org, values.source)).id;
+  const target = values.target === undefined ? undefined : (await findConnection(client, org, values.target)).id;
+  if (source !== undefined) body['connectionIdForSource'] = source;
+  if (target !== undefined) body['connectionIdForTarget'] = target;
+  if (values.all) body['replicationSettings'] = { selectionType: 'All', entities: [] };
+  if (values.entities !== undefined) body['replicationSettings'] = { selectionType: 'Selected', entities: entityList(values.entities) };
+  const moved = (source !== undefined && source !== s.connectionIdForSource) || (target !== undefined && target !== s.connectionIdForTarget);
+  // A new source or target needs the entities chosen again: the Service says so unless they are given.
+  if (rs && moved && values.entities === undefined && !values.all && !('replicationSettings' in patch) && !('entities' in patch))
+    delete body['replicationSettings'];
+  const updated = await client.call('PUT', `${solutionsBase(org)}/${s.id}`, Solution, { body });
+  if (wantsJson(values.json)) return printJson(updated);
+  process.stdout.write(`Updated the ${updated.solutionType} Solution "${updated.name}" (${updated.id}), ${updated.status ?? ''}\n`);
+});
+
 /** `ferry solutions create --name N --type T …`: 201 answers the Solution (a Replication then prepares itself). */
 export const solutionsCreate = solutionsCommand(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
@@ -72,13 +168,7 @@ export const solutionsCreate = solutionsCommand(async (values, positionals, env)
   if (values.target !== undefined)
     body['connectionIdForTarget'] = (await findConnection(client, org, values.target)).id;
   if (values.all) body['replicationSettings'] = { selectionType: 'All', entities: [] };
-  if (values.entities !== undefined) {
-    const entities = values.entities
-      .split(',')
-      .map((e) => e.trim())
-      .filter(Boolean);
-    body['replicationSettings'] = { selectionType: 'Selected', entities };
-  }
+  if (values.entities !== undefined) body['replicationSettings'] = { selectionType: 'Selected', entities: entityList(values.entities) };
   const created = await client.call('POST', solutionsBase(org), Solution, { body });
   if (wantsJson(values.json)) return printJson(created);
   const next =

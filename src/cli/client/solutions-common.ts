@@ -19,6 +19,10 @@ export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART
        ferry solutions create --org N --name NAME --type Replication|Integration|IntegrationEvent|Migration
                               [--agent ID|NAME] [--description D] [--data JSON|@FILE|-] [--json]
                               Replication: --source CONN --target CONN (--entities a,b | --all) [--bulk]
+       ferry solutions update --org N ID|NAME [--name N] [--description D] [--agent ID|NAME]
+                              [--enable | --disable] [--map-order MAP,MAP…] [--data JSON|@FILE|-] [--json]
+                              Replication: [--source CONN] [--target CONN] [--entities a,b | --all]
+                              [--bulk | --no-bulk]
        ferry solutions prepare --org N ID|NAME [--timeout S] [--json]
        ferry solutions delete --org N ID|NAME [--yes] [--json]
        ferry solutions schedule --org N ID|NAME [--json]                   (shows it)
@@ -31,7 +35,9 @@ export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART
   a History execution's id or its processExecutionId (the runId a start answers); without --run,
   the latest run.
   watch shows the run's progress until it ends, then its summary: exit 0 when it completed
-  successfully, 1 otherwise (start --watch the same).`;
+  successfully, 1 otherwise (start --watch the same).
+  update reads the Solution, changes what is given and sends it back; --data is a part of the
+  model to merge (the flags win over it). A new source or target needs --entities or --all.`;
 
 export const SOLUTIONS_OPTIONS = {
   org: { type: 'string' },
@@ -55,6 +61,10 @@ export const SOLUTIONS_OPTIONS = {
   entities: { type: 'string' },
   all: { type: 'boolean' },
   bulk: { type: 'boolean' },
+  'no-bulk': { type: 'boolean' },
+  enable: { type: 'boolean' },
+  disable: { type: 'boolean' },
+  'map-order': { type: 'string' },
   data: { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   'on-demand': { type: 'boolean' },
@@ -106,6 +116,7 @@ export const Solution = z
       .optional(),
     entities: z.array(z.string()).nullable().optional(),
     checkForBulk: z.boolean().nullable().optional(),
+    isDisabled: z.boolean().nullable().optional(),
     lastRunTime: z.string().nullable().optional(),
     nextRunTime: z.string().nullable().optional(),
     lastModificationDate: z.string().nullable().optional(),
