@@ -61,6 +61,7 @@ const COMMANDS: Record<string, Command> = {
   'solutions watch': async (argv, env) => (await loadSolutionRuns()).solutionsWatch(argv, env),
   'solutions history': async (argv, env) => (await loadSolutionRuns()).solutionsHistory(argv, env),
   'solutions errors': async (argv, env) => (await loadSolutionRuns()).solutionsErrors(argv, env),
+  'solutions reprocess': async (argv, env) => (await loadSolutionRuns()).solutionsReprocess(argv, env),
   'solutions create': async (argv, env) => (await loadSolutionChanges()).solutionsCreate(argv, env),
   'solutions update': async (argv, env) => (await loadSolutionChanges()).solutionsUpdate(argv, env),
   'solutions prepare': async (argv, env) => (await loadSolutionChanges()).solutionsPrepare(argv, env),
@@ -120,8 +121,9 @@ Commands:
   crypto encrypt|decrypt a Connection property value: --org N VALUE
   connections list|get|create|update|test   Connections by name or ID: --org N (create and update
                          encrypt the values they are given; update keeps what is not given)
-  solutions list|show|create|update|prepare|start|stop|watch|history|errors|schedule|delete
-                         Solutions by name or ID: --org N (watch: live progress, then the run's summary)
+  solutions list|show|create|update|prepare|start|stop|watch|history|errors|reprocess|schedule|delete
+                         Solutions by name or ID: --org N (watch: live progress, then the run's summary;
+                         reprocess: a run's failed records again, as a new run)
   lookuptables list|import|export   Lookup Tables by name or ID: --org N (import FILE.csv|FILE.json
                          creates the table or replaces its values; export to stdout or --out FILE)
   maps list|show|new|edit|validate|import|export|revisions|revert

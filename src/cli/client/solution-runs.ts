@@ -1,11 +1,14 @@
 /**
- * `ferry solutions watch|history|errors --org N ID|NAME`: a Solution's runs, from History and the
- * run monitor. Watching is polling, in the Service's polling rate-limit bucket:
+ * `ferry solutions watch|history|errors|reprocess --org N ID|NAME`: a Solution's runs, from History
+ * and the run monitor. Watching is polling, in the Service's polling rate-limit bucket:
  *
  *   [prepare job until complete] ─▶ loop: GET H/{run} ended? ─no─▶ POST S/startmonitor (live counts)
  *                                          │ yes                   ─▶ progress line, sleep --interval
  *                                          ▼
  *                                   the run's summary; exit 0 CompletedSuccessfully, else 1
+ *
+ * Reprocessing: POST H/{id}/mark?mark=true (or: clear, then POST H/{id}/errors/{e}/mark for each
+ * --error) ─▶ POST H/{id}/reprocess ─▶ a new run of the marked records ─▶ --watch: watchRun
  */
 import { z } from 'zod';
 import { orgOf } from './args.js';
@@ -64,6 +67,19 @@ const RecordError = z
   })
   .passthrough();
 type RecordError = z.infer<typeof RecordError>;
+
+const MarkAnswer = z.object({ historyId: z.number(), mark: z.boolean(), changed: z.number(), reprocessRecordsRemaining: z.number() });
+
+const ReprocessAnswer = z
+  .object({
+    solutionId: z.string(),
+    historyId: z.number(),
+    runId: z.string().nullable(),
+    started: z.boolean(),
+    records: z.number(),
+    message: z.string(),
+  })
+  .passthrough();
 
 const historyPath = (org: number, s: Solution): string => `${solutionsBase(org)}/${s.id}/history`;
 
@@ -266,4 +282,45 @@ export const solutionsErrors = solutionsCommand(async (values, positionals, env)
   ]);
   if (total > offset + errors.length)
     process.stderr.write(`${errors.length} of ${total}: --offset ${offset + errors.length} for more\n`);
+});
+
+/**
+ * `ferry solutions reprocess ID|NAME [--run RUN] [--error ID … | --marked] [--watch]`: the run's
+ * failed records again, as a new run. Exit 0 once it started (with --watch: once it completed
+ * successfully), 1 when nothing was reprocessed (none marked, or the Solution runs).
+ */
+export const solutionsReprocess = solutionsCommand(async (values, positionals, env) => {
+  const org = orgOf(values.org, env);
+  if (positionals.length > 1) throw new UsageError(`unexpected ${positionals[1]}: give errors with --error ID`);
+  const errorIds = values.error ?? [];
+  if (errorIds.length > 0 && values.marked) throw new UsageError('give --error ID … or --marked, not both');
+  const client = new ApiClient(resolveCredentials(env));
+  const s = await findSolution(client, org, positionals[0]);
+  const run = await findRun(client, org, s, values.run);
+  const H = `${historyPath(org, s)}/${run.id}`;
+  if (errorIds.length > 0) {
+    // Every one is checked before any mark changes.
+    for (const id of errorIds) {
+      const e = await client.call('GET', `${H}/errors/${encodeURIComponent(id)}`, RecordError.extend({ canReprocess: z.boolean() }));
+      if (!e.canReprocess) throw new UsageError(`record error ${id} of run ${run.id} cannot be reprocessed (it was, or its record was not kept)`, 1);
+    }
+    await client.call('POST', `${H}/mark`, MarkAnswer, { query: { mark: false } });
+    for (const id of errorIds) await client.call('POST', `${H}/errors/${encodeURIComponent(id)}/mark`, RecordError, { query: { mark: true } });
+  } else if (!values.marked) {
+    await client.call('POST', `${H}/mark`, MarkAnswer, { query: { mark: true } });
+  }
+  const answer = await client.call('POST', `${H}/reprocess`, ReprocessAnswer);
+  const json = wantsJson(values.json);
+  if (!answer.started || !answer.runId) {
+    if (json) printJson(answer);
+    process.stderr.write(`ferry: nothing reprocessed for run ${run.id} of "${s.name}": ${answer.message}\n`);
+    return 1;
+  }
+  const what = `${count(answer.records)} failed record${answer.records === 1 ? '' : 's'} of run ${run.id}`;
+  if (values.watch) {
+    process.stderr.write(`Reprocessing ${what} of "${s.name}" as run ${answer.runId}\n`);
+    return watchRun(client, org, s, { runId: answer.runId, values });
+  }
+  if (json) printJson(answer);
+  else process.stdout.write(`Reprocessing ${what} of "${s.name}" as run ${answer.runId}\n`);
 });

@@ -23,6 +23,8 @@ export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART
                               [--enable | --disable] [--map-order MAP,MAP…] [--data JSON|@FILE|-] [--json]
                               Replication: [--source CONN] [--target CONN] [--entities a,b | --all]
                               [--bulk | --no-bulk]
+       ferry solutions reprocess --org N ID|NAME [--run RUN] [--error ID … | --marked]
+                                 [--watch [--interval S] [--timeout S]] [--json]
        ferry solutions prepare --org N ID|NAME [--timeout S] [--json]
        ferry solutions delete --org N ID|NAME [--yes] [--json]
        ferry solutions schedule --org N ID|NAME [--json]                   (shows it)
@@ -37,7 +39,9 @@ export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART
   watch shows the run's progress until it ends, then its summary: exit 0 when it completed
   successfully, 1 otherwise (start --watch the same).
   update reads the Solution, changes what is given and sends it back; --data is a part of the
-  model to merge (the flags win over it). A new source or target needs --entities or --all.`;
+  model to merge (the flags win over it). A new source or target needs --entities or --all.
+  reprocess marks the run's failed records (all, or --error ID …; --marked: those marked already)
+  and reprocesses them as a new run: exit 0 once it started (with --watch: once it succeeded).`;
 
 export const SOLUTIONS_OPTIONS = {
   org: { type: 'string' },
@@ -65,6 +69,8 @@ export const SOLUTIONS_OPTIONS = {
   enable: { type: 'boolean' },
   disable: { type: 'boolean' },
   'map-order': { type: 'string' },
+  error: { type: 'string', multiple: true },
+  marked: { type: 'boolean' },
   data: { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   'on-demand': { type: 'boolean' },
