@@ -27,6 +27,7 @@ import { packedRecord, type Checkpoint, type ConnectorRecord, type Filter, type 
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
 import { countsOf, withCounts, type RunCounts } from '../maps/runtime/run-counts.js';
+import { DEFAULT_TARGET_RETRY, withTargetRetry, type TargetRetry } from '../maps/runtime/target-retry.js';
 import { DEFAULT_MAP_BATCH_SIZE } from '../protocol/map.js';
 import { sourceKeyOf, type RunRecordError } from '../protocol/solutions.js';
 import { uuidV7 } from '../util/uuid-v7.js';
@@ -49,6 +50,8 @@ export interface EntityRun {
   runId?: string | undefined;
   /** The entity's checkpoint in the target was committed by another run, with that run's counts. */
   onEarlierRun?: ((entity: string, counts: RunCounts) => void) | undefined;
+  /** How long a write waits for a target that went away (maps/runtime/target-retry.ts); default 90 s. */
+  targetRetry?: Partial<TargetRetry> | undefined;
   log: Logger;
 }
 
@@ -56,6 +59,8 @@ export interface EntityOutcome {
   stats: EntityStats;
   /** The signal stopped it; what was checkpointed stands. */
   cancelled: boolean;
+  /** Its target stayed away past the retry budget (RUN_TARGET_UNAVAILABLE): the next entities would wait for it too. */
+  targetGone?: boolean;
 }
 
 /** Copies one entity; never throws (a failure of the entity as a whole is its `fatal`). */
@@ -67,11 +72,12 @@ export async function replicateEntity(name: string, run: EntityRun): Promise<Ent
   } catch (err) {
     if (run.signal.aborted) return { stats, cancelled: true };
     stats.fatal = err instanceof Error ? err.message : String(err);
+    const targetGone = isFerryError(err) && err.code === 'RUN_TARGET_UNAVAILABLE';
     const kind = isFerryError(err) ? err.kind : 'system';
     const data = { err: isFerryError(err) ? { code: err.code, message: err.message, details: err.details } : err, processed: stats.processed };
     if (kind === 'system') log.error(data, 'entity replication failed');
     else log.warn(data, 'entity replication failed');
-    return { stats, cancelled: false };
+    return { stats, cancelled: false, ...(targetGone ? { targetGone } : {}) };
   }
 }
 
@@ -103,6 +109,13 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
   stats.action(action);
   const bulk = run.checkForBulk && (dest.actions.find((a) => a.action === action)?.supportsBulk ?? false);
   const inTarget = action === 'Create' && field !== undefined && target.transactionalCheckpoints;
+  const retry: TargetRetry = { ...DEFAULT_TARGET_RETRY, ...run.targetRetry };
+  /** A call to the target, tried again while the target is away (maps/runtime/target-retry.ts). */
+  const retrying = <T>(call: () => Promise<T>, settled?: () => Promise<T | undefined>): Promise<T> =>
+    withTargetRetry(`${name}: ${action} in ${dest.fullName}`, retry, signal, call, {
+      ...(settled ? { settled } : {}),
+      onRetry: (n) => log.warn({ attempt: n.attempt, waitMs: n.waitMs, code: n.error.code, err: { message: n.error.message } }, 'write failed as a whole: the datastore is tried again'),
+    });
   const limit = Math.min(source.bulkLimit, target.bulkLimit);
   // Not bulk, a batch goes the records way (no packed COPY) in calls of a Map's default batch.
   const batchSize = Math.max(1, Math.min(run.batchSize ?? (bulk ? limit : NON_BULK_BATCH), limit));
@@ -114,11 +127,11 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     if (ensured.created) {
       // A target made anew gets everything: a checkpoint of an earlier target must not survive an
       // abort before this copy's first one.
-      if (inTarget) await target.write('Create', dest.fullName, [], { checkpoint: { key: cpKey, value: 'null' } });
+      if (inTarget) await retrying(() => target.write('Create', dest.fullName, [], { checkpoint: { key: cpKey, value: 'null' }, signal }));
       await store.clear();
     } else if (inTarget) {
       // The file store holds one only if the target had a key before: better than a full Create.
-      const value = await target.readCheckpoint(cpKey, { signal });
+      const value = await retrying(() => target.readCheckpoint(cpKey, { signal }));
       const earlier = countsOf(value);
       if (earlier && earlier.run !== run.runId) run.onEarlierRun?.(name, earlier);
       saved = parseCheckpoint(value, name) ?? (await store.load());
@@ -181,7 +194,11 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
     // A stop lets the write in progress finish; one still going after the grace (a lock it waits
     // on) is cancelled on the server: an Upsert is written again whole, a Create with its
     // checkpoint commits with it or not at all.
-    const results = await target.write(action, dest.fullName, records, cp ? { checkpoint: cp, signal: writeSignal } : { signal: writeSignal });
+    const call = (): Promise<WriteResult[]> => target.write(action, dest.fullName, records, cp ? { checkpoint: cp, signal: writeSignal } : { signal: writeSignal });
+    // A try that failed after its commit is known by the checkpoint it committed.
+    const settled = cp ? async (): Promise<WriteResult[] | undefined> => ((await target.readCheckpoint(cp.key, { signal: writeSignal })) === cp.value ? records.map(() => ({ ok: true, affected: 1 })) : undefined) : undefined;
+    // Not tried again once the run is stopped: the batch is the next run's.
+    const results = await retrying(call, settled);
     const failed = refused(results, (k) => records[k] as ConnectorRecord);
     stats.write(performance.now() - t, records.length, failed);
     return { failed, moved };
@@ -208,7 +225,8 @@ async function copy(name: string, run: EntityRun, stats: EntityStats, log: Logge
         let failed = 0;
         if (rows > 0) {
           // Cancelled only past the stop's grace, as above.
-          const results = some ? await target.write(action, dest.fullName, some, { signal: writeSignal }) : await target.writePacked(action, dest.fullName, b, { signal: writeSignal });
+          // Written by key: a try that failed after its commit is written over by the next.
+          const results = await retrying(() => (some ? target.write(action, dest.fullName, some, { signal: writeSignal }) : target.writePacked(action, dest.fullName, b, { signal: writeSignal })));
           failed = refused(results, some ? (k) => some[k] as ConnectorRecord : (k) => packedRecord(b, k));
           stats.write(performance.now() - t0, rows, failed);
         }

@@ -27,6 +27,8 @@ export async function replicateSolution(opts: {
   runId?: string;
   /** An entity's checkpoint in the target was committed by another run, with that run's counts. */
   onEarlierRun?: ((entity: string, counts: RunCounts) => void) | undefined;
+  /** How long a write waits for a target that went away before the entity fails (default 90 s). */
+  targetRetryMs?: number | undefined;
 }): Promise<{ statistics: RunMapStats[]; fatal?: string; cancelled: boolean }> {
   const { solution, host } = opts;
   const rs = solution.replication;
@@ -63,6 +65,7 @@ export async function replicateSolution(opts: {
         onRecordError: (e) => opts.onRecordError(e),
         ...(opts.runId !== undefined ? { runId: opts.runId } : {}),
         ...(opts.onEarlierRun ? { onEarlierRun: opts.onEarlierRun } : {}),
+        ...(opts.targetRetryMs !== undefined ? { targetRetry: { budgetMs: opts.targetRetryMs } } : {}),
       });
       return { statistics: r.statistics, ...(r.fatal !== undefined ? { fatal: r.fatal } : {}), cancelled: r.cancelled };
     } finally {

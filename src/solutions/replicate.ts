@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { RunCounts } from '../maps/runtime/run-counts.js';
+import type { TargetRetry } from '../maps/runtime/target-retry.js';
 import type { HostConnection } from '../connectors/connection.js';
 import type { RunMapStats, RunRecordError } from '../protocol/solutions.js';
 import { replicateEntity } from './replicate-entity.js';
@@ -40,6 +41,8 @@ export interface ReplicateOptions {
   runId?: string;
   /** An entity's checkpoint in the target was committed by another run, with that run's counts. */
   onEarlierRun?(entity: string, counts: RunCounts): void;
+  /** How long a write waits for a target that went away (maps/runtime/target-retry.ts); default 90 s. */
+  targetRetry?: Partial<TargetRetry>;
   /** An entity's copy begins. */
   onEntityStart?(entity: string): void;
   /** An entity's copy ended (its statistics as they go into the result). */
@@ -80,7 +83,7 @@ export async function replicate(opts: ReplicateOptions): Promise<ReplicateResult
       break;
     }
     opts.onEntityStart?.(name);
-    const { stats, cancelled: stopped } = await replicateEntity(name, { ...opts, log });
+    const { stats, cancelled: stopped, targetGone } = await replicateEntity(name, { ...opts, log });
     const s = stats.result();
     statistics.push(s);
     opts.onEntityEnd?.(s);
@@ -89,6 +92,12 @@ export async function replicate(opts: ReplicateOptions): Promise<ReplicateResult
     if (s.fatal !== undefined) fatals.push(`${name}: ${s.fatal}`);
     if (stopped) {
       cancelled = true;
+      break;
+    }
+    if (targetGone) {
+      // The next entities would wait for the same target as long: they are copied by the next run.
+      const rest = entities.slice(entities.indexOf(name) + 1);
+      if (rest.length) fatals.push(`Not copied in this run, as the target was unavailable: ${rest.join(', ')}.`);
       break;
     }
   }

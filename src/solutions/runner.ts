@@ -348,6 +348,7 @@ export class SolutionRunner {
           committed,
           runId: run.runId,
           onEarlierRun: (entity, c) => this.#correct(solution.solutionId, c, { mapName: entity, entity }, log),
+          targetRetryMs: this.opts.targetRetryMs,
         });
         statistics.push(...r.statistics);
         fatal = r.fatal;
