@@ -14,8 +14,8 @@
  * call with a `CON_` error and never the Agent. Write results come back one per input record, in
  * input order. Values follow the value model of `./value.ts` (docs/connectors.md).
  *
- * Beside the types, the SDK exports a few pure helpers every plugin needs alike (value coercion,
- * fullNames, filter evaluation and SQL translation, errors).
+ * Beside the types, the SDK exports a few helpers every plugin needs alike (value coercion,
+ * fullNames, filter evaluation and SQL translation, errors, a worker thread run from source text).
  */
 import { randomUUID } from 'node:crypto';
 import type { Filter } from '../protocol/filter.js';
@@ -33,6 +33,7 @@ export { compileFilter, likeToRegExp } from './filter-eval.js';
 export { filterToSql, escapeLike, type SqlFilterDialect } from './sql-filter.js';
 export { toFullName, uniqueFullNames, isFullName } from './names.js';
 export { processAlive } from '../util/process.js';
+export { WorkerThread, WorkerThreadError, workerFailure, type Answer, type WorkerFailure, type WorkerThreadOptions } from '../util/worker-thread.js';
 export * from './packed.js';
 
 /** The SDK version plugins declare a range against in `manifest.json` (`sdkVersion`). */
