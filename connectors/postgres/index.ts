@@ -27,7 +27,7 @@ import { connectionMetadata } from './metadata.js';
 import { checkout } from './cursor.js';
 import { callError } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
-import { PgWriter } from './write.js';
+import { PgWriter } from './write/index.js';
 import { ensureTable } from './ensure-entity.js';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * A refused large Create batch written "picks first" (connectors/postgres/write.ts picksFirst):
+ * A refused large Create batch written "picks first" (connectors/postgres/write/picks-first.ts):
  * the rows its NOT NULL and CHECK constraints refuse are found from only the columns they read,
  * and one COPY writes the others; whatever that cannot tell goes to rowByRow. Each case writes the
  * same batch through a writer with the picks and one without (rowByRow only), into tables of one
@@ -13,7 +13,15 @@ import { createTestDatabase } from '../helpers/stores.js';
 import { packRecords, type CallContext, type ConnectorRecord, type WriteOptions, type WriteResult } from '../../src/connectors/sdk.js';
 import { readCatalogue, type PgTable } from '../../connectors/postgres/catalogue.js';
 import { parseProps } from '../../connectors/postgres/properties.js';
-import { PgWriter } from '../../connectors/postgres/write.js';
+import { PgWriter } from '../../connectors/postgres/write/index.js';
+import type * as rows from '../../connectors/postgres/write/row-by-row.js';
+import { rowByRow } from '../../connectors/postgres/write/row-by-row.js';
+
+// rowByRow as it is, counted: how often a writer fell back to it.
+vi.mock('../../connectors/postgres/write/row-by-row.js', async (original) => {
+  const m = await original<typeof rows>();
+  return { ...m, rowByRow: vi.fn(m.rowByRow) };
+});
 
 const URL_SET = Boolean(process.env['FERRY_TEST_DATABASE_URL']);
 
@@ -62,29 +70,25 @@ describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () =>
     }
   };
   const contents = async (t: PgTable): Promise<unknown[]> => (await admin.query(`SELECT * FROM ${t.schema}.${t.name} ORDER BY 1, 2`)).rows;
-  const rowByRowCalls = (w: PgWriter): { mock: { calls: unknown[] }; mockRestore: () => void } => vi.spyOn(w as unknown as { rowByRow: (...args: unknown[]) => Promise<number> }, 'rowByRow');
+  const rowByRowCalls = (): number => vi.mocked(rowByRow).mock.calls.length;
 
   /** Writes each batch through both writers (records, or packed), compares, and says how often the picks writer went to rowByRow. */
   const compare = async (ddl: string, batches: ConnectorRecord[][], opts: { packed?: boolean; options?: WriteOptions } = {}): Promise<{ results: WriteResult[][]; fallbacks: number; rows: unknown[] }> => {
     const { a, b } = await tables(ddl);
-    const spy = rowByRowCalls(on);
     const results: WriteResult[][] = [];
     let fallbacks = 0;
-    try {
-      for (const batch of batches) {
-        const write = (w: PgWriter, t: PgTable): Promise<WriteResult[]> => {
-          if (!opts.packed) return w.write('Create', t, batch, opts.options ?? {}, ctx);
-          return w.writePacked('Create', t, packRecords(batch, Object.keys(batch[0] as ConnectorRecord)), opts.options ?? {}, ctx);
-        };
-        const got = await write(on, a);
-        const want = await write(off, b);
-        expect(got).toHaveLength(batch.length);
-        expect(got).toEqual(want);
-        results.push(got);
-      }
-    } finally {
-      fallbacks = spy.mock.calls.length;
-      spy.mockRestore();
+    for (const batch of batches) {
+      const write = (w: PgWriter, t: PgTable): Promise<WriteResult[]> => {
+        if (!opts.packed) return w.write('Create', t, batch, opts.options ?? {}, ctx);
+        return w.writePacked('Create', t, packRecords(batch, Object.keys(batch[0] as ConnectorRecord)), opts.options ?? {}, ctx);
+      };
+      const before = rowByRowCalls();
+      const got = await write(on, a);
+      fallbacks += rowByRowCalls() - before;
+      const want = await write(off, b);
+      expect(got).toHaveLength(batch.length);
+      expect(got).toEqual(want);
+      results.push(got);
     }
     const rows = await contents(a);
     expect(rows).toEqual(await contents(b));
