@@ -52,6 +52,8 @@ export class TestChannel {
         return;
       }
       this.received.push(msg);
+      // A live Agent answers the Service's keepalive; a channel that stays silent is dropped.
+      if (msg['type'] === 'ping') this.send({ type: 'pong', at: new Date().toISOString() });
       if (this.autoReply && typeof msg['type'] === 'string' && typeof msg['id'] === 'string') {
         const answer = this.autoReply(msg);
         if (answer) this.send(answer);

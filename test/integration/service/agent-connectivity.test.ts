@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OpenChannels, registerTestAgent, until, type TestAgent, type TestChannel } from '../../helpers/agent-client.js';
+import { OpenChannels, registerTestAgent, until, type TestAgent } from '../../helpers/agent-client.js';
 import { startService, type TestService } from '../../helpers/service.js';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 
@@ -8,14 +8,6 @@ interface AgentModel {
   status: string;
   isConnected: boolean;
   lastContactTime: string | null;
-}
-
-/** What a live Agent does besides its requests: answer the Service's pings. */
-function answerPings(ch: TestChannel): void {
-  ch.ws.on('message', (data: Buffer) => {
-    const msg = JSON.parse(data.toString('utf8')) as { type?: string };
-    if (msg.type === 'ping') ch.send({ type: 'pong', at: new Date().toISOString() });
-  });
 }
 
 describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target) => {
@@ -32,8 +24,8 @@ describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target)
 
   const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
   const connect = async (agent: TestAgent) => {
+    // A TestChannel answers the Service's pings, as a live Agent does.
     const ch = await channels.connect(svc, agent);
-    answerPings(ch);
     await ch.hello(agent);
     return ch;
   };
