@@ -171,7 +171,8 @@ describe('csv queries in the scan thread', () => {
       break;
     }
     await until('no thread left after a break', () => liveWorkers() === base);
-    expect(openDescriptors(file)).toBe(0);
+    // The file is closed once the thread has stopped: a turn after it has left the report.
+    await until('the file closed after a break', () => openDescriptors(file) === 0);
 
     const ac = new AbortController();
     const it = conn.query('lf', undefined, { batchSize: 10, signal: ac.signal })[Symbol.asyncIterator]();
@@ -179,7 +180,7 @@ describe('csv queries in the scan thread', () => {
     ac.abort();
     await expect(it.next()).rejects.toMatchObject({ code: 'CON_ABORTED' });
     await until('no thread left after an abort', () => liveWorkers() === base);
-    expect(openDescriptors(file)).toBe(0);
+    await until('the file closed after an abort', () => openDescriptors(file) === 0);
   });
 
   it('ends an open query with CON_ABORTED when the session disconnects, and stops its thread', async () => {
