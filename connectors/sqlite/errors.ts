@@ -1,5 +1,4 @@
-import { ConnectorError, type RecordErrorCode } from '../../src/connectors/sdk.js';
-import { SqliteThreadError } from './thread.js';
+import { ConnectorError, workerFailure, type RecordErrorCode } from '../../src/connectors/sdk.js';
 
 /** The SQLite error code of a driver error (`SQLITE_CONSTRAINT_UNIQUE`), if it has one. */
 export function sqliteCode(err: unknown): string | undefined {
@@ -38,7 +37,8 @@ export function recordErrorCode(code: string | undefined): RecordErrorCode | und
 export function callError(err: unknown, what: string): unknown {
   const code = sqliteCode(err);
   const msg = err instanceof Error ? err.message : String(err);
-  if (!code && err instanceof SqliteThreadError) return new ConnectorError(err.closed ? 'Aborted' : 'Datastore', `${what}: ${msg}`, { cause: err });
+  const failure = workerFailure(err);
+  if (!code && failure !== undefined) return new ConnectorError(failure === 'closed' ? 'Aborted' : 'Datastore', `${what}: ${msg}`, { cause: err });
   if (!code) return err;
   if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_CANTOPEN_')) return new ConnectorError('Unreachable', `${what}: the database file cannot be opened.`, { nativeCode: code, cause: err });
   if (code === 'SQLITE_PERM' || code === 'SQLITE_AUTH' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_')) {

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import { WorkerThread, WorkerThreadError } from '../../src/connectors/sdk.js';
 import { sqliteExecutor, type ExecJob, type ExecResult } from './executor.js';
 import { sqliteReader, type ReadBatch, type ReadBind, type ReadRequest } from './reader.js';
 
@@ -9,34 +9,17 @@ import { sqliteReader, type ReadBatch, type ReadBind, type ReadRequest } from '.
  * is synchronous: on the session's thread, SQLite's insert work would stop every other step
  * (reading and parsing the next source batch, formulas) for as long as it runs.
  *
- * The thread runs its handler from the handler's source text, with the better-sqlite3 the plugin
- * itself resolves: the same from the source tree, the compiled tree and an installed package.
- * Data crosses packed in transferable buffers (see executor.ts), not as structured-cloned records.
- * The reader thread runs a session's bulk queries the same way (reader.ts).
+ * The thread is the SDK's WorkerThread: it runs its handler from the handler's source text, with
+ * the better-sqlite3 the plugin itself resolves: the same from the source tree, the compiled tree
+ * and an installed package. Data crosses packed in transferable buffers (see executor.ts), not as
+ * structured-cloned records. The reader thread runs a session's bulk queries the same way (reader.ts).
  */
-const SOURCE = (factory: string): string => `
-const __name = (f) => f;
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.lib);
-const failure = (err) => ({ code: err && typeof err.code === 'string' ? err.code : undefined, message: err instanceof Error ? err.message : String(err) });
-let handle;
-try {
-  const db = new Database(workerData.file, { readonly: workerData.readOnly, fileMustExist: true, timeout: workerData.busyTimeoutMs });
-  for (const p of workerData.pragmas) db.pragma(p);
-  handle = (${factory})(db, workerData.extra, Database);
-  parentPort.postMessage({ ready: true });
-} catch (err) {
-  parentPort.postMessage({ fatal: failure(err) });
-}
-parentPort.on('message', (msg) => {
-  try {
-    const out = handle(msg.body);
-    parentPort.postMessage({ id: msg.id, result: out.reply }, out.transfer);
-  } catch (err) {
-    parentPort.postMessage({ id: msg.id, error: failure(err) });
-  }
-});
-`;
+const OPEN = (factory: string): string => `(require, data) => {
+  const Database = require(data.lib);
+  const db = new Database(data.file, { readonly: data.readOnly, fileMustExist: true, timeout: data.busyTimeoutMs });
+  for (const p of data.pragmas) db.pragma(p);
+  return (${factory})(db, data.extra, Database);
+}`;
 
 export interface SqliteThreadOptions {
   file: string;
@@ -48,31 +31,13 @@ export interface SqliteThreadOptions {
 }
 
 /**
- * An error of a session thread, with the SQLite code when it has one (errors.ts maps it);
- * `closed` when the session closed the thread under a call (a disconnect).
+ * A session thread. Its calls fail with the SDK's WorkerThreadError: with the SQLite code when
+ * there is one (errors.ts maps it), failure `closed` when the session closed the thread under a
+ * call (a disconnect). A thread that could not open the database is not alive: the session starts
+ * another next time.
  */
-export class SqliteThreadError extends Error {
-  constructor(
-    message: string,
-    readonly code?: string,
-    readonly closed = false,
-  ) {
-    super(message);
-  }
-}
-
-type Reply<T> = { ready: true } | { fatal: { code?: string; message: string } } | { id: number; result: T } | { id: number; error: { code?: string; message: string } };
-
 class SqliteThread<Req, Res> {
-  private readonly worker: Worker;
-  private readonly ready: Promise<void>;
-  private readonly pending = new Map<number, { resolve: (r: Res) => void; reject: (e: Error) => void }>();
-  private nextId = 1;
-  private dead: Error | undefined;
-  private started = false;
-  /** Calls not answered yet: while there are any the thread keeps the process alive, idle it does not. */
-  private inflight = 0;
-  private closing = false;
+  private readonly thread: WorkerThread<Req, Res>;
 
   constructor(
     private readonly role: string,
@@ -80,75 +45,22 @@ class SqliteThread<Req, Res> {
     opts: SqliteThreadOptions & { extra?: unknown },
   ) {
     const lib = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(SOURCE(factory), { eval: true, workerData: { lib, file: opts.file, readOnly: opts.readOnly === true, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra } });
-    this.ready = new Promise<void>((resolve, reject) => {
-      this.worker.on('message', (m: Reply<Res>) => {
-        if ('ready' in m) {
-          this.started = true;
-          resolve();
-        } else if ('fatal' in m) {
-          // The thread could not open the database: it is done, the session starts another next time.
-          const err = new SqliteThreadError(m.fatal.message, m.fatal.code);
-          this.dead ??= err;
-          reject(err);
-          void this.worker.terminate();
-        } else {
-          const p = this.pending.get(m.id);
-          if (!p) return;
-          this.pending.delete(m.id);
-          if ('result' in m) p.resolve(m.result);
-          else p.reject(new SqliteThreadError(m.error.message, m.error.code));
-        }
-      });
-      const die = (err: Error): void => {
-        this.dead ??= err;
-        reject(err);
-        for (const p of this.pending.values()) p.reject(err);
-        this.pending.clear();
-      };
-      this.worker.on('error', (err) => die(new SqliteThreadError(`The SQLite ${this.role} thread failed: ${err.message}`)));
-      this.worker.on('exit', (code) => die(new SqliteThreadError(`The SQLite ${this.role} thread stopped (exit code ${code}).`)));
-    });
-    // A start failure is reported by the first call, not as an unhandled rejection.
-    this.ready.catch(() => undefined);
-    // Idle, the thread must not keep the process alive (after the listeners, which would ref it).
-    this.worker.unref();
+    const data = { lib, file: opts.file, readOnly: opts.readOnly === true, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra };
+    this.thread = new WorkerThread<Req, Res>({ name: `SQLite ${role}`, factory: OPEN(factory), data });
   }
 
   /** False once the thread has failed or stopped: the session starts another. */
   get alive(): boolean {
-    return this.dead === undefined;
+    return this.thread.alive;
   }
 
-  /**
-   * Posts a request. Once the thread has started it is posted at once, not after the caller's
-   * synchronous work: the thread starts on a batch's first part while the caller checks the next.
-   */
-  call(body: Req, transfer: ArrayBuffer[] = []): Promise<Res> {
-    if (this.inflight++ === 0) this.worker.ref();
-    const out = this.started ? this.post(body, transfer) : this.ready.then(() => this.post(body, transfer));
-    const settle = (): void => {
-      if (--this.inflight === 0 && !this.closing) this.worker.unref();
-    };
-    out.then(settle, settle);
-    return out;
-  }
-
-  private post(body: Req, transfer: ArrayBuffer[]): Promise<Res> {
-    if (this.dead) return Promise.reject(this.dead);
-    const id = this.nextId++;
-    return new Promise<Res>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, body }, transfer);
-    });
+  /** Posts a request at once, not after the caller's synchronous work: the thread starts on a batch's first part while the caller checks the next. */
+  call(body: Req, transfer?: ArrayBuffer[]): Promise<Res> {
+    return this.thread.call(body, transfer);
   }
 
   async close(): Promise<void> {
-    this.closing = true;
-    this.dead ??= new SqliteThreadError(`the session was disconnected and its SQLite ${this.role} thread closed.`, undefined, true);
-    // Held until it has stopped: a reply arriving meanwhile must not let the process end first.
-    this.worker.ref();
-    await this.worker.terminate();
+    await this.thread.close(new WorkerThreadError(`the session was disconnected and its SQLite ${this.role} thread closed.`, 'closed'));
   }
 }
 
