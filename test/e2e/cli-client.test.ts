@@ -4,27 +4,19 @@
  * Service's own cipher, Connections created, read, listed and tested through an Agent, and the
  * errors a person meets (wrong password, not logged in, an API refusal).
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptProperty, encryptProperty } from '../../service/connections/properties-crypto.js';
-import { registerTestAgent, TestChannel, type Incoming } from '../helpers/agent-client.js';
+import { connectPlayedAgent, OpenChannels, type Incoming } from '../helpers/agent-client.js';
+import { HAS_SCRIPT, parse, runFerry, type CliOptions, type CliRun } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const POSTGRES = '18cc2a91-e317-4972-9c24-be9fc63775ab';
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 const SECRET = 'Pg-s3cret-never-shown';
-const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** The CLI's environment: its own config folder and no login variables inherited from the test's. */
 function cliEnv(configDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -33,52 +25,11 @@ function cliEnv(configDir: string, extra: Record<string, string> = {}): NodeJS.P
   return env;
 }
 
-/** Runs `ferry ARGS` with stdin and stdout as pipes. */
-function ferry(args: string[], opts: { env: NodeJS.ProcessEnv; input?: string }): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  return collect(child, () => child.stdin.end(opts.input ?? ''));
-}
+/** Runs `ferry ARGS` with stdin and stdout as pipes; a run still going after 30 s (waiting at a prompt nobody answers) is killed. */
+const ferry = (args: string[], opts: Omit<CliOptions, 'killAfterMs'>): Promise<CliRun> => runFerry(args, { ...opts, killAfterMs: 30_000 });
 
-/**
- * Runs `ferry ARGS` on a pseudo-terminal (util-linux `script`), answering each prompt that appears
- * with the next answer, so what is echoed to the terminal is what a person would see.
- */
-function ferryOnTerminal(args: string[], opts: { env: NodeJS.ProcessEnv; answers?: Array<{ prompt: RegExp; answer: string }> }): Promise<Run> {
-  const cmd = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const child = spawn('script', ['-qefc', `stty cols 200; exec ${cmd}`, '/dev/null'], { cwd: ROOT, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  const answers = [...(opts.answers ?? [])];
-  let seen = '';
-  child.stdout.on('data', (c: Buffer) => {
-    seen += c.toString('utf8');
-    const next = answers[0];
-    if (next && next.prompt.test(seen)) {
-      answers.shift();
-      seen = '';
-      child.stdin.write(`${next.answer}\r`);
-    }
-  });
-  return collect(child, () => undefined);
-}
-
-/** Collects a run's output; a run still going after 30 s (waiting at a prompt nobody answers) is killed. */
-function collect(child: ReturnType<typeof spawn>, start: () => void): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  child.stdout?.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr?.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  start();
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      child.stdin?.destroy();
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
+/** Runs `ferry ARGS` on a pseudo-terminal, so what is echoed to the terminal is what a person would see. */
+const ferryOnTerminal = (args: string[], opts: Pick<CliOptions, 'env' | 'answers'>): Promise<CliRun> => ferry(args, { ...opts, terminal: true });
 
 interface ShownConnection {
   id: string;
@@ -93,7 +44,7 @@ describe('ferry as an API client', () => {
   let configDir: string;
   let env: NodeJS.ProcessEnv;
   let token: string;
-  let ch: TestChannel;
+  const channels = new OpenChannels();
   let agentId: string;
   const tested: Incoming[] = [];
 
@@ -104,19 +55,20 @@ describe('ferry as an API client', () => {
     env = cliEnv(configDir);
     token = (await svc.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${svc.orgId}/SecuritySettings`)).body.apiCryptoToken;
     // An Agent that answers Connection tests: SUCCESS when the password it receives is SECRET.
-    const agent = await registerTestAgent(svc, { name: 'Tester' });
+    const { agent } = await connectPlayedAgent(svc, channels, {
+      name: 'Tester',
+      hello: { installedConnectors: [{ connectorId: POSTGRES, version: '1.0.0' }, { connectorId: CSV, version: '1.0.0' }] },
+      reply: (cmd) => {
+        if (cmd['type'] !== 'testConnection') return undefined;
+        tested.push(cmd);
+        const props = cmd['properties'] as Record<string, string>;
+        return props['password'] === SECRET ? { re: cmd['id'], ok: true, result: { ok: true } } : { re: cmd['id'], ok: false, error: { code: 'CON_AUTH', kind: 'config', message: 'password authentication failed for user "etl"' } };
+      },
+    });
     agentId = agent.agentId;
-    ch = await TestChannel.connect(svc, agent);
-    await ch.hello(agent, { installedConnectors: [{ connectorId: POSTGRES, version: '1.0.0' }, { connectorId: CSV, version: '1.0.0' }] });
-    ch.autoReply = (cmd) => {
-      if (cmd['type'] !== 'testConnection') return undefined;
-      tested.push(cmd);
-      const props = cmd['properties'] as Record<string, string>;
-      return props['password'] === SECRET ? { re: cmd['id'], ok: true, result: { ok: true } } : { re: cmd['id'], ok: false, error: { code: 'CON_AUTH', kind: 'config', message: 'password authentication failed for user "etl"' } };
-    };
   });
   afterAll(async () => {
-    await ch?.close();
+    await channels.closeAll();
     await svc?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });

@@ -4,48 +4,14 @@
  * whole, and exports that import back unchanged (the JSON one is the file `ferry map run
  * --lookup-tables` reads).
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLookupTablesFile } from '../../src/cli/lookup-tables-file.js';
+import { ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `ferry ARGS` to its end, logged in through FERRY_*: stdout a pipe (JSON), or a terminal (`script`). */
-function ferry(svc: TestService, args: string[], opts: { input?: string; terminal?: boolean } = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: svc.url, FERRY_USER: svc.admin.email, FERRY_PASSWORD: svc.admin.password, FERRY_ORG: String(svc.orgId), FERRY_LOG_LEVEL: 'silent', FERRY_CONFIG_DIR: '/nonexistent' };
-  const argv = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args];
-  const [cmd, cmdArgs] = opts.terminal
-    ? ['script', ['-qefc', `stty cols 200; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`, '/dev/null']]
-    : [argv[0] as string, argv.slice(1)];
-  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  if (!opts.terminal) child.stdin.end(opts.input ?? '');
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
 
 interface Imported {
   lookupTableId: string;

@@ -3,59 +3,13 @@
  * people and a SQLite database of contacts, whose metadata the Agent loads. The Map `new`
  * scaffolds is run to its end and its rows read back from SQLite.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, type ServiceUnderTest } from './agent/harness.js';
+import { ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
+import type { ServiceUnderTest } from './agent/harness.js';
 import { createConnection, createSolution, CSV, SQLITE, startWithAgent, stopAll } from './solutions/harness.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs `ferry ARGS` to its end, logged in through FERRY_*: stdout a pipe (JSON), or with
- * `terminal` on a pseudo-terminal (`script`; stdout and stderr both arrive on stdout).
- */
-function ferry(sut: ServiceUnderTest, args: string[], opts: { terminal?: boolean; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    FERRY_URL: sut.url,
-    FERRY_USER: ADMIN.email,
-    FERRY_PASSWORD: ADMIN.password,
-    FERRY_ORG: String(sut.orgId),
-    FERRY_LOG_LEVEL: 'silent',
-    FERRY_CONFIG_DIR: '/nonexistent',
-    ...opts.env,
-  };
-  const argv = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args];
-  const [cmd, cmdArgs] = opts.terminal
-    ? ['script', ['-qefc', `stty cols 200; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`, '/dev/null']]
-    : [argv[0] as string, argv.slice(1)];
-  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  child.stdin.end(opts.input ?? '');
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
 
 interface Mapping {
   targetField: string;

@@ -2,36 +2,13 @@
  * `ferry solutions create|schedule|delete` run as real processes against a real Service, with an
  * Agent the test plays. Prepare against a real Agent: solutions/cli-start-watch.test.ts.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPlayedAgent, OpenChannels, type TestAgent } from '../helpers/agent-client.js';
+import { ferry, parse } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
-
-/** Runs `ferry ARGS` to its end with stdout a pipe (JSON), logged in through FERRY_*. */
-function ferry(svc: TestService, args: string[], input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: svc.url, FERRY_USER: svc.admin.email, FERRY_PASSWORD: svc.admin.password, FERRY_ORG: String(svc.orgId), FERRY_LOG_LEVEL: 'silent', FERRY_CONFIG_DIR: '/nonexistent' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  child.stdin.end(input);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
 
 interface Solution {
   id: string;
@@ -87,7 +64,7 @@ describe('ferry solutions create|schedule|delete against a real Service', () => 
 
   it('creates from a model on stdin, the flags winning over it', async () => {
     const model = JSON.stringify({ name: 'From a file', solutionType: 'Migration', description: 'as given' });
-    const run = await ferry(svc, ['solutions', 'create', '--data', '-', '--description', 'from the flag'], model);
+    const run = await ferry(svc, ['solutions', 'create', '--data', '-', '--description', 'from the flag'], { input: model });
     expect(run.code, run.stderr).toBe(0);
     expect(parse<Solution>(run.stdout)).toMatchObject({ name: 'From a file', solutionType: 'Migration', description: 'from the flag', agentId: agent.agentId });
   });

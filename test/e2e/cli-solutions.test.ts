@@ -3,59 +3,14 @@
  * Service, with History written by an Agent the test plays (its run reports, as an Agent sends
  * them). A start watched to its end through a real Agent: solutions/cli-start-watch.test.ts.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitorSolutionResult } from '../../src/protocol/solutions.js';
 import { connectPlayedAgent, OpenChannels, type TestAgent, type TestChannel } from '../helpers/agent-client.js';
+import { ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
 import { recordError, seedRun } from '../helpers/history.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `ferry ARGS` with stdout as a pipe (so JSON unless a test says otherwise), logged in through FERRY_*. */
-function ferry(svc: TestService, args: string[], opts: { onStderr?: (text: string) => void; terminal?: boolean } = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: svc.url, FERRY_USER: svc.admin.email, FERRY_PASSWORD: svc.admin.password, FERRY_ORG: String(svc.orgId), FERRY_LOG_LEVEL: 'silent', FERRY_CONFIG_DIR: '/nonexistent' };
-  const argv = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args];
-  // On a terminal: util-linux `script` gives it a pseudo-terminal (stdout and stderr both arrive on stdout).
-  const [cmd, cmdArgs] = opts.terminal
-    ? ['script', ['-qefc', `stty cols 200; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`, '/dev/null']]
-    : [argv[0] as string, argv.slice(1)];
-  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => {
-    stderr += c.toString('utf8');
-    opts.onStderr?.(stderr);
-  });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
-
-interface Execution {
-  id: number;
-  processExecutionId: string;
-  result: string;
-  recordsProcessed: number;
-  recordsFailed: number;
-}
+import type { Execution } from './solutions/harness.js';
 
 describe('ferry solutions against a real Service', () => {
   let svc: TestService;

@@ -4,39 +4,17 @@
  * the rest back as it was — a Connection's protected properties included, which the Agent then
  * receives unchanged in a Connection test.
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptProperty, encryptProperty } from '../../service/connections/properties-crypto.js';
-import { OpenChannels, registerTestAgent, type Incoming, type TestAgent } from '../helpers/agent-client.js';
+import { connectPlayedAgent, OpenChannels, type TestAgent } from '../helpers/agent-client.js';
+import { ferry, parse } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const POSTGRES = '18cc2a91-e317-4972-9c24-be9fc63775ab';
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 const SECRET = 'Pg-s3cret-kept';
-
-/** Runs `ferry ARGS` to its end with stdout a pipe (JSON), logged in through FERRY_*. */
-function ferry(svc: TestService, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: svc.url, FERRY_USER: svc.admin.email, FERRY_PASSWORD: svc.admin.password, FERRY_ORG: String(svc.orgId), FERRY_LOG_LEVEL: 'silent', FERRY_CONFIG_DIR: '/nonexistent' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-const parse = <T>(text: string): T => JSON.parse(text) as T;
 
 interface ApiConnection {
   id: string;
@@ -91,13 +69,15 @@ describe('ferry connections update and ferry solutions update against a real Ser
     svc = await startService(STORE_TARGETS[0] ?? { name: 'sqlite' }, { cloudAgents: 'off' });
     token = (await svc.request<{ apiCryptoToken: string }>('GET', `${O()}/SecuritySettings`)).body.apiCryptoToken;
     const played = async (name: string): Promise<TestAgent> => {
-      const a = await registerTestAgent(svc, { name });
-      const ch = await channels.connect(svc, a);
-      ch.autoReply = (cmd: Incoming) => {
-        if (cmd['type'] === 'testConnection') tested.push(cmd['properties'] as Record<string, string>);
-        return { re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : cmd['type'] === 'testConnection' ? { ok: true } : {} };
-      };
-      expect(await ch.hello(a, { installedConnectors: [{ connectorId: POSTGRES, version: '1.0.0' }, { connectorId: CSV, version: '1.0.0' }] })).toMatchObject({ ok: true });
+      const { agent: a } = await connectPlayedAgent(svc, channels, {
+        name,
+        hello: { installedConnectors: [{ connectorId: POSTGRES, version: '1.0.0' }, { connectorId: CSV, version: '1.0.0' }] },
+        results: { testConnection: { ok: true } },
+        reply: (cmd) => {
+          if (cmd['type'] === 'testConnection') tested.push(cmd['properties'] as Record<string, string>);
+          return undefined;
+        },
+      });
       return a;
     };
     agent = await played('Plant 7');

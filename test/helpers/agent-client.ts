@@ -161,18 +161,19 @@ export class OpenChannels {
 /**
  * Registers an Agent named `name` and connects it through `channels` as one the test plays: it
  * answers every command as done, holding every Solution it is assigned, with `results` (command
- * type → result) for the commands a suite reads the answer of, unless `reply` answers first.
+ * type → result) for the commands a suite reads the answer of, unless `reply` answers first;
+ * `hello` adds to its hello (the Connectors it has installed, say).
  */
 export async function connectPlayedAgent(
   svc: TestService,
   channels: OpenChannels,
-  opts: { name: string; results?: Record<string, unknown>; reply?: (cmd: Incoming) => Incoming | undefined },
+  opts: { name: string; results?: Record<string, unknown>; reply?: (cmd: Incoming) => Incoming | undefined; hello?: Partial<Hello> },
 ): Promise<{ agent: TestAgent; ch: TestChannel }> {
   const agent = await registerTestAgent(svc, { name: opts.name });
   const ch = await channels.connect(svc, agent);
   const results: Record<string, unknown> = { assignSolutions: { need: [] }, ...opts.results };
   ch.autoReply = (cmd) => opts.reply?.(cmd) ?? { re: cmd['id'], ok: true, result: results[String(cmd['type'])] ?? {} };
-  expect(await ch.hello(agent)).toMatchObject({ ok: true });
+  expect(await ch.hello(agent, opts.hello)).toMatchObject({ ok: true });
   return { agent, ch };
 }
 

@@ -5,40 +5,14 @@
  * by the default (every record left), each arriving in the target once; a third reprocess has
  * nothing left to do.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, type ServiceUnderTest } from '../agent/harness.js';
-import { copyMap, createConnection, createSolution, CSV, SQLITE, sqliteTarget, startWithAgent, stopAll } from './harness.js';
+import { ferry } from '../../helpers/cli.js';
+import type { ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, SQLITE, sqliteTarget, startWithAgent, stopAll, type Execution } from './harness.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../../..');
-
-/** Runs `ferry ARGS` to its end, logged in through FERRY_*, stdout a pipe (JSON). */
-function ferry(sut: ServiceUnderTest, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: sut.url, FERRY_USER: ADMIN.email, FERRY_PASSWORD: ADMIN.password, FERRY_ORG: String(sut.orgId), FERRY_CONFIG_DIR: '/nonexistent' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-interface Execution {
-  id: number;
-  processExecutionId: string;
-  result: string;
-  recordsProcessed: number;
-  recordsFailed: number;
-  isReprocessJob: boolean;
+interface ReprocessedRun extends Execution {
   reprocessRecordsRemaining: number;
 }
 
@@ -113,7 +87,7 @@ describe('ferry solutions reprocess on a real Agent: CSV → SQLite', () => {
     expect(rest.stderr).toContain(`Reprocessing 1 failed record of run ${failed.id} of "Strict people" as run`);
     expect(JSON.parse(rest.stdout)).toMatchObject({ isReprocessJob: true, result: 'CompletedSuccessfully', recordsProcessed: 1, recordsFailed: 0 });
     expect(rows()).toEqual([[1, 'ann'], [2, 'bob'], [3, 'cy'], [4, 'dee'], [5, 'eve'], [6, 'fay']]);
-    const after = (await sut.request<Execution>('GET', `${S}/history/${failed.id}`)).body;
+    const after = (await sut.request<ReprocessedRun>('GET', `${S}/history/${failed.id}`)).body;
     expect(after.reprocessRecordsRemaining).toBe(0);
 
     // Nothing is left to reprocess: said, exit 1, and the target is unchanged.

@@ -4,40 +4,11 @@
  * ends with the run's summary and exit 0; a run with record errors ends with exit 1, and its errors
  * are listed by `ferry solutions errors`; `ferry solutions prepare` answers the errors per Map.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN, type ServiceUnderTest } from '../agent/harness.js';
-import { copyMap, createConnection, createSolution, CSV, idNameCsv, SQLITE, sqliteTarget, startWithAgent, stopAll, type SqliteTarget } from './harness.js';
-
-const ROOT = path.resolve(import.meta.dirname, '../../..');
-
-/** Runs `ferry ARGS` to its end, logged in through FERRY_*, stdout a pipe (JSON). */
-function ferry(sut: ServiceUnderTest, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_URL: sut.url, FERRY_USER: ADMIN.email, FERRY_PASSWORD: ADMIN.password, FERRY_ORG: String(sut.orgId), FERRY_CONFIG_DIR: '/nonexistent' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
-
-interface Execution {
-  id: number;
-  processExecutionId: string;
-  result: string;
-  recordsProcessed: number;
-  recordsFailed: number;
-  mapStatistics: Array<{ mapName: string; recordsProcessed: number }>;
-}
+import { ferry } from '../../helpers/cli.js';
+import type { ServiceUnderTest } from '../agent/harness.js';
+import { copyMap, createConnection, createSolution, CSV, idNameCsv, SQLITE, sqliteTarget, startWithAgent, stopAll, type Execution, type SqliteTarget } from './harness.js';
 
 describe('ferry solutions start --watch on a real Agent: CSV → SQLite', () => {
   let sut: ServiceUnderTest;
