@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitorSolutionResult } from '../../src/protocol/solutions.js';
 import { connectPlayedAgent, OpenChannels, type TestAgent, type TestChannel } from '../helpers/agent-client.js';
-import { ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
+import { ferry, HAS_SCRIPT, loginEnv, parse, startFerry } from '../helpers/cli.js';
 import { recordError, seedRun } from '../helpers/history.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
@@ -155,16 +155,17 @@ describe('ferry solutions against a real Service', () => {
     const runId = await seedRun(ch, { solutionId: syncId, finish: false });
     const startedAt = new Date().toISOString();
     onAgent = { running: true, runId, startedAt, processed: 100, failed: 0 };
-    const watch = ferry(svc, ['solutions', 'watch', 'Sync contacts', '--interval', '0.2'], { terminal: true });
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    const watch = startFerry(['solutions', 'watch', 'Sync contacts', '--interval', '0.2'], { env: loginEnv(svc), terminal: true });
+    // Each change once the watch has shown the one before, however long the process takes to start.
+    await watch.waitFor(/100 processed, 0 failed/);
     onAgent = { running: true, runId, startedAt, processed: 2_100, failed: 3 };
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    await watch.waitFor(/2,100 processed, 3 failed/);
     onAgent = { running: false, processed: 0, failed: 0 };
     expect(await ch.report({
       kind: 'runFinished', runId, solutionId: syncId, trigger: 'start', startedAt: new Date(Date.now() - 3_000).toISOString(), at: new Date().toISOString(),
       result: 'CompletedSuccessfully', processed: 2_100, failed: 0, stopped: false, sourceDataLocal: true, statistics: [],
     })).toMatchObject({ ok: true });
-    const run = await watch;
+    const run = await watch.done;
     const seen = run.stdout;
     expect(run.code, seen).toBe(0);
     expect(seen).toMatch(/100 processed, 0 failed/);
