@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptProperty, encryptProperty } from '../../service/connections/properties-crypto.js';
 import { connectPlayedAgent, OpenChannels, type Incoming } from '../helpers/agent-client.js';
-import { HAS_SCRIPT, parse, runFerry, type CliOptions, type CliRun } from '../helpers/cli.js';
+import { CLI_SUITE_TIMEOUT_MS, HAS_SCRIPT, parse, runFerry, type CliOptions, type CliRun } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
@@ -38,7 +38,7 @@ interface ShownConnection {
   properties: Array<{ key: string; value: string | null; protected: boolean }>;
 }
 
-describe('ferry as an API client', () => {
+describe('ferry as an API client', { timeout: CLI_SUITE_TIMEOUT_MS }, () => {
   let svc: TestService;
   let tmp: string;
   let configDir: string;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLookupTablesFile } from '../../src/cli/lookup-tables-file.js';
-import { ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
+import { CLI_SUITE_TIMEOUT_MS, ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
@@ -29,7 +29,7 @@ interface Table {
   lookupTableValues: Array<{ value1: string; value2: string }>;
 }
 
-describe('ferry lookuptables against a real Service', () => {
+describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEOUT_MS }, () => {
   let svc: TestService;
   let tmp: string;
   const file = (name: string, text: string): string => {

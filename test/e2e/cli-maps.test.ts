@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
+import { CLI_SUITE_TIMEOUT_MS, ferry, HAS_SCRIPT, parse } from '../helpers/cli.js';
 import type { ServiceUnderTest } from './agent/harness.js';
 import { createConnection, createSolution, CSV, SQLITE, startWithAgent, stopAll } from './solutions/harness.js';
 
@@ -40,7 +40,7 @@ interface Saved extends MapAnswer {
 
 const PEOPLE = 'Id,First_Name,LASTNAME,e_mail,Notes\n1,Ann,Lee,ann@example.com,first\n2,Bob,Ray,bob@example.com,second\n';
 
-describe('ferry maps against a real Service and Agent', () => {
+describe('ferry maps against a real Service and Agent', { timeout: CLI_SUITE_TIMEOUT_MS }, () => {
   let sut: ServiceUnderTest;
   let db: string;
   let solutionId: string;

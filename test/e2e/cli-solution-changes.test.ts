@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPlayedAgent, OpenChannels, type TestAgent } from '../helpers/agent-client.js';
-import { ferry, parse } from '../helpers/cli.js';
+import { CLI_SUITE_TIMEOUT_MS, ferry, parse } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
@@ -28,7 +28,7 @@ interface Schedule {
   recurringOptions: { days: Record<string, unknown>; times: Record<string, unknown>; timeZone: string | null } | null;
 }
 
-describe('ferry solutions create|schedule|delete against a real Service', () => {
+describe('ferry solutions create|schedule|delete against a real Service', { timeout: CLI_SUITE_TIMEOUT_MS }, () => {
   let svc: TestService;
   let agent: TestAgent;
   const channels = new OpenChannels();

@@ -6,13 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitorSolutionResult } from '../../src/protocol/solutions.js';
 import { connectPlayedAgent, OpenChannels, type TestAgent, type TestChannel } from '../helpers/agent-client.js';
-import { ferry, HAS_SCRIPT, loginEnv, parse, startFerry } from '../helpers/cli.js';
+import { CLI_SUITE_TIMEOUT_MS, ferry, HAS_SCRIPT, loginEnv, parse, startFerry } from '../helpers/cli.js';
 import { recordError, seedRun } from '../helpers/history.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 import type { Execution } from './solutions/harness.js';
 
-describe('ferry solutions against a real Service', () => {
+describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_MS }, () => {
   let svc: TestService;
   let agent: TestAgent;
   let ch: TestChannel;

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptProperty, encryptProperty } from '../../service/connections/properties-crypto.js';
 import { connectPlayedAgent, OpenChannels, type TestAgent } from '../helpers/agent-client.js';
-import { ferry, parse } from '../helpers/cli.js';
+import { CLI_SUITE_TIMEOUT_MS, ferry, parse } from '../helpers/cli.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { STORE_TARGETS } from '../helpers/stores.js';
 
@@ -39,7 +39,7 @@ interface Solution {
   mapLinks: Array<{ id: number; index: number; name: string }>;
 }
 
-describe('ferry connections update and ferry solutions update against a real Service', () => {
+describe('ferry connections update and ferry solutions update against a real Service', { timeout: CLI_SUITE_TIMEOUT_MS }, () => {
   let svc: TestService;
   let token: string;
   let agent: TestAgent;

@@ -7,6 +7,13 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 /** Whether util-linux `script` is here to give the CLI a pseudo-terminal. */
 export const HAS_SCRIPT = process.platform === 'linux' && spawnSync('script', ['--version']).status === 0;
 
+/**
+ * The time limit of a case in a suite whose cases each run several `ferry` processes. Each one
+ * starts Node and tsx, most of a CPU-second: on a loaded two-core machine (the whole suite in
+ * parallel) that is 4 s or more, so a case of seven runs passes the default 30 s with nothing wrong.
+ */
+export const CLI_SUITE_TIMEOUT_MS = 120_000;
+
 /** How a `ferry` process ended. */
 export interface CliRun {
   code: number;
