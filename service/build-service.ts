@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { AgentCommands, COMMAND_TIMEOUTS_MS } from './agents/commands.js';
+import { COMMANDS } from '../src/protocol/commands.js';
+import { AgentCommands } from './agents/commands.js';
 import { ConnectionCommands } from './connections/commands.js';
 import { Connections } from './connections/connections.js';
 import { ConnectionMetadata } from './connections/metadata.js';
@@ -164,7 +165,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       channel: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
       sending: (runId) => history.isReprocessSending(runId),
-      graceMs: COMMAND_TIMEOUTS_MS.reprocessRun,
+      graceMs: COMMANDS.reprocessRun.timeoutMs,
       intervalMs: opts.lostReprocessRunsMs,
     });
     const app = await buildApp({

@@ -1,63 +1,56 @@
 import { FerryError } from '../../src/errors/ferry-error.js';
-import type { AgentCommand } from '../gateway/agent-command.js';
+import { COMMANDS, type CommandKind, type CommandResult } from '../../src/protocol/commands.js';
+import { agentErrorCode, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
 import type { AgentRow } from '../store/schema.js';
 import type { CommandBus } from '../gateway/command-bus.js';
 
-export { notConnected, type AgentCommand } from '../gateway/agent-command.js';
+export { agentErrorCode, notConnected, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
 
 /**
- * How long the Service waits for an Agent's answer to each kind of command. One table, so that a
- * command's patience is decided once:
- *
- * - `restart`, `zipLogs`: the Agent only acknowledges; the work goes on after (10 s).
- * - `installConnector`, `uninstallConnector`: acknowledged once the Agent queued the change; the
- *   outcome arrives as a report (30 s).
- * - `testConnection`, `preconnect`: the answer is the plugin's, whose own time-out is 60 s (90 s).
- * - `loadMetadata`: the plugin may take 10 minutes to read a large datastore's schema (11 min).
- * - `assignSolutions`, `putSolution`: the Agent stores the list or the definition locally (30 s).
- * - `startSolution`, `stopSolution`, `monitorSolution`: answered from the Agent's run queue at
- *   once; the run itself reports through the outbox (10 s).
- * - `previewQuery`, `nativeQueryTest`: the answer is the first records, read within the Agent's
- *   own time-out of 60 s (90 s).
- * - `reprocessRun`: answered from the Agent's run queue at once, like startSolution (10 s).
- * - `knownRuns`: answered from the Agent's open runs and outbox at once (10 s).
- * - `pruneFailedRecords`: answered once the Agent removed its local failed records past the
- *   History window, a large store in chunks (5 min).
- */
-export const COMMAND_TIMEOUTS_MS: Readonly<Record<AgentCommand['type'], number>> = {
-  restart: 10_000,
-  zipLogs: 10_000,
-  installConnector: 30_000,
-  uninstallConnector: 30_000,
-  testConnection: 90_000,
-  preconnect: 90_000,
-  loadMetadata: 11 * 60_000,
-  assignSolutions: 30_000,
-  putSolution: 30_000,
-  startSolution: 10_000,
-  stopSolution: 10_000,
-  monitorSolution: 10_000,
-  previewQuery: 90_000,
-  nativeQueryTest: 90_000,
-  reprocessRun: 10_000,
-  knownRuns: 10_000,
-  pruneFailedRecords: 5 * 60_000,
-};
-
-/**
- * Every command the Service sends to an Agent goes through here: it picks the command's time-out
- * from {@link COMMAND_TIMEOUTS_MS} and says AGT_NOT_CONNECTED the same way everywhere. The
- * transport underneath is the gateway's {@link CommandBus}.
+ * Every command the Service sends to an Agent goes through here. The command table
+ * (`COMMANDS`, src/protocol/commands.ts) gives each kind its time-out and the schema of its result;
+ * this class sends through the gateway's {@link CommandBus}, parses the reply's result, says
+ * AGT_NOT_CONNECTED the same way everywhere, and owns the one retry policy of the commands about a
+ * Solution ({@link sendAboutSolution}).
  */
 export class AgentCommands {
   constructor(private readonly bus: CommandBus) {}
 
   /**
-   * Sends `command` and resolves with the Agent's result. Rejects with AGT_NOT_CONNECTED (no
-   * channel, or it closed before the answer), CHN_TIMEOUT or AGT_COMMAND_FAILED (the Agent's error).
+   * Sends `command` and resolves with the Agent's result, parsed by its kind's schema. Rejects with
+   * AGT_NOT_CONNECTED (no channel, or it closed before the answer), CHN_TIMEOUT (no answer within
+   * the kind's time-out) or AGT_COMMAND_FAILED (the Agent's error, or a result that does not parse).
    */
-  send(agentId: string, command: AgentCommand): Promise<unknown> {
-    return this.bus.send(agentId, command, COMMAND_TIMEOUTS_MS[command.type]);
+  async send<C extends AgentCommand>(agentId: string, command: C): Promise<CommandResult<C['type']>> {
+    const answer = await this.bus.send(agentId, command, COMMANDS[command.type].timeoutMs);
+    return readResult<C['type']>(agentId, command.type, answer);
+  }
+
+  /**
+   * Sends a command about a Solution that the Agent must hold at the Service's version. `build`
+   * makes the command (it reads that version). An Agent that answers AGT_SOLUTION_NOT_HELD has its
+   * copies brought up to date (`policy.sync`) and is asked once more with a command built again.
+   * An Agent that answers AGT_DRAINING is waiting to restart or to update a Connector and starts
+   * no new run: that is the 409 AGT_DRAINING with `policy.draining` (the Agent's state conflicts
+   * with the request), not the 502 AGT_COMMAND_FAILED of an Agent that failed to carry it out.
+   */
+  async sendAboutSolution<C extends AgentCommand<'startSolution' | 'reprocessRun'>>(
+    agentId: string,
+    build: () => Promise<C>,
+    policy: SolutionCommandPolicy,
+  ): Promise<CommandResult<C['type']>> {
+    try {
+      try {
+        return await this.send(agentId, await build());
+      } catch (err) {
+        if (agentErrorCode(err) !== 'AGT_SOLUTION_NOT_HELD') throw err;
+        await policy.sync(agentId);
+        return await this.send(agentId, await build());
+      }
+    } catch (err) {
+      if (agentErrorCode(err) !== 'AGT_DRAINING') throw err;
+      throw new FerryError('AGT_DRAINING', policy.draining, { details: { ...policy.details, agentId, agentErrorCode: 'AGT_DRAINING' } });
+    }
   }
 
   /** Whether the Agent has an open channel to this Service now. */
@@ -81,4 +74,21 @@ export class AgentCommands {
   disconnect(agentId: string, code: number, reason: string): void {
     this.bus.disconnect(agentId, code, reason);
   }
+}
+
+/**
+ * The result of an Agent's `{ok: true}` reply to a command of `kind`, parsed by the kind's schema.
+ * One that does not parse (an Agent of another version) is AGT_COMMAND_FAILED, naming the first
+ * issues.
+ */
+export function readResult<K extends CommandKind>(agentId: string, kind: K, answer: unknown): CommandResult<K> {
+  const parsed = COMMANDS[kind].result.safeParse(answer);
+  if (parsed.success) return parsed.data as CommandResult<K>;
+  const issues = parsed.error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join('.') || '(result)'}: ${i.message}`)
+    .join('; ');
+  throw new FerryError('AGT_COMMAND_FAILED', `Agent ${agentId} answered the ${kind} command with a result this Service cannot read (${issues}); update the Agent.`, {
+    details: { agentId, command: kind },
+  });
 }

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
-import type { PreconnectCommand, TestConnectionCommand } from '../../src/protocol/channel.js';
-import type { AgentCommands } from '../agents/commands.js';
+import type { CommandResult } from '../../src/protocol/commands.js';
+import type { AgentCommand, AgentCommands } from '../agents/commands.js';
 import { requireAgent } from '../agents/agents.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
@@ -15,7 +15,7 @@ import { cryptoTokenOf, openProperties, preconnectProperties, resolveProperties,
 /** Test and preconnect results are kept this long after they were requested. */
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 
-type Command = Omit<TestConnectionCommand, 'id'> | Omit<PreconnectCommand, 'id'>;
+type Command = AgentCommand<'testConnection' | 'preconnect'>;
 
 export interface ConnectionCommandsOptions {
   readonly db: Db;
@@ -86,14 +86,12 @@ export class ConnectionCommands {
   }
 
   /** A testConnection reply is `{ok: true}`; a preconnect reply is the plugin's PreconnectResult. */
-  #outcome(result: unknown): { reply: string; replyData: string | null } {
-    const r = result !== null && typeof result === 'object' ? (result as { reply?: unknown; properties?: unknown; authorizationUrl?: unknown }) : {};
+  #outcome(result: CommandResult<'testConnection' | 'preconnect'>): { reply: string; replyData: string | null } {
+    if (!result) return { reply: 'SUCCESS', replyData: null };
     const data: Record<string, string> = {};
-    if (r.properties !== null && typeof r.properties === 'object') {
-      for (const [k, v] of Object.entries(r.properties as Record<string, unknown>)) if (typeof v === 'string') data[k] = v;
-    }
-    if (typeof r.authorizationUrl === 'string') data['authorizationUrl'] = r.authorizationUrl;
-    return { reply: typeof r.reply === 'string' ? r.reply : 'SUCCESS', replyData: Object.keys(data).length > 0 ? this.opts.secrets.seal(JSON.stringify(data)) : null };
+    for (const [k, v] of Object.entries(result.properties ?? {})) if (typeof v === 'string') data[k] = v;
+    if (result.authorizationUrl !== undefined) data['authorizationUrl'] = result.authorizationUrl;
+    return { reply: result.reply ?? 'SUCCESS', replyData: Object.keys(data).length > 0 ? this.opts.secrets.seal(JSON.stringify(data)) : null };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
-import { ConnectionMetadata as MetadataDocument, unpackMetadata, type EntityMetadata } from '../../src/protocol/metadata.js';
+import { ConnectionMetadata as MetadataDocument, type EntityMetadata } from '../../src/protocol/metadata.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
 import type { SecretBox } from '../crypto/master-key.js';
@@ -119,16 +119,12 @@ export class ConnectionMetadata {
   async #load(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string, requestId: string, reload: boolean): Promise<void> {
     const { db } = this.opts;
     try {
-      const result = await this.opts.commands.send(agentId, { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(this.opts.secrets, conn), reload });
-      const parsed = MetadataDocument.safeParse(unpackMetadata(result));
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new Error(`The Agent's metadata is not valid: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'unknown shape'}`);
-      }
-      await putMetadataCache(db, { connectionId: conn.id, orgId: org.id, agentId, metadata: JSON.stringify(parsed.data), loadedAt: nowIso() });
+      // Parsed (and unpacked when it came compressed) by the command's result schema.
+      const md = await this.opts.commands.send(agentId, { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(this.opts.secrets, conn), reload });
+      await putMetadataCache(db, { connectionId: conn.id, orgId: org.id, agentId, metadata: JSON.stringify(md), loadedAt: nowIso() });
       await setLastTestedAgent(db, conn.id, agentId);
       await finishMetadataRequest(db, requestId, 'Completed', nowIso(), null);
-      log.info({ requestId, connectionId: conn.id, entities: parsed.data.entities.length }, 'metadata loaded');
+      log.info({ requestId, connectionId: conn.id, entities: md.entities.length }, 'metadata loaded');
     } catch (err) {
       const message = loadFailure(err);
       log.warn({ requestId, connectionId: conn.id, message }, 'metadata load failed');

@@ -10,12 +10,12 @@ import {
   Pong,
   Reply,
   type ErrorData,
-  type FromService,
   type Heartbeat,
   type Hello,
   type HelloResult,
   type Report,
 } from '../../src/protocol/channel.js';
+import type { FromService } from '../../src/protocol/commands.js';
 import type { z } from 'zod';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { notConnected, type AgentCommand } from './agent-command.js';

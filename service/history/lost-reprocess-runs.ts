@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import { KnownRunsResult, MAX_KNOWN_RUNS, type KnownRunsCommand } from '../../src/protocol/reprocess.js';
+import { MAX_KNOWN_RUNS, type KnownRunsResult } from '../../src/protocol/reprocess.js';
+import type { AgentCommand } from '../gateway/agent-command.js';
 import { PeriodicJob } from '../jobs/periodic-job.js';
 import { undoReprocessRun } from '../store/repos/error-marks.repo.js';
 import { unendedReprocessRuns } from '../store/repos/executions.repo.js';
@@ -11,7 +12,8 @@ import type { Store } from '../store/store.js';
 export interface LostRunsChannel {
   /** The Agents connected to this Service process now. */
   connected(): readonly string[];
-  send(agentId: string, command: Omit<KnownRunsCommand, 'id'>): Promise<unknown>;
+  /** Sends the command and resolves with its parsed result (AgentCommands.send). */
+  send(agentId: string, command: AgentCommand<'knownRuns'>): Promise<KnownRunsResult>;
 }
 
 export interface LostReprocessRunsOptions {
@@ -93,7 +95,7 @@ export class LostReprocessRuns {
     if (runs.length === 0) return 0;
     let known: Set<string>;
     try {
-      const answer = KnownRunsResult.parse(await channel.send(agentId, { type: 'knownRuns', runIds: runs.map((r) => r.runId) }));
+      const answer = await channel.send(agentId, { type: 'knownRuns', runIds: runs.map((r) => r.runId) });
       known = new Set(answer.known.map((id) => id.toLowerCase()));
     } catch (err) {
       this.#log.debug({ err, agentId, runs: runs.length }, 'agent not asked about its reprocess runs; asked again at the next check');

@@ -1,9 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
-import { MAX_REPROCESS_PAGE, ReprocessRunResult, type ReprocessMap, type ReprocessPage, type ReprocessRunCommand } from '../../src/protocol/reprocess.js';
+import { MAX_REPROCESS_PAGE, type ReprocessMap, type ReprocessPage, type ReprocessRunResult } from '../../src/protocol/reprocess.js';
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import type { SecretBox } from '../crypto/master-key.js';
+import { agentErrorCode, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
 import { getAgent } from '../store/repos/agents.repo.js';
 import { takeMarked, takenPage, takenPerMap, undoReprocessRun } from '../store/repos/error-marks.repo.js';
 import { getExecutionByRunId, insertExecutionIfNew } from '../store/repos/executions.repo.js';
@@ -29,7 +30,7 @@ export interface ReprocessAnswer {
 /** The channel to the Agents, as History needs it (the Agents' commands, passed in by build-service.ts). */
 export interface ReprocessCommands {
   isConnected(agentId: string): boolean;
-  send(agentId: string, command: Omit<ReprocessRunCommand, 'id'>): Promise<unknown>;
+  sendAboutSolution(agentId: string, build: () => Promise<AgentCommand<'reprocessRun'>>, policy: SolutionCommandPolicy): Promise<ReprocessRunResult>;
 }
 
 /** The Solutions' definitions on their Agents (the Solutions' assignments, passed in by build-service.ts). */
@@ -129,7 +130,7 @@ export class Reprocessing {
       answer = await this.#send(solution, agent, runId, execution.id, maps);
     } catch (err) {
       // The Agent answered: it did not start the run.
-      if (isFerryError(err) && typeof err.details?.['agentErrorCode'] === 'string') {
+      if (agentErrorCode(err) !== undefined) {
         await this.#undo(runId);
         throw err;
       }
@@ -177,26 +178,20 @@ export class Reprocessing {
     await this.opts.bulkTransaction((tx) => undoReprocessRun(tx, runId));
   }
 
-  /** Sends the run; an Agent that does not hold the Solution at the Service's version is brought up to date and asked again. */
+  /** Sends the run at the Service's version of the Solution, with the commands' policy for an Agent that does not hold it or is draining. */
   async #send(solution: SolutionRow, agent: AgentRow, runId: string, executionId: number, maps: readonly ReprocessMap[]): Promise<ReprocessRunResult> {
     const { commands, assignments } = this.opts;
-    const ask = async (): Promise<ReprocessRunResult> => {
-      const version = (await assignments.definition(solution.id))?.version;
-      return ReprocessRunResult.parse(await commands.send(agent.id, { type: 'reprocessRun', solutionId: solution.id, runId, executionId, ...(version ? { version } : {}), maps: [...maps] }));
-    };
-    try {
-      try {
-        return await ask();
-      } catch (err) {
-        if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_SOLUTION_NOT_HELD') throw err;
-        await assignments.sync(agent.id);
-        return await ask();
-      }
-    } catch (err) {
-      if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_DRAINING') throw err;
-      throw new FerryError('AGT_DRAINING', `The Agent of Solution ${solution.name} is waiting to restart or to update a Connector and starts no new run; reprocess again once the Agent is Running.`, {
-        details: { solutionId: solution.id, agentId: agent.id, agentErrorCode: 'AGT_DRAINING' },
-      });
-    }
+    return commands.sendAboutSolution(
+      agent.id,
+      async () => {
+        const version = (await assignments.definition(solution.id))?.version;
+        return { type: 'reprocessRun', solutionId: solution.id, runId, executionId, ...(version ? { version } : {}), maps: [...maps] } as const;
+      },
+      {
+        sync: (agentId) => assignments.sync(agentId),
+        draining: `The Agent of Solution ${solution.name} is waiting to restart or to update a Connector and starts no new run; reprocess again once the Agent is Running.`,
+        details: { solutionId: solution.id },
+      },
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import { AssignSolutionsResult, PreparedSolution, type SolutionAssignment } from '../../src/protocol/solutions.js';
+import { PreparedSolution, type SolutionAssignment } from '../../src/protocol/solutions.js';
 import type { AgentCommands } from '../agents/commands.js';
 import { openProperties } from '../connections/properties.js';
 import type { SecretBox } from '../crypto/master-key.js';
@@ -119,7 +119,7 @@ export class SolutionAssignments {
       if (def) held.push(def);
     }
     const assignments: SolutionAssignment[] = held.map((s) => ({ solutionId: s.solutionId, version: s.version }));
-    const reply = AssignSolutionsResult.parse(await commands.send(agentId, { type: 'assignSolutions', assignments }));
+    const reply = await commands.send(agentId, { type: 'assignSolutions', assignments });
     // The Agent dropped everything not on the list: Solutions moved away from it may now go to their new Agents.
     const released = await releaseMovesFrom(this.opts.db, agentId);
     if (released.length > 0) {

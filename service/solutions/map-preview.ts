@@ -4,7 +4,8 @@ import { FerryError, invalid, isFerryError } from '../../src/errors/ferry-error.
 import { walkBlocks, type Block, type MapModel } from '../../src/protocol/map.js';
 import { PREVIEW_LIMIT, PreviewResult } from '../../src/protocol/previews.js';
 import { requireAgent } from '../agents/agents.js';
-import { COMMAND_TIMEOUTS_MS, type AgentCommand, type AgentCommands } from '../agents/commands.js';
+import { COMMANDS } from '../../src/protocol/commands.js';
+import type { AgentCommand, AgentCommands } from '../agents/commands.js';
 import { openProperties } from '../connections/properties.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import { getConnection } from '../store/repos/connections.repo.js';
@@ -19,7 +20,7 @@ import { solutionNotFound } from './solutions.js';
 /** Previews and native query tests are kept this long after they were requested. */
 export const PREVIEW_RETENTION_MS = 60 * 60 * 1000;
 /** A preview still Requested this long after it was sent will get no answer (the Service that waited for it stopped). */
-const ANSWER_DEADLINE_MS = COMMAND_TIMEOUTS_MS.previewQuery + 30_000;
+const ANSWER_DEADLINE_MS = COMMANDS.previewQuery.timeoutMs + 30_000;
 
 type Kind = MapPreviewRow['kind'];
 
@@ -132,7 +133,7 @@ export class MapPreviews {
     kind: Kind,
     block: Block,
     limit: number,
-    command: (conn: { connectionId: string; connectorId: string; properties: Record<string, string> }) => AgentCommand,
+    command: (conn: { connectionId: string; connectorId: string; properties: Record<string, string> }) => AgentCommand<'previewQuery' | 'nativeQueryTest'>,
   ): Promise<string> {
     const { db, commands, secrets, log } = this.opts;
     const agent = await requireAgent(db, org.id, solution.agentId);
@@ -169,11 +170,7 @@ export class MapPreviews {
     void commands
       .send(agent.id, command({ connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(secrets, conn) }))
       .then(
-        (result) => {
-          const parsed = PreviewResult.safeParse(result);
-          if (!parsed.success) return { status: 'Failed' as const, result: null, errorCode: 'AGT_COMMAND_FAILED', errorMessage: 'The Agent answered with records this Service cannot read; update the Agent.' };
-          return { status: 'Completed' as const, result: JSON.stringify(parsed.data), errorCode: null, errorMessage: null };
-        },
+        (result) => ({ status: 'Completed' as const, result: JSON.stringify(result), errorCode: null, errorMessage: null }),
         (err: unknown) => ({ status: 'Failed' as const, result: null, ...failureOf(err) }),
       )
       .then((patch) => completeMapPreview(db, id, { ...patch, completedAt: nowIso() }))

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
-import { MonitorSolutionResult, StartSolutionResult, StopSolutionResult, type MonitorSolutionResult as Monitor } from '../../src/protocol/solutions.js';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import type { MonitorSolutionResult, StartSolutionResult } from '../../src/protocol/solutions.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
 import { latestExecution } from '../store/repos/executions.repo.js';
@@ -88,34 +88,24 @@ export class SolutionRuns {
   }
 
   /**
-   * Sends the start; an Agent that does not hold the Solution (yet) is brought up to date and asked
-   * again. An Agent waiting to restart or to update a Connector refuses it: that is a 409
-   * AGT_DRAINING (the Agent's state conflicts with the start, as docs/solutions.md says), not the
-   * 502 AGT_COMMAND_FAILED of an Agent that failed to carry out a command.
+   * Sends the start at the version the Service holds (an Agent with an older copy — a password or
+   * a schedule changed since — is brought up to date first, as docs/solutions.md says), with the
+   * commands' policy for an Agent that does not hold the Solution or is draining.
    */
   async #send(solution: SolutionRow, runId: string, mapIds?: readonly number[]): Promise<StartSolutionResult> {
     const { commands, assignments } = this.opts;
-    // The version the Service holds: an Agent with an older copy (a password or a schedule changed since) is brought up to date first.
-    const ask = async () => {
-      const version = (await assignments.definition(solution.id))?.version;
-      return StartSolutionResult.parse(await commands.send(solution.agentId, { type: 'startSolution', solutionId: solution.id, runId, ...(version ? { version } : {}), ...(mapIds ? { mapIds: [...mapIds] } : {}) }));
-    };
-    try {
-      try {
-        return await ask();
-      } catch (err) {
-        if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_SOLUTION_NOT_HELD') throw err;
-        await assignments.sync(solution.agentId);
-        return await ask();
-      }
-    } catch (err) {
-      if (!isFerryError(err) || err.details?.['agentErrorCode'] !== 'AGT_DRAINING') throw err;
-      throw new FerryError(
-        'AGT_DRAINING',
-        `The Agent of Solution ${solution.name} is waiting to restart or to update a Connector: it lets running Solutions finish and starts no new run. Start the Solution again once the Agent is Running.`,
-        { details: { solutionId: solution.id, agentId: solution.agentId } },
-      );
-    }
+    return commands.sendAboutSolution(
+      solution.agentId,
+      async () => {
+        const version = (await assignments.definition(solution.id))?.version;
+        return { type: 'startSolution', solutionId: solution.id, runId, ...(version ? { version } : {}), ...(mapIds ? { mapIds: [...mapIds] } : {}) } as const;
+      },
+      {
+        sync: (agentId) => assignments.sync(agentId),
+        draining: `The Agent of Solution ${solution.name} is waiting to restart or to update a Connector: it lets running Solutions finish and starts no new run. Start the Solution again once the Agent is Running.`,
+        details: { solutionId: solution.id },
+      },
+    );
   }
 
   /** Cancels the run in progress between batches; nothing to stop is not an error. */
@@ -124,7 +114,7 @@ export class SolutionRuns {
     const solution = await this.#solution(org.id, solutionId);
     const agent = await requireAgent(db, org.id, solution.agentId);
     commands.requireConnected(agent);
-    const r = StopSolutionResult.parse(await commands.send(agent.id, { type: 'stopSolution', solutionId: solution.id }));
+    const r = await commands.send(agent.id, { type: 'stopSolution', solutionId: solution.id });
     return { solutionId: solution.id, stopping: r.stopping, runId: r.runId ?? null };
   }
 
@@ -133,12 +123,12 @@ export class SolutionRuns {
    * final counts of the last run from History (a person who polls until `running` is false reads
    * how the run ended, not zeros), and zeros only for a Solution that never ran.
    */
-  async monitor(org: OrgRow, solutionId: string): Promise<Monitor & { solutionId: string }> {
+  async monitor(org: OrgRow, solutionId: string): Promise<MonitorSolutionResult & { solutionId: string }> {
     const { db, commands } = this.opts;
     const solution = await this.#solution(org.id, solutionId);
     const agent = await requireAgent(db, org.id, solution.agentId);
     commands.requireConnected(agent);
-    const r = MonitorSolutionResult.parse(await commands.send(agent.id, { type: 'monitorSolution', solutionId: solution.id }));
+    const r = await commands.send(agent.id, { type: 'monitorSolution', solutionId: solution.id });
     if (r.running) return { solutionId: solution.id, ...r };
     const last = await latestExecution(db, solution.id);
     if (!last) return { solutionId: solution.id, ...r };

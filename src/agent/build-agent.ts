@@ -5,13 +5,15 @@ import { bearer, ChannelClient } from '../channel/client.js';
 import { Outbox } from '../channel/outbox.js';
 import { FerryError } from '../errors/ferry-error.js';
 import { createAgentLogger, type AgentLogger } from '../logs/logger.js';
-import type { ServiceRequest } from '../protocol/channel.js';
 import { PROTOCOL_VERSION } from '../protocol/channel.js';
+import { CommandHandlers } from './command-handlers.js';
 import { restartCommand } from './commands/restart.command.js';
 import { zipLogsCommand } from './commands/zip-logs.command.js';
 import { testConnectionCommand } from './commands/test-connection.command.js';
 import { loadMetadataCommand } from './commands/load-metadata.command.js';
 import { preconnectCommand } from './commands/preconnect.command.js';
+import { installConnectorCommand } from './commands/install-connector.command.js';
+import { uninstallConnectorCommand } from './commands/uninstall-connector.command.js';
 import { assignSolutionsCommand } from './commands/assign-solutions.command.js';
 import { putSolutionCommand } from './commands/put-solution.command.js';
 import { startSolutionCommand } from './commands/start-solution.command.js';
@@ -168,7 +170,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       installedConnectors: installer.installed(),
     }),
     heartbeat: () => ({ status: status.status, rssBytes: Math.round(readRss()), runningWork: work.count }),
-    onCommand: (command) => dispatch(command),
+    onCommand: (command) => commands.dispatch(command),
     onFatal: (err) => {
       log.error({ code: err.code }, 'the Service refused this Agent; stopping without restart');
       void finish(CONFIG_EXIT_CODE);
@@ -216,7 +218,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
   });
 
   // Solutions: the local copy of what prepare built, and the run queue.
-  const solutionsFile = path.join(paths.data, 'solutions.db');
+  const solutionsFile = paths.state.solutions;
   const solutionStore = new SolutionStore(solutionsFile, instance.agentSecret);
   const runner = new SolutionRunner({
     store: solutionStore,
@@ -229,12 +231,12 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     concurrency: config.runConcurrency,
     targetRetryMs: config.targetRetryMs,
     runsOn: config.cloud ? 'cloud' : 'local',
-    lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: path.join(paths.data, 'lookup-tables') }),
+    lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: paths.state.lookupTables }),
     reprocessPages: serviceReprocessPages({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret) }),
   });
   // Schedules fire here, from the local copy, so scheduled runs go on while the Service is unreachable.
   const scheduler = new Scheduler({
-    file: path.join(paths.data, 'schedules.db'),
+    file: paths.state.schedules,
     graceMs: config.scheduleGraceMs,
     isRunning: (solutionId) => runner.isRunning(solutionId),
     isPaused: () => work.refusing,
@@ -281,78 +283,54 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     if ([...assignedVersions].every(([solutionId, version]) => versions.get(solutionId) === version)) startScheduler('holding the assignment of the Service');
   };
 
-  const handlers = {
-    restart: restartCommand({ restart, log }),
-    zipLogs: zipLogsCommand({
-      work,
-      outbox,
-      log: logger.log.child({ component: 'logs' }),
-      logsDir: paths.logs,
-      tmpDir: paths.data,
-      serviceUrl,
-      authorization: bearer(instance.agentId, instance.agentSecret),
-      flushLogs: () => logger.flush(),
-    }),
-    testConnection: testConnectionCommand({ work, log, host: hostOnce }),
-    loadMetadata: loadMetadataCommand({ work, log, host: hostOnce }),
-    preconnect: preconnectCommand({ work, log, host: hostOnce }),
-    assignSolutions: assignSolutionsCommand({ store: solutionStore, log, assigned }),
-    putSolution: putSolutionCommand({ store: solutionStore, log, assigned }),
-    startSolution: startSolutionCommand({ runner }),
-    stopSolution: stopSolutionCommand({ runner }),
-    monitorSolution: monitorSolutionCommand({ runner }),
-    previewQuery: previewQueryCommand({ work, log, host: hostOnce }),
-    nativeQueryTest: nativeQueryTestCommand({ work, log, host: hostOnce }),
-    reprocessRun: reprocessRunCommand({ runner }),
-    knownRuns: knownRunsCommand({ runner, outbox }),
-    pruneFailedRecords: pruneFailedRecordsCommand({
-      folder: paths.failures,
-      busy: () => runner.runningCount > 0 || solutionStore.openRuns().length > 0,
-      log: logger.log.child({ component: 'failures' }),
-    }),
-  };
-  const dispatch = (command: ServiceRequest): Promise<unknown> => {
-    switch (command.type) {
-      case 'restart':
-        return handlers.restart(command);
-      case 'zipLogs':
-        return handlers.zipLogs(command);
-      case 'testConnection':
-        return handlers.testConnection(command);
-      case 'loadMetadata':
-        return handlers.loadMetadata(command);
-      case 'preconnect':
-        return handlers.preconnect(command);
-      case 'installConnector':
-        void installer.install(command);
-        return Promise.resolve({ received: true });
-      case 'uninstallConnector':
-        void installer.uninstall(command);
-        return Promise.resolve({ received: true });
-      case 'assignSolutions':
+  const commands = new CommandHandlers()
+    .on('restart', restartCommand({ restart, log }))
+    .on(
+      'zipLogs',
+      zipLogsCommand({
+        work,
+        outbox,
+        log: logger.log.child({ component: 'logs' }),
+        logsDir: paths.logs,
+        tmpDir: paths.data,
+        serviceUrl,
+        authorization: bearer(instance.agentId, instance.agentSecret),
+        flushLogs: () => logger.flush(),
+      }),
+    )
+    .on('testConnection', testConnectionCommand({ work, log, host: hostOnce }))
+    .on('loadMetadata', loadMetadataCommand({ work, log, host: hostOnce }))
+    .on('preconnect', preconnectCommand({ work, log, host: hostOnce }))
+    .on('installConnector', installConnectorCommand({ installer }))
+    .on('uninstallConnector', uninstallConnectorCommand({ installer }))
+    .on(
+      'assignSolutions',
+      assignSolutionsCommand({
+        store: solutionStore,
+        log,
         // What the scheduler waits to hold before it starts (see startScheduler).
-        assignedVersions = new Map(command.assignments.map((a) => [a.solutionId, a.version]));
-        return handlers.assignSolutions(command);
-      case 'putSolution':
-        return handlers.putSolution(command);
-      case 'startSolution':
-        return handlers.startSolution(command);
-      case 'stopSolution':
-        return handlers.stopSolution(command);
-      case 'monitorSolution':
-        return handlers.monitorSolution(command);
-      case 'previewQuery':
-        return handlers.previewQuery(command);
-      case 'nativeQueryTest':
-        return handlers.nativeQueryTest(command);
-      case 'reprocessRun':
-        return handlers.reprocessRun(command);
-      case 'knownRuns':
-        return handlers.knownRuns(command);
-      case 'pruneFailedRecords':
-        return handlers.pruneFailedRecords(command);
-    }
-  };
+        received: (assignments) => (assignedVersions = new Map(assignments.map((a) => [a.solutionId, a.version]))),
+        assigned,
+      }),
+    )
+    .on('putSolution', putSolutionCommand({ store: solutionStore, log, assigned }))
+    .on('startSolution', startSolutionCommand({ runner }))
+    .on('stopSolution', stopSolutionCommand({ runner }))
+    .on('monitorSolution', monitorSolutionCommand({ runner }))
+    .on('previewQuery', previewQueryCommand({ work, log, host: hostOnce }))
+    .on('nativeQueryTest', nativeQueryTestCommand({ work, log, host: hostOnce }))
+    .on('reprocessRun', reprocessRunCommand({ runner }))
+    .on('knownRuns', knownRunsCommand({ runner, outbox }))
+    .on(
+      'pruneFailedRecords',
+      pruneFailedRecordsCommand({
+        folder: paths.failures,
+        busy: () => runner.runningCount > 0 || solutionStore.openRuns().length > 0,
+        log: logger.log.child({ component: 'failures' }),
+      }),
+    );
+  const unhandled = commands.missing();
+  if (unhandled.length > 0) throw new FerryError('SVC_INTERNAL', `The Agent has no handler for the ${unhandled.join(', ')} command.`, { details: { commands: unhandled } });
 
   const { agentSecret: _secret, ...publicInstance } = instance;
   return {

@@ -5,7 +5,6 @@ import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import {
   CHANNEL_PATH,
   CLOSE,
-  FromService,
   HelloResult,
   MAX_MESSAGE_BYTES,
   type AgentRequest,
@@ -13,8 +12,8 @@ import {
   type Heartbeat,
   type Hello,
   type Reply,
-  type ServiceRequest,
 } from '../protocol/channel.js';
+import { FromService, type ServiceRequest } from '../protocol/commands.js';
 import { errorsOf, RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE, type RunErrorsReport } from '../protocol/solutions.js';
 import { Backoff, sleep } from './backoff.js';
 import type { Outbox, OutboxMessage } from './outbox.js';

@@ -1,9 +1,7 @@
 import { z } from 'zod';
+import { acknowledgement } from './acknowledgement.js';
 import { AgentStatus } from './agent-status.js';
 import {
-  AssignSolutionsCommand,
-  MonitorSolutionCommand,
-  PutSolutionCommand,
   RunErrorsReport,
   RunFailedRecordsReport,
   RunCommittedReport,
@@ -11,12 +9,7 @@ import {
   RunProgressReport,
   RunStartedReport,
   ScheduleSkippedReport,
-  StartSolutionCommand,
-  StopSolutionCommand,
 } from './solutions.js';
-import { NativeQueryTestCommand, PreviewQueryCommand } from './previews.js';
-import { KnownRunsCommand, ReprocessRunCommand } from './reprocess.js';
-import { PruneFailedRecordsCommand } from './retention.js';
 
 /**
  * The messages of the Agent ↔ Service WebSocket (`/v1/agent/channel`), validated on both sides.
@@ -28,11 +21,9 @@ import { PruneFailedRecordsCommand } from './retention.js';
  *     │ ── {id, type:'heartbeat', …}  every heartbeatMs ──────────▶ │ lastContactTime
  *     │ ── {id, type:'report', report} (from the durable outbox) ─▶ │ stored once per id
  *     │ ◀──────────────────────────────────────── {re, ok:true} ── │ = acknowledged: outbox deletes it
- *     │ ◀── {id, type:'restart' | 'zipLogs' | 'testConnection' | 'loadMetadata' |      │
- *     │           'installConnector' | 'uninstallConnector' | 'preconnect' |       │
- *     │           'previewQuery' | 'nativeQueryTest' | 'reprocessRun' |             │
- *     │           'knownRuns' | 'pruneFailedRecords'} ─────────────────────── │
- *     │ ── {re, ok, result | error} ──────────────────────────────▶ │
+ *     │ ◀── {id, type:<command kind>, …} ────────────────────────── │ ./commands.ts: one table binds
+ *     │ ── {re, ok, result | error} ──────────────────────────────▶ │ each kind to its request,
+ *     │                                                              │ result and time-out
  *     │ ◀──▶ {type:'ping'|'pong', at}  application-level keepalive    │
  *
  * Requests carry `id` (a GUID) and `type`; replies carry `re` (the request's id) and `ok`.
@@ -124,9 +115,11 @@ export type Report = z.infer<typeof Report>;
 export const AgentRequest = z.discriminatedUnion('type', [Hello, Heartbeat, Report]);
 export type AgentRequest = z.infer<typeof AgentRequest>;
 
-// ── Service → Agent requests (commands) ───────────────────────────────────────
+// ── Service → Agent requests (commands; their table is ./commands.ts) ──────────
 
 export const RestartCommand = z.object({ id: Id, type: z.literal('restart'), restartNow: z.boolean() });
+/** Reply of restart: accepted; the restart itself happens when work allows. */
+export const RestartResult = acknowledgement<{ accepted: true; restartNow: boolean }>();
 export const ZipLogsCommand = z.object({
   id: Id,
   type: z.literal('zipLogs'),
@@ -143,6 +136,8 @@ export const ZipLogsCommand = z.object({
   runId: z.string().max(100).optional(),
   since: Timestamp.refine((s) => !Number.isNaN(Date.parse(s)), 'an ISO-8601 date-time').optional(),
 });
+/** Reply of zipLogs: accepted; the upload, or a `logArchiveFailed` report, follows. */
+export const ZipLogsResult = acknowledgement<{ accepted: true }>();
 /**
  * `testConnection`: open a connection with these plain properties (the channel is authenticated
  * and, in production, TLS), test it and close it. The reply is `{ok: true}` when the test passed,
@@ -155,6 +150,8 @@ export const TestConnectionCommand = z.object({
   connectorId: z.string().max(100),
   properties: z.record(z.string().max(200), z.string().max(100_000)),
 });
+/** Reply of testConnection when the test passed (a failed test is an error reply). */
+export const TestConnectionResult = acknowledgement<{ ok: true }>();
 /**
  * `loadMetadata`: open the Connection with these plain properties and answer with its
  * ConnectionMetadata (`./metadata.ts`: the document, packed when it would not fit in a channel
@@ -186,6 +183,8 @@ export const InstallConnectorCommand = z.object({
   size: z.number().int().positive(),
   packageUrl: z.string().max(2000),
 });
+/** Reply of installConnector and uninstallConnector: the Agent queued the change (AgentReceivedCommand). */
+export const ConnectorCommandReceived = acknowledgement<{ received: true }>();
 /** `uninstallConnector`: unload and delete the plugin once running work has finished; the outcome comes as a report. */
 export const UninstallConnectorCommand = z.object({ id: Id, type: z.literal('uninstallConnector'), connectorId: z.string().max(100) });
 /**
@@ -199,30 +198,17 @@ export const PreconnectCommand = z.object({
   isOauth: z.boolean(),
   properties: z.record(z.string().max(200), z.string().max(100_000)),
 });
-export const ServiceRequest = z.discriminatedUnion('type', [
-  RestartCommand,
-  ZipLogsCommand,
-  TestConnectionCommand,
-  LoadMetadataCommand,
-  InstallConnectorCommand,
-  UninstallConnectorCommand,
-  PreconnectCommand,
-  // Solutions (./solutions.ts)
-  AssignSolutionsCommand,
-  PutSolutionCommand,
-  StartSolutionCommand,
-  StopSolutionCommand,
-  MonitorSolutionCommand,
-  // Map previews (./previews.ts)
-  PreviewQueryCommand,
-  NativeQueryTestCommand,
-  // Reprocessing marked failed records (./reprocess.ts)
-  ReprocessRunCommand,
-  KnownRunsCommand,
-  // History retention on the Agent (./retention.ts)
-  PruneFailedRecordsCommand,
-]);
-export type ServiceRequest = z.infer<typeof ServiceRequest>;
+/**
+ * Reply of preconnect: the plugin's PreconnectResult (src/connectors/sdk.ts). Read leniently, as
+ * plugins write it: no result or no `reply` means SUCCESS, and only string properties are kept.
+ */
+export const PreconnectResult = z
+  .object({
+    reply: z.string().optional(),
+    properties: z.record(z.string(), z.unknown()).optional(),
+    authorizationUrl: z.string().optional(),
+  })
+  .optional();
 export type RestartCommand = z.infer<typeof RestartCommand>;
 export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;
 export type TestConnectionCommand = z.infer<typeof TestConnectionCommand>;
@@ -257,12 +243,9 @@ export type Reply = z.infer<typeof Reply>;
 export const Ping = z.object({ type: z.literal('ping'), at: Timestamp });
 export const Pong = z.object({ type: z.literal('pong'), at: Timestamp });
 
-/** Anything the Service may receive. */
+/** Anything the Service may receive. What the Agent may receive (`FromService`) is in ./commands.ts. */
 export const FromAgent = z.union([AgentRequest, Reply, Ping, Pong]);
 export type FromAgent = z.infer<typeof FromAgent>;
-/** Anything the Agent may receive. */
-export const FromService = z.union([ServiceRequest, Reply, Ping, Pong]);
-export type FromService = z.infer<typeof FromService>;
 
 /** WebSocket close codes Ferry uses (4000–4999 are the application's). */
 export const CLOSE = {

@@ -203,3 +203,19 @@ export function unpackMetadata(answer: unknown): unknown {
   if (!packed.success) return answer;
   return JSON.parse(gunzipSync(Buffer.from(packed.data.data, 'base64'), { maxOutputLength: MAX_UNPACKED_METADATA_BYTES }).toString('utf8')) as unknown;
 }
+
+/**
+ * The loadMetadata reply as the Service reads it: a packed answer is unpacked (at most
+ * {@link MAX_UNPACKED_METADATA_BYTES} of JSON) and either is parsed as the ConnectionMetadata once.
+ */
+export const LoadMetadataResult = z.union([
+  PackedMetadata.transform((packed, ctx): unknown => {
+    try {
+      return unpackMetadata(packed);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `packed metadata that does not unpack: ${err instanceof Error ? err.message : String(err)}` });
+      return z.NEVER;
+    }
+  }).pipe(ConnectionMetadata),
+  ConnectionMetadata,
+]);

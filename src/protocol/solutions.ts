@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { acknowledgement } from './acknowledgement.js';
 import { ScheduleRule } from './schedule.js';
 
 /**
@@ -407,6 +408,8 @@ export const AssignSolutionsResult = z.object({ need: z.array(Id) });
 export type AssignSolutionsResult = z.infer<typeof AssignSolutionsResult>;
 
 export const PutSolutionCommand = z.object({ id: Id, type: z.literal('putSolution'), solution: PreparedSolution });
+/** Reply of putSolution: the version the Agent now holds (only an acknowledgement to the Service). */
+export const PutSolutionResult = acknowledgement<{ version: string }>();
 
 export const StartSolutionCommand = z.object({
   id: Id,

@@ -12,7 +12,7 @@ import { WorkRegistry } from '../../../src/agent/work.js';
 import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { ConnectionMetadata, Field, Relationship } from '../../../src/connectors/sdk.js';
 import { isFerryError, toErrorData } from '../../../src/errors/ferry-error.js';
-import { ServiceRequest } from '../../../src/protocol/channel.js';
+import { ServiceRequest } from '../../../src/protocol/commands.js';
 import { CONNECTORS_DIR } from '../../connectors/conformance.js';
 import { TestChannel, registerTestAgent, until, type Incoming, type TestAgent } from '../../helpers/agent-client.js';
 import { startService, type TestService } from '../../helpers/service.js';

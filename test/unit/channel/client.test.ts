@@ -9,7 +9,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { ChannelClient, channelUrl } from '../../../src/channel/client.js';
 import { Outbox } from '../../../src/channel/outbox.js';
 import type { FerryError } from '../../../src/errors/ferry-error.js';
-import { CLOSE, FromAgent, type ServiceRequest } from '../../../src/protocol/channel.js';
+import { CLOSE, FromAgent } from '../../../src/protocol/channel.js';
+import type { ServiceRequest } from '../../../src/protocol/commands.js';
 import { errorsOf, RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE, shareErrorFields, type RunErrorsReport } from '../../../src/protocol/solutions.js';
 
 /** A stand-in Service: answers hello and reports, and lets a test script the socket. */

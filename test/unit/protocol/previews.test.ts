@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { collectPreview } from '../../../src/agent/commands/preview-query.command.js';
-import { FromService } from '../../../src/protocol/channel.js';
+import { FromService } from '../../../src/protocol/commands.js';
 import { PREVIEW_LIMIT, PreviewResult } from '../../../src/protocol/previews.js';
 import { StartSolutionCommand } from '../../../src/protocol/solutions.js';
 
