@@ -5,7 +5,8 @@ import { once } from 'node:events';
 import { ConnectorError, isFullName, type CallContext, type EnsureEntityOptions, type EnsureEntityResult, type EntityMetadata } from '../../src/connectors/sdk.js';
 import { formatRow } from './parser.js';
 import { readRows, fileError } from './reader.js';
-import { describeFile, readSchemaFile, writeSchemaFile, type CsvEntity, type SchemaFile } from './schema.js';
+import type { CsvEntity } from './entity.js';
+import { describeFile, readSchemaFile, writeSchemaFile, type SchemaFile } from './schema.js';
 import { entityMetadata } from './metadata.js';
 import type { CsvProps } from './properties.js';
 

@@ -22,7 +22,8 @@ import {
   type WriteResult,
 } from '../../src/connectors/sdk.js';
 import { parseProps, type CsvProps } from './properties.js';
-import { describeFile, entityNameOf, listEntityFiles, readSchemaFile, type CsvEntity } from './schema.js';
+import type { CsvEntity } from './entity.js';
+import { describeFile, entityNameOf, listEntityFiles, readSchemaFile } from './schema.js';
 import { CSV_ACTIONS, entityMetadata } from './metadata.js';
 import { queryEntity, queryEntityPacked, readsPacked } from './query.js';
 import { writeEntity } from './write.js';

@@ -1,5 +1,5 @@
 import { action, type Action, type EntityMetadata, type Field } from '../../src/connectors/sdk.js';
-import type { CsvEntity } from './schema.js';
+import type { CsvEntity } from './entity.js';
 
 /** What every csv entity supports: Query, Create, and the keyed actions. */
 export const CSV_ACTIONS: Action[] = [

@@ -19,7 +19,7 @@ import { fileError, readInThread, readPackedInThread, readWith } from './reader.
 import { recordSink } from './records.js';
 import { sortRecords } from './sort.js';
 import type { CsvProps } from './properties.js';
-import type { CsvEntity } from './schema.js';
+import type { CsvEntity } from './entity.js';
 import type { OpenScan } from './thread.js';
 
 /** With readerThread `auto`, files of this many bytes or more are read in a scan thread … */

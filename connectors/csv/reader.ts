@@ -5,7 +5,7 @@ import { ConnectorError, type ConnectorLog, type ConnectorRecord, type PackedBat
 import { CsvParser, type CsvRow, type CsvSink } from './parser.js';
 import type { CsvProps } from './properties.js';
 import { packedRecords, scanColumns, settlePacked } from './records.js';
-import type { CsvEntity } from './schema.js';
+import type { CsvEntity } from './entity.js';
 import type { ScanBatch, ScanPacked, ScanSettings } from './scanner.js';
 import { startPackedScan, startScan, type OpenScan, type ScanThread } from './thread.js';
 

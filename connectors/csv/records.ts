@@ -17,7 +17,7 @@ import {
 import { cellReaders } from './cells.js';
 import type { CsvField, CsvRow, CsvSink } from './parser.js';
 import { CELL_RAW, TAG, type ScanBatch, type ScanColumn, type ScanPacked } from './scanner.js';
-import type { CsvColumn, CsvEntity } from './schema.js';
+import type { CsvColumn, CsvEntity } from './entity.js';
 
 type Convert = (raw: string) => Value;
 

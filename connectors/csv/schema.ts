@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConnectorError, PROPERTY_TYPES, coerceValue, INVALID, uniqueFullNames, toFullName, type PropertyType } from '../../src/connectors/sdk.js';
+import type { CsvColumn, CsvEntity } from './entity.js';
 import { readRows, fileError } from './reader.js';
 import type { CsvProps } from './properties.js';
 
@@ -28,28 +29,6 @@ const SchemaFile = z.object({
   entities: z.record(z.string(), z.object({ fields: z.array(SchemaField), description: z.string().default('') })).default({}),
 });
 export type SchemaFile = z.infer<typeof SchemaFile>;
-
-export interface CsvColumn {
-  /** The header text. */
-  name: string;
-  fullName: string;
-  type: PropertyType;
-  isPrimaryKey: boolean;
-  size: number;
-  description: string;
-}
-
-export interface CsvEntity {
-  /** Absolute path. */
-  file: string;
-  fileName: string;
-  name: string;
-  fullName: string;
-  description: string;
-  columns: CsvColumn[];
-  /** True when the types were inferred rather than read from the schema file. */
-  inferred: boolean;
-}
 
 export async function readSchemaFile(props: CsvProps): Promise<SchemaFile> {
   let text: string;

@@ -20,7 +20,7 @@ import { formatRow, type CsvField } from './parser.js';
 import { readRows, fileError } from './reader.js';
 import { keyPart } from './records.js';
 import type { CsvProps } from './properties.js';
-import type { CsvEntity } from './schema.js';
+import type { CsvEntity } from './entity.js';
 
 type Cell = CsvField | number | boolean;
 

@@ -8,7 +8,7 @@
  *   RUN_WRITE_FAILED: 100000 records (CreateContact: 100000); the first 5 are shown above.
  * Piped, JSON lines: each shown error as `{"recordError": …}`, then `{"recordErrors": {code: {count, blocks, shown}}}`.
  */
-import type { MapRecordError } from '../maps/runtime/run.js';
+import type { MapRecordError } from '../maps/runtime/run-types.js';
 
 /** Errors shown per code; the rest are counted. */
 export const SHOWN_PER_CODE = 5;

@@ -4,7 +4,7 @@
  * threads and open file descriptors.
  */
 import fs from 'node:fs';
-import type { CsvEntity } from '../../connectors/csv/schema.js';
+import type { CsvEntity } from '../../connectors/csv/entity.js';
 
 /** A small deterministic generator, so a failure can be replayed. */
 function rng(seed: number): () => number {

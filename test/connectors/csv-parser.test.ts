@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { CsvParser, formatRow, type CsvRow } from '../../connectors/csv/parser.js';
 import { recordBuilder, recordSink } from '../../connectors/csv/records.js';
-import type { CsvEntity } from '../../connectors/csv/schema.js';
+import type { CsvEntity } from '../../connectors/csv/entity.js';
 import { sortRecords } from '../../connectors/csv/sort.js';
 import type { ConnectorLog, ConnectorRecord, PropertyType } from '../../src/connectors/sdk.js';
 

@@ -11,7 +11,7 @@ import { kindOf, type BindContext } from '../blocks/index.js';
 import { compileFormulas, type CompiledFormulas } from '../formula/evaluator.js';
 import { entityOf, findRelationship, type MetadataByConnection } from '../metadata.js';
 import type { Step } from '../runtime/context.js';
-import type { RunPlan } from '../runtime/run.js';
+import type { RunPlan } from '../runtime/run-types.js';
 import { validateModel, type ValidationResult } from './validate.js';
 
 export interface MapPlan extends RunPlan {

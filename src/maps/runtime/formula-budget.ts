@@ -9,7 +9,6 @@
  * it all); the items of a For Each or a Loop charge the source record they come from.
  */
 import type { ErrorData } from '../../errors/ferry-error.js';
-import type { SourceState } from './context.js';
 
 /** The budgets in milliseconds; 0 turns one off. */
 export interface FormulaBudget {
@@ -22,7 +21,7 @@ export interface FormulaBudget {
 /** 10 s per Block and 60 s per run: see docs/decisions.md. */
 export const DEFAULT_FORMULA_BUDGET: FormulaBudget = Object.freeze({ perBlockMs: 10_000, perRunMs: 60_000 });
 
-/** What a record has used so far (kept on its {@link SourceState}). */
+/** What a record has used so far (kept on its SourceState, context.ts). */
 export interface FormulaTimeUsed {
   runMs: number;
   readonly blockMs: Map<string, number>;
@@ -31,7 +30,7 @@ export interface FormulaTimeUsed {
 const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
 
 /** Adds `ms` of the Block `blockId` to the record's time; answers the record error once a budget is spent. */
-export function chargeFormulaTime(state: SourceState, blockId: string, ms: number, budget: FormulaBudget): ErrorData | undefined {
+export function chargeFormulaTime(state: { formulaTime?: FormulaTimeUsed }, blockId: string, ms: number, budget: FormulaBudget): ErrorData | undefined {
   const used = (state.formulaTime ??= { runMs: 0, blockMs: new Map() });
   used.runMs += ms;
   const inBlock = (used.blockMs.get(blockId) ?? 0) + ms;

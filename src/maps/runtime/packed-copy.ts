@@ -14,7 +14,7 @@
 import { CELL_NUMBER, CELL_TEXT, CELL_VALUE, packedRecord, type PackedBatch } from '../../connectors/packed.js';
 import type { Block } from '../../protocol/map.js';
 import type { FieldCopies, FormulaEvaluator, Item } from './context.js';
-import type { RunOptions, RunPlan } from './run.js';
+import type { RunOptions, RunPlan } from './run-types.js';
 
 export interface PackedCopy {
   /** The Create, and what it copies (`sourceFields`: what the source reads). */

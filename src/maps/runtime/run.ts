@@ -29,149 +29,25 @@ import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
 import type { Checkpoint, ConnectorRecord, OrderBy, RecordBatch } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
-import { isWriteType, type Block, type MapModel } from '../../protocol/map.js';
-import { FormulaEngine, type LookupTables } from '../formula/evaluator.js';
+import { isWriteType, type Block } from '../../protocol/map.js';
+import { FormulaEngine } from '../formula/evaluator.js';
 import { batchSizes } from './batching.js';
 import { readAhead } from '../../connectors/read-ahead.js';
-import { connectionNotOpen, runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv, type Source, type Step } from './context.js';
+import { connectionNotOpen, runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv } from './context.js';
 import { evaluateAhead } from './formulas.js';
-import { DEFAULT_FORMULA_BUDGET, type FormulaBudget } from './formula-budget.js';
-import { StatsCollector, type MapStats } from './stats.js';
-import { laterState, MarkTracker, parseWatermarkState, type WatermarkStore } from './watermark.js';
+import { DEFAULT_FORMULA_BUDGET } from './formula-budget.js';
+import { StatsCollector } from './stats.js';
+import { laterState, MarkTracker, parseWatermarkState } from './watermark.js';
 import { uuidV7 } from '../../util/uuid-v7.js';
 import { recordMaker } from '../../connectors/sdk.js';
 import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
 import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
 import { fingerprint, parseResumePoint, pastPoint, resumeValue } from './resume-point.js';
 import { countsOf, withCounts, type RunCounts } from './run-counts.js';
-import { DEFAULT_TARGET_RETRY, withTargetRetry, type RetryNotice, type TargetRetry } from './target-retry.js';
+import { DEFAULT_TARGET_RETRY, withTargetRetry, type TargetRetry } from './target-retry.js';
+import type { MapRecordError, RunOptions, RunPlan, RunResult } from './run-types.js';
 
-/** What a run needs of a compiled plan (compiler/plan.ts makes it): the Map with its starter and Blocks bound. */
-export interface RunPlan {
-  readonly model: MapModel;
-  readonly starter: Block;
-  /** Where the records come from: the starter bound to its kind's Source. */
-  readonly source: Source;
-  readonly steps: readonly Step[];
-  readonly blocks: readonly Block[];
-  /** Fields of the starter's records that the Map reads: what a failed-record copy keeps. */
-  readonly sourceFields: readonly string[];
-  /** The starter entity's primary-key fields (Connection metadata): a source record's identity; empty = none. */
-  readonly sourceKeyFields: readonly string[];
-}
-
-/** A record error (SPEC.md "Error"): one per failing record and Block. */
-export interface MapRecordError {
-  id: string;
-  mapName: string;
-  sourceEntity: string;
-  blockId: string;
-  blockName: string;
-  code: string;
-  errorMessage: string;
-  errorDetail: string;
-  /** Set when a failed source record was captured for reprocessing. */
-  failedRecordId?: string;
-  canReprocess: boolean;
-  /** The source record's key fields and values (the starter entity's primary key), when it has one. */
-  sourceKey?: Record<string, unknown>;
-  /** The source record's position in the records this run read, from 1. */
-  sourceRow?: number;
-}
-
-/** What a failed-record sink receives: the source fields the Map references. */
-export interface FailedRecordInput {
-  executionId: string;
-  mapId?: number;
-  mapName: string;
-  entity: string;
-  blockId: string;
-  blockName: string;
-  error: ErrorData;
-  /** `error.details` as JSON when the caller has serialized it already (the record error's errorDetail). */
-  errorDetail?: string;
-  source: ConnectorRecord;
-}
-
-/** Where failed source records go (the local store, or the outbox for the cloud store); returns the record's id. */
-export interface FailedRecordSink {
-  capture(rec: FailedRecordInput): Promise<string>;
-}
-
-export interface RunProgress {
-  processed: number;
-  failed: number;
-  batches: number;
-  lastRunDate: string | null;
-  /**
-   * A checkpoint of the Agent's own (the watermark file) is saved right after this report: counts
-   * kept for a kill must be kept first, so that History never counts less than the checkpoint holds.
-   */
-  saving?: boolean;
-}
-
-export interface RunOptions {
-  /** Open connections by connectionId. */
-  connections: ReadonlyMap<string, HostConnection>;
-  executionId?: string;
-  signal?: AbortSignal;
-  /**
-   * A stop between batches (a user's stop of a Solution): checked before each batch, so the batch
-   * in progress finishes, is checkpointed and counted, and nothing is written that the next run
-   * writes again (a packed copy's batch in progress is the one being written while the one before
-   * it is reported). A batch still in progress {@link stopGraceMs} after the stop (a write waiting
-   * on a lock, a target that went away) is cut short as `signal` cuts it: its calls are cancelled
-   * on the datastore and it is not checkpointed. `signal` instead aborts at once (Connector calls included).
-   */
-  stop?: AbortSignal;
-  /** How long a stopped run's batch in progress may take before it is cancelled (default 2,500 ms). */
-  stopGraceMs?: number;
-  /** How long a write waits for its datastore to come back before the run ends (target-retry.ts). */
-  targetRetry?: Partial<TargetRetry>;
-  /** Each failed try of a write whose datastore went away, before the wait for the next. */
-  onRetry?(n: RetryNotice & { blockName: string }): void;
-  lookupTables?: LookupTables;
-  /** Overrides the Map's batchSize. */
-  batchSize?: number;
-  /** Where the net-change watermark is read and checkpointed; default the Map's lastRunDate, in memory. */
-  watermark?: WatermarkStore;
-  /**
-   * The key of this Map's checkpoint in a transactional target (a Solution's Map: stable across
-   * runs). With net change, when the Map's only write is a Create into a Connection that keeps
-   * checkpoints (SQLite, PostgreSQL), each batch commits with its checkpoint in one transaction,
-   * so a run killed between the write and the watermark's save never writes the batch again.
-   */
-  checkpointKey?: string;
-  onProgress?(p: RunProgress): void;
-  /**
-   * The target's checkpoint was committed by another run, with that run's counts (run-counts.ts):
-   * a run killed with its Agent may have written more than it had counted.
-   */
-  onEarlierRun?(counts: RunCounts): void;
-  onRecordError?(e: MapRecordError): void;
-  failures?: FailedRecordSink;
-  /** Reprocessing: these batches replace the starter's query (no watermark). */
-  source?: AsyncIterable<RecordBatch>;
-  /** Reprocessing: called with each source record's outcome, in order. */
-  onSourceDone?(index: number, ok: boolean): void;
-  /** The formula engine (its sandbox limits); the caller disposes it. Default: a FormulaEngine of the run. */
-  engine?: FormulaEvaluator;
-  /** Wait For Message / Wait For Request: the message (a JSON object), the Map's single record. */
-  message?: unknown;
-  /** The formula time a source record may use per Block and per run (default 10 s and 60 s; 0 turns one off). */
-  formulaBudget?: Partial<FormulaBudget>;
-  /** Send Reply: receives the reply of a request Map as soon as it is sent (once per run); a throw fails the record with RUN_REPLY_FAILED. */
-  onReply?(reply: ConnectorRecord): void | Promise<void>;
-}
-
-export interface RunResult {
-  stats: MapStats;
-  errors: number;
-  /** What the run did otherwise than asked, for its History (a resume point it could not use). */
-  notice?: string;
-  /** A Map that begins with Wait For Request: the reply sent, or null when none was. */
-  reply?: ConnectorRecord | null;
-}
+export type { FailedRecordInput, FailedRecordSink, MapRecordError, RunOptions, RunPlan, RunProgress, RunResult } from './run-types.js';
 
 /** A batch as the starter read it, with its items and the first step's formulas evaluating ahead. */
 interface Prepared {
