@@ -5,13 +5,13 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
 import { FerryError } from '../errors/ferry-error.js';
 import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run.js';
 import { mkdirPrivate, touchPrivate } from '../util/private-files.js';
 import { uuidV7 } from '../util/uuid-v7.js';
+import { WorkerThread, workerFailure } from '../util/worker-thread.js';
 
 export interface StoredFailedRecord {
   id: string;
@@ -115,27 +115,21 @@ interface PendingCapture {
 }
 
 /**
- * The inserting half of a store: a worker thread with its own connection to the file, so that
- * SQLite's work for a run's refused records (B-tree inserts, commits, WAL checkpoints: measured
- * 6–8 µs a record, docs/benchmarks.md "Solutions") is done beside the run's thread, not on it. It
- * runs from its source text (the same from the sources, the build and a package). Each group of
- * captures is one transaction; after it (committed or failed) the thread counts it in `flags[0]`,
- * shared with the store, which waits on it when a read must see every capture, and answers on
- * `replies`, a port the store can also read synchronously. A thread that cannot open the file sets
- * `flags[1]` and takes no group: the store then inserts them itself.
+ * The inserting half of a store: a worker thread (util/worker-thread.ts) with its own connection
+ * to the file, so that SQLite's work for a run's refused records (B-tree inserts, commits, WAL
+ * checkpoints: measured 6–8 µs a record, docs/benchmarks.md "Solutions") is done beside the run's
+ * thread, not on it. It runs from its source text (the same from the sources, the build and a
+ * package). Each group of captures is one call and one transaction. A read that must see every
+ * capture waits for the thread's answers synchronously (WorkerThread.waitSync). A thread that
+ * cannot open the file takes no group: the store then inserts them itself.
  */
-const INSERTER = `
-const { workerData } = require('node:worker_threads');
-const { replies, inbox } = workerData;
-const flags = new Int32Array(workerData.flags);
-let insertAll;
-try {
-  const Database = require(workerData.lib);
-  const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
+const INSERTER = `(require, data) => {
+  const Database = require(data.lib);
+  const db = new Database(data.file, { timeout: data.busyTimeoutMs });
   db.pragma('journal_mode = WAL');
-  const insert = db.prepare(workerData.insertSql);
+  const insert = db.prepare(data.insertSql);
   // A group comes column by column; a column whose rows all have one value comes once, as { one }.
-  insertAll = db.transaction((n, columns) => {
+  const insertAll = db.transaction((n, columns) => {
     const row = new Array(columns.length);
     for (let i = 0; i < n; i++) {
       for (let c = 0; c < columns.length; c++) {
@@ -145,30 +139,16 @@ try {
       insert.run(row);
     }
   });
-} catch (err) {
-  Atomics.store(flags, 1, 1);
-  Atomics.notify(flags, 0);
-  replies.postMessage({ fatal: String(err && err.message) });
-}
-inbox.on('message', (m) => {
-  if (!insertAll) return;
-  let error;
-  try {
-    insertAll(m.n, m.columns);
-  } catch (err) {
-    error = { message: String(err && err.message), code: err && typeof err.code === 'string' ? err.code : undefined };
-  }
-  // The answer first: once the count says a group is done, its answer is there to be read.
-  replies.postMessage({ seq: m.seq, error });
-  Atomics.add(flags, 0, 1);
-  Atomics.notify(flags, 0);
-});
-`;
+  return (group) => {
+    insertAll(group.n, group.columns);
+    return { reply: undefined };
+  };
+}`;
 
-interface InserterReply {
-  fatal?: string;
-  seq?: number;
-  error?: { message: string; code?: string };
+/** A group of captures as the inserting thread takes it (columnsOf). */
+interface InsertGroup {
+  n: number;
+  columns: Array<unknown[] | { one: unknown }>;
 }
 
 /** How long a read waits for the inserting thread before it gives up (a busy file, a stuck thread). */
@@ -191,12 +171,7 @@ export class FailedRecordStore implements FailedRecordSink {
   private readonly insert: Database.Statement<InsertParams>;
   private readonly insertAll: (group: readonly PendingCapture[]) => void;
   #pending: PendingCapture[] = [];
-  #thread: { worker: Worker; inbox: MessagePort; replies: MessagePort } | undefined;
-  /** Shared with the thread: [0] the groups it has finished (committed or failed), [1] 1 when it cannot insert. */
-  readonly #flags = new Int32Array(new SharedArrayBuffer(8));
-  /** Groups posted to the thread. */
-  #posted = 0;
-  readonly #inflight = new Map<number, PendingCapture[]>();
+  #thread: WorkerThread<InsertGroup, undefined> | undefined;
 
   /**
    * `thread: false`: every group is committed on the store's own connection. `inserterModule`: the
@@ -237,68 +212,28 @@ export class FailedRecordStore implements FailedRecordSink {
 
   #startThread(file: string): void {
     const lib = this.#inserterModule ?? createRequire(import.meta.url).resolve('better-sqlite3');
-    const toThread = new MessageChannel();
-    const fromThread = new MessageChannel();
-    const worker = new Worker(INSERTER, {
-      eval: true,
-      workerData: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL, flags: this.#flags.buffer, inbox: toThread.port2, replies: fromThread.port2 },
-      transferList: [toThread.port2, fromThread.port2],
-    });
-    const thread = { worker, inbox: toThread.port1, replies: fromThread.port1 };
-    this.#thread = thread;
-    thread.replies.on('message', (m: InserterReply) => this.#reply(m));
-    worker.on('error', () => this.#stopThread());
-    worker.on('exit', () => this.#stopThread());
-    // Idle, the thread must not keep the process alive (after the listeners, which would ref them).
-    worker.unref();
-    thread.replies.unref();
-  }
-
-  #reply(m: InserterReply): void {
-    if (m.fatal !== undefined) this.#stopThread();
-    else this.#settleGroup(m);
-  }
-
-  /** A group the thread answered for: its captures resolve, or fail with its error. */
-  #settleGroup(m: InserterReply): void {
-    if (m.seq === undefined) return;
-    const group = this.#inflight.get(m.seq);
-    if (!group) return;
-    this.#inflight.delete(m.seq);
-    if (this.#inflight.size === 0) this.#thread?.worker.unref();
-    if (m.error === undefined) for (const p of group) p.resolve(p.params[0]);
-    else {
-      const err = storeFailed(m.error.message, m.error.code);
-      for (const p of group) p.reject(err);
-    }
-  }
-
-  /** The thread's answers that are waiting, handled now rather than in a later turn. */
-  #drain(): void {
-    for (let thread = this.#thread; thread; thread = this.#thread) {
-      const m = receiveMessageOnPort(thread.replies);
-      if (!m) return;
-      this.#reply(m.message as InserterReply);
-    }
+    this.#thread = new WorkerThread<InsertGroup, undefined>({ name: 'failed-record inserting', factory: INSERTER, data: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL } });
   }
 
   /**
-   * The thread is gone or cannot insert: the groups it has not answered are inserted here (a group
-   * it committed without answering, if it died in between, is found stored and resolves), and so
-   * are later ones.
+   * A group the thread did not commit. Refused by SQLite: its captures fail. The thread gone or
+   * unable to insert: the group is inserted here (one it committed without answering, if it died
+   * in between, is found stored and resolves), and so are later ones. Closed: they fail.
    */
-  #stopThread(): void {
-    const thread = this.#thread;
-    if (!thread) return;
-    this.#thread = undefined;
-    // Answers already sent settle their groups first: what is left was not answered.
-    for (let m = receiveMessageOnPort(thread.replies); m; m = receiveMessageOnPort(thread.replies)) this.#settleGroup(m.message as InserterReply);
-    thread.replies.close();
-    thread.inbox.close();
-    void thread.worker.terminate();
-    const left = [...this.#inflight.values()];
-    this.#inflight.clear();
-    for (const group of left) this.#insertHere(group);
+  #groupFailed(group: PendingCapture[], err: Error, thread: WorkerThread<InsertGroup, undefined>): void {
+    const failure = workerFailure(err);
+    if (failure === 'thrown') {
+      const e = storeFailed(err.message, (err as { code?: string }).code);
+      for (const p of group) p.reject(e);
+    } else if (failure === 'start' || failure === 'failed' || failure === 'exited') {
+      if (this.#thread === thread) {
+        this.#thread = undefined;
+        void thread.close();
+      }
+      this.#insertHere(group);
+    } else {
+      for (const p of group) p.reject(err);
+    }
   }
 
   #insertHere(group: PendingCapture[]): void {
@@ -342,43 +277,29 @@ export class FailedRecordStore implements FailedRecordSink {
       }
     }
     const thread = this.#thread;
-    if (!thread || Atomics.load(this.#flags, 1) === 1) {
-      if (thread) this.#stopThread();
+    if (!thread?.alive) {
+      if (thread) {
+        this.#thread = undefined;
+        void thread.close();
+      }
       this.#insertHere(group);
       return;
     }
-    const seq = this.#posted + 1;
-    try {
-      thread.inbox.postMessage({ seq, n: group.length, columns: columnsOf(group) });
-    } catch {
-      this.#stopThread();
-      this.#insertHere(group);
-      return;
-    }
-    this.#posted = seq;
-    if (this.#inflight.size === 0) thread.worker.ref();
-    this.#inflight.set(seq, group);
+    thread.send(
+      { n: group.length, columns: columnsOf(group) },
+      {
+        resolve: () => {
+          for (const p of group) p.resolve(p.params[0]);
+        },
+        reject: (err) => this.#groupFailed(group, err, thread),
+      },
+    );
   }
 
   /** Waits until every capture made so far is committed (or failed): a read or change sees them. */
   private settle(): void {
     this.flush();
-    const deadline = Date.now() + SYNC_WAIT_MS;
-    for (;;) {
-      if (!this.#thread) return;
-      if (Atomics.load(this.#flags, 1) === 1) {
-        this.#stopThread();
-        return;
-      }
-      const done = Atomics.load(this.#flags, 0);
-      if (done >= this.#posted) {
-        this.#drain();
-        return;
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new FerryError('RUN_STORE_FAILED', 'The failed-record store is still busy storing records; try again.');
-      Atomics.wait(this.#flags, 0, done, Math.min(left, 1000));
-    }
+    if (this.#thread && !this.#thread.waitSync(SYNC_WAIT_MS)) throw new FerryError('RUN_STORE_FAILED', 'The failed-record store is still busy storing records; try again.');
   }
 
   get(id: string): StoredFailedRecord | undefined {
@@ -444,15 +365,8 @@ export class FailedRecordStore implements FailedRecordSink {
     } finally {
       const thread = this.#thread;
       this.#thread = undefined;
-      if (thread) {
-        thread.worker.removeAllListeners('exit');
-        thread.replies.close();
-        thread.inbox.close();
-        void thread.worker.terminate();
-      }
       // Captures the thread never answered (it was stuck): they fail rather than hang.
-      for (const group of this.#inflight.values()) for (const p of group) p.reject(new FerryError('RUN_STORE_FAILED', 'The failed-record store was closed before the record was stored.'));
-      this.#inflight.clear();
+      if (thread) void thread.close(new FerryError('RUN_STORE_FAILED', 'The failed-record store was closed before the record was stored.'));
       this.db.close();
     }
   }
