@@ -218,7 +218,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
   });
 
   // Solutions: the local copy of what prepare built, and the run queue.
-  const solutionsFile = path.join(paths.data, 'solutions.db');
+  const solutionsFile = paths.state.solutions;
   const solutionStore = new SolutionStore(solutionsFile, instance.agentSecret);
   const runner = new SolutionRunner({
     store: solutionStore,
@@ -231,12 +231,12 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     concurrency: config.runConcurrency,
     targetRetryMs: config.targetRetryMs,
     runsOn: config.cloud ? 'cloud' : 'local',
-    lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: path.join(paths.data, 'lookup-tables') }),
+    lookupTables: (_orgId, names) => fetchLookupTables({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret), names, cacheDir: paths.state.lookupTables }),
     reprocessPages: serviceReprocessPages({ serviceUrl, authorization: bearer(instance.agentId, instance.agentSecret) }),
   });
   // Schedules fire here, from the local copy, so scheduled runs go on while the Service is unreachable.
   const scheduler = new Scheduler({
-    file: path.join(paths.data, 'schedules.db'),
+    file: paths.state.schedules,
     graceMs: config.scheduleGraceMs,
     isRunning: (solutionId) => runner.isRunning(solutionId),
     isPaused: () => work.refusing,

@@ -4,13 +4,15 @@ import path from 'node:path';
 import { z } from 'zod';
 import { FerryError } from '../errors/ferry-error.js';
 import { closeTree, mkdirPrivate, PRIVATE_DIR_MODE, type TreeRepair } from '../util/private-files.js';
+import { agentDataLayout, type AgentDataLayout } from './state.js';
 
 /**
  * The home folder holds one folder per installed instance, `ferry-agent-<n>/`, numbered in
  * installation order:
  *
  *   <home>/ferry-agent-1/config.json   identity (mode 0600; the secret is never logged)
- *                        data/          outbox.db, solutions.db, failures/ (the failed-record store)
+ *                        data/          the Agent's state: outbox.db, solutions.db, schedules.db,
+ *                                       failures/, checkpoints/ (agent/state.ts, each file versioned)
  *                        logs/          rolling log files
  *                        connectors/    installed Connector plugins
  *                        agent.pid      PID of the running `ferry agent run`, while it runs
@@ -50,6 +52,8 @@ export interface InstancePaths {
   readonly outbox: string;
   /** The local failed-record store's folder (`failed-records.db`), where the runner keeps them under `data/`. */
   readonly failures: string;
+  /** Every file of `data/` (agent/state.ts). */
+  readonly state: AgentDataLayout;
   readonly pidFile: string;
 }
 
@@ -71,6 +75,7 @@ export function instancePaths(home: string, n: number): InstancePaths {
   const serviceName = `${INSTANCE_PREFIX}${n}`;
   const dir = path.join(home, serviceName);
   const data = path.join(dir, 'data');
+  const state = agentDataLayout(data);
   return {
     number: n,
     serviceName,
@@ -79,8 +84,9 @@ export function instancePaths(home: string, n: number): InstancePaths {
     data,
     logs: path.join(dir, 'logs'),
     connectors: path.join(dir, 'connectors'),
-    outbox: path.join(data, 'outbox.db'),
-    failures: path.join(data, 'failures'),
+    outbox: state.outbox,
+    failures: state.failures,
+    state,
     pidFile: path.join(dir, 'agent.pid'),
   };
 }

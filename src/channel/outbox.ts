@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Report, ReportBody } from '../protocol/channel.js';
+import { migrateState, type StateSchema } from '../util/sqlite-schema.js';
 
 /** The report kinds this version knows: a stored row of another kind is set aside, not sent. */
 const KNOWN_KINDS: ReadonlySet<string> = new Set(ReportBody.options.map((o) => o.shape.kind.value));
@@ -14,6 +15,27 @@ export interface OutboxMessage {
   /** The whole `report` message, JSON. */
   readonly text: string;
 }
+
+/** The outbox file's schema (util/sqlite-schema.ts): version 1 is the file as first made. */
+export const OUTBOX_SCHEMA: StateSchema = {
+  name: 'outbox',
+  migrations: [
+    `CREATE TABLE IF NOT EXISTS outbox (
+       seq INTEGER PRIMARY KEY AUTOINCREMENT,
+       id TEXT NOT NULL UNIQUE,
+       body TEXT NOT NULL,
+       created TEXT NOT NULL
+     );
+     CREATE TABLE IF NOT EXISTS outbox_dead (
+       seq INTEGER PRIMARY KEY,
+       id TEXT NOT NULL,
+       body TEXT NOT NULL,
+       created TEXT NOT NULL,
+       error TEXT NOT NULL,
+       failed TEXT NOT NULL
+     );`,
+  ],
+};
 
 /**
  * The durable outbox: everything the Agent reports is written here first and deleted only when
@@ -46,22 +68,12 @@ export class Outbox {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS outbox (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        body TEXT NOT NULL,
-        created TEXT NOT NULL
-      );
-      CREATE TABLE IF NOT EXISTS outbox_dead (
-        seq INTEGER PRIMARY KEY,
-        id TEXT NOT NULL,
-        body TEXT NOT NULL,
-        created TEXT NOT NULL,
-        error TEXT NOT NULL,
-        failed TEXT NOT NULL
-      );
-    `);
+    try {
+      migrateState(this.db, OUTBOX_SCHEMA, file);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     this.insert = this.db.prepare('INSERT INTO outbox (id, body, created) VALUES (?, ?, ?)');
     this.selectAfter = this.db.prepare('SELECT seq, id, body, created FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?');
     // The validity check and the kind in SQLite's JSON parser: a fraction of JSON.parse's cost, and no objects made.

@@ -97,6 +97,7 @@ export const ERROR_CODES = {
   AGT_REGISTRATION_REFUSED: { kind: 'config', status: 400, title: 'The Service refused the Agent registration' },
   AGT_SERVICE_UNREACHABLE: { kind: 'transient', status: 503, title: 'The Service cannot be reached' },
   AGT_ALREADY_RUNNING: { kind: 'config', status: 409, title: 'The Agent instance is already running' },
+  AGT_STATE_NEWER: { kind: 'config', status: 409, title: 'The Agent instance\'s data was written by a newer Agent' },
   AGT_UNAUTHORIZED: { kind: 'config', status: 401, title: 'The Service refused the Agent credentials' },
   AGT_DELETED: { kind: 'config', status: 410, title: 'The Agent was deleted in the Service' },
   AGT_DRAINING: { kind: 'transient', status: 409, title: 'The Agent is restarting and starts no new work' },

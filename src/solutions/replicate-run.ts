@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
 import { FerryError } from '../errors/ferry-error.js';
@@ -7,6 +6,7 @@ import type { CommittedCounts } from './committed.js';
 import type { RunCounts } from '../maps/runtime/run-counts.js';
 import { replicate } from './replicate.js';
 import { FileReplicationState } from './replication-state.js';
+import { agentDataLayout } from '../agent/state.js';
 
 /**
  * An RS run of a prepared Solution: opens its source and target Connections on the Agent's host,
@@ -51,7 +51,7 @@ export async function replicateSolution(opts: {
         entities: rs.entities,
         checkForBulk: rs.checkForBulk,
         signal: opts.signal,
-        state: new FileReplicationState(path.join(opts.dataDir, 'checkpoints', `${solution.solutionId}-rs`)),
+        state: new FileReplicationState(agentDataLayout(opts.dataDir).replicationState(solution.solutionId)),
         log: opts.log,
         onEntityStart: (entity) => opts.committed?.begin({ mapName: entity, entity }),
         onEntityEnd: (s) => opts.committed?.end(s),

@@ -20,7 +20,6 @@
  * Stop aborts the run's signal: the Map or entity stops between batches (a batch cut short is not
  * checkpointed), so the next run continues where this one stopped.
  */
-import path from 'node:path';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
@@ -44,6 +43,7 @@ import type { RunCounts } from '../maps/runtime/run-counts.js';
 import { replicateSolution } from './replicate-run.js';
 import { reprocessCopies, type ReprocessCopies, type ReprocessPages } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
+import { agentDataLayout } from '../agent/state.js';
 
 export interface SolutionRunnerOptions {
   readonly store: SolutionStore;
@@ -286,7 +286,7 @@ export class SolutionRunner {
   }
 
   #failureStore(): FailedRecordStore {
-    this.#failures ??= new FailedRecordStore(path.join(this.opts.dataDir, 'failures'));
+    this.#failures ??= new FailedRecordStore(agentDataLayout(this.opts.dataDir).failures);
     return this.#failures;
   }
 
@@ -415,8 +415,8 @@ export class SolutionRunner {
         try {
           // A reprocess run reads the stored copies of its records instead of the source, and moves no watermark.
           const copies = run.reprocess ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError) : undefined;
-          const watermarks = path.join(this.opts.dataDir, 'checkpoints');
-          mkdirPrivate(watermarks);
+          const state = agentDataLayout(this.opts.dataDir);
+          mkdirPrivate(state.checkpoints);
           const result = await runMap(handle.plan, {
             connections: handle.connections,
             executionId: run.runId,
@@ -428,7 +428,7 @@ export class SolutionRunner {
             lookupTables: tables,
             ...(copies
               ? { source: copies.batches }
-              : { watermark: new FileWatermark(path.join(watermarks, `${solution.solutionId}-map-${map.mapId}.json`)), checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}` }),
+              : { watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)), checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}` }),
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
               const missing = copies?.missing ?? 0;

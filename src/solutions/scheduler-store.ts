@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { touchPrivate } from '../util/private-files.js';
+import { migrateState, type StateSchema } from '../util/sqlite-schema.js';
 
 /**
  * What the Agent's scheduler keeps across restarts, one row per scheduled Solution: the
@@ -45,6 +46,23 @@ interface Row {
   handled_until: string;
 }
 
+/** The schedule store's schema (util/sqlite-schema.ts): version 1 is the file as first made. */
+export const SCHEDULES_SCHEMA: StateSchema = {
+  name: 'schedules',
+  migrations: [
+    `CREATE TABLE IF NOT EXISTS schedules (
+       solution_id TEXT PRIMARY KEY,
+       version TEXT NOT NULL,
+       rule TEXT NOT NULL,
+       disabled INTEGER NOT NULL,
+       handled_until TEXT NOT NULL,
+       fired_due TEXT,
+       run_id TEXT,
+       fired_at TEXT
+     );`,
+  ],
+};
+
 export class ScheduleStore {
   private readonly db: Database.Database;
   private readonly selectAll: Database.Statement<[], Row>;
@@ -61,18 +79,12 @@ export class ScheduleStore {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS schedules (
-        solution_id TEXT PRIMARY KEY,
-        version TEXT NOT NULL,
-        rule TEXT NOT NULL,
-        disabled INTEGER NOT NULL,
-        handled_until TEXT NOT NULL,
-        fired_due TEXT,
-        run_id TEXT,
-        fired_at TEXT
-      );
-    `);
+    try {
+      migrateState(this.db, SCHEDULES_SCHEMA, file);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     this.selectAll = this.db.prepare('SELECT solution_id, version, rule, disabled, handled_until FROM schedules');
     this.upsert = this.db.prepare(
       `INSERT INTO schedules (solution_id, version, rule, disabled, handled_until) VALUES (?, ?, ?, ?, ?)

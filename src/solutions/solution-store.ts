@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 import Database from 'better-sqlite3';
 import { PreparedSolution, RunMapStats, type RunTrigger, type SolutionAssignment } from '../protocol/solutions.js';
 import { touchPrivate } from '../util/private-files.js';
+import { migrateState, type StateSchema } from '../util/sqlite-schema.js';
 
 /** A run this Agent started and has not yet reported the end of. */
 export interface OpenRun {
@@ -35,6 +36,20 @@ export interface CommittedWork {
  * (they are in the operating system's cache), a power cut the last few, and the next FULL commit
  * of the first connection makes them durable too.
  */
+/** The Solution store's schema (util/sqlite-schema.ts). */
+export const SOLUTIONS_SCHEMA: StateSchema = {
+  name: 'solutions',
+  migrations: [
+    // 1: the file as first made.
+    `CREATE TABLE IF NOT EXISTS solutions (solution_id TEXT PRIMARY KEY, version TEXT NOT NULL, body BLOB NOT NULL);
+     CREATE TABLE IF NOT EXISTS open_runs (run_id TEXT PRIMARY KEY, solution_id TEXT NOT NULL, trigger TEXT NOT NULL, started_at TEXT NOT NULL, due_at TEXT);
+     CREATE TABLE IF NOT EXISTS open_run_committed (run_id TEXT NOT NULL, seq INTEGER NOT NULL, at TEXT NOT NULL, stats TEXT NOT NULL, PRIMARY KEY (run_id, seq));`,
+    // 2: runs ended with their process, and the counts of theirs reported since (claimCorrection).
+    `CREATE TABLE IF NOT EXISTS ended_runs (run_id TEXT PRIMARY KEY, ended_at TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS ended_run_counts (run_id TEXT NOT NULL, part TEXT NOT NULL, processed INTEGER NOT NULL, PRIMARY KEY (run_id, part));`,
+  ],
+};
+
 export class SolutionStore {
   readonly #db: Database.Database;
   /** The same file, for the committed counts of open runs (see above). */
@@ -47,13 +62,12 @@ export class SolutionStore {
     this.#db = new Database(file);
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = FULL');
-    this.#db.exec(`
-      CREATE TABLE IF NOT EXISTS solutions (solution_id TEXT PRIMARY KEY, version TEXT NOT NULL, body BLOB NOT NULL);
-      CREATE TABLE IF NOT EXISTS open_runs (run_id TEXT PRIMARY KEY, solution_id TEXT NOT NULL, trigger TEXT NOT NULL, started_at TEXT NOT NULL, due_at TEXT);
-      CREATE TABLE IF NOT EXISTS open_run_committed (run_id TEXT NOT NULL, seq INTEGER NOT NULL, at TEXT NOT NULL, stats TEXT NOT NULL, PRIMARY KEY (run_id, seq));
-      CREATE TABLE IF NOT EXISTS ended_runs (run_id TEXT PRIMARY KEY, ended_at TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS ended_run_counts (run_id TEXT NOT NULL, part TEXT NOT NULL, processed INTEGER NOT NULL, PRIMARY KEY (run_id, part));
-    `);
+    try {
+      migrateState(this.#db, SOLUTIONS_SCHEMA, file);
+    } catch (err) {
+      this.#db.close();
+      throw err;
+    }
     this.#counts = new Database(file);
     this.#counts.pragma('synchronous = NORMAL');
     this.#counts.pragma('busy_timeout = 5000');
