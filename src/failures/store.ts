@@ -7,9 +7,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
-import { FerryError } from '../errors/ferry-error.js';
+import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run.js';
 import { mkdirPrivate, touchPrivate } from '../util/private-files.js';
+import { migrateState, type StateSchema } from '../util/sqlite-schema.js';
 import { uuidV7 } from '../util/uuid-v7.js';
 import { WorkerThread, workerFailure } from '../util/worker-thread.js';
 
@@ -155,6 +156,18 @@ interface InsertGroup {
 const SYNC_WAIT_MS = 30_000;
 const BUSY_TIMEOUT_MS = 5_000;
 
+/** The failed-record store's schema (util/sqlite-schema.ts): version 1 is the file as first made. */
+export const FAILED_RECORDS_SCHEMA: StateSchema = {
+  name: 'failed records',
+  migrations: [
+    `CREATE TABLE IF NOT EXISTS failed_records (
+       id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, map_id INTEGER, map_name TEXT NOT NULL, entity TEXT NOT NULL,
+       block_id TEXT NOT NULL, block_name TEXT NOT NULL, code TEXT NOT NULL, error_message TEXT NOT NULL, error_detail TEXT NOT NULL,
+       source TEXT NOT NULL, can_reprocess INTEGER NOT NULL DEFAULT 1, marked INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+     CREATE INDEX IF NOT EXISTS failed_records_execution ON failed_records(execution_id);`,
+  ],
+};
+
 /**
  * Captures are committed in groups: the captures made together (a Map's batch fails its refused
  * records in one synchronous pass) are inserted in one transaction, in a microtask the first of
@@ -180,23 +193,24 @@ export class FailedRecordStore implements FailedRecordSink {
   constructor(folder: string, opts: { now?: () => Date; thread?: boolean; inserterModule?: string } = {}) {
     this.now = opts.now ?? (() => new Date());
     let file: string;
+    let opened: Database.Database | undefined;
     try {
       // Customer source records: the file is made 0600 before SQLite opens it, whose -wal and -shm take its mode.
       mkdirPrivate(folder);
       file = path.join(folder, FAILED_RECORDS_FILE);
       touchPrivate(file);
-      this.db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
-      this.db.pragma('journal_mode = WAL');
-      this.db.exec(`CREATE TABLE IF NOT EXISTS failed_records (
-        id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, map_id INTEGER, map_name TEXT NOT NULL, entity TEXT NOT NULL,
-        block_id TEXT NOT NULL, block_name TEXT NOT NULL, code TEXT NOT NULL, error_message TEXT NOT NULL, error_detail TEXT NOT NULL,
-        source TEXT NOT NULL, can_reprocess INTEGER NOT NULL DEFAULT 1, marked INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
-        CREATE INDEX IF NOT EXISTS failed_records_execution ON failed_records(execution_id);`);
+      opened = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+      opened.pragma('journal_mode = WAL');
+      migrateState(opened, FAILED_RECORDS_SCHEMA, file);
+      this.db = opened;
       this.insert = this.db.prepare(INSERT_SQL);
       this.insertAll = this.db.transaction((group: readonly PendingCapture[]) => {
         for (const p of group) this.insert.run(...p.params);
       });
     } catch (err) {
+      if (opened?.open) opened.close();
+      // A newer Agent's file is refused as such, not as a file that cannot be opened.
+      if (isFerryError(err) && err.code === 'AGT_STATE_NEWER') throw err;
       throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
     }
     this.#file = opts.thread === false ? undefined : file;
