@@ -1,10 +1,10 @@
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { COMMANDS, type CommandKind, type CommandResult } from '../../src/protocol/commands.js';
-import { agentErrorCode, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
+import { isAgentError, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
 import type { AgentRow } from '../store/schema.js';
 import type { CommandBus } from '../gateway/command-bus.js';
 
-export { agentErrorCode, notConnected, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
+export { notConnected, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
 
 /**
  * Every command the Service sends to an Agent goes through here. The command table
@@ -43,12 +43,12 @@ export class AgentCommands {
       try {
         return await this.send(agentId, await build());
       } catch (err) {
-        if (agentErrorCode(err) !== 'AGT_SOLUTION_NOT_HELD') throw err;
+        if (!isAgentError(err, 'AGT_SOLUTION_NOT_HELD')) throw err;
         await policy.sync(agentId);
         return await this.send(agentId, await build());
       }
     } catch (err) {
-      if (agentErrorCode(err) !== 'AGT_DRAINING') throw err;
+      if (!isAgentError(err, 'AGT_DRAINING')) throw err;
       throw new FerryError('AGT_DRAINING', policy.draining, { details: { ...policy.details, agentId, agentErrorCode: 'AGT_DRAINING' } });
     }
   }

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import type { CommandResult } from '../../src/protocol/commands.js';
 import type { AgentCommand, AgentCommands } from '../agents/commands.js';
+import { agentError } from '../gateway/agent-command.js';
 import { requireAgent } from '../agents/agents.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
@@ -98,8 +99,7 @@ export class ConnectionCommands {
 /** The reply of a failed command: the Agent's own message when it answered, else why it did not. */
 function failure(err: unknown): string {
   if (isFerryError(err)) {
-    const agentMessage = err.details?.agentMessage;
-    return typeof agentMessage === 'string' ? agentMessage : err.message;
+    return agentError(err)?.message ?? err.message;
   }
   return err instanceof Error ? err.message : String(err);
 }

@@ -3,6 +3,7 @@ import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { ConnectionMetadata as MetadataDocument, type EntityMetadata } from '../../src/protocol/metadata.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
+import { agentError } from '../gateway/agent-command.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import {
   countMetadataRequests,
@@ -185,8 +186,8 @@ export function findEntity(md: MetadataDocument, idOrName: string, conn: Pick<Co
 /** The stored reason of a failed load: the Agent's own error when it answered, else why it did not. */
 function loadFailure(err: unknown): string {
   if (isFerryError(err)) {
-    const { agentMessage, agentErrorCode } = err.details ?? {};
-    if (typeof agentMessage === 'string') return typeof agentErrorCode === 'string' ? `${agentErrorCode}: ${agentMessage}` : agentMessage;
+    const answered = agentError(err);
+    if (answered?.message !== undefined) return `${answered.code}: ${answered.message}`;
     return `${err.code}: ${err.message}`;
   }
   return err instanceof Error ? err.message : String(err);

@@ -1,4 +1,5 @@
 import type { CommandKind, CommandRequest } from '../../src/protocol/commands.js';
+import type { ErrorCode } from '../../src/errors/codes.js';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 
 /** A command to an Agent of kind `K` (any kind by default), without its message ID (the bus assigns one). */
@@ -8,14 +9,36 @@ export type AgentCommand<K extends CommandKind = CommandKind> = K extends Comman
 export const notConnected = (agentId: string, detail = 'is not connected'): FerryError =>
   new FerryError('AGT_NOT_CONNECTED', `Agent ${agentId} ${detail}; start it (or wait until its status is Running) and try again.`, { details: { agentId } });
 
+/** The Agent's own error, as its error reply to a command carried it. */
+export interface AgentErrorReply {
+  readonly code: string;
+  readonly kind?: string;
+  /** Absent when the Service, not the Agent, put the code there (the AGT_DRAINING of a command about a Solution). */
+  readonly message?: string;
+}
+
 /**
- * The code of the Agent's own error when `err` is its error reply to a command (AGT_COMMAND_FAILED
- * carries it in `details.agentErrorCode`), else undefined: the Agent did not answer.
+ * AGT_COMMAND_FAILED: Agent `agentId` answered the `type` command with `error`. The Agent's code,
+ * kind and message travel in `details` (agentErrorCode, agentErrorKind, agentMessage): read them
+ * with {@link agentError}, match them with {@link isAgentError}.
  */
-export function agentErrorCode(err: unknown): string | undefined {
+export function commandFailed(agentId: string, type: string, error: Required<AgentErrorReply>): FerryError {
+  return new FerryError('AGT_COMMAND_FAILED', `Agent ${agentId} could not carry out the ${type} command: ${error.message}`, {
+    details: { agentId, agentErrorCode: error.code, agentErrorKind: error.kind, agentMessage: error.message },
+  });
+}
+
+/** The Agent's own error when `err` is its error reply to a command, else undefined: the Agent did not answer. */
+export function agentError(err: unknown): AgentErrorReply | undefined {
   if (!isFerryError(err)) return undefined;
-  const code = err.details?.['agentErrorCode'];
-  return typeof code === 'string' ? code : undefined;
+  const { agentErrorCode: code, agentErrorKind: kind, agentMessage: message } = err.details ?? {};
+  if (typeof code !== 'string') return undefined;
+  return { code, ...(typeof kind === 'string' ? { kind } : {}), ...(typeof message === 'string' ? { message } : {}) };
+}
+
+/** Whether `err` is the Agent's error reply to a command with the error `code`. */
+export function isAgentError(err: unknown, code: ErrorCode): boolean {
+  return agentError(err)?.code === code;
 }
 
 /**

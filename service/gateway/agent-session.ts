@@ -18,7 +18,7 @@ import {
 import type { FromService } from '../../src/protocol/commands.js';
 import type { z } from 'zod';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
-import { notConnected, type AgentCommand } from './agent-command.js';
+import { commandFailed, notConnected, type AgentCommand } from './agent-command.js';
 
 /** The part of a `ws` WebSocket a session uses (a stand-in implements it in unit tests). */
 export interface ChannelSocket {
@@ -268,11 +268,7 @@ export class AgentSession {
     this.#pending.delete(reply.re);
     if (reply.ok) pending.resolve(reply.result);
     else {
-      pending.reject(
-        new FerryError('AGT_COMMAND_FAILED', `Agent ${this.agentId} could not carry out the ${pending.type} command: ${reply.error.message}`, {
-          details: { agentId: this.agentId, agentErrorCode: reply.error.code, agentErrorKind: reply.error.kind, agentMessage: reply.error.message },
-        }),
-      );
+      pending.reject(commandFailed(this.agentId, pending.type, reply.error));
     }
   }
 

@@ -4,7 +4,7 @@ import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { MAX_REPROCESS_PAGE, type ReprocessMap, type ReprocessPage, type ReprocessRunResult } from '../../src/protocol/reprocess.js';
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import type { SecretBox } from '../crypto/master-key.js';
-import { agentErrorCode, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
+import { agentError, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
 import { getAgent } from '../store/repos/agents.repo.js';
 import { takeMarked, takenPage, takenPerMap, undoReprocessRun } from '../store/repos/error-marks.repo.js';
 import { getExecutionByRunId, insertExecutionIfNew } from '../store/repos/executions.repo.js';
@@ -130,7 +130,7 @@ export class Reprocessing {
       answer = await this.#send(solution, agent, runId, execution.id, maps);
     } catch (err) {
       // The Agent answered: it did not start the run.
-      if (agentErrorCode(err) !== undefined) {
+      if (agentError(err) !== undefined) {
         await this.#undo(runId);
         throw err;
       }

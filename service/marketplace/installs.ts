@@ -4,6 +4,7 @@ import type { ReportBody } from '../../src/protocol/channel.js';
 import type { ConnectorManifest } from '../../src/protocol/connector-manifest.js';
 import { installedConnectors, requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
+import { agentError } from '../gateway/agent-command.js';
 import { getAgentById, listAgents } from '../store/repos/agents.repo.js';
 import { listSubscriptions } from '../store/repos/subscriptions.repo.js';
 import {
@@ -383,8 +384,7 @@ function parseInstalled(json: string): Array<{ connectorId: string; version: str
 
 function messageOf(err: unknown): string {
   if (isFerryError(err)) {
-    const agentMessage = err.details?.agentMessage;
-    return typeof agentMessage === 'string' ? agentMessage : err.message;
+    return agentError(err)?.message ?? err.message;
   }
   return err instanceof Error ? err.message : String(err);
 }

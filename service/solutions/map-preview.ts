@@ -6,6 +6,7 @@ import { PREVIEW_LIMIT, PreviewResult } from '../../src/protocol/previews.js';
 import { requireAgent } from '../agents/agents.js';
 import { COMMANDS } from '../../src/protocol/commands.js';
 import type { AgentCommand, AgentCommands } from '../agents/commands.js';
+import { agentError } from '../gateway/agent-command.js';
 import { openProperties } from '../connections/properties.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import { getConnection } from '../store/repos/connections.repo.js';
@@ -236,9 +237,8 @@ function nativeQueryBlocks(model: MapModel, blockId: string | undefined): Block[
 /** The code and message a failed command leaves: the Agent's (the Connector's error) when it answered, else why it did not. */
 function failureOf(err: unknown): { errorCode: string; errorMessage: string } {
   if (isFerryError(err)) {
-    const code = err.details?.['agentErrorCode'];
-    const message = err.details?.['agentMessage'];
-    return { errorCode: typeof code === 'string' ? code : err.code, errorMessage: (typeof message === 'string' ? message : err.message).slice(0, 10_000) };
+    const answered = agentError(err);
+    return { errorCode: answered?.code ?? err.code, errorMessage: (answered?.message ?? err.message).slice(0, 10_000) };
   }
   return { errorCode: 'SVC_INTERNAL', errorMessage: err instanceof Error ? err.message : String(err) };
 }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AgentCommands, type AgentCommand } from '../../../../service/agents/commands.js';
 import type { CommandBus } from '../../../../service/gateway/command-bus.js';
+import { commandFailed } from '../../../../service/gateway/agent-command.js';
 import { FerryError } from '../../../../src/errors/ferry-error.js';
 
 /** The Agent's error reply as the session rejects it (service/gateway/agent-session.ts). */
-const agentError = (code: string): FerryError =>
-  new FerryError('AGT_COMMAND_FAILED', `Agent a1 could not carry out the command: ${code}`, { details: { agentId: 'a1', agentErrorCode: code, agentErrorKind: 'transient', agentMessage: code } });
+const agentError = (code: string): FerryError => commandFailed('a1', 'startSolution', { code, kind: 'transient', message: code });
 
 /** A bus that records what is sent and answers from a script, one entry per send. */
 function scriptedBus(answers: Array<unknown>): { bus: CommandBus; sent: Array<{ command: AgentCommand; timeoutMs: number }> } {
