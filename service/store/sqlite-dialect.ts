@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -16,6 +15,7 @@ import {
   type QueryCompiler,
   type QueryResult,
 } from 'kysely';
+import { WorkerThread } from '../../src/util/worker-thread.js';
 
 /** SQLite's SQL, adapter and introspection, as Kysely's own SQLite dialect has them; subclasses bring the driver. */
 export abstract class SqliteDialectBase implements Dialect {
@@ -164,37 +164,32 @@ class RoutedConnection implements DatabaseConnection {
  * loop waits (seconds). A PASSIVE checkpoint from another connection blocks neither the writer
  * nor the readers.
  */
-const CHECKPOINTER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const SQLite = require(workerData.module);
-const db = new SQLite(workerData.file);
-db.pragma('busy_timeout = 5000');
-const checkpoint = () => { try { db.pragma('wal_checkpoint(PASSIVE)'); } catch {} };
-const timer = setInterval(checkpoint, workerData.everyMs);
-parentPort.once('message', () => { clearInterval(timer); checkpoint(); db.close(); parentPort.close(); });
-`;
+const CHECKPOINTER = `(require, data) => {
+  const SQLite = require(data.module);
+  const db = new SQLite(data.file);
+  db.pragma('busy_timeout = 5000');
+  const checkpoint = () => { try { db.pragma('wal_checkpoint(PASSIVE)'); } catch {} };
+  const timer = setInterval(checkpoint, data.everyMs);
+  return {
+    handle: () => ({ reply: undefined }),
+    dispose: () => { clearInterval(timer); checkpoint(); db.close(); },
+  };
+}`;
 
 /** How often the worker checkpoints. */
 const CHECKPOINT_EVERY_MS = 1_000;
 
-/** The checkpoint worker and whether it still runs (a worker that failed to start or died is not waited for). */
-interface Checkpointer {
-  worker: Worker;
-  exited: Promise<void>;
-}
-
-function startCheckpointer(file: string): Checkpointer {
-  const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS } });
-  worker.unref();
-  // A worker that cannot open the file only loses its checkpoints (SQLite's WAL keeps growing until
-  // the next start); unheard, its error would end the Service.
-  worker.on('error', () => undefined);
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-  return { worker, exited };
+/**
+ * The checkpoint worker. One that cannot open the file only loses its checkpoints (SQLite's WAL
+ * keeps growing until the next start): its failure ends the thread, not the Service. It takes no
+ * calls; closing it checkpoints once more and waits for it to end.
+ */
+function startCheckpointer(file: string): WorkerThread<never, undefined> {
+  return new WorkerThread<never, undefined>({ name: 'SQLite checkpoint', factory: CHECKPOINTER, data: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS }, graceful: true });
 }
 
 class ReadWriteDriver implements Driver {
-  #checkpointer: Checkpointer | undefined;
+  #checkpointer: WorkerThread<never, undefined> | undefined;
   readonly writer: Statements;
   readonly reader: Statements;
 
@@ -234,14 +229,9 @@ class ReadWriteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    const checkpointer = this.#checkpointer;
-    if (checkpointer) {
-      // Unreferenced, the worker would not keep the process alive until it has exited: a short
-      // command (ferry service create-org) would end silently here, before its own output.
-      checkpointer.worker.ref();
-      checkpointer.worker.postMessage('stop');
-      await checkpointer.exited;
-    }
+    // Held until the worker has exited: a short command (ferry service create-org) would
+    // otherwise end silently here, before its own output.
+    await this.#checkpointer?.close();
     this.reader.db.close();
     this.writer.db.close();
   }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import { CompiledQuery, type DatabaseConnection, type Driver, type QueryResult } from 'kysely';
+import { WorkerThread, WorkerThreadError, workerFailure } from '../../src/util/worker-thread.js';
 import { SqliteDialectBase, type Mutex } from './sqlite-dialect.js';
 
 /**
@@ -30,101 +30,63 @@ export class SqliteWorkerDialect extends SqliteDialectBase {
   }
 }
 
-/** Runs in the worker (from source text, so it works from sources, the build and a package alike). */
-const EXECUTOR = `
-const { parentPort, workerData } = require('node:worker_threads');
-const SQLite = require(workerData.module);
-const db = new SQLite(workerData.file);
-db.pragma('busy_timeout = 5000');
-db.pragma('synchronous = NORMAL');
-db.pragma('foreign_keys = ON');
-db.pragma('wal_autocheckpoint = 0');
-const statements = new Map();
-function prepared(sql) {
-  let stmt = statements.get(sql);
-  if (!stmt) {
-    if (statements.size >= 64) statements.clear();
-    stmt = db.prepare(sql);
-    statements.set(sql, stmt);
-  }
-  return stmt;
-}
-parentPort.on('message', (m) => {
-  if (m.close) {
-    if (db.inTransaction) db.exec('rollback');
-    db.close();
-    parentPort.close();
-    return;
-  }
-  try {
-    const stmt = prepared(m.sql);
-    const params = m.params.map((p) => (p instanceof Uint8Array && !Buffer.isBuffer(p) ? Buffer.from(p.buffer, p.byteOffset, p.byteLength) : p));
-    if (stmt.reader) {
-      parentPort.postMessage({ id: m.id, rows: stmt.all(params) });
-    } else {
-      const r = stmt.run(params);
-      parentPort.postMessage({ id: m.id, changes: r.changes, lastInsertRowid: BigInt(r.lastInsertRowid) });
+/**
+ * The worker's handler (a WorkerThread's, from source text, so it works from sources, the build
+ * and a package alike): one connection, its prepared statements by SQL text; on close, a
+ * transaction left open is rolled back and the connection closed.
+ */
+const EXECUTOR = `(require, data) => {
+  const SQLite = require(data.module);
+  const db = new SQLite(data.file);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('wal_autocheckpoint = 0');
+  const statements = new Map();
+  function prepared(sql) {
+    let stmt = statements.get(sql);
+    if (!stmt) {
+      if (statements.size >= 64) statements.clear();
+      stmt = db.prepare(sql);
+      statements.set(sql, stmt);
     }
-  } catch (e) {
-    parentPort.postMessage({ id: m.id, error: { message: String(e && e.message), code: e && e.code, name: e && e.name } });
+    return stmt;
   }
-});
-`;
+  return {
+    handle: (m) => {
+      const stmt = prepared(m.sql);
+      const params = m.params.map((p) => (p instanceof Uint8Array && !Buffer.isBuffer(p) ? Buffer.from(p.buffer, p.byteOffset, p.byteLength) : p));
+      if (stmt.reader) return { reply: { rows: stmt.all(params) } };
+      const r = stmt.run(params);
+      return { reply: { changes: r.changes, lastInsertRowid: BigInt(r.lastInsertRowid) } };
+    },
+    dispose: () => {
+      if (db.inTransaction) db.exec('rollback');
+      db.close();
+    },
+  };
+}`;
+
+interface Statement {
+  sql: string;
+  params: readonly unknown[];
+}
 
 interface Answer {
-  id: number;
   rows?: unknown[];
   changes?: number;
   lastInsertRowid?: bigint;
-  error?: { message: string; code?: string; name?: string };
 }
 
-/** The worker and the calls it has not answered yet; it keeps the process alive only while a call is open. */
-class Executor {
-  readonly #worker: Worker;
-  readonly #pending = new Map<number, { resolve: (a: Answer) => void; reject: (e: Error) => void }>();
-  #next = 1;
-  #dead: Error | undefined;
+/** The worker: started at first use, it keeps the process alive only while a call is open. */
+function startExecutor(file: string): WorkerThread<Statement, Answer> {
+  return new WorkerThread<Statement, Answer>({ name: 'SQLite write worker', factory: EXECUTOR, data: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file }, graceful: true });
+}
 
-  constructor(file: string) {
-    this.#worker = new Worker(EXECUTOR, { eval: true, workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file } });
-    this.#worker.unref();
-    this.#worker.on('message', (a: Answer) => {
-      const call = this.#pending.get(a.id);
-      this.#pending.delete(a.id);
-      if (this.#pending.size === 0) this.#worker.unref();
-      call?.resolve(a);
-    });
-    const fail = (err: Error): void => {
-      this.#dead ??= err;
-      for (const call of this.#pending.values()) call.reject(err);
-      this.#pending.clear();
-    };
-    this.#worker.on('error', fail);
-    this.#worker.on('exit', () => fail(new Error('the SQLite write worker has stopped')));
-  }
-
-  get alive(): boolean {
-    return this.#dead === undefined;
-  }
-
-  run(query: CompiledQuery): Promise<Answer> {
-    if (this.#dead) return Promise.reject(this.#dead);
-    const id = this.#next++;
-    return new Promise<Answer>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      this.#worker.ref();
-      this.#worker.postMessage({ id, sql: query.sql, params: query.parameters });
-    });
-  }
-
-  async close(): Promise<void> {
-    if (this.#dead) return;
-    const exited = new Promise((resolve) => this.#worker.once('exit', resolve));
-    this.#worker.ref();
-    this.#worker.postMessage({ close: true });
-    await exited;
-  }
+/** A statement's failure in the worker as better-sqlite3 throws it on the Service's own connection: its message, code and name. */
+function statementError(err: unknown): unknown {
+  if (!(err instanceof WorkerThreadError) || workerFailure(err) !== 'thrown') return err;
+  return Object.assign(new Error(err.message), { code: err.code, name: err.thrownName ?? 'SqliteError' });
 }
 
 class WorkerConnection implements DatabaseConnection {
@@ -134,8 +96,12 @@ class WorkerConnection implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     this.#release ??= await this.driver.mutex.lock();
-    const answer = await this.driver.executor().run(query);
-    if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code, name: answer.error.name ?? 'SqliteError' });
+    let answer: Answer;
+    try {
+      answer = await this.driver.executor().call({ sql: query.sql, params: query.parameters });
+    } catch (err) {
+      throw statementError(err);
+    }
     if (answer.rows) return { rows: answer.rows as R[] };
     return { numAffectedRows: BigInt(answer.changes ?? 0), insertId: answer.lastInsertRowid, rows: [] };
   }
@@ -153,7 +119,7 @@ class WorkerConnection implements DatabaseConnection {
 }
 
 class WorkerDriver implements Driver {
-  #executor: Executor | undefined;
+  #executor: WorkerThread<Statement, Answer> | undefined;
 
   constructor(
     private readonly file: string,
@@ -161,8 +127,8 @@ class WorkerDriver implements Driver {
   ) {}
 
   /** The worker, started at first use and again after one has died (its open transaction died with its connection). */
-  executor(): Executor {
-    if (!this.#executor?.alive) this.#executor = new Executor(this.file);
+  executor(): WorkerThread<Statement, Answer> {
+    if (!this.#executor?.alive) this.#executor = startExecutor(this.file);
     return this.#executor;
   }
 
