@@ -11,14 +11,13 @@
  * Protected properties (inputType Password in the Connector's form) are never echoed when typed
  * and never printed unless --show-secrets is given; the Service itself never returns them.
  */
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { chooseAgent } from './agents.js';
 import { keyValues, orgOf } from './args.js';
 import { resolveCredentials } from './config.js';
 import { findConnector, isGuid, isProtected, propertyForm, type PropertyForm } from './connectors.js';
 import { cryptoTokenOf, decryptValue, encryptValue } from './crypto.js';
-import { runClientCommand, UsageError } from './errors.js';
+import { clientCommand, UsageError } from './errors.js';
 import { ApiClient } from './http.js';
 import { printFields, printJson, printTable, wantsJson } from './output.js';
 import { canPrompt, promptSecret } from './prompt.js';
@@ -78,19 +77,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
 } as const;
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
-
-function command(run: (values: Values, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>) {
-  return (argv: string[], env: NodeJS.ProcessEnv): Promise<void> =>
-    runClientCommand(async () => {
-      const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
-      if (values.help) {
-        process.stdout.write(`${USAGE}\n`);
-        return;
-      }
-      return run(values, positionals, env);
-    });
-}
+const command = (run: Parameters<typeof clientCommand<typeof OPTIONS>>[2]) => clientCommand(OPTIONS, USAGE, run);
 
 const base = (orgId: number): string => `/v1/orgs/${orgId}/connections`;
 

@@ -1,3 +1,8 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/** The options of a parseArgs call. */
+type ParseArgsOptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
 /**
  * The API client's failures and its exit codes: 1 the API refused the call (4xx/5xx) or the work
  * failed (a Connection test), 2 bad usage, 4 not logged in or the credentials were refused.
@@ -51,4 +56,28 @@ export async function runClientCommand(run: () => Promise<number | void>): Promi
     }
     throw err;
   }
+}
+
+/** The values parseArgs gives for `options`, positionals allowed. */
+export type ParsedValues<O extends ParseArgsOptionsConfig> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
+
+/**
+ * A client command of a group (`ferry solutions …`, `ferry maps …`): parses the group's options,
+ * prints its usage on --help, and runs through {@link runClientCommand} for the exit codes.
+ */
+export function clientCommand<const O extends ParseArgsOptionsConfig>(
+  options: O,
+  usage: string,
+  run: (values: ParsedValues<O>, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>,
+): (argv: string[], env: NodeJS.ProcessEnv) => Promise<void> {
+  return (argv, env) =>
+    runClientCommand(async () => {
+      const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true });
+      // Every group's options hold --help.
+      if ((values as { help?: unknown }).help) {
+        process.stdout.write(`${usage}\n`);
+        return;
+      }
+      return run(values, positionals, env);
+    });
 }

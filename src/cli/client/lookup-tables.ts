@@ -11,14 +11,14 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { FerryError } from '../../errors/ferry-error.js';
 import { lookupTablesOf } from '../lookup-tables-file.js';
 import { orgOf } from './args.js';
 import { resolveCredentials } from './config.js';
 import { isGuid } from './connectors.js';
-import { runClientCommand, UsageError } from './errors.js';
+import { clientCommand, UsageError } from './errors.js';
 import { apiErrorOf, ApiClient } from './http.js';
 import { printJson, printTable, wantsJson } from './output.js';
 import { readStdin } from './prompt.js';
@@ -78,17 +78,7 @@ interface Imported {
 const PAGE = 1000;
 const base = (orgId: number): string => `/v1/orgs/${orgId}/lookuptables`;
 
-function command(run: (values: Values, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>) {
-  return (argv: string[], env: NodeJS.ProcessEnv): Promise<void> =>
-    runClientCommand(async () => {
-      const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
-      if (values.help) {
-        process.stdout.write(`${USAGE}\n`);
-        return;
-      }
-      return run(values, positionals, env);
-    });
-}
+const command = (run: Parameters<typeof clientCommand<typeof OPTIONS>>[2]) => clientCommand(OPTIONS, USAGE, run);
 
 /** Every table of the Organization, without their values. */
 async function allTables(client: ApiClient, org: number): Promise<Table[]> {

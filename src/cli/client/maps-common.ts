@@ -4,9 +4,9 @@
  * Map model a file holds, and how a save's answer is told.
  */
 import fs from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { runClientCommand, UsageError } from './errors.js';
+import { clientCommand, UsageError } from './errors.js';
 import { apiErrorOf, type ApiClient } from './http.js';
 import { printJson, printTable } from './output.js';
 import { readStdin } from './prompt.js';
@@ -56,19 +56,8 @@ export type MapsValues = ReturnType<
 >['values'];
 
 /** A `ferry maps` command: parses the options, prints the usage on --help, maps failures to exit codes. */
-export function mapsCommand(
-  run: (values: MapsValues, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>,
-) {
-  return (argv: string[], env: NodeJS.ProcessEnv): Promise<void> =>
-    runClientCommand(async () => {
-      const { values, positionals } = parseArgs({ args: argv, options: MAPS_OPTIONS, allowPositionals: true });
-      if (values.help) {
-        process.stdout.write(`${MAPS_USAGE}\n`);
-        return;
-      }
-      return run(values, positionals, env);
-    });
-}
+export const mapsCommand = (run: Parameters<typeof clientCommand<typeof MAPS_OPTIONS>>[2]): ((argv: string[], env: NodeJS.ProcessEnv) => Promise<void>) =>
+  clientCommand(MAPS_OPTIONS, MAPS_USAGE, run);
 
 /** The positionals a command takes, by name: too few or too many is a usage error. */
 export function positionalsOf(positionals: readonly string[], names: readonly string[]): string[] {

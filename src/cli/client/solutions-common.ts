@@ -3,10 +3,10 @@
  * (checked loosely: fields this client does not show may come and go), and finding a Solution by
  * name or ID.
  */
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { isGuid } from './connectors.js';
-import { runClientCommand, UsageError } from './errors.js';
+import { clientCommand, UsageError } from './errors.js';
 import type { ApiClient } from './http.js';
 
 export const SOLUTIONS_USAGE = `Usage: ferry solutions list --org N [--name PART] [--type T] [--status S] [--json]
@@ -90,19 +90,8 @@ export type SolutionsValues = ReturnType<
 >['values'];
 
 /** A `ferry solutions` command: parses the options, prints the usage on --help, maps failures to exit codes. */
-export function solutionsCommand(
-  run: (values: SolutionsValues, positionals: string[], env: NodeJS.ProcessEnv) => Promise<number | void>,
-) {
-  return (argv: string[], env: NodeJS.ProcessEnv): Promise<void> =>
-    runClientCommand(async () => {
-      const { values, positionals } = parseArgs({ args: argv, options: SOLUTIONS_OPTIONS, allowPositionals: true });
-      if (values.help) {
-        process.stdout.write(`${SOLUTIONS_USAGE}\n`);
-        return;
-      }
-      return run(values, positionals, env);
-    });
-}
+export const solutionsCommand = (run: Parameters<typeof clientCommand<typeof SOLUTIONS_OPTIONS>>[2]): ((argv: string[], env: NodeJS.ProcessEnv) => Promise<void>) =>
+  clientCommand(SOLUTIONS_OPTIONS, SOLUTIONS_USAGE, run);
 
 export const solutionsBase = (orgId: number): string => `/v1/orgs/${orgId}/solutions`;
 
