@@ -10,40 +10,22 @@
  * again, as the next Agent process would.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkRegistry } from '../../../src/agent/work.js';
-import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { ReportBody } from '../../../src/protocol/channel.js';
 import type { PreparedSolution } from '../../../src/protocol/solutions.js';
 import { SolutionRunner } from '../../../src/solutions/runner.js';
 import { SolutionStore } from '../../../src/solutions/solution-store.js';
+import { NO_CAPTURE, peopleMap, peopleSolution, rowCount, SQLITE_CONNECTOR, sqliteTarget, stamp, usePluginHost, writePeople } from '../../helpers/people-solution.js';
 
-const CONNECTORS_DIR = path.resolve(import.meta.dirname, '../../../connectors');
-const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
-const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 const log = pino({ level: 'silent' });
-const T0 = Date.UTC(2024, 0, 2);
-const stamp = (i: number): string => new Date(T0 + i * 1000).toISOString().replace('.000Z', 'Z');
-const CAPTURE = { captureOnFailedRecordsForReprocessing: false, captureDuringCloudAppRuns: false, captureDuringLocalAgentAppRuns: false, isSourceDataLocal: true };
 type Of<K extends ReportBody['kind']> = Extract<ReportBody, { kind: K }>;
 
 describe('a batch the target committed with its checkpoint but the killed Agent had not counted', () => {
-  let host: ConnectorHost;
-  let tmp: string;
-
-  beforeAll(async () => {
-    host = new ConnectorHost({ dir: CONNECTORS_DIR, log });
-    await host.loadAll();
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-killed-correction-'));
-  });
-  afterAll(async () => {
-    await host.close();
-    fs.rmSync(tmp, { recursive: true, force: true });
-  });
+  const plugins = usePluginHost('killed-correction');
 
   const copyFiles = (from: string, to: string, names: readonly string[]): void => {
     fs.mkdirSync(to, { recursive: true });
@@ -52,17 +34,9 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
   const copyDir = (from: string, to: string): void => {
     if (fs.existsSync(from)) fs.cpSync(from, to, { recursive: true });
   };
-  const count = (file: string, table: string): number => {
-    const db = new Database(file, { readonly: true });
-    try {
-      return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    } finally {
-      db.close();
-    }
-  };
 
   function runner(store: SolutionStore, dataDir: string, report: (b: ReportBody) => void): SolutionRunner {
-    return new SolutionRunner({ store, host: () => Promise.resolve(host), work: new WorkRegistry(), log, dataDir, runsOn: 'local', progressMs: 0, report });
+    return new SolutionRunner({ store, host: () => Promise.resolve(plugins.host()), work: new WorkRegistry(), log, dataDir, runsOn: 'local', progressMs: 0, report });
   }
 
   /**
@@ -70,6 +44,7 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
    * the target's folder at the next one; recovers the killed run from those and runs again.
    */
   async function killedBetweenCommitAndCount(solution: PreparedSolution, targetDir: string, targetFile: string, table: string, k: number) {
+    const tmp = plugins.tmp();
     const dataDir = fs.mkdtempSync(path.join(tmp, 'agent-'));
     const agentAtK = fs.mkdtempSync(path.join(tmp, 'agent-k-'));
     const targetAtNext = fs.mkdtempSync(path.join(tmp, 'target-k1-'));
@@ -96,7 +71,7 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
     // The target as the kill left it: committed through batch k + 1.
     copyFiles(targetAtNext, targetDir, [path.basename(targetFile), `${path.basename(targetFile)}-wal`]);
     if (!fs.existsSync(path.join(targetAtNext, `${path.basename(targetFile)}-wal`))) fs.rmSync(`${targetFile}-wal`, { force: true });
-    const held = count(targetFile, table);
+    const held = rowCount(targetFile, table);
 
     const reports: ReportBody[] = [];
     const next = new SolutionStore(path.join(agentAtK, 'solutions.db'), 'agent-secret');
@@ -118,48 +93,12 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
 
   it('an IS Map creating into a keyless table with net change: the next run reports the killed run\'s last batch', async () => {
     const PEOPLE = 3_000;
-    const dir = fs.mkdtempSync(path.join(tmp, 'is-'));
-    const lines = ['id,name,updated_at'];
-    for (let i = 1; i <= PEOPLE; i++) lines.push(`${i},n${i},${stamp(i)}`);
-    fs.writeFileSync(path.join(dir, 'people.csv'), lines.join('\n') + '\n');
-    fs.writeFileSync(path.join(dir, 'schema.json'), JSON.stringify({ entities: { 'people.csv': { fields: [{ name: 'id', type: 'integer', primaryKey: true }, { name: 'name', type: 'string' }, { name: 'updated_at', type: 'datetime' }] } } }));
-    const targetDir = fs.mkdtempSync(path.join(tmp, 'is-target-'));
+    const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'is-'));
+    writePeople(dir, PEOPLE);
+    const targetDir = fs.mkdtempSync(path.join(plugins.tmp(), 'is-target-'));
     const targetFile = path.join(targetDir, 'target.db');
-    const db = new Database(targetFile);
-    db.exec('CREATE TABLE people_log (id INTEGER, name TEXT)');
-    db.close();
-    const solution: PreparedSolution = {
-      solutionId: crypto.randomUUID(),
-      orgId: 1,
-      name: 'Log',
-      solutionType: 'Integration',
-      version: 'v1',
-      isDisabled: false,
-      schedule: null,
-      connections: [
-        { connectionId: 'csv', connectorId: CSV, name: 'People', properties: { folder: dir } },
-        { connectionId: 'db', connectorId: SQLITE, name: 'Target', properties: { file: targetFile } },
-      ],
-      maps: [
-        {
-          mapId: 7,
-          name: 'People into the log',
-          enabled: true,
-          model: {
-            version: '3.0',
-            name: 'People into the log',
-            batchSize: 250,
-            blocks: [
-              { blockId: '31111117-1111-4111-8111-000000000001', name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'csv', entity: 'people', netChange: { fieldName: 'updated_at' } },
-              { blockId: '31111117-1111-4111-8111-000000000002', name: 'Put', blockType: 'Create', action: 'Create', connectionId: 'db', entity: 'people_log', fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: 'Q.name' }] },
-            ],
-          },
-        },
-      ],
-      replication: null,
-      capture: CAPTURE,
-      lookupTables: [],
-    };
+    sqliteTarget(targetFile, 'CREATE TABLE people_log (id INTEGER, name TEXT)');
+    const solution = peopleSolution(dir, targetFile, [peopleMap(7, 'people_log', { name: 'People into the log', batchSize: 250 })], 'Log');
 
     const { held, killedRun, nextRun, ends, corrections } = await killedBetweenCommitAndCount(solution, targetDir, targetFile, 'people_log', 4);
     expect(held).toBe(5 * 250);
@@ -170,13 +109,13 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
     // Between them the runs wrote every record once, and History's counts (corrected) say so.
     const second = ends.find((e) => e.runId === nextRun);
     expect(second?.processed).toBe(PEOPLE - held);
-    expect(count(targetFile, 'people_log')).toBe(PEOPLE);
+    expect(rowCount(targetFile, 'people_log')).toBe(PEOPLE);
     expect((corrections[0]?.processed ?? 0) + (second?.processed ?? 0)).toBe(PEOPLE);
   });
 
   it('an RS entity created into a keyless table: the next run reports the killed run\'s last batch', async () => {
     const NOTES = 6_000;
-    const dir = fs.mkdtempSync(path.join(tmp, 'rs-'));
+    const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'rs-'));
     const sourceFile = path.join(dir, 'source.db');
     const src = new Database(sourceFile);
     src.exec('CREATE TABLE notes (body TEXT, updated_at DATETIME NOT NULL)');
@@ -185,7 +124,7 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
       for (let i = 1; i <= NOTES; i++) n.run(`note ${i}`, stamp(i));
     })();
     src.close();
-    const targetDir = fs.mkdtempSync(path.join(tmp, 'rs-target-'));
+    const targetDir = fs.mkdtempSync(path.join(plugins.tmp(), 'rs-target-'));
     const targetFile = path.join(targetDir, 'target.db');
     new Database(targetFile).close();
     const solution: PreparedSolution = {
@@ -197,12 +136,12 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
       isDisabled: false,
       schedule: null,
       connections: [
-        { connectionId: 'src', connectorId: SQLITE, name: 'Source', properties: { file: sourceFile } },
-        { connectionId: 'tgt', connectorId: SQLITE, name: 'Target', properties: { file: targetFile } },
+        { connectionId: 'src', connectorId: SQLITE_CONNECTOR, name: 'Source', properties: { file: sourceFile } },
+        { connectionId: 'tgt', connectorId: SQLITE_CONNECTOR, name: 'Target', properties: { file: targetFile } },
       ],
       maps: [],
       replication: { sourceConnectionId: 'src', targetConnectionId: 'tgt', selectionType: 'Selected', entities: ['notes'], checkForBulk: false },
-      capture: CAPTURE,
+      capture: NO_CAPTURE,
       lookupTables: [],
     };
 
@@ -211,7 +150,7 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
     expect(killed?.processed).toBeLessThan(held);
     expect(corrections).toEqual([{ kind: 'runCommitted', runId: killedRun, solutionId: solution.solutionId, mapName: 'notes', entity: 'notes', processed: held, failed: 0, at: expect.any(String) }]);
     const second = ends.find((e) => e.runId === nextRun);
-    expect(count(targetFile, 'notes')).toBe(NOTES);
+    expect(rowCount(targetFile, 'notes')).toBe(NOTES);
     expect(held + (second?.processed ?? 0)).toBe(NOTES);
   });
 });

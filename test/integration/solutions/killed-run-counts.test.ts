@@ -6,50 +6,24 @@
  * with the statistics of each Map or entity and the time of the last counted batch.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkRegistry } from '../../../src/agent/work.js';
-import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { ReportBody } from '../../../src/protocol/channel.js';
 import type { PreparedSolution } from '../../../src/protocol/solutions.js';
 import { SolutionRunner } from '../../../src/solutions/runner.js';
 import { SolutionStore } from '../../../src/solutions/solution-store.js';
+import { NO_CAPTURE, peopleMap, peopleSolution, rowCount, SQLITE_CONNECTOR, sqliteTarget, stamp, usePluginHost, writePeople } from '../../helpers/people-solution.js';
 
-const CONNECTORS_DIR = path.resolve(import.meta.dirname, '../../../connectors');
-const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
-const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 const log = pino({ level: 'silent' });
-const T0 = Date.UTC(2024, 0, 2);
-const stamp = (i: number): string => new Date(T0 + i * 1000).toISOString().replace('.000Z', 'Z');
 type Finished = Extract<ReportBody, { kind: 'runFinished' }>;
 
-const CAPTURE = { captureOnFailedRecordsForReprocessing: false, captureDuringCloudAppRuns: false, captureDuringLocalAgentAppRuns: false, isSourceDataLocal: true };
-
 describe('the end recovered for a run killed mid-way counts what its target held', () => {
-  let host: ConnectorHost;
-  let tmp: string;
+  const plugins = usePluginHost('killed-counts');
 
-  beforeAll(async () => {
-    host = new ConnectorHost({ dir: CONNECTORS_DIR, log });
-    await host.loadAll();
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-killed-counts-'));
-  });
-  afterAll(async () => {
-    await host.close();
-    fs.rmSync(tmp, { recursive: true, force: true });
-  });
-
-  function rows(file: string, tables: readonly string[]): number {
-    const db = new Database(file, { readonly: true });
-    try {
-      return tables.reduce((n, t) => n + (db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n, 0);
-    } finally {
-      db.close();
-    }
-  }
+  const rows = (file: string, tables: readonly string[]): number => tables.reduce((n, t) => n + rowCount(file, t), 0);
 
   /**
    * Runs the Solution to its end on an Agent data folder; at the first progress report for which
@@ -57,6 +31,8 @@ describe('the end recovered for a run killed mid-way counts what its target held
    * counts the target's rows. Then recovers the run from the copy, as the next process would.
    */
   async function killedAt(solution: PreparedSolution, when: (processed: number) => boolean, target: { file: string; tables: readonly string[] }) {
+    const host = plugins.host();
+    const tmp = plugins.tmp();
     const dataDir = fs.mkdtempSync(path.join(tmp, 'agent-'));
     const copy = fs.mkdtempSync(path.join(tmp, 'killed-'));
     const store = new SolutionStore(path.join(dataDir, 'solutions.db'), 'agent-secret');
@@ -98,46 +74,11 @@ describe('the end recovered for a run killed mid-way counts what its target held
 
   it('an IS run killed in its second Map: both Maps\' records, the first Map\'s own statistics, the second\'s so far', async () => {
     const PEOPLE = 5_000;
-    const dir = fs.mkdtempSync(path.join(tmp, 'is-'));
-    const lines = ['id,name,updated_at'];
-    for (let i = 1; i <= PEOPLE; i++) lines.push(`${i},n${i},${stamp(i)}`);
-    fs.writeFileSync(path.join(dir, 'people.csv'), lines.join('\n') + '\n');
-    fs.writeFileSync(path.join(dir, 'schema.json'), JSON.stringify({ entities: { 'people.csv': { fields: [{ name: 'id', type: 'integer', primaryKey: true }, { name: 'name', type: 'string' }, { name: 'updated_at', type: 'datetime' }] } } }));
+    const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'is-'));
+    writePeople(dir, PEOPLE);
     const targetFile = path.join(dir, 'target.db');
-    const db = new Database(targetFile);
-    db.exec('CREATE TABLE first_copy (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE second_copy (id INTEGER PRIMARY KEY, name TEXT);');
-    db.close();
-    const map = (mapId: number, table: string) => ({
-      mapId,
-      name: `People into ${table}`,
-      enabled: true,
-      model: {
-        version: '3.0',
-        name: `People into ${table}`,
-        batchSize: 500,
-        blocks: [
-          { blockId: `3111111${mapId}-1111-4111-8111-000000000001`, name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'csv', entity: 'people', netChange: { fieldName: 'updated_at' } },
-          { blockId: `3111111${mapId}-1111-4111-8111-000000000002`, name: 'Put', blockType: 'Create', action: 'Create', connectionId: 'db', entity: table, fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: 'Q.name' }] },
-        ],
-      },
-    });
-    const solution: PreparedSolution = {
-      solutionId: crypto.randomUUID(),
-      orgId: 1,
-      name: 'Two copies',
-      solutionType: 'Integration',
-      version: 'v1',
-      isDisabled: false,
-      schedule: null,
-      connections: [
-        { connectionId: 'csv', connectorId: CSV, name: 'People', properties: { folder: dir } },
-        { connectionId: 'db', connectorId: SQLITE, name: 'Target', properties: { file: targetFile } },
-      ],
-      maps: [map(1, 'first_copy'), map(2, 'second_copy')],
-      replication: null,
-      capture: CAPTURE,
-      lookupTables: [],
-    };
+    sqliteTarget(targetFile, 'CREATE TABLE first_copy (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE second_copy (id INTEGER PRIMARY KEY, name TEXT);');
+    const solution = peopleSolution(dir, targetFile, [peopleMap(1, 'first_copy'), peopleMap(2, 'second_copy')], 'Two copies');
 
     const { end, atKill } = await killedAt(solution, (n) => n >= PEOPLE + 1_500, { file: targetFile, tables: ['first_copy', 'second_copy'] });
     expect(atKill.rows).toBeGreaterThan(PEOPLE);
@@ -159,7 +100,7 @@ describe('the end recovered for a run killed mid-way counts what its target held
   it('an RS run killed in its second entity: the first entity whole, the second so far', async () => {
     const ORDERS = 30_000;
     const NOTES = 25_000;
-    const dir = fs.mkdtempSync(path.join(tmp, 'rs-'));
+    const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'rs-'));
     const sourceFile = path.join(dir, 'source.db');
     const src = new Database(sourceFile);
     src.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME NOT NULL); CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT, updated_at DATETIME NOT NULL);');
@@ -181,12 +122,12 @@ describe('the end recovered for a run killed mid-way counts what its target held
       isDisabled: false,
       schedule: null,
       connections: [
-        { connectionId: 'src', connectorId: SQLITE, name: 'Source', properties: { file: sourceFile } },
-        { connectionId: 'tgt', connectorId: SQLITE, name: 'Target', properties: { file: targetFile } },
+        { connectionId: 'src', connectorId: SQLITE_CONNECTOR, name: 'Source', properties: { file: sourceFile } },
+        { connectionId: 'tgt', connectorId: SQLITE_CONNECTOR, name: 'Target', properties: { file: targetFile } },
       ],
       maps: [],
       replication: { sourceConnectionId: 'src', targetConnectionId: 'tgt', selectionType: 'Selected', entities: ['orders', 'notes'], checkForBulk: true },
-      capture: CAPTURE,
+      capture: NO_CAPTURE,
       lookupTables: [],
     };
 
