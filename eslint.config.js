@@ -15,6 +15,7 @@ const LAYERS = [
   { target: './connectors', from: './service', message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
   { target: './src/protocol', from: ['./src/agent', './src/channel', './src/cli', './src/connectors', './src/maps', './src/solutions', './src/failures', './src/logs'], message: 'The protocol is the bottom of the Agent: it imports only zod and its own files.' },
   { target: './src/maps/runtime', from: ['./src/maps/compiler', './src/maps/blocks', './src/maps/open-run.ts'], message: 'The Map runtime runs a compiled plan; the plan brings the bound steps.' },
+  { target: './src/failures', from: ['./src/maps', './src/solutions', './src/agent'], message: 'The failed-record store is below the Map engine: the runtime reports into it (failures/sink.ts), it imports no Map code.' },
   { target: [...DOMAIN, './service/gateway', './service/store', './service/util', './service/auth', './service/crypto', './service/jobs'], from: './service/http', message: 'Below the HTTP layer: take plain inputs and return rows; routes map them.' },
   { target: ['./service/gateway', './service/jobs', './service/store', './service/util', './service/auth', './service/crypto'], from: DOMAIN, message: 'The gateway, the jobs and the store know no domain: the composition root (build-service.ts) wires them.' },
   { target: ['./service/store', './service/util'], from: ['./service/gateway', './service/jobs', './service/auth', './service/crypto'], message: 'The store and util are the bottom of the Service.' },

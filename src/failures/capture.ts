@@ -8,7 +8,7 @@
  *   local run, isSourceDataLocal true                   → the Agent's local store
  *   local run, isSourceDataLocal false                  → the outbox (cloud store)
  */
-import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run-types.js';
+import type { FailedRecordInput, FailedRecordSink } from './sink.js';
 
 export interface CaptureSettings {
   captureOnFailedRecordsForReprocessing: boolean;

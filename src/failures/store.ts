@@ -8,7 +8,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { ConnectorRecord } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
-import type { FailedRecordInput, FailedRecordSink } from '../maps/runtime/run.js';
+import type { FailedRecordInput, FailedRecordSink } from './sink.js';
 import { mkdirPrivate, touchPrivate } from '../util/private-files.js';
 import { migrateState, type StateSchema } from '../util/sqlite-schema.js';
 import { uuidV7 } from '../util/uuid-v7.js';

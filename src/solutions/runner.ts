@@ -31,9 +31,10 @@ import { openRun, type ConnectionSpec } from '../maps/open-run.js';
 import { hms } from '../maps/runtime/stats.js';
 import { runMap, type FailedRecordInput, type MapRecordError } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
+import { checkpointKeyOf } from '../maps/runtime/checkpoint.js';
 import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
-import { MAX_FAILED_RECORDS_PER_REPORT, shareErrorFields, sourceKeyOf, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import { MAX_FAILED_RECORDS_PER_REPORT, shareErrorFields, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
@@ -428,7 +429,7 @@ export class SolutionRunner {
             lookupTables: tables,
             ...(copies
               ? { source: copies.batches }
-              : { watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)), checkpointKey: `ferry-map-${solution.solutionId}-${map.mapId}` }),
+              : { watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)), checkpoint: checkpointKeyOf({ kind: 'map', solutionId: solution.solutionId, mapId: map.mapId }) }),
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
               const missing = copies?.missing ?? 0;
@@ -551,24 +552,9 @@ function toFailedRecord(rec: FailedRecordInput & { id: string }): RunFailedRecor
   };
 }
 
+/** A Map's record error as a run reports it: bounded and named by its key already (record-error.ts). */
 function toRunError(e: MapRecordError, mapId: number): RunRecordError {
-  const out: RunRecordError = {
-    id: e.id,
-    mapId,
-    mapName: e.mapName.slice(0, 500),
-    sourceEntity: e.sourceEntity.slice(0, 1000),
-    blockId: e.blockId,
-    blockName: e.blockName,
-    code: e.code,
-    errorMessage: e.errorMessage.slice(0, 10_000),
-    errorDetail: e.errorDetail.slice(0, 20_000),
-    canReprocess: e.canReprocess,
-  };
-  if (e.failedRecordId) out.failedRecordId = e.failedRecordId;
-  // Which source record failed (History's errors and export show it): its key, else its row.
-  if (e.sourceKey) out.sourceKey = sourceKeyOf(Object.keys(e.sourceKey), e.sourceKey);
-  if (e.sourceRow !== undefined) out.sourceRow = e.sourceRow;
-  return out;
+  return { ...e, mapId };
 }
 
 function errorText(err: unknown): string {

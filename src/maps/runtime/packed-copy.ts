@@ -30,7 +30,7 @@ export interface PackedCopy {
  * whose plugin writes packed batches, the source's key fields among those copied (a record
  * error names its key). Whether the source reads the query packed is its own answer (queryPacked).
  */
-export function packedCopyOf(plan: RunPlan, opts: Pick<RunOptions, 'connections' | 'source' | 'message' | 'checkpointKey'>, engine: FormulaEvaluator): PackedCopy | undefined {
+export function packedCopyOf(plan: RunPlan, opts: Pick<RunOptions, 'connections' | 'source' | 'message'>, engine: FormulaEvaluator): PackedCopy | undefined {
   const { starter, steps } = plan;
   const [step] = steps;
   const copies = step?.fieldCopies;

@@ -4,11 +4,14 @@
  * plan (compiler/), what stores failed records (failures/) and the run's own helpers
  * (packed-copy.ts) read these types without importing the run.
  */
+export type { FailedRecordInput, FailedRecordSink } from '../../failures/sink.js';
 import type { HostConnection } from '../../connectors/connection.js';
 import type { ConnectorRecord, RecordBatch } from '../../connectors/sdk.js';
-import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block, MapModel } from '../../protocol/map.js';
+import type { SourceKey } from '../../protocol/solutions.js';
 import type { LookupTables } from '../formula/evaluator.js';
+import type { FailedRecordSink } from '../../failures/sink.js';
+import type { CheckpointKey } from './checkpoint.js';
 import type { FormulaEvaluator, Source, Step } from './context.js';
 import type { FormulaBudget } from './formula-budget.js';
 import type { RunCounts } from './run-counts.js';
@@ -30,7 +33,7 @@ export interface RunPlan {
   readonly sourceKeyFields: readonly string[];
 }
 
-/** A record error (SPEC.md "Error"): one per failing record and Block. */
+/** A record error (SPEC.md "Error"): one per failing record and Block; record-error.ts makes them. */
 export interface MapRecordError {
   id: string;
   mapName: string;
@@ -43,29 +46,10 @@ export interface MapRecordError {
   /** Set when a failed source record was captured for reprocessing. */
   failedRecordId?: string;
   canReprocess: boolean;
-  /** The source record's key fields and values (the starter entity's primary key), when it has one. */
-  sourceKey?: Record<string, unknown>;
+  /** The source record's key fields and values (the starter entity's primary key, protocol bounds), when it has one. */
+  sourceKey?: SourceKey;
   /** The source record's position in the records this run read, from 1. */
   sourceRow?: number;
-}
-
-/** What a failed-record sink receives: the source fields the Map references. */
-export interface FailedRecordInput {
-  executionId: string;
-  mapId?: number;
-  mapName: string;
-  entity: string;
-  blockId: string;
-  blockName: string;
-  error: ErrorData;
-  /** `error.details` as JSON when the caller has serialized it already (the record error's errorDetail). */
-  errorDetail?: string;
-  source: ConnectorRecord;
-}
-
-/** Where failed source records go (the local store, or the outbox for the cloud store); returns the record's id. */
-export interface FailedRecordSink {
-  capture(rec: FailedRecordInput): Promise<string>;
 }
 
 export interface RunProgress {
@@ -106,12 +90,12 @@ export interface RunOptions {
   /** Where the net-change watermark is read and checkpointed; default the Map's lastRunDate, in memory. */
   watermark?: WatermarkStore;
   /**
-   * The key of this Map's checkpoint in a transactional target (a Solution's Map: stable across
+   * The key of this Map's checkpoint in a transactional target (checkpoint.ts) (a Solution's Map: stable across
    * runs). With net change, when the Map's only write is a Create into a Connection that keeps
    * checkpoints (SQLite, PostgreSQL), each batch commits with its checkpoint in one transaction,
    * so a run killed between the write and the watermark's save never writes the batch again.
    */
-  checkpointKey?: string;
+  checkpoint?: CheckpointKey;
   onProgress?(p: RunProgress): void;
   /**
    * The target's checkpoint was committed by another run, with that run's counts (run-counts.ts):

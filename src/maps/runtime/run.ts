@@ -37,13 +37,14 @@ import { connectionNotOpen, runSequence, type AheadValues, type FormulaEvaluator
 import { evaluateAhead } from './formulas.js';
 import { DEFAULT_FORMULA_BUDGET } from './formula-budget.js';
 import { StatsCollector } from './stats.js';
-import { laterState, MarkTracker, parseWatermarkState } from './watermark.js';
-import { uuidV7 } from '../../util/uuid-v7.js';
+import { MarkTracker } from './watermark.js';
+import { loadCheckpoint, readTargetCheckpoint, watermarkValue } from './checkpoint.js';
+import { recordError } from './record-error.js';
 import { recordMaker } from '../../connectors/sdk.js';
 import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
 import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
-import { fingerprint, parseResumePoint, pastPoint, resumeValue } from './resume-point.js';
-import { countsOf, withCounts, type RunCounts } from './run-counts.js';
+import { fingerprint, parseResumePoint, pastPoint, resumeValue, type ResumePoint } from './resume-point.js';
+import { countsOf, type RunCounts } from './run-counts.js';
 import { DEFAULT_TARGET_RETRY, withTargetRetry, type TargetRetry } from './target-retry.js';
 import type { MapRecordError, RunOptions, RunPlan, RunResult } from './run-types.js';
 
@@ -56,6 +57,22 @@ interface Prepared {
   ahead: AheadValues | undefined;
 }
 
+/** A packed batch written (packed-copy.ts) whose failed rows are not reported yet. */
+interface Written {
+  b: PackedBatch;
+  firstRow: number;
+  failures: Array<[number, ErrorData]>;
+  t0: number;
+  /** The signal fired while it was written: its refused rows are reported, the batch is not counted. */
+  cut: boolean;
+}
+
+/** A Create whose batches commit with a checkpoint in its target's transaction. */
+interface Committing {
+  block: Block;
+  conn: HostConnection;
+}
+
 /** What a run that threw had done before: its statistics, the batches counted until the error. */
 const partials = new WeakMap<object, RunResult>();
 
@@ -66,147 +83,208 @@ export function partialResult(err: unknown): RunResult | undefined {
 
 /** Runs the plan to the end of its starter's records, or until the signal aborts. */
 export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult> {
-  const { model, starter, source } = plan;
-  const executionId = opts.executionId ?? randomUUID();
-  // A stop past its grace cuts the batch in progress short, as the caller's signal does.
-  const cut = new AbortController();
-  const signal = opts.signal ? AbortSignal.any([opts.signal, cut.signal]) : cut.signal;
-  let graceTimer: NodeJS.Timeout | undefined;
-  const onStop = (): void => {
-    graceTimer = setTimeout(() => cut.abort(opts.stop?.reason ?? new Error('stopped')), opts.stopGraceMs ?? 2_500);
-  };
-  if (opts.stop?.aborted) onStop();
-  else opts.stop?.addEventListener('abort', onStop, { once: true });
-  const retry: TargetRetry = { ...DEFAULT_TARGET_RETRY, ...opts.targetRetry };
-  const stats = new StatsCollector(plan.blocks);
-  const sourceConn = opts.connections.get(starter.connectionId ?? '');
-  if (!sourceConn && !opts.source && source.readsConnection) throw connectionNotOpen(starter);
-  const sizes = batchSizes(opts.batchSize ?? model.batchSize, sourceConn, plan.blocks, opts.connections);
-  const createIn = opts.checkpointKey !== undefined && !opts.source ? transactionalCreate(plan, opts.connections) : undefined;
-  // Without net change, a Create into a table without a key resumes a run cut short at its resume point (resume-point.ts).
-  const byPosition = !starter.netChange && starter.blockType === 'Query' && createIn && (await resumesByPosition(plan, createIn, signal)) ? createIn : undefined;
-  // Each batch must be one write call to commit its point with it.
-  const batchSize = byPosition ? Math.min(sizes.run, sizes.bulk(byPosition.block)) : sizes.run;
-  const owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
-  const engine: FormulaEvaluator = opts.engine ?? (owned as FormulaEngine);
-  const entity = starter.entity ?? '';
-  let errors = 0;
-  const captures: Promise<void>[] = [];
-  let reply: ConnectorRecord | null = null;
+  const run = new MapRun(plan, opts);
+  try {
+    await run.open();
+  } catch (err) {
+    await run.close();
+    throw err;
+  }
+  return run.run();
+}
 
-  let lastFailed: { error: ErrorData | undefined; detail: string } = { error: undefined, detail: '' };
-  const env: RunEnv = {
-    connections: opts.connections,
-    engine,
-    signal,
-    stats,
-    batchSize,
-    bulkSize: sizes.bulk,
-    formulaBudget: { ...DEFAULT_FORMULA_BUDGET, ...opts.formulaBudget },
-    fail(item: Item, block: Block, error: ErrorData) {
-      errors++;
-      stats.blockFailed(block);
-      const st = item.state;
-      const first = !st.failed;
-      st.failed = true;
-      // Records refused alike share one ErrorData (writeCopies): its detail is serialized once.
-      if (error !== lastFailed.error) lastFailed = { error, detail: JSON.stringify(error.details ?? {}) };
-      const errorDetail = lastFailed.detail;
-      const rec: MapRecordError = {
-        // Time-ordered: the Service's primary-key index of errors grows at its right edge instead of splitting pages at random.
-        id: uuidV7(),
-        mapName: model.name,
-        sourceEntity: entity,
-        blockId: block.blockId,
-        blockName: block.name,
-        code: error.code,
-        errorMessage: error.message,
-        errorDetail,
-        canReprocess: false,
-      };
-      if (st.row !== undefined) rec.sourceRow = st.row;
-      if (plan.sourceKeyFields.length > 0) {
-        const key: Record<string, unknown> = {};
-        for (const f of plan.sourceKeyFields) key[f] = st.source[f] ?? null;
-        rec.sourceKey = key;
-      }
-      if (first && opts.failures) {
-        st.firstError = { blockId: block.blockId, blockName: block.name, error };
-        const copy: ConnectorRecord = {};
-        for (const f of plan.sourceFields) copy[f] = st.source[f] ?? null;
-        captures.push(
-          opts.failures
-            .capture({ executionId, ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, blockId: block.blockId, blockName: block.name, error, errorDetail, source: copy })
-            .then((id) => {
-              // The error is not out yet: complete it in place rather than copy it for every refused record.
-              rec.failedRecordId = id;
-              rec.canReprocess = true;
-              opts.onRecordError?.(rec);
-            }),
-        );
-        return;
-      }
-      opts.onRecordError?.(rec);
-    },
-    retrying(block, call, settled) {
-      return withTargetRetry(`${block.name}: ${block.blockType} in ${block.entity ?? ''}`, retry, signal, call, {
-        ...(settled ? { settled } : {}),
-        onRetry: (n) => opts.onRetry?.({ ...n, blockName: block.name }),
-      });
-    },
-    async reply(r: ConnectorRecord) {
-      if (reply) return false;
-      reply = r;
-      await opts.onReply?.(r);
-      return true;
-    },
+/** One run of a plan: its state from the first batch to the last (see the module comment). */
+class MapRun {
+  readonly executionId: string;
+  readonly stats: StatsCollector;
+  readonly signal: AbortSignal;
+  readonly #cut = new AbortController();
+  #graceTimer: NodeJS.Timeout | undefined;
+  readonly #onStop = (): void => {
+    this.#graceTimer = setTimeout(() => this.#cut.abort(this.opts.stop?.reason ?? new Error('stopped')), this.opts.stopGraceMs ?? 2_500);
   };
-
-  const wm = opts.watermark;
-  const inTarget = starter.netChange ? createIn : undefined;
-  const checkpointKey = opts.checkpointKey ?? '';
-  /** The target's checkpoint, waited for while the target is away (target-retry.ts). */
-  const readCheckpoint = (t: { block: Block; conn: HostConnection }): Promise<string | null> => env.retrying(t.block, () => t.conn.readCheckpoint(checkpointKey, { signal }));
-  // The checkpointed watermark wins (the later of the Agent's and the target's); without one, the Map's lastRunDate.
-  const local = opts.source || !wm ? null : await wm.load();
-  const targetValue = inTarget ? await readCheckpoint(inTarget) : null;
-  const saved = inTarget ? laterState(local, parseWatermarkState(targetValue)) : local;
-  const positionValue = byPosition ? await readCheckpoint(byPosition) : null;
-  const resumeFrom = parseResumePoint(positionValue);
-  const earlier = countsOf(targetValue ?? positionValue);
-  if (earlier && earlier.run !== executionId) opts.onEarlierRun?.(earlier);
-  let notice: string | undefined;
-  const since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
-  const netField = starter.netChange?.fieldName;
-  const tracker = new MarkTracker(since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], netField ?? '', plan.sourceKeyFields);
-  let cancelled = false;
-  let index = 0;
-  let rowsRead = 0;
+  readonly #retry: TargetRetry;
+  readonly #sourceConn: HostConnection | undefined;
+  readonly #entity: string;
+  #owned: FormulaEngine | null = null;
+  #env!: RunEnv;
+  /** Set when batches commit a resume point (resume-point.ts): a Create into a table without a key, no net change. */
+  #byPosition: Committing | undefined;
+  /** Set when batches commit their watermark in the target: net change and a transactional Create. */
+  #inTarget: Committing | undefined;
+  #resumeFrom: ResumePoint | null = null;
+  #since: string | null = null;
+  #netField: string | undefined;
+  #tracker!: MarkTracker;
+  #errors = 0;
+  readonly #captures: Promise<void>[] = [];
+  #reply: ConnectorRecord | null = null;
+  #lastFailed: { error: ErrorData | undefined; detail: string } = { error: undefined, detail: '' };
+  #notice: string | undefined;
+  #cancelled = false;
+  #index = 0;
+  #rowsRead = 0;
   /** The checkpoint the current batch's Create commits with (exactly-once writes). */
-  let batchCheckpoint: Checkpoint | undefined;
-  const committing = inTarget ?? byPosition;
-  if (committing) env.checkpointFor = (block) => (block === committing.block ? batchCheckpoint : undefined);
-  const first = plan.steps[0];
-  let stopped = false;
-  let lastAhead: Promise<unknown> | undefined;
+  #batchCheckpoint: Checkpoint | undefined;
+  #stopped = false;
+  #lastAhead: Promise<unknown> | undefined;
+
+  constructor(
+    readonly plan: RunPlan,
+    readonly opts: RunOptions,
+  ) {
+    this.executionId = opts.executionId ?? randomUUID();
+    // A stop past its grace cuts the batch in progress short, as the caller's signal does.
+    this.signal = opts.signal ? AbortSignal.any([opts.signal, this.#cut.signal]) : this.#cut.signal;
+    if (opts.stop?.aborted) this.#onStop();
+    else opts.stop?.addEventListener('abort', this.#onStop, { once: true });
+    this.#retry = { ...DEFAULT_TARGET_RETRY, ...opts.targetRetry };
+    this.stats = new StatsCollector(plan.blocks);
+    this.#sourceConn = opts.connections.get(plan.starter.connectionId ?? '');
+    this.#entity = plan.starter.entity ?? '';
+  }
+
+  /** Decides the batch size and the checkpoint, and loads it. */
+  async open(): Promise<void> {
+    const { plan, opts, signal } = this;
+    const { model, starter, source } = plan;
+    if (!this.#sourceConn && !opts.source && source.readsConnection) throw connectionNotOpen(starter);
+    const sizes = batchSizes(opts.batchSize ?? model.batchSize, this.#sourceConn, plan.blocks, opts.connections);
+    const key = opts.source ? undefined : opts.checkpoint;
+    const createIn = key !== undefined ? transactionalCreate(plan, opts.connections) : undefined;
+    // Without net change, a Create into a table without a key resumes a run cut short at its resume point (resume-point.ts).
+    this.#byPosition = !starter.netChange && starter.blockType === 'Query' && createIn && (await resumesByPosition(plan, createIn, signal)) ? createIn : undefined;
+    this.#inTarget = starter.netChange ? createIn : undefined;
+    // Each batch must be one write call to commit its point with it.
+    const batchSize = this.#byPosition ? Math.min(sizes.run, sizes.bulk(this.#byPosition.block)) : sizes.run;
+    this.#owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
+    this.#env = this.#makeEnv(opts.engine ?? (this.#owned as FormulaEngine), batchSize, sizes.bulk);
+    const committing = this.#inTarget ?? this.#byPosition;
+    // The target's checkpoint (waited for while the target is away: target-retry.ts) wins over the Agent's file (checkpoint.ts).
+    const targetValue =
+      committing && key ? await readTargetCheckpoint((k) => this.#env.retrying(committing.block, () => committing.conn.readCheckpoint(k, { signal })), key) : null;
+    const wm = opts.source ? undefined : opts.watermark;
+    const { saved, earlier } = await loadCheckpoint({ local: wm, targetValue: this.#inTarget ? targetValue : null, what: `the Map ${model.name}`, runId: this.executionId });
+    if (this.#byPosition) this.#resumeFrom = parseResumePoint(targetValue);
+    const counted = this.#byPosition ? countsOf(targetValue) : earlier;
+    if (counted && counted.run !== this.executionId) opts.onEarlierRun?.(counted);
+    // Without a checkpoint, the Map's lastRunDate.
+    this.#since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
+    this.#netField = starter.netChange?.fieldName;
+    this.#tracker = new MarkTracker(this.#since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], this.#netField ?? '', plan.sourceKeyFields);
+    if (committing) this.#env.checkpointFor = (block) => (block === committing.block ? this.#batchCheckpoint : undefined);
+  }
+
+  #makeEnv(engine: FormulaEvaluator, batchSize: number, bulkSize: (block: Block) => number): RunEnv {
+    return {
+      connections: this.opts.connections,
+      engine,
+      signal: this.signal,
+      stats: this.stats,
+      batchSize,
+      bulkSize,
+      formulaBudget: { ...DEFAULT_FORMULA_BUDGET, ...this.opts.formulaBudget },
+      fail: (item, block, error) => this.#fail(item, block, error),
+      retrying: (block, call, settled) =>
+        withTargetRetry(`${block.name}: ${block.blockType} in ${block.entity ?? ''}`, this.#retry, this.signal, call, {
+          ...(settled ? { settled } : {}),
+          onRetry: (n) => this.opts.onRetry?.({ ...n, blockName: block.name }),
+        }),
+      reply: async (r) => {
+        if (this.#reply) return false;
+        this.#reply = r;
+        await this.opts.onReply?.(r);
+        return true;
+      },
+    };
+  }
+
+  /** RunEnv.fail: the record error, and the failed record's copy for its first failure. */
+  #fail(item: Item, block: Block, error: ErrorData): void {
+    const { plan, opts } = this;
+    this.#errors++;
+    this.stats.blockFailed(block);
+    const st = item.state;
+    const first = !st.failed;
+    st.failed = true;
+    // Records refused alike share one ErrorData (writeCopies): its detail is serialized once.
+    if (error !== this.#lastFailed.error) this.#lastFailed = { error, detail: JSON.stringify(error.details ?? {}) };
+    const errorDetail = this.#lastFailed.detail;
+    const rec: MapRecordError = recordError({
+      mapName: plan.model.name,
+      sourceEntity: this.#entity,
+      blockId: block.blockId,
+      blockName: block.name,
+      code: error.code,
+      errorMessage: error.message,
+      errorDetail,
+      key: { fields: plan.sourceKeyFields, record: st.source },
+      sourceRow: st.row,
+    });
+    if (first && opts.failures) {
+      st.firstError = { blockId: block.blockId, blockName: block.name, error };
+      const copy: ConnectorRecord = {};
+      for (const f of plan.sourceFields) copy[f] = st.source[f] ?? null;
+      const { mapId, name } = plan.model;
+      this.#captures.push(
+        opts.failures
+          .capture({ executionId: this.executionId, ...(mapId !== undefined ? { mapId } : {}), mapName: name, entity: this.#entity, blockId: block.blockId, blockName: block.name, error, errorDetail, source: copy })
+          .then((id) => {
+            // The error is not out yet: complete it in place rather than copy it for every refused record.
+            rec.failedRecordId = id;
+            rec.canReprocess = true;
+            opts.onRecordError?.(rec);
+          }),
+      );
+      return;
+    }
+    opts.onRecordError?.(rec);
+  }
+
   /** A batch as read, its items, and the first step's leading formulas started for them. */
-  const prepare = (read: RecordBatch): Prepared => {
-    const items: Item[] = read.map((source) => ({ ctx: { [starter.name]: source }, results: undefined, state: { source, failed: false, row: ++rowsRead } }));
+  #prepare(read: RecordBatch): Prepared {
+    const starter = this.plan.starter.name;
+    const items: Item[] = read.map((source) => ({ ctx: { [starter]: source }, results: undefined, state: { source, failed: false, row: ++this.#rowsRead } }));
     let ahead: AheadValues | undefined;
-    if (first?.leading && items.length > 0 && !stopped && !signal.aborted) {
-      ahead = evaluateAhead(first.leading, items, env);
-      lastAhead = ahead.values;
+    const first = this.plan.steps[0];
+    if (first?.leading && items.length > 0 && !this.#stopped && !this.signal.aborted) {
+      ahead = evaluateAhead(first.leading, items, this.#env);
+      this.#lastAhead = ahead.values;
     }
     return { read, items, ahead };
-  };
-  async function* prepared(batches: AsyncIterable<RecordBatch>): AsyncGenerator<Prepared, void, undefined> {
-    for await (const read of batches) yield prepare(read);
   }
+
+  async *#prepared(batches: AsyncIterable<RecordBatch>): AsyncGenerator<Prepared, void, undefined> {
+    for await (const read of batches) yield this.#prepare(read);
+  }
+
+  /** What the run has written once this batch commits, committed with it (run-counts.ts). */
+  #counts(processed: number): RunCounts {
+    return { run: this.executionId, processed, failed: this.stats.failed, at: new Date().toISOString() };
+  }
+
+  /** The checkpoint the batch's Create commits with, when the target keeps it. */
+  #commitWith(next: Prepared, items: readonly Item[], size: number): Checkpoint | undefined {
+    const key = this.opts.checkpoint?.key ?? '';
+    if (this.#inTarget) {
+      // As if every record of the batch is done: a record the target refuses is reported, and not read again.
+      const state = this.#tracker.peek(items.map((i) => i.state.source));
+      return state ? { key, value: watermarkValue(state, this.#counts(this.stats.processed + size)) } : undefined;
+    }
+    if (this.#byPosition) {
+      // Every record read through this batch is done once it commits: written, or reported refused.
+      const last = next.items[next.items.length - 1]?.state;
+      return last?.row !== undefined ? { key, value: resumeValue({ run: this.executionId, read: last.row, last: fingerprint(last.source) }, this.#counts(this.stats.processed + size)) } : undefined;
+    }
+    return undefined;
+  }
+
   /** Runs one batch read as records through the Blocks; false when the run ends here. */
-  const runBatch = async (next: Prepared): Promise<boolean> => {
+  async #runBatch(next: Prepared): Promise<boolean> {
+    const { plan, opts, signal, stats } = this;
     const { read } = next;
     // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
-    const batch = netField && !opts.source ? tracker.skip(read) : read;
+    const batch = this.#netField && !opts.source ? this.#tracker.skip(read) : read;
     if (batch.length === 0) return true;
     const t0 = performance.now();
     let items = next.items;
@@ -214,37 +292,17 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       const kept = new Set(batch);
       items = items.filter((i) => kept.has(i.state.source));
     }
-    const tc = performance.now();
-    if (source.children) {
-      try {
-        await source.children(sourceConn as HostConnection, items, signal);
-      } catch (e) {
-        if (signal.aborted) return false;
-        const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-        for (const item of items) env.fail(item, starter, { code: 'RUN_CHILDREN_READ_FAILED', kind: 'transient', message: `${starter.name}: the child records could not be read: ${cause.message}`, details: { blockId: starter.blockId, cause } });
-      }
-    }
-    stats.block(starter, batch.length, performance.now() - tc);
-    // What the run has written once this batch commits, committed with it (run-counts.ts).
-    const counts: RunCounts = { run: executionId, processed: stats.processed + batch.length, failed: stats.failed, at: new Date().toISOString() };
-    if (inTarget) {
-      // As if every record of the batch is done: a record the target refuses is reported, and not read again.
-      const state = tracker.peek(items.map((i) => i.state.source));
-      batchCheckpoint = state ? { key: checkpointKey, value: JSON.stringify(withCounts(state, counts)) } : undefined;
-    } else if (byPosition) {
-      // Every record read through this batch is done once it commits: written, or reported refused.
-      const last = next.items[next.items.length - 1]?.state;
-      batchCheckpoint = last?.row !== undefined ? { key: checkpointKey, value: resumeValue({ run: executionId, read: last.row, last: fingerprint(last.source) }, counts) } : undefined;
-    }
+    if (!(await this.#readChildren(items, batch.length))) return false;
+    this.#batchCheckpoint = this.#commitWith(next, items, batch.length);
     await runSequence(
       plan.steps,
       items.filter((i) => !i.state.failed),
-      env,
+      this.#env,
       next.ahead,
     );
     // Every Block ran to its end unless the signal fired first (it stays set once fired).
     const finished = !signal.aborted;
-    await Promise.all(captures.splice(0));
+    await Promise.all(this.#captures.splice(0));
     if (!finished) return false; // the batch was cut short: no checkpoint
     let failed = 0;
     const done: ConnectorRecord[] = [];
@@ -252,45 +310,58 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       if (st.failed) failed++;
       // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
       if (!st.failed || st.firstError) done.push(st.source);
-      opts.onSourceDone?.(index++, !st.failed);
+      opts.onSourceDone?.(this.#index++, !st.failed);
     }
-    const state = netField && !opts.source && tracker.advance(done) ? tracker.state() : null;
+    const state = this.#netField && !opts.source && this.#tracker.advance(done) ? this.#tracker.state() : null;
     stats.batch(batch.length, failed, performance.now() - t0);
     // Counted before the Agent's checkpoint moves past the batch: a kill between the two counts the
     // batch in this run and again in the next (it is written twice), never in neither.
+    const wm = opts.watermark;
     const saving = wm !== undefined && Boolean(state);
-    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value, ...(saving ? { saving } : {}) });
+    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: this.#tracker.value, ...(saving ? { saving } : {}) });
     if (wm && state) await wm.save(state);
     return true;
-  };
-  /** A packed batch written (packed-copy.ts) whose failed rows are not reported yet. */
-  interface Written {
-    b: PackedBatch;
-    firstRow: number;
-    failures: Array<[number, ErrorData]>;
-    t0: number;
-    /** The signal fired while it was written: its refused rows are reported, the batch is not counted. */
-    cut: boolean;
   }
-  const writePacked = async (b: PackedBatch, copy: PackedCopy): Promise<Written> => {
+
+  /** The starter's child records for the batch (Query relationships); false when the signal stopped the read. */
+  async #readChildren(items: Item[], size: number): Promise<boolean> {
+    const { starter, source } = this.plan;
+    const tc = performance.now();
+    if (source.children) {
+      try {
+        await source.children(this.#sourceConn as HostConnection, items, this.signal);
+      } catch (e) {
+        if (this.signal.aborted) return false;
+        const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
+        for (const item of items) this.#fail(item, starter, { code: 'RUN_CHILDREN_READ_FAILED', kind: 'transient', message: `${starter.name}: the child records could not be read: ${cause.message}`, details: { blockId: starter.blockId, cause } });
+      }
+    }
+    this.stats.block(starter, size, performance.now() - tc);
+    return true;
+  }
+
+  async #writePacked(b: PackedBatch, copy: PackedCopy): Promise<Written> {
     const t0 = performance.now();
-    const firstRow = rowsRead;
-    rowsRead += b.rows;
-    stats.block(starter, b.rows, 0);
-    const failures = await copy.copies.write(b, env);
-    return { b, firstRow, failures, t0, cut: signal.aborted };
-  };
+    const firstRow = this.#rowsRead;
+    this.#rowsRead += b.rows;
+    this.stats.block(this.plan.starter, b.rows, 0);
+    const failures = await copy.copies.write(b, this.#env);
+    return { b, firstRow, failures, t0, cut: this.signal.aborted };
+  }
+
   /**
    * Reports a written batch: its failed rows' record errors and failed-record copies, then (unless
    * it was cut short, as runBatch does) its statistics and progress.
    */
-  const reportPacked = async (w: Written, copy: PackedCopy): Promise<void> => {
-    for (const [row, error] of w.failures) env.fail(packedItem(w.b, row, starter.name, w.firstRow + row + 1), copy.block, error);
-    await Promise.all(captures.splice(0));
+  async #reportPacked(w: Written, copy: PackedCopy): Promise<void> {
+    const { stats } = this;
+    for (const [row, error] of w.failures) this.#fail(packedItem(w.b, row, this.plan.starter.name, w.firstRow + row + 1), copy.block, error);
+    await Promise.all(this.#captures.splice(0));
     if (w.cut) return;
     stats.batch(w.b.rows, w.failures.length, performance.now() - w.t0);
-    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: tracker.value });
-  };
+    this.opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: this.#tracker.value });
+  }
+
   /**
    * A packed copy's batches: each batch is written while the one before it is reported (its
    * refused rows made into record errors and failed-record copies on the Agent's thread while the
@@ -299,25 +370,25 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
    * the ones asked for in that order, goes the records way. Memory holds three batches: the one
    * reported, the one written and the one read ahead.
    */
-  const runPacked = async (batches: AsyncIterable<PackedBatch>, copy: PackedCopy): Promise<void> => {
+  async #runPacked(batches: AsyncIterable<PackedBatch>, copy: PackedCopy): Promise<void> {
     const asked = copy.copies.sourceFields;
     let pending: Written | undefined;
     let writing: Promise<Written> | undefined;
     const flush = async (): Promise<void> => {
       const w = pending;
       pending = undefined;
-      if (w) await reportPacked(w, copy);
+      if (w) await this.#reportPacked(w, copy);
     };
     try {
       for await (const b of readAhead(batches)) {
-        if (halted()) break;
+        if (this.#halted()) break;
         if (b.rows === 0) continue;
         if (!fitsCopy(b, copy.maxText) || b.fields.length !== asked.length || !b.fields.every((f, j) => f === asked[j])) {
           await flush();
-          if (!(await runBatch(prepare(unpackRecords(b, recordMaker(b.fields)))))) break;
+          if (!(await this.#runBatch(this.#prepare(unpackRecords(b, recordMaker(b.fields)))))) break;
           continue;
         }
-        writing = writePacked(b, copy);
+        writing = this.#writePacked(b, copy);
         // Awaited below, after the report: a failure must not go unhandled meanwhile.
         writing.catch(() => undefined);
         if (pending) {
@@ -336,66 +407,84 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
       // Written before the run ended: reported, and counted unless cut short.
       await flush();
     }
-  };
-  /** Whether the run ends before the next batch: aborted, or stopped (cancelled). */
-  const halted = (): boolean => {
-    if (signal.aborted) return true;
-    if (!opts.stop?.aborted) return false;
-    cancelled = true;
-    return true;
-  };
-  try {
-    // A packed copy commits no resume point with its batches: a run that resumes by one goes the records way.
-    const copy = sourceConn && !byPosition ? packedCopyOf(plan, opts, engine) : undefined;
-    const packed = copy && sourceConn ? sourceConn.queryPacked(entity, starter.filter, { batchSize, signal, fields: [...copy.copies.sourceFields] }) : undefined;
-    if (copy && packed) {
-      await runPacked(packed, copy);
-    } else {
-      const open = (): AsyncIterable<RecordBatch> => source.batches(sourceConn, { since, batchSize, signal, message: opts.message, ...(byPosition ? { orderBy: positionOrder(plan, sourceConn) } : {}) });
-      let batches = opts.source ?? open();
-      if (resumeFrom) {
-        batches = pastPoint(open, resumeFrom, () => {
-          rowsRead = 0;
-          notice = `The run ${resumeFrom.run} that was cut short had written the first ${resumeFrom.read} records of ${entity}; the source no longer reads the same records in that order (changed or replaced), so this run wrote every record.`;
-        });
-        rowsRead = resumeFrom.read;
-      }
-      let completed = true;
-      for await (const next of readAhead(prepared(batches))) {
-        if (halted() || !(await runBatch(next))) {
-          completed = false;
-          break;
-        }
-      }
-      // Read to its end: the next run reads everything again, as a Map without net change does.
-      if (byPosition && completed && !signal.aborted && (resumeFrom || rowsRead > 0)) {
-        // With the run's final counts: a kill after this commit and before the last batch was counted is still told (run-counts.ts).
-        const clear: Checkpoint = { key: checkpointKey, value: resumeValue(null, { run: executionId, processed: stats.processed, failed: stats.failed, at: new Date().toISOString() }) };
-        await env.retrying(byPosition.block, () => byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }));
-      }
-    }
-  } catch (err) {
-    if (!signal.aborted) {
-      if (typeof err === 'object' && err !== null) partials.set(err, result());
-      throw err;
-    }
-  } finally {
-    stopped = true;
-    cancelled ||= signal.aborted;
-    clearTimeout(graceTimer);
-    opts.stop?.removeEventListener('abort', onStop);
-    await Promise.allSettled(captures);
-    // A batch read ahead but not run: its formulas settle before the engine is freed.
-    await lastAhead?.catch(() => undefined);
-    await owned?.close();
   }
-  return result();
-  function result(): RunResult {
+
+  /** The records way: batch after batch through the Blocks, and a resume point cleared at the end. */
+  async #runRecords(): Promise<void> {
+    const { plan, opts, signal } = this;
+    const byPosition = this.#byPosition;
+    const resumeFrom = this.#resumeFrom;
+    const open = (): AsyncIterable<RecordBatch> =>
+      plan.source.batches(this.#sourceConn, { since: this.#since, batchSize: this.#env.batchSize, signal, message: opts.message, ...(byPosition ? { orderBy: positionOrder(plan, this.#sourceConn) } : {}) });
+    let batches = opts.source ?? open();
+    if (resumeFrom) {
+      batches = pastPoint(open, resumeFrom, () => {
+        this.#rowsRead = 0;
+        this.#notice = `The run ${resumeFrom.run} that was cut short had written the first ${resumeFrom.read} records of ${this.#entity}; the source no longer reads the same records in that order (changed or replaced), so this run wrote every record.`;
+      });
+      this.#rowsRead = resumeFrom.read;
+    }
+    let completed = true;
+    for await (const next of readAhead(this.#prepared(batches))) {
+      if (this.#halted() || !(await this.#runBatch(next))) {
+        completed = false;
+        break;
+      }
+    }
+    // Read to its end: the next run reads everything again, as a Map without net change does.
+    if (byPosition && completed && !signal.aborted && (resumeFrom || this.#rowsRead > 0)) {
+      // With the run's final counts: a kill after this commit and before the last batch was counted is still told (run-counts.ts).
+      const clear: Checkpoint = { key: opts.checkpoint?.key ?? '', value: resumeValue(null, this.#counts(this.stats.processed)) };
+      await this.#env.retrying(byPosition.block, () => byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }));
+    }
+  }
+
+  /** Whether the run ends before the next batch: aborted, or stopped (cancelled). */
+  #halted(): boolean {
+    if (this.signal.aborted) return true;
+    if (!this.opts.stop?.aborted) return false;
+    this.#cancelled = true;
+    return true;
+  }
+
+  async run(): Promise<RunResult> {
+    const { opts, signal } = this;
+    try {
+      // A packed copy commits no resume point with its batches: a run that resumes by one goes the records way.
+      const copy = this.#sourceConn && !this.#byPosition ? packedCopyOf(this.plan, opts, this.#env.engine) : undefined;
+      const packed = copy && this.#sourceConn ? this.#sourceConn.queryPacked(this.#entity, this.plan.starter.filter, { batchSize: this.#env.batchSize, signal, fields: [...copy.copies.sourceFields] }) : undefined;
+      if (copy && packed) await this.#runPacked(packed, copy);
+      else await this.#runRecords();
+    } catch (err) {
+      if (!signal.aborted) {
+        if (typeof err === 'object' && err !== null) partials.set(err, this.#result());
+        throw err;
+      }
+    } finally {
+      await this.close();
+    }
+    return this.#result();
+  }
+
+  /** Ends the run: no more formulas start, its timers and listeners go, its captures settle and its engine is freed. */
+  async close(): Promise<void> {
+    this.#stopped = true;
+    this.#cancelled ||= this.signal.aborted;
+    clearTimeout(this.#graceTimer);
+    this.opts.stop?.removeEventListener('abort', this.#onStop);
+    await Promise.allSettled(this.#captures);
+    // A batch read ahead but not run: its formulas settle before the engine is freed.
+    await this.#lastAhead?.catch(() => undefined);
+    await this.#owned?.close();
+  }
+
+  #result(): RunResult {
+    const { model, starter, source } = this.plan;
     return {
-      stats: stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity, ...(starter.netChange ? { lastRunDate: tracker.value } : {}), cancelled }),
-      errors,
-      ...(source.answersRequest ? { reply } : {}),
-      ...(notice ? { notice } : {}),
+      stats: this.stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity: this.#entity, ...(starter.netChange ? { lastRunDate: this.#tracker.value } : {}), cancelled: this.#cancelled }),
+      errors: this.#errors,
+      ...(source.answersRequest ? { reply: this.#reply } : {}),
+      ...(this.#notice ? { notice: this.#notice } : {}),
     };
   }
 }
@@ -405,7 +494,7 @@ export async function runMap(plan: RunPlan, opts: RunOptions): Promise<RunResult
  * the batches it could read, writes into an entity without a primary key, whose records nothing
  * else tells apart.
  */
-async function resumesByPosition(plan: RunPlan, target: { block: Block; conn: HostConnection }, signal: AbortSignal): Promise<boolean> {
+async function resumesByPosition(plan: RunPlan, target: Committing, signal: AbortSignal): Promise<boolean> {
   const step = plan.steps.find((s) => s.block === target.block);
   if (!step?.bulkWrite) return false;
   const md = await target.conn.metadata({ signal });
@@ -425,7 +514,7 @@ function positionOrder(plan: RunPlan, conn: HostConnection | undefined): OrderBy
  * (a second target, an Update, a child write, a Native Query) a batch is not one transaction, and the Agent's own
  * checkpoint file is all there is.
  */
-function transactionalCreate(plan: RunPlan, connections: ReadonlyMap<string, HostConnection>): { block: Block; conn: HostConnection } | undefined {
+function transactionalCreate(plan: RunPlan, connections: ReadonlyMap<string, HostConnection>): Committing | undefined {
   const writes = plan.blocks.filter((b) => isWriteType(b.blockType) || (b.children?.length ?? 0) > 0 || (b.blockType === 'NativeQuery' && b !== plan.starter));
   const [only] = writes;
   if (writes.length !== 1 || !only || only.blockType !== 'Create' || only.action !== 'Create') return undefined;

@@ -15,19 +15,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import type { ConnectorRecord, Value } from '../../connectors/sdk.js';
+import { parseWatermark, type WatermarkState, type WatermarkStore } from './checkpoint.js';
 
-/** A checkpoint: the watermark and the identities of the records at exactly it that were processed. */
-export interface WatermarkState {
-  lastRunDate: string;
-  /** Record identities (`recordIdentity`) whose net-change value is `lastRunDate`; absent = none. */
-  processedAtLastRunDate?: string[];
-}
-
-/** Where a run checkpoints its watermark (the Service via the outbox, or a local file). */
-export interface WatermarkStore {
-  load(): Promise<WatermarkState | null>;
-  save(state: WatermarkState): Promise<void>;
-}
+/** The checkpoint and where it is kept are the checkpoint module's (checkpoint.ts). */
+export type { WatermarkState, WatermarkStore } from './checkpoint.js';
 
 /** Orders two net-change values (ISO-8601 text of one field compares by instant). */
 export function later(a: string | null, b: Value | undefined): string | null {
@@ -155,44 +146,19 @@ export class MemoryWatermark implements WatermarkStore {
 export class FileWatermark implements WatermarkStore {
   constructor(private readonly file: string) {}
   async load(): Promise<WatermarkState | null> {
+    let text: string;
     try {
-      const j = JSON.parse(await fs.readFile(this.file, 'utf8')) as { lastRunDate?: string | null; processedAtLastRunDate?: unknown };
-      if (!j.lastRunDate) return null;
-      const ids = Array.isArray(j.processedAtLastRunDate) ? j.processedAtLastRunDate.filter((x): x is string => typeof x === 'string') : [];
-      return { lastRunDate: j.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) };
+      text = await fs.readFile(this.file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
+    return parseWatermark(text, this.file);
   }
   async save(state: WatermarkState): Promise<void> {
     const tmp = `${this.file}.${process.pid}.tmp`;
     const ids = state.processedAtLastRunDate ?? [];
     await fs.writeFile(tmp, JSON.stringify({ lastRunDate: state.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) }) + '\n');
     await fs.rename(tmp, this.file);
-  }
-}
-
-/**
- * The later of two checkpoints of one watermark (the Agent's file and the one a transactional
- * target committed with a batch): the later instant, and at the same instant the identities of both.
- */
-export function laterState(a: WatermarkState | null, b: WatermarkState | null): WatermarkState | null {
-  if (!a) return b;
-  if (!b) return a;
-  if (a.lastRunDate !== b.lastRunDate) return later(a.lastRunDate, b.lastRunDate) === a.lastRunDate ? a : b;
-  return { lastRunDate: a.lastRunDate, processedAtLastRunDate: [...new Set([...(a.processedAtLastRunDate ?? []), ...(b.processedAtLastRunDate ?? [])])] };
-}
-
-/** A checkpoint as JSON text (a transactional target keeps it so); null when it does not read as one. */
-export function parseWatermarkState(text: string | null): WatermarkState | null {
-  if (text === null) return null;
-  try {
-    const j = JSON.parse(text) as { lastRunDate?: unknown; processedAtLastRunDate?: unknown } | null;
-    if (!j || typeof j.lastRunDate !== 'string') return null;
-    const ids = Array.isArray(j.processedAtLastRunDate) ? j.processedAtLastRunDate.filter((x): x is string => typeof x === 'string') : [];
-    return { lastRunDate: j.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) };
-  } catch {
-    return null;
   }
 }

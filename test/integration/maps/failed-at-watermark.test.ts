@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
 import { FailedRecordStore } from '../../../src/failures/store.js';
-import { reprocessFailed } from '../../../src/failures/reprocess.js';
+import { reprocessFailed } from '../../../src/maps/reprocess-failed.js';
 import { compilePlan } from '../../../src/maps/compiler/plan.js';
 import { runMap, type RunOptions } from '../../../src/maps/runtime/run.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';

@@ -19,7 +19,7 @@ import { compilePlan } from '../../../src/maps/compiler/plan.js';
 import { runMap, type MapRecordError } from '../../../src/maps/runtime/run.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 import { FailedRecordStore } from '../../../src/failures/store.js';
-import { reprocessFailed } from '../../../src/failures/reprocess.js';
+import { reprocessFailed } from '../../../src/maps/reprocess-failed.js';
 
 const FIXTURES = new URL('../../fixtures/maps/', import.meta.url).pathname;
 const CONNECTORS = new URL('../../../connectors/', import.meta.url).pathname;

@@ -63,7 +63,7 @@ function point(dbFile: string): ReturnType<typeof parseResumePoint> {
 async function run(env: QueryCreateCase, extra: Partial<RunOptions> = {}): Promise<{ result?: RunResult; error?: unknown; errors: MapRecordError[] }> {
   const errors: MapRecordError[] = [];
   try {
-    const result = await runMap(env.plan, { connections: env.conns, checkpointKey: KEY, onRecordError: (e) => errors.push(e), ...extra });
+    const result = await runMap(env.plan, { connections: env.conns, checkpoint: { key: KEY }, onRecordError: (e) => errors.push(e), ...extra });
     return { result, errors };
   } catch (error) {
     return { error, errors };

@@ -51,7 +51,7 @@ async function run(env: QueryCreateCase, wm: MemoryWatermark, extra: Partial<Run
   const errors: MapRecordError[] = [];
   const retries: RetryNotice[] = [];
   try {
-    const result = await runMap(env.plan, { connections: env.conns, watermark: wm, checkpointKey: 'outage-map', onRecordError: (e) => errors.push(e), onRetry: (n) => retries.push(n), ...extra });
+    const result = await runMap(env.plan, { connections: env.conns, watermark: wm, checkpoint: { key: 'outage-map' }, onRecordError: (e) => errors.push(e), onRetry: (n) => retries.push(n), ...extra });
     return { result, errors, retries };
   } catch (error) {
     return { error, errors, retries };

@@ -6,9 +6,9 @@
  */
 import type { RecordBatch } from '../connectors/sdk.js';
 import { FerryError } from '../errors/ferry-error.js';
-import type { MapPlan } from '../maps/compiler/plan.js';
-import { runMap, type RunOptions, type RunResult } from '../maps/runtime/run.js';
-import type { FailedRecordStore, StoredFailedRecord } from './store.js';
+import type { MapPlan } from './compiler/plan.js';
+import { runMap, type RunOptions, type RunResult } from './runtime/run.js';
+import type { FailedRecordStore, StoredFailedRecord } from '../failures/store.js';
 
 export interface ReprocessResult extends RunResult {
   reprocessed: string[];
