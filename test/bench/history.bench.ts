@@ -41,9 +41,9 @@ import { SecretBox } from '../../service/crypto/master-key.js';
 import { HistoryRetention } from '../../service/jobs/history-retention.js';
 import { preinstalledConnectors } from '../../service/marketplace/catalogue.js';
 import { deleteErrorsChunk } from '../../service/store/repos/executions.repo.js';
-import { openStore } from '../../service/store/store.js';
+import { openStore, type Store } from '../../service/store/store.js';
 import { ADMIN } from '../helpers/service.js';
-import { createExecution, seedErrors } from './history-seed.js';
+import { createExecution, seedErrors, type SeededExecution } from './history-seed.js';
 import { benchRequest, startServiceChild, type ServiceChild, type StoreName } from './serve-child.js';
 
 const ERRORS = Number(process.env['BENCH_ERRORS'] ?? 1_000_000);
@@ -167,165 +167,211 @@ function anchorExport(store: StoreName, dataDir: string, url: string | undefined
   return { ms: Math.round(ms), bytes };
 }
 
+/** One store's run: the Service child, the store opened beside it, and the execution under test. */
+interface StoreRun {
+  readonly store: StoreName;
+  readonly child: ServiceChild;
+  readonly base: string;
+  readonly orgId: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly st: Store;
+  readonly execution: SeededExecution;
+  readonly executionId: number;
+  /** The execution's History path. */
+  readonly H: string;
+}
+
+/** An Agent registered through the API, a Solution on it, and the execution its errors go to. */
+async function createBenchExecution(child: ServiceChild, st: Store): Promise<{ execution: SeededExecution; H: string }> {
+  const { url: base, orgId } = child.served;
+  const key = await api<{ agentInstallationKey: string }>(base, 'POST', `/v1/orgs/${orgId}/agents/provision_onpremise_agent`);
+  check(key.status === 200, `provision ${key.text}`);
+  const reg = await benchRequest(base, 'POST', '/v1/agent/register', {
+    agent,
+    body: JSON.stringify({ agentInstallationKey: key.body.agentInstallationKey, machineName: 'bench', serviceName: 'ferry-agent-1', version: '1.2.3', fingerprint: randomUUID() }),
+  });
+  const agentId = (JSON.parse(reg.text) as { agentId: string }).agentId;
+  const sol = await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/solutions`, { name: 'History bench', solutionType: 'Integration', agentId });
+  check(sol.status === 201, `solution ${sol.text}`);
+  const solutionId = sol.body.id;
+  const execution = await createExecution(st, orgId, solutionId, agentId, ERRORS);
+  return { execution, H: `/v1/orgs/${orgId}/solutions/${solutionId}/history/${execution.executionId}` };
+}
+
+/** The export: request, then the download read as a stream; the child's memory around and during it. */
+async function exportOf(run: StoreRun, errors: number) {
+  const { base, H } = run;
+  const sampled = await withRssSamples(run.child, 50, async () => {
+    const req = await api<{ exportId: number }>(base, 'GET', `${H}/export`);
+    check(req.status === 200, `export request ${req.text}`);
+    return streamDownload(base, `${H}/export/${req.body.exportId}`);
+  });
+  check(sampled.result.status === 200 && sampled.result.lines === errors + 1, `export lines ${sampled.result.lines} of ${errors}`);
+  return {
+    errors,
+    ms: Math.round(sampled.ms),
+    mib: round(sampled.result.bytes / 2 ** 20),
+    rowsPerSecond: Math.round((errors / sampled.ms) * 1000),
+    serviceRssMiB: { before: sampled.rssBeforeMiB, peakSampled: sampled.rssPeakSampledMiB, growth: sampled.growthMiB },
+    servicePeakRssMiB: sampled.highWaterMiB,
+  };
+}
+
+/**
+ * The errors written in steps, smallest size first, the export at each of EXPORT_SIZES: were the
+ * export's memory to grow with the execution, the high-water mark would rise at each step.
+ */
+async function seedWithExports(run: StoreRun): Promise<{ seedMs: number; exportsBySize: Array<Awaited<ReturnType<typeof exportOf>>> }> {
+  const secrets = SecretBox.fromDataDir(run.dataDir);
+  let seedMs = 0;
+  let seededErrors = 0;
+  const seedTo = async (size: number): Promise<void> => {
+    seedMs += (await timed(() => seedErrors(run.st, secrets, run.execution, seededErrors, size))).ms;
+    seededErrors = size;
+    // The statistics autovacuum gathers within a minute or so of such a write. On the bench's
+    // fresh database the tables were never analyzed: PostgreSQL then expects a handful of rows
+    // per execution and reads a page of errors by bitmap scan and sort of every error after it.
+    if (run.store === 'postgres') await sql`analyze execution_errors, failed_records`.execute(run.st.db);
+  };
+  const exportsBySize: Array<Awaited<ReturnType<typeof exportOf>>> = [];
+  for (const size of EXPORT_SIZES) {
+    await seedTo(size);
+    exportsBySize.push(await exportOf(run, size));
+  }
+  await seedTo(ERRORS);
+  return { seedMs, exportsBySize };
+}
+
+/** Pages at offsets through the API; the anchors through the driver, in the same run. */
+async function measurePages(run: StoreRun) {
+  const { store, base, orgId, dataDir, databaseUrl, executionId, H } = run;
+  const offsets = [0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)];
+  const pages: Record<string, unknown> = {};
+  for (const offset of offsets) {
+    const ms: number[] = [];
+    for (let i = 0; i < PAGES + 2; i++) {
+      const { ms: t, result } = await timed(() => api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`));
+      check(result.status === 200 && result.body.length === 100, `page at ${offset}`);
+      if (i >= 2) ms.push(t);
+    }
+    pages[String(offset)] = { medianMs: median(ms), maxMs: round(Math.max(...ms)) };
+  }
+  const anchorFirst = await anchorQuery(store, dataDir, databaseUrl, executionId, 'SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100', PAGES);
+  const formerDeep = await anchorQuery(store, dataDir, databaseUrl, executionId, `SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100 OFFSET ${offsets[2]}`, 5);
+  const cheapest: number[] = [];
+  for (let i = 0; i < PAGES + 2; i++) {
+    const { ms } = await timed(() => api(base, 'GET', `/v1/orgs/${orgId}/securityrules`));
+    if (i >= 2) cheapest.push(ms);
+  }
+  return {
+    pages,
+    anchors: { selectFirst100Ms: anchorFirst, formerOffsetQueryAtDeepestMs: formerDeep, cheapestAuthenticatedGetMs: median(cheapest) },
+    pageRatioToCheapestGet: Object.fromEntries(Object.entries(pages).map(([k, v]) => [k, ratio((v as { medianMs: number }).medianMs, median(cheapest))])),
+  };
+}
+
+async function markAllOnce(run: StoreRun, mark: boolean) {
+  const { ms, result } = await timed(() => api<{ changed: number; reprocessRecordsRemaining: number }>(run.base, 'POST', `${run.H}/mark?mark=${mark}`));
+  check(result.status === 200 && result.body.reprocessRecordsRemaining === ERRORS, `mark all ${result.text}`);
+  return { ms: round(ms), changed: result.body.changed };
+}
+
+/**
+ * Marking every error, each way, MARK_ROUNDS times, against the read of the execution (GET H/{id}),
+ * which counts its reprocessable errors as a mark-all's answer does (reprocessRecordsRemaining).
+ */
+async function markAllRounds(run: StoreRun, first: boolean) {
+  const read: number[] = [];
+  for (let i = 0; i < 5; i++) read.push((await timed(() => api(run.base, 'GET', run.H))).ms);
+  const rounds: Array<{ mark: boolean; ms: number; changed: number }> = [];
+  for (let i = 0; i < MARK_ROUNDS; i++) {
+    for (const mark of [first, !first]) rounds.push({ mark, ...(await markAllOnce(run, mark)) });
+  }
+  check(rounds.every((r) => r.changed === ERRORS), 'every mark-all changed every error');
+  const ms = (mark: boolean): number[] => rounds.filter((r) => r.mark === mark).map((r) => r.ms);
+  return { markMs: ms(true), unmarkMs: ms(false), executionReadMedianMs: median(read) };
+}
+
+/** Mark-all rounds; then OWN_MARKS errors one by one (each its own mark), which the next mark-all clears. */
+async function measureMarks(run: StoreRun) {
+  const { base, H } = run;
+  const markRounds = await markAllRounds(run, true);
+  const ownPage = await api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${Math.floor(ERRORS / 3)}&limit=${OWN_MARKS}`);
+  const markOne: number[] = [];
+  for (const e of ownPage.body) {
+    const { ms, result } = await timed(() => api<{ marked: boolean }>(base, 'POST', `${H}/errors/${e.id}/mark?mark=true`));
+    check(result.status === 200 && result.body.marked, `mark one ${result.text}`);
+    markOne.push(ms);
+  }
+  const afterOwn = await markAllOnce(run, true);
+  check(afterOwn.changed === ERRORS - OWN_MARKS, `mark all after ${OWN_MARKS} own marks changed ${afterOwn.changed}`);
+  // PostgreSQL counts by an index-only scan once VACUUM has set the visibility map (autovacuum
+  // does after enough inserts); before, by reading the table.
+  let afterVacuum: Awaited<ReturnType<typeof markAllRounds>> | undefined;
+  if (run.store === 'postgres') {
+    await sql`vacuum execution_errors`.execute(run.st.db);
+    // Every error is marked now (afterOwn): unmark first.
+    afterVacuum = await markAllRounds(run, false);
+  }
+  return {
+    ...markRounds,
+    changedEach: ERRORS,
+    markOneMedianMs: median(markOne),
+    markAllAfterOwnMarks: { ownMarks: OWN_MARKS, ...afterOwn },
+    ...(afterVacuum ? { afterVacuum } : {}),
+  };
+}
+
+/** Retention: the errors 5,000 per DELETE (the longest one is how long the store is held), then the rest of the pass. */
+async function measureRetention(run: StoreRun) {
+  const chunks: number[] = [];
+  const removal = await timed(async () => {
+    for (let i = 0; i < 10; i++) {
+      const { ms } = await timed(() => deleteErrorsChunk(run.st.db, run.executionId, RETENTION_CHUNK));
+      chunks.push(ms);
+    }
+    return new HistoryRetention({ store: run.st, log: pino({ level: 'silent' }), retentionDays: 1 }).run(new Date(Date.now() + 2 * 86_400_000));
+  });
+  check(removal.result.executions === 1, 'retention removed the execution');
+  return {
+    ms: Math.round(removal.ms),
+    longestDeleteOf5000ErrorsMs: round(Math.max(...chunks)),
+    medianDeleteOf5000ErrorsMs: median(chunks),
+    removed: removal.result,
+  };
+}
+
 async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
   const loadAtStart = loadAverage();
   const child = await startServiceChild(store);
   const { url: base, orgId, dataDir, databaseUrl } = child.served;
   const st = await openStore({ databaseUrl, dataDir, preinstalledConnectors: preinstalledConnectors() });
   try {
-    const secrets = SecretBox.fromDataDir(dataDir);
-    const key = await api<{ agentInstallationKey: string }>(base, 'POST', `/v1/orgs/${orgId}/agents/provision_onpremise_agent`);
-    check(key.status === 200, `provision ${key.text}`);
-    const reg = await benchRequest(base, 'POST', '/v1/agent/register', {
-      agent,
-      body: JSON.stringify({ agentInstallationKey: key.body.agentInstallationKey, machineName: 'bench', serviceName: 'ferry-agent-1', version: '1.2.3', fingerprint: randomUUID() }),
-    });
-    const agentId = (JSON.parse(reg.text) as { agentId: string }).agentId;
-    const sol = await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/solutions`, { name: 'History bench', solutionType: 'Integration', agentId });
-    check(sol.status === 201, `solution ${sol.text}`);
-    const solutionId = sol.body.id;
-
-    const execution = await createExecution(st, orgId, solutionId, agentId, ERRORS);
-    const { executionId } = execution;
-    const H = `/v1/orgs/${orgId}/solutions/${solutionId}/history/${executionId}`;
-
-    // The export: request, then the download read as a stream; the child's memory around and during it.
-    const exportOf = async (errors: number) => {
-      const run = await withRssSamples(child, 50, async () => {
-        const req = await api<{ exportId: number }>(base, 'GET', `${H}/export`);
-        check(req.status === 200, `export request ${req.text}`);
-        return streamDownload(base, `${H}/export/${req.body.exportId}`);
-      });
-      check(run.result.status === 200 && run.result.lines === errors + 1, `export lines ${run.result.lines} of ${errors}`);
-      return {
-        errors,
-        ms: Math.round(run.ms),
-        mib: round(run.result.bytes / 2 ** 20),
-        rowsPerSecond: Math.round((errors / run.ms) * 1000),
-        serviceRssMiB: { before: run.rssBeforeMiB, peakSampled: run.rssPeakSampledMiB, growth: run.growthMiB },
-        servicePeakRssMiB: run.highWaterMiB,
-      };
-    };
-
-    // The errors written in steps, smallest size first, the export at each of EXPORT_SIZES: were the
-    // export's memory to grow with the execution, the high-water mark would rise at each step.
-    let seedMs = 0;
-    let seededErrors = 0;
-    const seedTo = async (size: number): Promise<void> => {
-      seedMs += (await timed(() => seedErrors(st, secrets, execution, seededErrors, size))).ms;
-      seededErrors = size;
-      // The statistics autovacuum gathers within a minute or so of such a write. On the bench's
-      // fresh database the tables were never analyzed: PostgreSQL then expects a handful of rows
-      // per execution and reads a page of errors by bitmap scan and sort of every error after it.
-      if (store === 'postgres') await sql`analyze execution_errors, failed_records`.execute(st.db);
-    };
-    const exportsBySize: Array<Awaited<ReturnType<typeof exportOf>>> = [];
-    for (const size of EXPORT_SIZES) {
-      await seedTo(size);
-      exportsBySize.push(await exportOf(size));
-    }
-    await seedTo(ERRORS);
-
-    // Pages at offsets through the API; the anchors through the driver, in the same run.
-    const offsets = [0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)];
-    const pages: Record<string, unknown> = {};
-    for (const offset of offsets) {
-      const ms: number[] = [];
-      for (let i = 0; i < PAGES + 2; i++) {
-        const { ms: t, result } = await timed(() => api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`));
-        check(result.status === 200 && result.body.length === 100, `page at ${offset}`);
-        if (i >= 2) ms.push(t);
-      }
-      pages[String(offset)] = { medianMs: median(ms), maxMs: round(Math.max(...ms)) };
-    }
-    const anchorFirst = await anchorQuery(store, dataDir, databaseUrl, executionId, 'SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100', PAGES);
-    const formerDeep = await anchorQuery(store, dataDir, databaseUrl, executionId, `SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100 OFFSET ${offsets[2]}`, 5);
-    const cheapest: number[] = [];
-    for (let i = 0; i < PAGES + 2; i++) {
-      const { ms } = await timed(() => api(base, 'GET', `/v1/orgs/${orgId}/securityrules`));
-      if (i >= 2) cheapest.push(ms);
-    }
-
-    const exportRun = await exportOf(ERRORS);
+    const { execution, H } = await createBenchExecution(child, st);
+    const run: StoreRun = { store, child, base, orgId, dataDir, databaseUrl, st, execution, executionId: execution.executionId, H };
+    const { seedMs, exportsBySize } = await seedWithExports(run);
+    const { pages, anchors, pageRatioToCheapestGet } = await measurePages(run);
+    const exportRun = await exportOf(run, ERRORS);
     exportsBySize.push(exportRun);
-    const anchor = anchorExport(store, dataDir, databaseUrl, executionId);
-
-    // Marking every error, each way, MARK_ROUNDS times; then OWN_MARKS errors one by one (each its
-    // own mark), which the next mark-all clears.
-    const markAllOnce = async (mark: boolean) => {
-      const { ms, result } = await timed(() => api<{ changed: number; reprocessRecordsRemaining: number }>(base, 'POST', `${H}/mark?mark=${mark}`));
-      check(result.status === 200 && result.body.reprocessRecordsRemaining === ERRORS, `mark all ${result.text}`);
-      return { ms: round(ms), changed: result.body.changed };
-    };
-    // Against the read of the execution (GET H/{id}), which counts its reprocessable errors as a
-    // mark-all's answer does (reprocessRecordsRemaining).
-    const markAllRounds = async (first: boolean) => {
-      const read: number[] = [];
-      for (let i = 0; i < 5; i++) read.push((await timed(() => api(base, 'GET', H))).ms);
-      const rounds: Array<{ mark: boolean; ms: number; changed: number }> = [];
-      for (let i = 0; i < MARK_ROUNDS; i++) {
-        for (const mark of [first, !first]) rounds.push({ mark, ...(await markAllOnce(mark)) });
-      }
-      check(rounds.every((r) => r.changed === ERRORS), 'every mark-all changed every error');
-      const ms = (mark: boolean): number[] => rounds.filter((r) => r.mark === mark).map((r) => r.ms);
-      return { markMs: ms(true), unmarkMs: ms(false), executionReadMedianMs: median(read) };
-    };
-    const markRounds = await markAllRounds(true);
-    const ownPage = await api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${Math.floor(ERRORS / 3)}&limit=${OWN_MARKS}`);
-    const markOne: number[] = [];
-    for (const e of ownPage.body) {
-      const { ms, result } = await timed(() => api<{ marked: boolean }>(base, 'POST', `${H}/errors/${e.id}/mark?mark=true`));
-      check(result.status === 200 && result.body.marked, `mark one ${result.text}`);
-      markOne.push(ms);
-    }
-    const afterOwn = await markAllOnce(true);
-    check(afterOwn.changed === ERRORS - OWN_MARKS, `mark all after ${OWN_MARKS} own marks changed ${afterOwn.changed}`);
-    // PostgreSQL counts by an index-only scan once VACUUM has set the visibility map (autovacuum
-    // does after enough inserts); before, by reading the table.
-    let afterVacuum: Awaited<ReturnType<typeof markAllRounds>> | undefined;
-    if (store === 'postgres') {
-      await sql`vacuum execution_errors`.execute(st.db);
-      // Every error is marked now (afterOwn): unmark first.
-      afterVacuum = await markAllRounds(false);
-    }
-
-    // Retention: the errors 5,000 per DELETE (the longest one is how long the store is held), then the rest of the pass.
-    const chunks: number[] = [];
-    const removal = await timed(async () => {
-      for (let i = 0; i < 10; i++) {
-        const { ms } = await timed(() => deleteErrorsChunk(st.db, executionId, RETENTION_CHUNK));
-        chunks.push(ms);
-      }
-      return new HistoryRetention({ store: st, log: pino({ level: 'silent' }), retentionDays: 1 }).run(new Date(Date.now() + 2 * 86_400_000));
-    });
-    check(removal.result.executions === 1, 'retention removed the execution');
-
+    const anchor = anchorExport(store, dataDir, databaseUrl, run.executionId);
+    const markAll = await measureMarks(run);
+    const retention = await measureRetention(run);
     return {
       store,
       errors: ERRORS,
       seedMs: Math.round(seedMs),
       pages,
-      anchors: { selectFirst100Ms: anchorFirst, formerOffsetQueryAtDeepestMs: formerDeep, cheapestAuthenticatedGetMs: median(cheapest) },
-      pageRatioToCheapestGet: Object.fromEntries(Object.entries(pages).map(([k, v]) => [k, ratio((v as { medianMs: number }).medianMs, median(cheapest))])),
+      anchors,
+      pageRatioToCheapestGet,
       export: {
         ...exportRun,
         anchor: { tool: store === 'sqlite' ? 'sqlite3 -csv' : 'psql \\copy', ms: anchor.ms, mib: round(anchor.bytes / 2 ** 20) },
         ratioToAnchor: ratio(exportRun.ms, anchor.ms),
       },
       exportsBySize,
-      markAll: {
-        ...markRounds,
-        changedEach: ERRORS,
-        markOneMedianMs: median(markOne),
-        markAllAfterOwnMarks: { ownMarks: OWN_MARKS, ...afterOwn },
-        ...(afterVacuum ? { afterVacuum } : {}),
-      },
-      retention: {
-        ms: Math.round(removal.ms),
-        longestDeleteOf5000ErrorsMs: round(Math.max(...chunks)),
-        medianDeleteOf5000ErrorsMs: median(chunks),
-        removed: removal.result,
-      },
+      markAll,
+      retention,
       loadAverage: { start: loadAtStart, end: loadAverage() },
     };
   } finally {
