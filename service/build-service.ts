@@ -6,7 +6,8 @@ import { AgentCommands } from './agents/commands.js';
 import { ConnectionCommands } from './connections/commands.js';
 import { Connections } from './connections/connections.js';
 import { ConnectionMetadata } from './connections/metadata.js';
-import { issueInstallationKey } from './agents/registration.js';
+import { issueCloudAgentKey } from './agents/registration.js';
+import { logArchiveFailed } from './agents/logs.js';
 import { LoginThrottle } from './auth/login-throttle.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
@@ -23,26 +24,25 @@ import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
 import { HistoryRetention } from './jobs/history-retention.js';
 import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
 import { LogArchiveFiles } from './store/log-archives.js';
-import { markAgentLogFailed } from './store/repos/agent-logs.repo.js';
-import { getAgentById, listCloudAgents } from './store/repos/agents.repo.js';
+import { listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
 import { History } from './history/history.js';
 import { LostReprocessRuns } from './history/lost-reprocess-runs.js';
-import { smtpEndpoint, smtpMailer } from './notifications/mailer.js';
-import { Notifications } from './notifications/notifications.js';
-import { MailSender, type OutboxTiming } from './notifications/outbox.js';
+import { notificationMails } from './notifications/notifications.js';
+import type { OutboxTiming } from './notifications/outbox.js';
 import { RunReports } from './history/reports.js';
 import { SolutionMaps } from './solutions/maps.js';
 import { Solutions } from './solutions/solutions.js';
 import { SolutionAssignments } from './solutions/assignments.js';
-import { orgOfSolution, PrepareJobs } from './solutions/prepare.js';
+import { followSolutionChanges } from './solutions/changes.js';
+import { PrepareJobs } from './solutions/prepare.js';
 import { SolutionRuns } from './solutions/runs.js';
 import { MapPreviews } from './solutions/map-preview.js';
 import { MapRuns } from './solutions/map-run.js';
 import { storeFailedRecords } from './history/failed-records.js';
-import { failAbandonedPrepareJobs } from './store/repos/prepare.repo.js';
 import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
+import type { SecretBox } from './crypto/master-key.js';
 import { packageRoot } from './util/package-root.js';
 
 export interface FerryService {
@@ -59,9 +59,6 @@ export interface FerryService {
 /** Secrets are removed from every log line by path. */
 export const REDACT_PATHS = ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.apiToken', '*.apiCryptoToken', '*.eventSolutionAccessToken', '*.agentSecret', '*.agentInstallationKey', '*.smtpUrl'];
 
-/** How long the key a Cloud Agent installs itself with is valid (it is used at once). */
-const CLOUD_AGENT_KEY_TTL_SECONDS = 300;
-
 /** How to start the `ferry` CLI at `entry`: with Node, and through tsx for the TypeScript sources (development). */
 function cliCommand(entry: string): [string, ...string[]] {
   return entry.endsWith('.ts') ? [process.execPath, '--import', 'tsx', entry] : [process.execPath, entry];
@@ -77,6 +74,52 @@ export interface BuildOptions {
   lostReprocessRunsMs?: number;
 }
 
+/** Runs each Cloud Agent as a child of the Service, when they are on here (FERRY_CLOUD_AGENTS). */
+function cloudAgentSupervisor(config: ServiceConfig, store: Store, log: Logger): CloudAgentSupervisor | undefined {
+  if (config.cloudAgents !== 'on') return undefined;
+  return new CloudAgentSupervisor({
+    dataDir: config.dataDir,
+    command: cliCommand(config.cloudAgentEntry ?? path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js')),
+    log,
+    issueKey: (agentId) => issueCloudAgentKey(store.db, agentId),
+  });
+}
+
+/** The URL the Service is reached at once it listens: loopback when it listens on every address. */
+function listeningUrl(app: FastifyInstance, config: ServiceConfig): string {
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
+}
+
+/**
+ * What each kind of Agent report does beyond the Agent's record, inside the report's transaction
+ * (the gateway knows no domain).
+ */
+function agentReports(runReports: RunReports, secrets: SecretBox): ReportHandlers {
+  return new ReportHandlers()
+    .on('connectorInstall', applyInstallReport)
+    .on('runStarted', runReports.runStarted)
+    .on('runProgress', runReports.runProgress)
+    .on('runErrors', runReports.runErrors)
+    .on('runFailedRecords', storeFailedRecords(secrets))
+    .on('runFinished', runReports.runFinished)
+    .on('runCommitted', runReports.runCommitted)
+    .on('scheduleSkipped', runReports.scheduleSkipped)
+    .on('logArchiveFailed', logArchiveFailed);
+}
+
+/**
+ * Before the store opens: the data folder closed to other users of the host, and the import spools
+ * of a Service that stopped mid-import removed; the log says once what either changed.
+ */
+function tidyDataDir(log: Logger, dataDir: string): void {
+  reportDataDir(log, dataDir, secureDataDir(dataDir));
+  const spools = removeDeadSpools(dataDir);
+  if (spools > 0) log.warn({ count: spools }, 'removed the import spools of a Service that stopped mid-import');
+}
+
 /** Says once per start what the data folder's repair changed (nothing on a private folder). */
 function reportDataDir(log: Logger, dataDir: string, r: ReturnType<typeof secureDataDir>): void {
   if (r.repaired.length > 0) {
@@ -89,9 +132,7 @@ function reportDataDir(log: Logger, dataDir: string, r: ReturnType<typeof secure
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
-  reportDataDir(log, config.dataDir, secureDataDir(config.dataDir));
-  const spools = removeDeadSpools(config.dataDir);
-  if (spools > 0) log.warn({ count: spools }, 'removed the import spools of a Service that stopped mid-import');
+  tidyDataDir(log, config.dataDir);
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -102,27 +143,12 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const secrets = secretsFor(config);
     const boot = await bootstrap(store, secrets, config);
     // Notification mails: queued in the store by the triggers below, sent by the sender loop.
-    const notifications = new Notifications({ enabled: config.smtpUrl !== undefined, log, publicUrl: config.publicUrl, heartbeatFailedAfterSeconds: config.heartbeatFailedAfter });
-    const mailSender = config.smtpUrl ? new MailSender({ store, mailer: smtpMailer(config.smtpUrl, config.smtpFrom), smtpUrl: config.smtpUrl, log, timing: opts.mailOutbox }) : undefined;
-    if (config.smtpUrl) log.info({ server: smtpEndpoint(config.smtpUrl), from: config.smtpFrom }, 'notification mails go through the configured mail server');
-    else log.info('no mail server configured (FERRY_SMTP_URL): notification mails are not sent');
+    const { notifications, sender: mailSender } = notificationMails(config, { store, log, timing: opts.mailOutbox });
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
     const commands = new AgentCommands(new LocalCommandBus(registry));
     const logArchives = new LogArchiveFiles(config.dataDir);
-    const supervisor =
-      config.cloudAgents === 'on'
-        ? new CloudAgentSupervisor({
-            dataDir: config.dataDir,
-            command: cliCommand(config.cloudAgentEntry ?? path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js')),
-            log,
-            issueKey: async (agentId) => {
-              const agent = await getAgentById(store.db, agentId);
-              if (!agent) throw new Error(`Cloud Agent ${agentId} no longer exists`);
-              return (await issueInstallationKey(store.db, { orgId: agent.orgId, agentId, ttlSeconds: CLOUD_AGENT_KEY_TTL_SECONDS, createdBy: null })).key;
-            },
-          })
-        : undefined;
+    const supervisor = cloudAgentSupervisor(config, store, log);
     const catalogue = ConnectorCatalogue.fromDirs([path.join(packageRoot(), 'connectors'), ...(config.connectorsDir ? [config.connectorsDir] : [])]);
     const packages = new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages'));
     const connectors = new ConnectorInstalls({
@@ -136,26 +162,13 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     });
     const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
     // Solutions on Agents: prepare builds what an Agent runs, assignments keep each Agent up to date.
-    const abandoned = await failAbandonedPrepareJobs(store.db, new Date().toISOString());
-    if (abandoned > 0) log.warn({ count: abandoned }, 'prepare jobs of a stopped Service process ended with an error');
     const assignments = new SolutionAssignments({ db: store.db, secrets, commands, log });
-    const syncAgent = (agentId: string): void =>
-      void assignments.sync(agentId).catch((err: unknown) => log.warn({ err, agentId }, 'agent solutions not reconciled; they are at its next connect'));
     const prepareJobs = new PrepareJobs({ db: store.db, commands, metadata, log, prepared: (solution) => assignments.sync(solution.agentId) });
+    await prepareJobs.failAbandoned();
     const solutionRuns = new SolutionRuns({ db: store.db, commands, prepare: prepareJobs, assignments, log });
-    const solutions = new Solutions({
-      db: store.db,
-      isConnected: (agentId) => commands.isConnected(agentId),
-      changed: ({ solution, agentIds, definitionChanged }) => {
-        for (const agentId of agentIds) syncAgent(agentId);
-        // A created or changed Replication Solution prepares itself (clients start it without preparing).
-        if (solution && definitionChanged && solution.solutionType === 'Replication' && commands.isConnected(solution.agentId)) {
-          void orgOfSolution(store.db, solution)
-            .then((org) => prepareJobs.start(org, solution.id))
-            .catch((err: unknown) => log.warn({ err, solutionId: solution.id }, 'automatic prepare not started'));
-        }
-      },
-    });
+    const isConnected = (agentId: string): boolean => commands.isConnected(agentId);
+    const changed = followSolutionChanges({ db: store.db, assignments, prepare: prepareJobs, isConnected, log });
+    const solutions = new Solutions({ db: store.db, isConnected, changed });
     const maps = new SolutionMaps({ db: store.db });
     const history = new History({ db: store.db, bulkTransaction: (work) => store.bulkTransaction(work), secrets, commands, assignments, log });
     // Reprocess runs whose Agent never answered: asked about at each connect and on a timer.
@@ -189,29 +202,16 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       solutionRuns,
       assignments,
     });
-    // What each kind of Agent report does beyond the Agent's record, inside the report's transaction.
     const runReports = new RunReports({ log, dialect: store.dialect, onExecutionFinished: notifications.executionFinished });
-    const reports = new ReportHandlers()
-      .on('connectorInstall', applyInstallReport)
-      .on('runStarted', runReports.runStarted)
-      .on('runProgress', runReports.runProgress)
-      .on('runErrors', runReports.runErrors)
-      .on('runFailedRecords', storeFailedRecords(secrets))
-      .on('runFinished', runReports.runFinished)
-      .on('runCommitted', runReports.runCommitted)
-      .on('scheduleSkipped', runReports.scheduleSkipped)
-      .on('logArchiveFailed', async (tx, agent, report) => {
-        await markAgentLogFailed(tx, report.logId, agent.id, report.error.message);
-      });
     const gateway = new AgentGateway({
       store,
       config,
       log,
       registry,
-      reports,
+      reports: agentReports(runReports, secrets),
       onConnected: (agentId) => {
         void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
-        syncAgent(agentId);
+        assignments.syncSoon(agentId);
         retention.pruneAgent(agentId);
         lostReprocessRuns.connected(agentId);
       },
@@ -232,10 +232,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       connectors,
       async listen() {
         await app.listen({ port: config.port, host: config.host });
-        const addr = app.server.address();
-        const port = typeof addr === 'object' && addr ? addr.port : config.port;
-        const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-        const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
+        const url = listeningUrl(app, config);
         sweeper.start();
         housekeeping.start();
         retention.start();

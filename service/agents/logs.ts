@@ -5,6 +5,7 @@ import { LOG_UPLOAD_PATH } from '../../src/protocol/registration.js';
 import { MAX_LOG_ARCHIVE_BYTES } from '../store/log-archives.js';
 import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed, markAgentLogReady } from '../store/repos/agent-logs.repo.js';
 import type { ZipLogsCommand } from '../../src/protocol/channel.js';
+import type { ReportHandler } from '../gateway/report-handlers.js';
 import type { AgentLogRow, AgentRow, SolutionRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
@@ -13,6 +14,11 @@ import type { AgentRuntime } from './runtime.js';
 
 /** The message SPEC.md gives for a GET before the archive arrived (clients match on it). */
 export const LOGS_NOT_AVAILABLE = 'The Agent Logs are not available.';
+
+/** The `logArchiveFailed` report: the Agent could not make or upload the archive, and its log request says why. */
+export const logArchiveFailed: ReportHandler<'logArchiveFailed'> = async (tx, agent, report) => {
+  await markAgentLogFailed(tx, report.logId, agent.id, report.error.message);
+};
 
 /** Same address, whether it arrived as IPv4 or IPv4-mapped IPv6. */
 const sameIp = (a: string, b: string): boolean => a.replace(/^::ffff:/i, '') === b.replace(/^::ffff:/i, '');

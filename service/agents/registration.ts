@@ -36,6 +36,17 @@ export async function issueInstallationKey(db: Db, opts: { orgId: number; ttlSec
   return { key, expiresAt };
 }
 
+/** How long the key a Cloud Agent installs itself with is valid (it is used at once). */
+const CLOUD_AGENT_KEY_TTL_SECONDS = 300;
+
+/** A single-use installation key bound to the Cloud Agent `agentId`, for its Organization. */
+export async function issueCloudAgentKey(db: Db, agentId: string): Promise<string> {
+  const agent = await getAgentById(db, agentId);
+  if (!agent) throw new Error(`Cloud Agent ${agentId} no longer exists`);
+  const ttlSeconds = CLOUD_AGENT_KEY_TTL_SECONDS;
+  return (await issueInstallationKey(db, { orgId: agent.orgId, agentId, ttlSeconds, createdBy: null })).key;
+}
+
 /**
  * `POST /v1/agent/register`: trades an installation key for an Agent identity. A key made for a
  * Cloud Agent (it names the Agent) re-keys that Agent; any other key creates an On-Premise Agent

@@ -10,6 +10,10 @@ import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
 import { uuidV7 } from '../util/uuid-v7.js';
 import { connectorMail, eventFailedMail, failedJobMail, failedRowsMail, heartbeatFailedMail, type MailText } from './messages.js';
+import type { ServiceConfig } from '../config.js';
+import type { Store } from '../store/store.js';
+import { smtpEndpoint, smtpMailer } from './mailer.js';
+import { MailSender, type OutboxTiming } from './outbox.js';
 
 /** Run results that are a failed execution (`failedJobEmail`). */
 const FATAL_RESULTS: ReadonlySet<string> = new Set(['FatalError', 'RecordErrorsAndFatalErrors']);
@@ -24,6 +28,32 @@ export interface NotificationsOptions {
   publicUrl?: string | undefined;
   /** FERRY_HEARTBEAT_FAILED_AFTER, for the heartbeat mail's text. */
   heartbeatFailedAfterSeconds: number;
+}
+
+/**
+ * The notification mails of a Service: the triggers, which queue mails only when a mail server is
+ * configured, and then the loop that sends them. The log says once which it is.
+ */
+export function notificationMails(
+  config: Pick<ServiceConfig, 'smtpUrl' | 'smtpFrom' | 'publicUrl' | 'heartbeatFailedAfter'>,
+  deps: { readonly store: Store; readonly log: FastifyBaseLogger; readonly timing?: Partial<OutboxTiming> | undefined },
+): { notifications: Notifications; sender: MailSender | undefined } {
+  const { smtpUrl, smtpFrom, publicUrl } = config;
+  const { store, log, timing } = deps;
+  const notifications = new Notifications({
+    enabled: smtpUrl !== undefined,
+    log,
+    publicUrl,
+    heartbeatFailedAfterSeconds: config.heartbeatFailedAfter,
+  });
+  if (!smtpUrl) {
+    log.info('no mail server configured (FERRY_SMTP_URL): notification mails are not sent');
+    return { notifications, sender: undefined };
+  }
+  const sender = new MailSender({ store, mailer: smtpMailer(smtpUrl, smtpFrom), smtpUrl, log, timing });
+  const server = smtpEndpoint(smtpUrl);
+  log.info({ server, from: smtpFrom }, 'notification mails go through the configured mail server');
+  return { notifications, sender };
 }
 
 /**

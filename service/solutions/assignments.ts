@@ -107,6 +107,13 @@ export class SolutionAssignments {
     return run;
   }
 
+  /** {@link sync} without waiting for it: a failure is logged, and the Agent's next connect brings it up to date. */
+  syncSoon(agentId: string): void {
+    void this.sync(agentId).catch((err: unknown) => {
+      this.opts.log.warn({ err, agentId }, 'agent solutions not reconciled; they are at its next connect');
+    });
+  }
+
   async #reconcile(agentId: string): Promise<void> {
     const { commands, log } = this.opts;
     if (!commands.isConnected(agentId)) return;
@@ -128,7 +135,7 @@ export class SolutionAssignments {
         const row = await getPreparedSolution(this.opts.db, id);
         if (row && row.agentId !== agentId) next.add(row.agentId);
       }
-      for (const other of next) void this.sync(other).catch((err: unknown) => log.warn({ err, agentId: other }, 'agent solutions not reconciled; they are at its next connect'));
+      for (const other of next) this.syncSoon(other);
     }
     const need = new Set(reply.need);
     for (const s of held) {

@@ -15,7 +15,14 @@ import { getConnection } from '../store/repos/connections.repo.js';
 import { getMapRevision, listMaps, updateMap } from '../store/repos/maps.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
-import { finishPrepareJob, getPrepareJob, insertPrepareJob, latestPrepareJob, putPreparedSolution } from '../store/repos/prepare.repo.js';
+import {
+  failAbandonedPrepareJobs,
+  finishPrepareJob,
+  getPrepareJob,
+  insertPrepareJob,
+  latestPrepareJob,
+  putPreparedSolution,
+} from '../store/repos/prepare.repo.js';
 import type { ConnectionRow, Database, OrgRow, PrepareJobRow, SolutionRow } from '../store/schema.js';
 import { newId, nowIso } from '../util/values.js';
 import { blockErrorsOf, blockErrorsText, type BlockError } from './block-errors.js';
@@ -112,6 +119,16 @@ export class PrepareJobs {
   /** Whether a prepare of the Solution runs in this process. */
   isRunning(solutionId: string): boolean {
     return this.#running.has(solutionId);
+  }
+
+  /**
+   * Ends with an error the jobs a stopped Service process left unfinished (their Solutions leave
+   * Preparing for ProvisionError). Called once at start, before any new job.
+   */
+  async failAbandoned(): Promise<void> {
+    const abandoned = await failAbandonedPrepareJobs(this.opts.db, nowIso());
+    if (abandoned === 0) return;
+    this.opts.log.warn({ count: abandoned }, 'prepare jobs of a stopped Service process ended with an error');
   }
 
   /** Waits for every running job (the Service is closing). */
