@@ -74,4 +74,12 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js', 'lint/**/*.js'], ...tseslint.configs.disableTypeChecked },
+  // Size limits (docs/decisions.md): split a file past 800 lines and a function past 150. The test
+  // files and the conformance suite are not under the function limit: a describe() callback is a
+  // grouping of cases, not a function.
+  { rules: { 'max-lines': ['error', { max: 800, skipBlankLines: false, skipComments: false }] } },
+  {
+    files: ['src/**', 'service/**', 'connectors/**', 'lint/**', 'installer/**', 'test/bench/**'],
+    rules: { 'max-lines-per-function': ['error', { max: 150 }] },
+  },
 );

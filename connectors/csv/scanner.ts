@@ -111,6 +111,7 @@ export type PackedReply = { reply: ScanPacked; transfer: ArrayBuffer[] };
 /** The thread's request handler: each call answers the next batch and starts reading the one after. */
 export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings & { packed: PackedScan }): () => PackedReply;
 export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings & { packed?: undefined }): () => ScanReply;
+// eslint-disable-next-line max-lines-per-function -- shipped as source text into the thread; it cannot call helpers outside its body
 export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings): () => ScanReply | PackedReply {
   const { plainNumber, isPlainDecimal, equalsAt } = cells;
   const KINDS = ['text', 'integer', 'double', 'boolean', 'decimal', 'pattern', 'raw'];

@@ -56,6 +56,7 @@ interface ReaderDb {
 type ReaderDbClass = new (file: string, options: { readonly: boolean; fileMustExist: boolean; timeout: number }) => ReaderDb;
 
 /** The thread's request handler, bound to the better-sqlite3 class and the session's settings. */
+// eslint-disable-next-line max-lines-per-function -- shipped as source text into the thread; it cannot call helpers outside its body
 export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req: ReadRequest) => { reply: ReadBatch | { closed: true }; transfer: ArrayBuffer[] } {
   interface Cursor {
     db: ReaderDb;

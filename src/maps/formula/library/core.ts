@@ -9,6 +9,7 @@
  */
 import type { ErrorTuple, FailureLike, FormulaLibrary, FValue } from './types.js';
 
+// eslint-disable-next-line max-lines-per-function -- shipped as source text into the isolate; it cannot call helpers outside its body
 export function installCore(L: FormulaLibrary): void {
   class Failure extends Error implements FailureLike {
     pos?: number;

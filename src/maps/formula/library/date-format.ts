@@ -10,6 +10,7 @@
  */
 import type { FormulaLibrary, FValue } from './types.js';
 
+// eslint-disable-next-line max-lines-per-function -- shipped as source text into the isolate; it cannot call helpers outside its body
 export function installDateFormat(L: FormulaLibrary): void {
   const { text, fail, utc, show } = L;
   const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];

@@ -6,6 +6,7 @@
  */
 import type { FormulaLibrary, FValue } from './types.js';
 
+// eslint-disable-next-line max-lines-per-function -- shipped as source text into the isolate; it cannot call helpers outside its body
 export function installDateTime(L: FormulaLibrary): void {
   const { int, fail, utc, mkDate, show, text } = L;
   const F = L.fn;

@@ -5,6 +5,7 @@
  */
 import type { FormulaLibrary, FValue } from './types.js';
 
+// eslint-disable-next-line max-lines-per-function -- shipped as source text into the isolate; it cannot call helpers outside its body
 export function installText(L: FormulaLibrary): void {
   const { text, int, fail, checkText, show } = L;
   const F = L.fn;
