@@ -110,9 +110,8 @@ describe('the Agent scheduler', () => {
     vi.setSystemTime(new Date(at('2026-03-02T10:00:30Z') + 30 * DAY));
     const b = make();
     b.scheduler.set([solution('s1', everyMinute)]);
-    const started = performance.now();
+    // How long the catch-up takes is measured by the schedules bench (docs/benchmarks.md), not here.
     b.scheduler.start();
-    expect(performance.now() - started).toBeLessThan(2000);
     const newest = at('2026-03-02T10:00Z') + 30 * DAY;
     expect(b.fired.map((f) => f.dueAt)).toEqual([iso(newest)]);
     expect(b.skipped).toHaveLength(MAX_MISSED_REPORTED);
@@ -254,20 +253,17 @@ describe('the Agent scheduler', () => {
     expect(again.skipped).toEqual([]);
   });
 
-  it('keeps one timer for 1,000 Solutions and fires exactly 10,000 runs in 10 minutes, fast', () => {
+  it('keeps one timer for 1,000 Solutions and fires exactly 10,000 runs in 10 minutes', () => {
     const a = make();
     const solutions = Array.from({ length: 1000 }, (_, i) => solution(`s${i}`, everyMinute));
-    const started = performance.now();
     a.scheduler.set(solutions);
     a.scheduler.start();
     expect(vi.getTimerCount()).toBe(1);
     vi.advanceTimersByTime(10 * MINUTE);
-    const ms = performance.now() - started;
     expect(a.fired).toHaveLength(10_000);
     expect(new Set(a.fired.map((f) => `${f.solutionId} ${f.dueAt}`)).size).toBe(10_000);
     expect(new Set(a.fired.map((f) => f.runId)).size).toBe(10_000);
     expect(vi.getTimerCount()).toBe(1);
-    expect(ms).toBeLessThan(5000);
   });
 
   it('never fires a rule this Agent cannot compute, and fires the others', () => {
