@@ -55,8 +55,17 @@ export function watchPgCpu(dbName: string): PgCpu {
   return pgCpu;
 }
 
+/** What a step used: CPU in ms, the Agent worker's memory in MiB. */
+export interface StepUse {
+  pgCpuMs: number;
+  serviceCpuMs: number;
+  agentCpuMs?: number;
+  agentPeakRssMiB?: number;
+  agentRssAfterMiB?: number;
+}
+
 /** CPU used meanwhile by PostgreSQL's backends, this process (the Service and the bench's polling) and the Agent's worker. */
-export function cpuMeter(agentPid?: number): () => { pgCpuMs: number; serviceCpuMs: number; agentCpuMs?: number; agentPeakRssMiB?: number; agentRssAfterMiB?: number } {
+export function cpuMeter(agentPid?: number): () => StepUse {
   const pg0 = pgCpu?.meter();
   const self0 = process.cpuUsage();
   const agent0 = agentPid ? procCpuMs(agentPid) : 0;
