@@ -28,15 +28,9 @@ import {
 
 const tags = ['Connections'];
 
-/**
- * Connection metadata (SPEC.md "Connections": actions, supportedactions, entities, entitynames,
- * entities/{entityIdOrName}, fields, relationships), the latest metadata requests and the reset.
- * Every read is POLL-style ({@link ConnectionMetadata}): 404 API_METADATA_LOADING until loaded.
- */
-const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  const { connections, metadata } = deps;
-
-  const context = async (req: FastifyRequest, params: { connectionId: string }, query: { agentId?: string | undefined; mapType?: string | undefined }) => {
+/** The Organization, the Connection and its metadata a read answers from; a retired Map type is refused. */
+const metadataContext = ({ connections, metadata }: ServiceDeps) =>
+  async (req: FastifyRequest, params: { connectionId: string }, query: { agentId?: string | undefined; mapType?: string | undefined }) => {
     const { org } = orgOf(req);
     const conn = await connections.require(org.id, params.connectionId);
     const mapType = query.mapType;
@@ -45,6 +39,10 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     }
     return { org, conn, md: await metadata.of(req.log, org, conn, query.agentId) };
   };
+
+/** actions, supportedactions, entities and entitynames: the Connection's whole metadata, a page at a time. */
+const metadataListRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const context = metadataContext(deps);
 
   app.get('/v1/orgs/:orgId/connections/:connectionId/actions', {
     config: { access: 'read' },
@@ -81,6 +79,11 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     const { md } = await context(req, req.params, req.query);
     return sendList(reply, pageOf(md.entities, req.query).map((e) => e.fullName), md.entities.length);
   });
+};
+
+/** One entity (entities/{entityIdOrName}), its fields and its relationships. */
+const entityRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const context = metadataContext(deps);
 
   app.get('/v1/orgs/:orgId/connections/:connectionId/entities/:entityIdOrName', {
     config: { access: 'read' },
@@ -109,6 +112,11 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     const rels = toRelationships(findEntity(md, req.params.entityIdOrName, conn));
     return sendList(reply, rels, rels.length);
   });
+};
+
+/** The latest metadata requests, and the reset that makes the next metadata call reload. */
+const metadataRequestRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { connections, metadata } = deps;
 
   app.get('/v1/orgs/:orgId/connections/:connectionId/metadatarequests', {
     config: { access: 'read' },
@@ -140,6 +148,17 @@ const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     await resetMetadata(req);
     return reply.code(204).send(null);
   });
+};
+
+/**
+ * Connection metadata (SPEC.md "Connections": actions, supportedactions, entities, entitynames,
+ * entities/{entityIdOrName}, fields, relationships), the latest metadata requests and the reset.
+ * Every read is POLL-style ({@link ConnectionMetadata}): 404 API_METADATA_LOADING until loaded.
+ */
+const connectionMetadataRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  await metadataListRoutes(app, deps);
+  await entityRoutes(app, deps);
+  await metadataRequestRoutes(app, deps);
 };
 
 export default connectionMetadataRoutes;
