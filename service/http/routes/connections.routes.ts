@@ -10,13 +10,15 @@ import { Connection, ConnectionInput, ConnectionListQuery, ConnectionParams, Con
 
 const tags = ['Connections'];
 
-/** Connections: list, create, get, modify, delete, test (SPEC.md "Connections"). */
-const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  const { db } = deps.store;
-  const { connections, connectionCommands } = deps;
-
-  const model = async (org: OrgRow, row: ConnectionRow) =>
+/** A Connection as the API answers it, with the Solutions that use it. */
+const connectionModel = ({ connections, store: { db } }: ServiceDeps) =>
+  async (org: OrgRow, row: ConnectionRow) =>
     toConnection(row, connections.catalogue, connections.properties(row), connections.cryptoToken(org), await solutionsUsingConnection(db, row.id));
+
+/** /connections: list, create, and test a model without saving it. */
+const connectionListRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { connections, connectionCommands } = deps;
+  const model = connectionModel(deps);
 
   app.get('/v1/orgs/:orgId/connections', {
     config: { access: 'read' },
@@ -53,6 +55,12 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     const { org } = orgOf(req);
     return testStarted(await connectionCommands.testModel(req.log, org, req.query.agentId, req.body));
   });
+};
+
+/** /connections/{connectionId}: get, modify, delete and test one Connection. */
+const connectionRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { connections, connectionCommands } = deps;
+  const model = connectionModel(deps);
 
   app.get('/v1/orgs/:orgId/connections/:connectionId', {
     config: { access: 'read' },
@@ -89,6 +97,12 @@ const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) 
     const { org } = orgOf(req);
     return testStarted(await connectionCommands.testSaved(req.log, org, req.query.agentId, await connections.require(org.id, req.params.connectionId)));
   });
+};
+
+/** Connections: list, create, get, modify, delete, test (SPEC.md "Connections"). */
+const connectionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  await connectionListRoutes(app, deps);
+  await connectionRoutes(app, deps);
 };
 
 export default connectionsRoutes;
