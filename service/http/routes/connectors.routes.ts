@@ -22,13 +22,8 @@ import {
 
 const tags = ['Connectors'];
 
-/**
- * Connectors of an Organization (SPEC.md "Connectors"): the installed ones, their install on all
- * Agents and uninstall, the generic form, the preconnect step, and the version lock. Agents
- * download the packages through `GET /v1/agent/connectors/{id}/{version}/package`.
- */
-const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  const { db } = deps.store;
+/** The Connectors installed in the Organization, their install on all Agents and uninstall. */
+const connectorInstallRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const installs = deps.connectors;
 
   app.get('/v1/orgs/:orgId/connectors', {
@@ -70,6 +65,11 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     await installs.uninstallFromOrg(org.id, req.params.connectorId, userName(user));
     return reply.code(204).send(null);
   });
+};
+
+/** What connecting with a Connector takes: its generic form and its preconnect step. */
+const connectorFormRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const installs = deps.connectors;
 
   app.get('/v1/orgs/:orgId/connectors/:connectorId/uioptions', {
     config: { access: 'read' },
@@ -103,6 +103,11 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     const row = await deps.connectionCommands.get(org.id, req.params.commandId, 'preconnect', `Preconnect ${req.params.commandId} was not found in Organization ${org.id}.`);
     return commandStatus(deps, org, row);
   });
+};
+
+/** The version lock of an installed Connector. */
+const connectorVersionRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const installs = deps.connectors;
 
   app.get('/v1/orgs/:orgId/connectors/:connectorId/version', {
     config: { access: 'read' },
@@ -127,8 +132,12 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     const { isLocked, updateVersion } = req.query;
     return toVersionLock(await installs.setVersionLock(org.id, req.params.connectorId, { isLocked, version: updateVersion }, userName(user)));
   });
+};
 
-  const downloader = agentBearer(db);
+/** The package an Agent downloads to install a Connector, with the Agent's bearer credentials. */
+const connectorPackageRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const installs = deps.connectors;
+  const downloader = agentBearer(deps.store.db);
   app.get('/v1/agent/connectors/:connectorId/:version/package', {
     config: { access: 'public' },
     onRequest: downloader.onRequest,
@@ -143,6 +152,18 @@ const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =
     void reply.type('application/gzip').header('Content-Length', String(pkg.size)).header('Content-Disposition', `attachment; filename="${m.id}-${pkg.version}.tgz"`);
     return reply.send(fs.createReadStream(pkg.file));
   });
+};
+
+/**
+ * Connectors of an Organization (SPEC.md "Connectors"): the installed ones, their install on all
+ * Agents and uninstall, the generic form, the preconnect step, and the version lock. Agents
+ * download the packages through `GET /v1/agent/connectors/{id}/{version}/package`.
+ */
+const connectorsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  await connectorInstallRoutes(app, deps);
+  await connectorFormRoutes(app, deps);
+  await connectorVersionRoutes(app, deps);
+  await connectorPackageRoutes(app, deps);
 };
 
 export default connectorsRoutes;
