@@ -9,14 +9,11 @@ import { SolutionParams } from '../schemas/solution.schema.js';
 import { MarkErrorQuery, MarkExecutionAnswer, MarkExecutionQuery, ReprocessAnswer, ReprocessParams } from '../schemas/history-reprocess.schema.js';
 
 const tags = ['History'];
+const H = '/v1/orgs/:orgId/solutions/:solutionId/history';
 
-/**
- * The History of a Solution: executions, their statistics and record errors, skipped due times,
- * failed records, marks and reprocessing (SPEC.md "History, errors and failed records").
- */
-const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+/** The executions of a Solution, one execution and its statistics, and the skipped due times. */
+const executionRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { history } = deps;
-  const H = '/v1/orgs/:orgId/solutions/:solutionId/history';
 
   app.get(H, {
     config: { access: 'read', polled: true },
@@ -64,6 +61,11 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const { org } = orgOf(req);
     return history.statistics(org.id, req.params.solutionId, req.params.id);
   });
+};
+
+/** An execution's record errors and the failed source records behind them. */
+const recordErrorRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { history } = deps;
 
   app.get(`${H}/:historyId/errors`, {
     config: { access: 'read', polled: true },
@@ -94,6 +96,11 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const { org } = orgOf(req);
     return toFailedRecord(await history.failedRecord(org.id, req.params.solutionId, req.params.historyId, req.params.id));
   });
+};
+
+/** Reprocessing marks, on one record error or the whole execution, and the reprocessing of the marked records. */
+const reprocessRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { history } = deps;
 
   app.post(`${H}/:historyId/errors/:id/mark`, {
     config: { access: 'write' },
@@ -139,6 +146,16 @@ const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const { org } = orgOf(req);
     return history.reprocess(org.id, req.params.solutionId, req.params.id);
   });
+};
+
+/**
+ * The History of a Solution: executions, their statistics and record errors, skipped due times,
+ * failed records, marks and reprocessing (SPEC.md "History, errors and failed records").
+ */
+const historyRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  await executionRoutes(app, deps);
+  await recordErrorRoutes(app, deps);
+  await reprocessRoutes(app, deps);
 };
 
 export default historyRoutes;
