@@ -25,9 +25,9 @@ import { checkSavedMap } from '../../solutions/map-save-check.js';
 
 const tags = ['Maps'];
 
-/** The Maps of an Integration, Migration or Integration Event Solution (SPEC.md "Maps"). */
-const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  const { maps, assignments } = deps;
+/** Reading Maps and their revisions, reverting to one, and cloning a Map. */
+const mapReadRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { maps } = deps;
 
   app.get('/v1/orgs/:orgId/solutions/:solutionId/maps', {
     config: { access: 'read' },
@@ -80,6 +80,11 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const view = await maps.clone(org, req.params.solutionId, req.params.mapId, userName(user));
     return sendCreated(reply, `/v1/orgs/${org.id}/solutions/${view.row.solutionId}/maps/${view.row.id}`, toMap(view));
   });
+};
+
+/** A Map's link, its place in the run order and its state: enabled, locked. */
+const mapLinkRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { maps, assignments } = deps;
 
   app.put('/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/enable', {
     config: { access: 'write' },
@@ -106,6 +111,11 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     const { org } = orgOf(req);
     return toMapLink(await maps.link(org.id, req.params.solutionId, req.params.mapId));
   });
+};
+
+/** Creating, saving and deleting a Map; a saved Map is checked at once against the Connections' metadata. */
+const mapSaveRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const { maps } = deps;
 
   app.post('/v1/orgs/:orgId/solutions/:solutionId/maps/advanced', {
     config: { access: 'write' },
@@ -148,6 +158,13 @@ const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     await maps.delete(org.id, req.params.solutionId, req.params.mapId, userName(user));
     return reply.code(204).send(null);
   });
+};
+
+/** The Maps of an Integration, Migration or Integration Event Solution (SPEC.md "Maps"). */
+const mapsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  await mapReadRoutes(app, deps);
+  await mapLinkRoutes(app, deps);
+  await mapSaveRoutes(app, deps);
 };
 
 export default mapsRoutes;
