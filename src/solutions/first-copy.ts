@@ -44,7 +44,17 @@
  * mark is the one instant where a change after a copy can go unseen until the record changes
  * again (docs/solutions.md "Limits").
  */
-import { recordIdentity, later, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
+import {
+  atStamp,
+  compareShapedBytes,
+  newer,
+  OTHER_SHAPE,
+  samePrefixBytes,
+  stampBytes,
+  stampShape,
+  stampShapeBytes,
+} from '../maps/runtime/stamps.js';
+import { recordIdentity, type WatermarkState } from '../maps/runtime/watermark.js';
 import { and, cmp, isNull, not, or } from '../protocol/filter.js';
 import type { HostConnection } from '../connectors/connection.js';
 import {
@@ -81,7 +91,8 @@ export class FirstCopy {
   private upTo: CopyKey | undefined;
   private readonly before: readonly CopiedPart[];
   /** The records earlier parts copied at exactly the mark they left: read again, not written again. */
-  private readonly done: { mark: string; ids: ReadonlySet<string>; bytes: Buffer | undefined } | undefined;
+  private readonly done:
+    { mark: string; ids: ReadonlySet<string>; bytes: Buffer | undefined; shape: number } | undefined;
 
   constructor(
     private readonly key: string,
@@ -92,7 +103,10 @@ export class FirstCopy {
     this.mark = initial?.mark ?? null;
     this.atMark = new Set(initial?.atMark ?? []);
     const mark = this.mark;
-    this.done = mark !== null && this.atMark.size > 0 ? { mark, ids: new Set(this.atMark), bytes: stampBytes(mark) } : undefined;
+    this.done =
+      mark !== null && this.atMark.size > 0
+        ? { mark, ids: new Set(this.atMark), bytes: stampBytes(mark), shape: stampShape(mark) }
+        : undefined;
   }
 
   /** The filter of this part's query (with the order by key); undefined for the first part: everything. */
@@ -122,14 +136,17 @@ export class FirstCopy {
       return some.length === all.length ? undefined : some;
     }
     const { tags, nums, ends, text } = b;
+    const markBytes = done.bytes;
     let skip: Set<number> | undefined;
     for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
       if (tags[v] === CELL_NULL) continue;
-      // An ISO stamp whose first 19 bytes differ from the mark's is not at it: no string made.
-      const at = nums[v] as number;
-      const end = ends[v] as number;
-      const iso = done.bytes !== undefined && tags[v] === CELL_TEXT && end - at >= 19 && isoBytes(text, at, end);
-      if (iso && !samePrefixBytes(text, at, end, 0, (done.bytes as Buffer).length, done.bytes)) continue;
+      // A stamp of the mark's shape whose bytes differ from the mark's to the second is not at it:
+      // no string made.
+      if (markBytes !== undefined && tags[v] === CELL_TEXT) {
+        const at = nums[v] as number;
+        const c = compareShapedBytes(text, at, ends[v] as number, done.shape, markBytes, 0, markBytes.length);
+        if (c !== 0 && c !== OTHER_SHAPE) continue;
+      }
       if (this.copied(done, packedValue(b, v), () => packedValue(b, r * width + keyCol))) (skip ??= new Set()).add(r);
     }
     if (!skip) return undefined;
@@ -151,10 +168,10 @@ export class FirstCopy {
   }
 
   /**
-   * {@link batch} for a packed batch. Stamps that are ISO-8601 text in ASCII are compared by their
-   * bytes, as {@link newer} compares their first 19 characters: only the rows whose stamp ties the
-   * batch's newest there (or the mark) become strings. A batch with a stamp in another form is
-   * folded as records.
+   * {@link batch} for a packed batch. When every stamp has the shape of the first (stamps.ts: ISO
+   * 8601, one separator, one zone designator), their bytes order them to the second as
+   * {@link newer} does, and only the rows whose stamp ties the batch's newest there (or the mark)
+   * become strings. A batch with a stamp of another shape is folded as records.
    */
   batchPacked(b: PackedBatch): boolean {
     const keyCol = b.fields.indexOf(this.key);
@@ -162,25 +179,39 @@ export class FirstCopy {
     if (keyCol < 0 || stampCol < 0) return this.batch(unpackRecords(b));
     const width = b.fields.length;
     const { tags, nums, ends, text } = b;
+    let shape = -1;
     let best = -1;
     for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
       if (tags[v] === CELL_NULL) continue;
-      // Shorter stamps compare by fewer characters (a date ties every time of its day): not by bytes.
-      if (tags[v] !== CELL_TEXT || (ends[v] as number) - (nums[v] as number) < 19 || !isoBytes(text, nums[v] as number, ends[v] as number)) return this.batch(unpackRecords(b));
-      if (best < 0 || comparePrefixBytes(text, nums[v] as number, ends[v] as number, nums[best] as number, ends[best] as number) > 0) best = v;
+      if (tags[v] !== CELL_TEXT) return this.batch(unpackRecords(b));
+      const at = nums[v] as number;
+      const end = ends[v] as number;
+      if (best < 0) {
+        shape = stampShapeBytes(text, at, end);
+        if (shape < 0) return this.batch(unpackRecords(b));
+        best = v;
+        continue;
+      }
+      const c = compareShapedBytes(text, at, end, shape, text, nums[best] as number, ends[best] as number);
+      if (c === OTHER_SHAPE) return this.batch(unpackRecords(b));
+      if (c > 0) best = v;
     }
     // The rows at the newest prefix, and those at the mark's, in order: the ones the fold reads.
     const mark = this.mark;
-    // A mark in another form (or shorter) is compared with every row as the records' fold does.
-    const markBytes = mark === null ? undefined : stampBytes(mark);
+    const bestAt = nums[best] as number;
+    const bestEnd = ends[best] as number;
+    // A mark of another shape is compared with every row as the records' fold does.
+    const markBytes = mark === null || best < 0 ? undefined : stampBytes(mark);
+    const markVsNewest = markBytes && compareShapedBytes(markBytes, 0, markBytes.length, shape, text, bestAt, bestEnd);
+    const byBytes = markBytes !== undefined && markVsNewest !== OTHER_SHAPE;
     const rows: number[] = [];
     const stamps: Value[] = [];
     for (let r = 0, v = stampCol; r < b.rows; r++, v += width) {
       if (tags[v] === CELL_NULL) continue;
       const at = nums[v] as number;
       const end = ends[v] as number;
-      const top = best >= 0 && samePrefixBytes(text, at, end, nums[best] as number, ends[best] as number);
-      const marked = mark !== null && (!markBytes || samePrefixBytes(text, at, end, 0, markBytes.length, markBytes));
+      const top = best >= 0 && samePrefixBytes(text, at, end, bestAt, bestEnd);
+      const marked = mark !== null && (!byBytes || samePrefixBytes(text, at, end, 0, markBytes.length, markBytes));
       if (top || marked) {
         rows.push(r);
         stamps.push(packedValue(b, v));
@@ -257,74 +288,4 @@ function covers(a: CopiedPart, b: CopiedPart): boolean {
   if (typeof a.upTo !== 'number' || typeof b.upTo !== 'number' || a.upTo < b.upTo) return false;
   if (b.since === null) return true;
   return a.since !== null && !newer(b.since, a.since);
-}
-
-/** A mark's bytes for {@link samePrefixBytes}, when it is ISO-8601 text in ASCII; else undefined. */
-function stampBytes(mark: string): Buffer | undefined {
-  return mark.length >= 19 && isoPrefix(mark) && isAscii(mark) ? Buffer.from(mark, 'latin1') : undefined;
-}
-
-/**
- * Whether a stamp is newer than the mark. ISO-8601 stamps of one field compare as text in their
- * first 19 characters (to the second); only ties there, and values not in that form, are parsed.
- */
-function newer(v: Value, mark: string): boolean {
-  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark)) {
-    const c = comparePrefix(v, mark);
-    if (c !== 0) return c > 0;
-  }
-  return !sameMark(mark, v) && later(mark, v) !== mark;
-}
-
-/** Whether a stamp is the mark itself (the same instant), as {@link newer} compares them. */
-function atStamp(v: Value, mark: string): boolean {
-  if (typeof v === 'string' && isoPrefix(v) && isoPrefix(mark) && comparePrefix(v, mark) !== 0) return false;
-  return sameMark(mark, v);
-}
-
-/** {@link isoPrefix} of a text's UTF-8 bytes, with its first 19 bytes ASCII (so they are its first 19 characters). */
-function isoBytes(b: Buffer, start: number, end: number): boolean {
-  if (end - start < 10 || b[start + 4] !== 45 || b[start + 7] !== 45 || (b[start] as number) < 48 || (b[start] as number) > 57) return false;
-  for (let i = start, n = Math.min(end, start + 19); i < n; i++) if ((b[i] as number) >= 0x80) return false;
-  return true;
-}
-
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
-  return true;
-}
-
-/** {@link comparePrefix} of two byte ranges (of `b`, the second of `o` when given) of ASCII stamps. */
-function comparePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): number {
-  const n = Math.min(19, a1 - a0, b1 - b0);
-  for (let i = 0; i < n; i++) {
-    const d = (b[a0 + i] as number) - (o[b0 + i] as number);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
-/**
- * Whether {@link comparePrefixBytes} finds the two ranges equal, comparing from the last character
- * of the prefix back: stamps that differ mostly differ in their seconds, so a row not at the
- * newest stamp costs a comparison or two rather than the dozen of their common date and hour.
- */
-function samePrefixBytes(b: Buffer, a0: number, a1: number, b0: number, b1: number, o: Buffer = b): boolean {
-  for (let i = Math.min(19, a1 - a0, b1 - b0) - 1; i >= 0; i--) if (b[a0 + i] !== o[b0 + i]) return false;
-  return true;
-}
-
-/** `YYYY-MM-DD` at least, digits where an ISO date has them. */
-function isoPrefix(s: string): boolean {
-  return s.length >= 10 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && s.charCodeAt(0) >= 48 && s.charCodeAt(0) <= 57;
-}
-
-/** Compares the first 19 characters (a shorter text compares by what it has; equal lengths to there tie). */
-function comparePrefix(a: string, b: string): number {
-  const n = Math.min(19, a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const d = a.charCodeAt(i) - b.charCodeAt(i);
-    if (d !== 0) return d;
-  }
-  return 0;
 }

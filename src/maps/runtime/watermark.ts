@@ -14,32 +14,15 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import type { ConnectorRecord, Value } from '../../connectors/sdk.js';
+import type { ConnectorRecord } from '../../connectors/sdk.js';
+import { later, sameMark } from './stamps.js';
 import { parseWatermark, type WatermarkState, type WatermarkStore } from './checkpoint.js';
 
 /** The checkpoint and where it is kept are the checkpoint module's (checkpoint.ts). */
 export type { WatermarkState, WatermarkStore } from './checkpoint.js';
 
-/** Orders two net-change values (ISO-8601 text of one field compares by instant). */
-export function later(a: string | null, b: Value | undefined): string | null {
-  if (b === null || b === undefined) return a;
-  const v = String(b);
-  if (a === null) return v;
-  const ta = Date.parse(a);
-  const tb = Date.parse(v);
-  if (!Number.isNaN(ta) && !Number.isNaN(tb)) return tb > ta ? v : a;
-  return v > a ? v : a;
-}
-
-/** Whether a net-change value is the watermark itself (same instant, or the same text). */
-export function sameMark(mark: string, b: Value | undefined): boolean {
-  if (b === null || b === undefined) return false;
-  const v = String(b);
-  if (v === mark) return true;
-  const ta = Date.parse(mark);
-  const tb = Date.parse(v);
-  return !Number.isNaN(ta) && !Number.isNaN(tb) && ta === tb;
-}
+/** Net-change values are ordered by the one order of stamps (stamps.ts). */
+export { later, sameMark } from './stamps.js';
 
 /**
  * A source record's identity: its primary-key values when the entity has a primary key and the
