@@ -28,7 +28,7 @@ import { listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
 import { History } from './history/history.js';
 import { LostReprocessRuns } from './history/lost-reprocess-runs.js';
-import { notificationMails } from './notifications/notifications.js';
+import { notificationMails, type Notifications } from './notifications/notifications.js';
 import type { OutboxTiming } from './notifications/outbox.js';
 import { RunReports } from './history/reports.js';
 import { SolutionMaps } from './solutions/maps.js';
@@ -129,6 +129,50 @@ function reportDataDir(log: Logger, dataDir: string, r: ReturnType<typeof secure
   if (r.truncated) log.warn({ dataDir }, 'data folder: stopped repairing permissions after 10,000 entries');
 }
 
+/** The Connector catalogue (the built-in plugins and FERRY_CONNECTORS_DIR), its packages and the installs. */
+function connectorInstalls(config: ServiceConfig, store: Store, commands: AgentCommands, notifications: Notifications, log: Logger): { packages: PackageStore; connectors: ConnectorInstalls } {
+  const catalogue = ConnectorCatalogue.fromDirs([path.join(packageRoot(), 'connectors'), ...(config.connectorsDir ? [config.connectorsDir] : [])]);
+  const packages = new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages'));
+  const connectors = new ConnectorInstalls({
+    store,
+    commands,
+    catalogue,
+    packages,
+    log,
+    timeoutMs: config.connectorInstallTimeout * 1000,
+    onOrgConnectorChanged: (change) => notifications.connectorChanged(store.db, change),
+  });
+  return { packages, connectors };
+}
+
+/**
+ * Solutions on Agents: prepare builds what an Agent runs, assignments keep each Agent up to date.
+ * The prepare jobs a stopped Service process left running end with an error first.
+ */
+async function solutionsOnAgents(store: Store, secrets: SecretBox, commands: AgentCommands, metadata: ConnectionMetadata, log: Logger) {
+  const assignments = new SolutionAssignments({ db: store.db, secrets, commands, log });
+  const prepareJobs = new PrepareJobs({ db: store.db, commands, metadata, log, prepared: (solution) => assignments.sync(solution.agentId) });
+  await prepareJobs.failAbandoned();
+  const solutionRuns = new SolutionRuns({ db: store.db, commands, prepare: prepareJobs, assignments, log });
+  const isConnected = (agentId: string): boolean => commands.isConnected(agentId);
+  const changed = followSolutionChanges({ db: store.db, assignments, prepare: prepareJobs, isConnected, log });
+  const solutions = new Solutions({ db: store.db, isConnected, changed });
+  return { assignments, prepareJobs, solutionRuns, solutions };
+}
+
+/** The timed jobs about Agents: the heartbeat sweeper, the cleanup of what they leave behind, and the History retention. */
+function agentJobs(config: ServiceConfig, store: Store, registry: SessionRegistry, commands: AgentCommands, logArchives: LogArchiveFiles, notifications: Notifications, log: Logger) {
+  const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000, onHeartbeatFailed: notifications.heartbeatFailed });
+  const housekeeping = new AgentHousekeeping({ store, log, logArchives });
+  const retention = new HistoryRetention({
+    store,
+    log,
+    retentionDays: config.historyRetentionDays,
+    agents: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
+  });
+  return { sweeper, housekeeping, retention };
+}
+
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
@@ -149,26 +193,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const commands = new AgentCommands(new LocalCommandBus(registry));
     const logArchives = new LogArchiveFiles(config.dataDir);
     const supervisor = cloudAgentSupervisor(config, store, log);
-    const catalogue = ConnectorCatalogue.fromDirs([path.join(packageRoot(), 'connectors'), ...(config.connectorsDir ? [config.connectorsDir] : [])]);
-    const packages = new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages'));
-    const connectors = new ConnectorInstalls({
-      store,
-      commands,
-      catalogue,
-      packages,
-      log,
-      timeoutMs: config.connectorInstallTimeout * 1000,
-      onOrgConnectorChanged: (change) => notifications.connectorChanged(store.db, change),
-    });
+    const { packages, connectors } = connectorInstalls(config, store, commands, notifications, log);
     const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
-    // Solutions on Agents: prepare builds what an Agent runs, assignments keep each Agent up to date.
-    const assignments = new SolutionAssignments({ db: store.db, secrets, commands, log });
-    const prepareJobs = new PrepareJobs({ db: store.db, commands, metadata, log, prepared: (solution) => assignments.sync(solution.agentId) });
-    await prepareJobs.failAbandoned();
-    const solutionRuns = new SolutionRuns({ db: store.db, commands, prepare: prepareJobs, assignments, log });
-    const isConnected = (agentId: string): boolean => commands.isConnected(agentId);
-    const changed = followSolutionChanges({ db: store.db, assignments, prepare: prepareJobs, isConnected, log });
-    const solutions = new Solutions({ db: store.db, isConnected, changed });
+    const { assignments, prepareJobs, solutionRuns, solutions } = await solutionsOnAgents(store, secrets, commands, metadata, log);
     const maps = new SolutionMaps({ db: store.db });
     const history = new History({ db: store.db, bulkTransaction: (work) => store.bulkTransaction(work), secrets, commands, assignments, log });
     // Reprocess runs whose Agent never answered: asked about at each connect and on a timer.
@@ -217,14 +244,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       },
     });
     gateway.attach(app.server);
-    const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000, onHeartbeatFailed: notifications.heartbeatFailed });
-    const housekeeping = new AgentHousekeeping({ store, log, logArchives });
-    const retention = new HistoryRetention({
-      store,
-      log,
-      retentionDays: config.historyRetentionDays,
-      agents: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
-    });
+    const { sweeper, housekeeping, retention } = agentJobs(config, store, registry, commands, logArchives, notifications, log);
     return {
       app,
       store,
