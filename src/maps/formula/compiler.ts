@@ -166,6 +166,23 @@ export function lookupTablesOf(ast: Expr): { names: string[]; dynamic: boolean }
   return { names, dynamic };
 }
 
+/** The library functions a formula set calls (special forms are written inline, not called). */
+function libraryCalls(formulas: readonly { ast: Expr }[]): Set<string> {
+  const calls = new Set<string>();
+  const collect = (e: Expr): void => {
+    if (e.kind === 'call') {
+      if (!SPECIAL_FORMS.has(e.name)) calls.add(e.name);
+      e.args.forEach(collect);
+    } else if (e.kind === 'unary') collect(e.operand);
+    else if (e.kind === 'binary') {
+      collect(e.left);
+      collect(e.right);
+    }
+  };
+  formulas.forEach((f) => collect(f.ast));
+  return calls;
+}
+
 /** Writes the program of a formula set. `fieldIndex` maps `Block.Field` to the position in a record's array. */
 export function generateProgram(formulas: readonly { text: string; ast: Expr }[], fieldIndex: ReadonlyMap<string, number>): { source: string; spans: Span[][] } {
   const used = new Set<string>();
@@ -253,19 +270,7 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
     functions.push(`  function t${j}(i) { return ${h('C')}(0, null, ${h('OUT')}, [${traced}]); }`);
   });
 
-  const calls = new Set<string>();
-  const collect = (e: Expr): void => {
-    if (e.kind === 'call') {
-      if (!SPECIAL_FORMS.has(e.name)) calls.add(e.name);
-      e.args.forEach(collect);
-    } else if (e.kind === 'unary') collect(e.operand);
-    else if (e.kind === 'binary') {
-      collect(e.left);
-      collect(e.right);
-    }
-  };
-  formulas.forEach((f) => collect(f.ast));
-
+  const calls = libraryCalls(formulas);
   const bindings = [
     ...[...used].sort().map((name) => `${name} = L.${HELPERS[name as keyof typeof HELPERS]}`),
     ...[...calls].sort().map((name) => `F_${name} = L.fn[${JSON.stringify(name)}]`),
