@@ -28,7 +28,7 @@ import { captureSink } from '../failures/capture.js';
 import { FailedRecordStore } from '../failures/store.js';
 import type { LookupTableData } from '../maps/formula/evaluator.js';
 import { openRun, type ConnectionSpec } from '../maps/open-run.js';
-import { hms } from '../maps/runtime/stats.js';
+import { hms, type MapStats } from '../maps/runtime/stats.js';
 import { runMap, type FailedRecordInput, type MapRecordError } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { checkpointKeyOf } from '../maps/runtime/checkpoint.js';
@@ -446,12 +446,9 @@ export class SolutionRunner {
             run.notices.push(`Map ${map.name} (${map.mapId}): ${result.notice}`);
             log.warn({ mapId: map.mapId }, result.notice);
           }
-          const s = { ...result.stats, processed: result.stats.processed + missing, failed: result.stats.failed + missing };
-          processed += s.processed;
-          failed += s.failed;
-          // Records counted without being read took no time: the average stays total / processed.
-          const avgMs = s.processed ? round(s.totalMs / s.processed) : 0;
-          const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: missing ? 0 : s.minMs, maxMs: s.maxMs, avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) };
+          const entry = mapRunStats(map, result.stats, missing);
+          processed += entry.processed;
+          failed += entry.failed;
           statistics.push(entry);
           committed.end(entry);
         } finally {
@@ -537,6 +534,14 @@ class FailedRecordBatcher {
 
 /** About half a channel message: a report of failed records always fits. */
 const MAX_FAILED_RECORD_BYTES = 512 * 1024;
+
+/** A Map's statistics as a run reports them, `missing` records counted as processed and failed. */
+function mapRunStats(map: { mapId: number; name: string }, stats: MapStats, missing: number): RunMapStats {
+  const s = { ...stats, processed: stats.processed + missing, failed: stats.failed + missing };
+  // Records counted without being read took no time: the average stays total / processed.
+  const avgMs = s.processed ? round(s.totalMs / s.processed) : 0;
+  return { mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: missing ? 0 : s.minMs, maxMs: s.maxMs, avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) };
+}
 
 function toFailedRecord(rec: FailedRecordInput & { id: string }): RunFailedRecord {
   return {
