@@ -297,6 +297,85 @@ function need(cmd: string, hint: string): void {
   if (r.status !== 0) throw new Error(`${cmd} is not installed: ${hint}`);
 }
 
+/**
+ * The goal cases against their anchors, the ones FERRY_BENCH_ONLY names when it is set; the SQLite
+ * file `connectorDb` is what the sqlite → postgres case reads.
+ */
+async function goalPairs(cfg: Config, connectorDb: string, record: (r: CaseResult) => CaseResult): Promise<Record<string, PairResult>> {
+  // Each goal case runs right after its anchor, PAIRS times; a pair's ratio compares two runs a
+  // few seconds apart, so the load other processes put on the machine cancels out as far as it
+  // can. The median ratio is reported, with every pair.
+  const pairs: Record<string, PairResult> = {};
+  const checkpoint = (): Promise<void> => pgExec(cfg.pgUrl, 'CHECKPOINT');
+  const pair = async (key: string, goal: number, anchor: () => Promise<CaseResult>, run: () => Promise<CaseResult>): Promise<void> => {
+    if (ONLY && !ONLY.includes(key)) return;
+    const p: PairResult = { goal, ratios: [], anchorRowsPerSec: [], rowsPerSec: [], peakRssMB: 0 };
+    for (let i = 0; i < PAIRS; i++) {
+      // Each step starts after a checkpoint: neither pays for writing out the other's dirty pages.
+      await checkpoint();
+      const a = record(await anchor());
+      await checkpoint();
+      const c = record(await run());
+      p.ratios.push(Math.round((c.rowsPerSec / a.rowsPerSec) * 1000) / 1000);
+      p.anchorRowsPerSec.push(Math.round(a.rowsPerSec));
+      p.rowsPerSec.push(Math.round(c.rowsPerSec));
+      p.peakRssMB = Math.max(p.peakRssMB, c.peakRssMB);
+    }
+    pairs[key] = { ...p, median: median(p.ratios) };
+  };
+  const truncate = (): Promise<void> => pgExec(cfg.pgUrl, 'TRUNCATE rows');
+
+  await pair('csvToPostgres', 0.6, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('csv-postgres', cfg)));
+  // The anchor leaves the table full: every upserted row conflicts.
+  await pair('upsertPostgresConflicts', 0.35, () => anchorCopy(cfg, ROWS), async () => ({ ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row conflicts)' }));
+  await pair('upsertPostgresNew', 0.35, () => anchorCopy(cfg, ROWS), async () => (await truncate(), { ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row new)' }));
+  await pair('csvToSqlite', 0.8, () => anchorImport(cfg, ROWS), async () => {
+    freshSqlite(connectorDb);
+    return { ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } })), case: 'csv-sqlite (WAL, synchronous NORMAL)' };
+  });
+  if ((!ONLY || ONLY.includes('sqliteToPostgres')) && !fs.existsSync(connectorDb)) {
+    freshSqlite(connectorDb);
+    await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
+  }
+  await pair('sqliteToPostgres', 0.65, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('sqlite-postgres', { ...cfg, sqliteFile: connectorDb })));
+  return pairs;
+}
+
+/** The reference runs, the runs at smaller row counts for memory, and the parts of the CSV path alone. */
+async function referenceRuns(cfg: Config, dir: string, smalls: Config[], record: (r: CaseResult) => CaseResult) {
+  const truncate = (): Promise<void> => pgExec(cfg.pgUrl, 'TRUNCATE rows');
+  // Reference runs: the default batch size and V8 flags; SQLite's own default journal settings.
+  await truncate();
+  const csvPg2000 = record({ ...(await runChild('csv-postgres', { ...cfg, batch: 2000, nodeFlags: [] })), case: 'csv-postgres (batch 2000, default V8 flags)' });
+  await truncate();
+  const csvPgNoFlags = record({ ...(await runChild('csv-postgres', { ...cfg, nodeFlags: [] })), case: `csv-postgres (batch ${BATCH}, default V8 flags)` });
+  const copyRef = record(await anchorCopy(cfg, ROWS));
+  const defaultsDb = path.join(dir, 'defaults.db');
+  freshSqlite(defaultsDb);
+  const csvSqliteDefaults = record({ ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: defaultsDb })), case: 'csv-sqlite (database defaults: rollback journal, synchronous FULL)' });
+  const impRef = record(await anchorImport(cfg, ROWS));
+
+  const smallRuns: CaseResult[] = [];
+  for (const [i, s] of smalls.entries()) {
+    await truncate();
+    smallRuns.push(record({ ...(await runChild('csv-postgres', s)), case: `csv-postgres (${MEMORY_ROWS[i]} rows)` }));
+  }
+  // sqlite → postgres at the same row counts: the reader thread holds batches of its own.
+  const sqliteSmallRuns: CaseResult[] = [];
+  for (const [i, s] of smalls.entries()) {
+    const db = path.join(dir, `connector-${MEMORY_ROWS[i]}.db`);
+    freshSqlite(db);
+    await runChild('csv-sqlite', { ...s, sqliteFile: db, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
+    await truncate();
+    sqliteSmallRuns.push(record({ ...(await runChild('sqlite-postgres', { ...cfg, sqliteFile: db })), case: `sqlite-postgres (${MEMORY_ROWS[i]} rows)` }));
+    for (const f of [db, `${db}-wal`, `${db}-shm`]) fs.rmSync(f, { force: true });
+  }
+  const fallback = record(await runChild('copy-fallback', cfg));
+  const read = record({ ...(await runChild('csv-read', cfg)), case: 'csv connector read alone' });
+  const parseOnly = record(await runChild('csv-parse', cfg));
+  return { csvPg2000, csvPgNoFlags, copyRef, csvSqliteDefaults, impRef, smallRuns, sqliteSmallRuns, fallback, read, parseOnly };
+}
+
 async function main(): Promise<void> {
   need('psql', 'apt-get install -y postgresql-client');
   need('sqlite3', 'apt-get update && apt-get install -y sqlite3');
@@ -320,78 +399,15 @@ async function main(): Promise<void> {
     for (const [i, s] of smalls.entries()) await writeCsv(s.csvFolder, MEMORY_ROWS[i] as number);
     await pgExec(cfg.pgUrl, PG_DDL);
 
-    // Each goal case runs right after its anchor, PAIRS times; a pair's ratio compares two runs a
-    // few seconds apart, so the load other processes put on the machine cancels out as far as it
-    // can. The median ratio is reported, with every pair.
     const connectorDb = path.join(dir, 'connector.db');
-    const pairs: Record<string, PairResult> = {};
-    const checkpoint = (): Promise<void> => pgExec(cfg.pgUrl, 'CHECKPOINT');
-    const pair = async (key: string, goal: number, anchor: () => Promise<CaseResult>, run: () => Promise<CaseResult>): Promise<void> => {
-      if (ONLY && !ONLY.includes(key)) return;
-      const p: PairResult = { goal, ratios: [], anchorRowsPerSec: [], rowsPerSec: [], peakRssMB: 0 };
-      for (let i = 0; i < PAIRS; i++) {
-        // Each step starts after a checkpoint: neither pays for writing out the other's dirty pages.
-        await checkpoint();
-        const a = record(await anchor());
-        await checkpoint();
-        const c = record(await run());
-        p.ratios.push(Math.round((c.rowsPerSec / a.rowsPerSec) * 1000) / 1000);
-        p.anchorRowsPerSec.push(Math.round(a.rowsPerSec));
-        p.rowsPerSec.push(Math.round(c.rowsPerSec));
-        p.peakRssMB = Math.max(p.peakRssMB, c.peakRssMB);
-      }
-      pairs[key] = { ...p, median: median(p.ratios) };
-    };
-    const truncate = (): Promise<void> => pgExec(cfg.pgUrl, 'TRUNCATE rows');
-
-    await pair('csvToPostgres', 0.6, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('csv-postgres', cfg)));
-    // The anchor leaves the table full: every upserted row conflicts.
-    await pair('upsertPostgresConflicts', 0.35, () => anchorCopy(cfg, ROWS), async () => ({ ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row conflicts)' }));
-    await pair('upsertPostgresNew', 0.35, () => anchorCopy(cfg, ROWS), async () => (await truncate(), { ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row new)' }));
-    await pair('csvToSqlite', 0.8, () => anchorImport(cfg, ROWS), async () => {
-      freshSqlite(connectorDb);
-      return { ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } })), case: 'csv-sqlite (WAL, synchronous NORMAL)' };
-    });
-    if ((!ONLY || ONLY.includes('sqliteToPostgres')) && !fs.existsSync(connectorDb)) {
-      freshSqlite(connectorDb);
-      await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
-    }
-    await pair('sqliteToPostgres', 0.65, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('sqlite-postgres', { ...cfg, sqliteFile: connectorDb })));
+    const pairs = await goalPairs(cfg, connectorDb, record);
     if (ONLY) {
       const load = os.loadavg().map((l) => Math.round(l * 100) / 100);
       process.stdout.write(`${JSON.stringify({ load, rows: ROWS, batch: BATCH, pairs }, null, 2)}\n`);
       return;
     }
 
-    // Reference runs: the default batch size and V8 flags; SQLite's own default journal settings.
-    await truncate();
-    const csvPg2000 = record({ ...(await runChild('csv-postgres', { ...cfg, batch: 2000, nodeFlags: [] })), case: 'csv-postgres (batch 2000, default V8 flags)' });
-    await truncate();
-    const csvPgNoFlags = record({ ...(await runChild('csv-postgres', { ...cfg, nodeFlags: [] })), case: `csv-postgres (batch ${BATCH}, default V8 flags)` });
-    const copyRef = record(await anchorCopy(cfg, ROWS));
-    const defaultsDb = path.join(dir, 'defaults.db');
-    freshSqlite(defaultsDb);
-    const csvSqliteDefaults = record({ ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: defaultsDb })), case: 'csv-sqlite (database defaults: rollback journal, synchronous FULL)' });
-    const impRef = record(await anchorImport(cfg, ROWS));
-
-    const smallRuns: CaseResult[] = [];
-    for (const [i, s] of smalls.entries()) {
-      await truncate();
-      smallRuns.push(record({ ...(await runChild('csv-postgres', s)), case: `csv-postgres (${MEMORY_ROWS[i]} rows)` }));
-    }
-    // sqlite → postgres at the same row counts: the reader thread holds batches of its own.
-    const sqliteSmallRuns: CaseResult[] = [];
-    for (const [i, s] of smalls.entries()) {
-      const db = path.join(dir, `connector-${MEMORY_ROWS[i]}.db`);
-      freshSqlite(db);
-      await runChild('csv-sqlite', { ...s, sqliteFile: db, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
-      await truncate();
-      sqliteSmallRuns.push(record({ ...(await runChild('sqlite-postgres', { ...cfg, sqliteFile: db })), case: `sqlite-postgres (${MEMORY_ROWS[i]} rows)` }));
-      for (const f of [db, `${db}-wal`, `${db}-shm`]) fs.rmSync(f, { force: true });
-    }
-    const fallback = record(await runChild('copy-fallback', cfg));
-    const read = record({ ...(await runChild('csv-read', cfg)), case: 'csv connector read alone' });
-    const parseOnly = record(await runChild('csv-parse', cfg));
+    const { csvPg2000, csvPgNoFlags, copyRef, csvSqliteDefaults, impRef, smallRuns, sqliteSmallRuns, fallback, read, parseOnly } = await referenceRuns(cfg, dir, smalls, record);
 
     const ratio = (r: CaseResult, base: CaseResult): number => Math.round((r.rowsPerSec / base.rowsPerSec) * 1000) / 1000;
     const summary = {
