@@ -186,6 +186,35 @@ async function pool(n: number, concurrency: number, call: (i: number) => Promise
 
 const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
 
+/**
+ * ROUNDS rounds of writes at `L` (the Lookup Tables path): a table created with every value in one
+ * POST, a CSV imported into an empty one, and the anchors of the store. Answers the rounds' times
+ * and the last table created.
+ */
+async function writeRounds(api: Client, L: string, where: { store: StoreName; databaseUrl: string | undefined; scratch: string }, rows: Pair[], csv: string) {
+  const { store, databaseUrl, scratch } = where;
+  const rounds: Array<{ create: number; import: number; rawInsert: number; bulkLoader?: number }> = [];
+  let tableId = '';
+  let tableName = '';
+  let createBodyChars = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    tableName = `Bench ${round}`;
+    const createBody = JSON.stringify({ name: tableName, description: `${rows.length} values`, lookupTableValues: rows });
+    createBodyChars = createBody.length;
+    const create = await timed(() => api.request('POST', L, createBody));
+    check(create.result.status === 201, `create answered ${create.result.status}: ${create.result.text.slice(0, 300)}`);
+    tableId = (JSON.parse(create.result.text) as { id: string }).id;
+
+    const empty = await api.json<{ id: string }>('POST', L, { name: `Bench import ${round}` });
+    const imported = await timed(() => api.request('POST', `${L}/${empty.body.id}/import?hasHeaderRow=true`, csv, 'text/csv'));
+    check(imported.result.status === 200 && imported.result.text.includes(`"valuesImported":${rows.length}`), `import answered ${imported.result.status}: ${imported.result.text.slice(0, 300)}`);
+
+    const anchor = store === 'sqlite' ? sqliteAnchor(scratch, rows) : await postgresAnchor(databaseUrl ?? '', scratch, rows);
+    rounds.push({ create: create.ms, import: imported.ms, rawInsert: anchor.rawInsertMs, ...(anchor.bulkLoaderMs ? { bulkLoader: anchor.bulkLoaderMs } : {}) });
+  }
+  return { rounds, tableId, tableName, createBodyChars };
+}
+
 async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string, unknown>> {
   const { served, rss, stop } = await startServiceChild(store);
   const api = new Client(served.url);
@@ -193,26 +222,8 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
   try {
     const L = `/v1/orgs/${served.orgId}/lookuptables`;
     const csv = toCsv(rows);
-    const rounds: Array<{ create: number; import: number; rawInsert: number; bulkLoader?: number }> = [];
     const startRss = (await rss()).peakRssMiB;
-    let tableId = '';
-    let tableName = '';
-    let createBodyChars = 0;
-    for (let round = 0; round < ROUNDS; round++) {
-      tableName = `Bench ${round}`;
-      const createBody = JSON.stringify({ name: tableName, description: `${rows.length} values`, lookupTableValues: rows });
-      createBodyChars = createBody.length;
-      const create = await timed(() => api.request('POST', L, createBody));
-      check(create.result.status === 201, `create answered ${create.result.status}: ${create.result.text.slice(0, 300)}`);
-      tableId = (JSON.parse(create.result.text) as { id: string }).id;
-
-      const empty = await api.json<{ id: string }>('POST', L, { name: `Bench import ${round}` });
-      const imported = await timed(() => api.request('POST', `${L}/${empty.body.id}/import?hasHeaderRow=true`, csv, 'text/csv'));
-      check(imported.result.status === 200 && imported.result.text.includes(`"valuesImported":${rows.length}`), `import answered ${imported.result.status}: ${imported.result.text.slice(0, 300)}`);
-
-      const anchor = store === 'sqlite' ? sqliteAnchor(scratch, rows) : await postgresAnchor(served.databaseUrl ?? '', scratch, rows);
-      rounds.push({ create: create.ms, import: imported.ms, rawInsert: anchor.rawInsertMs, ...(anchor.bulkLoaderMs ? { bulkLoader: anchor.bulkLoaderMs } : {}) });
-    }
+    const { rounds, tableId, tableName, createBodyChars } = await writeRounds(api, L, { store, databaseUrl: served.databaseUrl, scratch }, rows, csv);
     const writesRss = (await rss()).peakRssMiB;
     const createMs = median(rounds.map((r) => r.create));
     const importMs = median(rounds.map((r) => r.import));
