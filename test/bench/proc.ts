@@ -1,6 +1,7 @@
 /**
  * What the benchmarks read of their child processes (Linux /proc) and how they clean them up:
- * CPU time and resident set by PID, and the Agent process groups a bench started.
+ * CPU time and resident set by PID, the same of the Agent's worker and the Service over a span,
+ * and the Agent process groups a bench started.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,6 +37,41 @@ export function procRssMiB(pid: number, which: 'VmHWM' | 'VmRSS' = 'VmHWM'): num
   } catch {
     return 0;
   }
+}
+
+/** CPU and peak RSS of the Agent's worker and the Service from now on (their VmHWM reset now). */
+export function meter(pids: { agent: number; service: number }): () => Record<string, number> {
+  const cpu0 = { agent: procCpuMs(pids.agent), service: procCpuMs(pids.service) };
+  const rss0 = { agent: procRssMiB(pids.agent, 'VmRSS'), service: procRssMiB(pids.service, 'VmRSS') };
+  for (const pid of [pids.agent, pids.service]) fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  return () => ({
+    agentCpuMs: procCpuMs(pids.agent) - cpu0.agent,
+    agentRssBeforeMiB: rss0.agent,
+    agentPeakRssMiB: procRssMiB(pids.agent),
+    agentRssAfterMiB: procRssMiB(pids.agent, 'VmRSS'),
+    serviceCpuMs: procCpuMs(pids.service) - cpu0.service,
+    serviceRssBeforeMiB: rss0.service,
+    servicePeakRssMiB: procRssMiB(pids.service),
+    serviceRssAfterMiB: procRssMiB(pids.service, 'VmRSS'),
+  });
+}
+
+/**
+ * The resident set of the Agent's worker and the Service sampled every 250 ms until `stop()`: the
+ * highest sample of each in every tenth of the time, so that memory that grows with the records
+ * shows as tenths that keep rising rather than levelling off.
+ */
+export function rssTenths(pids: { agent: number; service: number }): { stop: () => Record<string, number[]> } {
+  const samples: Array<{ agent: number; service: number }> = [];
+  const timer = setInterval(() => samples.push({ agent: procRssMiB(pids.agent, 'VmRSS'), service: procRssMiB(pids.service, 'VmRSS') }), 250);
+  return {
+    stop() {
+      clearInterval(timer);
+      const tenths = (k: 'agent' | 'service'): number[] =>
+        Array.from({ length: 10 }, (_, i) => Math.max(0, ...samples.slice(Math.floor((i * samples.length) / 10), Math.floor(((i + 1) * samples.length) / 10)).map((x) => x[k])));
+      return { agentRssByTenthMiB: tenths('agent'), serviceRssByTenthMiB: tenths('service') };
+    },
+  };
 }
 
 /** The Agent processes a bench started (each the leader of its process group). */

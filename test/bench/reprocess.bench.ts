@@ -44,11 +44,11 @@ import type { ConnectorRecord, RecordBatch } from '../../src/connectors/sdk.js';
 import { encryptProperty } from '../../service/connections/properties-crypto.js';
 import { SecretBox } from '../../service/crypto/master-key.js';
 import { preinstalledConnectors } from '../../service/marketplace/catalogue.js';
-import { openStore } from '../../service/store/store.js';
+import { openStore, type Store } from '../../service/store/store.js';
 import { ferryDone, ROOT } from '../e2e/agent/harness.js';
 import { createExecution, seedErrors, type SeedSource } from './history-seed.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
-import { agentProcs, benchNodeFlags, killAgents, procCpuMs, procRssMiB } from './proc.js';
+import { agentProcs, benchNodeFlags, killAgents, meter, rssTenths } from './proc.js';
 
 const ENV = process.env;
 const SELF = fileURLToPath(import.meta.url);
@@ -84,43 +84,6 @@ const r2 = (n: number): number => Math.round(n * 100) / 100;
 const loadavg = (): number[] => os.loadavg().map((l) => r2(l));
 function check(cond: boolean, what: string): void {
   if (!cond) throw new Error(`benchmark check failed: ${what}`);
-}
-
-// ── processes (Linux /proc) ────────────────────────────────────────────────────
-
-/** CPU and peak RSS of the Agent's worker and the Service from now on (their VmHWM reset now). */
-function meter(pids: { agent: number; service: number }): () => Record<string, number> {
-  const cpu0 = { agent: procCpuMs(pids.agent), service: procCpuMs(pids.service) };
-  const rss0 = { agent: procRssMiB(pids.agent, 'VmRSS'), service: procRssMiB(pids.service, 'VmRSS') };
-  for (const pid of [pids.agent, pids.service]) fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  return () => ({
-    agentCpuMs: procCpuMs(pids.agent) - cpu0.agent,
-    agentRssBeforeMiB: rss0.agent,
-    agentPeakRssMiB: procRssMiB(pids.agent),
-    agentRssAfterMiB: procRssMiB(pids.agent, 'VmRSS'),
-    serviceCpuMs: procCpuMs(pids.service) - cpu0.service,
-    serviceRssBeforeMiB: rss0.service,
-    servicePeakRssMiB: procRssMiB(pids.service),
-    serviceRssAfterMiB: procRssMiB(pids.service, 'VmRSS'),
-  });
-}
-
-/**
- * The resident set of the Agent's worker and the Service sampled every 250 ms until `stop()`: the
- * highest sample of each in every tenth of the time, so that memory that grows with the records
- * shows as tenths that keep rising rather than levelling off.
- */
-function rssTenths(pids: { agent: number; service: number }): { stop: () => Record<string, number[]> } {
-  const samples: Array<{ agent: number; service: number }> = [];
-  const timer = setInterval(() => samples.push({ agent: procRssMiB(pids.agent, 'VmRSS'), service: procRssMiB(pids.service, 'VmRSS') }), 250);
-  return {
-    stop() {
-      clearInterval(timer);
-      const tenths = (k: 'agent' | 'service'): number[] =>
-        Array.from({ length: 10 }, (_, i) => Math.max(0, ...samples.slice(Math.floor((i * samples.length) / 10), Math.floor(((i + 1) * samples.length) / 10)).map((x) => x[k])));
-      return { agentRssByTenthMiB: tenths('agent'), serviceRssByTenthMiB: tenths('service') };
-    },
-  };
 }
 
 // ── the target ─────────────────────────────────────────────────────────────────
@@ -378,6 +341,62 @@ async function engineChild(): Promise<void> {
 
 // ── one store ──────────────────────────────────────────────────────────────────
 
+/** The anchors, into the same table: the engine over the CSV and over the records as a given source; the plain run through the API. */
+async function anchorRuns(at: { store: StoreName; base: string; S: string; pids: { agent: number; service: number } }, map: Record<string, unknown>, conns: { csvConn: string; pgConn: string; csvFolder: string }, targetUrl: string): Promise<Record<string, unknown>> {
+  const { store, base, S, pids } = at;
+  const { csvConn, pgConn, csvFolder } = conns;
+  const connections: EngineConfig['connections'] = { [csvConn]: { connector: 'CSV', properties: { folder: csvFolder } }, [pgConn]: { connector: 'PostgreSQL', properties: { connectionString: targetUrl, schemas: 'public' } } };
+  const anchors: Record<string, unknown> = {};
+  for (const src of ['csv', 'copies'] as const) {
+    await truncate(targetUrl);
+    const e = await runEngine({ map, connections, source: src });
+    check(e.rows === ERRORS && e.failed === 0 && (await landed(targetUrl)).n === ERRORS, `engine (${src}) wrote ${e.rows}, failed ${e.failed}`);
+    anchors[`engine ${src}`] = e;
+    log(`${store}: engine over the ${src === 'csv' ? 'CSV' : 'records as its source'} ${e.rowsPerSec.toLocaleString('en')} rows/s (${e.ms} ms)`);
+  }
+  await truncate(targetUrl);
+  const m = meter(pids);
+  const t0 = performance.now();
+  const start = await api<{ runId: string; started: boolean }>(base, 'POST', `${S}/start`);
+  check(start.started, 'the plain run started');
+  const plain = await ended(base, S, start.runId);
+  const plainMs = performance.now() - t0;
+  check(plain.execution.recordsProcessed === ERRORS && plain.execution.recordsFailed === 0 && (await landed(targetUrl)).n === ERRORS, `the plain run: ${JSON.stringify(plain.execution)}`);
+  anchors['plain run'] = { ms: round(plainMs), rowsPerSec: round((ERRORS / plainMs) * 1000), execMs: Date.parse(plain.execution.stop ?? '') - Date.parse(plain.execution.start), ...m() };
+  log(`${store}: the plain run through the API ${round((ERRORS / plainMs) * 1000).toLocaleString('en')} rows/s (${round(plainMs)} ms)`);
+  await truncate(targetUrl);
+  return anchors;
+}
+
+/** The checks after the reprocess run: N rows landed once, nothing left to reprocess, a second reprocess starts nothing. */
+async function checkReprocessed(st: Store, base: string, H: string, executionId: number, targetUrl: string, run: { execution: Execution }) {
+  const target = await landed(targetUrl);
+  const after = await api<Execution>(base, 'GET', H);
+  const reprocessable = await st.db.selectFrom('executionErrors').select((eb) => eb.fn.countAll<number>().as('n')).where('executionId', '=', executionId).where('canReprocess', '=', 1).executeTakeFirstOrThrow();
+  const pages = await Promise.all([0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)].map((offset) => api<Array<{ canReprocess: boolean; marked: boolean }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`)));
+  const t = performance.now();
+  const second = await api<{ started: boolean; records: number }>(base, 'POST', `${H}/reprocess`);
+  const secondMs = r2(performance.now() - t);
+  const checks = {
+    result: run.execution.result,
+    recordsProcessed: run.execution.recordsProcessed,
+    recordsFailed: run.execution.recordsFailed,
+    isReprocessJob: run.execution.isReprocessJob,
+    targetRows: target.n,
+    targetIds: [target.min, target.max],
+    reprocessRecordsRemaining: after.reprocessRecordsRemaining,
+    errorsStillReprocessable: Number(reprocessable.n),
+    pagesAllTaken: pages.every((p) => p.length > 0 && p.every((e) => !e.canReprocess && !e.marked)),
+    secondReprocess: second,
+  };
+  check(
+    checks.result === 'CompletedSuccessfully' && checks.recordsProcessed === ERRORS && checks.recordsFailed === 0 && checks.isReprocessJob && target.n === ERRORS && target.min === 1 && target.max === ERRORS &&
+      checks.reprocessRecordsRemaining === 0 && checks.errorsStillReprocessable === 0 && checks.pagesAllTaken && !second.started && second.records === 0,
+    `after the reprocess: ${JSON.stringify(checks)}`,
+  );
+  return { checks, secondMs };
+}
+
 async function benchStore(store: StoreName, dir: string, csvFolder: string, targetUrl: string): Promise<Record<string, unknown>> {
   const loads: number[] = [loadavg()[0] ?? 0];
   const loadTimer = setInterval(() => loads.push(loadavg()[0] ?? 0), 10_000);
@@ -401,27 +420,7 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
     const mapId = (await api<{ id: number }>(base, 'POST', `${S}/maps/advanced`, map)).id;
     await prepare(base, S);
 
-    // Anchors into the same table: the engine over the CSV and over the records as a given source; the plain run through the API.
-    const connections: EngineConfig['connections'] = { [csvConn]: { connector: 'CSV', properties: { folder: csvFolder } }, [pgConn]: { connector: 'PostgreSQL', properties: { connectionString: targetUrl, schemas: 'public' } } };
-    const anchors: Record<string, unknown> = {};
-    for (const src of ['csv', 'copies'] as const) {
-      await truncate(targetUrl);
-      const e = await runEngine({ map, connections, source: src });
-      check(e.rows === ERRORS && e.failed === 0 && (await landed(targetUrl)).n === ERRORS, `engine (${src}) wrote ${e.rows}, failed ${e.failed}`);
-      anchors[`engine ${src}`] = e;
-      log(`${store}: engine over the ${src === 'csv' ? 'CSV' : 'records as its source'} ${e.rowsPerSec.toLocaleString('en')} rows/s (${e.ms} ms)`);
-    }
-    await truncate(targetUrl);
-    let m = meter(pids);
-    const t0 = performance.now();
-    const start = await api<{ runId: string; started: boolean }>(base, 'POST', `${S}/start`);
-    check(start.started, 'the plain run started');
-    const plain = await ended(base, S, start.runId);
-    const plainMs = performance.now() - t0;
-    check(plain.execution.recordsProcessed === ERRORS && plain.execution.recordsFailed === 0 && (await landed(targetUrl)).n === ERRORS, `the plain run: ${JSON.stringify(plain.execution)}`);
-    anchors['plain run'] = { ms: round(plainMs), rowsPerSec: round((ERRORS / plainMs) * 1000), execMs: Date.parse(plain.execution.stop ?? '') - Date.parse(plain.execution.start), ...m() };
-    log(`${store}: the plain run through the API ${round((ERRORS / plainMs) * 1000).toLocaleString('en')} rows/s (${round(plainMs)} ms)`);
-    await truncate(targetUrl);
+    const anchors = await anchorRuns({ store, base, S, pids }, map, { csvConn, pgConn, csvFolder }, targetUrl);
 
     // The failed execution: N errors of the Map, each with its record's source fields in the cloud.
     const secrets = SecretBox.fromDataDir(dataDir);
@@ -446,7 +445,7 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
     log(`${store}: mark all ${markMs} ms`);
 
     const loadAtReprocess = loadavg();
-    m = meter(pids);
+    const m = meter(pids);
     const wall0 = Date.now();
     t = performance.now();
     const tenths = rssTenths(pids);
@@ -463,31 +462,7 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
     const stopped = Date.parse(run.execution.stop ?? '');
     log(`${store}: reprocess run ended ${run.execution.result} after ${round(wallMs)} ms (${round((ERRORS / wallMs) * 1000).toLocaleString('en')} records/s)`);
 
-    // Checks: N rows landed once, nothing left to reprocess, a second reprocess starts nothing.
-    const target = await landed(targetUrl);
-    const after = await api<Execution>(base, 'GET', H);
-    const reprocessable = await st.db.selectFrom('executionErrors').select((eb) => eb.fn.countAll<number>().as('n')).where('executionId', '=', x.executionId).where('canReprocess', '=', 1).executeTakeFirstOrThrow();
-    const pages = await Promise.all([0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)].map((offset) => api<Array<{ canReprocess: boolean; marked: boolean }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`)));
-    t = performance.now();
-    const second = await api<{ started: boolean; records: number }>(base, 'POST', `${H}/reprocess`);
-    const secondMs = r2(performance.now() - t);
-    const checks = {
-      result: run.execution.result,
-      recordsProcessed: run.execution.recordsProcessed,
-      recordsFailed: run.execution.recordsFailed,
-      isReprocessJob: run.execution.isReprocessJob,
-      targetRows: target.n,
-      targetIds: [target.min, target.max],
-      reprocessRecordsRemaining: after.reprocessRecordsRemaining,
-      errorsStillReprocessable: Number(reprocessable.n),
-      pagesAllTaken: pages.every((p) => p.length > 0 && p.every((e) => !e.canReprocess && !e.marked)),
-      secondReprocess: second,
-    };
-    check(
-      checks.result === 'CompletedSuccessfully' && checks.recordsProcessed === ERRORS && checks.recordsFailed === 0 && checks.isReprocessJob && target.n === ERRORS && target.min === 1 && target.max === ERRORS &&
-        checks.reprocessRecordsRemaining === 0 && checks.errorsStillReprocessable === 0 && checks.pagesAllTaken && !second.started && second.records === 0,
-      `after the reprocess: ${JSON.stringify(checks)}`,
-    );
+    const { checks, secondMs } = await checkReprocessed(st, base, H, x.executionId, targetUrl, run);
     const rate = (ms: number): number => round((ERRORS / ms) * 1000);
     const reprocess = {
       callMs,
