@@ -88,7 +88,8 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
 
   it('a record the target refuses becomes a record error, and the others arrive', async () => {
     if (kind.name === 'postgres') {
-      await c.target.nativeQuery(`ALTER TABLE customers ADD CONSTRAINT not_bad CHECK (name <> 'bad')`)[Symbol.asyncIterator]().next();
+      const alter = c.target.nativeQuery(`ALTER TABLE customers ADD CONSTRAINT not_bad CHECK (name <> 'bad')`);
+      await alter[Symbol.asyncIterator]().next();
     } else {
       const file = targets[0]?.properties['file'] as string;
       sqlite(file, `CREATE TRIGGER not_bad_i BEFORE INSERT ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;
