@@ -6,6 +6,18 @@ import type { TestChannel } from './agent-client.js';
 
 type RunFinished = Extract<ReportBody, { kind: 'runFinished' }>;
 
+/** The time `minutes` ago, as ISO-8601 text. */
+export const ago = (minutes: number): string => new Date(Date.now() - minutes * 60_000).toISOString();
+
+/** The runStarted report of a run started by hand at `at`. */
+export const started = (solutionId: string, runId: string, at: string): ReportBody => ({ kind: 'runStarted', runId, solutionId, trigger: 'start', at });
+
+/** The runFinished report of a run started by hand at `startedAt`: 90.5 s later, CompletedSuccessfully with no records, unless `extra` says otherwise. */
+export const finished = (solutionId: string, runId: string, startedAt: string, extra: Partial<RunFinished> = {}): ReportBody => ({
+  kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt, at: new Date(Date.parse(startedAt) + 90_500).toISOString(),
+  result: 'CompletedSuccessfully', processed: 0, failed: 0, stopped: false, sourceDataLocal: true, statistics: [], ...extra,
+});
+
 /**
  * Record error `n` of a run as an Agent reports it: Map 7 "Accounts" refused the record at its
  * Create Block, every second one can be reprocessed, each names a failed record of its own.
