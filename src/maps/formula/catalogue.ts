@@ -80,6 +80,9 @@ const STATES: ExampleContext = { lookupTables: { States: [['California', 'CA'], 
 const LOOKUP_RULES = 'tableName is the table\'s name in any case, or its id. When several pairs match, the answer is the other value that comes first in code-point order, so a run answers as the REST API does. A table that does not exist fails the record (MAP_LOOKUP_TABLE_NOT_FOUND).';
 const DATE_PARTS = 'year (yyyy, yy), quarter (qq, q), month (mm, m), week (wk, ww), day (dd, d), hour (hh), minute (mi, n), second (ss, s) and millisecond (ms), in any case';
 
+// A table to read down: one entry per function, its name, category, return type and signature on
+// the entry's first line. Formatted, each would spread over eight lines or more.
+// prettier-ignore
 const SPECS: readonly FunctionSpec[] = [
   // ── Text ──────────────────────────────────────────────────────────────────────────────────
   { name: 'CONCATENATE', category: 'Text', returns: 'Text', signature: 'CONCATENATE(text1, [text2, ...])',
