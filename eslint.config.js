@@ -5,20 +5,103 @@ import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 import { noImportCycle } from './lint/no-import-cycle.js';
 
-const DOMAIN = ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions', 'history'].map((d) => `./service/${d}`);
+const DOMAIN = [
+  'agents',
+  'connections',
+  'marketplace',
+  'orgs',
+  'users',
+  'subscriptions',
+  'lookup-tables',
+  'solutions',
+  'history',
+].map((d) => `./service/${d}`);
 
 /** Import restrictions: `target` files may not import from `from` (docs/architecture.md). */
 const LAYERS = [
   // src/cli is the one `ferry` binary: it starts either half (ferry up, ferry service …).
-  { target: ['agent', 'channel', 'connectors', 'maps', 'protocol', 'solutions', 'failures', 'logs', 'errors', 'util'].map((d) => `./src/${d}`), from: './service', message: 'The Agent never imports the Service.' },
-  { target: './connectors', from: './src', except: ['./connectors/sdk.ts'], message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
-  { target: './connectors', from: './service', message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).' },
-  { target: './src/protocol', from: ['./src/agent', './src/channel', './src/cli', './src/connectors', './src/maps', './src/solutions', './src/failures', './src/logs'], message: 'The protocol is the bottom of the Agent: it imports only zod and its own files.' },
-  { target: './src/maps/runtime', from: ['./src/maps/compiler', './src/maps/blocks', './src/maps/open-run.ts'], message: 'The Map runtime runs a compiled plan; the plan brings the bound steps.' },
-  { target: './src/failures', from: ['./src/maps', './src/solutions', './src/agent'], message: 'The failed-record store is below the Map engine: the runtime reports into it (failures/sink.ts), it imports no Map code.' },
-  { target: [...DOMAIN, './service/gateway', './service/store', './service/util', './service/auth', './service/crypto', './service/jobs'], from: './service/http', message: 'Below the HTTP layer: take plain inputs and return rows; routes map them.' },
-  { target: ['./service/gateway', './service/jobs', './service/store', './service/util', './service/auth', './service/crypto'], from: DOMAIN, message: 'The gateway, the jobs and the store know no domain: the composition root (build-service.ts) wires them.' },
-  { target: ['./service/store', './service/util'], from: ['./service/gateway', './service/jobs', './service/auth', './service/crypto'], message: 'The store and util are the bottom of the Service.' },
+  {
+    target: [
+      'agent',
+      'channel',
+      'connectors',
+      'maps',
+      'protocol',
+      'solutions',
+      'failures',
+      'logs',
+      'errors',
+      'util',
+    ].map((d) => `./src/${d}`),
+    from: './service',
+    message: 'The Agent never imports the Service.',
+  },
+  {
+    target: './connectors',
+    from: './src',
+    except: ['./connectors/sdk.ts'],
+    message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).',
+  },
+  {
+    target: './connectors',
+    from: './service',
+    message: 'A Connector plugin imports only the SDK (src/connectors/sdk.ts).',
+  },
+  {
+    target: './src/protocol',
+    from: [
+      './src/agent',
+      './src/channel',
+      './src/cli',
+      './src/connectors',
+      './src/maps',
+      './src/solutions',
+      './src/failures',
+      './src/logs',
+    ],
+    message: 'The protocol is the bottom of the Agent: it imports only zod and its own files.',
+  },
+  {
+    target: './src/maps/runtime',
+    from: ['./src/maps/compiler', './src/maps/blocks', './src/maps/open-run.ts'],
+    message: 'The Map runtime runs a compiled plan; the plan brings the bound steps.',
+  },
+  {
+    target: './src/failures',
+    from: ['./src/maps', './src/solutions', './src/agent'],
+    message:
+      'The failed-record store is below the Map engine: the runtime reports into it (failures/sink.ts), it imports no Map code.',
+  },
+  {
+    target: [
+      ...DOMAIN,
+      './service/gateway',
+      './service/store',
+      './service/util',
+      './service/auth',
+      './service/crypto',
+      './service/jobs',
+    ],
+    from: './service/http',
+    message: 'Below the HTTP layer: take plain inputs and return rows; routes map them.',
+  },
+  {
+    target: [
+      './service/gateway',
+      './service/jobs',
+      './service/store',
+      './service/util',
+      './service/auth',
+      './service/crypto',
+    ],
+    from: DOMAIN,
+    message: 'The gateway, the jobs and the store know no domain: the composition root (build-service.ts) wires them.',
+  },
+  {
+    target: ['./service/store', './service/util'],
+    from: ['./service/gateway', './service/jobs', './service/auth', './service/crypto'],
+    message: 'The store and util are the bottom of the Service.',
+  },
   { target: './service/util', from: './service/store', message: 'service/util is the bottom of the Service.' },
   // Between domain folders, one order: agents ← marketplace ← connections, marketplace ← orgs ← users;
   // solutions sits on agents, connections, marketplace and orgs, and nothing imports it.
@@ -32,7 +115,10 @@ const LAYERS = [
     ['lookup-tables', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'solutions']],
     ['solutions', ['users', 'subscriptions', 'lookup-tables']],
     // History reads the Solutions' and Subscriptions' repositories, and imports no other domain folder.
-    ['history', ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions']],
+    [
+      'history',
+      ['agents', 'connections', 'marketplace', 'orgs', 'users', 'subscriptions', 'lookup-tables', 'solutions'],
+    ],
   ].map(([target, from]) => ({
     target: `./service/${String(target)}`,
     from: /** @type {string[]} */ (from).map((d) => `./service/${d}`),

@@ -23,8 +23,17 @@ const scanned = new Map();
 function options(file) {
   if (compilerOptions) return compilerOptions;
   const configFile = ts.findConfigFile(path.dirname(file), (f) => ts.sys.fileExists(f));
-  const parsed = configFile ? ts.getParsedCommandLineOfConfigFile(configFile, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined }) : undefined;
-  compilerOptions = parsed?.options ?? { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext };
+  const parsed = configFile
+    ? ts.getParsedCommandLineOfConfigFile(
+        configFile,
+        {},
+        { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+      )
+    : undefined;
+  compilerOptions = parsed?.options ?? {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  };
   resolutionCache = ts.createModuleResolutionCache(process.cwd(), (f) => f, compilerOptions);
   return compilerOptions;
 }

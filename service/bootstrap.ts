@@ -32,14 +32,20 @@ export interface RootOrganization {
 
 /** The secret box of the configuration: FERRY_MASTER_KEY, or the key file in the data dir. */
 export function secretsFor(config: ServiceConfig): SecretBox {
-  return config.masterKey ? new SecretBox(Buffer.from(config.masterKey, 'base64')) : SecretBox.fromDataDir(config.dataDir);
+  return config.masterKey
+    ? new SecretBox(Buffer.from(config.masterKey, 'base64'))
+    : SecretBox.fromDataDir(config.dataDir);
 }
 
 /**
  * Adds a root Organization with its administrator (an existing account keeps its password) and a
  * Security Rule with API and event access for each range.
  */
-export async function addRootOrganization(store: Store, secrets: SecretBox, input: RootOrganization): Promise<{ orgId: number; generatedPassword?: string }> {
+export async function addRootOrganization(
+  store: Store,
+  secrets: SecretBox,
+  input: RootOrganization,
+): Promise<{ orgId: number; generatedPassword?: string }> {
   const ranges = parseAllowList(input.allow);
   const dataCenterId = checkDataCenter(input.dataCenterId, input.platformHosted);
   const existing = await getUserByEmail(store.db, input.adminEmail);
@@ -49,7 +55,13 @@ export async function addRootOrganization(store: Store, secrets: SecretBox, inpu
     const now = nowIso();
     const admin =
       existing ??
-      (await insertUser(tx, newUserRow({ email: input.adminEmail, firstName: 'Ferry', lastName: 'Administrator', passwordHash, isApproved: true }, now)));
+      (await insertUser(
+        tx,
+        newUserRow(
+          { email: input.adminEmail, firstName: 'Ferry', lastName: 'Administrator', passwordHash, isApproved: true },
+          now,
+        ),
+      ));
     return createOrganization({ secrets }, tx, {
       name: input.name,
       parentId: null,
@@ -76,7 +88,12 @@ export async function addRootOrganization(store: Store, secrets: SecretBox, inpu
  * each range of FERRY_BOOTSTRAP_ALLOW. Later starts change nothing.
  */
 export async function bootstrap(store: Store, secrets: SecretBox, config: ServiceConfig): Promise<BootstrapResult> {
-  const existing = await store.db.selectFrom('orgs').select('id').where('parentId', 'is', null).orderBy('id').executeTakeFirst();
+  const existing = await store.db
+    .selectFrom('orgs')
+    .select('id')
+    .where('parentId', 'is', null)
+    .orderBy('id')
+    .executeTakeFirst();
   if (existing) return { created: false, orgId: existing.id, adminEmail: config.adminEmail };
   const result = await addRootOrganization(store, secrets, {
     name: config.bootstrapOrgName,
@@ -89,8 +106,15 @@ export async function bootstrap(store: Store, secrets: SecretBox, config: Servic
 }
 
 /** Opens the configured store, adds a root Organization, closes the store. */
-export async function createRootOrganization(config: ServiceConfig, input: RootOrganization): Promise<{ orgId: number; generatedPassword?: string }> {
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preinstalledConnectors: preinstalledConnectors() });
+export async function createRootOrganization(
+  config: ServiceConfig,
+  input: RootOrganization,
+): Promise<{ orgId: number; generatedPassword?: string }> {
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    preinstalledConnectors: preinstalledConnectors(),
+  });
   try {
     return await addRootOrganization(store, secretsFor(config), input);
   } finally {

@@ -57,7 +57,17 @@ export interface FerryService {
 }
 
 /** Secrets are removed from every log line by path. */
-export const REDACT_PATHS = ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.apiToken', '*.apiCryptoToken', '*.eventSolutionAccessToken', '*.agentSecret', '*.agentInstallationKey', '*.smtpUrl'];
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  '*.password',
+  '*.apiToken',
+  '*.apiCryptoToken',
+  '*.eventSolutionAccessToken',
+  '*.agentSecret',
+  '*.agentInstallationKey',
+  '*.smtpUrl',
+];
 
 /** How to start the `ferry` CLI at `entry`: with Node, and through tsx for the TypeScript sources (development). */
 function cliCommand(entry: string): [string, ...string[]] {
@@ -123,15 +133,28 @@ function tidyDataDir(log: Logger, dataDir: string): void {
 /** Says once per start what the data folder's repair changed (nothing on a private folder). */
 function reportDataDir(log: Logger, dataDir: string, r: ReturnType<typeof secureDataDir>): void {
   if (r.repaired.length > 0) {
-    log.warn({ dataDir, count: r.repaired.length, paths: r.repaired.slice(0, 20) }, 'data folder was readable by other users: removed group and other permissions');
+    log.warn(
+      { dataDir, count: r.repaired.length, paths: r.repaired.slice(0, 20) },
+      'data folder was readable by other users: removed group and other permissions',
+    );
   }
-  if (r.failed.length > 0) log.warn({ dataDir, failed: r.failed.slice(0, 20) }, 'data folder: could not remove group and other permissions');
+  if (r.failed.length > 0)
+    log.warn({ dataDir, failed: r.failed.slice(0, 20) }, 'data folder: could not remove group and other permissions');
   if (r.truncated) log.warn({ dataDir }, 'data folder: stopped repairing permissions after 10,000 entries');
 }
 
 /** The Connector catalogue (the built-in plugins and FERRY_CONNECTORS_DIR), its packages and the installs. */
-function connectorInstalls(config: ServiceConfig, store: Store, commands: AgentCommands, notifications: Notifications, log: Logger): { packages: PackageStore; connectors: ConnectorInstalls } {
-  const catalogue = ConnectorCatalogue.fromDirs([path.join(packageRoot(), 'connectors'), ...(config.connectorsDir ? [config.connectorsDir] : [])]);
+function connectorInstalls(
+  config: ServiceConfig,
+  store: Store,
+  commands: AgentCommands,
+  notifications: Notifications,
+  log: Logger,
+): { packages: PackageStore; connectors: ConnectorInstalls } {
+  const catalogue = ConnectorCatalogue.fromDirs([
+    path.join(packageRoot(), 'connectors'),
+    ...(config.connectorsDir ? [config.connectorsDir] : []),
+  ]);
   const packages = new PackageStore(catalogue, path.join(config.dataDir, 'connector-packages'));
   const connectors = new ConnectorInstalls({
     store,
@@ -149,9 +172,21 @@ function connectorInstalls(config: ServiceConfig, store: Store, commands: AgentC
  * Solutions on Agents: prepare builds what an Agent runs, assignments keep each Agent up to date.
  * The prepare jobs a stopped Service process left running end with an error first.
  */
-async function solutionsOnAgents(store: Store, secrets: SecretBox, commands: AgentCommands, metadata: ConnectionMetadata, log: Logger) {
+async function solutionsOnAgents(
+  store: Store,
+  secrets: SecretBox,
+  commands: AgentCommands,
+  metadata: ConnectionMetadata,
+  log: Logger,
+) {
   const assignments = new SolutionAssignments({ db: store.db, secrets, commands, log });
-  const prepareJobs = new PrepareJobs({ db: store.db, commands, metadata, log, prepared: (solution) => assignments.sync(solution.agentId) });
+  const prepareJobs = new PrepareJobs({
+    db: store.db,
+    commands,
+    metadata,
+    log,
+    prepared: (solution) => assignments.sync(solution.agentId),
+  });
   await prepareJobs.failAbandoned();
   const solutionRuns = new SolutionRuns({ db: store.db, commands, prepare: prepareJobs, assignments, log });
   const isConnected = (agentId: string): boolean => commands.isConnected(agentId);
@@ -161,14 +196,31 @@ async function solutionsOnAgents(store: Store, secrets: SecretBox, commands: Age
 }
 
 /** The timed jobs about Agents: the heartbeat sweeper, the cleanup of what they leave behind, and the History retention. */
-function agentJobs(config: ServiceConfig, store: Store, registry: SessionRegistry, commands: AgentCommands, logArchives: LogArchiveFiles, notifications: Notifications, log: Logger) {
-  const sweeper = new HeartbeatSweeper({ store, log, lateAfterMs: config.heartbeatLateAfter * 1000, failedAfterMs: config.heartbeatFailedAfter * 1000, onHeartbeatFailed: notifications.heartbeatFailed });
+function agentJobs(
+  config: ServiceConfig,
+  store: Store,
+  registry: SessionRegistry,
+  commands: AgentCommands,
+  logArchives: LogArchiveFiles,
+  notifications: Notifications,
+  log: Logger,
+) {
+  const sweeper = new HeartbeatSweeper({
+    store,
+    log,
+    lateAfterMs: config.heartbeatLateAfter * 1000,
+    failedAfterMs: config.heartbeatFailedAfter * 1000,
+    onHeartbeatFailed: notifications.heartbeatFailed,
+  });
   const housekeeping = new AgentHousekeeping({ store, log, logArchives });
   const retention = new HistoryRetention({
     store,
     log,
     retentionDays: config.historyRetentionDays,
-    agents: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
+    agents: {
+      connected: () => registry.all().map((s) => s.agentId),
+      send: (agentId, command) => commands.send(agentId, command),
+    },
   });
   return { sweeper, housekeeping, retention };
 }
@@ -195,15 +247,31 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const supervisor = cloudAgentSupervisor(config, store, log);
     const { packages, connectors } = connectorInstalls(config, store, commands, notifications, log);
     const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
-    const { assignments, prepareJobs, solutionRuns, solutions } = await solutionsOnAgents(store, secrets, commands, metadata, log);
+    const { assignments, prepareJobs, solutionRuns, solutions } = await solutionsOnAgents(
+      store,
+      secrets,
+      commands,
+      metadata,
+      log,
+    );
     const maps = new SolutionMaps({ db: store.db });
-    const history = new History({ db: store.db, bulkTransaction: (work) => store.bulkTransaction(work), secrets, commands, assignments, log });
+    const history = new History({
+      db: store.db,
+      bulkTransaction: (work) => store.bulkTransaction(work),
+      secrets,
+      commands,
+      assignments,
+      log,
+    });
     // Reprocess runs whose Agent never answered: asked about at each connect and on a timer.
     const lostReprocessRuns = new LostReprocessRuns({
       db: store.db,
       bulkTransaction: (work) => store.bulkTransaction(work),
       log,
-      channel: { connected: () => registry.all().map((s) => s.agentId), send: (agentId, command) => commands.send(agentId, command) },
+      channel: {
+        connected: () => registry.all().map((s) => s.agentId),
+        send: (agentId, command) => commands.send(agentId, command),
+      },
       sending: (runId) => history.isReprocessSending(runId),
       graceMs: COMMANDS.reprocessRun.timeoutMs,
       intervalMs: opts.lostReprocessRunsMs,
@@ -229,7 +297,11 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       solutionRuns,
       assignments,
     });
-    const runReports = new RunReports({ log, dialect: store.dialect, onExecutionFinished: notifications.executionFinished });
+    const runReports = new RunReports({
+      log,
+      dialect: store.dialect,
+      onExecutionFinished: notifications.executionFinished,
+    });
     const gateway = new AgentGateway({
       store,
       config,
@@ -237,14 +309,24 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       registry,
       reports: agentReports(runReports, secrets),
       onConnected: (agentId) => {
-        void connectors.reconcile(agentId).catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
+        void connectors
+          .reconcile(agentId)
+          .catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
         assignments.syncSoon(agentId);
         retention.pruneAgent(agentId);
         lostReprocessRuns.connected(agentId);
       },
     });
     gateway.attach(app.server);
-    const { sweeper, housekeeping, retention } = agentJobs(config, store, registry, commands, logArchives, notifications, log);
+    const { sweeper, housekeeping, retention } = agentJobs(
+      config,
+      store,
+      registry,
+      commands,
+      logArchives,
+      notifications,
+      log,
+    );
     return {
       app,
       store,

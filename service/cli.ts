@@ -35,7 +35,9 @@ export function banner(config: ServiceConfig, url: string, b: BootstrapResult): 
     `  Org:      ${b.orgId}   Administrator: ${b.adminEmail}`,
   ];
   if (b.generatedPassword) {
-    lines.push(`  Password: ${b.generatedPassword}   (generated now and shown only once; set FERRY_ADMIN_PASSWORD to choose one)`);
+    lines.push(
+      `  Password: ${b.generatedPassword}   (generated now and shown only once; set FERRY_ADMIN_PASSWORD to choose one)`,
+    );
   }
   lines.push(`  Try:      curl -u ${b.adminEmail}:PASSWORD ${url}/v1/orgs`);
   return lines.join('\n') + '\n';
@@ -44,7 +46,11 @@ export function banner(config: ServiceConfig, url: string, b: BootstrapResult): 
 /** `ferry service start`: runs the Service in the foreground until SIGINT or SIGTERM. */
 export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const config = configFrom(argv, env);
-  const logger = createConsoleLogger({ level: config.logLevel, format: logFormatOf(env, process.stdout.isTTY === true), redact: REDACT_PATHS });
+  const logger = createConsoleLogger({
+    level: config.logLevel,
+    format: logFormatOf(env, process.stdout.isTTY === true),
+    redact: REDACT_PATHS,
+  });
   const service = await buildService(config, { logger });
   const url = await service.listen();
   process.stdout.write(banner(config, url, service.bootstrap));
@@ -100,8 +106,13 @@ export async function serviceCreateOrg(argv: string[], env: NodeJS.ProcessEnv): 
     dataCenterId: values['data-center'] === undefined ? undefined : Number(values['data-center']),
     allow: values.allow ?? config.bootstrapAllow,
   });
-  process.stdout.write(`Organization ${result.orgId} created; Administrator ${values['admin-email']}` +
-    (result.generatedPassword ? ` with password ${result.generatedPassword} (shown only once)` : ' (existing account)') + '\n');
+  process.stdout.write(
+    `Organization ${result.orgId} created; Administrator ${values['admin-email']}` +
+      (result.generatedPassword
+        ? ` with password ${result.generatedPassword} (shown only once)`
+        : ' (existing account)') +
+      '\n',
+  );
 }
 
 /**
@@ -110,16 +121,29 @@ export async function serviceCreateOrg(argv: string[], env: NodeJS.ProcessEnv): 
  * `"isPublic": false`); its Administrators then grant it to customer Organizations through the API.
  */
 export async function serviceManageConnector(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { ...SERVICE_OPTIONS, connector: { type: 'string' }, 'vendor-org': { type: 'string' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...SERVICE_OPTIONS, connector: { type: 'string' }, 'vendor-org': { type: 'string' } },
+  });
   if (!values.connector || !values['vendor-org']) throw new Error('--connector ID and --vendor-org N are required');
-  const config = parseServiceConfig({ ...env, FERRY_LOG_LEVEL: 'silent' }, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const config = parseServiceConfig(
+    { ...env, FERRY_LOG_LEVEL: 'silent' },
+    { dataDir: values['data-dir'], databaseUrl: values['database-url'] },
+  );
   const service = await buildService(config);
   try {
     const m = service.connectors.catalogue.get(values.connector);
-    if (!m) throw new Error(`Connector ${values.connector} is not in the catalogue (built-in plugins and FERRY_CONNECTORS_DIR)`);
-    if (m.isPublic) throw new Error(`Connector ${m.name} is public; only a private Connector ("isPublic": false in its manifest) is managed by a vendor`);
+    if (!m)
+      throw new Error(
+        `Connector ${values.connector} is not in the catalogue (built-in plugins and FERRY_CONNECTORS_DIR)`,
+      );
+    if (m.isPublic)
+      throw new Error(
+        `Connector ${m.name} is public; only a private Connector ("isPublic": false in its manifest) is managed by a vendor`,
+      );
     const orgId = Number(values['vendor-org']);
-    if (!Number.isInteger(orgId) || !(await getOrg(service.store.db, orgId))) throw new Error(`Organization ${values['vendor-org']} does not exist`);
+    if (!Number.isInteger(orgId) || !(await getOrg(service.store.db, orgId)))
+      throw new Error(`Organization ${values['vendor-org']} does not exist`);
     await setManagedConnectorVendor(service.store.db, m.id, orgId, new Date().toISOString());
     await service.connectors.installInOrg(orgId, m.id, 'ferry service manage-connector');
     process.stdout.write(`Organization ${orgId} now manages the ${m.name} connector (${m.id}) and has it installed.\n`);
@@ -134,13 +158,24 @@ export async function serviceManageConnector(argv: string[], env: NodeJS.Process
  * reach the API (FERRY_BOOTSTRAP_ALLOW is applied once, at the first start).
  */
 export async function serviceAllow(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, options: { ...SERVICE_OPTIONS, org: { type: 'string' } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...SERVICE_OPTIONS, org: { type: 'string' } },
+    allowPositionals: true,
+  });
   const orgId = Number(values.org);
-  if (!values.org || !/^\d{1,9}$/.test(values.org) || positionals.length === 0) throw new Error('Usage: ferry service allow --org N ADDRESS|START-END|CIDR…');
-  const config = parseServiceConfig({ ...env, FERRY_LOG_LEVEL: 'silent' }, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  if (!values.org || !/^\d{1,9}$/.test(values.org) || positionals.length === 0)
+    throw new Error('Usage: ferry service allow --org N ADDRESS|START-END|CIDR…');
+  const config = parseServiceConfig(
+    { ...env, FERRY_LOG_LEVEL: 'silent' },
+    { dataDir: values['data-dir'], databaseUrl: values['database-url'] },
+  );
   const rules = await allowRanges(config, orgId, positionals);
   for (const r of rules) {
-    const range = r.allowedIpRangeStartAddress === r.allowedIpRangeEndAddress ? r.allowedIpRangeStartAddress : `${r.allowedIpRangeStartAddress}-${r.allowedIpRangeEndAddress}`;
+    const range =
+      r.allowedIpRangeStartAddress === r.allowedIpRangeEndAddress
+        ? r.allowedIpRangeStartAddress
+        : `${r.allowedIpRangeStartAddress}-${r.allowedIpRangeEndAddress}`;
     process.stdout.write(`Security Rule ${r.id} added to Organization ${orgId}: API access from ${range}\n`);
   }
 }
@@ -151,14 +186,24 @@ export async function serviceAllow(argv: string[], env: NodeJS.ProcessEnv): Prom
  * answer, or --generate, makes one, printed once.
  */
 export async function serviceSetPassword(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { ...SERVICE_OPTIONS, email: { type: 'string' }, generate: { type: 'boolean', default: false } } });
-  if (!values.email) throw new Error('Usage: ferry service set-password --email EMAIL [--generate] (the password is read from the terminal or stdin)');
-  const config = parseServiceConfig({ ...env, FERRY_LOG_LEVEL: 'silent' }, { dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...SERVICE_OPTIONS, email: { type: 'string' }, generate: { type: 'boolean', default: false } },
+  });
+  if (!values.email)
+    throw new Error(
+      'Usage: ferry service set-password --email EMAIL [--generate] (the password is read from the terminal or stdin)',
+    );
+  const config = parseServiceConfig(
+    { ...env, FERRY_LOG_LEVEL: 'silent' },
+    { dataDir: values['data-dir'], databaseUrl: values['database-url'] },
+  );
   let password = '';
   if (!values.generate) {
     if (canPrompt()) {
       password = await promptSecret(`New password for ${values.email} (empty: generate one): `);
-      if (password && (await promptSecret('Repeat it: ')) !== password) throw new Error('The two passwords differ; nothing was changed');
+      if (password && (await promptSecret('Repeat it: ')) !== password)
+        throw new Error('The two passwords differ; nothing was changed');
     } else {
       password = (await readStdin()).split(/\r?\n/)[0] ?? '';
     }
@@ -166,5 +211,9 @@ export async function serviceSetPassword(argv: string[], env: NodeJS.ProcessEnv)
   const generated = password === '';
   if (generated) password = generatePassword();
   const { email } = await setPassword(config, values.email, password);
-  process.stdout.write(generated ? `New password of ${email}: ${password}   (generated now and shown only once)\n` : `Password of ${email} changed.\n`);
+  process.stdout.write(
+    generated
+      ? `New password of ${email}: ${password}   (generated now and shown only once)\n`
+      : `Password of ${email} changed.\n`,
+  );
 }

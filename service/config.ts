@@ -22,7 +22,11 @@ export const ServiceConfigSchema = z.object({
   rateLimitPerMinute: z.coerce.number().int().min(1).default(60),
   rateLimitPerDay: z.coerce.number().int().min(1).default(15_000),
   /** Largest request body in bytes (Lookup Tables of 200,000 values fit in the default). */
-  bodyLimit: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  bodyLimit: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** base64 of 32 bytes; absent: `<dataDir>/master.key`, created on first start. Replicas share one. */
   masterKey: z.string().optional(),
@@ -61,7 +65,10 @@ export const ServiceConfigSchema = z.object({
   smtpUrl: z
     .string()
     .min(1)
-    .refine((v) => URL.canParse(v) && ['smtp:', 'smtps:'].includes(new URL(v).protocol) && new URL(v).hostname !== '', 'must be an smtp:// or smtps:// URL with a host')
+    .refine(
+      (v) => URL.canParse(v) && ['smtp:', 'smtps:'].includes(new URL(v).protocol) && new URL(v).hostname !== '',
+      'must be an smtp:// or smtps:// URL with a host',
+    )
     .optional(),
   /** The From address of notification mails. */
   smtpFrom: z.string().min(3).max(320).default('Ferry <ferry@localhost>'),
@@ -117,7 +124,9 @@ export function parseServiceConfig(
     throw new Error(`Invalid Service configuration:\n  ${lines.join('\n  ')}`);
   }
   if (parsed.data.heartbeatFailedAfter <= parsed.data.heartbeatLateAfter) {
-    throw new Error('Invalid Service configuration:\n  heartbeatFailedAfter: must be above heartbeatLateAfter (FERRY_HEARTBEAT_FAILED_AFTER > FERRY_HEARTBEAT_LATE_AFTER)');
+    throw new Error(
+      'Invalid Service configuration:\n  heartbeatFailedAfter: must be above heartbeatLateAfter (FERRY_HEARTBEAT_FAILED_AFTER > FERRY_HEARTBEAT_LATE_AFTER)',
+    );
   }
   return Object.freeze({ ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) });
 }

@@ -21,7 +21,11 @@ export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 1024;
 
 async function withStore<T>(config: ServiceConfig, work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preinstalledConnectors: preinstalledConnectors() });
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    preinstalledConnectors: preinstalledConnectors(),
+  });
   try {
     return await work(store);
   } finally {
@@ -33,7 +37,11 @@ async function withStore<T>(config: ServiceConfig, work: (store: Store) => Promi
  * Adds a Security Rule with API and event access to the Organization for each range (an address,
  * `start-end` or a CIDR). A running Service sees the rules on its next request.
  */
-export async function allowRanges(config: ServiceConfig, orgId: number, ranges: readonly string[]): Promise<SecurityRuleRow[]> {
+export async function allowRanges(
+  config: ServiceConfig,
+  orgId: number,
+  ranges: readonly string[],
+): Promise<SecurityRuleRow[]> {
   const parsed = ranges.flatMap((r) => parseAllowList(r));
   if (parsed.length === 0) throw new Error('Give at least one address, range (start-end) or CIDR');
   return withStore(config, async (store) => {
@@ -41,7 +49,15 @@ export async function allowRanges(config: ServiceConfig, orgId: number, ranges: 
     const added: SecurityRuleRow[] = [];
     for (const r of parsed) {
       const name = r.start === r.end ? `Operator ${r.start}` : `Operator ${r.start}-${r.end}`;
-      added.push(await addSecurityRule(store.db, orgId, { name: name.slice(0, 100), allowedIpRangeStartAddress: r.start, allowedIpRangeEndAddress: r.end, apiAccessEnabled: true, eventSolutionAccessEnabled: true }));
+      added.push(
+        await addSecurityRule(store.db, orgId, {
+          name: name.slice(0, 100),
+          allowedIpRangeStartAddress: r.start,
+          allowedIpRangeEndAddress: r.end,
+          apiAccessEnabled: true,
+          eventSolutionAccessEnabled: true,
+        }),
+      );
     }
     return added;
   });

@@ -16,7 +16,10 @@ const shown = (d: string): string => (d === '\t' ? 'tab' : d);
  * other than the Connection's, that cuts it into more columns. Undefined when the header reads as
  * several columns, or nothing common would cut it.
  */
-export function otherDelimiter(header: readonly (string | null)[], delimiter: string): { delimiter: string; columns: number } | undefined {
+export function otherDelimiter(
+  header: readonly (string | null)[],
+  delimiter: string,
+): { delimiter: string; columns: number } | undefined {
   if (header.length !== 1) return undefined;
   const text = header[0] ?? '';
   let best: { delimiter: string; columns: number } | undefined;

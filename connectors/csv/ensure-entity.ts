@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
-import { ConnectorError, isFullName, type CallContext, type EnsureEntityOptions, type EnsureEntityResult, type EntityMetadata } from '../../src/connectors/sdk.js';
+import {
+  ConnectorError,
+  isFullName,
+  type CallContext,
+  type EnsureEntityOptions,
+  type EnsureEntityResult,
+  type EntityMetadata,
+} from '../../src/connectors/sdk.js';
 import { formatRow } from './parser.js';
 import { readRows, fileError } from './reader.js';
 import type { CsvEntity } from './entity.js';
@@ -10,7 +17,9 @@ import { describeFile, readSchemaFile, writeSchemaFile, type SchemaFile } from '
 import { entityMetadata } from './metadata.js';
 import type { CsvProps } from './properties.js';
 
-function schemaEntry(fields: { name: string; type: CsvEntity['columns'][number]['type']; primaryKey: boolean; size: number }[]): SchemaFile['entities'][string] {
+function schemaEntry(
+  fields: { name: string; type: CsvEntity['columns'][number]['type']; primaryKey: boolean; size: number }[],
+): SchemaFile['entities'][string] {
   return { description: '', fields: fields.map((f) => ({ ...f, description: '' })) };
 }
 
@@ -19,7 +28,12 @@ function schemaEntry(fields: { name: string; type: CsvEntity['columns'][number][
  * schema file (types and primary key). An existing file gains the fields it lacks (an empty column
  * at the end, by a streamed rewrite); fields are never removed or retyped.
  */
-export async function ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, props: CsvProps, ctx: CallContext): Promise<{ result: EnsureEntityResult; entity: CsvEntity }> {
+export async function ensureEntity(
+  source: EntityMetadata,
+  options: EnsureEntityOptions,
+  props: CsvProps,
+  ctx: CallContext,
+): Promise<{ result: EnsureEntityResult; entity: CsvEntity }> {
   const fullName = options.entity ?? source.fullName;
   if (!isFullName(fullName)) throw new ConnectorError('InvalidQuery', `${fullName} is not a valid entity fullName.`);
   const fileName = `${fullName}${props.extension}`;
@@ -33,8 +47,19 @@ export async function ensureEntity(source: EntityMetadata, options: EnsureEntity
     },
   );
   if (!exists) {
-    schema.entities[fileName] = schemaEntry(source.fields.map((f) => ({ name: f.fullName, type: f.propertyType, primaryKey: f.isPrimaryKey, size: f.size })));
-    await fsp.writeFile(file, props.hasHeader ? formatRow(source.fields.map((f) => f.fullName), props.delimiter) : '', { encoding: props.encoding });
+    schema.entities[fileName] = schemaEntry(
+      source.fields.map((f) => ({ name: f.fullName, type: f.propertyType, primaryKey: f.isPrimaryKey, size: f.size })),
+    );
+    await fsp.writeFile(
+      file,
+      props.hasHeader
+        ? formatRow(
+            source.fields.map((f) => f.fullName),
+            props.delimiter,
+          )
+        : '',
+      { encoding: props.encoding },
+    );
     await writeSchemaFile(props, schema);
     const entity = await describeFile(fileName, fullName, props, schema);
     return { entity, result: { entity: entityMetadata(entity), created: true, addedFields: [], mismatchedFields: [] } };
@@ -44,9 +69,18 @@ export async function ensureEntity(source: EntityMetadata, options: EnsureEntity
   const missing = source.fields.filter((f) => !have.has(f.fullName));
   const mismatchedFields = source.fields
     .filter((f) => have.has(f.fullName) && have.get(f.fullName)?.type !== f.propertyType)
-    .map((f) => ({ field: f.fullName, sourceType: f.propertyType, targetType: have.get(f.fullName)?.type ?? 'string' }));
+    .map((f) => ({
+      field: f.fullName,
+      sourceType: f.propertyType,
+      targetType: have.get(f.fullName)?.type ?? 'string',
+    }));
   if (missing.length > 0) {
-    await addColumns(current, missing.map((f) => f.fullName), props, ctx);
+    await addColumns(
+      current,
+      missing.map((f) => f.fullName),
+      props,
+      ctx,
+    );
     schema.entities[fileName] = schemaEntry([
       ...current.columns.map((c) => ({ name: c.name, type: c.type, primaryKey: c.isPrimaryKey, size: c.size })),
       ...missing.map((f) => ({ name: f.fullName, type: f.propertyType, primaryKey: false, size: f.size })),
@@ -54,7 +88,15 @@ export async function ensureEntity(source: EntityMetadata, options: EnsureEntity
     await writeSchemaFile(props, schema);
   }
   const entity = await describeFile(fileName, fullName, props, schema);
-  return { entity, result: { entity: entityMetadata(entity), created: false, addedFields: missing.map((f) => f.fullName), mismatchedFields } };
+  return {
+    entity,
+    result: {
+      entity: entityMetadata(entity),
+      created: false,
+      addedFields: missing.map((f) => f.fullName),
+      mismatchedFields,
+    },
+  };
 }
 
 async function addColumns(entity: CsvEntity, names: string[], props: CsvProps, ctx: CallContext): Promise<void> {

@@ -50,7 +50,10 @@ class CsvSession implements ConnectorSession {
       await fsp.access(this.props.folder, constants.R_OK | constants.W_OK);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw new ConnectorError('Unreachable', `The folder ${this.props.folder} does not exist or is not mounted.`, { nativeCode: code });
+      if (code === 'ENOENT')
+        throw new ConnectorError('Unreachable', `The folder ${this.props.folder} does not exist or is not mounted.`, {
+          nativeCode: code,
+        });
       throw fileError(err, this.props.folder);
     }
     const st = await fsp.stat(this.props.folder);
@@ -75,7 +78,11 @@ class CsvSession implements ConnectorSession {
   private async entity(fullName: string): Promise<CsvEntity> {
     let e = this.entities?.get(fullName);
     if (!e) e = (await this.describeAll()).get(fullName);
-    if (!e) throw new ConnectorError('EntityNotFound', `The folder ${this.props.folder} has no file for the entity ${fullName}.`);
+    if (!e)
+      throw new ConnectorError(
+        'EntityNotFound',
+        `The folder ${this.props.folder} has no file for the entity ${fullName}.`,
+      );
     return e;
   }
 
@@ -84,7 +91,12 @@ class CsvSession implements ConnectorSession {
     return { entities: [...all.values()].map(entityMetadata), actions: CSV_ACTIONS };
   }
 
-  async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  async *query(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<RecordBatch, void, undefined> {
     const e = await this.entity(entity);
     yield* queryEntity(e, filter, options, this.props, ctx, this.threads);
   }
@@ -94,17 +106,32 @@ class CsvSession implements ConnectorSession {
     return readsPacked(options);
   }
 
-  async *queryPacked(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
+  async *queryPacked(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<PackedBatch, void, undefined> {
     const e = await this.entity(entity);
     yield* queryEntityPacked(e, filter, options, this.props, ctx, this.threads);
   }
 
-  async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+  async write(
+    action: WriteAction,
+    entity: string,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
     const e = await this.entity(entity);
     return this.locked(e.file, () => writeEntity(action, e, batch, options, this.props, ctx));
   }
 
-  async ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, ctx: CallContext): Promise<EnsureEntityResult> {
+  async ensureEntity(
+    source: EntityMetadata,
+    options: EnsureEntityOptions,
+    ctx: CallContext,
+  ): Promise<EnsureEntityResult> {
     const file = path.join(this.props.folder, `${options.entity ?? source.fullName}${this.props.extension}`);
     const { result, entity } = await this.locked(file, () => ensureEntity(source, options, this.props, ctx));
     this.entities?.set(entity.fullName, entity);

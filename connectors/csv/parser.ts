@@ -22,7 +22,14 @@ export interface CsvSink<T> {
    * k is `buf` from `starts[k]` to `ends[k]`, `quoted[k]` 1 when it was quoted (so empty is the
    * empty string, not null). Any other record with quotes goes to `row`.
    */
-  spans?(buf: string, starts: readonly number[], ends: readonly number[], quoted: readonly number[], count: number, out: T[]): void;
+  spans?(
+    buf: string,
+    starts: readonly number[],
+    ends: readonly number[],
+    quoted: readonly number[],
+    count: number,
+    out: T[],
+  ): void;
 }
 
 /**

@@ -27,17 +27,29 @@ const bool = (name: string, v: string | undefined, dflt: boolean): boolean => {
 
 export function parseProps(p: ConnectionProperties): CsvProps {
   const folder = p['folder']?.trim();
-  if (!folder) throw new ConnectorError('InvalidProperties', 'The property folder is required: the folder that holds the CSV files.');
-  if (!path.isAbsolute(folder)) throw new ConnectorError('InvalidProperties', 'The property folder must be an absolute path.');
+  if (!folder)
+    throw new ConnectorError(
+      'InvalidProperties',
+      'The property folder is required: the folder that holds the CSV files.',
+    );
+  if (!path.isAbsolute(folder))
+    throw new ConnectorError('InvalidProperties', 'The property folder must be an absolute path.');
   let delimiter = p['delimiter'] ?? ',';
-  if (delimiter === '' ) delimiter = ',';
+  if (delimiter === '') delimiter = ',';
   if (delimiter.toLowerCase() === 'tab' || delimiter === '\\t') delimiter = '\t';
   if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\n' || delimiter === '\r') {
-    throw new ConnectorError('InvalidProperties', 'The property delimiter must be one character (or "tab"), not a quote or a line break.');
+    throw new ConnectorError(
+      'InvalidProperties',
+      'The property delimiter must be one character (or "tab"), not a quote or a line break.',
+    );
   }
   const inferText = p['inferRows']?.trim() || '1000';
   const inferRows = Number(inferText);
-  if (!Number.isInteger(inferRows) || inferRows < 0) throw new ConnectorError('InvalidProperties', 'The property inferRows must be a whole number (0 = read every field as text).');
+  if (!Number.isInteger(inferRows) || inferRows < 0)
+    throw new ConnectorError(
+      'InvalidProperties',
+      'The property inferRows must be a whole number (0 = read every field as text).',
+    );
   const encoding = (p['encoding']?.trim().toLowerCase() || 'utf8').replace('utf-8', 'utf8');
   if (encoding !== 'utf8' && encoding !== 'latin1' && encoding !== 'utf16le') {
     throw new ConnectorError('InvalidProperties', 'The property encoding must be utf8, latin1 or utf16le.');

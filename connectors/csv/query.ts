@@ -31,7 +31,11 @@ export const THREAD_MIN_CPUS = 2;
  * Whether a query reads its file in a scan thread: `on`, or `auto` on a machine with enough CPUs
  * for a file large enough. `size` is asked only when the answer depends on it.
  */
-export async function readsInThread(mode: CsvProps['readerThread'], cpus: number, size: () => Promise<number>): Promise<boolean> {
+export async function readsInThread(
+  mode: CsvProps['readerThread'],
+  cpus: number,
+  size: () => Promise<number>,
+): Promise<boolean> {
   if (mode !== 'auto') return mode === 'on';
   return cpus >= THREAD_MIN_CPUS && (await size()) >= THREAD_MIN_BYTES;
 }
@@ -61,8 +65,17 @@ export function requireFields(entity: CsvEntity, names: Iterable<string>): void 
  * typed in a scan thread (reader.ts `readInThread`), whose open threads are kept in `threads`.
  * Net change or an order sorts in bounded memory (sort.ts).
  */
-export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext, threads: Set<OpenScan>): AsyncGenerator<RecordBatch, void, undefined> {
-  const order = options.netChange ? [{ field: options.netChange.field, direction: 'asc' as const }] : (options.orderBy ?? []);
+export async function* queryEntity(
+  entity: CsvEntity,
+  filter: Filter | undefined,
+  options: QueryOptions,
+  props: CsvProps,
+  ctx: CallContext,
+  threads: Set<OpenScan>,
+): AsyncGenerator<RecordBatch, void, undefined> {
+  const order = options.netChange
+    ? [{ field: options.netChange.field, direction: 'asc' as const }]
+    : (options.orderBy ?? []);
   requireFields(entity, [...filterFields(filter), ...(options.fields ?? []), ...order.map((o) => o.field)]);
   const typeOf = (f: string) => entity.columns.find((c) => c.fullName === f)?.type;
   const conditions: Filter[] = [];
@@ -71,7 +84,11 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
   const test =
     conditions.length === 0
       ? undefined
-      : compileFilter(conditions.length === 1 ? conditions[0] : { op: 'and', args: conditions }, typeOf, (f) => new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${f}.`));
+      : compileFilter(
+          conditions.length === 1 ? conditions[0] : { op: 'and', args: conditions },
+          typeOf,
+          (f) => new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${f}.`),
+        );
   const fields = options.fields;
   const project = fields
     ? (r: ConnectorRecord): ConnectorRecord => {
@@ -85,7 +102,9 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
 
   const inThread = await threadFor(entity, props);
   async function* matching(): AsyncGenerator<ConnectorRecord[], void, undefined> {
-    const source = inThread ? readInThread(entity, props, ctx.log, ctx.signal, threads) : readWith(entity.file, props, ctx.signal, recordSink(entity, ctx.log, props.delimiter, props.hasHeader));
+    const source = inThread
+      ? readInThread(entity, props, ctx.log, ctx.signal, threads)
+      : readWith(entity.file, props, ctx.signal, recordSink(entity, ctx.log, props.delimiter, props.hasHeader));
     for await (const records of source) {
       const out = test ? records.filter(test) : records;
       if (out.length) yield out;
@@ -94,7 +113,11 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
 
   let source: AsyncIterable<ConnectorRecord[]> = matching();
   if (order.length) {
-    const cols = order.map((o) => ({ name: o.field, type: typeOf(o.field) ?? 'string', sign: o.direction === 'desc' ? -1 : 1 }));
+    const cols = order.map((o) => ({
+      name: o.field,
+      type: typeOf(o.field) ?? 'string',
+      sign: o.direction === 'desc' ? -1 : 1,
+    }));
     source = sortRecords(
       source,
       (a, b) => {
@@ -102,7 +125,14 @@ export async function* queryEntity(entity: CsvEntity, filter: Filter | undefined
           const x = a[c.name];
           const y = b[c.name];
           // Nulls last, as PostgreSQL orders ascending.
-          const d = x === null || x === undefined ? (y === null || y === undefined ? 0 : 1) : y === null || y === undefined ? -1 : compareValues(c.type, x, y) * c.sign;
+          const d =
+            x === null || x === undefined
+              ? y === null || y === undefined
+                ? 0
+                : 1
+              : y === null || y === undefined
+                ? -1
+                : compareValues(c.type, x, y) * c.sign;
           if (d !== 0) return d;
         }
         return 0;
@@ -140,17 +170,33 @@ export function readsPacked(options: QueryOptions): boolean {
  * scan thread gets its batches packed there (reader.ts `readPackedInThread`); any other is read
  * as records and packed here.
  */
-export async function* queryEntityPacked(entity: CsvEntity, filter: Filter | undefined, options: QueryOptions, props: CsvProps, ctx: CallContext, threads: Set<OpenScan>): AsyncGenerator<PackedBatch, void, undefined> {
+export async function* queryEntityPacked(
+  entity: CsvEntity,
+  filter: Filter | undefined,
+  options: QueryOptions,
+  props: CsvProps,
+  ctx: CallContext,
+  threads: Set<OpenScan>,
+): AsyncGenerator<PackedBatch, void, undefined> {
   const fields = options.fields ?? entity.columns.map((c) => c.fullName);
   requireFields(entity, [...filterFields(filter), ...fields]);
   if (filter !== undefined || !readsPacked(options) || !(await threadFor(entity, props))) {
-    for await (const records of queryEntity(entity, filter, options, props, ctx, threads)) yield packRecords(records, fields);
+    for await (const records of queryEntity(entity, filter, options, props, ctx, threads))
+      yield packRecords(records, fields);
     return;
   }
   // As queryEntity counts: whole rows, and a limit below 1 still gives the first.
   const limit = Math.max(1, Math.ceil(options.limit ?? Infinity));
   let sent = 0;
-  for await (const batch of readPackedInThread(entity, props, ctx.log, ctx.signal, threads, fields, options.batchSize)) {
+  for await (const batch of readPackedInThread(
+    entity,
+    props,
+    ctx.log,
+    ctx.signal,
+    threads,
+    fields,
+    options.batchSize,
+  )) {
     throwIfAborted(ctx.signal);
     const out = sent + batch.rows > limit ? slicePacked(batch, 0, limit - sent) : batch;
     sent += out.rows;

@@ -17,11 +17,20 @@ const CHUNK = 1 << 18;
  * makes of them. Streamed: at most one chunk of text and its rows are in memory. Breaking out
  * closes the file.
  */
-export function readRows(file: string, props: CsvProps, signal?: AbortSignal): AsyncGenerator<CsvRow[], void, undefined> {
+export function readRows(
+  file: string,
+  props: CsvProps,
+  signal?: AbortSignal,
+): AsyncGenerator<CsvRow[], void, undefined> {
   return readWith<CsvRow>(file, props, signal);
 }
 
-export async function* readWith<T>(file: string, props: CsvProps, signal?: AbortSignal, sink?: CsvSink<T>): AsyncGenerator<T[], void, undefined> {
+export async function* readWith<T>(
+  file: string,
+  props: CsvProps,
+  signal?: AbortSignal,
+  sink?: CsvSink<T>,
+): AsyncGenerator<T[], void, undefined> {
   const stream = fs.createReadStream(file, { encoding: props.encoding, highWaterMark: CHUNK });
   const parser = new CsvParser<T>(props.delimiter, '"', sink);
   let first = true;
@@ -54,7 +63,13 @@ export async function* readWith<T>(file: string, props: CsvProps, signal?: Abort
  * (records.ts). The thread stops, and the file is closed, when the caller has read to the end,
  * fails or breaks out, or when the session closes the threads in `threads`.
  */
-export async function* readInThread(entity: CsvEntity, props: CsvProps, log: ConnectorLog, signal: AbortSignal, threads: Set<OpenScan>): AsyncGenerator<ConnectorRecord[], void, undefined> {
+export async function* readInThread(
+  entity: CsvEntity,
+  props: CsvProps,
+  log: ConnectorLog,
+  signal: AbortSignal,
+  threads: Set<OpenScan>,
+): AsyncGenerator<ConnectorRecord[], void, undefined> {
   const records = packedRecords(entity, log);
   for await (const batch of scanBatches(entity, (fh) => startScan(fh, scanSettings(entity, props)), signal, threads)) {
     const out = records(batch);
@@ -68,22 +83,50 @@ export async function* readInThread(entity: CsvEntity, props: CsvProps, log: Con
  * {@link readInThread}'s records. Only the cells the thread could not settle become strings here,
  * to go through their field's converter. The thread's life is {@link readInThread}'s.
  */
-export async function* readPackedInThread(entity: CsvEntity, props: CsvProps, log: ConnectorLog, signal: AbortSignal, threads: Set<OpenScan>, fields: readonly string[], batchSize: number): AsyncGenerator<PackedBatch, void, undefined> {
+export async function* readPackedInThread(
+  entity: CsvEntity,
+  props: CsvProps,
+  log: ConnectorLog,
+  signal: AbortSignal,
+  threads: Set<OpenScan>,
+  fields: readonly string[],
+  batchSize: number,
+): AsyncGenerator<PackedBatch, void, undefined> {
   const columns = fields.map((f) => entity.columns.findIndex((c) => c.fullName === f));
-  if (columns.some((i) => i < 0)) throw new ConnectorError('FieldNotFound', `The entity ${entity.fullName} has no field ${fields[columns.findIndex((i) => i < 0)]}.`);
+  if (columns.some((i) => i < 0))
+    throw new ConnectorError(
+      'FieldNotFound',
+      `The entity ${entity.fullName} has no field ${fields[columns.findIndex((i) => i < 0)]}.`,
+    );
   const settle = settlePacked(entity, log, columns, fields);
   const packed = { fields: columns, batchSize };
-  for await (const batch of scanBatches(entity, (fh) => startPackedScan(fh, { ...scanSettings(entity, props), packed }), signal, threads)) {
+  for await (const batch of scanBatches(
+    entity,
+    (fh) => startPackedScan(fh, { ...scanSettings(entity, props), packed }),
+    signal,
+    threads,
+  )) {
     if (batch.rows) yield settle(batch);
   }
 }
 
 function scanSettings(entity: CsvEntity, props: CsvProps): Omit<ScanSettings, 'fd'> {
-  return { encoding: props.encoding, delimiter: props.delimiter, hasHeader: props.hasHeader, columns: scanColumns(entity), chunk: CHUNK };
+  return {
+    encoding: props.encoding,
+    delimiter: props.delimiter,
+    hasHeader: props.hasHeader,
+    columns: scanColumns(entity),
+    chunk: CHUNK,
+  };
 }
 
 /** The batches a scan thread answers for an entity's file, up to the last; the thread is in `threads` while it runs. */
-async function* scanBatches<T extends ScanBatch | ScanPacked>(entity: CsvEntity, start: (fh: fsp.FileHandle) => ScanThread<T>, signal: AbortSignal, threads: Set<OpenScan>): AsyncGenerator<T, void, undefined> {
+async function* scanBatches<T extends ScanBatch | ScanPacked>(
+  entity: CsvEntity,
+  start: (fh: fsp.FileHandle) => ScanThread<T>,
+  signal: AbortSignal,
+  threads: Set<OpenScan>,
+): AsyncGenerator<T, void, undefined> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(entity.file, 'r');
@@ -128,7 +171,11 @@ export function fileError(err: unknown, file: string): unknown {
   switch (code) {
     case 'ENOENT':
       // The folder itself gone (a share unmounted, a disk away) is the datastore's absence, not the entity's.
-      if (!fs.existsSync(path.dirname(file))) return new ConnectorError('Unreachable', `The folder ${path.dirname(file)} does not exist or is not mounted.`, { nativeCode: code, cause: err });
+      if (!fs.existsSync(path.dirname(file)))
+        return new ConnectorError('Unreachable', `The folder ${path.dirname(file)} does not exist or is not mounted.`, {
+          nativeCode: code,
+          cause: err,
+        });
       return new ConnectorError('EntityNotFound', `The file ${file} does not exist.`, { nativeCode: code, cause: err });
     case 'EACCES':
     case 'EPERM':
@@ -141,7 +188,10 @@ export function fileError(err: unknown, file: string): unknown {
     case 'EMFILE':
     case 'ENFILE':
     case 'EBUSY':
-      return new ConnectorError('Datastore', `The file ${file} could not be read or written (${code}).`, { nativeCode: code, cause: err });
+      return new ConnectorError('Datastore', `The file ${file} could not be read or written (${code}).`, {
+        nativeCode: code,
+        cause: err,
+      });
     default:
       return err;
   }

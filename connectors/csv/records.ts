@@ -76,7 +76,8 @@ export function recordBuilder(entity: CsvEntity, log: ConnectorLog): (row: CsvRo
   return (row) => {
     for (let i = 0; i < n; i++) {
       const raw: CsvField | undefined = row[i];
-      vals[i] = raw === null || raw === undefined ? null : isString[i] ? raw : raw === '' ? null : (convs[i] as Convert)(raw);
+      vals[i] =
+        raw === null || raw === undefined ? null : isString[i] ? raw : raw === '' ? null : (convs[i] as Convert)(raw);
     }
     return make(vals);
   };
@@ -91,7 +92,13 @@ const enum Kind {
   Other,
 }
 
-const KIND_OF: Partial<Record<PropertyType, Kind>> = { string: Kind.Text, integer: Kind.Integer, double: Kind.Double, boolean: Kind.Boolean, decimal: Kind.Decimal };
+const KIND_OF: Partial<Record<PropertyType, Kind>> = {
+  string: Kind.Text,
+  integer: Kind.Integer,
+  double: Kind.Double,
+  boolean: Kind.Boolean,
+  decimal: Kind.Decimal,
+};
 const TRUE = 'true';
 const FALSE = 'false';
 const { plainNumber, isPlainDecimal, equalsAt } = cellReaders();
@@ -103,7 +110,12 @@ const { plainNumber, isPlainDecimal, equalsAt } = cellReaders();
  * converter like the cells of quoted lines (which come as rows, through {@link recordBuilder}).
  * The first record is skipped when the file has a header.
  */
-export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: string, hasHeader: boolean): CsvSink<ConnectorRecord> {
+export function recordSink(
+  entity: CsvEntity,
+  log: ConnectorLog,
+  delimiter: string,
+  hasHeader: boolean,
+): CsvSink<ConnectorRecord> {
   const cols = entity.columns;
   const n = cols.length;
   const names = cols.map((c) => c.fullName);
@@ -144,7 +156,11 @@ export function recordSink(entity: CsvEntity, log: ConnectorLog, delimiter: stri
               break;
             }
             case Kind.Boolean:
-              v = equalsAt(buf, pos, fe, TRUE) ? true : equalsAt(buf, pos, fe, FALSE) ? false : (convs[i] as Convert)(buf.slice(pos, fe));
+              v = equalsAt(buf, pos, fe, TRUE)
+                ? true
+                : equalsAt(buf, pos, fe, FALSE)
+                  ? false
+                  : (convs[i] as Convert)(buf.slice(pos, fe));
               break;
             case Kind.Decimal:
               v = isPlainDecimal(buf, pos, fe) ? buf.slice(pos, fe) : (convs[i] as Convert)(buf.slice(pos, fe));
@@ -245,7 +261,12 @@ export function packedRecords(entity: CsvEntity, log: ConnectorLog): (batch: Sca
  * on unchanged (the bytes are already there), else the value itself (CELL_VALUE). `columns` are
  * the column indices of the batch's `fields`.
  */
-export function settlePacked(entity: CsvEntity, log: ConnectorLog, columns: readonly number[], fields: readonly string[]): (batch: ScanPacked) => PackedBatch {
+export function settlePacked(
+  entity: CsvEntity,
+  log: ConnectorLog,
+  columns: readonly number[],
+  fields: readonly string[],
+): (batch: ScanPacked) => PackedBatch {
   const all = entity.columns.map((c) => converter(c, log, entity.fullName));
   const convs = columns.map((i) => all[i] as Convert);
   const names = [...fields];

@@ -109,10 +109,25 @@ export type ScanReply = { reply: ScanBatch; transfer: ArrayBuffer[] };
 export type PackedReply = { reply: ScanPacked; transfer: ArrayBuffer[] };
 
 /** The thread's request handler: each call answers the next batch and starts reading the one after. */
-export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings & { packed: PackedScan }): () => PackedReply;
-export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings & { packed?: undefined }): () => ScanReply;
+export function csvScanner(
+  Parser: typeof CsvParser,
+  cells: CellReaders,
+  io: ScanIo,
+  settings: ScanSettings & { packed: PackedScan },
+): () => PackedReply;
+export function csvScanner(
+  Parser: typeof CsvParser,
+  cells: CellReaders,
+  io: ScanIo,
+  settings: ScanSettings & { packed?: undefined },
+): () => ScanReply;
 // eslint-disable-next-line max-lines-per-function -- shipped as source text into the thread; it cannot call helpers outside its body
-export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: ScanIo, settings: ScanSettings): () => ScanReply | PackedReply {
+export function csvScanner(
+  Parser: typeof CsvParser,
+  cells: CellReaders,
+  io: ScanIo,
+  settings: ScanSettings,
+): () => ScanReply | PackedReply {
   const { plainNumber, isPlainDecimal, equalsAt } = cells;
   const KINDS = ['text', 'integer', 'double', 'boolean', 'decimal', 'pattern', 'raw'];
   // 0 text, 1 integer, 2 double, 3 boolean, 4 decimal, 5 pattern, 6 raw.
@@ -449,7 +464,24 @@ export function csvScanner(Parser: typeof CsvParser, cells: CellReaders, io: Sca
       batch = make();
     }
     if (!batch.done) prefetch();
-    if ('raws' in batch) return { reply: batch, transfer: [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer, batch.text.buffer as ArrayBuffer] };
-    return { reply: batch, transfer: [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.starts.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer] };
+    if ('raws' in batch)
+      return {
+        reply: batch,
+        transfer: [
+          batch.tags.buffer as ArrayBuffer,
+          batch.nums.buffer as ArrayBuffer,
+          batch.ends.buffer as ArrayBuffer,
+          batch.text.buffer as ArrayBuffer,
+        ],
+      };
+    return {
+      reply: batch,
+      transfer: [
+        batch.tags.buffer as ArrayBuffer,
+        batch.nums.buffer as ArrayBuffer,
+        batch.starts.buffer as ArrayBuffer,
+        batch.ends.buffer as ArrayBuffer,
+      ],
+    };
   };
 }

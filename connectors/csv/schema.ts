@@ -1,7 +1,15 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { ConnectorError, PROPERTY_TYPES, coerceValue, INVALID, uniqueFullNames, toFullName, type PropertyType } from '../../src/connectors/sdk.js';
+import {
+  ConnectorError,
+  PROPERTY_TYPES,
+  coerceValue,
+  INVALID,
+  uniqueFullNames,
+  toFullName,
+  type PropertyType,
+} from '../../src/connectors/sdk.js';
 import type { CsvColumn, CsvEntity } from './entity.js';
 import { readRows, fileError } from './reader.js';
 import type { CsvProps } from './properties.js';
@@ -26,7 +34,9 @@ const SchemaField = z.object({
   description: z.string().default(''),
 });
 const SchemaFile = z.object({
-  entities: z.record(z.string(), z.object({ fields: z.array(SchemaField), description: z.string().default('') })).default({}),
+  entities: z
+    .record(z.string(), z.object({ fields: z.array(SchemaField), description: z.string().default('') }))
+    .default({}),
 });
 export type SchemaFile = z.infer<typeof SchemaFile>;
 
@@ -47,7 +57,10 @@ export async function readSchemaFile(props: CsvProps): Promise<SchemaFile> {
   const parsed = SchemaFile.safeParse(json);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    throw new ConnectorError('InvalidProperties', `The schema file ${props.schemaFile} is not valid: ${first ? `${first.path.join('.')}: ${first.message}` : 'unknown problem'}.`);
+    throw new ConnectorError(
+      'InvalidProperties',
+      `The schema file ${props.schemaFile} is not valid: ${first ? `${first.path.join('.')}: ${first.message}` : 'unknown problem'}.`,
+    );
   }
   return parsed.data;
 }
@@ -66,7 +79,10 @@ export async function listEntityFiles(props: CsvProps): Promise<string[]> {
     names = entries.filter((e) => e.isFile() && e.name.toLowerCase().endsWith(props.extension)).map((e) => e.name);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new ConnectorError('Unreachable', `The folder ${props.folder} does not exist or is not mounted.`, { nativeCode: code });
+    if (code === 'ENOENT')
+      throw new ConnectorError('Unreachable', `The folder ${props.folder} does not exist or is not mounted.`, {
+        nativeCode: code,
+      });
     throw fileError(err, props.folder);
   }
   return names.sort();
@@ -78,7 +94,12 @@ export function entityNameOf(fileName: string, props: CsvProps): string {
 }
 
 /** Describes one file: header, then types from the schema file or inferred. */
-export async function describeFile(fileName: string, fullName: string, props: CsvProps, schema: SchemaFile): Promise<CsvEntity> {
+export async function describeFile(
+  fileName: string,
+  fullName: string,
+  props: CsvProps,
+  schema: SchemaFile,
+): Promise<CsvEntity> {
   const file = path.join(props.folder, fileName);
   const declared = schema.entities[fileName];
   const sample: (string | null)[][] = [];
@@ -97,11 +118,17 @@ export async function describeFile(fileName: string, fullName: string, props: Cs
   const fullNames = uniqueFullNames(headers);
   const data = props.hasHeader ? sample.slice(1) : sample;
   const columns: CsvColumn[] = headers.map((h, i) => {
-    const d = declared?.fields.find((f) => f.name === h) ?? declared?.fields.find((f) => toFullName(f.name) === fullNames[i]);
+    const d =
+      declared?.fields.find((f) => f.name === h) ?? declared?.fields.find((f) => toFullName(f.name) === fullNames[i]);
     return {
       name: h,
       fullName: fullNames[i] as string,
-      type: d ? d.type : inferType(data.map((r) => r[i] ?? null), props.inferRows),
+      type: d
+        ? d.type
+        : inferType(
+            data.map((r) => r[i] ?? null),
+            props.inferRows,
+          ),
       isPrimaryKey: d?.primaryKey ?? false,
       size: d?.size ?? 0,
       description: d?.description ?? '',

@@ -44,7 +44,9 @@ export async function* sortRecords(
     readers = runFiles.map((f) => new RunReader(f));
     const memory = new MemoryRun(run);
     const sources: Head[] = [...readers, memory];
-    const heap = new Heap<{ rec: ConnectorRecord; order: number }>((a, b) => compare(a.rec, b.rec) || a.order - b.order);
+    const heap = new Heap<{ rec: ConnectorRecord; order: number }>(
+      (a, b) => compare(a.rec, b.rec) || a.order - b.order,
+    );
     for (let i = 0; i < sources.length; i++) {
       const rec = await (sources[i] as Head).next();
       if (rec) heap.push({ rec, order: i });

@@ -59,7 +59,13 @@ export class ScanThread<T = ScanBatch> implements OpenScan {
     // thread would cost the Agent's thread tens of milliseconds). A young generation of its own
     // size: the --max-semi-space-size=128 the Agent runs with applies to every isolate, and the
     // thread's short-lived garbage needs far less.
-    this.#thread = new WorkerThread<0, T>({ name: 'CSV scan', factory, data, execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+    this.#thread = new WorkerThread<0, T>({
+      name: 'CSV scan',
+      factory,
+      data,
+      execArgv: [],
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+    });
   }
 
   /** The next batch; rejects at once when `signal` fires (the query then closes the thread). */
@@ -107,6 +113,9 @@ export function startScan(file: FileHandle, settings: Omit<ScanSettings, 'fd' | 
 }
 
 /** {@link startScan} in packed mode: the thread answers packed batches of `settings.packed`'s fields. */
-export function startPackedScan(file: FileHandle, settings: Omit<ScanSettings, 'fd'> & { packed: PackedScan }): ScanThread<ScanPacked> {
+export function startPackedScan(
+  file: FileHandle,
+  settings: Omit<ScanSettings, 'fd'> & { packed: PackedScan },
+): ScanThread<ScanPacked> {
   return new ScanThread<ScanPacked>(SCANNER, { ...settings, fd: file.fd }, () => file.close());
 }

@@ -31,11 +31,13 @@ function prepare(entity: CsvEntity, index: Map<string, number>, rec: ConnectorRe
   const values: (Value | undefined)[] = new Array<Value | undefined>(entity.columns.length);
   for (const key in rec) {
     const i = index.get(key);
-    if (i === undefined) return { error: failed('UnknownField', `The entity ${entity.fullName} has no field ${key}.`, { field: key }) };
+    if (i === undefined)
+      return { error: failed('UnknownField', `The entity ${entity.fullName} has no field ${key}.`, { field: key }) };
     const col = entity.columns[i];
     if (!col) continue;
     const v = coerceValue(col.type, rec[key]);
-    if (v === INVALID) return { error: failed('InvalidValue', `The value of ${key} is not a valid ${col.type}.`, { field: key }) };
+    if (v === INVALID)
+      return { error: failed('InvalidValue', `The value of ${key} is not a valid ${col.type}.`, { field: key }) };
     values[i] = v;
   }
   return { values };
@@ -54,7 +56,10 @@ export async function writeEntity(
   if (action === 'Create') return appendRecords(entity, index, batch, props);
   const keyNames = options.keyFields ?? entity.columns.filter((c) => c.isPrimaryKey).map((c) => c.fullName);
   if (keyNames.length === 0) {
-    throw new ConnectorError('Unsupported', `${action} on ${entity.fullName} needs key fields: declare a primary key in the schema file or give lookup fields.`);
+    throw new ConnectorError(
+      'Unsupported',
+      `${action} on ${entity.fullName} needs key fields: declare a primary key in the schema file or give lookup fields.`,
+    );
   }
   const keyIdx = keyNames.map((k) => {
     const i = index.get(k);
@@ -65,7 +70,12 @@ export async function writeEntity(
 }
 
 /** Create: checked records appended as lines, in one append per batch. */
-async function appendRecords(entity: CsvEntity, index: Map<string, number>, batch: readonly ConnectorRecord[], props: CsvProps): Promise<WriteResult[]> {
+async function appendRecords(
+  entity: CsvEntity,
+  index: Map<string, number>,
+  batch: readonly ConnectorRecord[],
+  props: CsvProps,
+): Promise<WriteResult[]> {
   const results: WriteResult[] = new Array<WriteResult>(batch.length);
   let text = '';
   for (let r = 0; r < batch.length; r++) {
@@ -74,12 +84,15 @@ async function appendRecords(entity: CsvEntity, index: Map<string, number>, batc
       results[r] = p.error;
       continue;
     }
-    text += formatRow(p.values.map((v) => v ?? null), props.delimiter);
+    text += formatRow(
+      p.values.map((v) => v ?? null),
+      props.delimiter,
+    );
     results[r] = OK_ONE;
   }
   if (text) {
     try {
-      const prefix = await needsNewline(entity.file) ? '\n' : '';
+      const prefix = (await needsNewline(entity.file)) ? '\n' : '';
       await fsp.appendFile(entity.file, prefix + text, { encoding: props.encoding });
     } catch (err) {
       throw fileError(err, entity.file);
@@ -131,7 +144,11 @@ async function rewriteRecords(
     }
     const missing = keyIdx.find((i) => p.values[i] === undefined || p.values[i] === null);
     if (missing !== undefined) {
-      results[r] = failed('MissingKey', `The record has no value for the key field ${entity.columns[missing]?.fullName}.`, { field: entity.columns[missing]?.fullName });
+      results[r] = failed(
+        'MissingKey',
+        `The record has no value for the key field ${entity.columns[missing]?.fullName}.`,
+        { field: entity.columns[missing]?.fullName },
+      );
       prepared.push(undefined);
       return;
     }

@@ -1,4 +1,12 @@
-import { CELL_DECIMAL, CELL_NULL, CELL_NUMBER, CELL_TEXT, packedValue, type PackedBatch, type Value } from '../../src/connectors/sdk.js';
+import {
+  CELL_DECIMAL,
+  CELL_NULL,
+  CELL_NUMBER,
+  CELL_TEXT,
+  packedValue,
+  type PackedBatch,
+  type Value,
+} from '../../src/connectors/sdk.js';
 
 /**
  * Records → `COPY … FROM STDIN (FORMAT binary)` data. The server skips its text input functions
@@ -324,7 +332,7 @@ function pgDays(s: string): number {
   const m = digits(s, 5, 2);
   const d = digits(s, 8, 2);
   if (y < 1 || m < 1 || m > 12 || d < 1) return NaN;
-  const leap = m === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0;
+  const leap = m === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 1 : 0;
   if (d > (MONTH_DAYS[m - 1] as number) + leap) return NaN;
   return daysFromCivil(y, m, d) - PG_EPOCH_DAYS;
 }
@@ -481,7 +489,7 @@ function timeFromBytes(w: BinaryWriter, kind: Kind, b: Buffer, start: number, en
   const m = digitBytes(b, start + 5, 2);
   const d = digitBytes(b, start + 8, 2);
   if (y < 1 || m < 1 || m > 12 || d < 1) return false;
-  const leap = m === 2 && (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0;
+  const leap = m === 2 && y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 1 : 0;
   if (d > (MONTH_DAYS[m - 1] as number) + leap) return false;
   const days = daysFromCivil(y, m, d) - PG_EPOCH_DAYS;
   if (kind === Kind.Date) {
@@ -549,7 +557,12 @@ function writeValue(w: BinaryWriter, kind: Kind, writer: FieldWriter, v: Exclude
  * `names` and `writers` are in the COPY column order. A record whose keys come in that order is
  * read with for-in (V8 reads each value by its field index); others by name.
  */
-export function encodeBinary(records: readonly (Readonly<Record<string, Value>> | undefined)[], names: readonly string[], writers: readonly FieldWriter[], stream?: (chunk: Buffer) => void): Buffer[] | undefined {
+export function encodeBinary(
+  records: readonly (Readonly<Record<string, Value>> | undefined)[],
+  names: readonly string[],
+  writers: readonly FieldWriter[],
+  stream?: (chunk: Buffer) => void,
+): Buffer[] | undefined {
   const w = new BinaryWriter(undefined, stream ? STREAM_CHUNK : undefined);
   let sent = 0;
   const n = names.length;
@@ -605,7 +618,13 @@ export function encodeBinary(records: readonly (Readonly<Record<string, Value>> 
  * are read from them; every other cell is written as {@link encodeBinary} writes its value.
  * `skip`, when given: the rows `r` with `skip[r] !== 0` are left out.
  */
-export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writers: readonly FieldWriter[], send: (chunk: Buffer) => void, skip?: Uint8Array): boolean {
+export function encodePackedBinary(
+  b: PackedBatch,
+  cols: readonly number[],
+  writers: readonly FieldWriter[],
+  send: (chunk: Buffer) => void,
+  skip?: Uint8Array,
+): boolean {
   const w = new BinaryWriter(send, STREAM_CHUNK);
   const n = cols.length;
   const width = b.fields.length;
@@ -634,12 +653,28 @@ export function encodePackedBinary(b: PackedBatch, cols: readonly number[], writ
           const buf = w.buf;
           for (let k = 0; k < len; k++) buf[p + k] = text[start + k] as number;
         } else text.copy(w.buf, p, start, start + len);
-      } else if (t === CELL_TEXT && (kind === Kind.Date || kind === Kind.Timestamp) && timeFromBytes(w, kind, text, nums[v] as number, ends[v] as number)) continue;
-      else if (t === CELL_NUMBER && kind === Kind.Int4 && ((nums[v] as number) | 0) === nums[v]) put32(w.buf, fixed(w, 4), nums[v]);
+      } else if (
+        t === CELL_TEXT &&
+        (kind === Kind.Date || kind === Kind.Timestamp) &&
+        timeFromBytes(w, kind, text, nums[v] as number, ends[v] as number)
+      )
+        continue;
+      else if (t === CELL_NUMBER && kind === Kind.Int4 && ((nums[v] as number) | 0) === nums[v])
+        put32(w.buf, fixed(w, 4), nums[v]);
       // A decimal cell is its number's text (packedValue): written from the number, without making the text.
-      else if ((t === CELL_NUMBER || t === CELL_DECIMAL) && kind === Kind.Numeric && numericFromNumber(w, nums[v] as number)) continue;
+      else if (
+        (t === CELL_NUMBER || t === CELL_DECIMAL) &&
+        kind === Kind.Numeric &&
+        numericFromNumber(w, nums[v] as number)
+      )
+        continue;
       // A decimal's text, from its bytes.
-      else if (t === CELL_TEXT && kind === Kind.Numeric && numericFromText(w, text, nums[v] as number, ends[v] as number)) continue;
+      else if (
+        t === CELL_TEXT &&
+        kind === Kind.Numeric &&
+        numericFromText(w, text, nums[v] as number, ends[v] as number)
+      )
+        continue;
       else {
         const x = packedValue(b, v);
         if (x === null) writeNull(w);

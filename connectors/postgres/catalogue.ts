@@ -1,5 +1,11 @@
 import type { PoolClient } from 'pg';
-import { CHECKPOINT_TABLE, toFullName, uniqueFullNames, type ForeignKey, type PropertyType } from '../../src/connectors/sdk.js';
+import {
+  CHECKPOINT_TABLE,
+  toFullName,
+  uniqueFullNames,
+  type ForeignKey,
+  type PropertyType,
+} from '../../src/connectors/sdk.js';
 import { propertyTypeOf } from './types.js';
 
 export interface PgColumn {
@@ -35,7 +41,8 @@ export interface PgTable {
 
 /** `"schema"."table"` */
 export const quoteIdent = (s: string): string => `"${s.replace(/"/g, '""')}"`;
-export const qualified = (t: Pick<PgTable, 'schema' | 'name'>): string => `${quoteIdent(t.schema)}.${quoteIdent(t.name)}`;
+export const qualified = (t: Pick<PgTable, 'schema' | 'name'>): string =>
+  `${quoteIdent(t.schema)}.${quoteIdent(t.name)}`;
 
 const TABLES = `
 SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind,
@@ -65,12 +72,35 @@ SELECT con.conrelid::int AS oid, con.contype AS type, con.conname AS name, array
  WHERE con.contype IN ('p', 'f') AND con.conrelid = ANY($1::oid[])
  ORDER BY con.conrelid, con.conname`;
 
-interface TableRow { oid: number; schema: string; name: string; kind: string; description: string }
-interface ColumnRow {
-  oid: number; attnum: number; name: string; sql_type: string; typname: string; typcategory: string; typmod: number;
-  not_null: boolean; has_default: boolean; identity: string; generated: string; description: string;
+interface TableRow {
+  oid: number;
+  schema: string;
+  name: string;
+  kind: string;
+  description: string;
 }
-interface ConstraintRow { oid: number; type: string; name: string; keys: string; ref_oid: number; ref_keys: string }
+interface ColumnRow {
+  oid: number;
+  attnum: number;
+  name: string;
+  sql_type: string;
+  typname: string;
+  typcategory: string;
+  typmod: number;
+  not_null: boolean;
+  has_default: boolean;
+  identity: string;
+  generated: string;
+  description: string;
+}
+interface ConstraintRow {
+  oid: number;
+  type: string;
+  name: string;
+  keys: string;
+  ref_oid: number;
+  ref_keys: string;
+}
 
 const nums = (s: string): number[] => (s ? s.split(',').map(Number) : []);
 
@@ -81,7 +111,10 @@ const nums = (s: string): number[] => (s ? s.split(',').map(Number) : []);
 export async function readCatalogue(client: PoolClient, schemas: string[]): Promise<PgTable[]> {
   const tables = (await client.query<TableRow>(TABLES, [schemas, CHECKPOINT_TABLE])).rows;
   const oids = tables.map((t) => t.oid);
-  const [cols, cons] = [(await client.query<ColumnRow>(COLUMNS, [oids])).rows, (await client.query<ConstraintRow>(CONSTRAINTS, [oids])).rows];
+  const [cols, cons] = [
+    (await client.query<ColumnRow>(COLUMNS, [oids])).rows,
+    (await client.query<ConstraintRow>(CONSTRAINTS, [oids])).rows,
+  ];
   const fullNames = uniqueFullNames(tables.map((t) => (t.schema === 'public' ? t.name : `${t.schema}_${t.name}`)));
   const colsByTable = new Map<number, ColumnRow[]>();
   for (const c of cols) colsByTable.set(c.oid, [...(colsByTable.get(c.oid) ?? []), c]);

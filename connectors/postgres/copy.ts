@@ -32,7 +32,12 @@ export class CopyIn implements Submittable {
   }
 
   submit(connection: Connection): void {
-    const con = connection as unknown as { query(text: string): void; sendCopyFromChunk(b: Buffer): void; endCopyFrom(): void; sendCopyFail(msg: string): void };
+    const con = connection as unknown as {
+      query(text: string): void;
+      sendCopyFromChunk(b: Buffer): void;
+      endCopyFrom(): void;
+      sendCopyFail(msg: string): void;
+    };
     con.query(this.text);
     try {
       this.produce((chunk) => con.sendCopyFromChunk(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk));

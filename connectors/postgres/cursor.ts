@@ -10,18 +10,28 @@ import { callError, isLost, markLost } from './errors.js';
  * the connection's failure, not the statement's). A pool that cannot give a connection fails with
  * `Unreachable` unless the server refused the credentials or the database.
  */
-export async function checkout(pool: Pool, ctx: CallContext): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
+export async function checkout(
+  pool: Pool,
+  ctx: CallContext,
+): Promise<{ client: PoolClient; release: (err?: Error) => void }> {
   let client: PoolClient;
   try {
     client = await pool.connect();
   } catch (err) {
     const mapped = callError(err, 'No connection to the server');
     if (mapped !== err) throw mapped;
-    throw new ConnectorError('Unreachable', `No connection to the server: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ConnectorError(
+      'Unreachable',
+      `No connection to the server: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   const onError = (err: Error): void => {
     markLost(client, err);
-    ctx.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'postgres connection failed while in use');
+    ctx.log.warn(
+      { err: { message: err.message, code: (err as { code?: string }).code } },
+      'postgres connection failed while in use',
+    );
   };
   const onEnd = (): void => markLost(client);
   client.on('error', onError);
@@ -81,7 +91,14 @@ let cursorSeq = 0;
  * batch is handed on, so the server reads while the caller works. Only one batch (plus the one in
  * flight) is ever in memory.
  */
-export async function* cursorRows(pool: Pool, config: PoolConfig, sql: string, params: unknown[], batchSize: number, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* cursorRows(
+  pool: Pool,
+  config: PoolConfig,
+  sql: string,
+  params: unknown[],
+  batchSize: number,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   throwIfAborted(ctx.signal);
   const { client, release } = await checkout(pool, ctx);
   const stopCancel = cancelOnAbort(config, client, ctx);
@@ -89,7 +106,9 @@ export async function* cursorRows(pool: Pool, config: PoolConfig, sql: string, p
   let failed: Error | undefined;
   let pending: Promise<RecordBatch> | undefined;
   const fetch = (): Promise<RecordBatch> => {
-    const p = client.query<Record<string, string | number | boolean | null>>(`FETCH FORWARD ${batchSize} FROM ${name}`).then((r) => r.rows);
+    const p = client
+      .query<Record<string, string | number | boolean | null>>(`FETCH FORWARD ${batchSize} FROM ${name}`)
+      .then((r) => r.rows);
     p.catch(() => undefined);
     return p;
   };

@@ -45,7 +45,16 @@ export function isLost(client: object): boolean {
   return lostClients.has(client);
 }
 
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+const NETWORK = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
 
 /**
  * A whole-call failure as the ConnectorError the host maps. An error without a SQLSTATE that the
@@ -56,18 +65,28 @@ export function callError(err: unknown, what: string, client?: object): unknown 
   if (typeof err !== 'object' || err === null || (err as { name?: unknown }).name === 'ConnectorError') return err;
   const code = (err as { code?: unknown }).code;
   const msg = err instanceof Error ? err.message : 'unknown error';
-  if (typeof code === 'string' && NETWORK.has(code)) return new ConnectorError('Unreachable', `${what}: the server cannot be reached (${code}).`, { nativeCode: code, cause: err });
+  if (typeof code === 'string' && NETWORK.has(code))
+    return new ConnectorError('Unreachable', `${what}: the server cannot be reached (${code}).`, {
+      nativeCode: code,
+      cause: err,
+    });
   const state = sqlState(err);
-  if (!state && (lostErrors.has(err) || (client !== undefined && lostClients.has(client)))) return new ConnectorError('Unreachable', `${what}: the connection to the server was lost (${msg}).`, { cause: err });
+  if (!state && (lostErrors.has(err) || (client !== undefined && lostClients.has(client))))
+    return new ConnectorError('Unreachable', `${what}: the connection to the server was lost (${msg}).`, {
+      cause: err,
+    });
   if (!state) return err;
   const cls = state.slice(0, 2);
   const opts = { nativeCode: state, cause: err };
-  if (state === '28P01' || state === '28000' || state === '42501') return new ConnectorError('AuthFailed', `${what}: ${msg}`, opts);
+  if (state === '28P01' || state === '28000' || state === '42501')
+    return new ConnectorError('AuthFailed', `${what}: ${msg}`, opts);
   if (state === '3D000' || state === '3F000') return new ConnectorError('InvalidProperties', `${what}: ${msg}`, opts);
   if (state === '42P01') return new ConnectorError('EntityNotFound', `${what}: ${msg}`, opts);
   if (state === '42703') return new ConnectorError('FieldNotFound', `${what}: ${msg}`, opts);
   if (state === '57014') return new ConnectorError('Aborted', `${what}: the statement was cancelled.`, opts);
-  if (cls === '08' || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300') return new ConnectorError('Unreachable', `${what}: ${msg}`, opts);
-  if (cls === '42' || cls === '0A' || cls === '22' || cls === '21') return new ConnectorError('InvalidQuery', `${what}: ${msg}`, opts);
+  if (cls === '08' || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300')
+    return new ConnectorError('Unreachable', `${what}: ${msg}`, opts);
+  if (cls === '42' || cls === '0A' || cls === '22' || cls === '21')
+    return new ConnectorError('InvalidQuery', `${what}: ${msg}`, opts);
   return new ConnectorError('Datastore', `${what}: ${msg}`, opts);
 }

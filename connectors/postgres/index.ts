@@ -85,26 +85,52 @@ class PgSession implements ConnectorSession {
     return connectionMetadata([...(await this.catalogue(ctx)).values()]);
   }
 
-  async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  async *query(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<RecordBatch, void, undefined> {
     const table = await this.table(entity, ctx);
     yield* queryTable(this.pool, this.config, table, filter, options, ctx);
   }
 
-  async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+  async write(
+    action: WriteAction,
+    entity: string,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
     return this.writer.write(action, await this.table(entity, ctx), batch, options, ctx);
   }
 
-  async writePacked(action: WriteAction, entity: string, batch: PackedBatch, options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+  async writePacked(
+    action: WriteAction,
+    entity: string,
+    batch: PackedBatch,
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
     return this.writer.writePacked(action, await this.table(entity, ctx), batch, options, ctx);
   }
 
-  async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  async *nativeQuery(
+    statement: string,
+    params: readonly Value[],
+    options: NativeQueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<RecordBatch, void, undefined> {
     yield* nativeRows(this.pool, this.config, statement, params, options.batchSize, ctx);
     // A statement may have changed the schema.
     this.tables = undefined;
   }
 
-  async ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, ctx: CallContext): Promise<EnsureEntityResult> {
+  async ensureEntity(
+    source: EntityMetadata,
+    options: EnsureEntityOptions,
+    ctx: CallContext,
+  ): Promise<EnsureEntityResult> {
     const name = options.entity ?? source.fullName;
     const existing = (await this.catalogue(ctx)).get(name);
     const { client, release } = await checkout(this.pool, ctx);
@@ -115,7 +141,9 @@ class PgSession implements ConnectorSession {
       release();
     }
     const md = connectionMetadata([...(await this.catalogue(ctx)).values()]);
-    const entity = md.entities.find((e) => e.fullName === name) ?? md.entities.find((e) => e.originalName === `${this.props.targetSchema}.${name}`);
+    const entity =
+      md.entities.find((e) => e.fullName === name) ??
+      md.entities.find((e) => e.originalName === `${this.props.targetSchema}.${name}`);
     if (!entity) throw new ConnectorError('Datastore', `The table ${name} is missing after it was created.`);
     return { entity, created: res.created, addedFields: res.addedFields, mismatchedFields: res.mismatched };
   }
@@ -132,7 +160,12 @@ class PgSession implements ConnectorSession {
 async function openPool(props: PgProps, ctx: CallContext): Promise<Pool> {
   const pool = new pg.Pool(props.pool);
   // An idle connection that breaks emits 'error' on the pool; unheard, it would end the process.
-  pool.on('error', (err) => ctx.log.warn({ err: { message: err.message, code: (err as { code?: string }).code } }, 'idle postgres connection failed'));
+  pool.on('error', (err) =>
+    ctx.log.warn(
+      { err: { message: err.message, code: (err as { code?: string }).code } },
+      'idle postgres connection failed',
+    ),
+  );
   try {
     const client = await pool.connect();
     client.release();
@@ -140,7 +173,9 @@ async function openPool(props: PgProps, ctx: CallContext): Promise<Pool> {
     await pool.end().catch(() => undefined);
     const mapped = callError(err, 'Cannot connect to PostgreSQL');
     // A failure while connecting without a code (a time-out) is still a failure to reach the server.
-    throw mapped === err ? new ConnectorError('Unreachable', `Cannot connect to PostgreSQL: ${(err as Error).message}`, { cause: err }) : mapped;
+    throw mapped === err
+      ? new ConnectorError('Unreachable', `Cannot connect to PostgreSQL: ${(err as Error).message}`, { cause: err })
+      : mapped;
   }
   return pool;
 }

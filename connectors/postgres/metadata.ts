@@ -1,6 +1,12 @@
-import { relationshipsByEntity, SQL_CONNECTION_ACTIONS, SQL_TABLE_ACTIONS, SQL_VIEW_ACTIONS, type ConnectionMetadata, type EntityMetadata } from '../../src/connectors/sdk.js';
+import {
+  relationshipsByEntity,
+  SQL_CONNECTION_ACTIONS,
+  SQL_TABLE_ACTIONS,
+  SQL_VIEW_ACTIONS,
+  type ConnectionMetadata,
+  type EntityMetadata,
+} from '../../src/connectors/sdk.js';
 import type { PgTable } from './catalogue.js';
-
 
 export function connectionMetadata(tables: PgTable[]): ConnectionMetadata {
   const rels = relationshipsByEntity(tables.flatMap((t) => t.foreignKeys));

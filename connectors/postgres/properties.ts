@@ -24,16 +24,23 @@ export function parseProps(p: ConnectionProperties): PgProps {
     const v = text(k);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new ConnectorError('InvalidProperties', `The property ${k} must be a whole number from ${min} to ${max}.`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new ConnectorError('InvalidProperties', `The property ${k} must be a whole number from ${min} to ${max}.`);
     return n;
   };
   const connectionString = text('connectionString');
   const host = text('host');
-  if (!connectionString && !host) throw new ConnectorError('InvalidProperties', 'Give the property host (and database, user, password) or connectionString.');
+  if (!connectionString && !host)
+    throw new ConnectorError(
+      'InvalidProperties',
+      'Give the property host (and database, user, password) or connectionString.',
+    );
   const sslMode = (text('sslMode') ?? 'disable').toLowerCase();
-  if (!['disable', 'require', 'verify-full'].includes(sslMode)) throw new ConnectorError('InvalidProperties', 'The property sslMode must be disable, require or verify-full.');
+  if (!['disable', 'require', 'verify-full'].includes(sslMode))
+    throw new ConnectorError('InvalidProperties', 'The property sslMode must be disable, require or verify-full.');
   const syncCommit = (text('synchronousCommit') ?? 'on').toLowerCase();
-  if (!['on', 'off', 'local'].includes(syncCommit)) throw new ConnectorError('InvalidProperties', 'The property synchronousCommit must be on, off or local.');
+  if (!['on', 'off', 'local'].includes(syncCommit))
+    throw new ConnectorError('InvalidProperties', 'The property synchronousCommit must be on, off or local.');
   const pool: PoolConfig = {
     ...(connectionString ? { connectionString } : {}),
     ...(host ? { host } : {}),

@@ -22,7 +22,11 @@ export function columnOf(table: PgTable, field: string): PgColumn {
 }
 
 /** The SELECT of a query (columns aliased to fullNames) and its parameters. */
-export function selectSql(table: PgTable, filter: Filter | undefined, options: QueryOptions): { sql: string; params: unknown[] } {
+export function selectSql(
+  table: PgTable,
+  filter: Filter | undefined,
+  options: QueryOptions,
+): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const columns = options.fields ? options.fields.map((f) => columnOf(table, f)) : table.columns;
   const dialect = {
@@ -43,7 +47,8 @@ export function selectSql(table: PgTable, filter: Filter | undefined, options: Q
   }
   let sql = `SELECT ${columns.map((c) => `${quoteIdent(c.name)} AS ${quoteIdent(c.fullName)}`).join(', ')} FROM ${qualified(table)}`;
   if (where.length) sql += ` WHERE ${where.join(' AND ')}`;
-  if (order.length) sql += ` ORDER BY ${order.map((o) => `${quoteIdent(columnOf(table, o.field).name)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`).join(', ')}`;
+  if (order.length)
+    sql += ` ORDER BY ${order.map((o) => `${quoteIdent(columnOf(table, o.field).name)} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`).join(', ')}`;
   if (options.limit !== undefined) {
     params.push(options.limit);
     sql += ` LIMIT $${params.length}`;
@@ -51,7 +56,14 @@ export function selectSql(table: PgTable, filter: Filter | undefined, options: Q
   return { sql, params };
 }
 
-export function queryTable(pool: Pool, config: PoolConfig, table: PgTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export function queryTable(
+  pool: Pool,
+  config: PoolConfig,
+  table: PgTable,
+  filter: Filter | undefined,
+  options: QueryOptions,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   const { sql, params } = selectSql(table, filter, options);
   return cursorRows(pool, config, sql, params, options.batchSize, ctx);
 }
@@ -63,11 +75,20 @@ const CURSOR_STATEMENT = /^\s*(?:\(\s*)*(?:SELECT|VALUES|TABLE|WITH)\b/i;
  * statements run once and yield their RETURNING rows, or one record `{ affected }`. Column names
  * become fullNames (unique). A WITH that modifies data cannot be a cursor: it is run once.
  */
-export async function* nativeRows(pool: Pool, config: PoolConfig, statement: string, params: readonly Value[], batchSize: number, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* nativeRows(
+  pool: Pool,
+  config: PoolConfig,
+  statement: string,
+  params: readonly Value[],
+  batchSize: number,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   if (CURSOR_STATEMENT.test(statement)) {
     let yielded = false;
     try {
-      for await (const batch of renamed(cursorRows(pool, config, statement.replace(/;\s*$/, ''), [...params], batchSize, ctx))) {
+      for await (const batch of renamed(
+        cursorRows(pool, config, statement.replace(/;\s*$/, ''), [...params], batchSize, ctx),
+      )) {
         yielded = true;
         yield batch;
       }
@@ -99,7 +120,9 @@ export async function* nativeRows(pool: Pool, config: PoolConfig, statement: str
 }
 
 /** Cursor rows keyed by column name → keyed by fullName. */
-async function* renamed(source: AsyncGenerator<RecordBatch, void, undefined>): AsyncGenerator<RecordBatch, void, undefined> {
+async function* renamed(
+  source: AsyncGenerator<RecordBatch, void, undefined>,
+): AsyncGenerator<RecordBatch, void, undefined> {
   let names: Map<string, string> | undefined;
   for await (const batch of source) {
     if (!names) {
@@ -108,6 +131,8 @@ async function* renamed(source: AsyncGenerator<RecordBatch, void, undefined>): A
       names = keys.some((k, i) => k !== full[i]) ? new Map(keys.map((k, i) => [k, full[i] as string])) : new Map();
     }
     const map = names;
-    yield map.size === 0 ? batch : batch.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [map.get(k) ?? k, v])));
+    yield map.size === 0
+      ? batch
+      : batch.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [map.get(k) ?? k, v])));
   }
 }

@@ -59,7 +59,11 @@ export const pgTypes = {
 };
 
 /** Property type, size and scale of a column from its type name (the base type of a domain) and typmod. */
-export function propertyTypeOf(typname: string, typcategory: string, typmod: number): { type: PropertyType; size: number; scale?: number } {
+export function propertyTypeOf(
+  typname: string,
+  typcategory: string,
+  typmod: number,
+): { type: PropertyType; size: number; scale?: number } {
   switch (typname) {
     case 'int2':
       return { type: 'integer', size: 2 };
@@ -69,7 +73,9 @@ export function propertyTypeOf(typname: string, typcategory: string, typmod: num
     case 'oid':
       return { type: 'integer', size: 8 };
     case 'numeric':
-      return typmod >= 4 ? { type: 'decimal', size: ((typmod - 4) >> 16) & 0xffff, scale: (typmod - 4) & 0xffff } : { type: 'decimal', size: 0 };
+      return typmod >= 4
+        ? { type: 'decimal', size: ((typmod - 4) >> 16) & 0xffff, scale: (typmod - 4) & 0xffff }
+        : { type: 'decimal', size: 0 };
     case 'float4':
     case 'float8':
       return { type: 'double', size: 0 };
@@ -132,7 +138,21 @@ export type ToText = (v: Value | undefined) => string | null;
 
 export function textConverter(type: PropertyType): ToText {
   if (type === 'binary') {
-    return (v) => (v === null || v === undefined ? null : typeof v === 'string' ? `\\x${Buffer.from(v, 'base64').toString('hex')}` : String(v));
+    return (v) =>
+      v === null || v === undefined
+        ? null
+        : typeof v === 'string'
+          ? `\\x${Buffer.from(v, 'base64').toString('hex')}`
+          : String(v);
   }
-  return (v) => (v === null || v === undefined ? null : typeof v === 'string' ? v : typeof v === 'boolean' ? (v ? 't' : 'f') : String(v));
+  return (v) =>
+    v === null || v === undefined
+      ? null
+      : typeof v === 'string'
+        ? v
+        : typeof v === 'boolean'
+          ? v
+            ? 't'
+            : 'f'
+          : String(v);
 }

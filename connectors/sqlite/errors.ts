@@ -38,14 +38,30 @@ export function callError(err: unknown, what: string): unknown {
   const code = sqliteCode(err);
   const msg = err instanceof Error ? err.message : String(err);
   const failure = workerFailure(err);
-  if (!code && failure !== undefined) return new ConnectorError(failure === 'closed' ? 'Aborted' : 'Datastore', `${what}: ${msg}`, { cause: err });
+  if (!code && failure !== undefined)
+    return new ConnectorError(failure === 'closed' ? 'Aborted' : 'Datastore', `${what}: ${msg}`, { cause: err });
   if (!code) return err;
-  if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_CANTOPEN_')) return new ConnectorError('Unreachable', `${what}: the database file cannot be opened.`, { nativeCode: code, cause: err });
-  if (code === 'SQLITE_PERM' || code === 'SQLITE_AUTH' || code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_')) {
+  if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_CANTOPEN_'))
+    return new ConnectorError('Unreachable', `${what}: the database file cannot be opened.`, {
+      nativeCode: code,
+      cause: err,
+    });
+  if (
+    code === 'SQLITE_PERM' ||
+    code === 'SQLITE_AUTH' ||
+    code === 'SQLITE_READONLY' ||
+    code.startsWith('SQLITE_READONLY_')
+  ) {
     return new ConnectorError('AuthFailed', `${what}: no permission (${msg}).`, { nativeCode: code, cause: err });
   }
-  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') return new ConnectorError('InvalidProperties', `${what}: the file is not a usable SQLite database.`, { nativeCode: code, cause: err });
-  if (code === 'SQLITE_ERROR') return new ConnectorError('InvalidQuery', `${what}: ${msg}`, { nativeCode: code, cause: err });
-  if (code === 'SQLITE_INTERRUPT') return new ConnectorError('Aborted', `${what}: interrupted.`, { nativeCode: code, cause: err });
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')
+    return new ConnectorError('InvalidProperties', `${what}: the file is not a usable SQLite database.`, {
+      nativeCode: code,
+      cause: err,
+    });
+  if (code === 'SQLITE_ERROR')
+    return new ConnectorError('InvalidQuery', `${what}: ${msg}`, { nativeCode: code, cause: err });
+  if (code === 'SQLITE_INTERRUPT')
+    return new ConnectorError('Aborted', `${what}: interrupted.`, { nativeCode: code, cause: err });
   return new ConnectorError('Datastore', `${what}: ${msg}`, { nativeCode: code, cause: err });
 }

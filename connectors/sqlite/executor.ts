@@ -74,7 +74,11 @@ export const FAILED = -2;
  * transaction it finds open at a batch's start is one of its own batches left unfinished, and is
  * undone; on a shared connection (the session's) the batch runs inside it, as a savepoint.
  */
-export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[], owned: boolean): (job: ExecJob) => ExecResult {
+export function sqliteExecutor(
+  db: ExecDatabase,
+  recordCodes: readonly string[],
+  owned: boolean,
+): (job: ExecJob) => ExecResult {
   // The statuses once more: the body must not refer to anything outside it (the types keep them equal).
   const notFound: typeof NOT_FOUND = -1;
   const failedStatus: typeof FAILED = -2;
@@ -198,7 +202,8 @@ export function sqliteExecutor(db: ExecDatabase, recordCodes: readonly string[],
           const stackLimit = Error.stackTraceLimit;
           Error.stackTraceLimit = 0;
           try {
-            for (let r = 0; r < c.rows; r++) one(c, c.rows === 1 ? vals : vals.slice(r * c.cols, (r + 1) * c.cols), at + r);
+            for (let r = 0; r < c.rows; r++)
+              one(c, c.rows === 1 ? vals : vals.slice(r * c.cols, (r + 1) * c.cols), at + r);
           } finally {
             Error.stackTraceLimit = stackLimit;
           }

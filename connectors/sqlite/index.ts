@@ -53,9 +53,16 @@ function open(props: SqliteProps, readonly: boolean): Database.Database {
   try {
     if (!props.create || readonly) {
       // better-sqlite3 reports a missing file only as a generic error: check it first.
-      if (!fs.existsSync(props.file)) throw new ConnectorError('Unreachable', `The database file ${props.file} does not exist.`, { nativeCode: 'ENOENT' });
+      if (!fs.existsSync(props.file))
+        throw new ConnectorError('Unreachable', `The database file ${props.file} does not exist.`, {
+          nativeCode: 'ENOENT',
+        });
     }
-    db = new Database(props.file, { readonly: readonly || props.readOnly, fileMustExist: !props.create || readonly, timeout: props.busyTimeoutMs });
+    db = new Database(props.file, {
+      readonly: readonly || props.readOnly,
+      fileMustExist: !props.create || readonly,
+      timeout: props.busyTimeoutMs,
+    });
   } catch (err) {
     throw callError(err, `The database ${props.file} cannot be opened`);
   }
@@ -119,7 +126,12 @@ class SqliteSession implements ConnectorSession {
     return connectionMetadata([...this.catalogue().values()]);
   }
 
-  async *query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  async *query(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<RecordBatch, void, undefined> {
     const table = this.table(entity);
     const thread = this.readerFor(options.batchSize, options.limit);
     if (thread) {
@@ -139,14 +151,25 @@ class SqliteSession implements ConnectorSession {
     return this.readsInThread(options.batchSize, options.limit);
   }
 
-  async *queryPacked(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
+  async *queryPacked(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<PackedBatch, void, undefined> {
     const table = this.table(entity);
     const thread = this.readerFor(options.batchSize, options.limit);
     if (!thread) throw new ConnectorError('Unsupported', 'This query is not read in the reader thread.');
     yield* queryTablePacked(thread, table, filter, options, ctx);
   }
 
-  async write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
+  async write(
+    action: WriteAction,
+    entity: string,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
     throwIfAborted(ctx.signal);
     if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
     const table = this.table(entity);
@@ -171,7 +194,12 @@ class SqliteSession implements ConnectorSession {
     // Inside a transaction of this connection (a native BEGIN) the write must join it.
     if (this.ownWritesOnly || this.db.inTransaction) return undefined;
     if (!this.writeThread?.alive) {
-      this.writeThread = new WriteThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: writePragmas(this.props), recordCodes: RECORD_SQLITE_CODES });
+      this.writeThread = new WriteThread({
+        file: this.props.file,
+        busyTimeoutMs: this.props.busyTimeoutMs,
+        pragmas: writePragmas(this.props),
+        recordCodes: RECORD_SQLITE_CODES,
+      });
     }
     return this.writeThread;
   }
@@ -184,16 +212,29 @@ class SqliteSession implements ConnectorSession {
    */
   private readerFor(batchSize: number, limit: number | undefined): ReadThread | undefined {
     if (!this.readsInThread(batchSize, limit)) return undefined;
-    if (!this.readThread?.alive) this.readThread = new ReadThread({ file: this.props.file, busyTimeoutMs: this.props.busyTimeoutMs, pragmas: READ_PRAGMAS });
+    if (!this.readThread?.alive)
+      this.readThread = new ReadThread({
+        file: this.props.file,
+        busyTimeoutMs: this.props.busyTimeoutMs,
+        pragmas: READ_PRAGMAS,
+      });
     return this.readThread;
   }
 
   private readsInThread(batchSize: number, limit: number | undefined): boolean {
     const mode = this.props.readerThread;
-    return !(mode === 'off' || (mode === 'auto' && (batchSize < THREAD_MIN_RECORDS || (limit !== undefined && limit <= THREAD_MIN_RECORDS))));
+    return !(
+      mode === 'off' ||
+      (mode === 'auto' && (batchSize < THREAD_MIN_RECORDS || (limit !== undefined && limit <= THREAD_MIN_RECORDS)))
+    );
   }
 
-  async *nativeQuery(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+  async *nativeQuery(
+    statement: string,
+    params: readonly Value[],
+    options: NativeQueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<RecordBatch, void, undefined> {
     let reads: boolean;
     try {
       reads = this.db.prepare(statement).reader;
@@ -217,7 +258,11 @@ class SqliteSession implements ConnectorSession {
     if (!reads) this.tables = undefined;
   }
 
-  async ensureEntity(source: EntityMetadata, options: EnsureEntityOptions, _ctx: CallContext): Promise<EnsureEntityResult> {
+  async ensureEntity(
+    source: EntityMetadata,
+    options: EnsureEntityOptions,
+    _ctx: CallContext,
+  ): Promise<EnsureEntityResult> {
     if (this.props.readOnly) throw new ConnectorError('Unsupported', 'The connection is read-only.');
     const name = options.entity ?? source.fullName;
     await this.writing;

@@ -1,6 +1,12 @@
-import { relationshipsByEntity, SQL_CONNECTION_ACTIONS, SQL_TABLE_ACTIONS, SQL_VIEW_ACTIONS, type ConnectionMetadata, type EntityMetadata } from '../../src/connectors/sdk.js';
+import {
+  relationshipsByEntity,
+  SQL_CONNECTION_ACTIONS,
+  SQL_TABLE_ACTIONS,
+  SQL_VIEW_ACTIONS,
+  type ConnectionMetadata,
+  type EntityMetadata,
+} from '../../src/connectors/sdk.js';
 import type { SqliteTable } from './catalogue.js';
-
 
 /** The SDK metadata of the catalogue. */
 export function connectionMetadata(tables: SqliteTable[]): ConnectionMetadata {

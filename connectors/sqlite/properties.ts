@@ -30,20 +30,35 @@ function flag(p: ConnectionProperties, name: string, dflt: boolean): boolean {
 
 function threadMode(p: ConnectionProperties, name: string): 'auto' | 'on' | 'off' {
   const v = (p[name] ?? '').trim().toLowerCase() || 'auto';
-  if (v !== 'auto' && v !== 'on' && v !== 'off') throw new ConnectorError('InvalidProperties', `The property ${name} must be auto, on or off.`);
+  if (v !== 'auto' && v !== 'on' && v !== 'off')
+    throw new ConnectorError('InvalidProperties', `The property ${name} must be auto, on or off.`);
   return v;
 }
 
 export function parseProps(p: ConnectionProperties): SqliteProps {
   const file = p['file']?.trim();
-  if (!file) throw new ConnectorError('InvalidProperties', 'The property file is required: the path of the SQLite database file.');
-  if (!path.isAbsolute(file)) throw new ConnectorError('InvalidProperties', 'The property file must be an absolute path.');
+  if (!file)
+    throw new ConnectorError(
+      'InvalidProperties',
+      'The property file is required: the path of the SQLite database file.',
+    );
+  if (!path.isAbsolute(file))
+    throw new ConnectorError('InvalidProperties', 'The property file must be an absolute path.');
   const busy = Number(p['busyTimeoutMs']?.trim() || '5000');
-  if (!Number.isInteger(busy) || busy < 0) throw new ConnectorError('InvalidProperties', 'The property busyTimeoutMs must be a whole number of milliseconds.');
+  if (!Number.isInteger(busy) || busy < 0)
+    throw new ConnectorError('InvalidProperties', 'The property busyTimeoutMs must be a whole number of milliseconds.');
   const journalMode = (p['journalMode'] ?? '').trim().toUpperCase();
-  if (!JOURNAL.includes(journalMode)) throw new ConnectorError('InvalidProperties', `The property journalMode must be one of ${JOURNAL.filter(Boolean).join(', ')} or empty.`);
+  if (!JOURNAL.includes(journalMode))
+    throw new ConnectorError(
+      'InvalidProperties',
+      `The property journalMode must be one of ${JOURNAL.filter(Boolean).join(', ')} or empty.`,
+    );
   const synchronous = (p['synchronous'] ?? '').trim().toUpperCase();
-  if (!SYNC.includes(synchronous)) throw new ConnectorError('InvalidProperties', `The property synchronous must be one of ${SYNC.filter(Boolean).join(', ')} or empty.`);
+  if (!SYNC.includes(synchronous))
+    throw new ConnectorError(
+      'InvalidProperties',
+      `The property synchronous must be one of ${SYNC.filter(Boolean).join(', ')} or empty.`,
+    );
   return {
     file,
     readOnly: flag(p, 'readOnly', false),

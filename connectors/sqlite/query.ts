@@ -33,10 +33,23 @@ type Row = (number | bigint | string | Buffer | null)[];
  * (`iterate`), so only one batch is in memory; the statement and its connection are released when
  * the caller stops.
  */
-export async function* streamRows(db: Database.Database, sql: string, params: Bind[], names: string[], convs: ReadConvert[], batchSize: number, limitRows: number | undefined, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* streamRows(
+  db: Database.Database,
+  sql: string,
+  params: Bind[],
+  names: string[],
+  convs: ReadConvert[],
+  batchSize: number,
+  limitRows: number | undefined,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   let it: IterableIterator<Row>;
   try {
-    it = db.prepare(sql).raw(true).safeIntegers(true).iterate(...params) as IterableIterator<Row>;
+    it = db
+      .prepare(sql)
+      .raw(true)
+      .safeIntegers(true)
+      .iterate(...params) as IterableIterator<Row>;
   } catch (err) {
     throw callError(err, 'The query failed');
   }
@@ -81,7 +94,15 @@ export async function* streamRows(db: Database.Database, sql: string, params: Bi
  * thread steps the statement and packs each batch; this side turns the packed values into records
  * with the same converters as {@link streamRows}, while the thread reads the next batch.
  */
-export async function* threadRows(thread: ReadThread, sql: string, params: Bind[], names: string[], convs: ReadConvert[], batchSize: number, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* threadRows(
+  thread: ReadThread,
+  sql: string,
+  params: Bind[],
+  names: string[],
+  convs: ReadConvert[],
+  batchSize: number,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   const n = names.length;
   const make = recordMaker(names);
   const vals = new Array<Value>(n);
@@ -117,7 +138,16 @@ export async function* threadRows(thread: ReadThread, sql: string, params: Bind[
  * it (`bytes`: with the text as UTF-8 bytes); stopped early, the thread releases the statement
  * and its connection.
  */
-async function* threadBatches<T>(thread: ReadThread, sql: string, params: Bind[], cols: number, batchSize: number, bytes: boolean, ctx: CallContext, make: (b: ReadBatch) => T): AsyncGenerator<T, void, undefined> {
+async function* threadBatches<T>(
+  thread: ReadThread,
+  sql: string,
+  params: Bind[],
+  cols: number,
+  batchSize: number,
+  bytes: boolean,
+  ctx: CallContext,
+  make: (b: ReadBatch) => T,
+): AsyncGenerator<T, void, undefined> {
   let b: ReadBatch;
   try {
     b = await thread.open(sql, params, batchSize, cols, bytes);
@@ -176,7 +206,16 @@ function packOf(type: PropertyType): Pack {
  * converters decide every case the fast paths below do not), and text stays in the thread's UTF-8
  * bytes, so no record and no string is made for it.
  */
-export async function* threadPacked(thread: ReadThread, sql: string, params: Bind[], names: string[], types: PropertyType[], convs: ReadConvert[], batchSize: number, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
+export async function* threadPacked(
+  thread: ReadThread,
+  sql: string,
+  params: Bind[],
+  names: string[],
+  types: PropertyType[],
+  convs: ReadConvert[],
+  batchSize: number,
+  ctx: CallContext,
+): AsyncGenerator<PackedBatch, void, undefined> {
   const n = names.length;
   const packs = types.map(packOf);
   yield* threadBatches(thread, sql, params, n, batchSize, true, ctx, (b) => {
@@ -209,7 +248,12 @@ export async function* threadPacked(thread: ReadThread, sql: string, params: Bin
         const start = pos;
         const end = ends[s++] as number;
         pos = end;
-        if (t === 2 && (pack === Pack.Plain || pack === Pack.Decimal || (pack === Pack.Datetime && datetimeInPlace(text, start, end)))) {
+        if (
+          t === 2 &&
+          (pack === Pack.Plain ||
+            pack === Pack.Decimal ||
+            (pack === Pack.Datetime && datetimeInPlace(text, start, end)))
+        ) {
           out[v] = CELL_TEXT;
           nums[v] = start;
           cellEnds[v] = end;
@@ -256,15 +300,29 @@ function asciiPrefix(text: Buffer, start: number, n: number): boolean {
 }
 
 /** A table's query, on a connection of the session's thread or in its reader thread. */
-export function queryTable(from: Database.Database | ReadThread, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export function queryTable(
+  from: Database.Database | ReadThread,
+  table: SqliteTable,
+  filter: Filter | undefined,
+  options: QueryOptions,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   const { sql, params, columns } = selectSql(table, filter, options);
   const names = columns.map((c) => c.fullName);
   const convs = columns.map((c) => readConverter(c.type));
-  return from instanceof ReadThread ? threadRows(from, sql, params, names, convs, options.batchSize, ctx) : streamRows(from, sql, params, names, convs, options.batchSize, undefined, ctx);
+  return from instanceof ReadThread
+    ? threadRows(from, sql, params, names, convs, options.batchSize, ctx)
+    : streamRows(from, sql, params, names, convs, options.batchSize, undefined, ctx);
 }
 
 /** A table's query in the reader thread, as packed batches. */
-export function queryTablePacked(thread: ReadThread, table: SqliteTable, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncGenerator<PackedBatch, void, undefined> {
+export function queryTablePacked(
+  thread: ReadThread,
+  table: SqliteTable,
+  filter: Filter | undefined,
+  options: QueryOptions,
+  ctx: CallContext,
+): AsyncGenerator<PackedBatch, void, undefined> {
   const { sql, params, columns } = selectSql(table, filter, options);
   return threadPacked(
     thread,
@@ -279,7 +337,13 @@ export function queryTablePacked(thread: ReadThread, table: SqliteTable, filter:
 }
 
 /** Native query: rows of a reading statement, or one record `{ affected }` for the others. */
-export async function* nativeRows(db: Database.Database, statement: string, params: readonly Value[], batchSize: number, ctx: CallContext): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* nativeRows(
+  db: Database.Database,
+  statement: string,
+  params: readonly Value[],
+  batchSize: number,
+  ctx: CallContext,
+): AsyncGenerator<RecordBatch, void, undefined> {
   let stmt: Database.Statement;
   try {
     stmt = db.prepare(statement);
@@ -297,5 +361,14 @@ export async function* nativeRows(db: Database.Database, statement: string, para
     return;
   }
   const names = uniqueFullNames(stmt.columns().map((c) => c.name));
-  yield* streamRows(db, statement, binds, names, names.map(() => readConverter('string')), batchSize, undefined, ctx);
+  yield* streamRows(
+    db,
+    statement,
+    binds,
+    names,
+    names.map(() => readConverter('string')),
+    batchSize,
+    undefined,
+    ctx,
+  );
 }

@@ -48,16 +48,24 @@ export interface ReaderSettings {
 
 interface ReaderDb {
   pragma(sql: string): unknown;
-  prepare(sql: string): { raw(on: boolean): { safeIntegers(on: boolean): { iterate(...params: unknown[]): Iterator<unknown[]> } } };
+  prepare(sql: string): {
+    raw(on: boolean): { safeIntegers(on: boolean): { iterate(...params: unknown[]): Iterator<unknown[]> } };
+  };
   close(): void;
   readonly open: boolean;
 }
 
-type ReaderDbClass = new (file: string, options: { readonly: boolean; fileMustExist: boolean; timeout: number }) => ReaderDb;
+type ReaderDbClass = new (
+  file: string,
+  options: { readonly: boolean; fileMustExist: boolean; timeout: number },
+) => ReaderDb;
 
 /** The thread's request handler, bound to the better-sqlite3 class and the session's settings. */
 // eslint-disable-next-line max-lines-per-function -- shipped as source text into the thread; it cannot call helpers outside its body
-export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req: ReadRequest) => { reply: ReadBatch | { closed: true }; transfer: ArrayBuffer[] } {
+export function sqliteReader(
+  Db: ReaderDbClass,
+  settings: ReaderSettings,
+): (req: ReadRequest) => { reply: ReadBatch | { closed: true }; transfer: ArrayBuffer[] } {
   interface Cursor {
     db: ReaderDb;
     it: Iterator<unknown[]>;
@@ -215,7 +223,11 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
   const answer = (id: number, cur: Cursor, batch: ReadBatch): { reply: ReadBatch; transfer: ArrayBuffer[] } => {
     if (batch.done) cursors.delete(id);
     else prefetch(id, cur);
-    const transfer = [batch.tags.buffer as ArrayBuffer, batch.nums.buffer as ArrayBuffer, batch.ends.buffer as ArrayBuffer];
+    const transfer = [
+      batch.tags.buffer as ArrayBuffer,
+      batch.nums.buffer as ArrayBuffer,
+      batch.ends.buffer as ArrayBuffer,
+    ];
     if (batch.bytes) transfer.push(batch.bytes.buffer as ArrayBuffer);
     return { reply: batch, transfer };
   };
@@ -227,14 +239,30 @@ export function sqliteReader(Db: ReaderDbClass, settings: ReaderSettings): (req:
       try {
         for (const p of settings.pragmas) db.pragma(p);
         // Blobs arrive as Uint8Array; better-sqlite3 binds Buffers.
-        const params = req.params.map((p) => (p instanceof Uint8Array ? Buffer.from(p.buffer, p.byteOffset, p.byteLength) : p));
-        it = db.prepare(req.sql).raw(true).safeIntegers(true).iterate(...params);
+        const params = req.params.map((p) =>
+          p instanceof Uint8Array ? Buffer.from(p.buffer, p.byteOffset, p.byteLength) : p,
+        );
+        it = db
+          .prepare(req.sql)
+          .raw(true)
+          .safeIntegers(true)
+          .iterate(...params);
       } catch (err) {
         db.close();
         throw err;
       }
       const id = nextCursor++;
-      const cur: Cursor = { db, it, batch: Math.max(1, req.batch), cols: req.cols, bytes: req.bytes === true, ready: undefined, error: undefined, done: false, timer: undefined };
+      const cur: Cursor = {
+        db,
+        it,
+        batch: Math.max(1, req.batch),
+        cols: req.cols,
+        bytes: req.bytes === true,
+        ready: undefined,
+        error: undefined,
+        done: false,
+        timer: undefined,
+      };
       cursors.set(id, cur);
       let first: ReadBatch;
       try {

@@ -25,7 +25,11 @@ function expr(c: SqliteColumn): string {
 }
 
 /** The SELECT of a query, with its bound parameters. */
-export function selectSql(table: SqliteTable, filter: Filter | undefined, options: QueryOptions): { sql: string; params: Bind[]; columns: SqliteColumn[] } {
+export function selectSql(
+  table: SqliteTable,
+  filter: Filter | undefined,
+  options: QueryOptions,
+): { sql: string; params: Bind[]; columns: SqliteColumn[] } {
   const params: Bind[] = [];
   const columns = options.fields ? options.fields.map((f) => columnOf(table, f)) : table.columns;
   const bind = (v: FilterValue, field: string, kind: 'value' | 'pattern'): string => {
@@ -40,7 +44,8 @@ export function selectSql(table: SqliteTable, filter: Filter | undefined, option
   const dialect = {
     column: (f: string) => quoteIdent(columnOf(table, f).name),
     param: bind,
-    compare: (f: string, col: string, op: string, p: string) => (columnOf(table, f).type === 'datetime' ? `julianday(${col}) ${op} julianday(${p})` : `${col} ${op} ${p}`),
+    compare: (f: string, col: string, op: string, p: string) =>
+      columnOf(table, f).type === 'datetime' ? `julianday(${col}) ${op} julianday(${p})` : `${col} ${op} ${p}`,
   };
   const where: string[] = [];
   if (filter) where.push(filterToSql(filter, dialect));
@@ -52,7 +57,8 @@ export function selectSql(table: SqliteTable, filter: Filter | undefined, option
   }
   let sql = `SELECT ${columns.map((c) => quoteIdent(c.name)).join(', ')} FROM ${quoteIdent(table.name)}`;
   if (where.length) sql += ` WHERE ${where.join(' AND ')}`;
-  if (order.length) sql += ` ORDER BY ${order.map((o) => `${expr(columnOf(table, o.field))} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`).join(', ')}`;
+  if (order.length)
+    sql += ` ORDER BY ${order.map((o) => `${expr(columnOf(table, o.field))} ${o.direction === 'desc' ? 'DESC' : 'ASC'} NULLS LAST`).join(', ')}`;
   if (options.limit !== undefined) {
     sql += ' LIMIT ?';
     params.push(options.limit);

@@ -45,7 +45,14 @@ class SqliteThread<Req, Res> {
     opts: SqliteThreadOptions & { extra?: unknown },
   ) {
     const lib = createRequire(import.meta.url).resolve('better-sqlite3');
-    const data = { lib, file: opts.file, readOnly: opts.readOnly === true, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas, extra: opts.extra };
+    const data = {
+      lib,
+      file: opts.file,
+      readOnly: opts.readOnly === true,
+      busyTimeoutMs: opts.busyTimeoutMs,
+      pragmas: opts.pragmas,
+      extra: opts.extra,
+    };
     this.thread = new WorkerThread<Req, Res>({ name: `SQLite ${role}`, factory: OPEN(factory), data });
   }
 
@@ -60,7 +67,9 @@ class SqliteThread<Req, Res> {
   }
 
   async close(): Promise<void> {
-    await this.thread.close(new WorkerThreadError(`the session was disconnected and its SQLite ${this.role} thread closed.`, 'closed'));
+    await this.thread.close(
+      new WorkerThreadError(`the session was disconnected and its SQLite ${this.role} thread closed.`, 'closed'),
+    );
   }
 }
 
@@ -78,7 +87,11 @@ export class WriteThread extends SqliteThread<ExecJob, ExecResult> {
   }
 
   run(job: ExecJob): Promise<ExecResult> {
-    return this.call(job, [job.tags.buffer as ArrayBuffer, job.nums.buffer as ArrayBuffer, job.ends.buffer as ArrayBuffer]);
+    return this.call(job, [
+      job.tags.buffer as ArrayBuffer,
+      job.nums.buffer as ArrayBuffer,
+      job.ends.buffer as ArrayBuffer,
+    ]);
   }
 }
 
@@ -90,7 +103,11 @@ export class WriteThread extends SqliteThread<ExecJob, ExecResult> {
 export class ReadThread extends SqliteThread<ReadRequest, ReadBatch | { closed: true }> {
   constructor(opts: SqliteThreadOptions) {
     const factory = `(db, extra, Database) => (${sqliteReader.toString()})(Database, extra)`;
-    super('reader', factory, { ...opts, readOnly: true, extra: { file: opts.file, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas } });
+    super('reader', factory, {
+      ...opts,
+      readOnly: true,
+      extra: { file: opts.file, busyTimeoutMs: opts.busyTimeoutMs, pragmas: opts.pragmas },
+    });
   }
 
   /** `bytes`: the batches carry their text as UTF-8 bytes (ReadBatch.bytes). */

@@ -15,7 +15,8 @@ export function propertyTypeOf(declared: string): { type: PropertyType; size: nu
   if (t.includes('DATETIME') || t.includes('TIMESTAMP')) return { type: 'datetime', size: 0 };
   if (t.includes('DATE')) return { type: 'date', size: 0 };
   if (t.includes('TIME')) return { type: 'time', size: 0 };
-  if (t.includes('DECIMAL') || t.includes('NUMERIC') || t.includes('MONEY')) return scale === undefined ? { type: 'decimal', size: n } : { type: 'decimal', size: n, scale };
+  if (t.includes('DECIMAL') || t.includes('NUMERIC') || t.includes('MONEY'))
+    return scale === undefined ? { type: 'decimal', size: n } : { type: 'decimal', size: n, scale };
   if (t.includes('JSON')) return { type: 'json', size: 0 };
   if (t.includes('UUID') || t.includes('GUID')) return { type: 'guid', size: 0 };
   if (t.includes('INT')) return { type: 'integer', size: t.includes('SMALL') ? 2 : t.includes('TINY') ? 1 : 8 };

@@ -82,9 +82,15 @@ export class SqliteWriter {
       : `INSERT INTO ${t} DEFAULT VALUES`;
     const setCols = cols.filter((c) => !keys.includes(c));
     const first = keys[0];
-    const set = setCols.length ? setCols.map((c) => `${quoteIdent(c.name)} = ?`).join(', ') : first ? `${quoteIdent(first.name)} = ${quoteIdent(first.name)}` : '';
+    const set = setCols.length
+      ? setCols.map((c) => `${quoteIdent(c.name)} = ?`).join(', ')
+      : first
+        ? `${quoteIdent(first.name)} = ${quoteIdent(first.name)}`
+        : '';
     const target = keys.map((k) => quoteIdent(k.name)).join(', ');
-    const onConflict = setCols.length ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = excluded.${quoteIdent(c.name)}`).join(', ')}` : 'DO NOTHING';
+    const onConflict = setCols.length
+      ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = excluded.${quoteIdent(c.name)}`).join(', ')}`
+      : 'DO NOTHING';
     sql = {
       insert,
       update: `UPDATE ${t} SET ${set} WHERE ${where}`,
@@ -100,9 +106,16 @@ export class SqliteWriter {
    * Checks the batch here, then runs its statements through `thread` when given (the session's
    * writer thread), else on this thread; both run the same executor.
    */
-  async write(action: WriteAction, table: SqliteTable, batch: readonly ConnectorRecord[], options: WriteOptions, thread?: WriteThread): Promise<WriteResult[]> {
+  async write(
+    action: WriteAction,
+    table: SqliteTable,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    thread?: WriteThread,
+  ): Promise<WriteResult[]> {
     if (table.isView) throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
-    if (options.checkpoint && action !== 'Create') throw new ConnectorError('Unsupported', `A checkpoint is saved with Create batches only, not with ${action}.`);
+    if (options.checkpoint && action !== 'Create')
+      throw new ConnectorError('Unsupported', `A checkpoint is saved with Create batches only, not with ${action}.`);
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
     const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
     const results: WriteResult[] = new Array<WriteResult>(batch.length);
@@ -115,7 +128,9 @@ export class SqliteWriter {
     try {
       let from = 0;
       do {
-        const limit = !thread ? batch.length : Math.min(batch.length, from + (from === 0 ? PART_RECORDS / 4 : PART_RECORDS));
+        const limit = !thread
+          ? batch.length
+          : Math.min(batch.length, from + (from === 0 ? PART_RECORDS / 4 : PART_RECORDS));
         const { job, indices, to } = this.pack(action, table, byName, keys, batch, results, from, limit);
         job.begin = from === 0;
         job.commit = to === batch.length;
@@ -134,14 +149,31 @@ export class SqliteWriter {
       await Promise.allSettled(parts.map((p) => Promise.resolve(p.out)));
       if (!committed && parts.length > 0) {
         try {
-          await exec({ begin: false, commit: false, abort: true, action, chunks: [], tags: new Uint8Array(0), nums: new Float64Array(0), text: '', ends: new Uint32Array(0), others: [] });
+          await exec({
+            begin: false,
+            commit: false,
+            abort: true,
+            action,
+            chunks: [],
+            tags: new Uint8Array(0),
+            nums: new Float64Array(0),
+            text: '',
+            ends: new Uint32Array(0),
+            others: [],
+          });
         } catch {
           // Nothing left to undo, or the thread is gone with its transaction.
         }
       }
       if (err instanceof ConnectorError) throw err;
       const mapped = callError(err, `The ${action} batch failed`);
-      throw mapped === err && !sqliteCode(err) ? new ConnectorError('Datastore', `The ${action} batch failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err }) : mapped;
+      throw mapped === err && !sqliteCode(err)
+        ? new ConnectorError(
+            'Datastore',
+            `The ${action} batch failed: ${err instanceof Error ? err.message : String(err)}`,
+            { cause: err },
+          )
+        : mapped;
     }
     return results;
   }
@@ -161,10 +193,17 @@ export class SqliteWriter {
       if (st === NOT_FOUND) results[index] = failed('NotFound', `No record of ${table.fullName} matches the key.`);
       else if (st === FAILED) {
         const e = errors.get(k);
-        results[index] = failed(recordErrorCode(e?.code) ?? 'ConstraintViolation', e?.message ?? 'The record was refused.', e ? { nativeCode: e.code } : {});
+        results[index] = failed(
+          recordErrorCode(e?.code) ?? 'ConstraintViolation',
+          e?.message ?? 'The record was refused.',
+          e ? { nativeCode: e.code } : {},
+        );
       } else {
         const rowid = out.rowids?.[k];
-        results[index] = rowid !== undefined && !Number.isNaN(rowid) && table.rowidAlias ? succeeded(st, { [table.rowidAlias]: rowid }) : succeeded(st);
+        results[index] =
+          rowid !== undefined && !Number.isNaN(rowid) && table.rowidAlias
+            ? succeeded(st, { [table.rowidAlias]: rowid })
+            : succeeded(st);
       }
     }
   }
@@ -225,7 +264,8 @@ export class SqliteWriter {
         for (const name in rec) {
           const c = byName.get(name);
           if (!c) bad = failed('UnknownField', `The entity ${table.fullName} has no field ${name}.`, { field: name });
-          else if (c.generated) bad = failed('InvalidValue', `The field ${name} is generated and cannot be written.`, { field: name });
+          else if (c.generated)
+            bad = failed('InvalidValue', `The field ${name} is generated and cannot be written.`, { field: name });
           if (bad) break;
           names.push(name);
           cols.push(c as SqliteColumn);
@@ -256,7 +296,9 @@ export class SqliteWriter {
           const at = keyPos[k] as number;
           if (at < 0 || vals[at] === null) {
             const key = keys[k] as SqliteColumn;
-            bad = failed('MissingKey', `The record has no value for the key field ${key.fullName}.`, { field: key.fullName });
+            bad = failed('MissingKey', `The record has no value for the key field ${key.fullName}.`, {
+              field: key.fullName,
+            });
             break;
           }
         }
@@ -289,8 +331,13 @@ export class SqliteWriter {
     while (i < colsOf.length) {
       const cols = colsOf[i] as SqliteColumn[];
       // Records that need their rowid back take the single-row statement.
-      const rowid = action === 'Create' && table.rowidAlias !== undefined && !cols.some((c) => c.fullName === table.rowidAlias);
-      const per = !bulk ? Infinity : rowid || cols.length === 0 ? 1 : Math.max(1, Math.min(ROWS_PER_STATEMENT, Math.floor(MAX_VARIABLES / cols.length)));
+      const rowid =
+        action === 'Create' && table.rowidAlias !== undefined && !cols.some((c) => c.fullName === table.rowidAlias);
+      const per = !bulk
+        ? Infinity
+        : rowid || cols.length === 0
+          ? 1
+          : Math.max(1, Math.min(ROWS_PER_STATEMENT, Math.floor(MAX_VARIABLES / cols.length)));
       let j = i + 1;
       while (j < colsOf.length && j - i < per && colsOf[j] === cols) j++;
       const rows = j - i;
@@ -305,7 +352,12 @@ export class SqliteWriter {
         if (rowid) chunk.rowid = true;
         chunks.push(chunk);
       } else {
-        const chunk: ExecChunk = { rows, cols: cols.length, one: action === 'Delete' ? sql.delete : sql.update, keyPos: keys.map((k) => cols.indexOf(k)) };
+        const chunk: ExecChunk = {
+          rows,
+          cols: cols.length,
+          one: action === 'Delete' ? sql.delete : sql.update,
+          keyPos: keys.map((k) => cols.indexOf(k)),
+        };
         if (action !== 'Delete') chunk.setPos = cols.flatMap((c, k) => (keys.includes(c) ? [] : [k]));
         if (action === 'UpdateInsert') chunk.insert = sql.insert;
         chunks.push(chunk);
@@ -322,8 +374,14 @@ export class SqliteWriter {
 function checkpointStatements(cp: Checkpoint): { sql: string; params: unknown[] }[] {
   const t = quoteIdent(CHECKPOINT_TABLE);
   return [
-    { sql: `CREATE TABLE IF NOT EXISTS ${t} (key TEXT PRIMARY KEY, value TEXT NOT NULL, saved_at TEXT NOT NULL)`, params: [] },
-    { sql: `INSERT INTO ${t} (key, value, saved_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, saved_at = excluded.saved_at`, params: [cp.key, cp.value, new Date().toISOString()] },
+    {
+      sql: `CREATE TABLE IF NOT EXISTS ${t} (key TEXT PRIMARY KEY, value TEXT NOT NULL, saved_at TEXT NOT NULL)`,
+      params: [],
+    },
+    {
+      sql: `INSERT INTO ${t} (key, value, saved_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, saved_at = excluded.saved_at`,
+      params: [cp.key, cp.value, new Date().toISOString()],
+    },
   ];
 }
 
@@ -331,6 +389,7 @@ function checkpointStatements(cp: Checkpoint): { sql: string; params: unknown[] 
 export function readCheckpoint(db: Database.Database, key: string): string | null {
   const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(CHECKPOINT_TABLE);
   if (!exists) return null;
-  const row = db.prepare(`SELECT value FROM ${quoteIdent(CHECKPOINT_TABLE)} WHERE key = ?`).get(key) as { value: string } | undefined;
+  const row = db.prepare(`SELECT value FROM ${quoteIdent(CHECKPOINT_TABLE)} WHERE key = ?`).get(key) as
+    { value: string } | undefined;
   return row?.value ?? null;
 }

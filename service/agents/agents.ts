@@ -4,7 +4,16 @@ import { FerryError } from '../../src/errors/ferry-error.js';
 import { AgentStatus } from '../../src/protocol/agent-status.js';
 import { CLOSE } from '../../src/protocol/channel.js';
 import { listAgentLogIds } from '../store/repos/agent-logs.repo.js';
-import { agentNameTaken, deleteAgent, getAgent, getAgentById, getCloudAgent, insertAgent, listAgents, updateAgent } from '../store/repos/agents.repo.js';
+import {
+  agentNameTaken,
+  deleteAgent,
+  getAgent,
+  getAgentById,
+  getCloudAgent,
+  insertAgent,
+  listAgents,
+  updateAgent,
+} from '../store/repos/agents.repo.js';
 import { solutionNamesUsingAgent } from '../store/repos/solutions.repo.js';
 import type { AgentRow, NewAgentRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
@@ -31,7 +40,11 @@ export async function requireAgent(db: Db, orgId: number, agentId: string): Prom
 }
 
 /** The Organization's Agents by name, only those with `connectorId` installed when given. */
-export async function listAgentsOf(db: Db, orgId: number, filter: { name?: string | undefined; connectorId?: string | undefined }): Promise<AgentRow[]> {
+export async function listAgentsOf(
+  db: Db,
+  orgId: number,
+  filter: { name?: string | undefined; connectorId?: string | undefined },
+): Promise<AgentRow[]> {
   const rows = await listAgents(db, orgId, { name: filter.name });
   if (filter.connectorId === undefined) return rows;
   // An Organization has few Agents: the connector filter reads their JSON list here.
@@ -53,14 +66,18 @@ export function shownStatus(stored: string, connected: boolean): AgentStatus {
 }
 
 /** The Connectors the Agent last reported installed; an unreadable list is an empty one. */
-export function installedConnectors(row: Pick<AgentRow, 'installedConnectors'>): Array<{ connectorId: string; version: string }> {
+export function installedConnectors(
+  row: Pick<AgentRow, 'installedConnectors'>,
+): Array<{ connectorId: string; version: string }> {
   try {
     const list: unknown = JSON.parse(row.installedConnectors);
     if (!Array.isArray(list)) return [];
     return list.flatMap((c: unknown) => {
       if (c === null || typeof c !== 'object') return [];
       const { connectorId, version } = c as Record<string, unknown>;
-      return typeof connectorId === 'string' ? [{ connectorId, version: typeof version === 'string' ? version : '' }] : [];
+      return typeof connectorId === 'string'
+        ? [{ connectorId, version: typeof version === 'string' ? version : '' }]
+        : [];
     });
   } catch {
     return [];
@@ -76,10 +93,14 @@ export async function solutionsUsingAgent(db: Db, agentId: string): Promise<stri
 export async function renameAgent(db: Db, agent: AgentRow, name: string | undefined): Promise<AgentRow> {
   if (name === undefined || name === agent.name) return agent;
   if (agent.isCloudAgent === 1) {
-    throw new FerryError('API_VALIDATION', `The Cloud Agent is always named ${CLOUD_AGENT_NAME}.`, { errors: [{ path: 'body.name', message: `must stay ${CLOUD_AGENT_NAME}` }] });
+    throw new FerryError('API_VALIDATION', `The Cloud Agent is always named ${CLOUD_AGENT_NAME}.`, {
+      errors: [{ path: 'body.name', message: `must stay ${CLOUD_AGENT_NAME}` }],
+    });
   }
   if (name.toLowerCase() === CLOUD_AGENT_NAME.toLowerCase()) {
-    throw new FerryError('API_VALIDATION', `${CLOUD_AGENT_NAME} is the name of the Cloud Agent; choose another name.`, { errors: [{ path: 'body.name', message: 'reserved for the Cloud Agent' }] });
+    throw new FerryError('API_VALIDATION', `${CLOUD_AGENT_NAME} is the name of the Cloud Agent; choose another name.`, {
+      errors: [{ path: 'body.name', message: 'reserved for the Cloud Agent' }],
+    });
   }
   if (await agentNameTaken(db, agent.orgId, name, agent.id)) {
     throw new FerryError('API_DUPLICATE_NAME', `Another Agent of Organization ${agent.orgId} is named ${name}.`);
@@ -92,13 +113,19 @@ export async function renameAgent(db: Db, agent: AgentRow, name: string | undefi
  * Asks the Agent to restart; once it accepted it starts no new work, (interrupts or) waits for
  * running Solutions, then restarts. Answers the Agent's record with its new status.
  */
-export async function restartAgent(deps: AgentDeps, agent: AgentRow, restartNow: boolean, log: FastifyBaseLogger): Promise<AgentRow> {
+export async function restartAgent(
+  deps: AgentDeps,
+  agent: AgentRow,
+  restartNow: boolean,
+  log: FastifyBaseLogger,
+): Promise<AgentRow> {
   const { db } = deps.store;
   await deps.agents.commands.send(agent.id, { type: 'restart', restartNow });
   await updateAgent(db, agent.id, { status: 'WaitingToRestartAgentUserRequest', modifiedAt: nowIso() });
   log.info({ agentId: agent.id, restartNow }, 'agent restart requested');
   const updated = await getAgentById(db, agent.id);
-  if (!updated) throw new FerryError('API_NOT_FOUND', `Agent ${agent.id} was not found in Organization ${agent.orgId}.`);
+  if (!updated)
+    throw new FerryError('API_NOT_FOUND', `Agent ${agent.id} was not found in Organization ${agent.orgId}.`);
   return updated;
 }
 
@@ -106,7 +133,10 @@ export async function restartAgent(deps: AgentDeps, agent: AgentRow, restartNow:
 export async function deleteUnusedAgent(deps: AgentDeps, agent: AgentRow, log: FastifyBaseLogger): Promise<void> {
   const usedIn = await solutionsUsingAgent(deps.store.db, agent.id);
   if (usedIn.length > 0) {
-    throw new FerryError('API_IN_USE', `Agent ${agent.name} is used by the Solutions ${usedIn.join(', ')}; move them to another Agent first.`);
+    throw new FerryError(
+      'API_IN_USE',
+      `Agent ${agent.name} is used by the Solutions ${usedIn.join(', ')}; move them to another Agent first.`,
+    );
   }
   await retireAgent(deps, agent, log);
 }
@@ -122,18 +152,28 @@ export async function retireAgent(deps: AgentDeps, agent: AgentRow, log: Fastify
   const logIds = await listAgentLogIds(db, agent.id);
   await deleteAgent(db, agent.id);
   runtime.commands.disconnect(agent.id, CLOSE.agentDeleted, 'agent deleted');
-  await Promise.all(logIds.map((id) => runtime.logArchives.remove(id).catch((err: unknown) => log.warn({ err, logId: id }, 'log archive not removed'))));
+  await Promise.all(
+    logIds.map((id) =>
+      runtime.logArchives.remove(id).catch((err: unknown) => log.warn({ err, logId: id }, 'log archive not removed')),
+    ),
+  );
 }
 
 const cloudExists = (orgId: number): FerryError =>
-  new FerryError('AGT_CLOUD_AGENT_EXISTS', `Organization ${orgId} already has its Cloud Agent (at most one per Organization).`);
+  new FerryError(
+    'AGT_CLOUD_AGENT_EXISTS',
+    `Organization ${orgId} already has its Cloud Agent (at most one per Organization).`,
+  );
 
 /** Creates the Organization's Cloud Agent (at most one) and starts its process beside the Service. */
 export async function provisionCloudAgent(deps: AgentDeps, orgId: number, log: FastifyBaseLogger): Promise<AgentRow> {
   const { db } = deps.store;
   const runtime = deps.agents;
   if (!runtime.cloudAgents.enabled) {
-    throw new FerryError('AGT_CLOUD_AGENTS_OFF', 'This Service runs no Cloud Agents (FERRY_CLOUD_AGENTS=off); install an On-Premise Agent instead.');
+    throw new FerryError(
+      'AGT_CLOUD_AGENTS_OFF',
+      'This Service runs no Cloud Agents (FERRY_CLOUD_AGENTS=off); install an On-Premise Agent instead.',
+    );
   }
   if (await getCloudAgent(db, orgId)) throw cloudExists(orgId);
   const now = nowIso();

@@ -49,7 +49,9 @@ export class AgentCommands {
       }
     } catch (err) {
       if (!isAgentError(err, 'AGT_DRAINING')) throw err;
-      throw new FerryError('AGT_DRAINING', policy.draining, { details: { ...policy.details, agentId, agentErrorCode: 'AGT_DRAINING' } });
+      throw new FerryError('AGT_DRAINING', policy.draining, {
+        details: { ...policy.details, agentId, agentErrorCode: 'AGT_DRAINING' },
+      });
     }
   }
 
@@ -61,7 +63,11 @@ export class AgentCommands {
   /** Throws AGT_NOT_CONNECTED, naming the Agent, unless it has an open channel now. */
   requireConnected(agent: Pick<AgentRow, 'id' | 'name'>): void {
     if (!this.bus.isConnected(agent.id)) {
-      throw new FerryError('AGT_NOT_CONNECTED', `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`, { details: { agentId: agent.id } });
+      throw new FerryError(
+        'AGT_NOT_CONNECTED',
+        `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`,
+        { details: { agentId: agent.id } },
+      );
     }
   }
 
@@ -88,7 +94,11 @@ export function readResult<K extends CommandKind>(agentId: string, kind: K, answ
     .slice(0, 3)
     .map((i) => `${i.path.join('.') || '(result)'}: ${i.message}`)
     .join('; ');
-  throw new FerryError('AGT_COMMAND_FAILED', `Agent ${agentId} answered the ${kind} command with a result this Service cannot read (${issues}); update the Agent.`, {
-    details: { agentId, command: kind },
-  });
+  throw new FerryError(
+    'AGT_COMMAND_FAILED',
+    `Agent ${agentId} answered the ${kind} command with a result this Service cannot read (${issues}); update the Agent.`,
+    {
+      details: { agentId, command: kind },
+    },
+  );
 }

@@ -3,7 +3,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { LOG_UPLOAD_PATH } from '../../src/protocol/registration.js';
 import { MAX_LOG_ARCHIVE_BYTES } from '../store/log-archives.js';
-import { claimAgentLogDownload, getAgentLog, insertAgentLog, markAgentLogFailed, markAgentLogReady } from '../store/repos/agent-logs.repo.js';
+import {
+  claimAgentLogDownload,
+  getAgentLog,
+  insertAgentLog,
+  markAgentLogFailed,
+  markAgentLogReady,
+} from '../store/repos/agent-logs.repo.js';
 import type { ZipLogsCommand } from '../../src/protocol/channel.js';
 import type { ReportHandler } from '../gateway/report-handlers.js';
 import type { AgentLogRow, AgentRow, SolutionRow } from '../store/schema.js';
@@ -24,9 +30,13 @@ export const logArchiveFailed: ReportHandler<'logArchiveFailed'> = async (tx, ag
 const sameIp = (a: string, b: string): boolean => a.replace(/^::ffff:/i, '') === b.replace(/^::ffff:/i, '');
 
 const usedLog = (logId: string): FerryError =>
-  new FerryError('AGT_LOGS_USED', `Log archive ${logId} was already downloaded: a logId works once. POST again for a new archive.`);
+  new FerryError(
+    'AGT_LOGS_USED',
+    `Log archive ${logId} was already downloaded: a logId works once. POST again for a new archive.`,
+  );
 
-const logNotFound = (logId: string): FerryError => new FerryError('API_NOT_FOUND', `Log archive ${logId} was not found.`);
+const logNotFound = (logId: string): FerryError =>
+  new FerryError('API_NOT_FOUND', `Log archive ${logId} was not found.`);
 
 /** Which lines of a Solution's runs its archive keeps (every line of every run when empty). */
 export interface SolutionLogFilter {
@@ -56,7 +66,10 @@ export class AgentLogs {
   /** Records the request and asks the Agent to zip and upload its logs; answers the logId. */
   async request(agent: AgentRow, requester: { ip: string; name: string }, log: FastifyBaseLogger): Promise<string> {
     if (agent.isCloudAgent === 1) {
-      throw new FerryError('API_UNSUPPORTED', 'Cloud Agent logs are per Solution: use POST /v1/orgs/{orgId}/solutions/{solutionId}/logs.');
+      throw new FerryError(
+        'API_UNSUPPORTED',
+        'Cloud Agent logs are per Solution: use POST /v1/orgs/{orgId}/solutions/{solutionId}/logs.',
+      );
     }
     const logId = await this.#ask(agent, {}, requester);
     log.info({ agentId: agent.id, logId }, 'agent logs requested');
@@ -67,14 +80,28 @@ export class AgentLogs {
    * Records the request and asks the Solution's Agent (On-Premise or Cloud) to zip the lines of
    * the Solution's runs, narrowed by `filter`, and upload them; answers the logId.
    */
-  async requestForSolution(solution: Pick<SolutionRow, 'id' | 'orgId'>, agent: AgentRow, filter: SolutionLogFilter, requester: { ip: string; name: string }, log: FastifyBaseLogger): Promise<string> {
-    const extra = { solutionId: solution.id, ...(filter.runId !== undefined ? { runId: filter.runId } : {}), ...(filter.since ? { since: filter.since.toISOString() } : {}) };
+  async requestForSolution(
+    solution: Pick<SolutionRow, 'id' | 'orgId'>,
+    agent: AgentRow,
+    filter: SolutionLogFilter,
+    requester: { ip: string; name: string },
+    log: FastifyBaseLogger,
+  ): Promise<string> {
+    const extra = {
+      solutionId: solution.id,
+      ...(filter.runId !== undefined ? { runId: filter.runId } : {}),
+      ...(filter.since ? { since: filter.since.toISOString() } : {}),
+    };
     const logId = await this.#ask(agent, extra, requester);
     log.info({ agentId: agent.id, logId, ...extra }, 'solution logs requested');
     return logId;
   }
 
-  async #ask(agent: AgentRow, filter: Pick<ZipLogsCommand, 'solutionId' | 'runId' | 'since'>, requester: { ip: string; name: string }): Promise<string> {
+  async #ask(
+    agent: AgentRow,
+    filter: Pick<ZipLogsCommand, 'solutionId' | 'runId' | 'since'>,
+    requester: { ip: string; name: string },
+  ): Promise<string> {
     // Named by its ID, as the command bus names an Agent it cannot reach.
     if (!this.runtime.commands.isConnected(agent.id)) throw notConnected(agent.id);
     const logId = newId();
@@ -94,7 +121,12 @@ export class AgentLogs {
     });
     try {
       // A path: the Agent's session makes it absolute on the origin the Agent connected to.
-      await this.runtime.commands.send(agent.id, { type: 'zipLogs', logId, uploadUrl: LOG_UPLOAD_PATH(logId), ...filter });
+      await this.runtime.commands.send(agent.id, {
+        type: 'zipLogs',
+        logId,
+        uploadUrl: LOG_UPLOAD_PATH(logId),
+        ...filter,
+      });
     } catch (err) {
       await markAgentLogFailed(this.db, logId, agent.id, err instanceof Error ? err.message : String(err));
       throw err;
@@ -106,15 +138,26 @@ export class AgentLogs {
    * The archive for its one download, from the address that asked for it: the row and a stream of
    * the zip, whose file goes when the stream closes (whether the client read it all or not).
    */
-  async download(agent: AgentRow, logId: string, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
+  async download(
+    agent: AgentRow,
+    logId: string,
+    ip: string,
+    log: FastifyBaseLogger,
+  ): Promise<{ row: AgentLogRow; stream: Readable }> {
     const row = await getAgentLog(this.db, logId);
     // A Solution's archive is fetched from the Solution, not from its Agent.
-    if (!row || row.agentId !== agent.id || row.orgId !== agent.orgId || row.solutionId !== null) throw logNotFound(logId);
+    if (!row || row.agentId !== agent.id || row.orgId !== agent.orgId || row.solutionId !== null)
+      throw logNotFound(logId);
     return this.#hand(row, ip, log);
   }
 
   /** The Solution's archive for its one download, under the rules of {@link download}. */
-  async downloadForSolution(solution: Pick<SolutionRow, 'id' | 'orgId'>, logId: string, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
+  async downloadForSolution(
+    solution: Pick<SolutionRow, 'id' | 'orgId'>,
+    logId: string,
+    ip: string,
+    log: FastifyBaseLogger,
+  ): Promise<{ row: AgentLogRow; stream: Readable }> {
     const row = await getAgentLog(this.db, logId);
     // By the Solution, not its current Agent: an archive asked for before a move stays its own.
     if (!row || row.orgId !== solution.orgId || row.solutionId !== solution.id) throw logNotFound(logId);
@@ -123,13 +166,19 @@ export class AgentLogs {
 
   async #hand(row: AgentLogRow, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
     if (!sameIp(row.requesterIp, ip)) {
-      throw new FerryError('AGT_LOGS_OTHER_IP', `The logs were requested from another IP address than ${ip}; download them from the same address, or POST again from this one.`);
+      throw new FerryError(
+        'AGT_LOGS_OTHER_IP',
+        `The logs were requested from another IP address than ${ip}; download them from the same address, or POST again from this one.`,
+      );
     }
     switch (row.state) {
       case 'Requested':
         throw new FerryError('AGT_LOGS_NOT_AVAILABLE', LOGS_NOT_AVAILABLE);
       case 'Failed':
-        throw new FerryError('AGT_LOGS_FAILED', `The Agent could not provide its logs: ${row.error ?? 'no reason given'}. POST again for a new attempt.`);
+        throw new FerryError(
+          'AGT_LOGS_FAILED',
+          `The Agent could not provide its logs: ${row.error ?? 'no reason given'}. POST again for a new attempt.`,
+        );
       case 'Downloaded':
         throw usedLog(row.id);
       case 'Ready':
@@ -138,17 +187,38 @@ export class AgentLogs {
     if (!(await claimAgentLogDownload(this.db, row.id, nowIso()))) throw usedLog(row.id);
     const files = this.runtime.logArchives;
     const stream = files.open(row.id);
-    stream.once('close', () => void files.remove(row.id).catch((err: unknown) => log.warn({ err, logId: row.id }, 'log archive not removed')));
-    log.info({ agentId: row.agentId, logId: row.id, bytes: row.sizeBytes, ...(row.solutionId !== null ? { solutionId: row.solutionId } : {}) }, 'agent logs downloaded');
+    stream.once(
+      'close',
+      () =>
+        void files.remove(row.id).catch((err: unknown) => log.warn({ err, logId: row.id }, 'log archive not removed')),
+    );
+    log.info(
+      {
+        agentId: row.agentId,
+        logId: row.id,
+        bytes: row.sizeBytes,
+        ...(row.solutionId !== null ? { solutionId: row.solutionId } : {}),
+      },
+      'agent logs downloaded',
+    );
     return { row, stream };
   }
 
   /** Stores the archive the Agent uploads for `logId` (once, at most MAX_LOG_ARCHIVE_BYTES); answers its size. */
-  async receive(agent: AgentRow, logId: string, body: unknown, declaredBytes: number, log: FastifyBaseLogger): Promise<number> {
+  async receive(
+    agent: AgentRow,
+    logId: string,
+    body: unknown,
+    declaredBytes: number,
+    log: FastifyBaseLogger,
+  ): Promise<number> {
     const row = await getAgentLog(this.db, logId);
-    if (!row || row.agentId !== agent.id) throw new FerryError('API_NOT_FOUND', `Log archive ${logId} was not requested from this Agent.`);
-    if (row.state !== 'Requested') throw new FerryError('API_CONFLICT', `Log archive ${row.id} is ${row.state}; it takes one upload.`);
-    if (!(body instanceof Readable)) throw new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the log archive as application/zip.');
+    if (!row || row.agentId !== agent.id)
+      throw new FerryError('API_NOT_FOUND', `Log archive ${logId} was not requested from this Agent.`);
+    if (row.state !== 'Requested')
+      throw new FerryError('API_CONFLICT', `Log archive ${row.id} is ${row.state}; it takes one upload.`);
+    if (!(body instanceof Readable))
+      throw new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the log archive as application/zip.');
     if (Number.isFinite(declaredBytes) && declaredBytes > MAX_LOG_ARCHIVE_BYTES) {
       throw new FerryError('API_PAYLOAD_TOO_LARGE', `A log archive may have at most ${MAX_LOG_ARCHIVE_BYTES} bytes.`);
     }

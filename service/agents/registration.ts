@@ -1,7 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import type { RegisterRequest, RegisterResponse } from '../../src/protocol/registration.js';
-import { bindInstallationKey, claimInstallationKey, getAgentById, getInstallationKey, insertAgent, insertInstallationKey, uniqueAgentName, updateAgent } from '../store/repos/agents.repo.js';
+import {
+  bindInstallationKey,
+  claimInstallationKey,
+  getAgentById,
+  getInstallationKey,
+  insertAgent,
+  insertInstallationKey,
+  uniqueAgentName,
+  updateAgent,
+} from '../store/repos/agents.repo.js';
 import { isUniqueViolation, type Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
 import { newId } from '../util/values.js';
@@ -20,7 +29,10 @@ export function newAgentSecret(): { secret: string; hash: string } {
  * Installation keys: a GUID shown once (SPEC: agentInstallationKey is a GUID), stored as its
  * SHA-256, valid until it expires, and good for one registration.
  */
-export async function issueInstallationKey(db: Db, opts: { orgId: number; ttlSeconds: number; createdBy: string | null; agentId?: string; now?: Date }): Promise<{ key: string; expiresAt: string }> {
+export async function issueInstallationKey(
+  db: Db,
+  opts: { orgId: number; ttlSeconds: number; createdBy: string | null; agentId?: string; now?: Date },
+): Promise<{ key: string; expiresAt: string }> {
   const now = opts.now ?? new Date();
   const key = randomUUID();
   const expiresAt = new Date(now.getTime() + opts.ttlSeconds * 1000).toISOString();
@@ -52,7 +64,11 @@ export async function issueCloudAgentKey(db: Db, agentId: string): Promise<strin
  * Cloud Agent (it names the Agent) re-keys that Agent; any other key creates an On-Premise Agent
  * named as asked (default the machine name), numbered when the name is taken.
  */
-export async function registerAgent(store: Store, req: RegisterRequest, heartbeatMs: number): Promise<RegisterResponse> {
+export async function registerAgent(
+  store: Store,
+  req: RegisterRequest,
+  heartbeatMs: number,
+): Promise<RegisterResponse> {
   // Installations on one machine registering at once race for the same numbered name; the loser's
   // transaction rolls back (its key unused again) and tries the next free name.
   for (let attempt = 1; ; attempt++) {
@@ -69,15 +85,27 @@ async function registerOnce(store: Store, req: RegisterRequest, heartbeatMs: num
   const now = new Date().toISOString();
   return store.db.transaction().execute(async (tx) => {
     const key = await getInstallationKey(tx, keyHash);
-    if (!key) throw new FerryError('AGT_INSTALLATION_KEY_INVALID', 'The installation key is not valid; provision one with POST /v1/orgs/{orgId}/agents/provision_onpremise_agent.');
+    if (!key)
+      throw new FerryError(
+        'AGT_INSTALLATION_KEY_INVALID',
+        'The installation key is not valid; provision one with POST /v1/orgs/{orgId}/agents/provision_onpremise_agent.',
+      );
     if (key.usedAt !== null) throw usedKey();
-    if (key.expiresAt <= now) throw new FerryError('AGT_INSTALLATION_KEY_EXPIRED', `The installation key expired at ${key.expiresAt}; provision a new one.`);
+    if (key.expiresAt <= now)
+      throw new FerryError(
+        'AGT_INSTALLATION_KEY_EXPIRED',
+        `The installation key expired at ${key.expiresAt}; provision a new one.`,
+      );
     if (!(await claimInstallationKey(tx, keyHash, now))) throw usedKey();
     const { secret, hash } = newAgentSecret();
 
     if (key.agentId !== null) {
       const agent = await getAgentById(tx, key.agentId);
-      if (!agent) throw new FerryError('AGT_INSTALLATION_KEY_INVALID', 'The Agent this installation key was made for no longer exists.');
+      if (!agent)
+        throw new FerryError(
+          'AGT_INSTALLATION_KEY_INVALID',
+          'The Agent this installation key was made for no longer exists.',
+        );
       await updateAgent(tx, agent.id, {
         secretHash: hash,
         fingerprint: req.fingerprint,
@@ -116,4 +144,7 @@ async function registerOnce(store: Store, req: RegisterRequest, heartbeatMs: num
 }
 
 const usedKey = (): FerryError =>
-  new FerryError('AGT_INSTALLATION_KEY_USED', 'The installation key was already used to register an Agent; provision a new key for each installation.');
+  new FerryError(
+    'AGT_INSTALLATION_KEY_USED',
+    'The installation key was already used to register an Agent; provision a new key for each installation.',
+  );

@@ -33,6 +33,9 @@ export function basicCredentials(header: string | undefined): BasicCredentials |
   const password = decoded.slice(colon + 1);
   // Valid UTF-8 never decodes to a lone surrogate, so isUtf8 also rules those out.
   const holdable =
-    isUtf8(bytes) && !decoded.includes('\u0000') && email.length <= MAX_LOGIN_LENGTH && password.length <= MAX_PASSWORD_LENGTH;
+    isUtf8(bytes) &&
+    !decoded.includes('\u0000') &&
+    email.length <= MAX_LOGIN_LENGTH &&
+    password.length <= MAX_PASSWORD_LENGTH;
   return { email, password, holdable };
 }

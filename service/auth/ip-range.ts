@@ -10,7 +10,9 @@ export function parseAddress(text: string): Address | null {
   // ipaddr accepts legacy forms such as "127.1" or "0x7f.1"; a range must be written plainly.
   if (trimmed.includes('.') && !trimmed.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(trimmed)) return null;
   const addr = ipaddr.parse(trimmed);
-  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr;
+  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (addr as ipaddr.IPv6).toIPv4Address()
+    : addr;
 }
 
 function toBigInt(addr: Address): bigint {
@@ -22,11 +24,22 @@ export function validateRange(start: string, end: string, base = ''): FieldError
   const a = parseAddress(start);
   const b = parseAddress(end);
   const errors: FieldError[] = [];
-  if (!a) errors.push({ path: `${base}allowedIpRangeStartAddress`, message: `"${truncate(start)}" is not an IPv4 or IPv6 address` });
-  if (!b) errors.push({ path: `${base}allowedIpRangeEndAddress`, message: `"${truncate(end)}" is not an IPv4 or IPv6 address` });
+  if (!a)
+    errors.push({
+      path: `${base}allowedIpRangeStartAddress`,
+      message: `"${truncate(start)}" is not an IPv4 or IPv6 address`,
+    });
+  if (!b)
+    errors.push({
+      path: `${base}allowedIpRangeEndAddress`,
+      message: `"${truncate(end)}" is not an IPv4 or IPv6 address`,
+    });
   if (a && b) {
     if (a.kind() !== b.kind()) {
-      errors.push({ path: `${base}allowedIpRangeEndAddress`, message: 'the start and end of a range must both be IPv4 or both IPv6' });
+      errors.push({
+        path: `${base}allowedIpRangeEndAddress`,
+        message: 'the start and end of a range must both be IPv4 or both IPv6',
+      });
     } else if (toBigInt(a) > toBigInt(b)) {
       errors.push({ path: `${base}allowedIpRangeEndAddress`, message: 'the end of the range comes before its start' });
     }
@@ -59,7 +72,9 @@ export function parseAllowList(text: string): Array<{ start: string; end: string
       if (entry.includes('/')) {
         const v4 = ipaddr.parseCIDR(entry)[0].kind() === 'ipv4';
         start = (v4 ? ipaddr.IPv4.networkAddressFromCIDR(entry) : ipaddr.IPv6.networkAddressFromCIDR(entry)).toString();
-        end = (v4 ? ipaddr.IPv4.broadcastAddressFromCIDR(entry) : ipaddr.IPv6.broadcastAddressFromCIDR(entry)).toString();
+        end = (
+          v4 ? ipaddr.IPv4.broadcastAddressFromCIDR(entry) : ipaddr.IPv6.broadcastAddressFromCIDR(entry)
+        ).toString();
       } else if (entry.includes('-')) {
         [start = '', end = ''] = entry.split('-').map((s) => s.trim());
       } else {

@@ -136,7 +136,10 @@ class FailureWindows {
 export function addressKey(ip: string): string {
   const addr = parseAddress(ip);
   if (!(addr instanceof ipaddr.IPv6)) return addr?.toString() ?? ip;
-  return `${addr.parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+  return `${addr.parts
+    .slice(0, 4)
+    .map((p) => p.toString(16))
+    .join(':')}::/64`;
 }
 
 /** Ends an {@link LoginThrottle.attempt}: `right` when the password was verified. */
@@ -150,9 +153,13 @@ interface Gate {
 
 const rateLimited = (retryAfterSeconds: number): FerryError =>
   // One message for a locked pair, whether or not the account exists.
-  new FerryError('API_RATE_LIMITED', `Too many failed logins from your address; retry in ${retryAfterSeconds} seconds.`, {
-    details: { retryAfterSeconds },
-  });
+  new FerryError(
+    'API_RATE_LIMITED',
+    `Too many failed logins from your address; retry in ${retryAfterSeconds} seconds.`,
+    {
+      details: { retryAfterSeconds },
+    },
+  );
 
 /** Per account–address and per address counts of failed logins (see the diagram above). */
 export class LoginThrottle {

@@ -4,13 +4,26 @@ import { installedConnectors, requireAgent } from '../agents/agents.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorCatalogue } from '../marketplace/catalogue.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
-import { deleteConnection, getConnection, insertConnection, listConnections, updateConnection } from '../store/repos/connections.repo.js';
+import {
+  deleteConnection,
+  getConnection,
+  insertConnection,
+  listConnections,
+  updateConnection,
+} from '../store/repos/connections.repo.js';
 import { resetMetadataCache } from '../store/repos/metadata.repo.js';
 import { solutionNamesUsingConnection } from '../store/repos/solutions.repo.js';
 import type { ConnectionRow, OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
-import { cryptoTokenOf, openProperties, resolveProperties, sealProperties, type PlainProperties, type PropertyInput } from './properties.js';
+import {
+  cryptoTokenOf,
+  openProperties,
+  resolveProperties,
+  sealProperties,
+  type PlainProperties,
+  type PropertyInput,
+} from './properties.js';
 
 export const connectionNotFound = (orgId: number, id: string): FerryError =>
   new FerryError('API_NOT_FOUND', `Connection ${id} was not found in Organization ${orgId}.`);
@@ -30,7 +43,9 @@ export async function solutionsUsingConnection(db: Db, connectionId: string): Pr
 export function connectorOfInput(catalogue: ConnectorCatalogue, connectorId: string): ConnectorManifest {
   const m = catalogue.get(connectorId);
   if (!m) {
-    throw new FerryError('API_VALIDATION', `Connector ${connectorId} does not exist.`, { errors: [{ path: 'body.connectorId', message: 'no such Connector' }] });
+    throw new FerryError('API_VALIDATION', `Connector ${connectorId} does not exist.`, {
+      errors: [{ path: 'body.connectorId', message: 'no such Connector' }],
+    });
   }
   return m;
 }
@@ -80,13 +95,20 @@ export class Connections {
   }
 
   /** The Organization's Connections by name; with `agentId`, only those that Agent can run (its Connectors, cloud-supported on a Cloud Agent). */
-  async list(orgId: number, filter: { agentId?: string | undefined; name?: string | undefined }): Promise<ConnectionRow[]> {
+  async list(
+    orgId: number,
+    filter: { agentId?: string | undefined; name?: string | undefined },
+  ): Promise<ConnectionRow[]> {
     const { db } = this.opts;
     const rows = await listConnections(db, orgId, { name: filter.name });
     if (filter.agentId === undefined) return rows;
     const agent = await requireAgent(db, orgId, filter.agentId);
     const installed = new Set(installedConnectors(agent).map((c) => c.connectorId.toLowerCase()));
-    return rows.filter((r) => installed.has(r.connectorId.toLowerCase()) && (agent.isCloudAgent !== 1 || this.catalogue.get(r.connectorId)?.isCloudSupported === true));
+    return rows.filter(
+      (r) =>
+        installed.has(r.connectorId.toLowerCase()) &&
+        (agent.isCloudAgent !== 1 || this.catalogue.get(r.connectorId)?.isCloudSupported === true),
+    );
   }
 
   /** Creates a Connection of a Connector installed in the Organization, within its Subscription's limit. */
@@ -124,10 +146,13 @@ export class Connections {
     const current = await this.require(org.id, id);
     const bodyId = input.id ?? input.connectionId;
     if (bodyId && bodyId.toLowerCase() !== current.id) {
-      throw new FerryError('API_VALIDATION', 'The Connection ID in the body differs from the one in the path.', { errors: [{ path: 'body.id', message: `must be ${current.id}` }] });
+      throw new FerryError('API_VALIDATION', 'The Connection ID in the body differs from the one in the path.', {
+        errors: [{ path: 'body.id', message: `must be ${current.id}` }],
+      });
     }
     const manifest = connectorOfInput(this.catalogue, input.connectorId);
-    const previous: PlainProperties | undefined = manifest.id.toLowerCase() === current.connectorId.toLowerCase() ? this.properties(current) : undefined;
+    const previous: PlainProperties | undefined =
+      manifest.id.toLowerCase() === current.connectorId.toLowerCase() ? this.properties(current) : undefined;
     const props = resolveProperties(manifest, input.properties, this.cryptoToken(org), previous ?? {});
     const found = await updateConnection(db, org.id, current.id, {
       name: input.name,
@@ -150,7 +175,10 @@ export class Connections {
     const row = await this.require(orgId, id);
     const usedIn = await solutionsUsingConnection(db, row.id);
     if (usedIn.length > 0) {
-      throw new FerryError('API_IN_USE', `Connection ${row.name} is used by the Solutions ${usedIn.join(', ')}; change them to another Connection first.`);
+      throw new FerryError(
+        'API_IN_USE',
+        `Connection ${row.name} is used by the Solutions ${usedIn.join(', ')}; change them to another Connection first.`,
+      );
     }
     if (!(await deleteConnection(db, orgId, row.id))) throw connectionNotFound(orgId, row.id);
   }

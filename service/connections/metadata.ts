@@ -26,7 +26,8 @@ import { openProperties } from './properties.js';
 const KEEP_REQUESTS = 50;
 export const METADATA_LOADING = 'Metadata is loading; repeat the call';
 
-const loadingProblem = (connectionId: string): FerryError => new FerryError('API_METADATA_LOADING', METADATA_LOADING, { details: { connectionId } });
+const loadingProblem = (connectionId: string): FerryError =>
+  new FerryError('API_METADATA_LOADING', METADATA_LOADING, { details: { connectionId } });
 
 /** A load this process sent: its request, and the Agent channel it went out on. */
 interface InFlight {
@@ -66,32 +67,57 @@ export class ConnectionMetadata {
   }
 
   /** The cached metadata, or a 404 (loading) / 400 (no Agent) / 502 (last load failed) problem. */
-  async of(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string | undefined): Promise<MetadataDocument> {
+  async of(
+    log: FastifyBaseLogger,
+    org: OrgRow,
+    conn: ConnectionRow,
+    agentId: string | undefined,
+  ): Promise<MetadataDocument> {
     const { db, commands } = this.opts;
     const cache = await getMetadataCache(db, conn.id);
     // A cached document that does not fit the contract (a plugin that broke the SDK's types) is loaded again.
     const cached = cache?.metadata ? MetadataDocument.safeParse(JSON.parse(cache.metadata)) : undefined;
     if (cached?.success) return cached.data;
-    if (cached) log.warn({ connectionId: conn.id, issue: cached.error.issues[0]?.message }, 'cached metadata does not fit the contract; loading it again');
+    if (cached)
+      log.warn(
+        { connectionId: conn.id, issue: cached.error.issues[0]?.message },
+        'cached metadata does not fit the contract; loading it again',
+      );
     const [latest] = await listMetadataRequests(db, conn.id, 1);
     // After the read, so that a load another call started meanwhile is seen here.
     const inFlight = this.#loading.get(conn.id);
     if (this.#answerable(inFlight)) throw loadingProblem(conn.id);
     if (latest?.state === 'Requested') {
       // Not answerable (checked above): its answer is lost, so it is closed and sent again below.
-      const why = inFlight?.requestId === latest.id ? "the Agent's channel closed or was replaced" : 'the Service restarted';
-      await finishMetadataRequest(db, latest.id, 'Failed', nowIso(), `No answer arrived: ${why} while the Agent was loading the metadata.`, { report: false });
+      const why =
+        inFlight?.requestId === latest.id ? "the Agent's channel closed or was replaced" : 'the Service restarted';
+      await finishMetadataRequest(
+        db,
+        latest.id,
+        'Failed',
+        nowIso(),
+        `No answer arrived: ${why} while the Agent was loading the metadata.`,
+        { report: false },
+      );
     } else if (latest?.state === 'Failed' && latest.errorSeen === 0) {
       await markMetadataErrorSeen(db, latest.id);
-      throw new FerryError('API_METADATA_LOAD_FAILED', `Loading the metadata of Connection ${conn.name} failed: ${latest.errorMessage ?? 'unknown error'}`, {
-        details: { connectionId: conn.id, requestId: latest.id, agentId: latest.agentId },
-      });
+      throw new FerryError(
+        'API_METADATA_LOAD_FAILED',
+        `Loading the metadata of Connection ${conn.name} failed: ${latest.errorMessage ?? 'unknown error'}`,
+        {
+          details: { connectionId: conn.id, requestId: latest.id, agentId: latest.agentId },
+        },
+      );
     }
     const loaderId = agentId ?? cache?.agentId ?? latest?.agentId;
     if (!loaderId) {
-      throw new FerryError('API_METADATA_AGENT_REQUIRED', `The metadata of Connection ${conn.name} was never loaded; give the agentId of an Agent that has the Connector and can reach the datastore.`, {
-        details: { connectionId: conn.id },
-      });
+      throw new FerryError(
+        'API_METADATA_AGENT_REQUIRED',
+        `The metadata of Connection ${conn.name} was never loaded; give the agentId of an Agent that has the Connector and can reach the datastore.`,
+        {
+          details: { connectionId: conn.id },
+        },
+      );
     }
     const agent = await requireAgent(db, org.id, loaderId);
     commands.requireConnected(agent);
@@ -104,7 +130,17 @@ export class ConnectionMetadata {
       if (this.#loading.get(conn.id) === entry) this.#loading.delete(conn.id);
     };
     try {
-      await insertMetadataRequest(db, { id, orgId: org.id, connectionId: conn.id, agentId: agent.id, objectName: conn.name, startDate: nowIso(), endDate: null, state: 'Requested', errorMessage: null });
+      await insertMetadataRequest(db, {
+        id,
+        orgId: org.id,
+        connectionId: conn.id,
+        agentId: agent.id,
+        objectName: conn.name,
+        startDate: nowIso(),
+        endDate: null,
+        state: 'Requested',
+        errorMessage: null,
+      });
       await pruneMetadataRequests(db, conn.id, KEEP_REQUESTS);
       log.info({ requestId: id, agentId: agent.id, connectionId: conn.id }, 'metadata load requested');
       // The channel the command goes out on; the Agent may have reconnected while the store was written.
@@ -117,12 +153,31 @@ export class ConnectionMetadata {
     throw loadingProblem(conn.id);
   }
 
-  async #load(log: FastifyBaseLogger, org: OrgRow, conn: ConnectionRow, agentId: string, requestId: string, reload: boolean): Promise<void> {
+  async #load(
+    log: FastifyBaseLogger,
+    org: OrgRow,
+    conn: ConnectionRow,
+    agentId: string,
+    requestId: string,
+    reload: boolean,
+  ): Promise<void> {
     const { db } = this.opts;
     try {
       // Parsed (and unpacked when it came compressed) by the command's result schema.
-      const md = await this.opts.commands.send(agentId, { type: 'loadMetadata', connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(this.opts.secrets, conn), reload });
-      await putMetadataCache(db, { connectionId: conn.id, orgId: org.id, agentId, metadata: JSON.stringify(md), loadedAt: nowIso() });
+      const md = await this.opts.commands.send(agentId, {
+        type: 'loadMetadata',
+        connectionId: conn.id,
+        connectorId: conn.connectorId,
+        properties: openProperties(this.opts.secrets, conn),
+        reload,
+      });
+      await putMetadataCache(db, {
+        connectionId: conn.id,
+        orgId: org.id,
+        agentId,
+        metadata: JSON.stringify(md),
+        loadedAt: nowIso(),
+      });
       await setLastTestedAgent(db, conn.id, agentId);
       await finishMetadataRequest(db, requestId, 'Completed', nowIso(), null);
       log.info({ requestId, connectionId: conn.id, entities: md.entities.length }, 'metadata loaded');
@@ -131,12 +186,18 @@ export class ConnectionMetadata {
       log.warn({ requestId, connectionId: conn.id, message }, 'metadata load failed');
       // A channel that closed before the answer is not the load's failure: the next call sends it again.
       const lost = isFerryError(err) && err.code === 'AGT_NOT_CONNECTED';
-      await finishMetadataRequest(db, requestId, 'Failed', nowIso(), message, { report: !lost }).catch((e: unknown) => log.error({ err: e, requestId }, 'metadata request result not stored'));
+      await finishMetadataRequest(db, requestId, 'Failed', nowIso(), message, { report: !lost }).catch((e: unknown) =>
+        log.error({ err: e, requestId }, 'metadata request result not stored'),
+      );
     }
   }
 
   /** The Connection's latest metadata requests, newest first, and how many are kept. */
-  async requests(conn: ConnectionRow, limit: number, offset: number): Promise<{ rows: MetadataRequestRow[]; total: number }> {
+  async requests(
+    conn: ConnectionRow,
+    limit: number,
+    offset: number,
+  ): Promise<{ rows: MetadataRequestRow[]; total: number }> {
     const rows = await listMetadataRequests(this.opts.db, conn.id, limit, offset);
     return { rows, total: await countMetadataRequests(this.opts.db, conn.id) };
   }
@@ -152,14 +213,28 @@ export class ConnectionMetadata {
     const cached = cache?.metadata ? MetadataDocument.safeParse(JSON.parse(cache.metadata)) : undefined;
     if (cached?.success) return cached.data;
     const id = newId();
-    await insertMetadataRequest(db, { id, orgId: org.id, connectionId: conn.id, agentId, objectName: conn.name, startDate: nowIso(), endDate: null, state: 'Requested', errorMessage: null });
+    await insertMetadataRequest(db, {
+      id,
+      orgId: org.id,
+      connectionId: conn.id,
+      agentId,
+      objectName: conn.name,
+      startDate: nowIso(),
+      endDate: null,
+      state: 'Requested',
+      errorMessage: null,
+    });
     await pruneMetadataRequests(db, conn.id, KEEP_REQUESTS);
     await this.#load(log, org, conn, agentId, id, cache !== undefined);
     const fresh = await getMetadataCache(db, conn.id);
     const parsed = fresh?.metadata ? MetadataDocument.safeParse(JSON.parse(fresh.metadata)) : undefined;
     if (parsed?.success) return parsed.data;
     const [latest] = await listMetadataRequests(db, conn.id, 1);
-    throw new FerryError('API_METADATA_LOAD_FAILED', `Loading the metadata of Connection ${conn.name} failed: ${latest?.errorMessage ?? 'unknown error'}`, { details: { connectionId: conn.id, requestId: id, agentId } });
+    throw new FerryError(
+      'API_METADATA_LOAD_FAILED',
+      `Loading the metadata of Connection ${conn.name} failed: ${latest?.errorMessage ?? 'unknown error'}`,
+      { details: { connectionId: conn.id, requestId: id, agentId } },
+    );
   }
 
   /** The cached metadata without loading anything, or undefined when none is cached (or it does not fit the contract). */
@@ -176,10 +251,20 @@ export class ConnectionMetadata {
 }
 
 /** One entity by ID or fullName, case-insensitive; 404 otherwise. */
-export function findEntity(md: MetadataDocument, idOrName: string, conn: Pick<ConnectionRow, 'id' | 'name'>): EntityMetadata {
+export function findEntity(
+  md: MetadataDocument,
+  idOrName: string,
+  conn: Pick<ConnectionRow, 'id' | 'name'>,
+): EntityMetadata {
   const key = idOrName.toLowerCase();
-  const hit = md.entities.find((e) => e.id.toLowerCase() === key) ?? md.entities.find((e) => e.fullName.toLowerCase() === key);
-  if (!hit) throw new FerryError('API_NOT_FOUND', `Entity ${idOrName} was not found in the metadata of Connection ${conn.name}.`, { details: { connectionId: conn.id } });
+  const hit =
+    md.entities.find((e) => e.id.toLowerCase() === key) ?? md.entities.find((e) => e.fullName.toLowerCase() === key);
+  if (!hit)
+    throw new FerryError(
+      'API_NOT_FOUND',
+      `Entity ${idOrName} was not found in the metadata of Connection ${conn.name}.`,
+      { details: { connectionId: conn.id } },
+    );
   return hit;
 }
 

@@ -46,14 +46,20 @@ export function encryptProperty(plain: string, cryptoToken: string, iv: Buffer =
  */
 export function decryptProperty(value: string, cryptoToken: string, propertyName = 'value'): string {
   const fail = (why: string): never => {
-    throw new FerryError('API_PROPERTY_ENCRYPTION', `The property ${propertyName} is not encrypted with the Organization's crypto token (${why}).`, {
-      errors: [{ path: `properties.${propertyName}`, message: why }],
-    });
+    throw new FerryError(
+      'API_PROPERTY_ENCRYPTION',
+      `The property ${propertyName} is not encrypted with the Organization's crypto token (${why}).`,
+      {
+        errors: [{ path: `properties.${propertyName}`, message: why }],
+      },
+    );
   };
-  if (value.length < IV_B64_CHARS + 4) fail('too short: base64(IV) of 24 characters followed by base64(ciphertext) expected');
+  if (value.length < IV_B64_CHARS + 4)
+    fail('too short: base64(IV) of 24 characters followed by base64(ciphertext) expected');
   const ivPart = value.slice(0, IV_B64_CHARS);
   const bodyPart = value.slice(IV_B64_CHARS);
-  if (!BASE64_RE.test(ivPart) || !ivPart.endsWith('==') || !BASE64_RE.test(bodyPart) || bodyPart.length % 4 !== 0) fail('not base64');
+  if (!BASE64_RE.test(ivPart) || !ivPart.endsWith('==') || !BASE64_RE.test(bodyPart) || bodyPart.length % 4 !== 0)
+    fail('not base64');
   const iv = Buffer.from(ivPart, 'base64');
   const body = Buffer.from(bodyPart, 'base64');
   if (iv.length !== IV_BYTES) fail('the IV is not 16 bytes');

@@ -36,7 +36,12 @@ export function sealProperties(secrets: SecretBox, props: PlainProperties): stri
  * except a protected one when `previous` is given (update): that keeps its value. To blank a
  * protected property, send an encrypted empty string.
  */
-export function resolveProperties(manifest: ConnectorManifest, input: PropertyInput, cryptoToken: string, previous?: PlainProperties): PlainProperties {
+export function resolveProperties(
+  manifest: ConnectorManifest,
+  input: PropertyInput,
+  cryptoToken: string,
+  previous?: PlainProperties,
+): PlainProperties {
   const byKey = new Map(manifest.uiDecorations.map((d) => [d.propertyName.toLowerCase(), d.propertyName]));
   const given = new Map<string, string>();
   const errors: FieldError[] = [];
@@ -47,7 +52,11 @@ export function resolveProperties(manifest: ConnectorManifest, input: PropertyIn
     else given.set(name, p.value ?? '');
   });
   if (errors.length > 0) {
-    throw new FerryError('API_VALIDATION', `The properties do not match the Connector ${manifest.name}: ${errors.map((e) => e.message).join('; ')}.`, { errors });
+    throw new FerryError(
+      'API_VALIDATION',
+      `The properties do not match the Connector ${manifest.name}: ${errors.map((e) => e.message).join('; ')}.`,
+      { errors },
+    );
   }
   const protectedSet = protectedKeys(manifest);
   const out: PlainProperties = {};
@@ -65,12 +74,19 @@ export function resolveProperties(manifest: ConnectorManifest, input: PropertyIn
  * The properties of a Connector's preconnect step from a client's `[{key, value}]`: only the keys
  * sent, each a property of the Connector (case-insensitive), values decrypted with the crypto token.
  */
-export function preconnectProperties(manifest: ConnectorManifest, input: NonNullable<PropertyInput>, cryptoToken: string): PlainProperties {
+export function preconnectProperties(
+  manifest: ConnectorManifest,
+  input: NonNullable<PropertyInput>,
+  cryptoToken: string,
+): PlainProperties {
   const names = new Map(manifest.uiDecorations.map((d) => [d.propertyName.toLowerCase(), d.propertyName]));
   const properties: PlainProperties = {};
   input.forEach((p, i) => {
     const name = names.get(p.key.toLowerCase());
-    if (!name) throw new FerryError('API_VALIDATION', `${manifest.name} has no property ${p.key}.`, { errors: [{ path: `body.properties.${i}.key`, message: 'no such property' }] });
+    if (!name)
+      throw new FerryError('API_VALIDATION', `${manifest.name} has no property ${p.key}.`, {
+        errors: [{ path: `body.properties.${i}.key`, message: 'no such property' }],
+      });
     properties[name] = p.value ? decryptProperty(p.value, cryptoToken, name) : '';
   });
   return properties;

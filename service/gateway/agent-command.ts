@@ -3,11 +3,17 @@ import type { ErrorCode } from '../../src/errors/codes.js';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 
 /** A command to an Agent of kind `K` (any kind by default), without its message ID (the bus assigns one). */
-export type AgentCommand<K extends CommandKind = CommandKind> = K extends CommandKind ? Omit<CommandRequest<K>, 'id'> : never;
+export type AgentCommand<K extends CommandKind = CommandKind> = K extends CommandKind
+  ? Omit<CommandRequest<K>, 'id'>
+  : never;
 
 /** AGT_NOT_CONNECTED for `agentId`: it has no channel, or the channel closed before the reply. */
 export const notConnected = (agentId: string, detail = 'is not connected'): FerryError =>
-  new FerryError('AGT_NOT_CONNECTED', `Agent ${agentId} ${detail}; start it (or wait until its status is Running) and try again.`, { details: { agentId } });
+  new FerryError(
+    'AGT_NOT_CONNECTED',
+    `Agent ${agentId} ${detail}; start it (or wait until its status is Running) and try again.`,
+    { details: { agentId } },
+  );
 
 /** The Agent's own error, as its error reply to a command carried it. */
 export interface AgentErrorReply {
@@ -23,9 +29,13 @@ export interface AgentErrorReply {
  * with {@link agentError}, match them with {@link isAgentError}.
  */
 export function commandFailed(agentId: string, type: string, error: Required<AgentErrorReply>): FerryError {
-  return new FerryError('AGT_COMMAND_FAILED', `Agent ${agentId} could not carry out the ${type} command: ${error.message}`, {
-    details: { agentId, agentErrorCode: error.code, agentErrorKind: error.kind, agentMessage: error.message },
-  });
+  return new FerryError(
+    'AGT_COMMAND_FAILED',
+    `Agent ${agentId} could not carry out the ${type} command: ${error.message}`,
+    {
+      details: { agentId, agentErrorCode: error.code, agentErrorKind: error.kind, agentMessage: error.message },
+    },
+  );
 }
 
 /** The Agent's own error when `err` is its error reply to a command, else undefined: the Agent did not answer. */

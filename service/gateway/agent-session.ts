@@ -104,14 +104,17 @@ export class AgentSession {
     this.#lastTraffic = Date.now();
     if (this.#closed) return;
     if (isBinary) return this.#bad('CHN_MALFORMED', undefined, 'binary frames are not part of the protocol');
-    const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
+    const text = (
+      Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)
+    ).toString('utf8');
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
       return this.#bad('CHN_MALFORMED', undefined, 'the frame is not JSON');
     }
-    const obj = json !== null && typeof json === 'object' && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
+    const obj =
+      json !== null && typeof json === 'object' && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
     const id = typeof obj?.['id'] === 'string' && obj['id'].length <= 100 ? obj['id'] : undefined;
     // JSON.parse reads any depth, but what handles a message (JSON.stringify when it is stored,
     // the HTTP answer a reply feeds) recurses: refuse a deep message here, answering its ID so
@@ -119,7 +122,8 @@ export class AgentSession {
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
       const detail = `the message nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
       const re = typeof obj?.['re'] === 'string' && obj['re'].length <= 100 ? obj['re'] : undefined;
-      if (re !== undefined) this.#settle({ re, ok: false, error: { code: 'CHN_INVALID_MESSAGE', kind: 'config', message: detail } });
+      if (re !== undefined)
+        this.#settle({ re, ok: false, error: { code: 'CHN_INVALID_MESSAGE', kind: 'config', message: detail } });
       return this.#bad('CHN_INVALID_MESSAGE', re === undefined ? id : undefined, detail);
     }
 
@@ -137,7 +141,9 @@ export class AgentSession {
     const request = AgentRequest.safeParse(json);
     if (!request.success) return this.#bad('CHN_INVALID_MESSAGE', id, summarize(request.error));
     const msg = request.data;
-    this.#chain = this.#chain.then(() => this.#handle(msg)).catch((err: unknown) => this.#log.error({ err, type: msg.type }, 'agent request handling failed'));
+    this.#chain = this.#chain
+      .then(() => this.#handle(msg))
+      .catch((err: unknown) => this.#log.error({ err, type: msg.type }, 'agent request handling failed'));
   }
 
   /** Sends a command and waits for the Agent's reply. */
@@ -153,7 +159,13 @@ export class AgentSession {
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
-        reject(new FerryError('CHN_TIMEOUT', `Agent ${this.agentId} did not answer the ${command.type} command within ${Math.round(timeoutMs / 1000)} seconds; check its status and try again.`, { details: { agentId: this.agentId } }));
+        reject(
+          new FerryError(
+            'CHN_TIMEOUT',
+            `Agent ${this.agentId} did not answer the ${command.type} command within ${Math.round(timeoutMs / 1000)} seconds; check its status and try again.`,
+            { details: { agentId: this.agentId } },
+          ),
+        );
       }, timeoutMs);
       this.#pending.set(id, { type: command.type, resolve, reject, timer });
       if (!this.send(message)) {
@@ -174,7 +186,10 @@ export class AgentSession {
     if (this.#closed || this.#socket.readyState !== OPEN) return false;
     const text = JSON.stringify(message);
     if (Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
-      this.#log.error({ code: 'CHN_TOO_LARGE', type: 'type' in message ? message.type : 'reply' }, 'outgoing channel message too large');
+      this.#log.error(
+        { code: 'CHN_TOO_LARGE', type: 'type' in message ? message.type : 'reply' },
+        'outgoing channel message too large',
+      );
       return false;
     }
     this.#socket.send(text);
@@ -251,7 +266,10 @@ export class AgentSession {
         this.#replyError(msg.id, err);
       } else {
         this.#log.error({ err, type: msg.type }, 'agent request failed');
-        this.#replyError(msg.id, new FerryError('SVC_UNAVAILABLE', 'The Service could not process the message now; send it again.'));
+        this.#replyError(
+          msg.id,
+          new FerryError('SVC_UNAVAILABLE', 'The Service could not process the message now; send it again.'),
+        );
       }
     }
     const after = this.#closeAfterReply;
@@ -286,7 +304,10 @@ export class AgentSession {
     this.#log.warn({ code, detail, count: this.#badTimes.length }, 'bad agent channel message');
     if (id !== undefined) this.#replyError(id, new FerryError(code, `The message is not valid: ${detail}`));
     if (this.#badTimes.length >= this.#opts.badMessageLimit) {
-      this.#log.warn({ code: 'CHN_TOO_MANY_BAD_MESSAGES', count: this.#badTimes.length }, 'too many bad agent messages: closing');
+      this.#log.warn(
+        { code: 'CHN_TOO_MANY_BAD_MESSAGES', count: this.#badTimes.length },
+        'too many bad agent messages: closing',
+      );
       this.close(CLOSE.protocolError, 'too many bad messages');
     }
   }

@@ -36,7 +36,11 @@ export function connectorsJson(list: readonly InstalledConnector[]): string {
   return JSON.stringify(list.map((c) => ({ connectorId: c.connectorId, version: c.version })));
 }
 
-export function helloPatch(agent: Pick<AgentRow, 'isCloudAgent' | 'fingerprint'>, hello: Hello, now: string): AgentUpdate {
+export function helloPatch(
+  agent: Pick<AgentRow, 'isCloudAgent' | 'fingerprint'>,
+  hello: Hello,
+  now: string,
+): AgentUpdate {
   return {
     status: shutdownStatus(agent, hello.status),
     version: hello.version,
@@ -60,16 +64,24 @@ export function heartbeatPatch(agent: Pick<AgentRow, 'isCloudAgent'>, hb: Heartb
  * after the next hello), so a status change older than the Agent's current start is history and
  * moves nothing; its times are still kept when they are newer than what the record has.
  */
-export function reportPatch(agent: Pick<AgentRow, 'isCloudAgent' | 'lastStartTime' | 'lastShutdownTime'>, report: ReportBody, now: string): AgentUpdate | undefined {
+export function reportPatch(
+  agent: Pick<AgentRow, 'isCloudAgent' | 'lastStartTime' | 'lastShutdownTime'>,
+  report: ReportBody,
+  now: string,
+): AgentUpdate | undefined {
   const current = (at: string) => agent.lastStartTime === null || at >= agent.lastStartTime;
   switch (report.kind) {
     case 'status': {
       const at = isoOr(report.at, now);
-      return current(at) ? { status: shutdownStatus(agent, report.status), lastContactTime: now } : { lastContactTime: now };
+      return current(at)
+        ? { status: shutdownStatus(agent, report.status), lastContactTime: now }
+        : { lastContactTime: now };
     }
     case 'started': {
       const at = isoOr(report.at, now);
-      return current(at) ? { lastStartTime: at, version: report.version, lastContactTime: now } : { lastContactTime: now };
+      return current(at)
+        ? { lastStartTime: at, version: report.version, lastContactTime: now }
+        : { lastContactTime: now };
     }
     case 'shutdown': {
       const at = isoOr(report.at, now);
@@ -90,7 +102,13 @@ export function reportPatch(agent: Pick<AgentRow, 'isCloudAgent' | 'lastStartTim
  * HeartbeatLate after `lateAfterMs`, HeartbeatFailed after `failedAfterMs`; stopped Agents and
  * Agents that never made contact keep theirs.
  */
-export function sweepStatus(status: string, lastContact: string | null, nowMs: number, lateAfterMs: number, failedAfterMs: number): AgentStatus | undefined {
+export function sweepStatus(
+  status: string,
+  lastContact: string | null,
+  nowMs: number,
+  lateAfterMs: number,
+  failedAfterMs: number,
+): AgentStatus | undefined {
   if (lastContact === null || (STOPPED_STATUSES as readonly string[]).includes(status)) return undefined;
   const silent = nowMs - Date.parse(lastContact);
   if (!Number.isFinite(silent)) return undefined;

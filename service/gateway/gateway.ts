@@ -3,7 +3,16 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import { CHANNEL_PATH, CLOSE, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, type Heartbeat, type Hello, type HelloResult, type Report } from '../../src/protocol/channel.js';
+import {
+  CHANNEL_PATH,
+  CLOSE,
+  MAX_MESSAGE_BYTES,
+  PROTOCOL_VERSION,
+  type Heartbeat,
+  type Hello,
+  type HelloResult,
+  type Report,
+} from '../../src/protocol/channel.js';
 import { RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE } from '../../src/protocol/solutions.js';
 import { authenticateAgent } from '../auth/agent-auth.js';
 import type { ServiceConfig } from '../config.js';
@@ -56,7 +65,12 @@ export interface GatewayOptions {
 export class AgentGateway {
   readonly #opts: GatewayOptions;
   readonly #log: FastifyBaseLogger;
-  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
+  readonly #wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_MESSAGE_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
   readonly #sockets = new Map<WebSocket, AgentSession>();
   readonly #pingIntervalMs: number;
   readonly #idleTimeoutMs: number;
@@ -88,7 +102,10 @@ export class AgentGateway {
     if (this.#timer) clearInterval(this.#timer);
     this.#server?.off('upgrade', this.#onUpgrade);
     const sockets = [...this.#sockets.keys()];
-    const closed = sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))));
+    const closed = sockets.map(
+      (ws) =>
+        new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))),
+    );
     for (const session of this.#sockets.values()) session.close(1001, 'Service shutting down');
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(closed), new Promise<void>((resolve) => (timeout = setTimeout(resolve, 2_000)))]);
@@ -106,14 +123,30 @@ export class AgentGateway {
       pathname = '';
     }
     if (this.#closing || pathname !== CHANNEL_PATH.toLowerCase()) {
-      refuse(socket, this.#closing ? 503 : 404, this.#closing ? new FerryError('SVC_UNAVAILABLE', 'The Service is shutting down.') : new FerryError('API_ROUTE_NOT_FOUND', `There is no WebSocket endpoint at ${pathname || '/'}.`));
+      refuse(
+        socket,
+        this.#closing ? 503 : 404,
+        this.#closing
+          ? new FerryError('SVC_UNAVAILABLE', 'The Service is shutting down.')
+          : new FerryError('API_ROUTE_NOT_FOUND', `There is no WebSocket endpoint at ${pathname || '/'}.`),
+      );
       return;
     }
     authenticateAgent(this.#opts.store.db, req.headers.authorization).then(
       (agent) => {
         if (!agent) {
-          this.#log.warn({ ip: req.socket.remoteAddress, code: 'AGT_UNAUTHORIZED' }, 'agent channel refused: bad credentials');
-          refuse(socket, 401, new FerryError('AGT_UNAUTHORIZED', 'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.'));
+          this.#log.warn(
+            { ip: req.socket.remoteAddress, code: 'AGT_UNAUTHORIZED' },
+            'agent channel refused: bad credentials',
+          );
+          refuse(
+            socket,
+            401,
+            new FerryError(
+              'AGT_UNAUTHORIZED',
+              'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.',
+            ),
+          );
           return;
         }
         if (this.#closing || socket.destroyed) return void socket.destroy();
@@ -128,7 +161,13 @@ export class AgentGateway {
 
   #connected(ws: WebSocket, agent: AgentRow, req: http.IncomingMessage): void {
     const log = this.#log.child({ agentId: agent.id, orgId: agent.orgId });
-    const session = new AgentSession(ws, { agentId: agent.id, orgId: agent.orgId, origin: this.#origin(req), log, handlers: this.#handlers });
+    const session = new AgentSession(ws, {
+      agentId: agent.id,
+      orgId: agent.orgId,
+      origin: this.#origin(req),
+      log,
+      handlers: this.#handlers,
+    });
     this.#sockets.set(ws, session);
     ws.on('message', (data, isBinary) => {
       // Whatever an Agent sends, it must not take the Service down.
@@ -140,7 +179,10 @@ export class AgentGateway {
     });
     ws.on('error', (err: Error & { code?: string }) => {
       const tooLarge = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH';
-      log.warn({ code: tooLarge ? 'CHN_TOO_LARGE' : 'CHN_INVALID_MESSAGE', err: { message: err.message, code: err.code } }, tooLarge ? 'agent message too large: socket closed (1009)' : 'agent socket error');
+      log.warn(
+        { code: tooLarge ? 'CHN_TOO_LARGE' : 'CHN_INVALID_MESSAGE', err: { message: err.message, code: err.code } },
+        tooLarge ? 'agent message too large: socket closed (1009)' : 'agent socket error',
+      );
     });
     ws.on('close', (code) => {
       this.#sockets.delete(ws);
@@ -154,9 +196,14 @@ export class AgentGateway {
     if (this.#opts.config.publicUrl) return new URL(this.#opts.config.publicUrl).origin;
     const host = req.headers.host ?? '';
     const encrypted = 'encrypted' in req.socket && req.socket.encrypted === true;
-    const forwarded = this.#opts.config.trustProxy ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim() : undefined;
+    const forwarded = this.#opts.config.trustProxy
+      ? String(req.headers['x-forwarded-proto'] ?? '')
+          .split(',')[0]
+          ?.trim()
+      : undefined;
     const scheme = forwarded === 'https' || forwarded === 'http' ? forwarded : encrypted ? 'https' : 'http';
-    if (/^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:\d{1,5})?$/.test(host)) return `${scheme}://${host}`;
+    if (/^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:\d{1,5})?$/.test(host))
+      return `${scheme}://${host}`;
     const addr = req.socket.localAddress ?? '127.0.0.1';
     return `${scheme}://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort ?? 80}`;
   }
@@ -177,7 +224,10 @@ export class AgentGateway {
       const { db } = this.#opts.store;
       if (msg.protocolVersion !== PROTOCOL_VERSION) {
         session.closeAfterReply(CLOSE.protocolError, 'unsupported protocol version');
-        throw new FerryError('CHN_PROTOCOL_VERSION', `This Service speaks channel protocol ${PROTOCOL_VERSION}, the Agent ${msg.protocolVersion}; install the Agent version that matches the Service.`);
+        throw new FerryError(
+          'CHN_PROTOCOL_VERSION',
+          `This Service speaks channel protocol ${PROTOCOL_VERSION}, the Agent ${msg.protocolVersion}; install the Agent version that matches the Service.`,
+        );
       }
       const agent = await getAgentById(db, session.agentId);
       if (!agent) {
@@ -185,19 +235,46 @@ export class AgentGateway {
         throw new FerryError('AGT_DELETED', `Agent ${session.agentId} was deleted in the Service; uninstall it.`);
       }
       if (agent.fingerprint !== null && agent.fingerprint !== msg.fingerprint) {
-        this.#log.warn({ agentId: agent.id, orgId: agent.orgId, code: 'AGT_CLONED_INSTALL', machineName: msg.machineName, serviceName: msg.serviceName }, 'cloned agent installation refused');
+        this.#log.warn(
+          {
+            agentId: agent.id,
+            orgId: agent.orgId,
+            code: 'AGT_CLONED_INSTALL',
+            machineName: msg.machineName,
+            serviceName: msg.serviceName,
+          },
+          'cloned agent installation refused',
+        );
         session.closeAfterReply(CLOSE.clonedInstall, 'cloned installation');
-        throw new FerryError('AGT_CLONED_INSTALL', `This installation is a copy of Agent ${agent.id} (its fingerprint differs from the registered one); install a new Agent with a new installation key.`);
+        throw new FerryError(
+          'AGT_CLONED_INSTALL',
+          `This installation is a copy of Agent ${agent.id} (its fingerprint differs from the registered one); install a new Agent with a new installation key.`,
+        );
       }
       const now = nowIso();
       await updateAgent(db, agent.id, helloPatch(agent, msg, now));
       const previous = this.#opts.registry.attach(session);
       previous?.close(CLOSE.replaced, 'replaced by a newer connection');
-      this.#log.info({ agentId: agent.id, orgId: agent.orgId, version: msg.version, status: msg.status, replaced: previous !== undefined }, 'agent connected');
+      this.#log.info(
+        {
+          agentId: agent.id,
+          orgId: agent.orgId,
+          version: msg.version,
+          status: msg.status,
+          replaced: previous !== undefined,
+        },
+        'agent connected',
+      );
       // After the hello is answered, so that the Agent is ready for commands.
       const onConnected = this.#opts.onConnected;
       if (onConnected) setImmediate(() => onConnected(agent.id));
-      return { serverTime: now, heartbeatMs: this.#opts.config.agentHeartbeatMs, agentName: agent.name, orgId: agent.orgId, features: SERVICE_FEATURES };
+      return {
+        serverTime: now,
+        heartbeatMs: this.#opts.config.agentHeartbeatMs,
+        agentName: agent.name,
+        orgId: agent.orgId,
+        features: SERVICE_FEATURES,
+      };
     },
 
     heartbeat: async (session: AgentSession, msg: Heartbeat) => {
@@ -215,7 +292,13 @@ export class AgentGateway {
     report: async (session: AgentSession, msg: Report) => {
       const now = nowIso();
       const stored = await this.#opts.store.db.transaction().execute(async (tx) => {
-        const fresh = await recordReport(tx, { agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, body: JSON.stringify(msg), receivedAt: now });
+        const fresh = await recordReport(tx, {
+          agentId: session.agentId,
+          messageId: msg.id,
+          kind: msg.report.kind,
+          body: JSON.stringify(msg),
+          receivedAt: now,
+        });
         if (!fresh) return false;
         const agent = await getAgentById(tx, session.agentId);
         if (!agent) return true;
@@ -224,7 +307,10 @@ export class AgentGateway {
         await this.#opts.reports.apply(tx, agent, msg.report, now);
         return true;
       });
-      this.#log.debug({ agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, duplicate: !stored }, stored ? 'agent report stored' : 'duplicate agent report acknowledged again');
+      this.#log.debug(
+        { agentId: session.agentId, messageId: msg.id, kind: msg.report.kind, duplicate: !stored },
+        stored ? 'agent report stored' : 'duplicate agent report acknowledged again',
+      );
     },
 
     closed: (session: AgentSession, code: number) => {

@@ -13,7 +13,12 @@ export type ReportOfKind = { [K in ReportKind]: Extract<ReportBody, { kind: K }>
  * that records the report (so a report is applied exactly once, with its dedupe row), after the
  * Agent's record was patched; `agent` is the record as read before that patch.
  */
-export type ReportHandler<K extends ReportKind> = (tx: Db, agent: AgentRow, report: ReportOfKind[K], now: string) => Promise<void>;
+export type ReportHandler<K extends ReportKind> = (
+  tx: Db,
+  agent: AgentRow,
+  report: ReportOfKind[K],
+  now: string,
+) => Promise<void>;
 
 /** A handler of any kind, as the table keeps it: it checks the kind before it calls the typed one. */
 type AnyReportHandler = (tx: Db, agent: AgentRow, report: ReportBody, now: string) => Promise<void>;

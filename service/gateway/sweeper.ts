@@ -41,7 +41,12 @@ export class HeartbeatSweeper {
   constructor(opts: SweeperOptions) {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'sweeper' });
-    this.#job = new PeriodicJob({ intervalMs: sweepIntervalMs(opts.lateAfterMs), tick: () => this.sweep(), log: this.#log, failed: 'heartbeat sweep failed' });
+    this.#job = new PeriodicJob({
+      intervalMs: sweepIntervalMs(opts.lateAfterMs),
+      tick: () => this.sweep(),
+      log: this.#log,
+      failed: 'heartbeat sweep failed',
+    });
   }
 
   start(): void {
@@ -57,7 +62,10 @@ export class HeartbeatSweeper {
   async sweep(nowMs: number = Date.now()): Promise<number> {
     const { db } = this.#opts.store;
     const { lateAfterMs, failedAfterMs } = this.#opts;
-    const silent = await listSilentAgents(db, new Date(nowMs - lateAfterMs).toISOString(), [...STOPPED_STATUSES, 'HeartbeatFailed']);
+    const silent = await listSilentAgents(db, new Date(nowMs - lateAfterMs).toISOString(), [
+      ...STOPPED_STATUSES,
+      'HeartbeatFailed',
+    ]);
     let moved = 0;
     for (const agent of silent) {
       const next = sweepStatus(agent.status, agent.lastContactTime, nowMs, lateAfterMs, failedAfterMs);
@@ -72,13 +80,25 @@ export class HeartbeatSweeper {
               return true;
             })
             .catch((err: unknown) => {
-              this.#log.warn({ err, agentId: agent.id }, 'agent not moved to HeartbeatFailed: its notification failed; next sweep retries');
+              this.#log.warn(
+                { err, agentId: agent.id },
+                'agent not moved to HeartbeatFailed: its notification failed; next sweep retries',
+              );
               return false;
             })
         : await updateAgentIfUnchanged(db, agent.id, agent, { status: next });
       if (movedIt) {
         moved += 1;
-        this.#log.warn({ agentId: agent.id, orgId: agent.orgId, from: agent.status, to: next, lastContactTime: agent.lastContactTime }, 'agent heartbeat missing');
+        this.#log.warn(
+          {
+            agentId: agent.id,
+            orgId: agent.orgId,
+            from: agent.status,
+            to: next,
+            lastContactTime: agent.lastContactTime,
+          },
+          'agent heartbeat missing',
+        );
       }
     }
     return moved;

@@ -20,17 +20,27 @@ const SILENT = new Set<string>(['HeartbeatLate', 'HeartbeatFailed']);
  * record (status, lastContactTime), never stored: there is nothing to keep in step when the
  * channel drops, when the Agent comes back, or when the Service restarts, on either store.
  */
-export function awayNote(agent: Pick<AgentRow, 'id' | 'name' | 'status' | 'lastContactTime'>, connected: boolean): string | undefined {
+export function awayNote(
+  agent: Pick<AgentRow, 'id' | 'name' | 'status' | 'lastContactTime'>,
+  connected: boolean,
+): string | undefined {
   const status = agent.status;
   if (connected && !SILENT.has(status)) return undefined;
-  const since = agent.lastContactTime === null ? 'has not been in contact yet' : `has not been in contact since ${agent.lastContactTime}`;
+  const since =
+    agent.lastContactTime === null
+      ? 'has not been in contact yet'
+      : `has not been in contact since ${agent.lastContactTime}`;
   // A status other than the one it last stated when running says more (HeartbeatFailed, Restarting, …).
   const shown = status === 'Unknown' || status === 'Running' ? '' : ` (${status})`;
   return `The Agent ${agent.name} (${agent.id}) ${since}${shown}; the run's outcome is recorded when it reconnects.`;
 }
 
 /** The away notes of the executions still going among `rows`, by execution id. */
-export async function awayNotes(db: Db, rows: readonly ExecutionRow[], presence: AgentPresence): Promise<Map<number, string>> {
+export async function awayNotes(
+  db: Db,
+  rows: readonly ExecutionRow[],
+  presence: AgentPresence,
+): Promise<Map<number, string>> {
   const going = rows.filter((r) => r.result === null);
   const notes = new Map<number, string>();
   if (going.length === 0) return notes;

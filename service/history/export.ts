@@ -83,9 +83,14 @@ export class HistoryExports {
 
   async #execution(orgId: number, solutionId: string, ref: number | string): Promise<ExecutionRow> {
     const solution = await getSolution(this.#opts.db, orgId, solutionId);
-    if (!solution) throw new FerryError('API_NOT_FOUND', `Solution ${solutionId} was not found in Organization ${orgId}.`);
+    if (!solution)
+      throw new FerryError('API_NOT_FOUND', `Solution ${solutionId} was not found in Organization ${orgId}.`);
     const row = await getExecution(this.#opts.db, solution.id, typeof ref === 'string' ? ref.toLowerCase() : ref);
-    if (!row) throw new FerryError('API_NOT_FOUND', `Execution ${ref} was not found in the History of Solution ${solution.id}.`);
+    if (!row)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Execution ${ref} was not found in the History of Solution ${solution.id}.`,
+      );
     return row;
   }
 
@@ -109,7 +114,11 @@ export class HistoryExports {
    */
   async take(orgId: number, solutionId: string, ref: number | string, exportId: number): Promise<ExportDownload> {
     const execution = await this.#execution(orgId, solutionId, ref);
-    const taken = await takeHistoryExport(this.#opts.db, { orgId, solutionId: execution.solutionId, executionId: execution.id, id: exportId }, this.#now().toISOString());
+    const taken = await takeHistoryExport(
+      this.#opts.db,
+      { orgId, solutionId: execution.solutionId, executionId: execution.id, id: exportId },
+      this.#now().toISOString(),
+    );
     if (!taken) {
       throw new FerryError(
         'API_NOT_FOUND',
@@ -126,8 +135,12 @@ export class HistoryExports {
       const page = await errorsAfter(this.#opts.db, execution.id, after, EXPORT_PAGE_SIZE);
       const last = page.at(-1);
       if (!last) return;
-      const records = execution.sourceDataLocal === 1 ? new Map<string, string>() : await this.#records(execution.solutionId, page);
-      yield stringify(page.map((e) => csvRow(e, e.failedRecordId === null ? '' : (records.get(e.failedRecordId) ?? ''))), CSV_OPTIONS);
+      const records =
+        execution.sourceDataLocal === 1 ? new Map<string, string>() : await this.#records(execution.solutionId, page);
+      yield stringify(
+        page.map((e) => csvRow(e, e.failedRecordId === null ? '' : (records.get(e.failedRecordId) ?? ''))),
+        CSV_OPTIONS,
+      );
       after = last.seq;
     }
   }

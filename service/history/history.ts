@@ -1,6 +1,14 @@
 import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import { getError, getExecution, listErrors, listExecutions, listScheduleSkips, reprocessableCounts, type ExecutionSortColumn } from '../store/repos/executions.repo.js';
+import {
+  getError,
+  getExecution,
+  listErrors,
+  listExecutions,
+  listScheduleSkips,
+  reprocessableCounts,
+  type ExecutionSortColumn,
+} from '../store/repos/executions.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import { getFailedRecord } from '../store/repos/failed-records.repo.js';
 import type { SecretBox } from '../crypto/master-key.js';
@@ -65,7 +73,8 @@ const SORT_COLUMN: Record<ExecutionSort, ExecutionSortColumn> = {
   RecordsFailed: 'recordsFailed',
 };
 
-const solutionNotFound = (orgId: number, id: string): FerryError => new FerryError('API_NOT_FOUND', `Solution ${id} was not found in Organization ${orgId}.`);
+const solutionNotFound = (orgId: number, id: string): FerryError =>
+  new FerryError('API_NOT_FOUND', `Solution ${id} was not found in Organization ${orgId}.`);
 const executionNotFound = (solutionId: string, ref: ExecutionRef): FerryError =>
   new FerryError('API_NOT_FOUND', `Execution ${ref} was not found in the History of Solution ${solutionId}.`);
 
@@ -95,7 +104,12 @@ export class History {
   }
 
   /** The Solution's executions in the window, filtered by result, sorted and paged. */
-  async list(orgId: number, solutionId: string, q: ExecutionListQuery, now: Date = new Date()): Promise<{ items: ExecutionView[]; total: number }> {
+  async list(
+    orgId: number,
+    solutionId: string,
+    q: ExecutionListQuery,
+    now: Date = new Date(),
+  ): Promise<{ items: ExecutionView[]; total: number }> {
     const solution = await this.solution(orgId, solutionId);
     const { rows, total } = await listExecutions(this.opts.db, solution.id, {
       startFrom: (q.laterThanDate ?? defaultLaterThan(now)).toISOString(),
@@ -103,9 +117,20 @@ export class History {
       sort: { column: SORT_COLUMN[q.executionHistoryColumnSort], desc: q.sortOrder === 'desc' },
       page: q,
     });
-    const remaining = await reprocessableCounts(this.opts.db, rows.map((r) => r.id));
+    const remaining = await reprocessableCounts(
+      this.opts.db,
+      rows.map((r) => r.id),
+    );
     const away = await awayNotes(this.opts.db, rows, this.opts.commands);
-    return { items: rows.map((row) => ({ row, reprocessRecordsRemaining: remaining.get(row.id) ?? 0, readAt: now, agentAway: away.get(row.id) })), total };
+    return {
+      items: rows.map((row) => ({
+        row,
+        reprocessRecordsRemaining: remaining.get(row.id) ?? 0,
+        readAt: now,
+        agentAway: away.get(row.id),
+      })),
+      total,
+    };
   }
 
   async get(orgId: number, solutionId: string, ref: ExecutionRef, now: Date = new Date()): Promise<ExecutionView> {
@@ -121,7 +146,12 @@ export class History {
   }
 
   /** The execution's record errors in order of arrival. */
-  async errors(orgId: number, solutionId: string, ref: ExecutionRef, page: Page): Promise<{ items: ExecutionErrorRow[]; total: number }> {
+  async errors(
+    orgId: number,
+    solutionId: string,
+    ref: ExecutionRef,
+    page: Page,
+  ): Promise<{ items: ExecutionErrorRow[]; total: number }> {
     const execution = await this.execution(orgId, solutionId, ref);
     const { rows, total } = await listErrors(this.opts.db, execution.id, page);
     return { items: rows, total };
@@ -130,7 +160,11 @@ export class History {
   async error(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string): Promise<ExecutionErrorRow> {
     const execution = await this.execution(orgId, solutionId, ref);
     const row = await getError(this.opts.db, execution.id, errorId);
-    if (!row) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
+    if (!row)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`,
+      );
     return row;
   }
 
@@ -139,11 +173,24 @@ export class History {
    * the cloud; 409 saying where it is, and the command that reads it there, when the Organization
    * keeps failed records on the Agent.
    */
-  async failedRecord(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string): Promise<{ error: ExecutionErrorRow; source: ConnectorRecord }> {
+  async failedRecord(
+    orgId: number,
+    solutionId: string,
+    ref: ExecutionRef,
+    errorId: string,
+  ): Promise<{ error: ExecutionErrorRow; source: ConnectorRecord }> {
     const execution = await this.execution(orgId, solutionId, ref);
     const error = await getError(this.opts.db, execution.id, errorId);
-    if (!error) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
-    if (!error.failedRecordId) throw new FerryError('API_NOT_FOUND', `Error ${errorId} has no failed record: the run kept none for it (capture was off, or the record could not be read again).`);
+    if (!error)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`,
+      );
+    if (!error.failedRecordId)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Error ${errorId} has no failed record: the run kept none for it (capture was off, or the record could not be read again).`,
+      );
     if (execution.sourceDataLocal === 1) {
       const show = `ferry agent failures show ${error.failedRecordId}`;
       throw new FerryError(
@@ -154,7 +201,8 @@ export class History {
       );
     }
     const row = await getFailedRecord(this.opts.db, execution.solutionId, error.failedRecordId);
-    if (!row) throw new FerryError('API_NOT_FOUND', `The failed record of error ${errorId} has not reached the Service (yet).`);
+    if (!row)
+      throw new FerryError('API_NOT_FOUND', `The failed record of error ${errorId} has not reached the Service (yet).`);
     return { error, source: sourceOf(this.opts.secrets, row) };
   }
 
@@ -163,10 +211,20 @@ export class History {
    * error that can still be reprocessed can be marked: marking another is a 409; clearing its mark
    * is not an error (it has none).
    */
-  async mark(orgId: number, solutionId: string, ref: ExecutionRef, errorId: string, mark: boolean): Promise<ExecutionErrorRow> {
+  async mark(
+    orgId: number,
+    solutionId: string,
+    ref: ExecutionRef,
+    errorId: string,
+    mark: boolean,
+  ): Promise<ExecutionErrorRow> {
     const execution = await this.execution(orgId, solutionId, ref);
     const before = await getError(this.opts.db, execution.id, errorId);
-    if (!before) throw new FerryError('API_NOT_FOUND', `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`);
+    if (!before)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Error ${errorId} was not found in execution ${execution.id} of Solution ${execution.solutionId}.`,
+      );
     if (mark && before.canReprocess !== 1) {
       throw new FerryError(
         'API_CONFLICT',
@@ -187,7 +245,9 @@ export class History {
    */
   async markAll(orgId: number, solutionId: string, ref: ExecutionRef, mark: boolean): Promise<MarkAllAnswer> {
     const execution = await this.execution(orgId, solutionId, ref);
-    const { changed, reprocessable } = await this.opts.db.transaction().execute((tx) => markExecutionErrors(tx, execution.id, mark));
+    const { changed, reprocessable } = await this.opts.db
+      .transaction()
+      .execute((tx) => markExecutionErrors(tx, execution.id, mark));
     return { historyId: execution.id, mark, changed, reprocessRecordsRemaining: reprocessable };
   }
 
@@ -201,7 +261,11 @@ export class History {
     const execution = await this.execution(orgId, solution.id, ref);
     if (also !== undefined) {
       const other = await this.execution(orgId, solution.id, also);
-      if (other.id !== execution.id) throw new FerryError('API_NOT_FOUND', `Execution ${String(also)} is not execution ${execution.id}: name the execution in both places of …/history/{historyId}/{id}/reprocess (its id or its processExecutionId).`);
+      if (other.id !== execution.id)
+        throw new FerryError(
+          'API_NOT_FOUND',
+          `Execution ${String(also)} is not execution ${execution.id}: name the execution in both places of …/history/{historyId}/{id}/reprocess (its id or its processExecutionId).`,
+        );
     }
     return this.#reprocessing.reprocess(solution, execution);
   }

@@ -60,7 +60,12 @@ export class LostReprocessRuns {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'lost-reprocess-runs' });
     this.#now = opts.now ?? (() => new Date());
-    this.#job = new PeriodicJob({ intervalMs: opts.intervalMs ?? 60_000, tick: () => this.sweep(), log: this.#log, failed: 'lost reprocess run check failed' });
+    this.#job = new PeriodicJob({
+      intervalMs: opts.intervalMs ?? 60_000,
+      tick: () => this.sweep(),
+      log: this.#log,
+      failed: 'lost reprocess run check failed',
+    });
   }
 
   start(): void {
@@ -75,7 +80,9 @@ export class LostReprocessRuns {
 
   /** The Agent connected: checks its runs now, in the background. */
   connected(agentId: string): void {
-    const check = this.check(agentId).catch((err: unknown) => this.#log.error({ err, agentId }, 'lost reprocess run check failed'));
+    const check = this.check(agentId).catch((err: unknown) =>
+      this.#log.error({ err, agentId }, 'lost reprocess run check failed'),
+    );
     this.#checks.add(check);
     void check.finally(() => this.#checks.delete(check));
   }
@@ -98,7 +105,10 @@ export class LostReprocessRuns {
       const answer = await channel.send(agentId, { type: 'knownRuns', runIds: runs.map((r) => r.runId) });
       known = new Set(answer.known.map((id) => id.toLowerCase()));
     } catch (err) {
-      this.#log.debug({ err, agentId, runs: runs.length }, 'agent not asked about its reprocess runs; asked again at the next check');
+      this.#log.debug(
+        { err, agentId, runs: runs.length },
+        'agent not asked about its reprocess runs; asked again at the next check',
+      );
       return 0;
     }
     let undone = 0;
@@ -107,7 +117,10 @@ export class LostReprocessRuns {
       const records = await this.#opts.bulkTransaction((tx) => undoReprocessRun(tx, run.runId));
       if (records === undefined) continue;
       undone += 1;
-      this.#log.warn({ agentId, solutionId: run.solutionId, runId: run.runId, start: run.start, records }, 'reprocess run never started by its agent: records given back, still marked');
+      this.#log.warn(
+        { agentId, solutionId: run.solutionId, runId: run.runId, start: run.start, records },
+        'reprocess run never started by its agent: records given back, still marked',
+      );
     }
     return undone;
   }

@@ -2,7 +2,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import { isFerryError } from '../../src/errors/ferry-error.js';
 import { errorsOf, RunMapStats, type RunRecordError } from '../../src/protocol/solutions.js';
 import type { ReportHandler } from '../gateway/report-handlers.js';
-import { existingErrorIds, getExecutionByRunId, insertErrors, insertExecutionIfNew, insertScheduleSkip, lastErrorSeq, updateExecution, type NewExecutionError } from '../store/repos/executions.repo.js';
+import {
+  existingErrorIds,
+  getExecutionByRunId,
+  insertErrors,
+  insertExecutionIfNew,
+  insertScheduleSkip,
+  lastErrorSeq,
+  updateExecution,
+  type NewExecutionError,
+} from '../store/repos/executions.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import { recordUsage, type ServiceType } from '../store/repos/subscriptions.repo.js';
@@ -32,7 +41,13 @@ import { isoOr } from './query.js';
  * is acknowledged and dropped: failing it would only block the Agent's outbox.
  */
 export class RunReports {
-  constructor(private readonly opts: { readonly log: FastifyBaseLogger; readonly dialect: StoreDialect; readonly onExecutionFinished?: ExecutionFinishedHook | undefined }) {}
+  constructor(
+    private readonly opts: {
+      readonly log: FastifyBaseLogger;
+      readonly dialect: StoreDialect;
+      readonly onExecutionFinished?: ExecutionFinishedHook | undefined;
+    },
+  ) {}
 
   /** The Solution a report is about, when it exists in the reporting Agent's Organization. */
   private async solution(tx: Db, agent: AgentRow, solutionId: string, kind: string): Promise<SolutionRow | undefined> {
@@ -78,7 +93,12 @@ export class RunReports {
     if (!solution) return;
     const start = isoOr(r.at, now);
     const dueAt = r.dueAt === undefined ? null : isoOr(r.dueAt, r.dueAt);
-    const execution = await this.ensureExecution(tx, agent, solution, { runId: r.runId, trigger: r.trigger, dueAt, start });
+    const execution = await this.ensureExecution(tx, agent, solution, {
+      runId: r.runId,
+      trigger: r.trigger,
+      dueAt,
+      start,
+    });
     // A run that already finished (its end overtook its start) is not in progress again.
     if (execution.result !== null) return;
     // Errors that overtook the start made the row with what they knew: the start knows better.
@@ -91,13 +111,23 @@ export class RunReports {
   readonly runProgress: ReportHandler<'runProgress'> = async (tx, agent, r, now) => {
     const solution = await this.solution(tx, agent, r.solutionId, r.kind);
     if (!solution) return;
-    await updateExecution(tx, r.runId.toLowerCase(), { recordsProcessed: r.processed, recordsFailed: r.failed, lastProgressAt: isoOr(r.at, now) }, true);
+    await updateExecution(
+      tx,
+      r.runId.toLowerCase(),
+      { recordsProcessed: r.processed, recordsFailed: r.failed, lastProgressAt: isoOr(r.at, now) },
+      true,
+    );
   };
 
   readonly runErrors: ReportHandler<'runErrors'> = async (tx, agent, r, now) => {
     const solution = await this.solution(tx, agent, r.solutionId, r.kind);
     if (!solution) return;
-    const execution = await this.ensureExecution(tx, agent, solution, { runId: r.runId, trigger: 'start', dueAt: null, start: now });
+    const execution = await this.ensureExecution(tx, agent, solution, {
+      runId: r.runId,
+      trigger: 'start',
+      dueAt: null,
+      start: now,
+    });
     const errors = errorsOf(r);
     const ids = errors.map((e) => e.id.toLowerCase());
     const stored = await existingErrorIds(tx, ids, this.opts.dialect);
@@ -139,7 +169,12 @@ export class RunReports {
     if (!solution) return;
     const runId = r.runId.toLowerCase();
     const startedAt = isoOr(r.startedAt, now);
-    const before = await this.ensureExecution(tx, agent, solution, { runId, trigger: r.trigger, dueAt: null, start: startedAt });
+    const before = await this.ensureExecution(tx, agent, solution, {
+      runId,
+      trigger: r.trigger,
+      dueAt: null,
+      start: startedAt,
+    });
     // The end's counts are what the Agent counted committed, also for a run that ended with its
     // Agent process (RUN_AGENT_ENDED: the counts it kept after each batch), and they add up to its
     // statistics: they replace what the progress said. An older Agent reported such a run with no
@@ -165,10 +200,16 @@ export class RunReports {
     if (!first) return;
 
     // The Solution is in progress with this run when its in-progress start is this run's.
-    const thisRun = solution.inProgressStartTime !== null && (solution.inProgressStartTime === before.start || solution.inProgressStartTime === startedAt);
+    const thisRun =
+      solution.inProgressStartTime !== null &&
+      (solution.inProgressStartTime === before.start || solution.inProgressStartTime === startedAt);
     const newest = solution.lastRunTime === null || solution.lastRunTime <= startedAt;
-    const patch = { ...(thisRun ? { inProgressStartTime: null } : {}), ...(newest ? { lastRunTime: startedAt, lastRunResult: r.result } : {}) };
-    if (Object.keys(patch).length > 0) await tx.updateTable('solutions').set(patch).where('id', '=', solution.id).execute();
+    const patch = {
+      ...(thisRun ? { inProgressStartTime: null } : {}),
+      ...(newest ? { lastRunTime: startedAt, lastRunResult: r.result } : {}),
+    };
+    if (Object.keys(patch).length > 0)
+      await tx.updateTable('solutions').set(patch).where('id', '=', solution.id).execute();
     if (processed > 0) await this.countUsage(tx, solution, processed, [end.stop, now]);
     await this.opts.onExecutionFinished?.(tx, { solution, agent, execution: { ...before, ...end } });
   };
@@ -186,7 +227,10 @@ export class RunReports {
     if (!before || before.result === null || before.solutionId !== solution.id) return;
     const statistics = parseStatistics(before.statistics);
     if (!statistics) return;
-    const same = (s: RunMapStats): boolean => (r.entity !== undefined && r.mapId === undefined ? s.entity === r.entity && s.mapId === undefined : s.mapId === r.mapId);
+    const same = (s: RunMapStats): boolean =>
+      r.entity !== undefined && r.mapId === undefined
+        ? s.entity === r.entity && s.mapId === undefined
+        : s.mapId === r.mapId;
     const entry = statistics.find(same);
     const processedBefore = entry?.processed ?? 0;
     const failedBefore = entry?.failed ?? 0;
@@ -194,14 +238,31 @@ export class RunReports {
     const failed = Math.max(failedBefore, r.failed);
     const corrected: RunMapStats = entry
       ? { ...entry, processed: r.processed, failed }
-      : { ...(r.mapId !== undefined ? { mapId: r.mapId } : {}), mapName: r.mapName, ...(r.entity !== undefined ? { entity: r.entity } : {}), processed: r.processed, failed, minMs: 0, maxMs: 0, avgMs: 0, totalMs: 0, totalTime: '00:00:00', blocks: [] };
+      : {
+          ...(r.mapId !== undefined ? { mapId: r.mapId } : {}),
+          mapName: r.mapName,
+          ...(r.entity !== undefined ? { entity: r.entity } : {}),
+          processed: r.processed,
+          failed,
+          minMs: 0,
+          maxMs: 0,
+          avgMs: 0,
+          totalMs: 0,
+          totalTime: '00:00:00',
+          blocks: [],
+        };
     const next = entry ? statistics.map((s) => (s === entry ? corrected : s)) : [...statistics, corrected];
     const added = r.processed - processedBefore;
     const stop = before.stop === null || r.at > before.stop ? r.at : before.stop;
     // Only over the statistics read here: a correction applied meanwhile is not undone.
     const res = await tx
       .updateTable('executions')
-      .set({ statistics: JSON.stringify(next), recordsProcessed: Number(before.recordsProcessed) + added, recordsFailed: Number(before.recordsFailed) + (failed - failedBefore), stop })
+      .set({
+        statistics: JSON.stringify(next),
+        recordsProcessed: Number(before.recordsProcessed) + added,
+        recordsFailed: Number(before.recordsFailed) + (failed - failedBefore),
+        stop,
+      })
       .where('runId', '=', before.runId)
       .where('statistics', '=', before.statistics)
       .executeTakeFirst();
@@ -212,7 +273,12 @@ export class RunReports {
   readonly scheduleSkipped: ReportHandler<'scheduleSkipped'> = async (tx, agent, r, now) => {
     const solution = await this.solution(tx, agent, r.solutionId, r.kind);
     if (!solution) return;
-    await insertScheduleSkip(tx, { solutionId: solution.id, dueAt: isoOr(r.dueAt, r.dueAt), reason: r.reason, at: isoOr(r.at, now) });
+    await insertScheduleSkip(tx, {
+      solutionId: solution.id,
+      dueAt: isoOr(r.dueAt, r.dueAt),
+      reason: r.reason,
+      at: isoOr(r.at, now),
+    });
   };
 
   /**
@@ -224,13 +290,21 @@ export class RunReports {
   private async countUsage(tx: Db, solution: SolutionRow, records: number, times: readonly string[]): Promise<void> {
     for (const at of new Set(times)) {
       try {
-        await recordUsage(tx, { orgId: solution.orgId, serviceType: serviceTypeOf(solution.solutionType), records, at: new Date(at) });
+        await recordUsage(tx, {
+          orgId: solution.orgId,
+          serviceType: serviceTypeOf(solution.solutionType),
+          records,
+          at: new Date(at),
+        });
         return;
       } catch (err) {
         if (!isFerryError(err) || err.code !== 'SVC_NO_SUBSCRIPTION') throw err;
       }
     }
-    this.opts.log.warn({ orgId: solution.orgId, solutionId: solution.id, records }, 'run records not counted: no current Subscription');
+    this.opts.log.warn(
+      { orgId: solution.orgId, solutionId: solution.id, records },
+      'run records not counted: no current Subscription',
+    );
   }
 }
 

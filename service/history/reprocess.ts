@@ -1,7 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
-import { MAX_REPROCESS_PAGE, type ReprocessMap, type ReprocessPage, type ReprocessRunResult } from '../../src/protocol/reprocess.js';
+import {
+  MAX_REPROCESS_PAGE,
+  type ReprocessMap,
+  type ReprocessPage,
+  type ReprocessRunResult,
+} from '../../src/protocol/reprocess.js';
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import { agentError, type AgentCommand, type SolutionCommandPolicy } from '../gateway/agent-command.js';
@@ -30,7 +35,11 @@ export interface ReprocessAnswer {
 /** The channel to the Agents, as History needs it (the Agents' commands, passed in by build-service.ts). */
 export interface ReprocessCommands {
   isConnected(agentId: string): boolean;
-  sendAboutSolution(agentId: string, build: () => Promise<AgentCommand<'reprocessRun'>>, policy: SolutionCommandPolicy): Promise<ReprocessRunResult>;
+  sendAboutSolution(
+    agentId: string,
+    build: () => Promise<AgentCommand<'reprocessRun'>>,
+    policy: SolutionCommandPolicy,
+  ): Promise<ReprocessRunResult>;
 }
 
 /** The Solutions' definitions on their Agents (the Solutions' assignments, passed in by build-service.ts). */
@@ -90,11 +99,23 @@ export class Reprocessing {
   async #reprocess(solution: SolutionRow, execution: ExecutionRow, runId: string): Promise<ReprocessAnswer> {
     const { db, commands } = this.opts;
     const base = { solutionId: solution.id, historyId: execution.id };
-    if (solution.isDisabled === 1) throw new FerryError('API_CONFLICT', `Solution ${solution.name} is disabled; enable it (PUT the Solution with isDisabled false) to reprocess its records.`);
+    if (solution.isDisabled === 1)
+      throw new FerryError(
+        'API_CONFLICT',
+        `Solution ${solution.name} is disabled; enable it (PUT the Solution with isDisabled false) to reprocess its records.`,
+      );
     const agent = await getAgent(db, solution.orgId, solution.agentId);
-    if (!agent) throw new FerryError('API_NOT_FOUND', `Agent ${solution.agentId} was not found in Organization ${solution.orgId}.`);
+    if (!agent)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Agent ${solution.agentId} was not found in Organization ${solution.orgId}.`,
+      );
     if (!commands.isConnected(agent.id)) {
-      throw new FerryError('AGT_NOT_CONNECTED', `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`, { details: { agentId: agent.id } });
+      throw new FerryError(
+        'AGT_NOT_CONNECTED',
+        `Agent ${agent.name} is not connected; start it (or wait until its status is Running) and try again.`,
+        { details: { agentId: agent.id } },
+      );
     }
     const org = await getOrg(db, solution.orgId);
     const maps = await this.opts.bulkTransaction(async (tx) => {
@@ -123,7 +144,13 @@ export class Reprocessing {
     });
     const records = maps.reduce((n, m) => n + m.records, 0);
     if (records === 0) {
-      return { ...base, runId: null, started: false, records: 0, message: `No record of execution ${execution.id} is marked for reprocessing (a record can be reprocessed once); mark records first.` };
+      return {
+        ...base,
+        runId: null,
+        started: false,
+        records: 0,
+        message: `No record of execution ${execution.id} is marked for reprocessing (a record can be reprocessed once); mark records first.`,
+      };
     }
     let answer: ReprocessRunResult;
     try {
@@ -136,8 +163,14 @@ export class Reprocessing {
       }
       // No answer: the Agent may have started it. It says so when asked (./lost-reprocess-runs.ts).
       if (isFerryError(err) && (err.code === 'CHN_TIMEOUT' || err.code === 'AGT_NOT_CONNECTED')) {
-        this.opts.log.warn({ solutionId: solution.id, executionId: execution.id, runId, agentId: agent.id, code: err.code }, 'reprocess run not confirmed by the agent');
-        const what = err.code === 'CHN_TIMEOUT' ? 'did not answer the reprocess command in time' : 'disconnected before answering the reprocess command';
+        this.opts.log.warn(
+          { solutionId: solution.id, executionId: execution.id, runId, agentId: agent.id, code: err.code },
+          'reprocess run not confirmed by the agent',
+        );
+        const what =
+          err.code === 'CHN_TIMEOUT'
+            ? 'did not answer the reprocess command in time'
+            : 'disconnected before answering the reprocess command';
         throw new FerryError(
           err.code,
           `Agent ${agent.name} ${what}. Reprocess run ${runId} (${records} record${records === 1 ? '' : 's'}) shows as in progress until the Agent says whether it started it; it is asked when it connects and every minute. If it did not, the records are given back, still marked, and the run leaves History: reprocess them again then.`,
@@ -148,10 +181,22 @@ export class Reprocessing {
     }
     if (!answer.started) {
       await this.#undo(runId);
-      return { ...base, runId: answer.runId ?? null, started: false, records: 0, message: `Solution ${solution.name} is running; the reprocess was ignored and the records stay marked. Reprocess again once the run has finished.` };
+      return {
+        ...base,
+        runId: answer.runId ?? null,
+        started: false,
+        records: 0,
+        message: `Solution ${solution.name} is running; the reprocess was ignored and the records stay marked. Reprocess again once the run has finished.`,
+      };
     }
     this.opts.log.info({ solutionId: solution.id, executionId: execution.id, runId, records }, 'reprocess run started');
-    return { ...base, runId, started: true, records, message: `Reprocessing ${records} record${records === 1 ? '' : 's'} of execution ${execution.id} on Agent ${agent.name}.` };
+    return {
+      ...base,
+      runId,
+      started: true,
+      records,
+      message: `Reprocessing ${records} record${records === 1 ? '' : 's'} of execution ${execution.id} on Agent ${agent.name}.`,
+    };
   }
 
   /** The records of a reprocess run of one Map after `after`, for the Agent that runs it; their copies when the Service keeps them. */
@@ -167,7 +212,12 @@ export class Reprocessing {
       if (records.length > 0 && bytes > PAGE_BYTES) break;
       const text = r.source === null ? undefined : this.opts.secrets.open(r.source);
       bytes += text?.length ?? 0;
-      records.push({ seq: r.seq, errorId: r.errorId, failedRecordId: r.failedRecordId, ...(text !== undefined ? { source: JSON.parse(text) as ConnectorRecord } : {}) });
+      records.push({
+        seq: r.seq,
+        errorId: r.errorId,
+        failedRecordId: r.failedRecordId,
+        ...(text !== undefined ? { source: JSON.parse(text) as ConnectorRecord } : {}),
+      });
     }
     const last = records.at(-1);
     const more = records.length < rows.length || rows.length === MAX_REPROCESS_PAGE;
@@ -179,13 +229,26 @@ export class Reprocessing {
   }
 
   /** Sends the run at the Service's version of the Solution, with the commands' policy for an Agent that does not hold it or is draining. */
-  async #send(solution: SolutionRow, agent: AgentRow, runId: string, executionId: number, maps: readonly ReprocessMap[]): Promise<ReprocessRunResult> {
+  async #send(
+    solution: SolutionRow,
+    agent: AgentRow,
+    runId: string,
+    executionId: number,
+    maps: readonly ReprocessMap[],
+  ): Promise<ReprocessRunResult> {
     const { commands, assignments } = this.opts;
     return commands.sendAboutSolution(
       agent.id,
       async () => {
         const version = (await assignments.definition(solution.id))?.version;
-        return { type: 'reprocessRun', solutionId: solution.id, runId, executionId, ...(version ? { version } : {}), maps: [...maps] } as const;
+        return {
+          type: 'reprocessRun',
+          solutionId: solution.id,
+          runId,
+          executionId,
+          ...(version ? { version } : {}),
+          maps: [...maps],
+        } as const;
       },
       {
         sync: (agentId) => assignments.sync(agentId),

@@ -9,12 +9,19 @@ import type { Db } from '../store/sql.js';
  * `onRequest` hook that checks `Authorization: Bearer <agentId>.<secret>` before the body is read,
  * and `agentOf` for the handler.
  */
-export function agentBearer(db: Db): { onRequest: (req: FastifyRequest) => Promise<void>; agentOf: (req: FastifyRequest) => AgentRow } {
+export function agentBearer(db: Db): {
+  onRequest: (req: FastifyRequest) => Promise<void>;
+  agentOf: (req: FastifyRequest) => AgentRow;
+} {
   const agents = new WeakMap<FastifyRequest, AgentRow>();
   return {
     onRequest: async (req) => {
       const agent = await authenticateAgent(db, req.headers.authorization);
-      if (!agent) throw new FerryError('AGT_UNAUTHORIZED', 'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.');
+      if (!agent)
+        throw new FerryError(
+          'AGT_UNAUTHORIZED',
+          'Send Authorization: Bearer <agentId>.<secret> with the credentials the Agent received at registration.',
+        );
       agents.set(req, agent);
     },
     agentOf: (req) => {

@@ -16,8 +16,14 @@ const DIRS = ['dist', 'connectors', 'installer'];
 export function packageEntries(root: string = packageRoot()): PackageEntries | undefined {
   if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'main.js'))) return undefined;
   return {
-    files: FILES.filter((f) => fs.existsSync(path.join(root, f))).map((f) => ({ source: path.join(root, f), name: `package/${f}` })),
-    dirs: DIRS.filter((d) => fs.existsSync(path.join(root, d))).map((d) => ({ source: path.join(root, d), name: `package/${d}` })),
+    files: FILES.filter((f) => fs.existsSync(path.join(root, f))).map((f) => ({
+      source: path.join(root, f),
+      name: `package/${f}`,
+    })),
+    dirs: DIRS.filter((d) => fs.existsSync(path.join(root, d))).map((d) => ({
+      source: path.join(root, d),
+      name: `package/${d}`,
+    })),
   };
 }
 

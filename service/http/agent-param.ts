@@ -45,7 +45,9 @@ export function registerAgentParamCheck(app: FastifyInstance, deps: ServiceDeps)
       if (!agent) {
         throw new FerryError('API_NOT_FOUND', `Agent ${value} was not found in Organization ${orgId}.`, {
           details: { agentId: value },
-          errors: [{ path: `${part === 'params' ? 'path' : part}.agentId`, message: 'no such Agent in this Organization' }],
+          errors: [
+            { path: `${part === 'params' ? 'path' : part}.agentId`, message: 'no such Agent in this Organization' },
+          ],
         });
       }
     }

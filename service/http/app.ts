@@ -1,7 +1,18 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { packageVersion } from '../util/package-root.js';
@@ -26,9 +37,15 @@ class RequestLinesAtDebug extends LogController {
     if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
   }
 
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    metadata?: Record<string, unknown>,
+  ): void {
     if (error) super.requestCompleted(error, request, reply, metadata);
-    else if (!this.isLogDisabled(request)) reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    else if (!this.isLogDisabled(request))
+      reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
 }
 
@@ -65,7 +82,9 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (_req, reply) => {
     if (!closing) return;
     void reply.header('Connection', 'close');
-    throw new FerryError('SVC_UNAVAILABLE', 'The Service is shutting down; retry in a few seconds.', { details: { retryAfterSeconds: 5 } });
+    throw new FerryError('SVC_UNAVAILABLE', 'The Service is shutting down; retry in a few seconds.', {
+      details: { retryAfterSeconds: 5 },
+    });
   });
 
   registerJsonParser(app);
@@ -81,7 +100,10 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
     return sendProblem(reply, ferry, req.url.split('?')[0]);
   });
   app.setNotFoundHandler((req, reply) =>
-    sendProblem(reply, new FerryError('API_ROUTE_NOT_FOUND', `There is no endpoint ${req.method} ${req.url.split('?')[0]}.`)),
+    sendProblem(
+      reply,
+      new FerryError('API_ROUTE_NOT_FOUND', `There is no endpoint ${req.method} ${req.url.split('?')[0]}.`),
+    ),
   );
 
   // Schemas named with a zod `id` become components of the document (`transformObject`), referenced where used.
@@ -118,10 +140,16 @@ const MAX_PARAM_LENGTH = 500;
 /** The router's own refusals as problems: an undecodable path, an over-long parameter. */
 function frameworkError(err: FastifyError): FerryError {
   if (err.code === 'FST_ERR_BAD_URL') {
-    return new FerryError('API_MALFORMED_URL', 'The request path cannot be decoded: a percent-encoding (%XX) is not valid UTF-8. Encode each path segment as UTF-8.');
+    return new FerryError(
+      'API_MALFORMED_URL',
+      'The request path cannot be decoded: a percent-encoding (%XX) is not valid UTF-8. Encode each path segment as UTF-8.',
+    );
   }
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    return new FerryError('API_URI_TOO_LONG', `A path parameter is longer than ${MAX_PARAM_LENGTH} characters; no ID or name of the API is that long.`);
+    return new FerryError(
+      'API_URI_TOO_LONG',
+      `A path parameter is longer than ${MAX_PARAM_LENGTH} characters; no ID or name of the API is that long.`,
+    );
   }
   return toFerryError(err);
 }
@@ -145,7 +173,13 @@ function registerJsonParser(app: FastifyInstance): void {
       return;
     }
     if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
-      done(new FerryError('API_BODY_TOO_DEEP', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; send a flatter document.`), undefined);
+      done(
+        new FerryError(
+          'API_BODY_TOO_DEEP',
+          `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels; send a flatter document.`,
+        ),
+        undefined,
+      );
       return;
     }
     void parseJson(req, text, done);
@@ -178,7 +212,12 @@ function registerEmptyBodyParser(app: FastifyInstance): void {
   // runs; with Content-Length 0 it announces nothing, so it is dropped and the request has no body.
   app.addHook('onRequest', async (req) => {
     const type = req.headers['content-type'];
-    if (type !== undefined && req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined && !MEDIA_TYPE.test(type)) {
+    if (
+      type !== undefined &&
+      req.headers['content-length'] === '0' &&
+      req.headers['transfer-encoding'] === undefined &&
+      !MEDIA_TYPE.test(type)
+    ) {
       delete req.raw.headers['content-type'];
     }
   });
@@ -188,17 +227,24 @@ function registerEmptyBodyParser(app: FastifyInstance): void {
 const MEDIA_TYPE = /^\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+\s*(;.*)?$/;
 
 const FASTIFY_CODES: Record<string, () => FerryError> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: () => new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).'),
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () =>
+    new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).'),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.'),
   FST_ERR_CTP_INVALID_TYPE: () => new FerryError('API_UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.'),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => new FerryError('API_MALFORMED_BODY', 'The request body is empty but its content type says JSON.'),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
+    new FerryError('API_MALFORMED_BODY', 'The request body is empty but its content type says JSON.'),
 };
 
 /** Every error becomes a FerryError: Fastify's own (body parsing, limits) by their codes and statuses. */
 function toFerryError(err: FastifyError | FerryError): FerryError {
   if (isFerryError(err)) return err;
   // A write that lost a race for a unique name or ID: a conflict the caller can resolve by retrying.
-  if (isUniqueViolation(err)) return new FerryError('API_CONFLICT', 'Another request took the same name or ID at the same moment; read the current state and retry.');
+  if (isUniqueViolation(err))
+    return new FerryError(
+      'API_CONFLICT',
+      'Another request took the same name or ID at the same moment; read the current state and retry.',
+    );
   const known = FASTIFY_CODES[err.code];
   if (known) return known();
   const status = err.statusCode;
@@ -206,7 +252,12 @@ function toFerryError(err: FastifyError | FerryError): FerryError {
     return new FerryError('API_MALFORMED_BODY', `The request body is not valid JSON: ${err.message}`);
   }
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new FerryError(status === 413 ? 'API_PAYLOAD_TOO_LARGE' : status === 415 ? 'API_UNSUPPORTED_MEDIA_TYPE' : 'API_MALFORMED_BODY', err.message);
+    return new FerryError(
+      status === 413 ? 'API_PAYLOAD_TOO_LARGE' : status === 415 ? 'API_UNSUPPORTED_MEDIA_TYPE' : 'API_MALFORMED_BODY',
+      err.message,
+    );
   }
-  return new FerryError('SVC_INTERNAL', 'The Service failed to answer this request; the error is in its log.', { cause: err });
+  return new FerryError('SVC_INTERNAL', 'The Service failed to answer this request; the error is in its log.', {
+    cause: err,
+  });
 }

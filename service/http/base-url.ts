@@ -12,9 +12,13 @@ export function serviceBaseUrl(req: FastifyRequest, config: ServiceConfig): stri
   if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '');
   const host = req.host;
   if (!HOST_RE.test(host)) {
-    throw new FerryError('API_VALIDATION', 'The Host header is not a host name; call the Service by its name or address, or set FERRY_PUBLIC_URL.', {
-      errors: [{ path: 'header.host', message: 'not a host name' }],
-    });
+    throw new FerryError(
+      'API_VALIDATION',
+      'The Host header is not a host name; call the Service by its name or address, or set FERRY_PUBLIC_URL.',
+      {
+        errors: [{ path: 'header.host', message: 'not a host name' }],
+      },
+    );
   }
   return `${req.protocol === 'https' ? 'https' : 'http'}://${host}`;
 }

@@ -7,7 +7,14 @@ import type { z } from 'zod';
  * validation. An exact match wins over a case-insensitive one; keys the schema does not know are
  * left as they are, so that strict schemas can name them.
  */
-type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; element?: z.ZodType; in?: z.ZodType; options?: z.ZodType[] };
+type Def = {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  element?: z.ZodType;
+  in?: z.ZodType;
+  options?: z.ZodType[];
+};
 
 const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
@@ -39,7 +46,12 @@ function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (;;) {
     const def = defOf(current);
-    const next = def.type === 'pipe' ? def.in : ['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional'].includes(def.type) ? def.innerType : undefined;
+    const next =
+      def.type === 'pipe'
+        ? def.in
+        : ['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional'].includes(def.type)
+          ? def.innerType
+          : undefined;
     if (!next) return current;
     current = next;
   }

@@ -15,8 +15,14 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? new FerryError('API_REQUEST_TIMEOUT', 'The request did not arrive completely in time; send it again.')
       : err.code === 'HPE_HEADER_OVERFLOW'
-        ? new FerryError('API_HEADERS_TOO_LARGE', 'The request headers are larger than the Service accepts (16 KiB in all).')
-        : new FerryError('API_MALFORMED_REQUEST', 'The HTTP request could not be read: its request line or headers are not valid HTTP/1.1.');
+        ? new FerryError(
+            'API_HEADERS_TOO_LARGE',
+            'The request headers are larger than the Service accepts (16 KiB in all).',
+          )
+        : new FerryError(
+            'API_MALFORMED_REQUEST',
+            'The HTTP request could not be read: its request line or headers are not valid HTTP/1.1.',
+          );
   const problem = problemOf(ferry);
   const body = JSON.stringify(problem);
   if (socket.writable) {

@@ -54,7 +54,7 @@ const unauthenticated = (): FerryError =>
 const refused = (): FerryError =>
   new FerryError(
     'API_UNAUTHENTICATED',
-    'The email and password were refused: check both (the login name is the email address). An operator can set a new password with `ferry service set-password --email EMAIL` on the Service\'s machine.',
+    "The email and password were refused: check both (the login name is the email address). An operator can set a new password with `ferry service set-password --email EMAIL` on the Service's machine.",
   );
 
 export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
@@ -105,7 +105,8 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
 
   app.addHook('onRequest', async (req, reply) => {
     // Every /v1 route declares its access; one that forgets is closed to all but Administrators.
-    const access: Access = req.routeOptions.config.access ?? (req.routeOptions.url?.startsWith('/v1/') ? 'admin' : 'public');
+    const access: Access =
+      req.routeOptions.config.access ?? (req.routeOptions.url?.startsWith('/v1/') ? 'admin' : 'public');
     if (access === 'public') return;
     void reply.header('WWW-Authenticate', 'Basic realm="Ferry", charset="UTF-8"');
     const user = await authenticate(req);
@@ -127,7 +128,10 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     const { poll, polled } = req.routeOptions.config;
     deps.rateLimiter.take(org.id, poll || polled ? 'poll' : 'call');
     if (RANK[role] < NEEDED[access]) {
-      throw new FerryError('API_FORBIDDEN_ROLE', `This operation needs the ${access === 'admin' ? 'Administrator' : 'Administrator or User'} role; you have the ${role} role in Organization ${orgId}.`);
+      throw new FerryError(
+        'API_FORBIDDEN_ROLE',
+        `This operation needs the ${access === 'admin' ? 'Administrator' : 'Administrator or User'} role; you have the ${role} role in Organization ${orgId}.`,
+      );
     }
     req.ferryOrg = org;
     req.ferryRole = role;
@@ -146,7 +150,8 @@ export async function hasApiAccess(deps: ServiceDeps, orgId: number, ip: string)
  */
 export async function assertMemberOrg(deps: ServiceDeps, user: UserRow, orgId: number, ip: string): Promise<void> {
   const { db } = deps.store;
-  if (!(await getOrg(db, orgId)) || !(await roleIn(db, user.id, orgId))) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
+  if (!(await getOrg(db, orgId)) || !(await roleIn(db, user.id, orgId)))
+    throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
   await assertApiAccess(deps, orgId, ip);
 }
 
@@ -168,7 +173,8 @@ export function callerOf(req: FastifyRequest): UserRow {
 
 /** The path's Organization and the caller's role there; only for routes with Organization access. */
 export function orgOf(req: FastifyRequest): { org: OrgRow; role: RoleType; user: UserRow } {
-  if (!req.ferryOrg || !req.ferryRole || !req.ferryUser) throw new FerryError('SVC_INTERNAL', 'Route without Organization access asked for the Organization');
+  if (!req.ferryOrg || !req.ferryRole || !req.ferryUser)
+    throw new FerryError('SVC_INTERNAL', 'Route without Organization access asked for the Organization');
   return { org: req.ferryOrg, role: req.ferryRole, user: req.ferryUser };
 }
 

@@ -25,9 +25,14 @@ function listOf(types: readonly string[]): string {
 export function unsupportedMediaType(req: FastifyRequest): FerryError {
   const types = req.routeOptions.config.bodyTypes ?? JSON_ONLY;
   const sent = (req.headers['content-type'] ?? '').split(';')[0]?.trim().slice(0, 100) ?? '';
-  const what = sent ? `The body is sent as ${sent}, which this operation does not take` : 'The body has no Content-Type';
-  const curl = sent === 'application/x-www-form-urlencoded'
-    ? ` (curl -d sends a form: add -H 'Content-Type: ${types[0] ?? 'application/json'}', and use --data-binary @FILE for a file)`
-    : '';
-  return new FerryError('API_UNSUPPORTED_MEDIA_TYPE', `${what}; send it as ${listOf(types)}${curl}.`, { details: { accepted: [...types] } });
+  const what = sent
+    ? `The body is sent as ${sent}, which this operation does not take`
+    : 'The body has no Content-Type';
+  const curl =
+    sent === 'application/x-www-form-urlencoded'
+      ? ` (curl -d sends a form: add -H 'Content-Type: ${types[0] ?? 'application/json'}', and use --data-binary @FILE for a file)`
+      : '';
+  return new FerryError('API_UNSUPPORTED_MEDIA_TYPE', `${what}; send it as ${listOf(types)}${curl}.`, {
+    details: { accepted: [...types] },
+  });
 }

@@ -38,6 +38,7 @@ export function registerPolling(app: FastifyInstance): void {
     if (typeof summary === 'string' && summary.startsWith('POLL')) route.config = { ...route.config, poll: true };
   });
   app.addHook('onError', async (req, reply, err) => {
-    if (req.routeOptions.config.poll && notReady(err)) void reply.header('Retry-After', String(POLL_RETRY_AFTER_SECONDS));
+    if (req.routeOptions.config.poll && notReady(err))
+      void reply.header('Retry-After', String(POLL_RETRY_AFTER_SECONDS));
   });
 }

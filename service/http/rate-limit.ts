@@ -60,7 +60,11 @@ export class RateLimiter {
 function check(w: Window, now: number, length: number, limit: number, unit: string, what: string): void {
   if (w.count < limit) return;
   const retryAfterSeconds = Math.max(1, Math.ceil((w.start + length - now) / 1000));
-  throw new FerryError('API_RATE_LIMITED', `The Organization has made ${limit} ${what} this ${unit}, its limit; retry in ${retryAfterSeconds} seconds.`, {
-    details: { retryAfterSeconds },
-  });
+  throw new FerryError(
+    'API_RATE_LIMITED',
+    `The Organization has made ${limit} ${what} this ${unit}, its limit; retry in ${retryAfterSeconds} seconds.`,
+    {
+      details: { retryAfterSeconds },
+    },
+  );
 }

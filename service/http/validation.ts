@@ -22,13 +22,23 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
       const bracketed = findBracketedKey(schema, data);
       if (bracketed) {
         const path = `${part}.${clip(bracketed, 100)}`;
-        return { error: new FerryError('API_VALIDATION', `The request is not valid: ${path}: give each query parameter once, as name=value.`, { errors: [{ path, message: 'is not a query parameter; give it once, as name=value' }] }) };
+        return {
+          error: new FerryError(
+            'API_VALIDATION',
+            `The request is not valid: ${path}: give each query parameter once, as name=value.`,
+            { errors: [{ path, message: 'is not a query parameter; give it once, as name=value' }] },
+          ),
+        };
       }
       const miss = findNearMiss(schema, data);
       if (miss) {
         const path = `${part}.${clip(miss.key, 100)}`;
         const message = `is not a query parameter of this operation; did you mean ${miss.known}?`;
-        return { error: new FerryError('API_VALIDATION', `The request is not valid: ${path} ${message}`, { errors: [{ path, message }] }) };
+        return {
+          error: new FerryError('API_VALIDATION', `The request is not valid: ${path} ${message}`, {
+            errors: [{ path, message }],
+          }),
+        };
       }
     }
     const input = normalize ? normalizeKeys(schema, data) : data;
@@ -37,13 +47,22 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, ht
     const errors: FieldError[] = result.error.issues.slice(0, 50).flatMap((issue) => {
       const at = [part, ...issue.path.map(String)];
       if (issue.code === 'unrecognized_keys') {
-        return issue.keys.map((key) => ({ path: [...at, clip(key, 100)].join('.'), message: 'is not a field of this model' }));
+        return issue.keys.map((key) => ({
+          path: [...at, clip(key, 100)].join('.'),
+          message: 'is not a field of this model',
+        }));
       }
-      if (issue.code === 'invalid_type' && isMissing(input, issue.path)) return [{ path: at.join('.'), message: REQUIRED }];
+      if (issue.code === 'invalid_type' && isMissing(input, issue.path))
+        return [{ path: at.join('.'), message: REQUIRED }];
       return [{ path: at.join('.'), message: clip(issue.message, 300) }];
     });
     const first = errors[0];
-    const summary = errors.length !== 1 || !first ? `${errors.length} fields are not valid.` : first.message === REQUIRED ? `${first.path} is required.` : `${first.path}: ${first.message}`;
+    const summary =
+      errors.length !== 1 || !first
+        ? `${errors.length} fields are not valid.`
+        : first.message === REQUIRED
+          ? `${first.path} is required.`
+          : `${first.path}: ${first.message}`;
     return { error: new FerryError('API_VALIDATION', `The request is not valid: ${summary}`, { errors }) };
   };
 };
@@ -101,7 +120,8 @@ function findBadInput(value: unknown, root: string): BadInput | undefined {
     if (depth >= MAX_JSON_DEPTH) return { path, problem: 'depth' };
     // Children are pushed last-first, so the first bad one in document order is found first.
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i] as unknown, path: `${path}.${i}`, depth: depth + 1 });
+      for (let i = v.length - 1; i >= 0; i--)
+        stack.push({ value: v[i] as unknown, path: `${path}.${i}`, depth: depth + 1 });
       continue;
     }
     const entries = Object.entries(v);
@@ -119,11 +139,22 @@ function findBadInput(value: unknown, root: string): BadInput | undefined {
 
 function badInputError({ path, problem }: BadInput): FerryError {
   if (problem === 'depth') {
-    return new FerryError('API_BODY_TOO_DEEP', `The request nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at ${clip(path, 200)}); send a flatter document.`);
+    return new FerryError(
+      'API_BODY_TOO_DEEP',
+      `The request nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at ${clip(path, 200)}); send a flatter document.`,
+    );
   }
-  const message = problem === 'nul' ? 'contains the NUL character (U+0000)' : 'is not valid Unicode text (a lone surrogate such as \\ud800)';
-  const reason = problem === 'nul' ? 'the NUL character (U+0000) is not allowed in text' : 'text must be valid Unicode: a lone surrogate (\\ud800–\\udfff without its pair) is not allowed';
-  return new FerryError('API_VALIDATION', `The request is not valid: ${path}: ${reason}.`, { errors: [{ path, message }] });
+  const message =
+    problem === 'nul'
+      ? 'contains the NUL character (U+0000)'
+      : 'is not valid Unicode text (a lone surrogate such as \\ud800)';
+  const reason =
+    problem === 'nul'
+      ? 'the NUL character (U+0000) is not allowed in text'
+      : 'text must be valid Unicode: a lone surrogate (\\ud800–\\udfff without its pair) is not allowed';
+  return new FerryError('API_VALIDATION', `The request is not valid: ${path}: ${reason}.`, {
+    errors: [{ path, message }],
+  });
 }
 
 /**

@@ -52,6 +52,7 @@ export class AgentHousekeeping {
     const stale = await listAgentLogsBefore(db, iso(this.#opts.logRetentionMs ?? 7 * DAY));
     for (const id of stale) await this.#opts.logArchives.remove(id);
     await deleteAgentLogs(db, stale);
-    if (reports + keys + stale.length > 0) this.#opts.log.info({ component: 'housekeeping', reports, keys, logs: stale.length }, 'agent housekeeping done');
+    if (reports + keys + stale.length > 0)
+      this.#opts.log.info({ component: 'housekeeping', reports, keys, logs: stale.length }, 'agent housekeeping done');
   }
 }

@@ -37,7 +37,20 @@ export interface CloudAgentSupervisorOptions {
 const CONFIG_EXIT_CODE = 78;
 const INSTANCE = 'ferry-agent-1';
 /** Variables a Cloud Agent inherits from the Service; secrets (FERRY_MASTER_KEY, database URLs, passwords) stay behind. */
-const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'TEMP', 'TMP', 'SystemRoot', 'NODE_EXTRA_CA_CERTS'];
+const INHERITED_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'LANG',
+  'LC_ALL',
+  'TZ',
+  'TMPDIR',
+  'TEMP',
+  'TMP',
+  'SystemRoot',
+  'NODE_EXTRA_CA_CERTS',
+];
 
 /**
  * Runs each Cloud Agent as a child process of the Service (the embedded set-up):
@@ -125,11 +138,15 @@ class CloudAgentProcess {
   }
 
   get pid(): number | undefined {
-    return this.#child && this.#child.exitCode === null && this.#child.signalCode === null ? this.#child.pid : undefined;
+    return this.#child && this.#child.exitCode === null && this.#child.signalCode === null
+      ? this.#child.pid
+      : undefined;
   }
 
   run(serviceUrl: string): void {
-    this.#loop ??= this.#supervise(serviceUrl).catch((err: unknown) => this.log.error({ err }, 'cloud agent supervision failed'));
+    this.#loop ??= this.#supervise(serviceUrl).catch((err: unknown) =>
+      this.log.error({ err }, 'cloud agent supervision failed'),
+    );
   }
 
   async stop(): Promise<void> {
@@ -140,7 +157,10 @@ class CloudAgentProcess {
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');
       let timer: NodeJS.Timeout | undefined;
-      const killed = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), this.opts.stopGraceMs ?? 15_000)))]);
+      const killed = await Promise.race([
+        exited.then(() => false),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), this.opts.stopGraceMs ?? 15_000))),
+      ]);
       clearTimeout(timer);
       if (killed) {
         this.log.warn({ pid: child.pid }, 'cloud agent did not stop in time: killed');
@@ -159,7 +179,10 @@ class CloudAgentProcess {
         await fs.promises.rm(instanceDir, { recursive: true, force: true });
         await fs.promises.mkdir(this.home, { recursive: true, mode: 0o700 });
         const key = await this.opts.issueKey(this.agentId);
-        const { code } = await this.#spawn(['agent', 'install', '--home', this.home, '--key', key, '--service', serviceUrl, '--no-service'], 'install');
+        const { code } = await this.#spawn(
+          ['agent', 'install', '--home', this.home, '--key', key, '--service', serviceUrl, '--no-service'],
+          'install',
+        );
         if (this.#stopping) return;
         if (code !== 0 || !fs.existsSync(config)) {
           this.log.warn({ code, retryInMs: this.#delayMs }, 'cloud agent installation failed; retrying');
@@ -196,7 +219,10 @@ class CloudAgentProcess {
     this.#child = child;
     const log = this.log.child({ step: what, pid: child.pid });
     for (const stream of [child.stdout, child.stderr]) {
-      if (stream) readline.createInterface({ input: stream }).on('line', (line) => log.debug({ line: line.slice(0, 2000) }, 'cloud agent output'));
+      if (stream)
+        readline
+          .createInterface({ input: stream })
+          .on('line', (line) => log.debug({ line: line.slice(0, 2000) }, 'cloud agent output'));
     }
     log.info('cloud agent process started');
     return new Promise((resolve) => {

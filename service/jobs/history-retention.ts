@@ -1,7 +1,12 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentCommand } from '../gateway/agent-command.js';
-import { deleteEndedExecution, deleteErrorsChunk, deleteScheduleSkipsChunk, expiredExecutions } from '../store/repos/executions.repo.js';
+import {
+  deleteEndedExecution,
+  deleteErrorsChunk,
+  deleteScheduleSkipsChunk,
+  expiredExecutions,
+} from '../store/repos/executions.repo.js';
 import { deleteFailedRecordsOfRun, deleteOrphanFailedRecords } from '../store/repos/failed-records.repo.js';
 import { pruneHistoryExports } from '../store/repos/history-exports.repo.js';
 import type { Store } from '../store/store.js';
@@ -105,7 +110,8 @@ export class HistoryRetention {
     result.skips += await untilDone(() => deleteScheduleSkipsChunk(db, before, chunk), chunk);
     result.exports = await pruneHistoryExports(db, now.toISOString());
     for (const agentId of this.#opts.agents?.connected() ?? []) this.pruneAgent(agentId, now);
-    if (result.executions + result.failedRecords + result.skips > 0) this.#opts.log.info({ component: 'history-retention', before, ...result }, 'history past the window removed');
+    if (result.executions + result.failedRecords + result.skips > 0)
+      this.#opts.log.info({ component: 'history-retention', before, ...result }, 'history past the window removed');
     return result;
   }
 
@@ -114,7 +120,10 @@ export class HistoryRetention {
     const send = this.#opts.agents?.send;
     if (!send) return;
     send(agentId, { type: 'pruneFailedRecords', before: this.windowStart(now) }).catch((err: unknown) =>
-      this.#opts.log.debug({ err, agentId, component: 'history-retention' }, 'agent did not prune its failed records; the next pass asks again'),
+      this.#opts.log.debug(
+        { err, agentId, component: 'history-retention' },
+        'agent did not prune its failed records; the next pass asks again',
+      ),
     );
   }
 }

@@ -22,13 +22,20 @@ const PARSE_OPTIONS = {
 } satisfies Options;
 
 const invalidAt = (line: number | undefined, problem: string): FerryError =>
-  new FerryError('API_INVALID_CSV', line === undefined ? `The CSV text is not valid: ${problem}` : `Line ${line} of the CSV text: ${problem} Nothing was imported.`, {
-    errors: [{ path: line === undefined ? 'body' : `body.line.${line}`, message: problem }],
-  });
+  new FerryError(
+    'API_INVALID_CSV',
+    line === undefined
+      ? `The CSV text is not valid: ${problem}`
+      : `Line ${line} of the CSV text: ${problem} Nothing was imported.`,
+    {
+      errors: [{ path: line === undefined ? 'body' : `body.line.${line}`, message: problem }],
+    },
+  );
 
 /** What is wrong with a record, or undefined. */
 function problemOf(record: readonly string[]): string | undefined {
-  if (record.length !== 2) return `it has ${record.length} field${record.length === 1 ? '' : 's'}; each line needs exactly 2: value1,value2.`;
+  if (record.length !== 2)
+    return `it has ${record.length} field${record.length === 1 ? '' : 's'}; each line needs exactly 2: value1,value2.`;
   const [value1 = '', value2 = ''] = record;
   if (value1 === '') return 'value1 is empty; only value2 may be empty.';
   if (value1.length > MAX_VALUE_LENGTH) return `value1 is longer than ${MAX_VALUE_LENGTH} characters.`;
@@ -80,7 +87,8 @@ export function parseLookupCsv(text: string, hasHeaderRow: boolean): LookupPair[
   try {
     records = parse(text, PARSE_OPTIONS);
   } catch (err) {
-    if (err instanceof CsvError) throw invalidAt(startLine(text) ?? (typeof err.lines === 'number' ? err.lines : undefined), `${err.message}.`);
+    if (err instanceof CsvError)
+      throw invalidAt(startLine(text) ?? (typeof err.lines === 'number' ? err.lines : undefined), `${err.message}.`);
     throw err;
   }
   const pairs: LookupPair[] = [];
@@ -132,7 +140,11 @@ function lineBreaks(text: string): number {
  * batches. An error names the line in the whole text; batches already handed out must then be
  * discarded by the caller (the import writes them in a transaction it rolls back).
  */
-export async function* readLookupCsv(chunks: AsyncIterable<string>, hasHeaderRow: boolean, batchSize: number): AsyncGenerator<LookupPair[]> {
+export async function* readLookupCsv(
+  chunks: AsyncIterable<string>,
+  hasHeaderRow: boolean,
+  batchSize: number,
+): AsyncGenerator<LookupPair[]> {
   let pending = '';
   let linesBefore = 0;
   let first = true;
@@ -146,7 +158,11 @@ export async function* readLookupCsv(chunks: AsyncIterable<string>, hasHeaderRow
     try {
       records = parse(slice, options);
     } catch (err) {
-      if (err instanceof CsvError) throw invalidAt(linesBefore + (startLine(slice) ?? (typeof err.lines === 'number' ? err.lines : 0)), `${err.message}.`);
+      if (err instanceof CsvError)
+        throw invalidAt(
+          linesBefore + (startLine(slice) ?? (typeof err.lines === 'number' ? err.lines : 0)),
+          `${err.message}.`,
+        );
       throw err;
     }
     const pairs: LookupPair[] = [];

@@ -28,12 +28,25 @@ async function* tableCsv(db: Db, tableId: string): AsyncGenerator<string> {
  * Uses up an export ID and answers the table with its CSV, read as it is pulled. An ID that was
  * never issued for this table is a 404; one already used is API_EXPORT_USED.
  */
-export async function claimDownload(db: Db, orgId: number, tableId: string, exportId: number): Promise<{ table: LookupTableRow; csv: AsyncIterable<string> }> {
+export async function claimDownload(
+  db: Db,
+  orgId: number,
+  tableId: string,
+  exportId: number,
+): Promise<{ table: LookupTableRow; csv: AsyncIterable<string> }> {
   const table = await tableOf(db, orgId, tableId);
-  const claim = await claimExport(db, { orgId, id: exportId, kind: LOOKUP_TABLE_EXPORT, resourceId: table.id }, nowIso());
-  if (claim === 'missing') throw new FerryError('API_NOT_FOUND', `Export ${exportId} of Lookup Table ${table.id} was not found.`);
+  const claim = await claimExport(
+    db,
+    { orgId, id: exportId, kind: LOOKUP_TABLE_EXPORT, resourceId: table.id },
+    nowIso(),
+  );
+  if (claim === 'missing')
+    throw new FerryError('API_NOT_FOUND', `Export ${exportId} of Lookup Table ${table.id} was not found.`);
   if (claim === 'used') {
-    throw new FerryError('API_EXPORT_USED', `Export ${exportId} of Lookup Table "${table.name}" was already downloaded; request a new exportId with GET …/lookuptables/${table.id}/export.`);
+    throw new FerryError(
+      'API_EXPORT_USED',
+      `Export ${exportId} of Lookup Table "${table.name}" was already downloaded; request a new exportId with GET …/lookuptables/${table.id}/export.`,
+    );
   }
   return { table, csv: tableCsv(db, table.id) };
 }

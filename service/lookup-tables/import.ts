@@ -55,7 +55,10 @@ export async function importCsv(store: Store, job: ImportJob): Promise<ImportOut
   const now = nowIso();
   const { dialect } = store;
   return store.bulkTransaction(async (tx) => {
-    const found = await updateTable(tx, job.orgId, job.tableId, { lastModificationDate: now, modificationBy: job.modifiedBy });
+    const found = await updateTable(tx, job.orgId, job.tableId, {
+      lastModificationDate: now,
+      modificationBy: job.modifiedBy,
+    });
     if (!found) throw tableNotFound(job.tableId);
     const valuesRemoved = job.replace ? await deleteAllValues(tx, job.tableId) : 0;
     let seq = job.replace ? 0 : await nextSeq(tx, job.tableId);
@@ -64,7 +67,12 @@ export async function importCsv(store: Store, job: ImportJob): Promise<ImportOut
       seq = await insertValues(tx, dialect, job.tableId, seq, batch, now);
       valuesImported += batch.length;
     }
-    return { lookupTableId: job.tableId, valuesImported, valuesRemoved, valueCount: await countValues(tx, job.tableId) };
+    return {
+      lookupTableId: job.tableId,
+      valuesImported,
+      valuesRemoved,
+      valueCount: await countValues(tx, job.tableId),
+    };
   });
 }
 

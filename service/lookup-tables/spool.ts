@@ -13,7 +13,8 @@ import { mkdirPrivate } from '../store/data-dir.js';
 /** Characters of text handed on at a time (and bytes read from a spool file at a time). */
 export const TEXT_SLICE = 16 * 1024;
 
-const tooLarge = (): FerryError => new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).');
+const tooLarge = (): FerryError =>
+  new FerryError('API_PAYLOAD_TOO_LARGE', 'The request body is larger than the Service accepts (FERRY_BODY_LIMIT).');
 
 /** A request body on disk, read back as UTF-8 text chunks; `remove` deletes it. */
 export interface Spool {
@@ -64,7 +65,12 @@ export function removeDeadSpools(dataDir: string): number {
  * more than `limit` bytes with 413 (the rest of the body is read and dropped, so the answer still
  * reaches the client).
  */
-export async function spoolUpload(upload: Readable, limit: number, dataDir: string, declaredLength?: number): Promise<Spool> {
+export async function spoolUpload(
+  upload: Readable,
+  limit: number,
+  dataDir: string,
+  declaredLength?: number,
+): Promise<Spool> {
   if (declaredLength !== undefined && declaredLength > limit) {
     upload.resume();
     throw tooLarge();

@@ -1,7 +1,21 @@
 import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import { countTables, deleteTable, getTable, insertTable, listTables, nameKeyOf, updateTable } from '../store/repos/lookup-tables.repo.js';
-import { countValues, deleteAllValues, insertValues, pairPages, type NewLookupValue } from '../store/repos/lookup-values.repo.js';
+import {
+  countTables,
+  deleteTable,
+  getTable,
+  insertTable,
+  listTables,
+  nameKeyOf,
+  updateTable,
+} from '../store/repos/lookup-tables.repo.js';
+import {
+  countValues,
+  deleteAllValues,
+  insertValues,
+  pairPages,
+  type NewLookupValue,
+} from '../store/repos/lookup-values.repo.js';
 import type { Database, LookupTableRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
@@ -13,10 +27,15 @@ import { newId, nowIso } from '../util/values.js';
  * one request.
  */
 
-export const tableNotFound = (id: string): FerryError => new FerryError('API_NOT_FOUND', `Lookup Table ${id} was not found.`);
+export const tableNotFound = (id: string): FerryError =>
+  new FerryError('API_NOT_FOUND', `Lookup Table ${id} was not found.`);
 
 /** A page of the Organization's tables, and how many there are. */
-export async function tablesOf(db: Db, orgId: number, page: { limit: number; offset: number }): Promise<{ rows: LookupTableRow[]; total: number }> {
+export async function tablesOf(
+  db: Db,
+  orgId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: LookupTableRow[]; total: number }> {
   const total = await countTables(db, orgId);
   const rows = await listTables(db, orgId, page);
   return { rows, total };
@@ -38,7 +57,12 @@ export interface TableSpec {
 }
 
 /** Creates a table with its values. */
-export async function createTable(store: Pick<Store, 'db' | 'dialect'>, orgId: number, spec: TableSpec, modifiedBy: string): Promise<LookupTableRow> {
+export async function createTable(
+  store: Pick<Store, 'db' | 'dialect'>,
+  orgId: number,
+  spec: TableSpec,
+  modifiedBy: string,
+): Promise<LookupTableRow> {
   const now = nowIso();
   const row: LookupTableRow = {
     id: newId(),
@@ -62,10 +86,18 @@ export async function createTable(store: Pick<Store, 'db' | 'dialect'>, orgId: n
  * unless they are the table's values as they are, in order (a table read and sent back): then the
  * values stay, with their IDs and dates.
  */
-export async function modifyTable(store: Pick<Store, 'db' | 'dialect'>, orgId: number, tableId: string, spec: TableSpec, modifiedBy: string): Promise<LookupTableRow> {
+export async function modifyTable(
+  store: Pick<Store, 'db' | 'dialect'>,
+  orgId: number,
+  tableId: string,
+  spec: TableSpec,
+  modifiedBy: string,
+): Promise<LookupTableRow> {
   const id = tableId.toLowerCase();
   if (spec.id && spec.id.toLowerCase() !== id) {
-    throw new FerryError('API_VALIDATION', 'The Lookup Table ID in the body differs from the one in the path.', { errors: [{ path: 'body.id', message: `must be ${id}` }] });
+    throw new FerryError('API_VALIDATION', 'The Lookup Table ID in the body differs from the one in the path.', {
+      errors: [{ path: 'body.id', message: `must be ${id}` }],
+    });
   }
   const now = nowIso();
   await store.db.transaction().execute(async (tx) => {

@@ -1,7 +1,16 @@
 import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { findTable, updateTable } from '../store/repos/lookup-tables.repo.js';
-import { countValues, deleteValue, findPair, getValue, insertValue, listValues, updateValue, type NewLookupValue } from '../store/repos/lookup-values.repo.js';
+import {
+  countValues,
+  deleteValue,
+  findPair,
+  getValue,
+  insertValue,
+  listValues,
+  updateValue,
+  type NewLookupValue,
+} from '../store/repos/lookup-values.repo.js';
 import type { Database, LookupTableValueRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { nowIso } from '../util/values.js';
@@ -18,18 +27,25 @@ import { tableNotFound, tableOf } from './tables.js';
  */
 export const MAX_VALUE_LENGTH = 400;
 
-const valueNotFound = (tableId: string, id: string): FerryError => new FerryError('API_NOT_FOUND', `Lookup Table ${tableId} has no value ${id}.`);
+const valueNotFound = (tableId: string, id: string): FerryError =>
+  new FerryError('API_NOT_FOUND', `Lookup Table ${tableId} has no value ${id}.`);
 
 /**
  * Stamps the table as modified, inside the transaction that changes one of its values (on
  * PostgreSQL the row lock also orders concurrent appends). 404 when it does not exist.
  */
 async function touchTable(tx: Db, orgId: number, tableId: string, modifiedBy: string, now: string): Promise<void> {
-  if (!(await updateTable(tx, orgId, tableId, { lastModificationDate: now, modificationBy: modifiedBy }))) throw tableNotFound(tableId);
+  if (!(await updateTable(tx, orgId, tableId, { lastModificationDate: now, modificationBy: modifiedBy })))
+    throw tableNotFound(tableId);
 }
 
 /** A page of a table's values in insertion order, and how many it has. */
-export async function valuesOf(db: Db, orgId: number, tableId: string, page: { limit: number; offset: number }): Promise<{ rows: LookupTableValueRow[]; total: number }> {
+export async function valuesOf(
+  db: Db,
+  orgId: number,
+  tableId: string,
+  page: { limit: number; offset: number },
+): Promise<{ rows: LookupTableValueRow[]; total: number }> {
   const table = await tableOf(db, orgId, tableId);
   const [total, rows] = await Promise.all([countValues(db, table.id), listValues(db, table.id, page)]);
   return { rows, total };
@@ -44,7 +60,13 @@ export async function valueOf(db: Db, orgId: number, tableId: string, valueId: s
 }
 
 /** Appends a value to a table. */
-export async function addValue(db: Kysely<Database>, orgId: number, tableId: string, value: NewLookupValue, modifiedBy: string): Promise<LookupTableValueRow> {
+export async function addValue(
+  db: Kysely<Database>,
+  orgId: number,
+  tableId: string,
+  value: NewLookupValue,
+  modifiedBy: string,
+): Promise<LookupTableValueRow> {
   const id = tableId.toLowerCase();
   const now = nowIso();
   return db.transaction().execute(async (tx) => {
@@ -65,12 +87,15 @@ export async function modifyValue(
   const table = tableId.toLowerCase();
   const id = valueId.toLowerCase();
   if (value.id && value.id.toLowerCase() !== id) {
-    throw new FerryError('API_VALIDATION', 'The value ID in the body differs from the one in the path.', { errors: [{ path: 'body.id', message: `must be ${id}` }] });
+    throw new FerryError('API_VALIDATION', 'The value ID in the body differs from the one in the path.', {
+      errors: [{ path: 'body.id', message: `must be ${id}` }],
+    });
   }
   const now = nowIso();
   const row = await db.transaction().execute(async (tx) => {
     await touchTable(tx, orgId, table, modifiedBy, now);
-    if (!(await updateValue(tx, table, id, { value1: value.value1, value2: value.value2, lastModificationDate: now }))) throw valueNotFound(table, id);
+    if (!(await updateValue(tx, table, id, { value1: value.value1, value2: value.value2, lastModificationDate: now })))
+      throw valueNotFound(table, id);
     return getValue(tx, table, id);
   });
   if (!row) throw valueNotFound(table, id);
@@ -78,7 +103,13 @@ export async function modifyValue(
 }
 
 /** Deletes a value. */
-export async function removeValue(db: Kysely<Database>, orgId: number, tableId: string, valueId: string, modifiedBy: string): Promise<void> {
+export async function removeValue(
+  db: Kysely<Database>,
+  orgId: number,
+  tableId: string,
+  valueId: string,
+  modifiedBy: string,
+): Promise<void> {
   const table = tableId.toLowerCase();
   const id = valueId.toLowerCase();
   await db.transaction().execute(async (tx) => {
@@ -91,9 +122,19 @@ export async function removeValue(db: Kysely<Database>, orgId: number, tableId: 
  * Both lookups: the pair of the table (named by ID or name) whose `by` value matches; with
  * duplicates, the first by the other value in code-point order.
  */
-export async function lookupValue(db: Db, orgId: number, tableIdOrName: string, by: 'value1' | 'value2', value: string): Promise<LookupTableValueRow> {
+export async function lookupValue(
+  db: Db,
+  orgId: number,
+  tableIdOrName: string,
+  by: 'value1' | 'value2',
+  value: string,
+): Promise<LookupTableValueRow> {
   const table = await findTable(db, orgId, tableIdOrName);
-  if (!table) throw new FerryError('API_NOT_FOUND', `Lookup Table "${tableIdOrName}" was not found (neither an ID nor a name in this Organization).`);
+  if (!table)
+    throw new FerryError(
+      'API_NOT_FOUND',
+      `Lookup Table "${tableIdOrName}" was not found (neither an ID nor a name in this Organization).`,
+    );
   const row = await findPair(db, table.id, by, value);
   if (!row) throw new FerryError('API_NOT_FOUND', `Lookup Table "${table.name}" has no value with ${by} "${value}".`);
   return row;

@@ -15,10 +15,17 @@ export async function canUse(db: Db, orgId: number, m: ConnectorManifest): Promi
 }
 
 /** The Managed Connector that `vendorOrgId` manages; CON_NOT_MANAGED for any other Connector. */
-export async function requireManagedBy(db: Db, catalogue: ConnectorCatalogue, vendorOrgId: number, connectorId: string): Promise<ConnectorManifest> {
+export async function requireManagedBy(
+  db: Db,
+  catalogue: ConnectorCatalogue,
+  vendorOrgId: number,
+  connectorId: string,
+): Promise<ConnectorManifest> {
   const m = catalogue.get(connectorId);
   if (!m || m.isPublic || (await managedConnectorVendor(db, m.id)) !== vendorOrgId) {
-    throw new FerryError('CON_NOT_MANAGED', `Organization ${vendorOrgId} does not manage Connector ${connectorId}.`, { details: { connectorId } });
+    throw new FerryError('CON_NOT_MANAGED', `Organization ${vendorOrgId} does not manage Connector ${connectorId}.`, {
+      details: { connectorId },
+    });
   }
   return m;
 }

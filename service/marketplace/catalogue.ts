@@ -49,7 +49,9 @@ export class ConnectorCatalogue {
       for (const name of names) {
         const folder = path.join(dir, name);
         try {
-          const parsed = ConnectorManifest.safeParse(JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf8')));
+          const parsed = ConnectorManifest.safeParse(
+            JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf8')),
+          );
           if (parsed.success && !seen.has(parsed.data.id.toLowerCase())) {
             seen.add(parsed.data.id.toLowerCase());
             entries.push({ manifest: parsed.data, folder });
@@ -63,7 +65,9 @@ export class ConnectorCatalogue {
   }
 
   all(): ConnectorManifest[] {
-    return [...this.#byId.values()].map((e) => e.manifest).sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+    return [...this.#byId.values()]
+      .map((e) => e.manifest)
+      .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   }
 
   get(id: string): ConnectorManifest | undefined {

@@ -98,7 +98,8 @@ export class ConnectorInstalls {
   /** The catalogue entry of a Connector the Organization may use; 404 otherwise (private Connectors are not revealed). */
   async requireUsable(orgId: number, connectorId: string): Promise<ConnectorManifest> {
     const m = this.opts.catalogue.get(connectorId);
-    if (!m || !(await canUse(this.opts.store.db, orgId, m))) throw new FerryError('API_NOT_FOUND', `Connector ${connectorId} was not found.`);
+    if (!m || !(await canUse(this.opts.store.db, orgId, m)))
+      throw new FerryError('API_NOT_FOUND', `Connector ${connectorId} was not found.`);
     return m;
   }
 
@@ -110,7 +111,11 @@ export class ConnectorInstalls {
     });
     const { agentId, name } = filter;
     if (agentId !== undefined) {
-      const installed = new Set(installedConnectors(await requireAgent(this.opts.store.db, orgId, agentId)).map((c) => c.connectorId.toLowerCase()));
+      const installed = new Set(
+        installedConnectors(await requireAgent(this.opts.store.db, orgId, agentId)).map((c) =>
+          c.connectorId.toLowerCase(),
+        ),
+      );
       list = list.filter(({ m }) => installed.has(m.id.toLowerCase()));
     }
     if (name !== undefined) list = list.filter(({ m }) => m.name.toLowerCase() === name.toLowerCase());
@@ -139,7 +144,10 @@ export class ConnectorInstalls {
   }
 
   /** The installed Connector of an Organization; CON_NOT_INSTALLED otherwise. */
-  async requireInstalled(orgId: number, connectorId: string): Promise<{ manifest: ConnectorManifest; row: OrgConnectorRow }> {
+  async requireInstalled(
+    orgId: number,
+    connectorId: string,
+  ): Promise<{ manifest: ConnectorManifest; row: OrgConnectorRow }> {
     const manifest = await this.requireUsable(orgId, connectorId);
     const row = await getOrgConnector(this.opts.store.db, orgId, manifest.id);
     if (!row) throw notInstalled(manifest);
@@ -156,7 +164,14 @@ export class ConnectorInstalls {
     const existing = await getOrgConnector(db, orgId, m.id);
     const version = existing?.isLocked === 1 ? existing.version : m.version;
     await this.opts.packages.get(m.id, version);
-    await upsertOrgConnector(db, { orgId, connectorId: m.id, version, isLocked: existing?.isLocked ?? 0, installedAt: nowIso(), installedBy: by });
+    await upsertOrgConnector(db, {
+      orgId,
+      connectorId: m.id,
+      version,
+      isLocked: existing?.isLocked ?? 0,
+      installedAt: nowIso(),
+      installedBy: by,
+    });
     this.opts.log.info({ orgId, connectorId: m.id, version, by }, 'connector installed in the organization');
     await this.#changed({ orgId, connectorId: m.id, connectorName: m.name, version, operation: 'install', by });
     for (const agent of await listAgents(db, orgId)) {
@@ -172,11 +187,23 @@ export class ConnectorInstalls {
   async uninstallFromOrg(orgId: number, connectorId: string, by: string | null = null): Promise<void> {
     const { db } = this.opts.store;
     const { manifest } = await this.requireInstalled(orgId, connectorId);
-    const using = await db.selectFrom('connections').select(['id', 'name']).where('orgId', '=', orgId).where('connectorId', 'in', [manifest.id, manifest.id.toLowerCase(), manifest.id.toUpperCase()]).execute();
+    const using = await db
+      .selectFrom('connections')
+      .select(['id', 'name'])
+      .where('orgId', '=', orgId)
+      .where('connectorId', 'in', [manifest.id, manifest.id.toLowerCase(), manifest.id.toUpperCase()])
+      .execute();
     if (using.length > 0) {
-      throw new FerryError('CON_IN_USE', `The ${manifest.name} connector is used by ${using.length} Connection(s) (${using.slice(0, 5).map((c) => c.name).join(', ')}); delete them first.`, {
-        details: { connectorId: manifest.id, connections: using.map((c) => c.id) },
-      });
+      throw new FerryError(
+        'CON_IN_USE',
+        `The ${manifest.name} connector is used by ${using.length} Connection(s) (${using
+          .slice(0, 5)
+          .map((c) => c.name)
+          .join(', ')}); delete them first.`,
+        {
+          details: { connectorId: manifest.id, connections: using.map((c) => c.id) },
+        },
+      );
     }
     await deleteOrgConnector(db, orgId, manifest.id);
     this.opts.log.info({ orgId, connectorId: manifest.id }, 'connector uninstalled from the organization');
@@ -188,7 +215,10 @@ export class ConnectorInstalls {
     try {
       await this.opts.onOrgConnectorChanged?.(change);
     } catch (err) {
-      this.opts.log.warn({ err, orgId: change.orgId, connectorId: change.connectorId }, 'connector change notification not queued');
+      this.opts.log.warn(
+        { err, orgId: change.orgId, connectorId: change.connectorId },
+        'connector change notification not queued',
+      );
     }
   }
 
@@ -197,7 +227,12 @@ export class ConnectorInstalls {
    * hotfix (only its vendor may lock that) — or unlocks it, which moves its Agents to the current
    * version. Answers the Organization's install after the change.
    */
-  async setVersionLock(orgId: number, connectorId: string, lock: { isLocked: boolean; version: string }, by: string): Promise<OrgConnectorRow> {
+  async setVersionLock(
+    orgId: number,
+    connectorId: string,
+    lock: { isLocked: boolean; version: string },
+    by: string,
+  ): Promise<OrgConnectorRow> {
     const { db } = this.opts.store;
     const { manifest, row } = await this.requireInstalled(orgId, connectorId);
     const now = nowIso();
@@ -211,9 +246,21 @@ export class ConnectorInstalls {
           { details: { connectorId: manifest.id, current: manifest.version, requested: lock.version } },
         );
       }
-      await updateOrgConnectorLock(db, orgId, manifest.id, { isLocked: 1, version: lock.version, lockCreatedAt: row.lockCreatedAt ?? now, lockModifiedAt: now, lockModifiedBy: by });
+      await updateOrgConnectorLock(db, orgId, manifest.id, {
+        isLocked: 1,
+        version: lock.version,
+        lockCreatedAt: row.lockCreatedAt ?? now,
+        lockModifiedAt: now,
+        lockModifiedBy: by,
+      });
     } else {
-      await updateOrgConnectorLock(db, orgId, manifest.id, { isLocked: 0, version: row.version, lockCreatedAt: row.lockCreatedAt, lockModifiedAt: now, lockModifiedBy: by });
+      await updateOrgConnectorLock(db, orgId, manifest.id, {
+        isLocked: 0,
+        version: row.version,
+        lockCreatedAt: row.lockCreatedAt,
+        lockModifiedAt: now,
+        lockModifiedBy: by,
+      });
       // Unlocked: the Agents move to the current version.
       if (row.version !== manifest.version) await this.installInOrg(orgId, manifest.id, by);
     }
@@ -223,7 +270,11 @@ export class ConnectorInstalls {
   }
 
   /** The package an Agent of the Organization downloads: of a Connector the Organization may use. */
-  async packageFor(orgId: number, connectorId: string, version: string): Promise<{ manifest: ConnectorManifest; pkg: ConnectorPackage }> {
+  async packageFor(
+    orgId: number,
+    connectorId: string,
+    version: string,
+  ): Promise<{ manifest: ConnectorManifest; pkg: ConnectorPackage }> {
     const manifest = await this.requireUsable(orgId, connectorId);
     return { manifest, pkg: await this.opts.packages.get(manifest.id, version) };
   }
@@ -232,7 +283,17 @@ export class ConnectorInstalls {
   async installOnAgent(agent: AgentRow, m: ConnectorManifest, version: string): Promise<void> {
     const { db } = this.opts.store;
     const now = nowIso();
-    await putAgentInstall(db, { agentId: agent.id, connectorId: m.id, orgId: agent.orgId, operation: 'install', version, status: 'SendingCommandToTheAgent', error: null, requestedAt: now, updatedAt: now });
+    await putAgentInstall(db, {
+      agentId: agent.id,
+      connectorId: m.id,
+      orgId: agent.orgId,
+      operation: 'install',
+      version,
+      status: 'SendingCommandToTheAgent',
+      error: null,
+      requestedAt: now,
+      updatedAt: now,
+    });
     if (!this.opts.commands.isConnected(agent.id)) return;
     let pkg;
     try {
@@ -243,27 +304,55 @@ export class ConnectorInstalls {
     }
     const packageUrl = `/v1/agent/connectors/${m.id.toLowerCase()}/${encodeURIComponent(version)}/package`;
     void this.opts.commands
-      .send(agent.id, { type: 'installConnector', connectorId: m.id, name: m.name, version, sha256: pkg.sha256, size: pkg.size, packageUrl })
+      .send(agent.id, {
+        type: 'installConnector',
+        connectorId: m.id,
+        name: m.name,
+        version,
+        sha256: pkg.sha256,
+        size: pkg.size,
+        packageUrl,
+      })
       .then(
         () => advanceAgentInstall(db, agent.id, m.id, version, 'AgentReceivedCommand', null, nowIso()),
         // Not connected after all: it stays SendingCommandToTheAgent and is sent at the next hello.
-        (err: unknown) => (isFerryError(err) && err.code === 'AGT_NOT_CONNECTED' ? false : advanceAgentInstall(db, agent.id, m.id, version, 'InstallFailed', messageOf(err), nowIso())),
+        (err: unknown) =>
+          isFerryError(err) && err.code === 'AGT_NOT_CONNECTED'
+            ? false
+            : advanceAgentInstall(db, agent.id, m.id, version, 'InstallFailed', messageOf(err), nowIso()),
       )
-      .catch((err: unknown) => this.opts.log.error({ err, agentId: agent.id, connectorId: m.id }, 'connector install status not stored'));
+      .catch((err: unknown) =>
+        this.opts.log.error({ err, agentId: agent.id, connectorId: m.id }, 'connector install status not stored'),
+      );
   }
 
   async uninstallOnAgent(agent: AgentRow, connectorId: string): Promise<void> {
     const { db } = this.opts.store;
     const now = nowIso();
-    await putAgentInstall(db, { agentId: agent.id, connectorId, orgId: agent.orgId, operation: 'uninstall', version: '', status: 'SendingCommandToTheAgent', error: null, requestedAt: now, updatedAt: now });
+    await putAgentInstall(db, {
+      agentId: agent.id,
+      connectorId,
+      orgId: agent.orgId,
+      operation: 'uninstall',
+      version: '',
+      status: 'SendingCommandToTheAgent',
+      error: null,
+      requestedAt: now,
+      updatedAt: now,
+    });
     if (!this.opts.commands.isConnected(agent.id)) return;
     void this.opts.commands
       .send(agent.id, { type: 'uninstallConnector', connectorId })
       .then(
         () => advanceAgentInstall(db, agent.id, connectorId, '', 'AgentReceivedCommand', null, nowIso()),
-        (err: unknown) => (isFerryError(err) && err.code === 'AGT_NOT_CONNECTED' ? false : advanceAgentInstall(db, agent.id, connectorId, '', 'InstallFailed', messageOf(err), nowIso())),
+        (err: unknown) =>
+          isFerryError(err) && err.code === 'AGT_NOT_CONNECTED'
+            ? false
+            : advanceAgentInstall(db, agent.id, connectorId, '', 'InstallFailed', messageOf(err), nowIso()),
       )
-      .catch((err: unknown) => this.opts.log.error({ err, agentId: agent.id, connectorId }, 'connector uninstall status not stored'));
+      .catch((err: unknown) =>
+        this.opts.log.error({ err, agentId: agent.id, connectorId }, 'connector uninstall status not stored'),
+      );
   }
 
   /**
@@ -275,7 +364,9 @@ export class ConnectorInstalls {
     const { db } = this.opts.store;
     const agent = await getAgentById(db, agentId);
     if (!agent) return;
-    const installed = new Map(parseInstalled(agent.installedConnectors).map((c) => [c.connectorId.toLowerCase(), c.version]));
+    const installed = new Map(
+      parseInstalled(agent.installedConnectors).map((c) => [c.connectorId.toLowerCase(), c.version]),
+    );
     const wanted = await listOrgConnectors(db, agent.orgId);
     const last = new Map((await listInstallsOfAgent(db, agent.id)).map((r) => [r.connectorId.toLowerCase(), r]));
     const now = Date.now();
@@ -284,7 +375,13 @@ export class ConnectorInstalls {
       if (!m || (agent.isCloudAgent === 1 && !m.isCloudSupported)) continue;
       if (installed.get(w.connectorId.toLowerCase()) === w.version) continue;
       const prev = last.get(w.connectorId.toLowerCase());
-      if (prev?.operation === 'install' && prev.version === w.version && prev.status === 'InstallFailed' && now - Date.parse(prev.updatedAt) < RETRY_FAILED_AFTER_MS) continue;
+      if (
+        prev?.operation === 'install' &&
+        prev.version === w.version &&
+        prev.status === 'InstallFailed' &&
+        now - Date.parse(prev.updatedAt) < RETRY_FAILED_AFTER_MS
+      )
+        continue;
       await this.installOnAgent(agent, m, w.version);
     }
     const wantedIds = new Set(wanted.map((w) => w.connectorId.toLowerCase()));
@@ -299,7 +396,7 @@ export class ConnectorInstalls {
   async connectionLimit(orgId: number, now: Date = new Date()): Promise<number | null> {
     const { db } = this.opts.store;
     const seen = new Set<number>();
-    for (let id: number | null = orgId; id !== null && !seen.has(id); ) {
+    for (let id: number | null = orgId; id !== null && !seen.has(id);) {
       seen.add(id);
       const subs = await listSubscriptions(db, [id], { currentAt: now });
       if (subs.length > 0) {
@@ -310,7 +407,11 @@ export class ConnectorInstalls {
         }
         return limit;
       }
-      const row: { parentId: number | null } | undefined = await db.selectFrom('orgs').select('parentId').where('id', '=', id).executeTakeFirst();
+      const row: { parentId: number | null } | undefined = await db
+        .selectFrom('orgs')
+        .select('parentId')
+        .where('id', '=', id)
+        .executeTakeFirst();
       id = row?.parentId ?? null;
     }
     return null;
@@ -318,7 +419,11 @@ export class ConnectorInstalls {
 
   /** Connections of each Connector in the Organization (lower-cased Connector id → count). */
   async connectionCounts(orgId: number): Promise<Map<string, number>> {
-    const rows = await this.opts.store.db.selectFrom('connections').select(['connectorId']).where('orgId', '=', orgId).execute();
+    const rows = await this.opts.store.db
+      .selectFrom('connections')
+      .select(['connectorId'])
+      .where('orgId', '=', orgId)
+      .execute();
     const counts = new Map<string, number>();
     for (const r of rows) counts.set(r.connectorId.toLowerCase(), (counts.get(r.connectorId.toLowerCase()) ?? 0) + 1);
     return counts;
@@ -330,15 +435,23 @@ export class ConnectorInstalls {
     if (limit === null) return;
     const count = (await this.connectionCounts(orgId)).get(m.id.toLowerCase()) ?? 0;
     if (count >= limit) {
-      throw new FerryError('CON_LIMIT_REACHED', `The Subscription allows ${limit} Connection(s) per Connector and ${m.name} has ${count}; delete one or extend the Subscription.`, {
-        details: { connectorId: m.id, limit, count },
-      });
+      throw new FerryError(
+        'CON_LIMIT_REACHED',
+        `The Subscription allows ${limit} Connection(s) per Connector and ${m.name} has ${count}; delete one or extend the Subscription.`,
+        {
+          details: { connectorId: m.id, limit, count },
+        },
+      );
     }
   }
 
   /** Marks installs that took too long InstallTimedOut. */
   async sweep(nowMs: number = Date.now()): Promise<number> {
-    const n = await timeOutInstalls(this.opts.store.db, new Date(nowMs - this.opts.timeoutMs).toISOString(), new Date(nowMs).toISOString());
+    const n = await timeOutInstalls(
+      this.opts.store.db,
+      new Date(nowMs - this.opts.timeoutMs).toISOString(),
+      new Date(nowMs).toISOString(),
+    );
     if (n > 0) this.opts.log.warn({ count: n }, 'connector installs timed out');
     return n;
   }
@@ -360,23 +473,53 @@ export class ConnectorInstalls {
  * Applies an Agent's connectorInstall report inside the report's transaction (the gateway's
  * handler for that kind, registered by the composition root).
  */
-export async function applyInstallReport(db: Db, agent: Pick<AgentRow, 'id'>, report: Extract<ReportBody, { kind: 'connectorInstall' }>, now: string): Promise<void> {
+export async function applyInstallReport(
+  db: Db,
+  agent: Pick<AgentRow, 'id'>,
+  report: Extract<ReportBody, { kind: 'connectorInstall' }>,
+  now: string,
+): Promise<void> {
   if (report.operation === 'uninstall') {
     if (report.status === 'Installed') await deleteAgentInstall(db, agent.id, report.connectorId);
-    else await advanceAgentInstall(db, agent.id, report.connectorId, '', report.status, report.error?.message ?? null, now);
+    else
+      await advanceAgentInstall(
+        db,
+        agent.id,
+        report.connectorId,
+        '',
+        report.status,
+        report.error?.message ?? null,
+        now,
+      );
     return;
   }
-  await advanceAgentInstall(db, agent.id, report.connectorId, report.version, report.status, report.error?.message ?? null, now);
+  await advanceAgentInstall(
+    db,
+    agent.id,
+    report.connectorId,
+    report.version,
+    report.status,
+    report.error?.message ?? null,
+    now,
+  );
 }
 
-function orgConnector(m: ConnectorManifest, row: OrgConnectorRow | undefined, limitReached: (m: ConnectorManifest) => boolean): OrgConnector {
+function orgConnector(
+  m: ConnectorManifest,
+  row: OrgConnectorRow | undefined,
+  limitReached: (m: ConnectorManifest) => boolean,
+): OrgConnector {
   return { manifest: m, version: row?.version ?? m.version, connectionLimitReached: limitReached(m) };
 }
 
 function parseInstalled(json: string): Array<{ connectorId: string; version: string }> {
   try {
     const list: unknown = JSON.parse(json);
-    return Array.isArray(list) ? (list as Array<{ connectorId: string; version: string }>).filter((c) => typeof c?.connectorId === 'string' && typeof c.version === 'string') : [];
+    return Array.isArray(list)
+      ? (list as Array<{ connectorId: string; version: string }>).filter(
+          (c) => typeof c?.connectorId === 'string' && typeof c.version === 'string',
+        )
+      : [];
   } catch {
     return [];
   }
@@ -390,7 +533,11 @@ function messageOf(err: unknown): string {
 }
 
 export function notInstalled(m: ConnectorManifest): FerryError {
-  return new FerryError('CON_NOT_INSTALLED', `The ${m.name} connector is not installed in this Organization; install it first (POST …/connectors/${m.id}/install).`, {
-    details: { connectorId: m.id },
-  });
+  return new FerryError(
+    'CON_NOT_INSTALLED',
+    `The ${m.name} connector is not installed in this Organization; install it first (POST …/connectors/${m.id}/install).`,
+    {
+      details: { connectorId: m.id },
+    },
+  );
 }

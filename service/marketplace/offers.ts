@@ -2,7 +2,12 @@ import type { ConnectorManifest } from '../../src/protocol/connector-manifest.js
 import { listAgents } from '../store/repos/agents.repo.js';
 import { getOrgConnector, listAgentInstalls, orgsWithConnector } from '../store/repos/connector-installs.repo.js';
 import { listOrgsForUser } from '../store/repos/orgs.repo.js';
-import { FINAL_INSTALL_STATUSES, type AgentConnectorInstallRow, type InstallStatus, type OrgConnectorRow } from '../store/schema.js';
+import {
+  FINAL_INSTALL_STATUSES,
+  type AgentConnectorInstallRow,
+  type InstallStatus,
+  type OrgConnectorRow,
+} from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { canUse } from './access.js';
 import type { ConnectorCatalogue } from './catalogue.js';
@@ -34,23 +39,35 @@ function matches(m: ConnectorManifest, { byName, byDescription }: OfferFilter): 
 }
 
 /** Every Connector the Organization may install, private Managed ones included, in catalogue order. */
-export async function offersTo(db: Db, catalogue: ConnectorCatalogue, orgId: number, filter: OfferFilter): Promise<ConnectorManifest[]> {
+export async function offersTo(
+  db: Db,
+  catalogue: ConnectorCatalogue,
+  orgId: number,
+  filter: OfferFilter,
+): Promise<ConnectorManifest[]> {
   const list: ConnectorManifest[] = [];
   for (const m of catalogue.all()) if (await canUse(db, orgId, m)) list.push(m);
   return list.filter((m) => matches(m, filter));
 }
 
 /** The public Connectors installed in any of the Organizations (those of a caller without an Organization context). */
-export async function offersInstalledIn(db: Db, catalogue: ConnectorCatalogue, userId: string, filter: OfferFilter): Promise<ConnectorManifest[]> {
+export async function offersInstalledIn(
+  db: Db,
+  catalogue: ConnectorCatalogue,
+  userId: string,
+  filter: OfferFilter,
+): Promise<ConnectorManifest[]> {
   const orgIds = (await listOrgsForUser(db, userId, {})).map((o) => o.id);
   const list: ConnectorManifest[] = [];
-  for (const m of catalogue.all()) if (m.isPublic && (await orgsWithConnector(db, m.id, orgIds)).length > 0) list.push(m);
+  for (const m of catalogue.all())
+    if (m.isPublic && (await orgsWithConnector(db, m.id, orgIds)).length > 0) list.push(m);
   return list.filter((m) => matches(m, filter));
 }
 
 /** The Connector's install state in the Organization (orgId undefined: no Organization context, nothing installed). */
 export async function offerOf(db: Db, m: ConnectorManifest, orgId: number | undefined): Promise<Offer> {
-  if (orgId === undefined) return { manifest: m, installed: undefined, isAssociated: false, agentInstalls: [], overall: undefined };
+  if (orgId === undefined)
+    return { manifest: m, installed: undefined, isAssociated: false, agentInstalls: [], overall: undefined };
   const installed = await getOrgConnector(db, orgId, m.id);
   const names = new Map((await listAgents(db, orgId)).map((a) => [a.id, a.name]));
   const rows = await listAgentInstalls(db, orgId, m.id);
@@ -68,7 +85,12 @@ export async function offerOf(db: Db, m: ConnectorManifest, orgId: number | unde
   };
 }
 
-const ORDER: readonly InstallStatus[] = ['SendingCommandToTheAgent', 'AgentReceivedCommand', 'AgentDownloadingConnectorUpdate', 'AgentServiceRestarting'];
+const ORDER: readonly InstallStatus[] = [
+  'SendingCommandToTheAgent',
+  'AgentReceivedCommand',
+  'AgentDownloadingConnectorUpdate',
+  'AgentServiceRestarting',
+];
 const rank = (s: InstallStatus): number => ORDER.indexOf(s);
 
 /** The install that speaks for all Agents: the least advanced unfinished one, else a failure, else any. */

@@ -56,9 +56,13 @@ export class PackageStore {
       const data = await fs.readFile(file);
       return { connectorId: m.id, version: wanted, file, sha256: sha256(data), size: data.length };
     } catch {
-      throw new FerryError('CON_PACKAGE_UNAVAILABLE', `Version ${wanted} of the ${m.name} connector is not available on this Service (the current version is ${m.version}).`, {
-        details: { connectorId: m.id, version: wanted },
-      });
+      throw new FerryError(
+        'CON_PACKAGE_UNAVAILABLE',
+        `Version ${wanted} of the ${m.name} connector is not available on this Service (the current version is ${m.version}).`,
+        {
+          details: { connectorId: m.id, version: wanted },
+        },
+      );
     }
   }
 
@@ -74,7 +78,10 @@ export class PackageStore {
   async #build(connectorId: string): Promise<ConnectorPackage> {
     const m = this.catalogue.require(connectorId);
     const folder = this.catalogue.folderOf(connectorId);
-    if (!folder) throw new FerryError('CON_PACKAGE_UNAVAILABLE', `The ${m.name} connector has no plugin folder to package.`, { details: { connectorId: m.id } });
+    if (!folder)
+      throw new FerryError('CON_PACKAGE_UNAVAILABLE', `The ${m.name} connector has no plugin folder to package.`, {
+        details: { connectorId: m.id },
+      });
     const entry = await resolveModule(folder, m.main);
     let code: string;
     try {
@@ -88,18 +95,30 @@ export class PackageStore {
         logLevel: 'silent',
         legalComments: 'none',
         external: await sharedDependencies(),
-        banner: { js: "import { createRequire as __ferryCreateRequire } from 'node:module'; const require = __ferryCreateRequire(import.meta.url);" },
+        banner: {
+          js: "import { createRequire as __ferryCreateRequire } from 'node:module'; const require = __ferryCreateRequire(import.meta.url);",
+        },
       });
       code = out.outputFiles[0]?.text ?? '';
     } catch (err) {
-      throw new FerryError('CON_PACKAGE_UNAVAILABLE', `The ${m.name} connector could not be packaged: ${err instanceof Error ? err.message : String(err)}`, {
-        details: { connectorId: m.id },
-        cause: err,
-      });
+      throw new FerryError(
+        'CON_PACKAGE_UNAVAILABLE',
+        `The ${m.name} connector could not be packaged: ${err instanceof Error ? err.message : String(err)}`,
+        {
+          details: { connectorId: m.id },
+          cause: err,
+        },
+      );
     }
-    const manifest = JSON.parse(await fs.readFile(path.join(folder, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    const manifest = JSON.parse(await fs.readFile(path.join(folder, 'manifest.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     const tgz = packFiles([
-      { name: 'manifest.json', data: Buffer.from(`${JSON.stringify({ ...manifest, main: PACKAGED_MAIN }, null, 2)}\n`) },
+      {
+        name: 'manifest.json',
+        data: Buffer.from(`${JSON.stringify({ ...manifest, main: PACKAGED_MAIN }, null, 2)}\n`),
+      },
       { name: PACKAGED_MAIN, data: Buffer.from(code) },
     ]);
     const file = this.#file(m.id, m.version);

@@ -81,7 +81,10 @@ export function isPermanentFailure(err: unknown): boolean {
 /** A failed send as one line for the store and the log, with no credentials in it. */
 export function describeFailure(err: unknown, smtpUrl: string): string {
   const e = (err ?? {}) as SendFailure;
-  const parts = [typeof e.code === 'string' ? e.code : undefined, typeof e.message === 'string' ? e.message : String(err)].filter(Boolean);
+  const parts = [
+    typeof e.code === 'string' ? e.code : undefined,
+    typeof e.message === 'string' ? e.message : String(err),
+  ].filter(Boolean);
   let text = parts.join(': ').slice(0, 1000);
   const pass = decodeURIComponent(new URL(smtpUrl).password);
   if (pass) text = text.split(pass).join('[redacted]');

@@ -26,13 +26,20 @@ function lines(...parts: Array<string | undefined>): string {
   return `${parts.filter((p) => p !== undefined).join('\n')}\n`;
 }
 
-const FOOTER = 'You receive this mail because you switched this notification on. Change it with PUT /v1/users/{userId}/notificationsettings.';
+const FOOTER =
+  'You receive this mail because you switched this notification on. Change it with PUT /v1/users/{userId}/notificationsettings.';
 
 function orgLine(org: Pick<OrgRow, 'id' | 'name'>): string {
   return `Organization: ${clean(org.name)} (orgId ${org.id})`;
 }
 
-function runFacts(base: ApiBase, org: Pick<OrgRow, 'id' | 'name'>, solution: SolutionRow, agent: AgentRow, e: ExecutionRow): string[] {
+function runFacts(
+  base: ApiBase,
+  org: Pick<OrgRow, 'id' | 'name'>,
+  solution: SolutionRow,
+  agent: AgentRow,
+  e: ExecutionRow,
+): string[] {
   const h = `${base}/v1/orgs/${org.id}/solutions/${solution.id}/history/${e.id}`;
   const details = e.details ? clean(e.details, 2000) : undefined;
   return [
@@ -54,15 +61,33 @@ function runFacts(base: ApiBase, org: Pick<OrgRow, 'id' | 'name'>, solution: Sol
 }
 
 /** `failedJobEmail`: the run ended with a fatal error. */
-export function failedJobMail(base: ApiBase, org: OrgRow, solution: SolutionRow, agent: AgentRow, e: ExecutionRow): MailText {
+export function failedJobMail(
+  base: ApiBase,
+  org: OrgRow,
+  solution: SolutionRow,
+  agent: AgentRow,
+  e: ExecutionRow,
+): MailText {
   return {
     subject: `[Ferry] Solution "${clean(solution.name)}" failed: ${e.result ?? ''}`,
-    body: lines(`The Solution "${clean(solution.name)}" ended with a fatal error.`, '', ...runFacts(base, org, solution, agent, e), '', FOOTER),
+    body: lines(
+      `The Solution "${clean(solution.name)}" ended with a fatal error.`,
+      '',
+      ...runFacts(base, org, solution, agent, e),
+      '',
+      FOOTER,
+    ),
   };
 }
 
 /** `failedRowsEmail`: records failed in the run. */
-export function failedRowsMail(base: ApiBase, org: OrgRow, solution: SolutionRow, agent: AgentRow, e: ExecutionRow): MailText {
+export function failedRowsMail(
+  base: ApiBase,
+  org: OrgRow,
+  solution: SolutionRow,
+  agent: AgentRow,
+  e: ExecutionRow,
+): MailText {
   const n = e.recordsFailed;
   return {
     subject: `[Ferry] Solution "${clean(solution.name)}": ${n} record${n === 1 ? '' : 's'} failed`,
@@ -79,10 +104,22 @@ export function failedRowsMail(base: ApiBase, org: OrgRow, solution: SolutionRow
 }
 
 /** `eventFailedJobEmail`: a run of an Integration Event Solution did not complete successfully. */
-export function eventFailedMail(base: ApiBase, org: OrgRow, solution: SolutionRow, agent: AgentRow, e: ExecutionRow): MailText {
+export function eventFailedMail(
+  base: ApiBase,
+  org: OrgRow,
+  solution: SolutionRow,
+  agent: AgentRow,
+  e: ExecutionRow,
+): MailText {
   return {
     subject: `[Ferry] Event Solution "${clean(solution.name)}" failed: ${e.result ?? ''}`,
-    body: lines(`A run of the Integration Event Solution "${clean(solution.name)}" failed.`, '', ...runFacts(base, org, solution, agent, e), '', FOOTER),
+    body: lines(
+      `A run of the Integration Event Solution "${clean(solution.name)}" failed.`,
+      '',
+      ...runFacts(base, org, solution, agent, e),
+      '',
+      FOOTER,
+    ),
   };
 }
 
@@ -125,7 +162,9 @@ export function connectorMail(base: ApiBase, org: OrgRow, c: ConnectorChange): M
       `At: ${c.at}`,
       '',
       'Look at it:',
-      c.operation === 'install' ? `  GET ${base}/v1/orgs/${org.id}/connectors/${c.connectorId}` : `  GET ${base}/v1/orgs/${org.id}/connectors`,
+      c.operation === 'install'
+        ? `  GET ${base}/v1/orgs/${org.id}/connectors/${c.connectorId}`
+        : `  GET ${base}/v1/orgs/${org.id}/connectors`,
       '',
       FOOTER,
     ),

@@ -1,6 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { FinishedExecution } from '../history/reports.js';
-import { enqueueMails, subscribersOf, type NotificationSwitch, type QueuedMail, type Subscriber } from '../store/repos/mail-outbox.repo.js';
+import {
+  enqueueMails,
+  subscribersOf,
+  type NotificationSwitch,
+  type QueuedMail,
+  type Subscriber,
+} from '../store/repos/mail-outbox.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import type { OrgConnectorChange } from '../marketplace/installs.js';
 import type { SilentAgent } from '../gateway/sweeper.js';
@@ -9,7 +15,14 @@ import type { OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
 import { uuidV7 } from '../util/uuid-v7.js';
-import { connectorMail, eventFailedMail, failedJobMail, failedRowsMail, heartbeatFailedMail, type MailText } from './messages.js';
+import {
+  connectorMail,
+  eventFailedMail,
+  failedJobMail,
+  failedRowsMail,
+  heartbeatFailedMail,
+  type MailText,
+} from './messages.js';
 import type { ServiceConfig } from '../config.js';
 import type { Store } from '../store/store.js';
 import { smtpEndpoint, smtpMailer } from './mailer.js';
@@ -98,11 +111,27 @@ export class Notifications {
     const add = (kind: NotificationSwitch, to: readonly Subscriber[], text: MailText): void => {
       for (const s of to) {
         mailed.add(s.userId);
-        mails.push({ dedupeKey: `${kind}:execution:${e.id}:${s.userId}`, kind, orgId: org.id, recipient: s.email, ...text });
+        mails.push({
+          dedupeKey: `${kind}:execution:${e.id}:${s.userId}`,
+          kind,
+          orgId: org.id,
+          recipient: s.email,
+          ...text,
+        });
       }
     };
-    if (fatal) add('failedJobEmail', await subscribersOf(tx, org.id, 'failedJobEmail'), failedJobMail(this.#base, org, solution, agent, e));
-    if (recordFailures) add('failedRowsEmail', await subscribersOf(tx, org.id, 'failedRowsEmail'), failedRowsMail(this.#base, org, solution, agent, e));
+    if (fatal)
+      add(
+        'failedJobEmail',
+        await subscribersOf(tx, org.id, 'failedJobEmail'),
+        failedJobMail(this.#base, org, solution, agent, e),
+      );
+    if (recordFailures)
+      add(
+        'failedRowsEmail',
+        await subscribersOf(tx, org.id, 'failedRowsEmail'),
+        failedRowsMail(this.#base, org, solution, agent, e),
+      );
     if (isEvent) {
       // Not to a member who has a failed-run or failed-records mail about this execution already.
       const rest = (await subscribersOf(tx, org.id, 'eventFailedJobEmail')).filter((s) => !mailed.has(s.userId));
@@ -124,7 +153,13 @@ export class Notifications {
     const to = await subscribersOf(tx, org.id, 'heartbeatEmail');
     const text = heartbeatFailedMail(this.#base, org, agent, this.#opts.heartbeatFailedAfterSeconds);
     const silence = silent.lastContactTime ?? 'never';
-    const mails = to.map((s) => ({ dedupeKey: `heartbeatEmail:agent:${agent.id}:${silence}:${s.userId}`, kind: 'heartbeatEmail', orgId: org.id, recipient: s.email, ...text }));
+    const mails = to.map((s) => ({
+      dedupeKey: `heartbeatEmail:agent:${agent.id}:${silence}:${s.userId}`,
+      kind: 'heartbeatEmail',
+      orgId: org.id,
+      recipient: s.email,
+      ...text,
+    }));
     await this.#queue(tx, mails, { agentId: agent.id });
   };
 
@@ -136,13 +171,22 @@ export class Notifications {
     const to = await subscribersOf(db, org.id, 'connectorActivationEmail');
     const text = connectorMail(this.#base, org, { ...change, at: nowIso() });
     const event = newId();
-    const mails = to.map((s) => ({ dedupeKey: `connectorActivationEmail:${event}:${s.userId}`, kind: 'connectorActivationEmail', orgId: org.id, recipient: s.email, ...text }));
+    const mails = to.map((s) => ({
+      dedupeKey: `connectorActivationEmail:${event}:${s.userId}`,
+      kind: 'connectorActivationEmail',
+      orgId: org.id,
+      recipient: s.email,
+      ...text,
+    }));
     await this.#queue(db, mails, { connectorId: change.connectorId, operation: change.operation });
   };
 
   async #queue(db: Db, mails: readonly QueuedMail[], about: Record<string, unknown>): Promise<void> {
     if (mails.length === 0) return;
     const queued = await enqueueMails(db, mails, () => uuidV7(), nowIso());
-    this.#opts.log.debug({ ...about, kinds: [...new Set(mails.map((m) => m.kind))], queued }, 'notification mails queued');
+    this.#opts.log.debug(
+      { ...about, kinds: [...new Set(mails.map((m) => m.kind))], queued },
+      'notification mails queued',
+    );
   }
 }

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { abandonMail, claimDueMails, markMailSent, pruneMails, rescheduleMail } from '../store/repos/mail-outbox.repo.js';
+import {
+  abandonMail,
+  claimDueMails,
+  markMailSent,
+  pruneMails,
+  rescheduleMail,
+} from '../store/repos/mail-outbox.repo.js';
 import type { MailOutboxRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { PeriodicJob } from '../jobs/periodic-job.js';
@@ -44,7 +50,11 @@ export interface MailSenderOptions {
 }
 
 /** The wait before attempt `attempts + 1`: exponential, capped, with a little jitter so replicas spread out. */
-export function retryDelayMs(attempts: number, timing: Pick<OutboxTiming, 'retryBaseMs' | 'retryMaxMs'>, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempts: number,
+  timing: Pick<OutboxTiming, 'retryBaseMs' | 'retryMaxMs'>,
+  random: () => number = Math.random,
+): number {
   const exp = Math.min(timing.retryBaseMs * 2 ** Math.min(attempts, 30), timing.retryMaxMs);
   return Math.round(exp * (0.9 + 0.2 * random()));
 }
@@ -76,7 +86,13 @@ export class MailSender {
     this.#opts = opts;
     this.#timing = { ...DEFAULT_OUTBOX_TIMING, ...opts.timing };
     this.#log = opts.log.child({ component: 'mail-sender' });
-    this.#job = new PeriodicJob({ intervalMs: this.#timing.pollMs, tick: () => this.pass(), log: this.#log, failed: 'mail outbox pass failed', level: 'warn' });
+    this.#job = new PeriodicJob({
+      intervalMs: this.#timing.pollMs,
+      tick: () => this.pass(),
+      log: this.#log,
+      failed: 'mail outbox pass failed',
+      level: 'warn',
+    });
   }
 
   start(): void {
@@ -98,11 +114,17 @@ export class MailSender {
       const pruned = await pruneMails(db, new Date(nowMs - this.#timing.keepMs).toISOString());
       if (pruned > 0) this.#log.debug({ pruned }, 'old mails removed from the outbox');
     }
-    const claimed = await claimDueMails(db, dialect, { claimer: this.#claimer, now, leaseUntil: new Date(nowMs + this.#timing.leaseMs).toISOString(), limit: this.#timing.batch });
+    const claimed = await claimDueMails(db, dialect, {
+      claimer: this.#claimer,
+      now,
+      leaseUntil: new Date(nowMs + this.#timing.leaseMs).toISOString(),
+      limit: this.#timing.batch,
+    });
     for (const [i, mail] of claimed.entries()) {
       if (!(await this.#sendOne(mail))) {
         // The server is not taking mail: the rest of the batch waits for the next attempt too.
-        for (const rest of claimed.slice(i + 1)) await this.#retryLater(rest, 'not attempted: the mail server failed the mail before it', Date.now());
+        for (const rest of claimed.slice(i + 1))
+          await this.#retryLater(rest, 'not attempted: the mail server failed the mail before it', Date.now());
         return;
       }
     }
@@ -122,11 +144,19 @@ export class MailSender {
         return true;
       }
       await this.#retryLater(mail, error, Date.now());
-      if (!this.#failing) this.#log.warn({ ...fields, error, server: smtpEndpoint(this.#opts.smtpUrl) }, 'mail server not reachable; mails stay queued and are retried');
+      if (!this.#failing)
+        this.#log.warn(
+          { ...fields, error, server: smtpEndpoint(this.#opts.smtpUrl) },
+          'mail server not reachable; mails stay queued and are retried',
+        );
       this.#failing = true;
       return false;
     }
-    if (this.#failing) this.#log.info({ server: smtpEndpoint(this.#opts.smtpUrl) }, 'mail server reachable again; queued mails are being sent');
+    if (this.#failing)
+      this.#log.info(
+        { server: smtpEndpoint(this.#opts.smtpUrl) },
+        'mail server reachable again; queued mails are being sent',
+      );
     this.#failing = false;
     if (!(await markMailSent(db, mail.id, this.#claimer, new Date().toISOString()))) {
       this.#log.warn(fields, 'mail sent after its claim ran out; another sender may send it again');

@@ -16,14 +16,28 @@ export interface CaptureSwitches {
  * src/failures/capture.ts).
  */
 export function capturePatch(input: CaptureSwitches, base = 'body.'): OrgUpdate {
-  const three = [input.captureOnFailedRecordsForReprocessing, input.captureDuringCloudAppRuns, input.captureDuringLocalAgentAppRuns];
+  const three = [
+    input.captureOnFailedRecordsForReprocessing,
+    input.captureDuringCloudAppRuns,
+    input.captureDuringLocalAgentAppRuns,
+  ];
   const given = three.filter((v) => v !== undefined).length;
   if (given > 0 && given < 3) {
-    throw new FerryError('API_VALIDATION', 'When any capture field is sent, send all three: captureOnFailedRecordsForReprocessing, captureDuringCloudAppRuns and captureDuringLocalAgentAppRuns.', {
-      errors: (['captureOnFailedRecordsForReprocessing', 'captureDuringCloudAppRuns', 'captureDuringLocalAgentAppRuns'] as const)
-        .filter((k) => input[k] === undefined)
-        .map((k) => ({ path: `${base}${k}`, message: 'required when any capture field is sent' })),
-    });
+    throw new FerryError(
+      'API_VALIDATION',
+      'When any capture field is sent, send all three: captureOnFailedRecordsForReprocessing, captureDuringCloudAppRuns and captureDuringLocalAgentAppRuns.',
+      {
+        errors: (
+          [
+            'captureOnFailedRecordsForReprocessing',
+            'captureDuringCloudAppRuns',
+            'captureDuringLocalAgentAppRuns',
+          ] as const
+        )
+          .filter((k) => input[k] === undefined)
+          .map((k) => ({ path: `${base}${k}`, message: 'required when any capture field is sent' })),
+      },
+    );
   }
   const patch: OrgUpdate = {};
   if (given === 3) {

@@ -18,9 +18,13 @@ export function checkDataCenter(id: number | null | undefined, platformHosted: b
   if (id === undefined || id === null || id === 0) return DEFAULT_DATA_CENTER;
   const dc = DATA_CENTERS[id];
   if (!dc) {
-    throw new FerryError('API_VALIDATION', `dataCenterId ${id} is not a data center; use one of ${Object.keys(DATA_CENTERS).join(', ')}.`, {
-      errors: [{ path: 'body.dataCenterId', message: 'unknown data center' }],
-    });
+    throw new FerryError(
+      'API_VALIDATION',
+      `dataCenterId ${id} is not a data center; use one of ${Object.keys(DATA_CENTERS).join(', ')}.`,
+      {
+        errors: [{ path: 'body.dataCenterId', message: 'unknown data center' }],
+      },
+    );
   }
   if (dc.platformOnly && !platformHosted) {
     throw new FerryError('API_VALIDATION', `dataCenterId ${id} exists only for platform-hosted Organizations.`, {

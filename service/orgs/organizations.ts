@@ -4,7 +4,15 @@ import type { SecretBox } from '../crypto/master-key.js';
 import { preinstalledConnectors } from '../marketplace/catalogue.js';
 import { listAgents } from '../store/repos/agents.repo.js';
 import { upsertOrgConnector } from '../store/repos/connector-installs.repo.js';
-import { countChildren, deleteOrg, getOrg, insertOrg, listOrgsForUser, roleIn, updateOrg } from '../store/repos/orgs.repo.js';
+import {
+  countChildren,
+  deleteOrg,
+  getOrg,
+  insertOrg,
+  listOrgsForUser,
+  roleIn,
+  updateOrg,
+} from '../store/repos/orgs.repo.js';
 import { listRules, replaceRules, type SecurityRuleInput as RuleRow } from '../store/repos/security-rules.repo.js';
 import { deleteSolutionsOfOrg } from '../store/repos/solutions.repo.js';
 import { createDefaultSubscriptions } from '../store/repos/subscriptions.repo.js';
@@ -32,12 +40,16 @@ export interface OrganizationFields extends CaptureSwitches {
   securityRules?: readonly SecurityRuleSpec[] | undefined;
 }
 
-export const orgNotFound = (id: number): FerryError => new FerryError('API_NOT_FOUND', `Organization ${id} was not found.`);
+export const orgNotFound = (id: number): FerryError =>
+  new FerryError('API_NOT_FOUND', `Organization ${id} was not found.`);
 
 /** Refuses `what` (a sentence's subject) for a platform-hosted Organization, whose users and Organizations the platform manages. */
 export function refusePlatformHosted(org: OrgRow, what: string): void {
   if (fromFlag(org.isSvcOrg)) {
-    throw new FerryError('API_PLATFORM_HOSTED', `${what} is not supported for platform-hosted Organizations; use the platform's user and Organization management.`);
+    throw new FerryError(
+      'API_PLATFORM_HOSTED',
+      `${what} is not supported for platform-hosted Organizations; use the platform's user and Organization management.`,
+    );
   }
 }
 
@@ -88,16 +100,31 @@ export interface ListedOrganization {
  * Whether each opens its API to `ip` filters the list on request and is answered always, since it
  * decides whether the crypto token may be shown.
  */
-export async function listOrganizations(db: Db, userId: string, ip: string, query: OrganizationListQuery): Promise<{ items: ListedOrganization[]; total: number }> {
-  const rows = await listOrgsForUser(db, userId, { name: query.name, nameContains: query.nameContains, parentId: query.parentId });
+export async function listOrganizations(
+  db: Db,
+  userId: string,
+  ip: string,
+  query: OrganizationListQuery,
+): Promise<{ items: ListedOrganization[]; total: number }> {
+  const rows = await listOrgsForUser(db, userId, {
+    name: query.name,
+    nameContains: query.nameContains,
+    parentId: query.parentId,
+  });
   const open = await Promise.all(rows.map((o) => apiOpenTo(db, o.id, ip)));
   const statuses = await Promise.all(rows.map((o) => orgStatus(db, o)));
   const matches = rows
-    .map((org, i) => ({ org, open: open[i] === true, status: statuses[i] ?? { status: 'Ok' as const, statusCause: null } }))
+    .map((org, i) => ({
+      org,
+      open: open[i] === true,
+      status: statuses[i] ?? { status: 'Ok' as const, statusCause: null },
+    }))
     .filter((o) => !query.onlyOpen || o.open)
     .filter((o) => query.status === 'All' || o.status.status === query.status);
   const page = query.page ? matches.slice(query.page.offset, query.page.offset + query.page.limit) : matches;
-  const items = await Promise.all(page.map(async (o) => ({ ...o, role: (await roleIn(db, userId, o.org.id)) ?? 'ReadOnly' })));
+  const items = await Promise.all(
+    page.map(async (o) => ({ ...o, role: (await roleIn(db, userId, o.org.id)) ?? 'ReadOnly' })),
+  );
   return { items, total: matches.length };
 }
 
@@ -141,7 +168,15 @@ export async function createOrganization(deps: OrgSecrets, tx: Db, input: NewOrg
   await replaceRules(tx, row.id, input.rules, iso);
   await addMembership(tx, row.id, input.administrator.id, 'Administrator', iso);
   await createDefaultSubscriptions(tx, row.id, now);
-  for (const c of preinstalledConnectors()) await upsertOrgConnector(tx, { orgId: row.id, connectorId: c.id, version: c.version, isLocked: 0, installedAt: iso, installedBy: null });
+  for (const c of preinstalledConnectors())
+    await upsertOrgConnector(tx, {
+      orgId: row.id,
+      connectorId: c.id,
+      version: c.version,
+      isLocked: 0,
+      installedAt: iso,
+      installedBy: null,
+    });
   return row;
 }
 
@@ -158,10 +193,19 @@ export interface ChildOrganizationRequest {
  * its parent is the one named (the caller administers it) or the only root Organization the
  * caller administers; a platform-hosted parent is refused.
  */
-export async function requestChildOrganization(db: Db, userId: string, fields: OrganizationFields): Promise<ChildOrganizationRequest> {
-  if (!fields.name) throw new FerryError('API_VALIDATION', 'name is required.', { errors: [{ path: 'body.name', message: 'required' }] });
+export async function requestChildOrganization(
+  db: Db,
+  userId: string,
+  fields: OrganizationFields,
+): Promise<ChildOrganizationRequest> {
+  if (!fields.name)
+    throw new FerryError('API_VALIDATION', 'name is required.', {
+      errors: [{ path: 'body.name', message: 'required' }],
+    });
   if (!fields.securityRules) {
-    throw new FerryError('API_VALIDATION', 'A child Organization needs securityRules in its model.', { errors: [{ path: 'body.securityRules', message: 'required' }] });
+    throw new FerryError('API_VALIDATION', 'A child Organization needs securityRules in its model.', {
+      errors: [{ path: 'body.securityRules', message: 'required' }],
+    });
   }
   const parent = await parentFor(db, userId, fields.parentId);
   refusePlatformHosted(parent, 'Creating an Organization');
@@ -174,14 +218,20 @@ async function parentFor(db: Db, userId: string, parentId: number | null | undef
     const parent = await getOrg(db, parentId);
     const role = parent ? await roleIn(db, userId, parent.id) : undefined;
     if (!parent || !role) throw orgNotFound(parentId);
-    if (role !== 'Administrator') throw new FerryError('API_FORBIDDEN_ROLE', `Creating a child Organization needs the Administrator role in Organization ${parentId}.`);
+    if (role !== 'Administrator')
+      throw new FerryError(
+        'API_FORBIDDEN_ROLE',
+        `Creating a child Organization needs the Administrator role in Organization ${parentId}.`,
+      );
     return parent;
   }
   const administered = (await listOrgsForUser(db, userId, {})).filter((o) => o.parentId === null);
   const own = [];
   for (const o of administered) if ((await roleIn(db, userId, o.id)) === 'Administrator') own.push(o);
   if (own.length === 1 && own[0]) return own[0];
-  throw new FerryError('API_VALIDATION', 'Name the parent Organization with parentId.', { errors: [{ path: 'body.parentId', message: 'required' }] });
+  throw new FerryError('API_VALIDATION', 'Name the parent Organization with parentId.', {
+    errors: [{ path: 'body.parentId', message: 'required' }],
+  });
 }
 
 /** Creates the child Organization of a request, with the creator as its Administrator. */
@@ -215,19 +265,39 @@ export async function createChildOrganization(
  * Modifies an Organization: name, place, capture switches and (all at once) its Security Rules.
  * Its data center and parent stay; new rules must still open the API to `callerIp`.
  */
-export async function modifyOrganization(db: Kysely<Database>, org: OrgRow, fields: OrganizationFields, callerIp: string, modificationBy: string): Promise<OrgRow> {
+export async function modifyOrganization(
+  db: Kysely<Database>,
+  org: OrgRow,
+  fields: OrganizationFields,
+  callerIp: string,
+  modificationBy: string,
+): Promise<OrgRow> {
   refusePlatformHosted(org, 'Modifying an Organization');
-  if (fields.dataCenterId !== undefined && fields.dataCenterId !== null && fields.dataCenterId !== 0 && fields.dataCenterId !== org.dataCenterId) {
-    throw new FerryError('API_VALIDATION', 'dataCenterId is set when the Organization is created and cannot be changed.', {
-      errors: [{ path: 'body.dataCenterId', message: `must stay ${org.dataCenterId}` }],
-    });
+  if (
+    fields.dataCenterId !== undefined &&
+    fields.dataCenterId !== null &&
+    fields.dataCenterId !== 0 &&
+    fields.dataCenterId !== org.dataCenterId
+  ) {
+    throw new FerryError(
+      'API_VALIDATION',
+      'dataCenterId is set when the Organization is created and cannot be changed.',
+      {
+        errors: [{ path: 'body.dataCenterId', message: `must stay ${org.dataCenterId}` }],
+      },
+    );
   }
   if (fields.parentId !== undefined && fields.parentId !== null && fields.parentId !== (org.parentId ?? 0)) {
-    throw new FerryError('API_VALIDATION', 'parentId cannot be changed.', { errors: [{ path: 'body.parentId', message: `must stay ${org.parentId ?? 0}` }] });
+    throw new FerryError('API_VALIDATION', 'parentId cannot be changed.', {
+      errors: [{ path: 'body.parentId', message: `must stay ${org.parentId ?? 0}` }],
+    });
   }
   const rules = fields.securityRules ? checkRules(fields.securityRules, 'body.securityRules.') : undefined;
   if (rules && !opensApiTo(rules, callerIp)) {
-    throw new FerryError('API_CONFLICT', `These Security Rules would shut your own address ${callerIp} out of the API; include a rule with apiAccessEnabled that covers it.`);
+    throw new FerryError(
+      'API_CONFLICT',
+      `These Security Rules would shut your own address ${callerIp} out of the API; include a rule with apiAccessEnabled that covers it.`,
+    );
   }
   const patch = {
     ...capturePatch(fields),
@@ -249,7 +319,11 @@ export async function modifyOrganization(db: Kysely<Database>, org: OrgRow, fiel
  * (processes and files included): the database cascade alone would leave a Cloud Agent running
  * and On-Premise Agents connected to an Organization that no longer exists.
  */
-export async function deleteOrganization(db: Db, org: OrgRow, retire: (agent: AgentRow) => Promise<void>): Promise<void> {
+export async function deleteOrganization(
+  db: Db,
+  org: OrgRow,
+  retire: (agent: AgentRow) => Promise<void>,
+): Promise<void> {
   refusePlatformHosted(org, 'Deleting an Organization');
   if (org.parentId === null) {
     throw new FerryError('API_UNSUPPORTED', 'Only child Organizations can be deleted.');

@@ -62,7 +62,7 @@ export interface RegistrationPlan {
 }
 
 const WHO_MAY =
-  'POST /v1/register is for Administrators of a platform-hosted root Organization (the operator\'s Organization, created with `ferry service create-org --platform-hosted`)';
+  "POST /v1/register is for Administrators of a platform-hosted root Organization (the operator's Organization, created with `ferry service create-org --platform-hosted`)";
 
 const invalid = (path: string, message: string, sentence: string): FerryError =>
   new FerryError('API_VALIDATION', sentence, { errors: [{ path, message }] });
@@ -88,7 +88,11 @@ export async function operatorOrganization(db: Db, user: UserRow, orgId: number 
   const [only, ...others] = own;
   if (!only) throw new FerryError('API_FORBIDDEN_ROLE', `${WHO_MAY}; you administer none.`);
   if (others.length > 0) {
-    throw invalid('query.orgId', 'required', `You administer several platform-hosted root Organizations (${own.map((o) => o.id).join(', ')}); name the one to register under with ?orgId=.`);
+    throw invalid(
+      'query.orgId',
+      'required',
+      `You administer several platform-hosted root Organizations (${own.map((o) => o.id).join(', ')}); name the one to register under with ?orgId=.`,
+    );
   }
   return only;
 }
@@ -98,12 +102,27 @@ function isOperatorOrg(org: OrgRow): boolean {
 }
 
 /** Checks and resolves every field; writes nothing. */
-export async function planRegistration(db: Db, deps: RegisterDeps, operator: OrgRow, caller: UserRow, fields: RegisterFields): Promise<RegistrationPlan> {
+export async function planRegistration(
+  db: Db,
+  deps: RegisterDeps,
+  operator: OrgRow,
+  caller: UserRow,
+  fields: RegisterFields,
+): Promise<RegistrationPlan> {
   if (fields.securityRules.length === 0) {
-    throw invalid('body.securityRules', 'at least one rule is required', 'securityRules needs at least one Security Rule; without one nobody could reach the new Organization\'s API.');
+    throw invalid(
+      'body.securityRules',
+      'at least one rule is required',
+      "securityRules needs at least one Security Rule; without one nobody could reach the new Organization's API.",
+    );
   }
   const rules = checkRules(fields.securityRules, 'body.securityRules.');
-  for (const r of rules) if (await ruleExists(db, r.id)) throw new FerryError('API_CONFLICT', `A Security Rule with ID ${r.id} already exists; leave id out to get a new one.`);
+  for (const r of rules)
+    if (await ruleExists(db, r.id))
+      throw new FerryError(
+        'API_CONFLICT',
+        `A Security Rule with ID ${r.id} already exists; leave id out to get a new one.`,
+      );
   const dataCenterId = checkDataCenter(fields.dataCenterId, true);
   return {
     operator,
@@ -120,9 +139,17 @@ const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** An existing user by ID or e-mail. */
 async function userNamed(db: Db, idOrEmail: string): Promise<UserRow> {
-  const user = GUID.test(idOrEmail) ? await getUser(db, idOrEmail.toLowerCase()) : idOrEmail.includes('@') ? await getUserByEmail(db, idOrEmail) : undefined;
+  const user = GUID.test(idOrEmail)
+    ? await getUser(db, idOrEmail.toLowerCase())
+    : idOrEmail.includes('@')
+      ? await getUserByEmail(db, idOrEmail)
+      : undefined;
   if (!user) {
-    throw invalid('body.userId', 'no such user', `userId ${idOrEmail} is not a user: give the ID or e-mail of an existing account, who becomes the new Organization's Administrator.`);
+    throw invalid(
+      'body.userId',
+      'no such user',
+      `userId ${idOrEmail} is not a user: give the ID or e-mail of an existing account, who becomes the new Organization's Administrator.`,
+    );
   }
   return user;
 }
@@ -132,18 +159,33 @@ async function userNamed(db: Db, idOrEmail: string): Promise<UserRow> {
  * Organization manages. Any other private Connector is answered as unknown, so that registering
  * does not reveal it.
  */
-async function connectorsNamed(db: Db, { catalogue, packages }: RegisterDeps, operatorId: number, entries: readonly string[]): Promise<ConnectorManifest[]> {
+async function connectorsNamed(
+  db: Db,
+  { catalogue, packages }: RegisterDeps,
+  operatorId: number,
+  entries: readonly string[],
+): Promise<ConnectorManifest[]> {
   const found = new Map<string, ConnectorManifest>();
   for (const [i, entry] of entries.entries()) {
     const byId = catalogue.get(entry);
     const candidates = byId ? [byId] : catalogue.all().filter((m) => m.name.toLowerCase() === entry.toLowerCase());
     const usable: ConnectorManifest[] = [];
-    for (const m of candidates) if (m.isPublic || (await managedConnectorVendor(db, m.id)) === operatorId) usable.push(m);
+    for (const m of candidates)
+      if (m.isPublic || (await managedConnectorVendor(db, m.id)) === operatorId) usable.push(m);
     const [only, ...others] = usable;
     if (!only) {
-      throw invalid(`body.connectors.${i}`, 'no such Connector', `connectors[${i}] "${entry}" is neither a public Connector of the Marketplace nor a private Connector your Organization manages; give a Connector's ID or name.`);
+      throw invalid(
+        `body.connectors.${i}`,
+        'no such Connector',
+        `connectors[${i}] "${entry}" is neither a public Connector of the Marketplace nor a private Connector your Organization manages; give a Connector's ID or name.`,
+      );
     }
-    if (others.length > 0) throw invalid(`body.connectors.${i}`, 'ambiguous name', `connectors[${i}]: several Connectors are named "${entry}"; give the ID of the one to install.`);
+    if (others.length > 0)
+      throw invalid(
+        `body.connectors.${i}`,
+        'ambiguous name',
+        `connectors[${i}]: several Connectors are named "${entry}"; give the ID of the one to install.`,
+      );
     found.set(only.id.toLowerCase(), only);
   }
   // As an install does: a Connector whose package cannot be built is refused now, not at its first Agent.
@@ -169,7 +211,12 @@ export function subscriptionsOf(skus: readonly string[]): PlannedSubscription[] 
         `subscriptionSkus[${i}] "${raw}" is not a Subscription SKU; write FERRY-<IS|RS|MS>-<records>, records being a whole number with K or M (FERRY-IS-5M) or UNLIMITED; trial Subscriptions come without a SKU.`,
       );
     }
-    if (seen.has(type)) throw invalid(`body.subscriptionSkus.${i}`, 'second SKU of a service type', `subscriptionSkus[${i}]: ${type} is named twice; give one SKU per service type.`);
+    if (seen.has(type))
+      throw invalid(
+        `body.subscriptionSkus.${i}`,
+        'second SKU of a service type',
+        `subscriptionSkus[${i}]: ${type} is named twice; give one SKU per service type.`,
+      );
     seen.add(type);
     const recordsAllowed = match[4] ? UNLIMITED : String(Number(match[2]) * (MULTIPLIER[match[3] ?? ''] ?? 1));
     return { sku, type, recordsAllowed };
@@ -182,7 +229,12 @@ export function subscriptionsOf(skus: readonly string[]): PlannedSubscription[] 
  * names and a one-year Subscription for each SKU, the Connectors installed, and the operator's
  * private ones granted to it as a customer.
  */
-export async function registerOrganization(deps: RegisterDeps, db: Kysely<Database>, plan: RegistrationPlan, by: string): Promise<OrgRow> {
+export async function registerOrganization(
+  deps: RegisterDeps,
+  db: Kysely<Database>,
+  plan: RegistrationPlan,
+  by: string,
+): Promise<OrgRow> {
   return db.transaction().execute(async (tx) => {
     const org = await createOrganization(deps, tx, {
       name: plan.name,
@@ -201,7 +253,12 @@ export async function registerOrganization(deps: RegisterDeps, db: Kysely<Databa
       const type = SERVICE_TYPES.find((t) => t.key === s.type);
       if (!type) continue;
       // A purchased Subscription replaces the trial of its type: two current ones would leave usage counting ambiguous.
-      await tx.deleteFrom('subscriptions').where('orgId', '=', org.id).where('name', '=', type.name).where('isTrial', '=', 1).execute();
+      await tx
+        .deleteFrom('subscriptions')
+        .where('orgId', '=', org.id)
+        .where('name', '=', type.name)
+        .where('isTrial', '=', 1)
+        .execute();
       await insertSubscription(tx, {
         id: newId(),
         orgId: org.id,
@@ -220,8 +277,16 @@ export async function registerOrganization(deps: RegisterDeps, db: Kysely<Databa
     }
     const at = start.toISOString();
     for (const m of plan.connectors) {
-      if (!m.isPublic) await addCustomer(tx, { connectorId: m.id, orgId: org.id, provisionedBy: by, provisionedDate: at });
-      await upsertOrgConnector(tx, { orgId: org.id, connectorId: m.id, version: m.version, isLocked: 0, installedAt: at, installedBy: by });
+      if (!m.isPublic)
+        await addCustomer(tx, { connectorId: m.id, orgId: org.id, provisionedBy: by, provisionedDate: at });
+      await upsertOrgConnector(tx, {
+        orgId: org.id,
+        connectorId: m.id,
+        version: m.version,
+        isLocked: 0,
+        installedAt: at,
+        installedBy: by,
+      });
     }
     return org;
   });

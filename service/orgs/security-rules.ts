@@ -1,6 +1,14 @@
 import { FerryError, type FieldError } from '../../src/errors/ferry-error.js';
 import { rangeContains, validateRange } from '../auth/ip-range.js';
-import { deleteRule, getRule, insertRule, listRules, ruleExists, updateRule, type SecurityRuleInput as RuleRow } from '../store/repos/security-rules.repo.js';
+import {
+  deleteRule,
+  getRule,
+  insertRule,
+  listRules,
+  ruleExists,
+  updateRule,
+  type SecurityRuleInput as RuleRow,
+} from '../store/repos/security-rules.repo.js';
 import type { SecurityRuleRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import { newId, nowIso, toFlag } from '../util/values.js';
@@ -15,7 +23,10 @@ export interface SecurityRuleSpec {
   eventSolutionAccessEnabled: boolean;
 }
 
-type RangeOfRule = Pick<SecurityRuleRow, 'apiAccessEnabled' | 'allowedIpRangeStartAddress' | 'allowedIpRangeEndAddress'>;
+type RangeOfRule = Pick<
+  SecurityRuleRow,
+  'apiAccessEnabled' | 'allowedIpRangeStartAddress' | 'allowedIpRangeEndAddress'
+>;
 
 /** Checks rules as submitted: valid ranges of one family, start not after end, no repeated IDs. */
 export function checkRules(rules: readonly SecurityRuleSpec[], base: string): RuleRow[] {
@@ -30,7 +41,11 @@ export function checkRules(rules: readonly SecurityRuleSpec[], base: string): Ru
     }
   });
   if (errors.length) {
-    throw new FerryError('API_INVALID_IP_RANGE', `The Security Rules are not valid: ${errors[0]?.path}: ${errors[0]?.message}`, { errors });
+    throw new FerryError(
+      'API_INVALID_IP_RANGE',
+      `The Security Rules are not valid: ${errors[0]?.path}: ${errors[0]?.message}`,
+      { errors },
+    );
   }
   return rules.map((r) => ({
     id: r.id?.toLowerCase() ?? newId(),
@@ -44,7 +59,9 @@ export function checkRules(rules: readonly SecurityRuleSpec[], base: string): Ru
 
 /** Whether one of the rules with apiAccessEnabled covers the address. */
 export function opensApiTo(rules: readonly RangeOfRule[], ip: string): boolean {
-  return rules.some((r) => r.apiAccessEnabled === 1 && rangeContains(r.allowedIpRangeStartAddress, r.allowedIpRangeEndAddress, ip));
+  return rules.some(
+    (r) => r.apiAccessEnabled === 1 && rangeContains(r.allowedIpRangeStartAddress, r.allowedIpRangeEndAddress, ip),
+  );
 }
 
 /** Whether a Security Rule of the Organization with apiAccessEnabled covers the address. */
@@ -55,7 +72,10 @@ export async function apiOpenTo(db: Db, orgId: number, ip: string): Promise<bool
 /** Refuses a change after which no rule would let the caller's own address reach the API. */
 function keepCallerIn(rules: readonly RangeOfRule[], ip: string): void {
   if (!opensApiTo(rules, ip)) {
-    throw new FerryError('API_CONFLICT', `This change would shut your own address ${ip} out of the API; keep a rule with apiAccessEnabled that covers it.`);
+    throw new FerryError(
+      'API_CONFLICT',
+      `This change would shut your own address ${ip} out of the API; keep a rule with apiAccessEnabled that covers it.`,
+    );
   }
 }
 
@@ -76,7 +96,8 @@ export async function securityRuleOf(db: Db, orgId: number, ruleId: string): Pro
 export async function addSecurityRule(db: Db, orgId: number, spec: SecurityRuleSpec): Promise<SecurityRuleRow> {
   const [rule] = checkRules([spec], 'body.');
   if (!rule) throw new FerryError('SVC_INTERNAL', 'checkRules returned nothing');
-  if (await ruleExists(db, rule.id)) throw new FerryError('API_CONFLICT', `A Security Rule with ID ${rule.id} already exists.`);
+  if (await ruleExists(db, rule.id))
+    throw new FerryError('API_CONFLICT', `A Security Rule with ID ${rule.id} already exists.`);
   return insertRule(db, orgId, rule, nowIso());
 }
 
@@ -84,16 +105,27 @@ export async function addSecurityRule(db: Db, orgId: number, spec: SecurityRuleS
  * Changes a rule. The ID in the spec, when given, must be the path's; after the change a rule must
  * still open the API to `callerIp`.
  */
-export async function modifySecurityRule(db: Db, orgId: number, ruleId: string, spec: SecurityRuleSpec, callerIp: string): Promise<SecurityRuleRow> {
+export async function modifySecurityRule(
+  db: Db,
+  orgId: number,
+  ruleId: string,
+  spec: SecurityRuleSpec,
+  callerIp: string,
+): Promise<SecurityRuleRow> {
   const id = ruleId.toLowerCase();
   if (spec.id && spec.id.toLowerCase() !== id) {
-    throw new FerryError('API_VALIDATION', 'The rule ID in the body differs from the one in the path.', { errors: [{ path: 'body.id', message: `must be ${id}` }] });
+    throw new FerryError('API_VALIDATION', 'The rule ID in the body differs from the one in the path.', {
+      errors: [{ path: 'body.id', message: `must be ${id}` }],
+    });
   }
   const [rule] = checkRules([{ ...spec, id }], 'body.');
   if (!rule) throw new FerryError('SVC_INTERNAL', 'checkRules returned nothing');
   const current = await listRules(db, orgId);
   if (!current.some((r) => r.id === id)) throw ruleNotFound(id);
-  keepCallerIn(current.map((r) => (r.id === id ? rule : r)), callerIp);
+  keepCallerIn(
+    current.map((r) => (r.id === id ? rule : r)),
+    callerIp,
+  );
   const { id: _id, ...changes } = rule;
   await updateRule(db, orgId, id, changes);
   const row = await getRule(db, orgId, id);
@@ -106,6 +138,9 @@ export async function removeSecurityRule(db: Db, orgId: number, ruleId: string, 
   const id = ruleId.toLowerCase();
   const current = await listRules(db, orgId);
   if (!current.some((r) => r.id === id)) throw ruleNotFound(id);
-  keepCallerIn(current.filter((r) => r.id !== id), callerIp);
+  keepCallerIn(
+    current.filter((r) => r.id !== id),
+    callerIp,
+  );
   await deleteRule(db, orgId, id);
 }

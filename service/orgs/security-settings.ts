@@ -11,19 +11,38 @@ import { organizationOf, type OrgSecrets } from './organizations.js';
  */
 
 /** Changes the capture switches (SPEC.md's capture rule 2 applies). isAgentLogDownloadAllowed is no longer used and not changed. */
-export async function changeCaptureSettings(db: Db, orgId: number, switches: CaptureSwitches, modificationBy: string): Promise<OrgRow> {
+export async function changeCaptureSettings(
+  db: Db,
+  orgId: number,
+  switches: CaptureSwitches,
+  modificationBy: string,
+): Promise<OrgRow> {
   await updateOrg(db, orgId, { ...capturePatch(switches), modifiedAt: nowIso(), modificationBy });
   return organizationOf(db, orgId);
 }
 
 /** A new Event Solution access token: event URLs with the old one stop working. */
-export async function resetEventAccessToken(deps: OrgSecrets, db: Db, orgId: number, modificationBy: string): Promise<OrgRow> {
-  await updateOrg(db, orgId, { eventSolutionAccessToken: deps.secrets.seal(newId()), modifiedAt: nowIso(), modificationBy });
+export async function resetEventAccessToken(
+  deps: OrgSecrets,
+  db: Db,
+  orgId: number,
+  modificationBy: string,
+): Promise<OrgRow> {
+  await updateOrg(db, orgId, {
+    eventSolutionAccessToken: deps.secrets.seal(newId()),
+    modifiedAt: nowIso(),
+    modificationBy,
+  });
   return organizationOf(db, orgId);
 }
 
 /** A new crypto token, the one clients encrypt connection properties with from then on. */
-export async function resetCryptoToken(deps: OrgSecrets, db: Db, orgId: number, modificationBy: string): Promise<OrgRow> {
+export async function resetCryptoToken(
+  deps: OrgSecrets,
+  db: Db,
+  orgId: number,
+  modificationBy: string,
+): Promise<OrgRow> {
   await updateOrg(db, orgId, { apiCryptoToken: deps.secrets.seal(newId()), modifiedAt: nowIso(), modificationBy });
   return organizationOf(db, orgId);
 }

@@ -56,7 +56,12 @@ export class SolutionAssignments {
     for (const c of body.connections) {
       const conn = await getConnection(db, org.id, c.connectionId);
       if (!conn) return undefined;
-      connections.push({ connectionId: conn.id, connectorId: conn.connectorId, name: conn.name, properties: openProperties(secrets, conn) });
+      connections.push({
+        connectionId: conn.id,
+        connectorId: conn.connectorId,
+        name: conn.name,
+        properties: openProperties(secrets, conn),
+      });
     }
     const unversioned: Omit<PreparedSolution, 'version'> = {
       ...body,
@@ -73,7 +78,10 @@ export class SolutionAssignments {
     };
     // The Agent and the prepare it came from are part of the version: a Solution moved away and back
     // is a new assignment, whose schedule starts afresh, even when nothing else changed.
-    const version = createHash('sha256').update(JSON.stringify({ unversioned, agentId: row.agentId, preparedAt: row.preparedAt })).digest('base64url').slice(0, 32);
+    const version = createHash('sha256')
+      .update(JSON.stringify({ unversioned, agentId: row.agentId, preparedAt: row.preparedAt }))
+      .digest('base64url')
+      .slice(0, 32);
     return PreparedSolution.parse({ ...unversioned, version });
   }
 
@@ -120,7 +128,10 @@ export class SolutionAssignments {
     const held: PreparedSolution[] = [];
     for (const row of await listPreparedForAgent(this.opts.db, agentId)) {
       const def = await this.#assemble(row).catch((err: unknown) => {
-        log.warn({ err, solutionId: row.solutionId }, 'prepared Solution could not be assembled; it is left off the Agent');
+        log.warn(
+          { err, solutionId: row.solutionId },
+          'prepared Solution could not be assembled; it is left off the Agent',
+        );
         return undefined;
       });
       if (def) held.push(def);

@@ -4,7 +4,14 @@ import { FerryError, invalid } from '../../src/errors/ferry-error.js';
 import { upgradeMap } from '../../src/maps/compiler/upgrade.js';
 import { tokenize } from '../../src/maps/formula/lexer.js';
 import { findEntity } from '../../src/maps/metadata.js';
-import { MAX_BLOCK_NAME, walkBlocks, type Block, type BlockAction, type BlockType, type MapModel } from '../../src/protocol/map.js';
+import {
+  MAX_BLOCK_NAME,
+  walkBlocks,
+  type Block,
+  type BlockAction,
+  type BlockType,
+  type MapModel,
+} from '../../src/protocol/map.js';
 import type { ActionName } from '../../src/protocol/metadata.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import { getConnection } from '../store/repos/connections.repo.js';
@@ -47,16 +54,34 @@ function atMost20(version: string): boolean {
 export function requireCurrentModel(body: unknown): MapModel {
   const version = versionOf(body);
   if (version !== undefined && atMost20(version)) {
-    throw new FerryError('MAP_UPGRADE_REQUIRED', `The Map model is version ${version}: upgrade it first with …/maps/advanced/upgrade (${UPGRADE_PATH}) and send the model it returns.`, {
-      errors: [{ path: 'body.version', message: `version ${version} is 2.0 or older: upgrade it first with …/maps/advanced/upgrade` }],
-      details: { version },
-    });
+    throw new FerryError(
+      'MAP_UPGRADE_REQUIRED',
+      `The Map model is version ${version}: upgrade it first with …/maps/advanced/upgrade (${UPGRADE_PATH}) and send the model it returns.`,
+      {
+        errors: [
+          {
+            path: 'body.version',
+            message: `version ${version} is 2.0 or older: upgrade it first with …/maps/advanced/upgrade`,
+          },
+        ],
+        details: { version },
+      },
+    );
   }
   return upgradeMap(body);
 }
 
 /** Operation Block kinds whose type changeblocktype changes (SPEC.md "Map"), with CreateWith and UpdateWith. */
-export const CHANGEABLE_TYPES: readonly BlockType[] = ['Create', 'Delete', 'Lookup', 'Update', 'UpdateInsert', 'Upsert', 'CreateWith', 'UpdateWith'];
+export const CHANGEABLE_TYPES: readonly BlockType[] = [
+  'Create',
+  'Delete',
+  'Lookup',
+  'Update',
+  'UpdateInsert',
+  'Upsert',
+  'CreateWith',
+  'UpdateWith',
+];
 
 /** changeblocktype: the Block kind an action makes, and the Connection action it needs. */
 const ACTION_TARGETS: Partial<Record<BlockAction, { type: BlockType; needs: ActionName; label: string }>> = {
@@ -71,7 +96,9 @@ const ACTION_TARGETS: Partial<Record<BlockAction, { type: BlockType; needs: Acti
 };
 
 /** What a Block kind does not use, dropped when a Block changes into it. */
-const UNUSED: Partial<Record<BlockType, ReadonlyArray<'fieldMappings' | 'useBulk' | 'bulkCountPerOperation' | 'children' | 'cacheResults'>>> = {
+const UNUSED: Partial<
+  Record<BlockType, ReadonlyArray<'fieldMappings' | 'useBulk' | 'bulkCountPerOperation' | 'children' | 'cacheResults'>>
+> = {
   Lookup: ['fieldMappings', 'useBulk', 'bulkCountPerOperation', 'children'],
   Delete: ['fieldMappings', 'children', 'cacheResults'],
   Create: ['children', 'cacheResults'],
@@ -158,7 +185,13 @@ export class MapEdits {
   }
 
   /** The body's model (checked by `parse`), else the stored Map's latest revision. */
-  private async modelOf(org: OrgRow, solution: SolutionRow, mapId: number, body: unknown, parse: (b: unknown) => MapModel): Promise<MapModel> {
+  private async modelOf(
+    org: OrgRow,
+    solution: SolutionRow,
+    mapId: number,
+    body: unknown,
+    parse: (b: unknown) => MapModel,
+  ): Promise<MapModel> {
     if (isObj(body) && Object.keys(body).length > 0) return parse(body);
     return (await this.opts.maps.get(org.id, solution.id, mapId)).model;
   }
@@ -175,39 +208,74 @@ export class MapEdits {
    * in its supported actions (its cached metadata; 404 API_METADATA_LOADING while it loads), and
    * the Block's entity must support the action. Fields the new kind does not use are dropped.
    */
-  async changeBlockType(log: FastifyBaseLogger, org: OrgRow, solutionId: string, mapId: number, q: ChangeBlockType, body: unknown): Promise<MapModel> {
+  async changeBlockType(
+    log: FastifyBaseLogger,
+    org: OrgRow,
+    solutionId: string,
+    mapId: number,
+    q: ChangeBlockType,
+    body: unknown,
+  ): Promise<MapModel> {
     const solution = await this.solution(org.id, solutionId);
     const model = await this.modelOf(org, solution, mapId, body, upgradeMap);
     const block = findBlock(model, q.blockId);
     if (!CHANGEABLE_TYPES.includes(block.blockType)) {
-      throw invalid(`Block ${block.name} is a ${block.blockType} Block; only operation Blocks change type (${CHANGEABLE_TYPES.join(', ')}).`, [{ path: 'querystring.blockId', message: 'not an operation Block' }]);
+      throw invalid(
+        `Block ${block.name} is a ${block.blockType} Block; only operation Blocks change type (${CHANGEABLE_TYPES.join(', ')}).`,
+        [{ path: 'querystring.blockId', message: 'not an operation Block' }],
+      );
     }
     const target = ACTION_TARGETS[q.action];
     if (!target) {
-      throw invalid(`The action ${q.action} does not make an operation Block; use one of ${Object.keys(ACTION_TARGETS).join(', ')}.`, [{ path: 'querystring.action', message: 'not an operation action' }]);
+      throw invalid(
+        `The action ${q.action} does not make an operation Block; use one of ${Object.keys(ACTION_TARGETS).join(', ')}.`,
+        [{ path: 'querystring.action', message: 'not an operation action' }],
+      );
     }
-    if (!block.connectionId) throw new FerryError('MAP_CONNECTION_NOT_FOUND', `Block ${block.name} names no Connection, so the actions it may take are unknown; give it a connectionId first.`);
+    if (!block.connectionId)
+      throw new FerryError(
+        'MAP_CONNECTION_NOT_FOUND',
+        `Block ${block.name} names no Connection, so the actions it may take are unknown; give it a connectionId first.`,
+      );
     const conn = await getConnection(this.opts.db, org.id, block.connectionId);
-    if (!conn) throw new FerryError('MAP_CONNECTION_NOT_FOUND', `The Connection ${block.connectionId} of Block ${block.name} was not found in Organization ${org.id}.`);
+    if (!conn)
+      throw new FerryError(
+        'MAP_CONNECTION_NOT_FOUND',
+        `The Connection ${block.connectionId} of Block ${block.name} was not found in Organization ${org.id}.`,
+      );
     const md = await this.opts.metadata.of(log, org, conn, solution.agentId);
     const pairs = md.actions.map((a) => `${actionOf(a.action)} + ${a.operationName}`).join(', ');
     const supported = md.actions.find((a) => a.action === target.needs);
     if (!supported) {
-      throw new FerryError('MAP_ACTION_UNSUPPORTED', `The Connection ${conn.name} does not support ${target.needs}, which a ${target.type} Block needs. Its action + operationName pairs: ${pairs || 'none'}.`, {
-        errors: [{ path: 'querystring.action', message: `not supported by Connection ${conn.name}` }],
-      });
+      throw new FerryError(
+        'MAP_ACTION_UNSUPPORTED',
+        `The Connection ${conn.name} does not support ${target.needs}, which a ${target.type} Block needs. Its action + operationName pairs: ${pairs || 'none'}.`,
+        {
+          errors: [{ path: 'querystring.action', message: `not supported by Connection ${conn.name}` }],
+        },
+      );
     }
     const names = [supported.operationName, target.label, target.type].map(squash);
     if (!names.includes(squash(q.operationName))) {
-      throw invalid(`The pair ${q.action} + ${q.operationName} is not one Connection ${conn.name} supports; its pairs: ${pairs}.`, [
-        { path: 'querystring.operationName', message: `${q.action} goes with the operationName ${supported.operationName}` },
-      ]);
+      throw invalid(
+        `The pair ${q.action} + ${q.operationName} is not one Connection ${conn.name} supports; its pairs: ${pairs}.`,
+        [
+          {
+            path: 'querystring.operationName',
+            message: `${q.action} goes with the operationName ${supported.operationName}`,
+          },
+        ],
+      );
     }
     const entity = findEntity(md, block.entity);
     if (entity && !entity.actions.some((a) => a.action === target.needs)) {
-      throw new FerryError('MAP_ACTION_UNSUPPORTED', `The entity ${entity.fullName} of Block ${block.name} does not support ${target.needs}; it supports ${entity.actions.map((a) => a.action).join(', ') || 'nothing'}.`, {
-        errors: [{ path: 'querystring.action', message: `not supported by entity ${entity.fullName}` }],
-      });
+      throw new FerryError(
+        'MAP_ACTION_UNSUPPORTED',
+        `The entity ${entity.fullName} of Block ${block.name} does not support ${target.needs}; it supports ${entity.actions.map((a) => a.action).join(', ') || 'nothing'}.`,
+        {
+          errors: [{ path: 'querystring.action', message: `not supported by entity ${entity.fullName}` }],
+        },
+      );
     }
     const blocks = mapBlocks(model.blocks, (b) => {
       if (b.blockId !== block.blockId) return b;
@@ -230,15 +298,22 @@ export class MapEdits {
     const block = findBlock(model, q.blockId);
     const newName = q.newName;
     if (!PLAIN_NAME.test(newName) || newName.length > MAX_BLOCK_NAME) {
-      throw invalid(`The Block name "${newName}" is not valid: use letters, digits and underscores, not starting with a digit, at most ${MAX_BLOCK_NAME} characters.`, [
-        { path: 'querystring.newName', message: 'letters, digits and underscores, not starting with a digit' },
-      ]);
+      throw invalid(
+        `The Block name "${newName}" is not valid: use letters, digits and underscores, not starting with a digit, at most ${MAX_BLOCK_NAME} characters.`,
+        [{ path: 'querystring.newName', message: 'letters, digits and underscores, not starting with a digit' }],
+      );
     }
-    const clash = [...walkBlocks(model.blocks)].find((b) => b.blockId !== block.blockId && b.name.toLowerCase() === newName.toLowerCase());
+    const clash = [...walkBlocks(model.blocks)].find(
+      (b) => b.blockId !== block.blockId && b.name.toLowerCase() === newName.toLowerCase(),
+    );
     if (clash) {
-      throw new FerryError('API_DUPLICATE_NAME', `The Map already has a Block named ${clash.name} (${clash.blockId}); Block names are unique in a Map, ignoring case.`, {
-        errors: [{ path: 'querystring.newName', message: 'another Block has this name' }],
-      });
+      throw new FerryError(
+        'API_DUPLICATE_NAME',
+        `The Map already has a Block named ${clash.name} (${clash.blockId}); Block names are unique in a Map, ignoring case.`,
+        {
+          errors: [{ path: 'querystring.newName', message: 'another Block has this name' }],
+        },
+      );
     }
     const oldName = block.name;
     const rename = (f: string): string => renameInFormula(f, oldName, newName);
@@ -247,14 +322,20 @@ export class MapEdits {
       const out: Block = { ...b };
       if (b.blockId === block.blockId) out.name = newName;
       if (b.condition !== undefined) out.condition = rename(b.condition);
-      if (b.lookupConditions) out.lookupConditions = b.lookupConditions.map((c) => ({ ...c, compareValue: rename(c.compareValue) }));
-      if (b.fieldMappings) out.fieldMappings = b.fieldMappings.map((m) => ({ ...m, targetFormula: rename(m.targetFormula) }));
+      if (b.lookupConditions)
+        out.lookupConditions = b.lookupConditions.map((c) => ({ ...c, compareValue: rename(c.compareValue) }));
+      if (b.fieldMappings)
+        out.fieldMappings = b.fieldMappings.map((m) => ({ ...m, targetFormula: rename(m.targetFormula) }));
       if (isOld(b.source)) out.source = newName;
       if (b.children) {
         out.children = b.children.map((c) => {
           const dot = c.source.indexOf('.');
           const head = dot < 0 ? c.source : c.source.slice(0, dot);
-          return { ...c, source: isOld(head) ? newName + c.source.slice(head.length) : c.source, fieldMappings: c.fieldMappings.map((m) => ({ ...m, targetFormula: rename(m.targetFormula) })) };
+          return {
+            ...c,
+            source: isOld(head) ? newName + c.source.slice(head.length) : c.source,
+            fieldMappings: c.fieldMappings.map((m) => ({ ...m, targetFormula: rename(m.targetFormula) })),
+          };
         });
       }
       return out;
@@ -269,7 +350,10 @@ const actionOf = (a: ActionName): string => (a === 'Upsert' ? 'InsertUpdate' : a
 function findBlock(model: MapModel, blockId: string): Block {
   const id = blockId.toLowerCase();
   const block = [...walkBlocks(model.blocks)].find((b) => b.blockId.toLowerCase() === id);
-  if (!block) throw invalid(`The Map ${model.name} has no Block ${blockId}.`, [{ path: 'querystring.blockId', message: 'no such Block in the Map' }]);
+  if (!block)
+    throw invalid(`The Map ${model.name} has no Block ${blockId}.`, [
+      { path: 'querystring.blockId', message: 'no such Block in the Map' },
+    ]);
   return block;
 }
 

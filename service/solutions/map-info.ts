@@ -43,19 +43,38 @@ export class MapInfo {
    * A selected name the metadata lacks is left out (validate reports it). Answered as the Block's
    * entity with only those relationships; undefined when it selects none.
    */
-  async relationships(log: FastifyBaseLogger, org: OrgRow, view: MapView, blockId: string | undefined, agentId: string | undefined): Promise<EntityMetadata | undefined> {
+  async relationships(
+    log: FastifyBaseLogger,
+    org: OrgRow,
+    view: MapView,
+    blockId: string | undefined,
+    agentId: string | undefined,
+  ): Promise<EntityMetadata | undefined> {
     const { model } = view;
-    const block = blockId === undefined ? model.blocks[0] : [...walkBlocks(model.blocks)].find((b) => b.blockId.toLowerCase() === blockId.toLowerCase());
-    if (!block) throw new FerryError('API_NOT_FOUND', `Map ${view.row.id} has no Block ${blockId ?? ''}.`, { details: { mapId: view.row.id, blockId } });
+    const block =
+      blockId === undefined
+        ? model.blocks[0]
+        : [...walkBlocks(model.blocks)].find((b) => b.blockId.toLowerCase() === blockId.toLowerCase());
+    if (!block)
+      throw new FerryError('API_NOT_FOUND', `Map ${view.row.id} has no Block ${blockId ?? ''}.`, {
+        details: { mapId: view.row.id, blockId },
+      });
     const { names, owner } = selection(model, block);
     if (names.length === 0 || !owner?.connectionId) return undefined;
     const conn = await getConnection(this.opts.db, org.id, owner.connectionId);
-    if (!conn) throw new FerryError('API_NOT_FOUND', `Connection ${owner.connectionId} of Block ${owner.name} was not found in Organization ${org.id}.`);
+    if (!conn)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Connection ${owner.connectionId} of Block ${owner.name} was not found in Organization ${org.id}.`,
+      );
     const solution = await getSolution(this.opts.db, org.id, view.row.solutionId);
     if (!solution) throw solutionNotFound(org.id, view.row.solutionId);
     const entity = findEntity(await this.opts.metadata.of(log, org, conn, agentId ?? solution.agentId), owner.entity);
     if (!entity) return undefined;
-    return { ...entity, relationships: names.map((n) => findRelationship(entity, n)).filter((r): r is Relationship => r !== undefined) };
+    return {
+      ...entity,
+      relationships: names.map((n) => findRelationship(entity, n)).filter((r): r is Relationship => r !== undefined),
+    };
   }
 
   /** The event information of a Map that waits for messages (or requests); 400 for any other Map. */

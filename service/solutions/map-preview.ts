@@ -10,7 +10,13 @@ import { agentError } from '../gateway/agent-command.js';
 import { openProperties } from '../connections/properties.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import { getConnection } from '../store/repos/connections.repo.js';
-import { completeMapPreview, getMapPreview, insertMapPreview, latestMapPreview, pruneMapPreviews } from '../store/repos/map-previews.repo.js';
+import {
+  completeMapPreview,
+  getMapPreview,
+  insertMapPreview,
+  latestMapPreview,
+  pruneMapPreviews,
+} from '../store/repos/map-previews.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import type { Database, MapPreviewRow, OrgRow, SolutionRow } from '../store/schema.js';
 import { newId, nowIso } from '../util/values.js';
@@ -64,7 +70,13 @@ export class MapPreviews {
   constructor(private readonly opts: MapPreviewsOptions) {}
 
   /** Starts a preview of a Query or Fetch Block (`blockId`; blank: the Map's starter). */
-  async preview(org: OrgRow, solutionId: string, mapId: number, blockId: string | undefined, body: unknown): Promise<{ previewId: string; block: Block; limit: number }> {
+  async preview(
+    org: OrgRow,
+    solutionId: string,
+    mapId: number,
+    blockId: string | undefined,
+    body: unknown,
+  ): Promise<{ previewId: string; block: Block; limit: number }> {
     const solution = await this.#solution(org.id, solutionId);
     const model = await this.#model(org.id, solution, mapId, body);
     const block = previewBlock(model, blockId);
@@ -83,28 +95,51 @@ export class MapPreviews {
   async previewResult(orgId: number, solutionId: string, mapId: number, previewId: string): Promise<MapPreviewView> {
     const solution = await this.#solution(orgId, solutionId);
     const row = await getMapPreview(this.opts.db, solution.id, 'previewquery', previewId.toLowerCase());
-    if (!row || row.mapId !== mapId) throw new FerryError('API_NOT_FOUND', `Preview ${previewId} was not found for Map ${mapId}; previews are kept for ${PREVIEW_RETENTION_MS / 60_000} minutes.`);
+    if (!row || row.mapId !== mapId)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Preview ${previewId} was not found for Map ${mapId}; previews are kept for ${PREVIEW_RETENTION_MS / 60_000} minutes.`,
+      );
     return this.#ready(row, `Preview ${row.id}`);
   }
 
   /** Starts a test of the Map's Native Query Block (`blockId`), or of each of them. */
-  async nativeQueryTest(org: OrgRow, solutionId: string, mapId: number, blockId: string | undefined, body: unknown): Promise<NativeQueryTestStarted[]> {
+  async nativeQueryTest(
+    org: OrgRow,
+    solutionId: string,
+    mapId: number,
+    blockId: string | undefined,
+    body: unknown,
+  ): Promise<NativeQueryTestStarted[]> {
     const solution = await this.#solution(org.id, solutionId);
     const model = await this.#model(org.id, solution, mapId, body);
     const started: NativeQueryTestStarted[] = [];
     for (const block of nativeQueryBlocks(model, blockId)) {
-      const id = await this.#send(org, solution, mapId, 'nativequerytest', block, PREVIEW_LIMIT, (conn) => ({ type: 'nativeQueryTest', ...conn, statement: block.statement ?? '', limit: PREVIEW_LIMIT }));
+      const id = await this.#send(org, solution, mapId, 'nativequerytest', block, PREVIEW_LIMIT, (conn) => ({
+        type: 'nativeQueryTest',
+        ...conn,
+        statement: block.statement ?? '',
+        limit: PREVIEW_LIMIT,
+      }));
       started.push({ id, blockId: block.blockId, blockName: block.name });
     }
     return started;
   }
 
   /** The latest native query test of the Map's Block (or of any of its Blocks); 404 while the Agent has not answered (POLL). */
-  async nativeQueryTestResult(orgId: number, solutionId: string, mapId: number, blockId: string | undefined): Promise<MapPreviewView> {
+  async nativeQueryTestResult(
+    orgId: number,
+    solutionId: string,
+    mapId: number,
+    blockId: string | undefined,
+  ): Promise<MapPreviewView> {
     const solution = await this.#solution(orgId, solutionId);
     const row = await latestMapPreview(this.opts.db, solution.id, mapId, 'nativequerytest', blockId?.toLowerCase());
     if (!row) {
-      throw new FerryError('API_NOT_FOUND', `No native query test of Map ${mapId}${blockId ? ` Block ${blockId}` : ''} was found; start one with POST …/maps/${mapId}/nativequerytest (results are kept for ${PREVIEW_RETENTION_MS / 60_000} minutes).`);
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `No native query test of Map ${mapId}${blockId ? ` Block ${blockId}` : ''} was found; start one with POST …/maps/${mapId}/nativequerytest (results are kept for ${PREVIEW_RETENTION_MS / 60_000} minutes).`,
+      );
     }
     return this.#ready(row, `The native query test of Block ${row.blockName}`);
   }
@@ -134,16 +169,24 @@ export class MapPreviews {
     kind: Kind,
     block: Block,
     limit: number,
-    command: (conn: { connectionId: string; connectorId: string; properties: Record<string, string> }) => AgentCommand<'previewQuery' | 'nativeQueryTest'>,
+    command: (conn: {
+      connectionId: string;
+      connectorId: string;
+      properties: Record<string, string>;
+    }) => AgentCommand<'previewQuery' | 'nativeQueryTest'>,
   ): Promise<string> {
     const { db, commands, secrets, log } = this.opts;
     const agent = await requireAgent(db, org.id, solution.agentId);
     commands.requireConnected(agent);
     const conn = block.connectionId ? await getConnection(db, org.id, block.connectionId) : undefined;
     if (!conn) {
-      throw new FerryError('MAP_CONNECTION_NOT_FOUND', `Block ${block.name} uses Connection ${block.connectionId ?? '(none)'}, which does not exist in Organization ${org.id}: choose one of its Connections.`, {
-        errors: [{ path: 'connectionId', message: 'unknown Connection' }],
-      });
+      throw new FerryError(
+        'MAP_CONNECTION_NOT_FOUND',
+        `Block ${block.name} uses Connection ${block.connectionId ?? '(none)'}, which does not exist in Organization ${org.id}: choose one of its Connections.`,
+        {
+          errors: [{ path: 'connectionId', message: 'unknown Connection' }],
+        },
+      );
     }
     const now = new Date();
     await pruneMapPreviews(db, now.toISOString());
@@ -167,11 +210,30 @@ export class MapPreviews {
       completedAt: null,
       expiresAt: new Date(now.getTime() + PREVIEW_RETENTION_MS).toISOString(),
     });
-    log.info({ previewId: id, kind, solutionId: solution.id, mapId, blockId: block.blockId, agentId: agent.id, connectionId: conn.id }, `${kind} requested`);
+    log.info(
+      {
+        previewId: id,
+        kind,
+        solutionId: solution.id,
+        mapId,
+        blockId: block.blockId,
+        agentId: agent.id,
+        connectionId: conn.id,
+      },
+      `${kind} requested`,
+    );
     void commands
-      .send(agent.id, command({ connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(secrets, conn) }))
+      .send(
+        agent.id,
+        command({ connectionId: conn.id, connectorId: conn.connectorId, properties: openProperties(secrets, conn) }),
+      )
       .then(
-        (result) => ({ status: 'Completed' as const, result: JSON.stringify(result), errorCode: null, errorMessage: null }),
+        (result) => ({
+          status: 'Completed' as const,
+          result: JSON.stringify(result),
+          errorCode: null,
+          errorMessage: null,
+        }),
         (err: unknown) => ({ status: 'Failed' as const, result: null, ...failureOf(err) }),
       )
       .then((patch) => completeMapPreview(db, id, { ...patch, completedAt: nowIso() }))
@@ -183,10 +245,19 @@ export class MapPreviews {
   #ready(row: MapPreviewRow, what: string): MapPreviewView {
     if (row.status === 'Requested') {
       if (Date.now() - Date.parse(row.requestedAt) <= ANSWER_DEADLINE_MS) {
-        throw new FerryError('API_NOT_FOUND', `${what} is not ready yet: the Agent is reading the records. Repeat the call in a few seconds.`, { details: { pending: true } });
+        throw new FerryError(
+          'API_NOT_FOUND',
+          `${what} is not ready yet: the Agent is reading the records. Repeat the call in a few seconds.`,
+          { details: { pending: true } },
+        );
       }
       return {
-        row: { ...row, status: 'Failed', errorCode: 'CHN_TIMEOUT', errorMessage: `The Agent did not answer within ${ANSWER_DEADLINE_MS / 1000} s; start it again.` },
+        row: {
+          ...row,
+          status: 'Failed',
+          errorCode: 'CHN_TIMEOUT',
+          errorMessage: `The Agent did not answer within ${ANSWER_DEADLINE_MS / 1000} s; start it again.`,
+        },
         result: undefined,
       };
     }
@@ -199,7 +270,10 @@ export class MapPreviews {
 function findBlock(model: MapModel, blockId: string): Block {
   const want = blockId.toLowerCase();
   const block = [...walkBlocks(model.blocks)].find((b) => b.blockId.toLowerCase() === want);
-  if (!block) throw invalid(`Map ${model.name} has no Block ${blockId}.`, [{ path: 'blockId', message: 'no such Block in the Map' }]);
+  if (!block)
+    throw invalid(`Map ${model.name} has no Block ${blockId}.`, [
+      { path: 'blockId', message: 'no such Block in the Map' },
+    ]);
   return block;
 }
 
@@ -216,19 +290,32 @@ function previewBlock(model: MapModel, blockId: string | undefined): Block {
     );
   }
   if (!block.connectionId || !block.entity) {
-    throw invalid(`Block ${block.name} has no ${block.connectionId ? 'entity' : 'Connection'} yet: choose one, then preview.`, [{ path: 'blockId', message: 'the Block needs a Connection and an entity' }]);
+    throw invalid(
+      `Block ${block.name} has no ${block.connectionId ? 'entity' : 'Connection'} yet: choose one, then preview.`,
+      [{ path: 'blockId', message: 'the Block needs a Connection and an entity' }],
+    );
   }
   return block;
 }
 
 /** The Native Query Blocks a test runs: `blockId`'s, or every one of the Map. */
 function nativeQueryBlocks(model: MapModel, blockId: string | undefined): Block[] {
-  const blocks = blockId ? [findBlock(model, blockId)] : [...walkBlocks(model.blocks)].filter((b) => b.blockType === 'NativeQuery');
-  if (blocks.length === 0) throw invalid(`Map ${model.name} has no Native Query Block to test.`, [{ path: 'nativeQueryBlockID', message: 'no Native Query Block' }]);
+  const blocks = blockId
+    ? [findBlock(model, blockId)]
+    : [...walkBlocks(model.blocks)].filter((b) => b.blockType === 'NativeQuery');
+  if (blocks.length === 0)
+    throw invalid(`Map ${model.name} has no Native Query Block to test.`, [
+      { path: 'nativeQueryBlockID', message: 'no Native Query Block' },
+    ]);
   for (const b of blocks) {
-    if (b.blockType !== 'NativeQuery') throw invalid(`Block ${b.name} is a ${b.blockType} Block, not a Native Query Block.`, [{ path: 'nativeQueryBlockID', message: 'a Native Query Block' }]);
+    if (b.blockType !== 'NativeQuery')
+      throw invalid(`Block ${b.name} is a ${b.blockType} Block, not a Native Query Block.`, [
+        { path: 'nativeQueryBlockID', message: 'a Native Query Block' },
+      ]);
     if (!b.connectionId || !b.statement?.trim()) {
-      throw invalid(`Native Query Block ${b.name} has no ${b.connectionId ? 'statement' : 'Connection'} yet.`, [{ path: 'nativeQueryBlockID', message: 'the Block needs a Connection and a statement' }]);
+      throw invalid(`Native Query Block ${b.name} has no ${b.connectionId ? 'statement' : 'Connection'} yet.`, [
+        { path: 'nativeQueryBlockID', message: 'the Block needs a Connection and a statement' },
+      ]);
     }
   }
   return blocks;

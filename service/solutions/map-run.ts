@@ -86,14 +86,31 @@ export class MapRuns {
     if (!execution) {
       if (row.prepareId) {
         const job = await this.opts.prepare.get(orgId, row.solutionId, row.prepareId).catch(() => undefined);
-        if (job?.hasError === 1) return { ...base, status: 'failed', message: `The Solution could not be prepared, so the Map did not run: ${job.message}` };
-        if (job?.isComplete !== 1) return { ...base, status: 'queued', message: 'The Solution is being prepared; the Map runs when the prepare succeeds.' };
+        if (job?.hasError === 1)
+          return {
+            ...base,
+            status: 'failed',
+            message: `The Solution could not be prepared, so the Map did not run: ${job.message}`,
+          };
+        if (job?.isComplete !== 1)
+          return {
+            ...base,
+            status: 'queued',
+            message: 'The Solution is being prepared; the Map runs when the prepare succeeds.',
+          };
       }
       return { ...base, status: 'queued', message: 'The run is queued on the Agent.' };
     }
     const statistics = statisticsOf(execution, row.mapId);
-    if (execution.result === null) return { row, execution, statistics, status: 'running', message: 'The Map is running.' };
-    return { row, execution, statistics, status: 'finished', message: execution.details ?? `The run ended: ${execution.result}.` };
+    if (execution.result === null)
+      return { row, execution, statistics, status: 'running', message: 'The Map is running.' };
+    return {
+      row,
+      execution,
+      statistics,
+      status: 'finished',
+      message: execution.details ?? `The run ended: ${execution.result}.`,
+    };
   }
 }
 

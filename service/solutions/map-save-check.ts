@@ -23,7 +23,12 @@ export interface SaveCheck {
  * validated as validate and prepare do, its `valid` follows, and the errors come back per Block.
  * Otherwise the revision stays unchecked (valid false) until validate or prepare loads the metadata.
  */
-export async function checkSavedMap(db: Kysely<Database>, metadata: ConnectionMetadata, orgId: number, view: MapView): Promise<SaveCheck> {
+export async function checkSavedMap(
+  db: Kysely<Database>,
+  metadata: ConnectionMetadata,
+  orgId: number,
+  view: MapView,
+): Promise<SaveCheck> {
   const documents: Record<string, MetadataDocument> = {};
   for (const id of connectionIdsOf(view.model)) {
     const conn = await getConnection(db, orgId, id);

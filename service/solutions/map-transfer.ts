@@ -60,7 +60,8 @@ export interface MapTransferOptions {
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v.trim() : typeof v === 'number' ? String(v) : undefined);
+const text = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.trim() !== '' ? v.trim() : typeof v === 'number' ? String(v) : undefined;
 
 /** A key of an object matched ignoring case (the original's files are PascalCase). */
 function pick(o: Obj, key: string): unknown {
@@ -106,18 +107,32 @@ export class MapTransfer {
    * of the one Map named) and keeps it for one download; answers its exportId. Several mapIds
    * with a revision are refused (400) and no file is made.
    */
-  async requestExport(org: OrgRow, solutionId: string, q: ExportRequest, by: string, render: RenderExport): Promise<number> {
+  async requestExport(
+    org: OrgRow,
+    solutionId: string,
+    q: ExportRequest,
+    by: string,
+    render: RenderExport,
+  ): Promise<number> {
     const solution = await this.solution(org.id, solutionId);
     const ids = parseMapIds(q.mapIds);
     if (q.revision !== undefined && ids.length !== 1) {
-      throw invalid(`A revision exports one Map: give exactly one mapId with revision ${q.revision} (${ids.length === 0 ? 'none was given' : `${ids.length} were given`}). No export file was made.`, [
-        { path: 'querystring.revision', message: 'needs exactly one mapId' },
-      ]);
+      throw invalid(
+        `A revision exports one Map: give exactly one mapId with revision ${q.revision} (${ids.length === 0 ? 'none was given' : `${ids.length} were given`}). No export file was made.`,
+        [{ path: 'querystring.revision', message: 'needs exactly one mapId' }],
+      );
     }
     const { maps } = this.opts;
-    const views = ids.length > 0 ? await Promise.all(ids.map((id) => maps.get(org.id, solution.id, id, q.revision))) : (await maps.list(org.id, solution.id, { limit: 1_000_000, offset: 0 })).items;
+    const views =
+      ids.length > 0
+        ? await Promise.all(ids.map((id) => maps.get(org.id, solution.id, id, q.revision)))
+        : (await maps.list(org.id, solution.id, { limit: 1_000_000, offset: 0 })).items;
     const connections = await this.connections(org.id);
-    const body = JSON.stringify(views.map((v) => render(v, connections)), null, 2);
+    const body = JSON.stringify(
+      views.map((v) => render(v, connections)),
+      null,
+      2,
+    );
     const now = new Date();
     await pruneMapExports(this.opts.db, now.toISOString());
     return insertMapExport(this.opts.db, {
@@ -159,10 +174,19 @@ export class MapTransfer {
    * name and an alias. A reference that matches no Connection, or several, stays as it is and is
    * listed in `unresolvedConnections`: the Map is imported and validation names the Block.
    */
-  async importMaps(org: OrgRow, solutionId: string, file: unknown, importedMapOrder: boolean, by: string): Promise<ImportResult> {
+  async importMaps(
+    org: OrgRow,
+    solutionId: string,
+    file: unknown,
+    importedMapOrder: boolean,
+    by: string,
+  ): Promise<ImportResult> {
     const solution = await this.solution(org.id, solutionId);
     if (solution.solutionType === 'Replication') {
-      throw invalid(`Solution ${solution.name} is a Replication Solution: it copies the entities it selects and holds no Maps to import into.`, [{ path: 'solutionId', message: 'a Replication Solution holds no Maps' }]);
+      throw invalid(
+        `Solution ${solution.name} is a Replication Solution: it copies the entities it selects and holds no Maps to import into.`,
+        [{ path: 'solutionId', message: 'a Replication Solution holds no Maps' }],
+      );
     }
     const items = mapsOfFile(file);
     const connections = await this.connections(org.id);
@@ -172,7 +196,10 @@ export class MapTransfer {
     items.forEach((item, i) => {
       const path = `body[${i}]`;
       if (!isObj(item)) {
-        errors.push({ path, message: `is ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}, not a Map object` });
+        errors.push({
+          path,
+          message: `is ${item === null ? 'null' : Array.isArray(item) ? 'an array' : typeof item}, not a Map object`,
+        });
         return;
       }
       const label = text(pick(item, 'name')) ?? `Map ${i + 1}`;
@@ -187,23 +214,39 @@ export class MapTransfer {
       }
       const type = model.mapType ?? '';
       if (/basic|syscontroller|^replication/i.test(type)) {
-        errors.push({ path: `${path}.mapType`, message: `${label}: the map type ${type} cannot be imported into an ${solution.solutionType} Solution` });
+        errors.push({
+          path: `${path}.mapType`,
+          message: `${label}: the map type ${type} cannot be imported into an ${solution.solutionType} Solution`,
+        });
         return;
       }
       const { blocks, missing } = resolveConnections(model.blocks, connectionRefsOf(item), connections);
       for (const m of missing) unresolved.push({ mapName: model.name, ...m });
       const rev = pick(item, 'revision');
-      parsed.push({ model: { ...model, blocks }, fileRevision: typeof rev === 'number' && Number.isInteger(rev) ? rev : undefined });
+      parsed.push({
+        model: { ...model, blocks },
+        fileRevision: typeof rev === 'number' && Number.isInteger(rev) ? rev : undefined,
+      });
     });
     const seen = new Map<string, number>();
     parsed.forEach(({ model }, i) => {
       const key = model.name.toLowerCase();
       const first = seen.get(key);
-      if (first !== undefined) errors.push({ path: `body[${i}].name`, message: `the file holds two Maps named ${model.name}; Map names are matched ignoring case` });
+      if (first !== undefined)
+        errors.push({
+          path: `body[${i}].name`,
+          message: `the file holds two Maps named ${model.name}; Map names are matched ignoring case`,
+        });
       else seen.set(key, i);
     });
     if (errors.length > 0) {
-      throw invalid(`The import file cannot be imported, nothing was changed: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`.slice(0, 4000), errors.slice(0, 100));
+      throw invalid(
+        `The import file cannot be imported, nothing was changed: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`.slice(
+          0,
+          4000,
+        ),
+        errors.slice(0, 100),
+      );
     }
 
     const { maps, db } = this.opts;
@@ -221,7 +264,14 @@ export class MapTransfer {
       if (row) {
         // The Map keeps the net change watermark of its own runs.
         const current = await maps.get(org.id, solution.id, row.id);
-        const view = await maps.save(org, solution.id, row.id, { ...model, lastRunDate: current.model.lastRunDate ?? null }, comment, by);
+        const view = await maps.save(
+          org,
+          solution.id,
+          row.id,
+          { ...model, lastRunDate: current.model.lastRunDate ?? null },
+          comment,
+          by,
+        );
         written.push({ id: view.row.id, name: view.row.name, revision: view.row.revision, action: 'Overwritten' });
       } else {
         const view = await maps.create(org, solution.id, model, comment, by);
@@ -240,14 +290,21 @@ export class MapTransfer {
    * `importedMapOrder` the imported ones follow in the file's order, else the overwritten keep
    * their places and the new ones (already at the end) follow. Answers each Map's index.
    */
-  private async reorder(solution: SolutionRow, written: ReadonlyArray<{ id: number; action: ImportedMap['action'] }>, importedMapOrder: boolean): Promise<Map<number, number>> {
+  private async reorder(
+    solution: SolutionRow,
+    written: ReadonlyArray<{ id: number; action: ImportedMap['action'] }>,
+    importedMapOrder: boolean,
+  ): Promise<Map<number, number>> {
     const { db } = this.opts;
     return db.transaction().execute(async (tx) => {
       const { rows } = await listMaps(tx, solution.id);
       const imported = new Set(written.map((w) => w.id));
       const moved = importedMapOrder ? written : written.filter((w) => w.action === 'Created');
       const movedIds = new Set(moved.map((w) => w.id));
-      const order = [...rows.filter((r) => !movedIds.has(r.id)).map((r) => r.id), ...moved.map((w) => w.id).filter((id) => imported.has(id))];
+      const order = [
+        ...rows.filter((r) => !movedIds.has(r.id)).map((r) => r.id),
+        ...moved.map((w) => w.id).filter((id) => imported.has(id)),
+      ];
       const index = new Map<number, number>();
       for (const [i, id] of order.entries()) {
         index.set(id, i);
@@ -261,11 +318,17 @@ export class MapTransfer {
 
 /** The Map IDs of an export request: comma-separated integers, each once; blank is none. */
 function parseMapIds(raw: string | undefined): number[] {
-  const parts = (raw ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const parts = (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const ids: number[] = [];
   for (const p of parts) {
     if (!/^\d{1,10}$/.test(p) || Number(p) < 1 || Number(p) > 2_147_483_647) {
-      throw invalid(`The mapIds list holds "${p.slice(0, 40)}", which is not a Map ID; give Map IDs separated by commas, or nothing to export every Map.`, [{ path: 'querystring.mapIds', message: 'comma-separated Map IDs' }]);
+      throw invalid(
+        `The mapIds list holds "${p.slice(0, 40)}", which is not a Map ID; give Map IDs separated by commas, or nothing to export every Map.`,
+        [{ path: 'querystring.mapIds', message: 'comma-separated Map IDs' }],
+      );
     }
     if (!ids.includes(Number(p))) ids.push(Number(p));
   }
@@ -282,10 +345,19 @@ function mapsOfFile(file: unknown): unknown[] {
     else if (pick(file, 'blocks') !== undefined) items = [file];
   }
   if (!items) {
-    throw invalid('The import file holds no Maps: send the JSON of an export file (an array of Maps), one Map (an object with blocks), or {"maps": [...]}.', [{ path: 'body', message: 'no Maps found' }]);
+    throw invalid(
+      'The import file holds no Maps: send the JSON of an export file (an array of Maps), one Map (an object with blocks), or {"maps": [...]}.',
+      [{ path: 'body', message: 'no Maps found' }],
+    );
   }
-  if (items.length === 0) throw invalid('The import file holds no Maps: its list is empty.', [{ path: 'body', message: 'empty list of Maps' }]);
-  if (items.length > MAX_IMPORT_MAPS) throw invalid(`The import file holds ${items.length} Maps; import at most ${MAX_IMPORT_MAPS} at once.`, [{ path: 'body', message: `more than ${MAX_IMPORT_MAPS} Maps` }]);
+  if (items.length === 0)
+    throw invalid('The import file holds no Maps: its list is empty.', [
+      { path: 'body', message: 'empty list of Maps' },
+    ]);
+  if (items.length > MAX_IMPORT_MAPS)
+    throw invalid(`The import file holds ${items.length} Maps; import at most ${MAX_IMPORT_MAPS} at once.`, [
+      { path: 'body', message: `more than ${MAX_IMPORT_MAPS} Maps` },
+    ]);
   return items;
 }
 
@@ -310,7 +382,11 @@ function connectionRefsOf(item: Obj): Map<string, ConnectionRef> {
 }
 
 /** The one Connection whose name, else alias, is `value` (ignoring case); none when several match. */
-function byNameOrAlias(connections: ConnectionsById, value: string | undefined, field: 'name' | 'alias'): ConnectionRow | undefined {
+function byNameOrAlias(
+  connections: ConnectionsById,
+  value: string | undefined,
+  field: 'name' | 'alias',
+): ConnectionRow | undefined {
   if (!value) return undefined;
   const v = value.toLowerCase();
   const hits = [...connections.values()].filter((c) => c[field].toLowerCase() === v);
@@ -318,7 +394,11 @@ function byNameOrAlias(connections: ConnectionsById, value: string | undefined, 
 }
 
 /** The Blocks with their connectionIds resolved to this Organization's Connections, and the references that matched none. */
-function resolveConnections(blocks: readonly Block[], refs: ReadonlyMap<string, ConnectionRef>, connections: ConnectionsById): { blocks: Block[]; missing: Array<Omit<UnresolvedConnection, 'mapName'>> } {
+function resolveConnections(
+  blocks: readonly Block[],
+  refs: ReadonlyMap<string, ConnectionRef>,
+  connections: ConnectionsById,
+): { blocks: Block[]; missing: Array<Omit<UnresolvedConnection, 'mapName'>> } {
   const resolved = new Map<string, string | undefined>();
   const missing: Array<Omit<UnresolvedConnection, 'mapName'>> = [];
   const resolve = (id: string): string => {
@@ -332,7 +412,8 @@ function resolveConnections(blocks: readonly Block[], refs: ReadonlyMap<string, 
         ? (byNameOrAlias(connections, ref.name, 'name') ?? byNameOrAlias(connections, ref.alias, 'alias'))
         : (byNameOrAlias(connections, id, 'name') ?? byNameOrAlias(connections, id, 'alias')));
     resolved.set(key, hit?.id);
-    if (!hit) missing.push({ connectionId: id, connectionName: ref?.name ?? null, connectionAlias: ref?.alias ?? null });
+    if (!hit)
+      missing.push({ connectionId: id, connectionName: ref?.name ?? null, connectionAlias: ref?.alias ?? null });
     return hit?.id ?? id;
   };
   const walk = (list: readonly Block[]): Block[] =>

@@ -12,7 +12,13 @@ import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import { getConnection } from '../store/repos/connections.repo.js';
-import { deleteMapValidationsBefore, finishMapValidation, getMapValidation, insertMapValidation, markMapValidity } from '../store/repos/map-validations.repo.js';
+import {
+  deleteMapValidationsBefore,
+  finishMapValidation,
+  getMapValidation,
+  insertMapValidation,
+  markMapValidity,
+} from '../store/repos/map-validations.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import type { Database, MapValidationRow, OrgRow, SolutionRow } from '../store/schema.js';
 import { newId, nowIso } from '../util/values.js';
@@ -118,7 +124,12 @@ export class MapValidations {
   }
 
   /** The findings of a finished validation (`blockId`: one Block's only), paged; 404 while it runs. */
-  async results(orgId: number, solutionId: string, validationId: string, q: { blockId?: string | undefined; limit: number; offset: number }): Promise<{ items: ValidationFinding[]; total: number }> {
+  async results(
+    orgId: number,
+    solutionId: string,
+    validationId: string,
+    q: { blockId?: string | undefined; limit: number; offset: number },
+  ): Promise<{ items: ValidationFinding[]; total: number }> {
     const row = await this.#finished(orgId, solutionId, validationId);
     const key = q.blockId?.toLowerCase();
     const all = StoredResults.parse(JSON.parse(row.results))
@@ -132,15 +143,24 @@ export class MapValidations {
    * `blockId` (it reads the Blocks before it), of one of its child writes when `path` names it
    * (`children.{relationship}…`), or after the last Block when no Block is named.
    */
-  async validateFormula(orgId: number, solutionId: string, validationId: string, q: FormulaQuestion): Promise<FormulaAnswer> {
+  async validateFormula(
+    orgId: number,
+    solutionId: string,
+    validationId: string,
+    q: FormulaQuestion,
+  ): Promise<FormulaAnswer> {
     if (/^\d+$/.test(validationId)) {
-      throw invalid(`${validationId} is a Map ID: validateformula takes the ID of a validation of the Map (the validateId that POST …/maps/${validationId}/validate answers), whose metadata it checks the formula against.`, [
-        { path: 'path.mapId', message: 'the validateId of a validation, not a Map ID' },
-      ]);
+      throw invalid(
+        `${validationId} is a Map ID: validateformula takes the ID of a validation of the Map (the validateId that POST …/maps/${validationId}/validate answers), whose metadata it checks the formula against.`,
+        [{ path: 'path.mapId', message: 'the validateId of a validation, not a Map ID' }],
+      );
     }
     const row = await this.#finished(orgId, solutionId, validationId);
     if (row.state === 'Failed' || row.metadata === null) {
-      throw new FerryError('API_CONFLICT', `Validation ${row.id} could not load the metadata of the Map's Connections (see its validationresults), so it has no context for a formula; validate the Map again.`);
+      throw new FerryError(
+        'API_CONFLICT',
+        `Validation ${row.id} could not load the metadata of the Map's Connections (see its validationresults), so it has no context for a formula; validate the Map again.`,
+      );
     }
     const model = MapModel.parse(JSON.parse(row.model));
     const metadata = StoredMetadata.parse(JSON.parse(row.metadata));
@@ -163,11 +183,20 @@ export class MapValidations {
     const row = await getMapValidation(this.opts.db, orgId, solution.id, validationId.toLowerCase());
     const age = row ? Date.now() - Date.parse(row.creationDate) : 0;
     if (!row || age > VALIDATION_TTL_MS) {
-      throw new FerryError('API_NOT_FOUND', `Validation ${validationId} was not found in Solution ${solution.id}; validations are kept for 24 hours.`);
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `Validation ${validationId} was not found in Solution ${solution.id}; validations are kept for 24 hours.`,
+      );
     }
     if (row.state === 'Running') {
-      if (age > ABANDONED_AFTER_MS) throw new FerryError('API_NOT_FOUND', `Validation ${row.id} did not finish (the Service stopped while it ran); validate the Map again.`);
-      throw new FerryError('API_NOT_FOUND', `Validation ${row.id} is still running; repeat the call.`, { details: { running: true } });
+      if (age > ABANDONED_AFTER_MS)
+        throw new FerryError(
+          'API_NOT_FOUND',
+          `Validation ${row.id} did not finish (the Service stopped while it ran); validate the Map again.`,
+        );
+      throw new FerryError('API_NOT_FOUND', `Validation ${row.id} is still running; repeat the call.`, {
+        details: { running: true },
+      });
     }
     return row;
   }
@@ -177,13 +206,28 @@ export class MapValidations {
     const { metadata, failures } = await this.#metadata(org, solution, model);
     const finishDate = nowIso();
     if (failures.length > 0) {
-      await finishMapValidation(db, row.id, { state: 'Failed', metadata: null, valid: 0, results: JSON.stringify(failures), finishDate });
-      log.info({ validationId: row.id, mapId: row.mapId, failures: failures.length }, 'map validation could not load metadata');
+      await finishMapValidation(db, row.id, {
+        state: 'Failed',
+        metadata: null,
+        valid: 0,
+        results: JSON.stringify(failures),
+        finishDate,
+      });
+      log.info(
+        { validationId: row.id, mapId: row.mapId, failures: failures.length },
+        'map validation could not load metadata',
+      );
       return;
     }
     const v = validateModel(model, metadata);
     await db.transaction().execute(async (tx) => {
-      await finishMapValidation(tx, row.id, { state: 'Completed', metadata: JSON.stringify(metadataNamed(model, metadata)), valid: v.valid ? 1 : 0, results: JSON.stringify(v.results), finishDate });
+      await finishMapValidation(tx, row.id, {
+        state: 'Completed',
+        metadata: JSON.stringify(metadataNamed(model, metadata)),
+        valid: v.valid ? 1 : 0,
+        results: JSON.stringify(v.results),
+        finishDate,
+      });
       // Only a validation of the stored latest revision says whether the Map is valid (as prepare does).
       if (row.revision !== null) await markMapValidity(tx, row.mapId, row.revision, v.valid);
     });
@@ -191,7 +235,11 @@ export class MapValidations {
   }
 
   /** The metadata of the Map's Connections, as prepare loads it; what could not be loaded becomes Map-level errors. */
-  async #metadata(org: OrgRow, solution: SolutionRow, model: MapModel): Promise<{ metadata: MetadataByConnection; failures: ValidationResult[] }> {
+  async #metadata(
+    org: OrgRow,
+    solution: SolutionRow,
+    model: MapModel,
+  ): Promise<{ metadata: MetadataByConnection; failures: ValidationResult[] }> {
     const { db, commands, log } = this.opts;
     const metadata: Record<string, MetadataDocument> = {};
     const failures: ValidationResult[] = [];
@@ -204,9 +252,16 @@ export class MapValidations {
         metadata[conn.id] = await this.opts.metadata.ensure(log, org, conn, agent.id);
       } catch (err) {
         const message = commands.isConnected(agent.id)
-          ? err instanceof Error ? err.message : String(err)
+          ? err instanceof Error
+            ? err.message
+            : String(err)
           : `Agent ${agent.name} is not connected: validate loads the metadata of Connection ${conn.name} through it. Start the Agent (or wait until its status is Running) and validate again.`;
-        failures.push({ blockId: null, severity: 'error', code: isFerryError(err) ? err.code : 'API_METADATA_LOAD_FAILED', message });
+        failures.push({
+          blockId: null,
+          severity: 'error',
+          code: isFerryError(err) ? err.code : 'API_METADATA_LOAD_FAILED',
+          message,
+        });
       }
     }
     return { metadata, failures };
@@ -219,7 +274,9 @@ function hasModel(body: unknown): boolean {
 }
 
 function toFinding(r: ValidationResult): ValidationFinding {
-  const field = r.formula ? /^(?:fieldMappings|lookupConditions)\.(.+)\.(?:targetFormula|compareValue)$/.exec(r.formula)?.[1] ?? null : null;
+  const field = r.formula
+    ? (/^(?:fieldMappings|lookupConditions)\.(.+)\.(?:targetFormula|compareValue)$/.exec(r.formula)?.[1] ?? null)
+    : null;
   return {
     blockId: r.blockId,
     blockName: r.blockName ?? null,
@@ -264,23 +321,38 @@ function freeName(taken: ReadonlySet<string>): string {
   return name;
 }
 
-const targetsOf = (mappings: ReadonlyArray<{ targetField: string }> | undefined): Set<string> => new Set((mappings ?? []).map((m) => m.targetField.toLowerCase()));
+const targetsOf = (mappings: ReadonlyArray<{ targetField: string }> | undefined): Set<string> =>
+  new Set((mappings ?? []).map((m) => m.targetField.toLowerCase()));
 
 /** The model with the formula placed as a mapping where it is asked about, and the key the validator reports it under. */
 function probeModel(model: MapModel, q: FormulaQuestion): { probe: MapModel; key: string; label: string } {
   const probe = structuredClone(model);
-  const mappingTo = (targetField: string) => ({ targetField, targetFormula: q.formula, ...(q.targetFieldDataType ? { targetDataType: q.targetFieldDataType } : {}) });
+  const mappingTo = (targetField: string) => ({
+    targetField,
+    targetFormula: q.formula,
+    ...(q.targetFieldDataType ? { targetDataType: q.targetFieldDataType } : {}),
+  });
   const label = q.path ?? 'the formula';
   if (q.blockId === undefined) {
     const name = freeName(new Set([...walkBlocks(probe.blocks)].map((b) => b.name.toLowerCase())));
-    probe.blocks.push({ blockId: newId(), name, blockType: 'MapExit', action: 'None', fieldMappings: [mappingTo(PROBE)] });
+    probe.blocks.push({
+      blockId: newId(),
+      name,
+      blockType: 'MapExit',
+      action: 'None',
+      fieldMappings: [mappingTo(PROBE)],
+    });
     return { probe, key: `fieldMappings.${PROBE}.targetFormula`, label };
   }
   const wanted = q.blockId.toLowerCase();
   const block: Block | undefined = [...walkBlocks(probe.blocks)].find((b) => b.blockId.toLowerCase() === wanted);
-  if (!block) throw invalid(`The validated Map has no Block ${q.blockId}.`, [{ path: 'body.blockId', message: 'not a Block of the validated Map' }]);
+  if (!block)
+    throw invalid(`The validated Map has no Block ${q.blockId}.`, [
+      { path: 'body.blockId', message: 'not a Block of the validated Map' },
+    ]);
   const child = /^children\.([^.]+)/i.exec(q.path ?? '')?.[1];
-  const write = child === undefined ? undefined : block.children?.find((c) => c.relationship.toLowerCase() === child.toLowerCase());
+  const write =
+    child === undefined ? undefined : block.children?.find((c) => c.relationship.toLowerCase() === child.toLowerCase());
   if (write) {
     const field = freeName(targetsOf(write.fieldMappings));
     write.fieldMappings.push(mappingTo(field));

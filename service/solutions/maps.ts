@@ -2,7 +2,17 @@ import type { Kysely } from 'kysely';
 import { FerryError, invalid } from '../../src/errors/ferry-error.js';
 import { walkBlocks, type MapModel } from '../../src/protocol/map.js';
 import { upgradeMap } from '../../src/maps/compiler/upgrade.js';
-import { deleteMap, getMap, getMapRevision, insertMap, insertMapRevision, listMapRevisions, listMaps, updateMap, updateMapUnlessLocked } from '../store/repos/maps.repo.js';
+import {
+  deleteMap,
+  getMap,
+  getMapRevision,
+  insertMap,
+  insertMapRevision,
+  listMapRevisions,
+  listMaps,
+  updateMap,
+  updateMapUnlessLocked,
+} from '../store/repos/maps.repo.js';
 import { getPreparedSolution, putPreparedSolution } from '../store/repos/prepare.repo.js';
 import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
 import type { Database, MapRevisionRow, MapRow, OrgRow, SolutionRow } from '../store/schema.js';
@@ -46,7 +56,8 @@ export interface SolutionMapsOptions {
   readonly db: Kysely<Database>;
 }
 
-export const mapNotFound = (solutionId: string, id: number): FerryError => new FerryError('API_NOT_FOUND', `Map ${id} was not found in Solution ${solutionId}.`);
+export const mapNotFound = (solutionId: string, id: number): FerryError =>
+  new FerryError('API_NOT_FOUND', `Map ${id} was not found in Solution ${solutionId}.`);
 
 /** Whether a user other than `by` holds the Map's lock (emails compare ignoring case). */
 export function lockedByOther(row: Pick<MapRow, 'lockedBy'>, by: string): boolean {
@@ -64,7 +75,8 @@ export function mapLocked(row: Pick<MapRow, 'id' | 'name' | 'lockedBy' | 'lockDa
 }
 
 /** 400 API_VALIDATION naming one field. */
-const invalidField = (path: string, message: string, detail: string): FerryError => invalid(detail, [{ path, message }]);
+const invalidField = (path: string, message: string, detail: string): FerryError =>
+  invalid(detail, [{ path, message }]);
 
 /** The Connection IDs a Map reads from (its starter's) and writes to (every other Block's), each once. */
 export function connectionsOf(model: MapModel): { sources: string[]; targets: string[] } {
@@ -104,7 +116,11 @@ export class SolutionMaps {
     return row;
   }
 
-  private async requireMap(orgId: number, solutionId: string, id: number): Promise<{ solution: SolutionRow; row: MapRow }> {
+  private async requireMap(
+    orgId: number,
+    solutionId: string,
+    id: number,
+  ): Promise<{ solution: SolutionRow; row: MapRow }> {
     const solution = await this.solution(orgId, solutionId);
     const row = await getMap(this.opts.db, solution.id, id);
     if (!row) throw mapNotFound(solution.id, id);
@@ -133,8 +149,22 @@ export class SolutionMaps {
     const revision = row.revision + 1;
     try {
       await this.opts.db.transaction().execute(async (tx) => {
-        await insertMapRevision(tx, { mapId: row.id, revision, model: JSON.stringify({ ...rev.model, mapId: row.id }), comment: rev.comment, revisionDate: now, modifiedBy: rev.by });
-        const patch = { ...summaryOf(rev.model), revision, valid: 0 as const, lastModificationDate: now, modifiedBy: rev.by, ...(rev.unlock ? { lockedBy: null, lockDate: null } : {}) };
+        await insertMapRevision(tx, {
+          mapId: row.id,
+          revision,
+          model: JSON.stringify({ ...rev.model, mapId: row.id }),
+          comment: rev.comment,
+          revisionDate: now,
+          modifiedBy: rev.by,
+        });
+        const patch = {
+          ...summaryOf(rev.model),
+          revision,
+          valid: 0 as const,
+          lastModificationDate: now,
+          modifiedBy: rev.by,
+          ...(rev.unlock ? { lockedBy: null, lockDate: null } : {}),
+        };
         if (!(await updateMapUnlessLocked(tx, row.id, rev.by, patch))) {
           const current = await getMap(tx, solution.id, row.id);
           throw current ? mapLocked(current, refused) : mapNotFound(solution.id, row.id);
@@ -144,14 +174,22 @@ export class SolutionMaps {
     } catch (err) {
       // Two saves of one Map at once both took the next number: the revision's key lets one through.
       if (isUniqueViolation(err)) {
-        throw new FerryError('API_CONFLICT', `Map ${row.id} was saved by someone else meanwhile (revision ${revision}); read it again and save your change on top of it.`);
+        throw new FerryError(
+          'API_CONFLICT',
+          `Map ${row.id} was saved by someone else meanwhile (revision ${revision}); read it again and save your change on top of it.`,
+        );
       }
       throw err;
     }
   }
 
   /** Inserts a Map at the end of the Solution's run order with its first revision; the Solution becomes Incomplete. */
-  private async insertNew(org: OrgRow, solution: SolutionRow, model: MapModel, first: { comment: string; enabled: boolean; by: string }): Promise<number> {
+  private async insertNew(
+    org: OrgRow,
+    solution: SolutionRow,
+    model: MapModel,
+    first: { comment: string; enabled: boolean; by: string },
+  ): Promise<number> {
     const { rows } = await listMaps(this.opts.db, solution.id);
     const now = nowIso();
     return this.opts.db.transaction().execute(async (tx) => {
@@ -167,7 +205,14 @@ export class SolutionMaps {
         lastModificationDate: now,
         modifiedBy: first.by,
       });
-      await insertMapRevision(tx, { mapId, revision: 1, model: JSON.stringify({ ...model, mapId }), comment: first.comment, revisionDate: now, modifiedBy: first.by });
+      await insertMapRevision(tx, {
+        mapId,
+        revision: 1,
+        model: JSON.stringify({ ...model, mapId }),
+        comment: first.comment,
+        revisionDate: now,
+        modifiedBy: first.by,
+      });
       await updateSolution(tx, org.id, solution.id, { prepared: 0, prepareState: null });
       return mapId;
     });
@@ -184,7 +229,13 @@ export class SolutionMaps {
    * A Map at its latest revision, or at `revision`. With `lockFor` the Map is first locked for
    * that user (the `lockMap` flag): 409 MAP_LOCKED when another user holds the lock.
    */
-  async get(orgId: number, solutionId: string, id: number, revision?: number, opts: { lockFor?: string | undefined } = {}): Promise<MapView> {
+  async get(
+    orgId: number,
+    solutionId: string,
+    id: number,
+    revision?: number,
+    opts: { lockFor?: string | undefined } = {},
+  ): Promise<MapView> {
     if (opts.lockFor !== undefined) {
       const row = await this.lock(orgId, solutionId, id, true, opts.lockFor);
       return this.view(row, revision);
@@ -199,18 +250,33 @@ export class SolutionMaps {
   }
 
   /** A Map's revisions, newest first, paged. */
-  async revisions(orgId: number, solutionId: string, id: number, page: { limit: number; offset: number }): Promise<{ items: MapRevisionRow[]; total: number }> {
+  async revisions(
+    orgId: number,
+    solutionId: string,
+    id: number,
+    page: { limit: number; offset: number },
+  ): Promise<{ items: MapRevisionRow[]; total: number }> {
     const { row } = await this.requireMap(orgId, solutionId, id);
     const { rows, total } = await listMapRevisions(this.opts.db, row.id, page);
     return { items: rows, total };
   }
 
   /** Creates a Map at the end of the Solution's run order: revision 1, lastRunDate null. */
-  async create(org: OrgRow, solutionId: string, body: unknown, comment: string | undefined, by: string): Promise<MapView> {
+  async create(
+    org: OrgRow,
+    solutionId: string,
+    body: unknown,
+    comment: string | undefined,
+    by: string,
+  ): Promise<MapView> {
     const solution = await this.solution(org.id, solutionId);
     refuseReplication(solution);
     const model: MapModel = { ...modelOf(body), lastRunDate: null };
-    const id = await this.insertNew(org, solution, model, { comment: commentOf(body, comment) ?? INITIAL_REVISION_COMMENT, enabled: true, by });
+    const id = await this.insertNew(org, solution, model, {
+      comment: commentOf(body, comment) ?? INITIAL_REVISION_COMMENT,
+      enabled: true,
+      by,
+    });
     return this.get(org.id, solution.id, id);
   }
 
@@ -218,11 +284,25 @@ export class SolutionMaps {
    * Saves a Map's model as its next revision. Refused with 409 MAP_LOCKED while another user
    * holds the Map's lock; `unlock` releases the caller's own lock with the save.
    */
-  async save(org: OrgRow, solutionId: string, id: number, body: unknown, comment: string | undefined, by: string, opts: MapSaveOptions = {}): Promise<MapView> {
+  async save(
+    org: OrgRow,
+    solutionId: string,
+    id: number,
+    body: unknown,
+    comment: string | undefined,
+    by: string,
+    opts: MapSaveOptions = {},
+  ): Promise<MapView> {
     const { solution, row } = await this.requireMap(org.id, solutionId, id);
     if (lockedByOther(row, by)) throw mapLocked(row, 'saved');
     const model = modelOf(body);
-    await this.writeRevision(org, solution, row, { model, comment: commentOf(body, comment) ?? '', by, unlock: opts.unlock }, 'saved');
+    await this.writeRevision(
+      org,
+      solution,
+      row,
+      { model, comment: commentOf(body, comment) ?? '', by, unlock: opts.unlock },
+      'saved',
+    );
     return this.get(org.id, solution.id, row.id);
   }
 
@@ -253,7 +333,11 @@ export class SolutionMaps {
     let n = 1;
     while (taken.has(`copy of ${source.model.name} ${n}`.toLowerCase())) n += 1;
     const model: MapModel = { ...source.model, name: `Copy of ${source.model.name} ${n}`, lastRunDate: null };
-    const newId = await this.insertNew(org, solution, model, { comment: DUPLICATED_REVISION_COMMENT, enabled: false, by });
+    const newId = await this.insertNew(org, solution, model, {
+      comment: DUPLICATED_REVISION_COMMENT,
+      enabled: false,
+      by,
+    });
     return this.get(org.id, solution.id, newId);
   }
 
@@ -262,7 +346,12 @@ export class SolutionMaps {
    * goes into the Solution's prepared definition, so that the Agent's copy follows on its next
    * sync without a new prepare. Answers the Map's row and its Solution (whose Agent to sync).
    */
-  async enable(orgId: number, solutionId: string, id: number, enabled: boolean): Promise<{ row: MapRow; solution: SolutionRow }> {
+  async enable(
+    orgId: number,
+    solutionId: string,
+    id: number,
+    enabled: boolean,
+  ): Promise<{ row: MapRow; solution: SolutionRow }> {
     const { solution, row } = await this.requireMap(orgId, solutionId, id);
     await this.opts.db.transaction().execute(async (tx) => {
       await updateMap(tx, row.id, { enabled: enabled ? 1 : 0 });
@@ -276,12 +365,22 @@ export class SolutionMaps {
    * locking one another user holds is 409 MAP_LOCKED. Only the holder unlocks, or, when
    * `mayRelease` (an Administrator of the Organization), anyone; unlocking an unlocked Map is a no-op.
    */
-  async lock(orgId: number, solutionId: string, id: number, lockState: boolean, by: string, mayRelease = false): Promise<MapRow> {
+  async lock(
+    orgId: number,
+    solutionId: string,
+    id: number,
+    lockState: boolean,
+    by: string,
+    mayRelease = false,
+  ): Promise<MapRow> {
     const { solution, row } = await this.requireMap(orgId, solutionId, id);
     const { db } = this.opts;
     if (lockState) {
       if (row.lockedBy !== null && !lockedByOther(row, by)) return row;
-      if (row.lockedBy !== null || !(await updateMapUnlessLocked(db, row.id, by, { lockedBy: by, lockDate: nowIso() }))) {
+      if (
+        row.lockedBy !== null ||
+        !(await updateMapUnlessLocked(db, row.id, by, { lockedBy: by, lockDate: nowIso() }))
+      ) {
         throw mapLocked((await getMap(db, solution.id, row.id)) ?? row, 'locked');
       }
     } else {
@@ -303,7 +402,8 @@ export class SolutionMaps {
     await this.opts.db.transaction().execute(async (tx) => {
       const current = await getMap(tx, solution.id, row.id);
       if (!current) throw mapNotFound(solution.id, row.id);
-      if (by !== undefined ? lockedByOther(current, by) : current.lockedBy !== null) throw mapLocked(current, 'deleted');
+      if (by !== undefined ? lockedByOther(current, by) : current.lockedBy !== null)
+        throw mapLocked(current, 'deleted');
       if (!(await deleteMap(tx, solution.id, row.id))) throw mapNotFound(solution.id, row.id);
       const { rows } = await listMaps(tx, solution.id);
       for (const [i, r] of rows.entries()) if (r.linkIndex !== i) await updateMap(tx, r.id, { linkIndex: i });
@@ -324,9 +424,13 @@ async function setPreparedEnabled(db: Db, solutionId: string, mapId: number, ena
 
 function refuseReplication(solution: SolutionRow): void {
   if (solution.solutionType === 'Replication') {
-    throw new FerryError('API_VALIDATION', `Solution ${solution.name} is a Replication Solution: it copies the entities it selects and holds no Maps.`, {
-      errors: [{ path: 'solutionId', message: 'a Replication Solution holds no Maps' }],
-    });
+    throw new FerryError(
+      'API_VALIDATION',
+      `Solution ${solution.name} is a Replication Solution: it copies the entities it selects and holds no Maps.`,
+      {
+        errors: [{ path: 'solutionId', message: 'a Replication Solution holds no Maps' }],
+      },
+    );
   }
 }
 
@@ -335,9 +439,18 @@ function modelOf(body: unknown): MapModel {
   const model = upgradeMap(body);
   const type = model.mapType ?? DEFAULT_MAP_TYPE;
   if (/basic|syscontroller/i.test(type)) {
-    throw invalidField('body.mapType', 'unsupported map type', `Map type ${type} is not supported: build the Map as an advanced Map (${DEFAULT_MAP_TYPE}).`);
+    throw invalidField(
+      'body.mapType',
+      'unsupported map type',
+      `Map type ${type} is not supported: build the Map as an advanced Map (${DEFAULT_MAP_TYPE}).`,
+    );
   }
-  if (/^replication/i.test(type)) throw invalidField('body.mapType', 'only Replication Solutions have this type', `Map type ${type} belongs to Replication Solutions.`);
+  if (/^replication/i.test(type))
+    throw invalidField(
+      'body.mapType',
+      'only Replication Solutions have this type',
+      `Map type ${type} belongs to Replication Solutions.`,
+    );
   return { ...model, mapType: type };
 }
 
@@ -350,6 +463,11 @@ function commentOf(body: unknown, comment: string | undefined): string | undefin
 
 function summaryOf(model: MapModel): Pick<MapRow, 'name' | 'description' | 'mapType' | 'sources' | 'targets'> {
   const { sources, targets } = connectionsOf(model);
-  return { name: model.name, description: model.description ?? '', mapType: model.mapType ?? DEFAULT_MAP_TYPE, sources: JSON.stringify(sources), targets: JSON.stringify(targets) };
+  return {
+    name: model.name,
+    description: model.description ?? '',
+    mapType: model.mapType ?? DEFAULT_MAP_TYPE,
+    sources: JSON.stringify(sources),
+    targets: JSON.stringify(targets),
+  };
 }
-

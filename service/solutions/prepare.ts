@@ -36,7 +36,10 @@ export interface MapErrorModel {
 }
 
 /** What prepare stores for an Agent: the prepared definition without what is added when it is sent (see assignments.ts). */
-export type PreparedBody = Omit<PreparedSolution, 'version' | 'isDisabled' | 'schedule' | 'capture' | 'connections' | 'name'> & {
+export type PreparedBody = Omit<
+  PreparedSolution,
+  'version' | 'isDisabled' | 'schedule' | 'capture' | 'connections' | 'name'
+> & {
   readonly connections: ReadonlyArray<{ connectionId: string; connectorId: string; name: string }>;
 };
 
@@ -90,11 +93,26 @@ export class PrepareJobs {
     // built the old definition, so it answers only while the Solution still says Preparing.
     if (running && !running.superseded && solution.prepareState === 'Preparing') return running;
     if (running) running.superseded = true;
-    const job: PrepareJobRow = { id: newId(), solutionId: solution.id, orgId: org.id, creationDate: nowIso(), finishDate: null, isComplete: 0, hasError: 0, message: '', mapErrors: '[]' };
+    const job: PrepareJobRow = {
+      id: newId(),
+      solutionId: solution.id,
+      orgId: org.id,
+      creationDate: nowIso(),
+      finishDate: null,
+      isComplete: 0,
+      hasError: 0,
+      message: '',
+      mapErrors: '[]',
+    };
     await insertPrepareJob(db, job);
     await updateSolution(db, org.id, solution.id, { prepareState: 'Preparing' });
     const entry: RunningJob = { job, done: Promise.resolve(job), superseded: false };
-    const begin = running ? running.done.then(async () => (await getSolution(db, org.id, solution.id)) ?? solution, () => solution) : Promise.resolve(solution);
+    const begin = running
+      ? running.done.then(
+          async () => (await getSolution(db, org.id, solution.id)) ?? solution,
+          () => solution,
+        )
+      : Promise.resolve(solution);
     entry.done = begin
       .then((current) => this.#run(org, current, job, entry))
       .finally(() => {
@@ -107,7 +125,8 @@ export class PrepareJobs {
   /** A prepare job of the Solution. */
   async get(orgId: number, solutionId: string, jobId: string): Promise<PrepareJobRow> {
     const job = await getPrepareJob(this.opts.db, solutionId, jobId.toLowerCase());
-    if (!job || job.orgId !== orgId) throw new FerryError('API_NOT_FOUND', `Prepare job ${jobId} was not found for Solution ${solutionId}.`);
+    if (!job || job.orgId !== orgId)
+      throw new FerryError('API_NOT_FOUND', `Prepare job ${jobId} was not found for Solution ${solutionId}.`);
     return job;
   }
 
@@ -145,34 +164,66 @@ export class PrepareJobs {
       const built = await this.#build(org, solution);
       mapErrors = built.mapErrors;
       body = built.body;
-      if (mapErrors.length > 0) message = `${mapErrors.length} Map(s) of Solution ${solution.name} are not valid: ${mapErrors.map((e) => `Map ${e.mapId}: ${e.message}`).join('; ')}`;
+      if (mapErrors.length > 0)
+        message = `${mapErrors.length} Map(s) of Solution ${solution.name} are not valid: ${mapErrors.map((e) => `Map ${e.mapId}: ${e.message}`).join('; ')}`;
     } catch (err) {
-      message = err instanceof PrepareFailure || isFerryError(err) ? err.message : `Prepare failed: ${err instanceof Error ? err.message : String(err)}`;
-      if (!(err instanceof PrepareFailure) && !isFerryError(err)) log.error({ err, solutionId: solution.id }, 'prepare failed unexpectedly');
+      message =
+        err instanceof PrepareFailure || isFerryError(err)
+          ? err.message
+          : `Prepare failed: ${err instanceof Error ? err.message : String(err)}`;
+      if (!(err instanceof PrepareFailure) && !isFerryError(err))
+        log.error({ err, solutionId: solution.id }, 'prepare failed unexpectedly');
     }
     let failed = message !== '';
     let finished = job;
     const current = await db.transaction().execute(async (tx) => {
       const current = await getSolution(tx, org.id, solution.id);
-      const changed = entry.superseded || (current !== undefined && (current.prepareState !== 'Preparing' || current.lastModificationDate !== solution.lastModificationDate));
+      const changed =
+        entry.superseded ||
+        (current !== undefined &&
+          (current.prepareState !== 'Preparing' || current.lastModificationDate !== solution.lastModificationDate));
       if (body && !failed && changed) {
         message = `Solution ${solution.name} changed while it was being prepared; prepare it again.`;
         failed = true;
       }
-      finished = { ...job, finishDate: nowIso(), isComplete: 1, hasError: failed ? 1 : 0, message: failed ? message : 'Prepared', mapErrors: JSON.stringify(mapErrors) };
+      finished = {
+        ...job,
+        finishDate: nowIso(),
+        isComplete: 1,
+        hasError: failed ? 1 : 0,
+        message: failed ? message : 'Prepared',
+        mapErrors: JSON.stringify(mapErrors),
+      };
       await finishPrepareJob(tx, finished);
       if (!current) return undefined;
       if (failed) {
         // A change since the job began leaves the Solution Incomplete, or Preparing by the job after it.
-        if (!entry.superseded && current.prepareState === 'Preparing') await updateSolution(tx, org.id, solution.id, { prepareState: 'ProvisionError' });
+        if (!entry.superseded && current.prepareState === 'Preparing')
+          await updateSolution(tx, org.id, solution.id, { prepareState: 'ProvisionError' });
         return current;
       }
-      await putPreparedSolution(tx, { solutionId: solution.id, agentId: solution.agentId, body: JSON.stringify(body), preparedAt: finished.finishDate ?? nowIso() });
+      await putPreparedSolution(tx, {
+        solutionId: solution.id,
+        agentId: solution.agentId,
+        body: JSON.stringify(body),
+        preparedAt: finished.finishDate ?? nowIso(),
+      });
       await updateSolution(tx, org.id, solution.id, { prepared: 1, prepareState: null });
       return current;
     });
-    log.info({ solutionId: solution.id, jobId: job.id, hasError: failed, mapErrors: mapErrors.length }, 'prepare finished');
-    if (!failed && current) await this.opts.prepared(current).catch((err: unknown) => log.warn({ err, solutionId: solution.id }, 'prepared Solution not sent to its Agent; it is sent when the Agent connects'));
+    log.info(
+      { solutionId: solution.id, jobId: job.id, hasError: failed, mapErrors: mapErrors.length },
+      'prepare finished',
+    );
+    if (!failed && current)
+      await this.opts
+        .prepared(current)
+        .catch((err: unknown) =>
+          log.warn(
+            { err, solutionId: solution.id },
+            'prepared Solution not sent to its Agent; it is sent when the Agent connects',
+          ),
+        );
     return finished;
   }
 
@@ -180,7 +231,9 @@ export class PrepareJobs {
     const { db, commands } = this.opts;
     const agent = await requireAgent(db, org.id, solution.agentId);
     if (!commands.isConnected(agent.id)) {
-      throw new PrepareFailure(`Agent ${agent.name} is not connected: prepare loads the Connections' metadata through it. Start the Agent (or wait until its status is Running) and prepare again.`);
+      throw new PrepareFailure(
+        `Agent ${agent.name} is not connected: prepare loads the Connections' metadata through it. Start the Agent (or wait until its status is Running) and prepare again.`,
+      );
     }
     const connections = new Map<string, ConnectionRow>();
     const metadata: Record<string, MetadataDocument> = {};
@@ -196,22 +249,36 @@ export class PrepareJobs {
       metadata[conn.id] = md;
       return md;
     };
-    const base = { solutionId: solution.id, orgId: org.id, solutionType: solution.solutionType as PreparedSolution['solutionType'] };
+    const base = {
+      solutionId: solution.id,
+      orgId: org.id,
+      solutionType: solution.solutionType as PreparedSolution['solutionType'],
+    };
     if (solution.solutionType === 'Replication') {
       const replication = await this.#replication(solution, load);
-      return { body: { ...base, maps: [], replication, lookupTables: [], connections: connectionList(connections) }, mapErrors: [] };
+      return {
+        body: { ...base, maps: [], replication, lookupTables: [], connections: connectionList(connections) },
+        mapErrors: [],
+      };
     }
     const mapErrors: MapErrorModel[] = [];
     const maps: PreparedMap[] = [];
     const lookupTables = new Set<string>();
     const rows = (await listMaps(db, solution.id)).rows;
-    if (rows.length === 0) throw new PrepareFailure(`Solution ${solution.name} has no Maps: add a Map (POST …/maps/advanced), then prepare.`);
+    if (rows.length === 0)
+      throw new PrepareFailure(
+        `Solution ${solution.name} has no Maps: add a Map (POST …/maps/advanced), then prepare.`,
+      );
     for (const row of rows) {
       const rev = await getMapRevision(db, row.id);
       const parsed = MapModel.safeParse(rev ? JSON.parse(rev.model) : undefined);
       if (!parsed.success) {
         const message = `The Map model is not valid: ${parsed.error.issues[0]?.message ?? 'unknown'}`;
-        mapErrors.push({ mapId: row.id, message, errors: [{ blockId: null, blockName: null, code: 'MAP_MODEL_INVALID', message }] });
+        mapErrors.push({
+          mapId: row.id,
+          message,
+          errors: [{ blockId: null, blockName: null, code: 'MAP_MODEL_INVALID', message }],
+        });
         await updateMap(db, row.id, { valid: 0 });
         continue;
       }
@@ -223,7 +290,14 @@ export class PrepareJobs {
           md[id] = await load(id);
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
-          failure = [{ blockId: null, blockName: null, code: isFerryError(err) ? err.code : 'API_METADATA_LOAD_FAILED', message }];
+          failure = [
+            {
+              blockId: null,
+              blockName: null,
+              code: isFerryError(err) ? err.code : 'API_METADATA_LOAD_FAILED',
+              message,
+            },
+          ];
           break;
         }
       }
@@ -237,25 +311,42 @@ export class PrepareJobs {
       await updateMap(db, row.id, { valid: 1 });
       maps.push({ mapId: row.id, name: row.name, enabled: row.enabled === 1, model: model });
     }
-    return { body: { ...base, maps, replication: null, lookupTables: [...lookupTables], connections: connectionList(connections) }, mapErrors };
+    return {
+      body: {
+        ...base,
+        maps,
+        replication: null,
+        lookupTables: [...lookupTables],
+        connections: connectionList(connections),
+      },
+      mapErrors,
+    };
   }
 
   /** The RS Connections' metadata and the entities to copy: Selected ones checked, All and Recommended expanded. */
-  async #replication(solution: SolutionRow, load: (id: string, fresh?: boolean) => Promise<MetadataDocument>): Promise<PreparedReplication> {
+  async #replication(
+    solution: SolutionRow,
+    load: (id: string, fresh?: boolean) => Promise<MetadataDocument>,
+  ): Promise<PreparedReplication> {
     const settings = replicationSettingsOf(solution);
     if (!solution.connectionIdForSource || !solution.connectionIdForTarget || !settings) {
-      throw new PrepareFailure(`Replication Solution ${solution.name} needs a source and a target Connection and its entities.`);
+      throw new PrepareFailure(
+        `Replication Solution ${solution.name} needs a source and a target Connection and its entities.`,
+      );
     }
     let source = await load(solution.connectionIdForSource);
     await load(solution.connectionIdForTarget);
-    const queryableIn = (md: MetadataDocument) => md.entities.filter((e) => e.actions.some((a) => a.action === 'Query'));
+    const queryableIn = (md: MetadataDocument) =>
+      md.entities.filter((e) => e.actions.some((a) => a.action === 'Query'));
     let queryable = queryableIn(source);
     let entities: string[];
     if (settings.selectionType === 'Selected') {
       const select = (): { found: string[]; missing: string[] } => {
         const missing: string[] = [];
         const found = settings.entities.flatMap((name) => {
-          const hit = queryable.find((e) => e.fullName === name) ?? queryable.find((e) => e.fullName.toLowerCase() === name.toLowerCase());
+          const hit =
+            queryable.find((e) => e.fullName === name) ??
+            queryable.find((e) => e.fullName.toLowerCase() === name.toLowerCase());
           if (!hit) missing.push(name);
           return hit ? [hit.fullName] : [];
         });
@@ -268,11 +359,16 @@ export class PrepareJobs {
         queryable = queryableIn(source);
         picked = select();
       }
-      if (picked.missing.length > 0) throw new PrepareFailure(`The source Connection has no entity ${picked.missing.join(', ')} to replicate: select entities it has (GET …/connections/{id}/metadata lists them).`);
+      if (picked.missing.length > 0)
+        throw new PrepareFailure(
+          `The source Connection has no entity ${picked.missing.join(', ')} to replicate: select entities it has (GET …/connections/{id}/metadata lists them).`,
+        );
       entities = picked.found;
     } else {
       // Recommended: the entities with a primary key, which replicate without duplicates on every run.
-      entities = (settings.selectionType === 'All' ? queryable : queryable.filter((e) => e.fields.some((f) => f.isPrimaryKey))).map((e) => e.fullName);
+      entities = (
+        settings.selectionType === 'All' ? queryable : queryable.filter((e) => e.fields.some((f) => f.isPrimaryKey))
+      ).map((e) => e.fullName);
     }
     return {
       sourceConnectionId: solution.connectionIdForSource,

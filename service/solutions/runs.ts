@@ -55,7 +55,11 @@ export class SolutionRuns {
   async start(org: OrgRow, solutionId: string, opts: { mapIds?: readonly number[] } = {}): Promise<StartAnswer> {
     const { db, commands, log } = this.opts;
     const solution = await this.#solution(org.id, solutionId);
-    if (solution.isDisabled === 1) throw new FerryError('API_CONFLICT', `Solution ${solution.name} is disabled; enable it (PUT the Solution with isDisabled false) to run it.`);
+    if (solution.isDisabled === 1)
+      throw new FerryError(
+        'API_CONFLICT',
+        `Solution ${solution.name} is disabled; enable it (PUT the Solution with isDisabled false) to run it.`,
+      );
     const agent = await requireAgent(db, org.id, solution.agentId);
     commands.requireConnected(agent);
     const holders = await pendingMovesOf(db, solution.id);
@@ -75,7 +79,13 @@ export class SolutionRuns {
           await this.#send(solution, runId, opts.mapIds);
         })
         .catch((err: unknown) => log.warn({ err, solutionId: solution.id, runId }, 'start after prepare failed'));
-      return { solutionId: solution.id, runId, started: true, prepareId: job.id, message: `Solution ${solution.name} is being prepared; the run starts when the prepare succeeds (GET …/prepare/${job.id}).` };
+      return {
+        solutionId: solution.id,
+        runId,
+        started: true,
+        prepareId: job.id,
+        message: `Solution ${solution.name} is being prepared; the run starts when the prepare succeeds (GET …/prepare/${job.id}).`,
+      };
     }
     const answer = await this.#send(solution, runId, opts.mapIds);
     return {
@@ -83,7 +93,9 @@ export class SolutionRuns {
       runId: answer.runId ?? runId,
       started: answer.started,
       prepareId: null,
-      message: answer.started ? `Solution ${solution.name} started.` : `Solution ${solution.name} is already running; the start was ignored.`,
+      message: answer.started
+        ? `Solution ${solution.name} started.`
+        : `Solution ${solution.name} is already running; the start was ignored.`,
     };
   }
 
@@ -98,7 +110,13 @@ export class SolutionRuns {
       solution.agentId,
       async () => {
         const version = (await assignments.definition(solution.id))?.version;
-        return { type: 'startSolution', solutionId: solution.id, runId, ...(version ? { version } : {}), ...(mapIds ? { mapIds: [...mapIds] } : {}) } as const;
+        return {
+          type: 'startSolution',
+          solutionId: solution.id,
+          runId,
+          ...(version ? { version } : {}),
+          ...(mapIds ? { mapIds: [...mapIds] } : {}),
+        } as const;
       },
       {
         sync: (agentId) => assignments.sync(agentId),
@@ -109,7 +127,10 @@ export class SolutionRuns {
   }
 
   /** Cancels the run in progress between batches; nothing to stop is not an error. */
-  async stop(org: OrgRow, solutionId: string): Promise<{ solutionId: string; stopping: boolean; runId: string | null }> {
+  async stop(
+    org: OrgRow,
+    solutionId: string,
+  ): Promise<{ solutionId: string; stopping: boolean; runId: string | null }> {
     const { db, commands } = this.opts;
     const solution = await this.#solution(org.id, solutionId);
     const agent = await requireAgent(db, org.id, solution.agentId);
@@ -132,6 +153,13 @@ export class SolutionRuns {
     if (r.running) return { solutionId: solution.id, ...r };
     const last = await latestExecution(db, solution.id);
     if (!last) return { solutionId: solution.id, ...r };
-    return { solutionId: solution.id, running: false, runId: last.runId, startedAt: last.start, processed: last.recordsProcessed, failed: last.recordsFailed };
+    return {
+      solutionId: solution.id,
+      running: false,
+      runId: last.runId,
+      startedAt: last.start,
+      processed: last.recordsProcessed,
+      failed: last.recordsFailed,
+    };
   }
 }

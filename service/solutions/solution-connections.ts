@@ -17,9 +17,17 @@ export interface SolutionConnection {
  * source then target; then each Map in run order, its source before its targets. Map models keep
  * Connection IDs in the case the client sent them, so they are matched ignoring case.
  */
-export async function solutionConnections(db: Db, catalogue: ConnectorCatalogue, view: SolutionView): Promise<SolutionConnection[]> {
+export async function solutionConnections(
+  db: Db,
+  catalogue: ConnectorCatalogue,
+  view: SolutionView,
+): Promise<SolutionConnection[]> {
   const { row, maps } = view;
-  const wanted = [row.connectionIdForSource, row.connectionIdForTarget, ...maps.flatMap((m) => [...idsOf(m.sources), ...idsOf(m.targets)])];
+  const wanted = [
+    row.connectionIdForSource,
+    row.connectionIdForTarget,
+    ...maps.flatMap((m) => [...idsOf(m.sources), ...idsOf(m.targets)]),
+  ];
   const byId = new Map((await listConnections(db, row.orgId)).map((c) => [c.id.toLowerCase(), c]));
   const seen = new Set<string>();
   const out: SolutionConnection[] = [];

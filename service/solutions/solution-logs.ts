@@ -32,14 +32,24 @@ export class SolutionLogs {
   ) {}
 
   /** Asks the Solution's Agent for the lines of its runs; answers the logId. */
-  async request(orgId: number, solutionId: string, query: SolutionLogQuery, requester: { ip: string; name: string }, log: FastifyBaseLogger): Promise<{ solution: SolutionRow; logId: string }> {
+  async request(
+    orgId: number,
+    solutionId: string,
+    query: SolutionLogQuery,
+    requester: { ip: string; name: string },
+    log: FastifyBaseLogger,
+  ): Promise<{ solution: SolutionRow; logId: string }> {
     const solution = await this.#solution(orgId, solutionId);
     // The execution first: a wrong historyId is the user's to fix whether the Agent is online or not.
     let runId: string | undefined;
     if (query.historyId !== undefined) {
       const ref = typeof query.historyId === 'string' ? query.historyId.toLowerCase() : query.historyId;
       const execution = await getExecution(this.db, solution.id, ref);
-      if (!execution) throw new FerryError('API_NOT_FOUND', `Execution ${query.historyId} was not found in the History of Solution ${solution.id}.`);
+      if (!execution)
+        throw new FerryError(
+          'API_NOT_FOUND',
+          `Execution ${query.historyId} was not found in the History of Solution ${solution.id}.`,
+        );
       runId = execution.runId;
     }
     const agent = await requireAgent(this.db, orgId, solution.agentId);
@@ -48,7 +58,13 @@ export class SolutionLogs {
   }
 
   /** The archive for its one download, from the address that asked for it. */
-  async download(orgId: number, solutionId: string, logId: string, ip: string, log: FastifyBaseLogger): Promise<{ row: AgentLogRow; stream: Readable }> {
+  async download(
+    orgId: number,
+    solutionId: string,
+    logId: string,
+    ip: string,
+    log: FastifyBaseLogger,
+  ): Promise<{ row: AgentLogRow; stream: Readable }> {
     const solution = await this.#solution(orgId, solutionId);
     return this.logs.downloadForSolution(solution, logId, ip, log);
   }

@@ -7,7 +7,15 @@ import { listAgents } from '../store/repos/agents.repo.js';
 import { getConnection } from '../store/repos/connections.repo.js';
 import { listMaps, updateMap } from '../store/repos/maps.repo.js';
 import { recordMove } from '../store/repos/prepare.repo.js';
-import { deleteSolution, getSolution, insertSolution, listSolutions, solutionNameTaken, updateSolution, type SolutionSortColumn } from '../store/repos/solutions.repo.js';
+import {
+  deleteSolution,
+  getSolution,
+  insertSolution,
+  listSolutions,
+  solutionNameTaken,
+  updateSolution,
+  type SolutionSortColumn,
+} from '../store/repos/solutions.repo.js';
 import type { AgentRow, Database, MapRow, OrgRow, SolutionRow, SolutionsTable } from '../store/schema.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { newId, nowIso, toFlag } from '../util/values.js';
@@ -40,7 +48,8 @@ export interface SolutionChange {
   readonly agentId: string;
   readonly connectionIdForSource?: string | null | undefined;
   readonly connectionIdForTarget?: string | null | undefined;
-  readonly replicationSettings?: { selectionType: SelectionType; entities?: readonly string[] | null | undefined } | null | undefined;
+  readonly replicationSettings?:
+    { selectionType: SelectionType; entities?: readonly string[] | null | undefined } | null | undefined;
   readonly entities?: readonly string[] | null | undefined;
   readonly checkForBulk?: boolean | null | undefined;
   readonly isDisabled?: boolean | null | undefined;
@@ -81,7 +90,16 @@ export function nextRunTimeOf(row: Pick<SolutionRow, 'scheduleRule'>, now: Date 
 }
 
 /** The sorts of a list: DESIGN.md's names, and SPEC.md's Type, LastStartTime and NextStartTime for the same columns. */
-export const SOLUTION_SORTS = ['Name', 'SolutionType', 'Type', 'Status', 'LastRunTime', 'LastStartTime', 'NextRunTime', 'NextStartTime'] as const;
+export const SOLUTION_SORTS = [
+  'Name',
+  'SolutionType',
+  'Type',
+  'Status',
+  'LastRunTime',
+  'LastStartTime',
+  'NextRunTime',
+  'NextStartTime',
+] as const;
 export type SolutionSort = (typeof SOLUTION_SORTS)[number];
 
 /** Sorts by what is derived when read (the status, the next run time from the schedule), done in memory. */
@@ -127,7 +145,8 @@ export const solutionNotFound = (orgId: number, id: string): FerryError =>
   new FerryError('API_NOT_FOUND', `Solution ${id} was not found in Organization ${orgId}.`);
 
 /** 400 API_VALIDATION naming one field of the body. */
-const invalidField = (path: string, message: string, detail: string): FerryError => invalid(detail, [{ path: `body.${path}`, message }]);
+const invalidField = (path: string, message: string, detail: string): FerryError =>
+  invalid(detail, [{ path: `body.${path}`, message }]);
 
 const nameTaken = (orgId: number, name: string): FerryError =>
   new FerryError('API_DUPLICATE_NAME', `Another Solution of Organization ${orgId} is named ${name}.`);
@@ -139,7 +158,10 @@ export function replicationSettingsOf(row: Pick<SolutionRow, 'replicationSetting
     const v = JSON.parse(row.replicationSettings) as { selectionType?: unknown; entities?: unknown };
     const selectionType = SELECTION_TYPES.find((t) => t === v.selectionType);
     if (!selectionType) return null;
-    return { selectionType, entities: Array.isArray(v.entities) ? v.entities.filter((e): e is string => typeof e === 'string') : [] };
+    return {
+      selectionType,
+      entities: Array.isArray(v.entities) ? v.entities.filter((e): e is string => typeof e === 'string') : [],
+    };
   } catch {
     return null;
   }
@@ -157,7 +179,12 @@ export class Solutions {
     const a = agent ?? (await requireAgent(this.opts.db, row.orgId, row.agentId));
     const nextRunTime = nextRunTimeOf(row);
     const maps = row.solutionType === 'Replication' ? [] : (await listMaps(this.opts.db, row.id)).rows;
-    return { row, nextRunTime, maps, status: solutionStatus({ ...row, nextRunTime }, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }) };
+    return {
+      row,
+      nextRunTime,
+      maps,
+      status: solutionStatus({ ...row, nextRunTime }, { status: shownStatus(a.status, this.opts.isConnected(a.id)) }),
+    };
   }
 
   async require(orgId: number, id: string): Promise<SolutionRow> {
@@ -192,7 +219,8 @@ export class Solutions {
     // Array sort is stable: within one status the Solutions stay by name.
     if (q.sortName === 'Status') items.sort((a, b) => (desc ? -1 : 1) * a.status.localeCompare(b.status, 'en'));
     // Solutions never due again come last either way, as missing run times do in SQL.
-    if (q.sortName === 'NextRunTime' || q.sortName === 'NextStartTime') items.sort((a, b) => byTimeLast(a.nextRunTime, b.nextRunTime, desc));
+    if (q.sortName === 'NextRunTime' || q.sortName === 'NextStartTime')
+      items.sort((a, b) => byTimeLast(a.nextRunTime, b.nextRunTime, desc));
     return { items: items.slice(q.offset, q.offset + q.limit), total: items.length };
   }
 
@@ -204,11 +232,19 @@ export class Solutions {
     const { source, target } = await this.connections(org.id, input);
     const selection = selectionOf(input);
     if (rs && selection === undefined) {
-      throw invalidField('replicationSettings', 'select the entities to replicate', 'A Replication Solution needs its entities: send replicationSettings {selectionType: Selected, entities: [...]} (or All, or Recommended).');
+      throw invalidField(
+        'replicationSettings',
+        'select the entities to replicate',
+        'A Replication Solution needs its entities: send replicationSettings {selectionType: Selected, entities: [...]} (or All, or Recommended).',
+      );
     }
     const links = input.mapLinks ?? [];
     if (links.length > 0) {
-      throw invalidField('mapLinks', 'must be empty on create', 'A new Solution has no Maps: create it with mapLinks [] and add Maps to it afterwards.');
+      throw invalidField(
+        'mapLinks',
+        'must be empty on create',
+        'A new Solution has no Maps: create it with mapLinks [] and add Maps to it afterwards.',
+      );
     }
     if (await solutionNameTaken(db, org.id, input.name)) throw nameTaken(org.id, input.name);
     const now = nowIso();
@@ -256,14 +292,28 @@ export class Solutions {
    * selection in the same body. A change to what a run uses (Agent, Connections, entities, bulk)
    * makes it Incomplete until prepared again; a new name, description or enabled state does not.
    */
-  async update(org: OrgRow, id: string, input: SolutionChange, by: string, checkForBulk?: boolean): Promise<SolutionView> {
+  async update(
+    org: OrgRow,
+    id: string,
+    input: SolutionChange,
+    by: string,
+    checkForBulk?: boolean,
+  ): Promise<SolutionView> {
     const { db } = this.opts;
     const current = await this.require(org.id, id);
     if (input.id && input.id.toLowerCase() !== current.id) {
-      throw invalidField('id', `must be ${current.id}`, 'The Solution ID in the body differs from the one in the path.');
+      throw invalidField(
+        'id',
+        `must be ${current.id}`,
+        'The Solution ID in the body differs from the one in the path.',
+      );
     }
     if (input.solutionType !== current.solutionType) {
-      throw invalidField('solutionType', `must stay ${current.solutionType}`, `The type of Solution ${current.name} is ${current.solutionType} and cannot change; create a new Solution instead.`);
+      throw invalidField(
+        'solutionType',
+        `must stay ${current.solutionType}`,
+        `The type of Solution ${current.name} is ${current.solutionType} and cannot change; create a new Solution instead.`,
+      );
     }
     const agent = await requireAgent(db, org.id, input.agentId.toLowerCase());
     const rs = current.solutionType === 'Replication';
@@ -278,13 +328,19 @@ export class Solutions {
       );
     }
     const order = await this.mapOrder(current, input.mapLinks);
-    if (input.name.toLowerCase() !== current.nameKey && (await solutionNameTaken(db, org.id, input.name, current.id))) throw nameTaken(org.id, input.name);
+    if (input.name.toLowerCase() !== current.nameKey && (await solutionNameTaken(db, org.id, input.name, current.id)))
+      throw nameTaken(org.id, input.name);
 
     const replicationSettings = rs ? JSON.stringify(given ?? replicationSettingsOf(current)) : null;
     const bulk = toFlag(rs && (input.checkForBulk ?? checkForBulk ?? current.checkForBulk === 1));
     const disabled = input.isDisabled ?? current.isDisabled === 1;
     const reordered = order.wanted.some((mapId, i) => mapId !== order.current[i]);
-    const definitionChanged = agent.id !== current.agentId || connectionChanged || replicationSettings !== current.replicationSettings || bulk !== current.checkForBulk || reordered;
+    const definitionChanged =
+      agent.id !== current.agentId ||
+      connectionChanged ||
+      replicationSettings !== current.replicationSettings ||
+      bulk !== current.checkForBulk ||
+      reordered;
     try {
       await this.opts.db.transaction().execute(async (tx) => {
         if (reordered) for (const [i, mapId] of order.wanted.entries()) await updateMap(tx, mapId, { linkIndex: i });
@@ -312,7 +368,11 @@ export class Solutions {
       throw err;
     }
     const stored = await this.require(org.id, current.id);
-    this.opts.changed?.({ solution: stored, agentIds: [...new Set([current.agentId, stored.agentId])], definitionChanged });
+    this.opts.changed?.({
+      solution: stored,
+      agentIds: [...new Set([current.agentId, stored.agentId])],
+      definitionChanged,
+    });
     return this.view(stored, agent);
   }
 
@@ -322,22 +382,31 @@ export class Solutions {
    * each of the Solution's Maps exactly once: a Solution's modify reorders its Maps but cannot add
    * or remove them (400 naming mapLinks).
    */
-  private async mapOrder(current: SolutionRow, links: readonly MapLinkInput[] | null | undefined): Promise<{ wanted: number[]; current: number[] }> {
+  private async mapOrder(
+    current: SolutionRow,
+    links: readonly MapLinkInput[] | null | undefined,
+  ): Promise<{ wanted: number[]; current: number[] }> {
     const rows = current.solutionType === 'Replication' ? [] : (await listMaps(this.opts.db, current.id)).rows;
     const ids = rows.map((r) => r.id);
     if (links === null || links === undefined) return { wanted: ids, current: ids };
     const refuse = (message: string, detail: string): never => {
-      throw invalidField('mapLinks', message, `${detail} Modifying Solution ${current.name} reorders its Maps but cannot add or remove them.`);
+      throw invalidField(
+        'mapLinks',
+        message,
+        `${detail} Modifying Solution ${current.name} reorders its Maps but cannot add or remove them.`,
+      );
     };
     const seen = new Set<number>();
     for (const l of links) {
       if (l.id === null || l.id === undefined) refuse('every Map link needs its id', 'A Map link has no id.');
-      else if (!ids.includes(l.id)) refuse(`the Solution has no Map ${l.id}`, `Solution ${current.name} has no Map ${l.id}.`);
+      else if (!ids.includes(l.id))
+        refuse(`the Solution has no Map ${l.id}`, `Solution ${current.name} has no Map ${l.id}.`);
       else if (seen.has(l.id)) refuse(`Map ${l.id} is listed twice`, `Map ${l.id} is listed twice.`);
       else seen.add(l.id);
     }
     const missing = ids.filter((id) => !seen.has(id));
-    if (missing.length > 0) refuse(`Maps ${missing.join(', ')} are missing`, `The Map links leave out Maps ${missing.join(', ')}.`);
+    if (missing.length > 0)
+      refuse(`Maps ${missing.join(', ')} are missing`, `The Map links leave out Maps ${missing.join(', ')}.`);
     const wanted = links
       .map((l, pos) => ({ id: l.id ?? 0, key: l.index ?? pos, pos }))
       .sort((a, b) => a.key - b.key || a.pos - b.pos)
@@ -358,17 +427,30 @@ export class Solutions {
    * else the query's) sets a Replication Solution's bulk switch, which does make it Incomplete when
    * it changes.
    */
-  async setSchedule(org: OrgRow, id: string, model: Schedule, by: string, checkForBulk?: boolean): Promise<ScheduleView> {
+  async setSchedule(
+    org: OrgRow,
+    id: string,
+    model: Schedule,
+    by: string,
+    checkForBulk?: boolean,
+  ): Promise<ScheduleView> {
     const current = await this.require(org.id, id);
     const compiled = compileSchedule(model, 'body');
     if (!compiled.ok) {
       const [first] = compiled.errors;
-      throw new FerryError('API_VALIDATION', `The schedule is not valid: ${first ? `${first.path}: ${first.message}` : 'unknown error'}.`, { errors: compiled.errors });
+      throw new FerryError(
+        'API_VALIDATION',
+        `The schedule is not valid: ${first ? `${first.path}: ${first.message}` : 'unknown error'}.`,
+        { errors: compiled.errors },
+      );
     }
     const onDemand = compiled.rule.kind === 'OnDemand';
     const stored: Schedule = { ...model, solutionId: current.id, checkForBulk: undefined };
     const bulkAsked = model.checkForBulk ?? checkForBulk;
-    const bulk = current.solutionType === 'Replication' && bulkAsked !== undefined && bulkAsked !== null ? toFlag(bulkAsked) : current.checkForBulk;
+    const bulk =
+      current.solutionType === 'Replication' && bulkAsked !== undefined && bulkAsked !== null
+        ? toFlag(bulkAsked)
+        : current.checkForBulk;
     const rule = onDemand ? null : JSON.stringify(compiled.rule);
     const found = await updateSolution(this.opts.db, org.id, current.id, {
       schedule: onDemand ? null : JSON.stringify(stored),
@@ -380,15 +462,25 @@ export class Solutions {
     });
     if (!found) throw solutionNotFound(org.id, current.id);
     const after = await this.require(org.id, current.id);
-    this.opts.changed?.({ solution: after, agentIds: [current.agentId], definitionChanged: after.prepared !== current.prepared });
-    return { solutionId: current.id, model: scheduleModelOf({ id: current.id, schedule: onDemand ? null : JSON.stringify(stored) }) };
+    this.opts.changed?.({
+      solution: after,
+      agentIds: [current.agentId],
+      definitionChanged: after.prepared !== current.prepared,
+    });
+    return {
+      solutionId: current.id,
+      model: scheduleModelOf({ id: current.id, schedule: onDemand ? null : JSON.stringify(stored) }),
+    };
   }
 
   /** Deletes a Solution that is not running. */
   async delete(orgId: number, id: string): Promise<void> {
     const row = await this.require(orgId, id);
     if (row.inProgressStartTime !== null) {
-      throw new FerryError('API_CONFLICT', `Solution ${row.name} is running (since ${row.inProgressStartTime}); stop it or wait for the run to end, then delete it.`);
+      throw new FerryError(
+        'API_CONFLICT',
+        `Solution ${row.name} is running (since ${row.inProgressStartTime}); stop it or wait for the run to end, then delete it.`,
+      );
     }
     if (!(await deleteSolution(this.opts.db, orgId, row.id))) throw solutionNotFound(orgId, row.id);
     this.opts.changed?.({ solution: undefined, agentIds: [row.agentId], definitionChanged: true });
@@ -398,11 +490,19 @@ export class Solutions {
    * The source and target Connections: both required on a Replication Solution, distinct, and
    * Connections of the Organization (400 naming the field); the other types hold theirs in Maps.
    */
-  private async connections(orgId: number, input: SolutionChange): Promise<{ source: string | null; target: string | null }> {
+  private async connections(
+    orgId: number,
+    input: SolutionChange,
+  ): Promise<{ source: string | null; target: string | null }> {
     const fields = ['connectionIdForSource', 'connectionIdForTarget'] as const;
     if (input.solutionType !== 'Replication') {
       for (const f of fields) {
-        if (input[f]) throw invalidField(f, 'only Replication Solutions have one', `Only Replication Solutions name a source and a target Connection; a ${input.solutionType} Solution holds its Connections in its Maps.`);
+        if (input[f])
+          throw invalidField(
+            f,
+            'only Replication Solutions have one',
+            `Only Replication Solutions name a source and a target Connection; a ${input.solutionType} Solution holds its Connections in its Maps.`,
+          );
       }
       return { source: null, target: null };
     }
@@ -411,12 +511,21 @@ export class Solutions {
       const value = input[f];
       if (!value) throw invalidField(f, 'required for a Replication Solution', `A Replication Solution needs ${f}.`);
       const conn = await getConnection(this.opts.db, orgId, value);
-      if (!conn) throw invalidField(f, 'no such Connection in this Organization', `Connection ${value} was not found in Organization ${orgId}.`);
+      if (!conn)
+        throw invalidField(
+          f,
+          'no such Connection in this Organization',
+          `Connection ${value} was not found in Organization ${orgId}.`,
+        );
       ids.push(conn.id);
     }
     const [source = null, target = null] = ids;
     if (source === target) {
-      throw invalidField('connectionIdForTarget', 'must differ from connectionIdForSource', 'A Replication Solution copies from one Connection to another: choose a target Connection other than the source.');
+      throw invalidField(
+        'connectionIdForTarget',
+        'must differ from connectionIdForSource',
+        'A Replication Solution copies from one Connection to another: choose a target Connection other than the source.',
+      );
     }
     return { source, target };
   }
@@ -432,27 +541,51 @@ export class Solutions {
 function selectionOf(input: SolutionChange, stored?: ReplicationSettings): ReplicationSettings | undefined {
   let rs = input.replicationSettings ?? undefined;
   let plain = input.entities ?? undefined;
-  if (input.solutionType === 'Replication' && rs?.entities != null && plain !== undefined && stored !== undefined && !sameNames(rs.entities, plain)) {
+  if (
+    input.solutionType === 'Replication' &&
+    rs?.entities != null &&
+    plain !== undefined &&
+    stored !== undefined &&
+    !sameNames(rs.entities, plain)
+  ) {
     const plainAsStored = sameNames(plain, stored.entities);
     const rsAsStored = rs.selectionType === stored.selectionType && sameNames(rs.entities, stored.entities);
     if (plainAsStored && !rsAsStored) plain = undefined;
     else if (rsAsStored && !plainAsStored) rs = undefined;
   }
   if (input.solutionType !== 'Replication') {
-    if (rs !== undefined) throw invalidField('replicationSettings', 'only Replication Solutions have them', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
-    if (plain !== undefined && plain.length > 0) throw invalidField('entities', 'only Replication Solutions select entities', `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`);
+    if (rs !== undefined)
+      throw invalidField(
+        'replicationSettings',
+        'only Replication Solutions have them',
+        `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`,
+      );
+    if (plain !== undefined && plain.length > 0)
+      throw invalidField(
+        'entities',
+        'only Replication Solutions select entities',
+        `Only Replication Solutions select entities; a ${input.solutionType} Solution holds its entities in its Maps.`,
+      );
     return undefined;
   }
   if (rs === undefined && plain === undefined) return undefined;
   const listed = rs?.entities ?? undefined;
   if (listed !== undefined && plain !== undefined && !sameNames(listed, plain)) {
-    throw invalidField('entities', 'differs from replicationSettings.entities', 'entities and replicationSettings.entities name different entities, and neither is the stored selection: send one of them.');
+    throw invalidField(
+      'entities',
+      'differs from replicationSettings.entities',
+      'entities and replicationSettings.entities name different entities, and neither is the stored selection: send one of them.',
+    );
   }
   const selectionType = rs?.selectionType ?? 'Selected';
   if (selectionType !== 'Selected') return { selectionType, entities: [] };
   const entities = unique(listed ?? plain ?? []);
   if (entities.length === 0) {
-    throw invalidField(rs ? 'replicationSettings.entities' : 'entities', 'select at least one entity', 'selectionType Selected needs at least one entity (or choose All or Recommended).');
+    throw invalidField(
+      rs ? 'replicationSettings.entities' : 'entities',
+      'select at least one entity',
+      'selectionType Selected needs at least one entity (or choose All or Recommended).',
+    );
   }
   return { selectionType, entities };
 }
@@ -475,7 +608,12 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
 
 /** The stored Schedule model of a row; on demand when none was set (or it is unreadable). */
 function scheduleModelOf(row: Pick<SolutionRow, 'id' | 'schedule'>): Schedule {
-  const onDemand: Schedule = { scheduleOption: 'OnDemand', solutionId: row.id, runOnceOptions: null, recurringOptions: null };
+  const onDemand: Schedule = {
+    scheduleOption: 'OnDemand',
+    solutionId: row.id,
+    runOnceOptions: null,
+    recurringOptions: null,
+  };
   if (row.schedule === null) return onDemand;
   try {
     const parsed = Schedule.safeParse(JSON.parse(row.schedule));

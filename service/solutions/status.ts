@@ -70,7 +70,8 @@ const LAST_RUN_SUFFIX: Readonly<Record<string, 'LastRunFailed' | 'LastRunRowErro
  * a fatal error, or LastRunRowErrors when it completed with record errors.
  */
 export function solutionStatus(
-  row: Pick<SolutionRow, 'isDisabled' | 'prepared' | 'inProgressStartTime' | 'solutionType'> & Partial<Pick<SolutionRow, 'lastRunResult' | 'prepareState'>> & { readonly nextRunTime: string | null },
+  row: Pick<SolutionRow, 'isDisabled' | 'prepared' | 'inProgressStartTime' | 'solutionType'> &
+    Partial<Pick<SolutionRow, 'lastRunResult' | 'prepareState'>> & { readonly nextRunTime: string | null },
   agent: { status: AgentStatus } | undefined,
 ): SolutionStatus {
   if (row.isDisabled === 1) return 'Disabled';

@@ -27,7 +27,10 @@ export type DataDirRepair = TreeRepair;
 export function secureDataDir(dataDir: string): DataDirRepair {
   mkdirPrivate(dataDir);
   // The data folder's own entries, and all the way down only in the Service's own folders.
-  return closeTree(dataDir, { maxEntries: MAX_ENTRIES, descend: (rel) => OWN_FOLDERS.has(rel.split(path.sep)[0] ?? '') });
+  return closeTree(dataDir, {
+    maxEntries: MAX_ENTRIES,
+    descend: (rel) => OWN_FOLDERS.has(rel.split(path.sep)[0] ?? ''),
+  });
 }
 
 /**

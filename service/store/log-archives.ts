@@ -9,7 +9,11 @@ export const MAX_LOG_ARCHIVE_BYTES = 512 * 1024 * 1024;
 
 const GUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Local file header, empty archive, spanned archive. */
-const ZIP_MAGIC = [Buffer.from('PK\x03\x04', 'latin1'), Buffer.from('PK\x05\x06', 'latin1'), Buffer.from('PK\x07\x08', 'latin1')];
+const ZIP_MAGIC = [
+  Buffer.from('PK\x03\x04', 'latin1'),
+  Buffer.from('PK\x05\x06', 'latin1'),
+  Buffer.from('PK\x07\x08', 'latin1'),
+];
 
 /**
  * Log archives on disk, `<dataDir>/log-archives/<logId>.zip`, between the Agent's upload and the

@@ -373,7 +373,15 @@ export interface OrgConnectorsTable {
 }
 
 /** The Marketplace install statuses of SPEC.md, in order. */
-export const INSTALL_STATUSES = ['SendingCommandToTheAgent', 'AgentReceivedCommand', 'AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'InstallTimedOut', 'Installed'] as const;
+export const INSTALL_STATUSES = [
+  'SendingCommandToTheAgent',
+  'AgentReceivedCommand',
+  'AgentDownloadingConnectorUpdate',
+  'AgentServiceRestarting',
+  'InstallFailed',
+  'InstallTimedOut',
+  'Installed',
+] as const;
 export type InstallStatus = (typeof INSTALL_STATUSES)[number];
 /** Statuses after which nothing more happens. */
 export const FINAL_INSTALL_STATUSES: readonly InstallStatus[] = ['InstallFailed', 'InstallTimedOut', 'Installed'];

@@ -185,7 +185,12 @@ const CHECKPOINT_EVERY_MS = 1_000;
  * calls; closing it checkpoints once more and waits for it to end.
  */
 function startCheckpointer(file: string): WorkerThread<never, undefined> {
-  return new WorkerThread<never, undefined>({ name: 'SQLite checkpoint', factory: CHECKPOINTER, data: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS }, graceful: true });
+  return new WorkerThread<never, undefined>({
+    name: 'SQLite checkpoint',
+    factory: CHECKPOINTER,
+    data: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, everyMs: CHECKPOINT_EVERY_MS },
+    graceful: true,
+  });
 }
 
 class ReadWriteDriver implements Driver {

@@ -80,7 +80,12 @@ interface Answer {
 
 /** The worker: started at first use, it keeps the process alive only while a call is open. */
 function startExecutor(file: string): WorkerThread<Statement, Answer> {
-  return new WorkerThread<Statement, Answer>({ name: 'SQLite write worker', factory: EXECUTOR, data: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file }, graceful: true });
+  return new WorkerThread<Statement, Answer>({
+    name: 'SQLite write worker',
+    factory: EXECUTOR,
+    data: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file },
+    graceful: true,
+  });
 }
 
 /** A statement's failure in the worker as better-sqlite3 throws it on the Service's own connection: its message, code and name. */

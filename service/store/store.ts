@@ -1,6 +1,14 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvider, type Transaction } from 'kysely';
+import {
+  CamelCasePlugin,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  type Migration,
+  type MigrationProvider,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { mkdirPrivate, touchPrivate } from './data-dir.js';
 import type { StoreDialect } from './dialect.js';
@@ -89,7 +97,10 @@ function openSqlite(dataDir: string): Store {
   reader.pragma('query_only = ON');
   const dialect = new SqliteReadWriteDialect({ writer: database, reader });
   const db = new Kysely<Database>({ dialect, plugins: [new CamelCasePlugin()] });
-  const bulk = new Kysely<Database>({ dialect: new SqliteWorkerDialect({ file, mutex: dialect.mutex }), plugins: [new CamelCasePlugin()] });
+  const bulk = new Kysely<Database>({
+    dialect: new SqliteWorkerDialect({ file, mutex: dialect.mutex }),
+    plugins: [new CamelCasePlugin()],
+  });
   return {
     db,
     dialect: 'sqlite',
@@ -111,7 +122,12 @@ function openPostgres(url: string, onConnectionError: (err: Error) => void = () 
   pool.on('error', onConnectionError);
   pool.on('connect', (client) => client.on('error', onConnectionError));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
-  return { db, dialect: 'postgres', bulkTransaction: (work) => db.transaction().execute(work), close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    bulkTransaction: (work) => db.transaction().execute(work),
+    close: () => db.destroy(),
+  };
 }
 
 function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledConnector[]): Record<string, Migration> {
@@ -147,7 +163,12 @@ async function migrate(store: Store, preinstalled: readonly PreinstalledConnecto
   const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect, preinstalled) };
   // Migrations run on the raw (snake_case) schema: no CamelCasePlugin there.
   const raw = store.db.withoutPlugins();
-  const migrator = new Migrator({ db: raw, provider, migrationTableName: 'ferry_migrations', migrationLockTableName: 'ferry_migrations_lock' });
+  const migrator = new Migrator({
+    db: raw,
+    provider,
+    migrationTableName: 'ferry_migrations',
+    migrationLockTableName: 'ferry_migrations_lock',
+  });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {

@@ -1,5 +1,11 @@
 import { notFound } from '../../src/errors/ferry-error.js';
-import { getSubscription, lastMonths, listSubscriptions, orgAndDescendantIds, usageByMonth } from '../store/repos/subscriptions.repo.js';
+import {
+  getSubscription,
+  lastMonths,
+  listSubscriptions,
+  orgAndDescendantIds,
+  usageByMonth,
+} from '../store/repos/subscriptions.repo.js';
 import type { SubscriptionRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 
@@ -18,7 +24,11 @@ export interface SubscriptionUsage {
 async function withUsage(db: Db, rows: SubscriptionRow[], usage: boolean, now: Date): Promise<SubscriptionUsage[]> {
   if (!usage) return rows.map((row) => ({ row }));
   const months = lastMonths(now);
-  const byMonth = await usageByMonth(db, rows.map((r) => r.id), months);
+  const byMonth = await usageByMonth(
+    db,
+    rows.map((r) => r.id),
+    months,
+  );
   return rows.map((row) => {
     const perMonth = byMonth.get(row.id);
     return { row, monthlyUsage: months.map((month) => ({ month, recordsProcessed: perMonth?.get(month) ?? 0 })) };
@@ -26,7 +36,11 @@ async function withUsage(db: Db, rows: SubscriptionRow[], usage: boolean, now: D
 }
 
 /** The Subscriptions of the Organization and its descendants: those current now, or all. */
-export async function subscriptionsOf(db: Db, orgId: number, opts: { all: boolean; usage: boolean }): Promise<SubscriptionUsage[]> {
+export async function subscriptionsOf(
+  db: Db,
+  orgId: number,
+  opts: { all: boolean; usage: boolean },
+): Promise<SubscriptionUsage[]> {
   const now = new Date();
   const ids = await orgAndDescendantIds(db, orgId);
   const rows = await listSubscriptions(db, ids, { currentAt: opts.all ? undefined : now });
@@ -34,7 +48,12 @@ export async function subscriptionsOf(db: Db, orgId: number, opts: { all: boolea
 }
 
 /** One Subscription of the Organization or a descendant; 404 for any other. */
-export async function subscriptionOf(db: Db, orgId: number, subscriptionId: string, opts: { usage: boolean }): Promise<SubscriptionUsage> {
+export async function subscriptionOf(
+  db: Db,
+  orgId: number,
+  subscriptionId: string,
+  opts: { usage: boolean },
+): Promise<SubscriptionUsage> {
   const row = await getSubscription(db, subscriptionId.toLowerCase());
   if (!row || !(await orgAndDescendantIds(db, orgId)).includes(row.orgId)) {
     throw notFound(`Subscription ${subscriptionId}`);

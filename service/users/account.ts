@@ -24,7 +24,16 @@ import { nowIso, toFlag } from '../util/values.js';
  */
 
 /** Profile fields a user may change on their own record besides email and names. */
-const PROFILE_FIELDS = ['company', 'country', 'state', 'postalCode', 'phone', 'jobTitle', 'httpReferrer', 'leadSource'] as const;
+const PROFILE_FIELDS = [
+  'company',
+  'country',
+  'state',
+  'postalCode',
+  'phone',
+  'jobTitle',
+  'httpReferrer',
+  'leadSource',
+] as const;
 
 /** The email notification switches of a membership. */
 export const NOTIFICATION_SWITCHES = [
@@ -45,7 +54,10 @@ export interface AccountView {
 /** Refuses a path that names another user than the caller: a user reads and changes only their own settings. */
 export function requireOwnAccount(caller: UserRow, userId: string): UserRow {
   if (userId.toLowerCase() !== caller.id.toLowerCase()) {
-    throw new FerryError('API_FORBIDDEN_OTHER_USER', `You can read and change only your own settings; your user ID is ${caller.id}.`);
+    throw new FerryError(
+      'API_FORBIDDEN_OTHER_USER',
+      `You can read and change only your own settings; your user ID is ${caller.id}.`,
+    );
   }
   return caller;
 }
@@ -62,7 +74,12 @@ export async function accountOf(db: Db, user: UserRow): Promise<AccountView> {
  * semicolons or spaces; matched case-insensitively.
  */
 function omittedOf(value: string | null | undefined): Set<string> {
-  return new Set((value ?? '').split(/[\s,;]+/).filter(Boolean).map((f) => f.toLowerCase()));
+  return new Set(
+    (value ?? '')
+      .split(/[\s,;]+/)
+      .filter(Boolean)
+      .map((f) => f.toLowerCase()),
+  );
 }
 
 /** A user's own record as sent back; what it carries besides these is ignored. */
@@ -91,21 +108,35 @@ export interface AccountChange {
  */
 export async function modifyOwnAccount(db: Db, user: UserRow, change: AccountChange): Promise<UserRow> {
   if (await inPlatformHostedOrg(db, user.id)) {
-    throw new FerryError('API_PLATFORM_HOSTED', 'Modifying your user record is not supported for members of platform-hosted Organizations; use the platform\'s user management.');
+    throw new FerryError(
+      'API_PLATFORM_HOSTED',
+      "Modifying your user record is not supported for members of platform-hosted Organizations; use the platform's user management.",
+    );
   }
   if (change.id && change.id.toLowerCase() !== user.id.toLowerCase()) {
-    throw new FerryError('API_FORBIDDEN_OTHER_USER', `PUT /v1/users changes only your own record; your user ID is ${user.id}.`);
+    throw new FerryError(
+      'API_FORBIDDEN_OTHER_USER',
+      `PUT /v1/users changes only your own record; your user ID is ${user.id}.`,
+    );
   }
   const omitted = omittedOf(change.omittedFields);
-  const patch: Updateable<UsersTable> = { firstName: change.firstName, lastName: change.lastName, modifiedAt: nowIso() };
+  const patch: Updateable<UsersTable> = {
+    firstName: change.firstName,
+    lastName: change.lastName,
+    modifiedAt: nowIso(),
+  };
   const emailKey = emailKeyOf(change.email);
   if (change.email !== user.email && !omitted.has('email')) {
     // The email is the login and the address invitations are matched by: changing it to an
     // address nobody has proved to own would let anyone claim invitations sent there.
     if (emailKey !== user.emailKey) {
-      throw new FerryError('API_UNSUPPORTED', 'Your email cannot be changed to another address: it is your login and the address invitations reach. Ask an Administrator to invite the new address; only the letter case may change here.', {
-        errors: [{ path: 'body.email', message: `must be ${user.email} (any letter case)` }],
-      });
+      throw new FerryError(
+        'API_UNSUPPORTED',
+        'Your email cannot be changed to another address: it is your login and the address invitations reach. Ask an Administrator to invite the new address; only the letter case may change here.',
+        {
+          errors: [{ path: 'body.email', message: `must be ${user.email} (any letter case)` }],
+        },
+      );
     }
     patch.email = change.email;
     patch.emailKey = emailKey;
@@ -114,12 +145,14 @@ export async function modifyOwnAccount(db: Db, user: UserRow, change: AccountCha
     const value = change[field];
     if (value !== undefined && !omitted.has(field.toLowerCase())) patch[field] = value === '' ? null : value;
   }
-  if (typeof change.password === 'string' && !omitted.has('password')) patch.passwordHash = await hashPassword(change.password);
+  if (typeof change.password === 'string' && !omitted.has('password'))
+    patch.passwordHash = await hashPassword(change.password);
   try {
     await updateUser(db, user.id, patch);
   } catch (err) {
     // Another request took the email between the check and the update.
-    if (isUniqueViolation(err)) throw new FerryError('API_CONFLICT', `Another user already has the email ${change.email}.`);
+    if (isUniqueViolation(err))
+      throw new FerryError('API_CONFLICT', `Another user already has the email ${change.email}.`);
     throw err;
   }
   const updated = await getUser(db, user.id);
@@ -128,18 +161,29 @@ export async function modifyOwnAccount(db: Db, user: UserRow, change: AccountCha
 }
 
 /** A page of the user's memberships with their notification switches, and how many there are. */
-export async function notificationSettingsOf(db: Db, user: UserRow, page: { limit: number; offset: number }): Promise<{ rows: UserMembershipRow[]; total: number }> {
+export async function notificationSettingsOf(
+  db: Db,
+  user: UserRow,
+  page: { limit: number; offset: number },
+): Promise<{ rows: UserMembershipRow[]; total: number }> {
   const [rows, total] = await Promise.all([listUserMemberships(db, user.id, page), countUserMemberships(db, user.id)]);
   return { rows, total };
 }
 
 /** Switches of one membership, named by its Organization's tenantId; absent or null ones stay. */
-export type NotificationChange = { tenantId: string } & { [K in (typeof NOTIFICATION_SWITCHES)[number]]?: boolean | null | undefined };
+export type NotificationChange = { tenantId: string } & {
+  [K in (typeof NOTIFICATION_SWITCHES)[number]]?: boolean | null | undefined;
+};
 
 /** Changes the notification switches of one of the user's memberships; answers the membership after. */
-export async function changeNotificationSettings(db: Db, user: UserRow, change: NotificationChange): Promise<UserMembershipRow> {
+export async function changeNotificationSettings(
+  db: Db,
+  user: UserRow,
+  change: NotificationChange,
+): Promise<UserMembershipRow> {
   const membership = await getUserMembershipByTenant(db, user.id, change.tenantId);
-  if (!membership) throw new FerryError('API_NOT_FOUND', `You are not a member of an Organization with tenantId ${change.tenantId}.`);
+  if (!membership)
+    throw new FerryError('API_NOT_FOUND', `You are not a member of an Organization with tenantId ${change.tenantId}.`);
   const patch: Updateable<MembershipsTable> = {};
   for (const field of NOTIFICATION_SWITCHES) {
     const value = change[field];

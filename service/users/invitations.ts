@@ -1,6 +1,13 @@
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { newToken, sha256 } from '../auth/password.js';
-import { countInvitations, deleteInvitation, getInvitationByEmail, insertInvitation, listInvitations, updateInvitation } from '../store/repos/invitations.repo.js';
+import {
+  countInvitations,
+  deleteInvitation,
+  getInvitationByEmail,
+  insertInvitation,
+  listInvitations,
+  updateInvitation,
+} from '../store/repos/invitations.repo.js';
 import { emailKeyOf, getMemberByEmail, getUserByEmail } from '../store/repos/users.repo.js';
 import type { InvitationRow, OrgRow, RoleType } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
@@ -35,7 +42,11 @@ export async function invitationOf(db: Db, orgId: number, email: string): Promis
 }
 
 /** A page of the Organization's invitations (Pending and Declined), and how many there are. */
-export async function invitationsOf(db: Db, orgId: number, page: { limit: number; offset: number }): Promise<{ rows: InvitationRow[]; total: number }> {
+export async function invitationsOf(
+  db: Db,
+  orgId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: InvitationRow[]; total: number }> {
   const [rows, total] = await Promise.all([listInvitations(db, orgId, page), countInvitations(db, orgId)]);
   return { rows, total };
 }
@@ -53,7 +64,12 @@ export interface NewInvitation {
  * the answer carries a one-time registration token (kept only as its hash), valid
  * {@link INVITATION_TOKEN_DAYS} days.
  */
-export async function invite(db: Db, org: OrgRow, input: NewInvitation, sender: string): Promise<{ row: InvitationRow; token?: string }> {
+export async function invite(
+  db: Db,
+  org: OrgRow,
+  input: NewInvitation,
+  sender: string,
+): Promise<{ row: InvitationRow; token?: string }> {
   // An invitation to a platform-hosted Organization could never be answered (SPEC.md rule 8).
   refusePlatformHosted(org, 'Inviting users');
   if (input.statusType !== 'Pending') {
@@ -66,7 +82,10 @@ export async function invite(db: Db, org: OrgRow, input: NewInvitation, sender: 
   }
   const already = await getInvitationByEmail(db, org.id, input.email);
   const duplicate = (status: string) =>
-    new FerryError('API_CONFLICT', `${input.email} is already invited to Organization ${org.id} (status ${status}); modify that invitation, or delete it and invite again.`);
+    new FerryError(
+      'API_CONFLICT',
+      `${input.email} is already invited to Organization ${org.id} (status ${status}); modify that invitation, or delete it and invite again.`,
+    );
   if (already) throw duplicate(already.statusType);
 
   const now = new Date();
@@ -97,17 +116,30 @@ export interface InvitationChange {
 }
 
 /** Changes an invitation's role and message; answers the invitation after. */
-export async function modifyInvitation(db: Db, orgId: number, email: string, change: InvitationChange): Promise<InvitationRow> {
+export async function modifyInvitation(
+  db: Db,
+  orgId: number,
+  email: string,
+  change: InvitationChange,
+): Promise<InvitationRow> {
   const row = await invitationOf(db, orgId, email);
   if (change.email !== undefined && emailKeyOf(change.email) !== row.emailKey) {
-    throw new FerryError('API_VALIDATION', 'The email of an invitation cannot be changed; invite the other address instead.', {
-      errors: [{ path: 'body.email', message: `must be ${row.email}` }],
-    });
+    throw new FerryError(
+      'API_VALIDATION',
+      'The email of an invitation cannot be changed; invite the other address instead.',
+      {
+        errors: [{ path: 'body.email', message: `must be ${row.email}` }],
+      },
+    );
   }
   if (change.statusType !== undefined && change.statusType !== row.statusType) {
-    throw new FerryError('API_VALIDATION', 'Only the invited person changes the status of an invitation, by accepting or declining it.', {
-      errors: [{ path: 'body.statusType', message: `must be ${row.statusType}` }],
-    });
+    throw new FerryError(
+      'API_VALIDATION',
+      'Only the invited person changes the status of an invitation, by accepting or declining it.',
+      {
+        errors: [{ path: 'body.statusType', message: `must be ${row.statusType}` }],
+      },
+    );
   }
   const patch = {
     ...(change.roleType !== undefined ? { roleType: change.roleType } : {}),

@@ -26,11 +26,19 @@ import { nowIso } from '../util/values.js';
  * (`newRole` other than Administrator) or removing (`newRole` undefined) its last one. Call inside
  * the transaction that makes the change, after {@link lockMembers}.
  */
-export async function keepAnAdministrator(tx: Db, orgId: number, member: MemberRow, newRole: RoleType | undefined): Promise<void> {
+export async function keepAnAdministrator(
+  tx: Db,
+  orgId: number,
+  member: MemberRow,
+  newRole: RoleType | undefined,
+): Promise<void> {
   if (member.roleType !== 'Administrator' || newRole === 'Administrator') return;
   if ((await countAdministrators(tx, orgId)) <= 1) {
     const what = newRole === undefined ? 'removed' : `given the ${newRole} role`;
-    throw new FerryError('API_CONFLICT', `${member.email} is the last Administrator of Organization ${orgId} and cannot be ${what}; make another member an Administrator first.`);
+    throw new FerryError(
+      'API_CONFLICT',
+      `${member.email} is the last Administrator of Organization ${orgId} and cannot be ${what}; make another member an Administrator first.`,
+    );
   }
 }
 
@@ -47,7 +55,11 @@ async function notAMember(db: Db, orgId: number, email: string): Promise<FerryEr
 }
 
 /** A page of the members, and how many there are. */
-export async function membersOf(db: Db, orgId: number, page: { limit: number; offset: number }): Promise<{ rows: MemberRow[]; total: number }> {
+export async function membersOf(
+  db: Db,
+  orgId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: MemberRow[]; total: number }> {
   const [rows, total] = await Promise.all([listMembers(db, orgId, page), countMembers(db, orgId)]);
   return { rows, total };
 }
@@ -61,7 +73,11 @@ export interface MemberChange {
 }
 
 /** Changes a member's role and names; the last Administrator keeps the role. Answers the member after. */
-export async function modifyMember(store: Pick<Store, 'db' | 'dialect'>, orgId: number, change: MemberChange): Promise<MemberRow> {
+export async function modifyMember(
+  store: Pick<Store, 'db' | 'dialect'>,
+  orgId: number,
+  change: MemberChange,
+): Promise<MemberRow> {
   const updated = await store.db.transaction().execute(async (tx) => {
     await lockMembers(tx, store.dialect, orgId);
     const member = await getMemberByEmail(tx, orgId, change.email);

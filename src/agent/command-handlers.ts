@@ -1,5 +1,11 @@
 import { FerryError } from '../errors/ferry-error.js';
-import { COMMANDS, type CommandAnswer, type CommandKind, type CommandRequest, type ServiceRequest } from '../protocol/commands.js';
+import {
+  COMMANDS,
+  type CommandAnswer,
+  type CommandKind,
+  type CommandRequest,
+  type ServiceRequest,
+} from '../protocol/commands.js';
 
 /**
  * What the Agent does for a command of kind `K`: what it resolves with is the reply's `result`,
@@ -10,13 +16,18 @@ export type CommandHandler<K extends CommandKind> = (command: CommandRequest<K>)
 /** A handler of any kind, as the table keeps it: it checks the kind before it calls the typed one. */
 type AnyCommandHandler = (command: ServiceRequest) => Promise<unknown>;
 
-function isKind<K extends CommandKind>(command: ServiceRequest, kind: K): command is Extract<ServiceRequest, CommandRequest<K>> {
+function isKind<K extends CommandKind>(
+  command: ServiceRequest,
+  kind: K,
+): command is Extract<ServiceRequest, CommandRequest<K>> {
   return command.type === kind;
 }
 
 /** The error reply to a command the Agent has no handler for: what an Agent without the command answers. */
 function noHandler(kind: string): FerryError {
-  return new FerryError('CHN_INVALID_MESSAGE', `This Agent does not carry out the ${kind} command; update the Agent.`, { details: { command: kind } });
+  return new FerryError('CHN_INVALID_MESSAGE', `This Agent does not carry out the ${kind} command; update the Agent.`, {
+    details: { command: kind },
+  });
 }
 
 /**
@@ -32,8 +43,13 @@ export class CommandHandlers {
 
   /** Registers the handler of `kind`; a kind has one handler (its answer is the reply), so a second is refused. */
   on<K extends CommandKind>(kind: K, handler: CommandHandler<K>): this {
-    if (this.#table.has(kind)) throw new FerryError('SVC_INTERNAL', `The ${kind} command has a handler already.`, { details: { command: kind } });
-    this.#table.set(kind, (command) => (isKind(command, kind) ? handler(command) : Promise.reject(noHandler(command.type))));
+    if (this.#table.has(kind))
+      throw new FerryError('SVC_INTERNAL', `The ${kind} command has a handler already.`, {
+        details: { command: kind },
+      });
+    this.#table.set(kind, (command) =>
+      isKind(command, kind) ? handler(command) : Promise.reject(noHandler(command.type)),
+    );
     return this;
   }
 

@@ -22,7 +22,10 @@ export const AgentConfigSchema = z.object({
   /** Also write log lines to stdout (containers, `ferry agent run` in a terminal). */
   logStdout: z.stringbool().default(false),
   /** pino-roll size limit of one log file, e.g. `10m`. */
-  logMaxSize: z.string().regex(/^\d+[kmg]?$/i).default('10m'),
+  logMaxSize: z
+    .string()
+    .regex(/^\d+[kmg]?$/i)
+    .default('10m'),
   /** Rotated log files kept besides the active one (daily rotation: about two weeks). */
   logFiles: z.coerce.number().int().min(1).max(1000).default(14),
   /** Application-level ping interval; a socket silent for two intervals is dropped as half-open. */
@@ -41,7 +44,11 @@ export const AgentConfigSchema = z.object({
   /** How long a run's write waits for a datastore that went away (retried with back-off) before the run ends with RUN_TARGET_UNAVAILABLE. */
   targetRetryMs: z.coerce.number().int().min(0).default(90_000),
   /** A due time missed while the Agent was down still runs once if it is at most this old (ms); older ones are recorded as missed. */
-  scheduleGraceMs: z.coerce.number().int().min(0).default(10 * 60_000),
+  scheduleGraceMs: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(10 * 60_000),
 });
 
 export type AgentConfig = Readonly<z.infer<typeof AgentConfigSchema>>;
@@ -73,7 +80,10 @@ export const AGENT_ENV_KEYS: Readonly<Record<string, keyof AgentConfigInput>> = 
  * Reads the `FERRY_AGENT_*` variables of `env`, lets `overrides` (flags) win, validates and
  * freezes. `home` defaults to the platform's service data location ({@link defaultHome}).
  */
-export function parseAgentConfig(env: Record<string, string | undefined>, overrides: Partial<AgentConfigInput> = {}): AgentConfig {
+export function parseAgentConfig(
+  env: Record<string, string | undefined>,
+  overrides: Partial<AgentConfigInput> = {},
+): AgentConfig {
   const input: Record<string, unknown> = {};
   for (const [name, key] of Object.entries(AGENT_ENV_KEYS)) {
     const value = env[name];

@@ -5,7 +5,12 @@ import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
 import { MAX_PACKAGE_BYTES, sha256, sharedModulesDir, unpackFiles, writeFiles } from '../connectors/package.js';
 import { FerryError, isFerryError, toErrorData } from '../errors/ferry-error.js';
-import type { InstallConnectorCommand, InstalledConnector, ReportBody, UninstallConnectorCommand } from '../protocol/channel.js';
+import type {
+  InstallConnectorCommand,
+  InstalledConnector,
+  ReportBody,
+  UninstallConnectorCommand,
+} from '../protocol/channel.js';
 import { ConnectorManifest } from '../protocol/connector-manifest.js';
 import type { StatusMachine } from './status.js';
 import type { WorkRegistry } from './work.js';
@@ -65,8 +70,14 @@ export class ConnectorInstaller {
         continue;
       }
       // Two folders of one Connector: an upgrade was interrupted after unpacking. Keep the newer folder.
-      const [keep, drop] = mtime >= seen.mtime ? [{ folder, version: m.version, mtime }, seen] : [seen, { folder, version: m.version, mtime }];
-      log.warn({ connectorId: id, kept: keep.folder, removed: drop.folder }, 'two folders of one connector; keeping the newer');
+      const [keep, drop] =
+        mtime >= seen.mtime
+          ? [{ folder, version: m.version, mtime }, seen]
+          : [seen, { folder, version: m.version, mtime }];
+      log.warn(
+        { connectorId: id, kept: keep.folder, removed: drop.folder },
+        'two folders of one connector; keeping the newer',
+      );
       fs.rmSync(drop.folder, { recursive: true, force: true });
       newest.set(id, keep);
     }
@@ -93,7 +104,13 @@ export class ConnectorInstaller {
     return next;
   }
 
-  #report(command: { connectorId: string }, operation: 'install' | 'uninstall', version: string, status: 'AgentDownloadingConnectorUpdate' | 'InstallFailed' | 'Installed', error?: unknown): void {
+  #report(
+    command: { connectorId: string },
+    operation: 'install' | 'uninstall',
+    version: string,
+    status: 'AgentDownloadingConnectorUpdate' | 'InstallFailed' | 'Installed',
+    error?: unknown,
+  ): void {
     this.deps.report({
       kind: 'connectorInstall',
       operation,
@@ -118,16 +135,29 @@ export class ConnectorInstaller {
       const files = unpackFiles(data);
       const manifestFile = files.find((f) => f.name === 'manifest.json');
       const manifest = manifestFile ? ConnectorManifest.safeParse(safeJson(manifestFile.data)) : undefined;
-      if (!manifest?.success) throw new FerryError('CON_PACKAGE_INVALID', 'The Connector package has no valid manifest.json.', { details: { connectorId: command.connectorId } });
-      if (manifest.data.id.toLowerCase() !== command.connectorId.toLowerCase() || manifest.data.version !== command.version) {
-        throw new FerryError('CON_PACKAGE_INVALID', `The package holds ${manifest.data.name} ${manifest.data.version} (${manifest.data.id}), not the ${command.version} of ${command.connectorId} that was asked for.`, {
-          details: { connectorId: command.connectorId, version: command.version },
+      if (!manifest?.success)
+        throw new FerryError('CON_PACKAGE_INVALID', 'The Connector package has no valid manifest.json.', {
+          details: { connectorId: command.connectorId },
         });
+      if (
+        manifest.data.id.toLowerCase() !== command.connectorId.toLowerCase() ||
+        manifest.data.version !== command.version
+      ) {
+        throw new FerryError(
+          'CON_PACKAGE_INVALID',
+          `The package holds ${manifest.data.name} ${manifest.data.version} (${manifest.data.id}), not the ${command.version} of ${command.connectorId} that was asked for.`,
+          {
+            details: { connectorId: command.connectorId, version: command.version },
+          },
+        );
       }
       linkSharedModules(dir, log);
       incoming = path.join(dir, `.incoming-${randomBytes(4).toString('hex')}`);
       await writeFiles(incoming, files);
-      target = path.join(dir, `${folderName(manifest.data.name)}-${manifest.data.version}-${randomBytes(3).toString('hex')}`);
+      target = path.join(
+        dir,
+        `${folderName(manifest.data.name)}-${manifest.data.version}-${randomBytes(3).toString('hex')}`,
+      );
       fs.renameSync(incoming, target);
       incoming = undefined;
 
@@ -137,7 +167,8 @@ export class ConnectorInstaller {
       });
       if (previous && previous.folder !== target) fs.rmSync(previous.folder, { recursive: true, force: true });
       // Other folders of the same Connector (a failed earlier load) go too.
-      for (const other of foldersOf(dir, command.connectorId)) if (other !== target) fs.rmSync(other, { recursive: true, force: true });
+      for (const other of foldersOf(dir, command.connectorId))
+        if (other !== target) fs.rmSync(other, { recursive: true, force: true });
       clog.info({ replaced: previous?.manifest.version }, 'connector installed');
       this.#report(command, 'install', command.version, 'Installed');
     } catch (err) {
@@ -189,7 +220,11 @@ export class ConnectorInstaller {
   }
 
   async #download(command: InstallConnectorCommand): Promise<Buffer> {
-    if (command.size > MAX_PACKAGE_BYTES) throw new FerryError('CON_PACKAGE_INVALID', `The package is ${command.size} bytes; at most ${MAX_PACKAGE_BYTES} are accepted.`);
+    if (command.size > MAX_PACKAGE_BYTES)
+      throw new FerryError(
+        'CON_PACKAGE_INVALID',
+        `The package is ${command.size} bytes; at most ${MAX_PACKAGE_BYTES} are accepted.`,
+      );
     let res: Response;
     try {
       res = await fetch(command.packageUrl, {
@@ -197,16 +232,26 @@ export class ConnectorInstaller {
         signal: AbortSignal.timeout(this.deps.downloadTimeoutMs ?? 300_000),
       });
     } catch (err) {
-      throw new FerryError('CHN_DISCONNECTED', `The Connector package could not be downloaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new FerryError(
+        'CHN_DISCONNECTED',
+        `The Connector package could not be downloaded: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
     if (!res.ok) {
-      throw new FerryError('CON_PACKAGE_UNAVAILABLE', `The Service answered ${res.status} to the package download.`, { details: { status: res.status } });
+      throw new FerryError('CON_PACKAGE_UNAVAILABLE', `The Service answered ${res.status} to the package download.`, {
+        details: { status: res.status },
+      });
     }
     const data = Buffer.from(await res.arrayBuffer());
     if (data.length !== command.size || sha256(data) !== command.sha256) {
-      throw new FerryError('CON_PACKAGE_CHECKSUM', `The downloaded package (${data.length} bytes) does not match the SHA-256 the Service sent; nothing was installed.`, {
-        details: { expected: command.sha256, size: command.size },
-      });
+      throw new FerryError(
+        'CON_PACKAGE_CHECKSUM',
+        `The downloaded package (${data.length} bytes) does not match the SHA-256 the Service sent; nothing was installed.`,
+        {
+          details: { expected: command.sha256, size: command.size },
+        },
+      );
     }
     return data;
   }
@@ -246,7 +291,10 @@ function foldersOf(dir: string, connectorId: string): string[] {
 
 function readManifestSync(folder: string): { id: string; version: string } | undefined {
   try {
-    const m = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf8')) as { id?: unknown; version?: unknown };
+    const m = JSON.parse(fs.readFileSync(path.join(folder, 'manifest.json'), 'utf8')) as {
+      id?: unknown;
+      version?: unknown;
+    };
     return typeof m.id === 'string' && typeof m.version === 'string' ? { id: m.id, version: m.version } : undefined;
   } catch {
     return undefined;
@@ -257,7 +305,9 @@ function readManifestSync(folder: string): { id: string; version: string } | und
 function linkSharedModules(dir: string, log: Logger): void {
   const shared = sharedModulesDir();
   if (!shared) {
-    log.warn('the Agent\'s node_modules folder was not found; packaged connectors that import shared modules will not load');
+    log.warn(
+      "the Agent's node_modules folder was not found; packaged connectors that import shared modules will not load",
+    );
     return;
   }
   const link = path.join(dir, 'node_modules');
@@ -271,7 +321,12 @@ function linkSharedModules(dir: string, log: Logger): void {
 }
 
 function folderName(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'connector';
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '') || 'connector'
+  );
 }
 
 function safeJson(data: Buffer): unknown {

@@ -61,7 +61,9 @@ export interface InstancePaths {
  * The platform's service data location: `/var/lib/ferry/agents` for root on Linux,
  * `%ProgramData%\Ferry\agents` on Windows, else `~/.local/share/ferry/agents` (XDG).
  */
-export function defaultHome(opts: { env?: Record<string, string | undefined>; platform?: NodeJS.Platform; uid?: number; homedir?: string } = {}): string {
+export function defaultHome(
+  opts: { env?: Record<string, string | undefined>; platform?: NodeJS.Platform; uid?: number; homedir?: string } = {},
+): string {
   const env = opts.env ?? {};
   const platform = opts.platform ?? process.platform;
   if (platform === 'win32') return path.win32.join(env['ProgramData'] ?? 'C:\\ProgramData', 'Ferry', 'agents');
@@ -186,14 +188,26 @@ export function resolveInstance(home: string, instance?: string): InstancePaths 
   if (instance !== undefined) {
     const m = /^(?:ferry-agent-)?([1-9]\d{0,5})$/.exec(instance.trim());
     const found = m ? all.find((p) => p.number === Number(m[1])) : undefined;
-    if (!found) throw new FerryError('AGT_NO_INSTANCE', `No Agent instance "${instance}" in ${home}.`, { details: { home, instance } });
+    if (!found)
+      throw new FerryError('AGT_NO_INSTANCE', `No Agent instance "${instance}" in ${home}.`, {
+        details: { home, instance },
+      });
     return found;
   }
   const [only, ...more] = all;
-  if (!only) throw new FerryError('AGT_NO_INSTANCE', `No Agent instance is installed in ${home}; run "ferry agent install" or pass --home.`, { details: { home } });
+  if (!only)
+    throw new FerryError(
+      'AGT_NO_INSTANCE',
+      `No Agent instance is installed in ${home}; run "ferry agent install" or pass --home.`,
+      { details: { home } },
+    );
   if (more.length > 0) {
     const names = all.map((p) => p.serviceName).join(', ');
-    throw new FerryError('AGT_INSTANCE_AMBIGUOUS', `Several Agent instances are installed in ${home} (${names}); pass --instance N.`, { details: { home } });
+    throw new FerryError(
+      'AGT_INSTANCE_AMBIGUOUS',
+      `Several Agent instances are installed in ${home} (${names}); pass --instance N.`,
+      { details: { home } },
+    );
   }
   return only;
 }
@@ -204,7 +218,9 @@ export function readInstanceConfig(paths: InstancePaths): InstanceConfig {
   try {
     raw = fs.readFileSync(paths.config, 'utf8');
   } catch (err) {
-    throw new FerryError('AGT_INSTANCE_CONFIG', `Cannot read ${paths.config}: ${(err as Error).message}`, { cause: err });
+    throw new FerryError('AGT_INSTANCE_CONFIG', `Cannot read ${paths.config}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let json: unknown;
   try {
@@ -214,7 +230,10 @@ export function readInstanceConfig(paths: InstancePaths): InstanceConfig {
   }
   const parsed = InstanceConfig.safeParse(json);
   if (!parsed.success) {
-    throw new FerryError('AGT_INSTANCE_CONFIG', `${paths.config} is not a valid instance configuration: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`);
+    throw new FerryError(
+      'AGT_INSTANCE_CONFIG',
+      `${paths.config} is not a valid instance configuration: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`,
+    );
   }
   return Object.freeze(parsed.data);
 }

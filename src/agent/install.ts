@@ -4,7 +4,13 @@ import os from 'node:os';
 import { FerryError } from '../errors/ferry-error.js';
 import { REGISTER_PATH, RegisterResponse, type RegisterRequest } from '../protocol/registration.js';
 import { computeFingerprint, readMachineId } from './fingerprint.js';
-import { claimInstanceFolder, defaultAgentName, writeInstanceConfig, type InstanceConfig, type InstancePaths } from './home.js';
+import {
+  claimInstanceFolder,
+  defaultAgentName,
+  writeInstanceConfig,
+  type InstanceConfig,
+  type InstancePaths,
+} from './home.js';
 
 /** What {@link installInstance} needs. */
 export interface InstallOptions {
@@ -31,7 +37,11 @@ export async function installInstance(opts: InstallOptions): Promise<{ paths: In
   const paths = claimInstanceFolder(opts.home);
   try {
     const installId = randomUUID();
-    const fingerprint = computeFingerprint({ machineId: opts.machineId ?? readMachineId(), instanceDir: paths.dir, installId });
+    const fingerprint = computeFingerprint({
+      machineId: opts.machineId ?? readMachineId(),
+      instanceDir: paths.dir,
+      installId,
+    });
     const request: RegisterRequest = {
       agentInstallationKey: opts.key,
       machineName,
@@ -70,15 +80,24 @@ function normalizeServiceUrl(raw: string): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new FerryError('AGT_CONFIG', `--service must be the Service's URL, e.g. http://127.0.0.1:8780 (got "${raw}").`);
+    throw new FerryError(
+      'AGT_CONFIG',
+      `--service must be the Service's URL, e.g. http://127.0.0.1:8780 (got "${raw}").`,
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new FerryError('AGT_CONFIG', '--service must be an http:// or https:// URL.');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new FerryError('AGT_CONFIG', '--service must be an http:// or https:// URL.');
   url.search = '';
   url.hash = '';
   return url.toString().replace(/\/+$/, '');
 }
 
-async function register(serviceUrl: string, body: RegisterRequest, fetchImpl: typeof fetch, timeoutMs: number): Promise<RegisterResponse> {
+async function register(
+  serviceUrl: string,
+  body: RegisterRequest,
+  fetchImpl: typeof fetch,
+  timeoutMs: number,
+): Promise<RegisterResponse> {
   let res: Response;
   try {
     res = await fetchImpl(serviceUrl + REGISTER_PATH, {
@@ -88,17 +107,29 @@ async function register(serviceUrl: string, body: RegisterRequest, fetchImpl: ty
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    throw new FerryError('AGT_SERVICE_UNREACHABLE', `Cannot reach the Service at ${serviceUrl}: ${(err as Error).message}`, { cause: err, details: { serviceUrl } });
+    throw new FerryError(
+      'AGT_SERVICE_UNREACHABLE',
+      `Cannot reach the Service at ${serviceUrl}: ${(err as Error).message}`,
+      { cause: err, details: { serviceUrl } },
+    );
   }
   const text = await res.text();
   if (!res.ok) {
     const detail = problemDetail(text);
     if (res.status >= 500) {
-      throw new FerryError('AGT_SERVICE_UNREACHABLE', `The Service failed to register the Agent (${res.status}${detail ? `: ${detail}` : ''}); retry.`, { details: { status: res.status } });
+      throw new FerryError(
+        'AGT_SERVICE_UNREACHABLE',
+        `The Service failed to register the Agent (${res.status}${detail ? `: ${detail}` : ''}); retry.`,
+        { details: { status: res.status } },
+      );
     }
-    throw new FerryError('AGT_REGISTRATION_REFUSED', `The Service refused the registration (${res.status}${detail ? `: ${detail}` : ''}). The installation key may be unknown, expired or already used: provision a new one.`, {
-      details: { status: res.status },
-    });
+    throw new FerryError(
+      'AGT_REGISTRATION_REFUSED',
+      `The Service refused the registration (${res.status}${detail ? `: ${detail}` : ''}). The installation key may be unknown, expired or already used: provision a new one.`,
+      {
+        details: { status: res.status },
+      },
+    );
   }
   let json: unknown;
   try {
@@ -107,14 +138,23 @@ async function register(serviceUrl: string, body: RegisterRequest, fetchImpl: ty
     json = undefined;
   }
   const parsed = RegisterResponse.safeParse(json);
-  if (!parsed.success) throw new FerryError('AGT_SERVICE_UNREACHABLE', 'The Service answered the registration with something that is not a registration response.');
+  if (!parsed.success)
+    throw new FerryError(
+      'AGT_SERVICE_UNREACHABLE',
+      'The Service answered the registration with something that is not a registration response.',
+    );
   return parsed.data;
 }
 
 function problemDetail(text: string): string | undefined {
   try {
     const problem = JSON.parse(text) as { detail?: unknown; title?: unknown; code?: unknown };
-    const detail = typeof problem.detail === 'string' ? problem.detail : typeof problem.title === 'string' ? problem.title : undefined;
+    const detail =
+      typeof problem.detail === 'string'
+        ? problem.detail
+        : typeof problem.title === 'string'
+          ? problem.title
+          : undefined;
     return detail && typeof problem.code === 'string' ? `${problem.code}: ${detail}` : detail;
   } catch {
     return undefined;

@@ -10,9 +10,30 @@ import { DRAINING_STATUSES, type AgentStatus } from '../protocol/agent-status.js
  *   Running ──connector update──▶ WaitingToUpdateConnector ── work done ─▶ UpdatingConnector ─▶ Running
  */
 const MOVES: Partial<Record<AgentStatus, readonly AgentStatus[]>> = {
-  Running: ['WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Restarting', 'Shutdown', 'ShutdownCloud', 'WaitingToUpdateConnector', 'UpdatingConnector'],
-  WaitingToUpdateConnector: ['UpdatingConnector', 'Running', 'WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Shutdown', 'ShutdownCloud'],
-  UpdatingConnector: ['Running', 'WaitingToRestartAgentUserRequest', 'WaitingToRestartAgentMemoryLimit', 'Shutdown', 'ShutdownCloud'],
+  Running: [
+    'WaitingToRestartAgentUserRequest',
+    'WaitingToRestartAgentMemoryLimit',
+    'Restarting',
+    'Shutdown',
+    'ShutdownCloud',
+    'WaitingToUpdateConnector',
+    'UpdatingConnector',
+  ],
+  WaitingToUpdateConnector: [
+    'UpdatingConnector',
+    'Running',
+    'WaitingToRestartAgentUserRequest',
+    'WaitingToRestartAgentMemoryLimit',
+    'Shutdown',
+    'ShutdownCloud',
+  ],
+  UpdatingConnector: [
+    'Running',
+    'WaitingToRestartAgentUserRequest',
+    'WaitingToRestartAgentMemoryLimit',
+    'Shutdown',
+    'ShutdownCloud',
+  ],
   // A user's restart request while the memory restart waits (or the reverse) keeps the first reason.
   WaitingToRestartAgentUserRequest: ['Restarting', 'Shutdown', 'ShutdownCloud'],
   WaitingToRestartAgentMemoryLimit: ['Restarting', 'Shutdown', 'ShutdownCloud'],
@@ -32,7 +53,10 @@ export class StatusMachine {
   private current: AgentStatus;
   private readonly listeners = new Set<(change: StatusChange) => void>();
 
-  constructor(initial: AgentStatus = 'Running', private readonly now: () => Date = () => new Date()) {
+  constructor(
+    initial: AgentStatus = 'Running',
+    private readonly now: () => Date = () => new Date(),
+  ) {
     this.current = initial;
   }
 

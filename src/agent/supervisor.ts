@@ -137,7 +137,8 @@ function acquirePidFile(paths: InstancePaths): () => void {
       fs.writeFileSync(paths.pidFile, `${process.pid}\n${startId ? `${startId}\n` : ''}`, { flag: 'wx', mode: 0o600 });
       return () => {
         try {
-          if (fs.readFileSync(paths.pidFile, 'utf8').split('\n')[0]?.trim() === String(process.pid)) fs.rmSync(paths.pidFile, { force: true });
+          if (fs.readFileSync(paths.pidFile, 'utf8').split('\n')[0]?.trim() === String(process.pid))
+            fs.rmSync(paths.pidFile, { force: true });
         } catch {
           // Already gone (uninstalled while running): nothing to release.
         }
@@ -146,7 +147,11 @@ function acquirePidFile(paths: InstancePaths): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const pid = runningPid(paths);
       if (pid !== undefined && pid !== process.pid) {
-        throw new FerryError('AGT_ALREADY_RUNNING', `The Agent instance ${paths.serviceName} already runs as process ${pid}.`, { details: { pid } });
+        throw new FerryError(
+          'AGT_ALREADY_RUNNING',
+          `The Agent instance ${paths.serviceName} already runs as process ${pid}.`,
+          { details: { pid } },
+        );
       }
       // A stale file: its process died without cleaning up, is a zombie, or its PID now names another process.
       fs.rmSync(paths.pidFile, { force: true });

@@ -24,7 +24,9 @@ export interface UnitVars {
 
 /** Renders installer/systemd/ferry-agent.service.template for one instance. */
 export function renderUnit(template: string, vars: UnitVars): string {
-  const userLines = vars.user ? `User=${vars.user}\nGroup=${vars.user}` : '# runs as root: pass --user NAME to `ferry agent install` for a dedicated account';
+  const userLines = vars.user
+    ? `User=${vars.user}\nGroup=${vars.user}`
+    : '# runs as root: pass --user NAME to `ferry agent install` for a dedicated account';
   const values: Record<string, string> = {
     SERVICE_NAME: vars.paths.serviceName,
     EXEC_START: vars.execStart.map(quoteArg).join(' '),
@@ -48,7 +50,9 @@ export function systemctl(args: readonly string[]): string {
   const res = spawnSync('systemctl', [...args], { encoding: 'utf8' });
   if (res.error || res.status !== 0) {
     const output = `${res.stdout ?? ''}${res.stderr ?? ''}`.trim() || res.error?.message || `exit ${res.status}`;
-    throw new FerryError('AGT_SERVICE_MANAGER', `systemctl ${args.join(' ')} failed: ${output}`, { details: { status: res.status } });
+    throw new FerryError('AGT_SERVICE_MANAGER', `systemctl ${args.join(' ')} failed: ${output}`, {
+      details: { status: res.status },
+    });
   }
   return res.stdout;
 }

@@ -73,7 +73,9 @@ export class WorkRegistry {
   async run<T>(kind: string, fn: (work: WorkHandle) => Promise<T>): Promise<T> {
     const refusal = this.drainReason ?? [...this.pauses][0];
     if (refusal !== undefined) {
-      throw new FerryError('AGT_DRAINING', `The Agent is ${refusal} and starts no new work; ask again shortly.`, { details: { kind } });
+      throw new FerryError('AGT_DRAINING', `The Agent is ${refusal} and starts no new work; ask again shortly.`, {
+        details: { kind },
+      });
     }
     const controller = new AbortController();
     const handle: WorkHandle = { id: this.nextId++, kind, signal: controller.signal };
@@ -89,7 +91,9 @@ export class WorkRegistry {
   /** Aborts every running piece of work; each ends with its own AGT_INTERRUPTED error. */
   interruptAll(reason: string): void {
     for (const { controller, handle } of this.running.values()) {
-      controller.abort(new FerryError('AGT_INTERRUPTED', `Interrupted: ${reason}.`, { details: { kind: handle.kind } }));
+      controller.abort(
+        new FerryError('AGT_INTERRUPTED', `Interrupted: ${reason}.`, { details: { kind: handle.kind } }),
+      );
     }
   }
 

@@ -163,7 +163,11 @@ export class ChannelClient {
       } catch (err) {
         clearTimeout(timer);
         this.pending.delete(id);
-        reject(isFerryError(err) ? err : new FerryError('CHN_DISCONNECTED', 'The channel closed while sending.', { cause: err }));
+        reject(
+          isFerryError(err)
+            ? err
+            : new FerryError('CHN_DISCONNECTED', 'The channel closed while sending.', { cause: err }),
+        );
       }
     });
   }
@@ -249,7 +253,10 @@ export class ChannelClient {
         this.features = new Set(hello.features ?? []);
         this.ready = true;
         this.backoff.reset();
-        this.log.info({ heartbeatMs: hello.heartbeatMs, orgId: hello.orgId, agentName: hello.agentName }, 'channel connected');
+        this.log.info(
+          { heartbeatMs: hello.heartbeatMs, orgId: hello.orgId, agentName: hello.agentName },
+          'channel connected',
+        );
         this.opts.onConnected?.(hello);
         timers.push(setInterval(() => this.beat(), hello.heartbeatMs));
         timers.push(setInterval(() => this.keepalive(s), this.opts.pingMs));
@@ -288,8 +295,17 @@ export class ChannelClient {
     }
     const parsed = FromService.safeParse(json);
     if (!parsed.success) {
-      const id = typeof json === 'object' && json !== null && 'id' in json && typeof json.id === 'string' ? json.id : undefined;
-      this.bad(s, 'CHN_INVALID_MESSAGE', id, parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      const id =
+        typeof json === 'object' && json !== null && 'id' in json && typeof json.id === 'string' ? json.id : undefined;
+      this.bad(
+        s,
+        'CHN_INVALID_MESSAGE',
+        id,
+        parsed.error.issues
+          .slice(0, 5)
+          .map((i) => `${i.path.join('.')}: ${i.message}`)
+          .join('; '),
+      );
       return;
     }
     const msg = parsed.data;
@@ -333,9 +349,19 @@ export class ChannelClient {
   }
 
   /** Logs an invalid message, answers it when it had an ID, and closes the socket when they keep coming. */
-  private bad(s: Session, code: 'CHN_MALFORMED' | 'CHN_INVALID_MESSAGE', id: string | undefined, detail?: string): void {
+  private bad(
+    s: Session,
+    code: 'CHN_MALFORMED' | 'CHN_INVALID_MESSAGE',
+    id: string | undefined,
+    detail?: string,
+  ): void {
     this.log.warn({ code, id, detail }, 'invalid message on the channel');
-    if (id) this.trySend(s, { re: id, ok: false, error: { code, kind: 'config', message: detail ?? 'The message does not match the protocol.' } });
+    if (id)
+      this.trySend(s, {
+        re: id,
+        ok: false,
+        error: { code, kind: 'config', message: detail ?? 'The message does not match the protocol.' },
+      });
     const now = Date.now();
     s.badMessages = s.badMessages.filter((t) => now - t < BAD_WINDOW_MS);
     s.badMessages.push(now);
@@ -368,7 +394,12 @@ export class ChannelClient {
   }
 
   private beat(): void {
-    const message: Heartbeat = { id: randomUUID(), type: 'heartbeat', at: new Date().toISOString(), ...this.opts.heartbeat() };
+    const message: Heartbeat = {
+      id: randomUUID(),
+      type: 'heartbeat',
+      at: new Date().toISOString(),
+      ...this.opts.heartbeat(),
+    };
     this.request(message).then(
       (reply) => {
         if (!reply.ok) this.log.warn({ code: reply.error.code }, 'heartbeat refused');
@@ -380,7 +411,10 @@ export class ChannelClient {
   /** Application-level keepalive: a half-open TCP connection shows no error, only silence. */
   private keepalive(s: Session): void {
     if (Date.now() - s.lastReceived > 2 * this.opts.pingMs) {
-      this.log.warn({ silentMs: Date.now() - s.lastReceived }, 'no message from the Service; dropping the half-open socket');
+      this.log.warn(
+        { silentMs: Date.now() - s.lastReceived },
+        'no message from the Service; dropping the half-open socket',
+      );
       s.ws.terminate();
       return;
     }
@@ -415,12 +449,18 @@ export class ChannelClient {
       }
       try {
         // Stored with shared fields; a Service that does not take them gets every error whole.
-        const text = next.kind === 'runErrors' && !this.features.has(SHARED_ERRORS_FEATURE) ? withWholeErrors(next.text) : next.text;
+        const text =
+          next.kind === 'runErrors' && !this.features.has(SHARED_ERRORS_FEATURE)
+            ? withWholeErrors(next.text)
+            : next.text;
         const reply = await this.requestText(next.id, 'report', text);
         if (reply.ok) {
           outbox.acknowledge(next.id);
         } else if (reply.error.kind === 'config') {
-          this.log.error({ reportId: next.id, code: reply.error.code }, 'the Service refused a report; kept in outbox_dead');
+          this.log.error(
+            { reportId: next.id, code: reply.error.code },
+            'the Service refused a report; kept in outbox_dead',
+          );
           outbox.reject(next.id, JSON.stringify(reply.error));
         } else {
           this.log.warn({ reportId: next.id, code: reply.error.code }, 'report not accepted yet; retrying');
@@ -429,7 +469,10 @@ export class ChannelClient {
       } catch (err) {
         if (isFerryError(err) && err.code === 'CHN_TOO_LARGE') {
           // It never fits a message: sent again and again it would hold back every later report.
-          this.log.error({ reportId: next.id, code: err.code }, 'a report exceeds the channel message limit; kept in outbox_dead');
+          this.log.error(
+            { reportId: next.id, code: err.code },
+            'a report exceeds the channel message limit; kept in outbox_dead',
+          );
           outbox.reject(next.id, JSON.stringify(toChannelError(err)));
           continue;
         }
@@ -461,11 +504,20 @@ const FATAL_HELLO_CODES: Readonly<Record<string, number>> = {
 function refusedError(code: number): FerryError | undefined {
   switch (code) {
     case CLOSE.unauthorized:
-      return new FerryError('AGT_UNAUTHORIZED', 'The Service refused the Agent credentials (close 4401): the Agent stops. Reinstall it with a new installation key.');
+      return new FerryError(
+        'AGT_UNAUTHORIZED',
+        'The Service refused the Agent credentials (close 4401): the Agent stops. Reinstall it with a new installation key.',
+      );
     case CLOSE.agentDeleted:
-      return new FerryError('AGT_DELETED', 'The Agent was deleted in the Service (close 4404): the Agent stops. Uninstall it.');
+      return new FerryError(
+        'AGT_DELETED',
+        'The Agent was deleted in the Service (close 4404): the Agent stops. Uninstall it.',
+      );
     case CLOSE.clonedInstall:
-      return new FerryError('AGT_CLONED_INSTALL', 'The Service saw another installation with this Agent identity (close 4409): the Agent stops. Install a new instance instead of copying one.');
+      return new FerryError(
+        'AGT_CLONED_INSTALL',
+        'The Service saw another installation with this Agent identity (close 4409): the Agent stops. Install a new instance instead of copying one.',
+      );
     default:
       return undefined;
   }
@@ -479,6 +531,7 @@ function rawText(data: RawData): string {
 
 /** An error as it crosses the channel: plain data with a code. */
 export function toChannelError(err: unknown): ErrorData {
-  if (isFerryError(err)) return { code: err.code, kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) };
+  if (isFerryError(err))
+    return { code: err.code, kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) };
   return { code: 'SVC_INTERNAL', kind: 'system', message: err instanceof Error ? err.message : String(err) };
 }

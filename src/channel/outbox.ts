@@ -132,9 +132,17 @@ export class Outbox {
       const row = this.selectNext.get(afterSeq);
       if (!row) return undefined;
       if (row.kind !== null && KNOWN_KINDS.has(row.kind)) {
-        return { seq: row.seq, id: row.id, kind: row.kind, text: `{"id":${JSON.stringify(row.id)},"type":"report","at":${JSON.stringify(row.created)},"report":${row.body}}` };
+        return {
+          seq: row.seq,
+          id: row.id,
+          kind: row.kind,
+          text: `{"id":${JSON.stringify(row.id)},"type":"report","at":${JSON.stringify(row.created)},"report":${row.body}}`,
+        };
       }
-      this.reject(row.id, JSON.stringify({ code: 'CHN_INVALID_MESSAGE', message: 'The stored report could not be read.' }));
+      this.reject(
+        row.id,
+        JSON.stringify({ code: 'CHN_INVALID_MESSAGE', message: 'The stored report could not be read.' }),
+      );
     }
   }
 
@@ -153,8 +161,13 @@ export class Outbox {
         body = undefined;
       }
       const parsed = ReportBody.safeParse(body);
-      if (parsed.success) out.push({ seq: row.seq, report: { id: row.id, type: 'report', at: row.created, report: parsed.data } });
-      else this.reject(row.id, JSON.stringify({ code: 'CHN_INVALID_MESSAGE', message: 'The stored report could not be read.' }));
+      if (parsed.success)
+        out.push({ seq: row.seq, report: { id: row.id, type: 'report', at: row.created, report: parsed.data } });
+      else
+        this.reject(
+          row.id,
+          JSON.stringify({ code: 'CHN_INVALID_MESSAGE', message: 'The stored report could not be read.' }),
+        );
     }
     return out;
   }

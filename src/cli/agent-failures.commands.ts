@@ -40,14 +40,21 @@ export async function agentFailures(argv: string[], env: NodeJS.ProcessEnv): Pro
     return;
   }
   if ((sub !== 'list' && sub !== 'show') || (sub === 'show' ? positionals.length !== 1 : positionals.length !== 0)) {
-    process.stderr.write(`ferry agent failures: ${sub === 'list' || sub === 'show' ? (sub === 'show' && positionals.length === 0 ? 'give the ID of a failed record' : 'unexpected arguments') : 'say list or show'}\n\n${USAGE}\n`);
+    process.stderr.write(
+      `ferry agent failures: ${sub === 'list' || sub === 'show' ? (sub === 'show' && positionals.length === 0 ? 'give the ID of a failed record' : 'unexpected arguments') : 'say list or show'}\n\n${USAGE}\n`,
+    );
     process.exitCode = 2;
     return;
   }
   const home = parseAgentConfig(env, { home: values.home }).home;
   const paths = resolveInstance(home, values.instance);
   const store = openStore(paths.failures, paths.serviceName);
-  const storeFlags = [values.home !== undefined ? `--home ${home}` : '', values.instance !== undefined ? `--instance ${paths.number}` : ''].filter(Boolean).join(' ');
+  const storeFlags = [
+    values.home !== undefined ? `--home ${home}` : '',
+    values.instance !== undefined ? `--instance ${paths.number}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   printFailures(store, sub, positionals[0], values, { name: 'ferry agent failures', storeFlags });
 }
 
@@ -58,9 +65,16 @@ function openStore(folder: string, instance: string): FailedRecordBrowser {
     fs.accessSync(file, fs.constants.R_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new FerryError('RUN_STORE_FAILED', `Agent ${instance} has kept no failed records yet (no ${file}).`, { details: { file } });
+    if (code === 'ENOENT')
+      throw new FerryError('RUN_STORE_FAILED', `Agent ${instance} has kept no failed records yet (no ${file}).`, {
+        details: { file },
+      });
     if (code === 'EACCES' || code === 'EPERM') {
-      throw new FerryError('RUN_STORE_FAILED', `${file} cannot be read by this user: run the command as the Agent's account (for example with sudo).`, { details: { file } });
+      throw new FerryError(
+        'RUN_STORE_FAILED',
+        `${file} cannot be read by this user: run the command as the Agent's account (for example with sudo).`,
+        { details: { file } },
+      );
     }
     throw err;
   }

@@ -9,7 +9,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildAgent } from '../agent/build-agent.js';
 import { parseAgentConfig, type AgentConfig } from '../agent/config.js';
-import { listInstances, openHomeToServiceAccounts, publicInstanceConfig, readInstanceConfig, resolveInstance, type InstancePaths } from '../agent/home.js';
+import {
+  listInstances,
+  openHomeToServiceAccounts,
+  publicInstanceConfig,
+  readInstanceConfig,
+  resolveInstance,
+  type InstancePaths,
+} from '../agent/home.js';
 import { installInstance, removeInstance } from '../agent/install.js';
 import { CONFIG_EXIT_CODE } from '../agent/restart.js';
 import { runningPid, supervise } from '../agent/supervisor.js';
@@ -21,7 +28,10 @@ const COMMON = {
   instance: { type: 'string' },
 } as const;
 
-function configFrom(values: { home?: string | undefined; instance?: string | undefined }, env: NodeJS.ProcessEnv): AgentConfig {
+function configFrom(
+  values: { home?: string | undefined; instance?: string | undefined },
+  env: NodeJS.ProcessEnv,
+): AgentConfig {
   return parseAgentConfig(env, { home: values.home, instance: values.instance });
 }
 
@@ -30,7 +40,8 @@ export function packageRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = path.join(dir, 'package.json');
-    if (fs.existsSync(pkg) && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { name?: string }).name === 'ferry') return dir;
+    if (fs.existsSync(pkg) && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { name?: string }).name === 'ferry')
+      return dir;
     const up = path.dirname(dir);
     if (up === dir) throw new Error('Cannot find the ferry package folder.');
     dir = up;
@@ -57,11 +68,28 @@ const say = (line: string) => process.stdout.write(line + '\n');
 export async function agentInstall(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { ...COMMON, key: { type: 'string' }, service: { type: 'string' }, name: { type: 'string' }, user: { type: 'string' }, 'no-service': { type: 'boolean', default: false } },
+    options: {
+      ...COMMON,
+      key: { type: 'string' },
+      service: { type: 'string' },
+      name: { type: 'string' },
+      user: { type: 'string' },
+      'no-service': { type: 'boolean', default: false },
+    },
   });
-  if (!values.key || !values.service) throw new FerryError('AGT_CONFIG', 'ferry agent install needs --key KEY (from provision_onpremise_agent) and --service URL.');
+  if (!values.key || !values.service)
+    throw new FerryError(
+      'AGT_CONFIG',
+      'ferry agent install needs --key KEY (from provision_onpremise_agent) and --service URL.',
+    );
   const config = configFrom(values, env);
-  const { paths, config: instance } = await installInstance({ home: config.home, key: values.key, serviceUrl: values.service, name: values.name, version: packageVersion() });
+  const { paths, config: instance } = await installInstance({
+    home: config.home,
+    key: values.key,
+    serviceUrl: values.service,
+    name: values.name,
+    version: packageVersion(),
+  });
   say(`Installed Agent "${instance.name}" (${instance.agentId}) as ${paths.serviceName} in ${paths.dir}`);
   if (values.user) {
     chownTree(paths.dir, values.user);
@@ -69,13 +97,23 @@ export async function agentInstall(argv: string[], env: NodeJS.ProcessEnv): Prom
     openHomeToServiceAccounts(config.home);
   }
   if (values['no-service'] || !systemdAvailable()) {
-    say(values['no-service'] ? 'No service unit written (--no-service).' : 'No systemd on this machine: no service unit written.');
+    say(
+      values['no-service']
+        ? 'No service unit written (--no-service).'
+        : 'No systemd on this machine: no service unit written.',
+    );
     say(`Run it with: ferry agent run --home ${config.home} --instance ${paths.number}`);
     return;
   }
-  const template = fs.readFileSync(path.join(packageRoot(), 'installer', 'systemd', 'ferry-agent.service.template'), 'utf8');
+  const template = fs.readFileSync(
+    path.join(packageRoot(), 'installer', 'systemd', 'ferry-agent.service.template'),
+    'utf8',
+  );
   const execStart = [...cliCommand(true), 'agent', 'run', '--home', config.home, '--instance', String(paths.number)];
-  const file = installUnit(renderUnit(template, { paths, home: config.home, execStart, ...(values.user ? { user: values.user } : {}) }), paths.serviceName);
+  const file = installUnit(
+    renderUnit(template, { paths, home: config.home, execStart, ...(values.user ? { user: values.user } : {}) }),
+    paths.serviceName,
+  );
   say(`systemd unit ${file} written, enabled and started.`);
 }
 
@@ -84,10 +122,13 @@ export async function agentUninstall(argv: string[], env: NodeJS.ProcessEnv): Pr
   const { values } = parseArgs({ args: argv, options: COMMON });
   const config = configFrom(values, env);
   const paths = resolveInstance(config.home, config.instance);
-  if (systemdAvailable() && removeUnit(paths.serviceName)) say(`systemd unit ${paths.serviceName} stopped and removed.`);
+  if (systemdAvailable() && removeUnit(paths.serviceName))
+    say(`systemd unit ${paths.serviceName} stopped and removed.`);
   await stopRunning(paths);
   removeInstance(paths);
-  say(`Removed ${paths.serviceName} (${paths.dir}). The Agent's record stays in the Service until an Administrator deletes it.`);
+  say(
+    `Removed ${paths.serviceName} (${paths.dir}). The Agent's record stays in the Service until an Administrator deletes it.`,
+  );
 }
 
 /**
@@ -106,7 +147,17 @@ export async function agentRun(argv: string[], env: NodeJS.ProcessEnv): Promise<
   const config = configFrom(values, env);
   const paths = resolveInstance(config.home, config.instance);
   const [node, ...cli] = cliCommand(false);
-  const [command, ...args] = [node as string, ...workerNodeFlags(process.execArgv, env), ...cli, 'agent', 'worker', '--home', config.home, '--instance', String(paths.number)];
+  const [command, ...args] = [
+    node as string,
+    ...workerNodeFlags(process.execArgv, env),
+    ...cli,
+    'agent',
+    'worker',
+    '--home',
+    config.home,
+    '--instance',
+    String(paths.number),
+  ];
   // Started by `ferry up` with an IPC channel: when up goes (even by kill -9), stop as on SIGTERM.
   process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   const code = await supervise({
@@ -125,7 +176,11 @@ export async function agentWorker(argv: string[], env: NodeJS.ProcessEnv): Promi
   let agent: Awaited<ReturnType<typeof buildAgent>>;
   try {
     const config = configFrom(values, env);
-    agent = await buildAgent({ config, paths: resolveInstance(config.home, config.instance), version: packageVersion() });
+    agent = await buildAgent({
+      config,
+      paths: resolveInstance(config.home, config.instance),
+      version: packageVersion(),
+    });
   } catch (err) {
     if (isFerryError(err) && err.kind === 'config') {
       // A configuration error (a clone, a missing config) does not heal by restarting: 78 tells the supervisor so.
@@ -153,7 +208,10 @@ export async function agentStart(argv: string[], env: NodeJS.ProcessEnv): Promis
   const config = configFrom(values, env);
   const paths = resolveInstance(config.home, config.instance);
   if (!systemdAvailable()) {
-    throw new FerryError('AGT_NO_SERVICE_MANAGER', `No service manager (systemd) is available on this machine. Run the Agent in the foreground with: ferry agent run --home ${config.home} --instance ${paths.number}`);
+    throw new FerryError(
+      'AGT_NO_SERVICE_MANAGER',
+      `No service manager (systemd) is available on this machine. Run the Agent in the foreground with: ferry agent run --home ${config.home} --instance ${paths.number}`,
+    );
   }
   systemctl(['start', `${paths.serviceName}.service`]);
   say(`${paths.serviceName} started.`);
@@ -170,14 +228,18 @@ export async function agentStop(argv: string[], env: NodeJS.ProcessEnv): Promise
     return;
   }
   if (await stopRunning(paths)) return;
-  throw new FerryError('AGT_NO_SERVICE_MANAGER', `No service manager (systemd) is available on this machine, and ${paths.serviceName} is not running under "ferry agent run".`);
+  throw new FerryError(
+    'AGT_NO_SERVICE_MANAGER',
+    `No service manager (systemd) is available on this machine, and ${paths.serviceName} is not running under "ferry agent run".`,
+  );
 }
 
 /** `ferry agent status`: the instance's config (never the secret) and whether its process runs. */
 export async function agentStatus(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values } = parseArgs({ args: argv, options: COMMON });
   const config = configFrom(values, env);
-  const all = config.instance === undefined ? listInstances(config.home) : [resolveInstance(config.home, config.instance)];
+  const all =
+    config.instance === undefined ? listInstances(config.home) : [resolveInstance(config.home, config.instance)];
   if (all.length === 0) throw new FerryError('AGT_NO_INSTANCE', `No Agent instance is installed in ${config.home}.`);
   const systemd = systemdAvailable();
   for (const paths of all) {
@@ -186,7 +248,9 @@ export async function agentStatus(argv: string[], env: NodeJS.ProcessEnv): Promi
     say(`${paths.serviceName}  ${paths.dir}`);
     for (const [key, value] of Object.entries(instance)) say(`  ${key.padEnd(12)} ${String(value)}`);
     say(`  ${'process'.padEnd(12)} ${pid ? `running (pid ${pid})` : 'not running'}`);
-    say(`  ${'service'.padEnd(12)} ${systemd ? unitState(paths.serviceName) : 'no service manager (systemd) on this machine'}`);
+    say(
+      `  ${'service'.padEnd(12)} ${systemd ? unitState(paths.serviceName) : 'no service manager (systemd) on this machine'}`,
+    );
   }
 }
 
@@ -197,7 +261,8 @@ async function stopRunning(paths: InstancePaths): Promise<boolean> {
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + 90_000;
   while (runningPid(paths) !== undefined) {
-    if (Date.now() > deadline) throw new FerryError('AGT_ALREADY_RUNNING', `Process ${pid} of ${paths.serviceName} did not stop within 90 s.`);
+    if (Date.now() > deadline)
+      throw new FerryError('AGT_ALREADY_RUNNING', `Process ${pid} of ${paths.serviceName} did not stop within 90 s.`);
     await new Promise((r) => setTimeout(r, 100));
   }
   say(`${paths.serviceName} (pid ${pid}) stopped.`);
@@ -220,6 +285,10 @@ function userIds(user: string): { uid: number; gid: number } {
     .split('\n')
     .find((l) => l.split(':')[0] === user);
   const [, , uid, gid] = line?.split(':') ?? [];
-  if (uid === undefined || gid === undefined) throw new FerryError('AGT_CONFIG', `There is no user "${user}" on this machine (${os.hostname()}); create it first, e.g. useradd --system ${user}.`);
+  if (uid === undefined || gid === undefined)
+    throw new FerryError(
+      'AGT_CONFIG',
+      `There is no user "${user}" on this machine (${os.hostname()}); create it first, e.g. useradd --system ${user}.`,
+    );
   return { uid: Number(uid), gid: Number(gid) };
 }

@@ -25,15 +25,28 @@ export interface FailuresCommand {
 
 function whole(flag: string, text: string | undefined, fallback: number, min: number): number {
   if (text === undefined) return fallback;
-  if (!/^[0-9]{1,9}$/.test(text) || Number(text) < min) throw new FerryError('API_VALIDATION', `--${flag} must be a whole number from ${min}, not "${text}".`);
+  if (!/^[0-9]{1,9}$/.test(text) || Number(text) < min)
+    throw new FerryError('API_VALIDATION', `--${flag} must be a whole number from ${min}, not "${text}".`);
   return Number(text);
 }
 
 /** Prints a page of the store's records, newest first. */
-export function printList(store: FailedRecordBrowser, flags: ListFlags, json: boolean, cmd: FailuresCommand, out: (text: string) => void): void {
+export function printList(
+  store: FailedRecordBrowser,
+  flags: ListFlags,
+  json: boolean,
+  cmd: FailuresCommand,
+  out: (text: string) => void,
+): void {
   const limit = whole('limit', flags.limit, 20, 1);
   const page = whole('page', flags.page, 1, 1);
-  const query: FailedRecordQuery = { mapName: flags.map, code: flags.code, executionId: flags.execution?.toLowerCase(), limit, offset: (page - 1) * limit };
+  const query: FailedRecordQuery = {
+    mapName: flags.map,
+    code: flags.code,
+    executionId: flags.execution?.toLowerCase(),
+    limit,
+    offset: (page - 1) * limit,
+  };
   const { total, records } = store.page(query);
   if (json) {
     out(`${JSON.stringify({ total, page, limit, records })}\n`);
@@ -43,10 +56,20 @@ export function printList(store: FailedRecordBrowser, flags: ListFlags, json: bo
     out(total === 0 ? 'No failed records.\n' : `No failed records on page ${page} (${total} in all).\n`);
     return;
   }
-  const rows = records.map((r) => [r.id, r.createdAt.slice(0, 19).replace('T', ' '), r.mapName, r.blockName, r.code, r.marked ? 'marked' : r.canReprocess ? '' : 'reprocessed', oneLine(r.errorMessage, 60)]);
+  const rows = records.map((r) => [
+    r.id,
+    r.createdAt.slice(0, 19).replace('T', ' '),
+    r.mapName,
+    r.blockName,
+    r.code,
+    r.marked ? 'marked' : r.canReprocess ? '' : 'reprocessed',
+    oneLine(r.errorMessage, 60),
+  ]);
   out(table(['ID', 'WHEN (UTC)', 'MAP', 'BLOCK', 'CODE', 'STATE', 'ERROR'], rows));
   const last = Math.ceil(total / limit);
-  out(`Page ${page} of ${last} (${total} record${total === 1 ? '' : 's'}).${page < last ? ` Next: --page ${page + 1}.` : ''} Details: ${cmd.name} show ID ${cmd.storeFlags}\n`);
+  out(
+    `Page ${page} of ${last} (${total} record${total === 1 ? '' : 's'}).${page < last ? ` Next: --page ${page + 1}.` : ''} Details: ${cmd.name} show ID ${cmd.storeFlags}\n`,
+  );
 }
 
 /** Prints one record: its error and its source fields. */
@@ -78,7 +101,11 @@ function oneLine(text: string, max: number): string {
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   return `${[line(head), ...rows.map(line)].join('\n')}\n`;
 }
 
@@ -94,7 +121,13 @@ export const LIST_OPTIONS = {
 } as const;
 
 /** Runs `list` or `show ID` on the store, as a table on a terminal or JSON (piped, --json), and closes it. */
-export function printFailures(store: FailedRecordBrowser, sub: 'list' | 'show', id: string | undefined, flags: ListFlags & { json: boolean }, cmd: FailuresCommand): void {
+export function printFailures(
+  store: FailedRecordBrowser,
+  sub: 'list' | 'show',
+  id: string | undefined,
+  flags: ListFlags & { json: boolean },
+  cmd: FailuresCommand,
+): void {
   const json = flags.json || !process.stdout.isTTY;
   const out = (text: string): void => void process.stdout.write(text);
   try {

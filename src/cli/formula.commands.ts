@@ -38,7 +38,8 @@ export async function formulaEval(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if (positionals.length !== 1) return usage(positionals.length === 0 ? 'The formula is missing.' : 'Give exactly one formula (quote it).');
+  if (positionals.length !== 1)
+    return usage(positionals.length === 0 ? 'The formula is missing.' : 'Give exactly one formula (quote it).');
   const formula = positionals[0] as string;
 
   let record: Record<string, unknown>;
@@ -57,7 +58,13 @@ export async function formulaEval(argv: string[]): Promise<void> {
   try {
     compiled = compileFormulas([formula]);
   } catch (err) {
-    if (isFerryError(err)) return report(formula, { code: err.code, kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) });
+    if (isFerryError(err))
+      return report(formula, {
+        code: err.code,
+        kind: err.kind,
+        message: err.message,
+        ...(err.details ? { details: err.details } : {}),
+      });
     throw err;
   }
   if (values.record !== undefined) {
@@ -105,19 +112,22 @@ function parseJson(text: string, flag: string): unknown {
   }
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function parseRecord(text: string): Record<string, unknown> {
   const record = parseJson(text, 'record');
   if (!isPlainObject(record)) throw invalid('--record must be an object {"Block": {"Field": value}}');
   for (const [block, fields] of Object.entries(record)) {
-    if (fields !== null && !isPlainObject(fields)) throw invalid(`--record: "${block}" must be an object of fields {"Field": value}`);
+    if (fields !== null && !isPlainObject(fields))
+      throw invalid(`--record: "${block}" must be an object of fields {"Field": value}`);
   }
   return record;
 }
 
 /** The formula's syntax for a reference: a part that is not a plain name goes in brackets. */
-const referenceText = ({ block, field }: FieldRef): string => [block, field].map((p) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? p : `[${p.replace(/]/g, ']]')}]`)).join('.');
+const referenceText = ({ block, field }: FieldRef): string =>
+  [block, field].map((p) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(p) ? p : `[${p.replace(/]/g, ']]')}]`)).join('.');
 
 /**
  * Why a `--record` cannot be the one meant: it holds none of the fields the formula reads (a
@@ -128,7 +138,9 @@ function recordMismatch(record: Record<string, unknown>, refs: readonly FieldRef
   if (refs.length === 0) return undefined;
   const has = (o: unknown, key: string): boolean => isPlainObject(o) && Object.prototype.hasOwnProperty.call(o, key);
   if (refs.some(({ block, field }) => has(record, block) && has(record[block], field))) return undefined;
-  const given = Object.entries(record).flatMap(([block, fields]) => (isPlainObject(fields) ? Object.keys(fields).map((f) => `${block} → ${f}`) : [`${block} → (null)`]));
+  const given = Object.entries(record).flatMap(([block, fields]) =>
+    isPlainObject(fields) ? Object.keys(fields).map((f) => `${block} → ${f}`) : [`${block} → (null)`],
+  );
   const shape = `{${[...new Map(refs.map((r) => [r.block, refs.filter((x) => x.block === r.block)])).entries()]
     .map(([block, fs]) => `${JSON.stringify(block)}: {${fs.map((f) => `${JSON.stringify(f.field)}: …`).join(', ')}}`)
     .join(', ')}}`;
@@ -143,9 +155,15 @@ function parseLookupTables(text: string): LookupTableData[] {
   const tables = parseJson(text, 'lookup-tables');
   if (!isPlainObject(tables)) throw invalid('--lookup-tables must be an object {"Table": [["value1", "value2"], …]}');
   return Object.entries(tables).map(([name, pairs], i) => {
-    const ok = Array.isArray(pairs) && pairs.every((p) => Array.isArray(p) && p.length === 2 && p.every((v) => typeof v === 'string'));
+    const ok =
+      Array.isArray(pairs) &&
+      pairs.every((p) => Array.isArray(p) && p.length === 2 && p.every((v) => typeof v === 'string'));
     if (!ok) throw invalid(`--lookup-tables: "${name}" must be a list of [value1, value2] text pairs`);
-    return { id: `cli-lookup-table-${i + 1}`, name, values: (pairs as [string, string][]).map(([value1, value2]) => ({ value1, value2 })) };
+    return {
+      id: `cli-lookup-table-${i + 1}`,
+      name,
+      values: (pairs as [string, string][]).map(([value1, value2]) => ({ value1, value2 })),
+    };
   });
 }
 

@@ -17,7 +17,11 @@ export const LOCAL_AGENT_WAIT_MS = 60_000;
 
 /** Makes a single-use installation key of the Organization and returns it. */
 export async function provisionLocalAgentKey(service: FerryService, orgId: number): Promise<string> {
-  const { key } = await issueInstallationKey(service.store.db, { orgId, ttlSeconds: LOCAL_KEY_TTL_SECONDS, createdBy: 'ferry up' });
+  const { key } = await issueInstallationKey(service.store.db, {
+    orgId,
+    ttlSeconds: LOCAL_KEY_TTL_SECONDS,
+    createdBy: 'ferry up',
+  });
   return key;
 }
 

@@ -66,7 +66,8 @@ const COMMANDS: Record<string, Command> = {
   'solutions update': async (argv, env) => (await loadSolutionChanges()).solutionsUpdate(argv, env),
   'solutions prepare': async (argv, env) => (await loadSolutionChanges()).solutionsPrepare(argv, env),
   'solutions delete': async (argv, env) => (await loadSolutionChanges()).solutionsDelete(argv, env),
-  'solutions schedule': async (argv, env) => (await import('./client/solution-schedule.js')).solutionsSchedule(argv, env),
+  'solutions schedule': async (argv, env) =>
+    (await import('./client/solution-schedule.js')).solutionsSchedule(argv, env),
   'lookuptables list': async (argv, env) => (await loadLookupTables()).lookupTablesList(argv, env),
   'lookuptables import': async (argv, env) => (await loadLookupTables()).lookupTablesImport(argv, env),
   'lookuptables export': async (argv, env) => (await loadLookupTables()).lookupTablesExport(argv, env),
@@ -134,16 +135,23 @@ Commands:
 Configuration comes from flags and FERRY_* variables (see README.md).`;
 
 function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   return pkg.version;
 }
 
 /** What an unknown command is told, first: the command, then the ones its group has, else a pointer to the usage. */
 function unknownCommand(argv: string[]): string {
   const [one = '', two] = argv;
-  const group = Object.keys(COMMANDS).filter((c) => c.startsWith(`${one} `)).map((c) => c.slice(one.length + 1));
+  const group = Object.keys(COMMANDS)
+    .filter((c) => c.startsWith(`${one} `))
+    .map((c) => c.slice(one.length + 1));
   if (group.length > 0) {
-    const what = two === undefined || two.startsWith('-') ? `ferry ${one} needs a command` : `unknown command "${two}" for "ferry ${one}"`;
+    const what =
+      two === undefined || two.startsWith('-')
+        ? `ferry ${one} needs a command`
+        : `unknown command "${two}" for "ferry ${one}"`;
     return `ferry: ${what}; its commands: ${group.join(', ')}\n`;
   }
   return `ferry: unknown command "${one}"; run ferry --help for the commands\n`;

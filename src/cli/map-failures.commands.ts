@@ -28,10 +28,19 @@ export async function mapFailures(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if ((sub !== 'list' && sub !== 'show') || !values.failures || (sub === 'show' ? positionals.length !== 1 : positionals.length !== 0)) {
-    process.stderr.write(`ferry map failures: ${sub === 'list' || sub === 'show' ? (values.failures ? 'unexpected arguments' : 'give --failures DIR') : 'say list or show'}\n\n${USAGE}\n`);
+  if (
+    (sub !== 'list' && sub !== 'show') ||
+    !values.failures ||
+    (sub === 'show' ? positionals.length !== 1 : positionals.length !== 0)
+  ) {
+    process.stderr.write(
+      `ferry map failures: ${sub === 'list' || sub === 'show' ? (values.failures ? 'unexpected arguments' : 'give --failures DIR') : 'say list or show'}\n\n${USAGE}\n`,
+    );
     process.exitCode = 2;
     return;
   }
-  printFailures(new FailedRecordBrowser(values.failures), sub, positionals[0], values, { name: 'ferry map failures', storeFlags: `--failures ${values.failures}` });
+  printFailures(new FailedRecordBrowser(values.failures), sub, positionals[0], values, {
+    name: 'ferry map failures',
+    storeFlags: `--failures ${values.failures}`,
+  });
 }

@@ -14,7 +14,14 @@ import pino from 'pino';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { upgradeMap } from '../maps/compiler/upgrade.js';
 import { validateModel, type ValidationResult } from '../maps/compiler/validate.js';
-import { connectionIdsOf, openConnections, openRun, type ConnectionSpec, type HostChoice, type RunHandle } from '../maps/open-run.js';
+import {
+  connectionIdsOf,
+  openConnections,
+  openRun,
+  type ConnectionSpec,
+  type HostChoice,
+  type RunHandle,
+} from '../maps/open-run.js';
 import type { FormulaBudget } from '../maps/runtime/formula-budget.js';
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
@@ -54,20 +61,33 @@ const USAGE = `Usage: ferry map validate MAP.json --connections CONNS.json
   --formula-budget-run-ms    the same for one record in the whole run (default 60000)`;
 
 /** The built-in plugins beside the command: `connectors/` from src/cli, `dist/connectors/` from dist/src/cli. */
-const defaultConnectorsDir = (): string => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../connectors');
+const defaultConnectorsDir = (): string =>
+  path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../connectors');
 
 async function readJson(file: string, what: string): Promise<unknown> {
   try {
     return JSON.parse(await fs.readFile(file, 'utf8')) as unknown;
   } catch (err) {
-    throw new FerryError('MAP_MODEL_INVALID', `${what} ${file} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
+    throw new FerryError(
+      'MAP_MODEL_INVALID',
+      `${what} ${file} cannot be read: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 
 /** The --connections file and the Connector host of the command (the --connectors folder, else the built-in plugins). */
-async function connectionsOf(values: Record<string, string | boolean | undefined>): Promise<HostChoice & { connections: Record<string, ConnectionSpec | undefined> }> {
-  const connections = (await readJson(values['connections'] as string, 'The connections file')) as Record<string, ConnectionSpec | undefined>;
-  return { connections, connectorsDir: (values['connectors'] as string | undefined) ?? defaultConnectorsDir(), log: pino({ level: 'silent' }) };
+async function connectionsOf(
+  values: Record<string, string | boolean | undefined>,
+): Promise<HostChoice & { connections: Record<string, ConnectionSpec | undefined> }> {
+  const connections = (await readJson(values['connections'] as string, 'The connections file')) as Record<
+    string,
+    ConnectionSpec | undefined
+  >;
+  return {
+    connections,
+    connectorsDir: (values['connectors'] as string | undefined) ?? defaultConnectorsDir(),
+    log: pino({ level: 'silent' }),
+  };
 }
 
 function parse(argv: string[]): { file: string; values: Record<string, string | boolean | undefined> } | undefined {
@@ -96,7 +116,11 @@ function formulaBudget(values: Record<string, string | boolean | undefined>): Pa
   const read = (flag: string): number | undefined => {
     const text = values[flag];
     if (typeof text !== 'string') return undefined;
-    if (!/^[0-9]{1,10}$/.test(text)) throw new FerryError('MAP_MODEL_INVALID', `--${flag} must be a whole number of milliseconds (0 turns the budget off), not "${text}".`);
+    if (!/^[0-9]{1,10}$/.test(text))
+      throw new FerryError(
+        'MAP_MODEL_INVALID',
+        `--${flag} must be a whole number of milliseconds (0 turns the budget off), not "${text}".`,
+      );
     return Number(text);
   };
   const perBlockMs = read('formula-budget-block-ms');
@@ -113,7 +137,11 @@ export async function mapValidate(argv: string[]): Promise<void> {
   try {
     const v = validateModel(model, opened.metadata);
     for (const r of v.results) process.stdout.write(`${formatResult(r)}\n`);
-    process.stdout.write(v.valid ? `The Map ${model.name} is valid.\n` : `The Map ${model.name} has ${v.results.filter((r) => r.severity === 'error').length} error(s).\n`);
+    process.stdout.write(
+      v.valid
+        ? `The Map ${model.name} is valid.\n`
+        : `The Map ${model.name} has ${v.results.filter((r) => r.severity === 'error').length} error(s).\n`,
+    );
     if (!v.valid) process.exitCode = 1;
   } finally {
     await opened.close();
@@ -129,10 +157,14 @@ export async function mapRun(argv: string[]): Promise<void> {
   const lookupTables = tablesFile ? await readLookupTablesFile(tablesFile) : [];
   let run: RunHandle;
   try {
-    run = await openRun(model, { ...(await connectionsOf(a.values)), failuresDir: a.values['failures'] as string | undefined });
+    run = await openRun(model, {
+      ...(await connectionsOf(a.values)),
+      failuresDir: a.values['failures'] as string | undefined,
+    });
   } catch (err) {
     if (isFerryError(err) && err.code === 'MAP_INVALID') {
-      for (const r of (err.details?.['results'] as ValidationResult[] | undefined) ?? []) process.stderr.write(`${formatResult(r)}\n`);
+      for (const r of (err.details?.['results'] as ValidationResult[] | undefined) ?? [])
+        process.stderr.write(`${formatResult(r)}\n`);
     }
     throw err;
   }
@@ -142,11 +174,20 @@ export async function mapRun(argv: string[]): Promise<void> {
   process.once('SIGINT', stop);
   const tty = process.stderr.isTTY;
   // On a terminal the progress line is rewritten in place: a record error line clears it first.
-  const report = new RecordErrorReport(process.stderr, tty, SHOWN_PER_CODE, () => void process.stderr.write('\r\u001b[K'));
+  const report = new RecordErrorReport(
+    process.stderr,
+    tty,
+    SHOWN_PER_CODE,
+    () => void process.stderr.write('\r\u001b[K'),
+  );
   try {
     const missing = missingTables(plan.lookupTables.names, lookupTables);
     if (missing.length > 0) {
-      throw new FerryError('MAP_LOOKUP_TABLE_NOT_FOUND', `The Map reads the Lookup Table(s) ${missing.map((n) => `"${n}"`).join(', ')}, ${tablesFile ? `which ${tablesFile} does not hold` : 'but no --lookup-tables file was given'}.`, { details: { tables: missing } });
+      throw new FerryError(
+        'MAP_LOOKUP_TABLE_NOT_FOUND',
+        `The Map reads the Lookup Table(s) ${missing.map((n) => `"${n}"`).join(', ')}, ${tablesFile ? `which ${tablesFile} does not hold` : 'but no --lookup-tables file was given'}.`,
+        { details: { tables: missing } },
+      );
     }
     const batch = a.values['batch-size'] ? Number(a.values['batch-size']) : undefined;
     const budget = formulaBudget(a.values);
@@ -165,7 +206,9 @@ export async function mapRun(argv: string[]): Promise<void> {
       onProgress: (p) => {
         if (!tty) return;
         const s = (Date.now() - started) / 1000;
-        process.stderr.write(`\r${p.processed} processed, ${p.failed} failed, ${Math.round(p.processed / Math.max(s, 0.001))} records/s`);
+        process.stderr.write(
+          `\r${p.processed} processed, ${p.failed} failed, ${Math.round(p.processed / Math.max(s, 0.001))} records/s`,
+        );
       },
       onRecordError: (e) => report.add(e),
     });

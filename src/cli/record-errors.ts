@@ -64,7 +64,9 @@ export class RecordErrorReport {
     }
     this.beforeLine();
     for (const [code, t] of this.#tally) {
-      const blocks = Object.entries(t.blocks).map(([name, n]) => `${name}: ${n}`).join(', ');
+      const blocks = Object.entries(t.blocks)
+        .map(([name, n]) => `${name}: ${n}`)
+        .join(', ');
       const more = t.count > t.shown ? `; the first ${t.shown} are shown above` : '';
       this.out.write(`${code}: ${t.count} record${t.count === 1 ? '' : 's'} (${blocks})${more}.\n`);
     }
@@ -75,11 +77,15 @@ export class RecordErrorReport {
 /** One record error as a line: the Block, the record (its key, else its row), the code and the message. */
 export function formatRecordError(e: MapRecordError): string {
   const record = e.sourceKey
-    ? `key ${Object.entries(e.sourceKey).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(',')}`
+    ? `key ${Object.entries(e.sourceKey)
+        .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+        .join(',')}`
     : e.sourceRow !== undefined
       ? `row ${e.sourceRow}`
       : 'record';
   // The Block's name often opens the message ("CreateContact: …"): said once.
-  const message = e.errorMessage.startsWith(`${e.blockName}: `) ? e.errorMessage.slice(e.blockName.length + 2) : e.errorMessage;
+  const message = e.errorMessage.startsWith(`${e.blockName}: `)
+    ? e.errorMessage.slice(e.blockName.length + 2)
+    : e.errorMessage;
   return `${e.blockName}  ${record}  ${e.code}  ${message}`;
 }

@@ -33,9 +33,18 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
   const { parseServiceConfig } = await import('../../service/config.js');
   const { buildService, REDACT_PATHS } = await import('../../service/build-service.js');
   const { provisionLocalAgentKey, waitForLocalAgent } = await import('./local-agent.js');
-  const config = parseServiceConfig(env, { port: values.port, host: values.host, dataDir: values['data-dir'], databaseUrl: values['database-url'] });
+  const config = parseServiceConfig(env, {
+    port: values.port,
+    host: values.host,
+    dataDir: values['data-dir'],
+    databaseUrl: values['database-url'],
+  });
   // Readable lines on a terminal, JSON for a collector (FERRY_LOG_FORMAT chooses).
-  const logger = createConsoleLogger({ level: config.logLevel, format: logFormatOf(env, process.stdout.isTTY === true), redact: REDACT_PATHS });
+  const logger = createConsoleLogger({
+    level: config.logLevel,
+    format: logFormatOf(env, process.stdout.isTTY === true),
+    redact: REDACT_PATHS,
+  });
   const service = await buildService(config, { logger });
   const url = await service.listen();
   const b = service.bootstrap;
@@ -73,18 +82,36 @@ export async function up(argv: string[], env: NodeJS.ProcessEnv): Promise<void> 
     let instance = listInstances(home)[0];
     if (!instance) {
       const key = await provisionLocalAgentKey(service, b.orgId);
-      const pending = installInstance({ home, key, serviceUrl: url, version: (await import('./agent.commands.js')).packageVersion() });
+      const pending = installInstance({
+        home,
+        key,
+        serviceUrl: url,
+        version: (await import('./agent.commands.js')).packageVersion(),
+      });
       installing = pending.catch(() => undefined);
       const installed = await pending;
       instance = installed.paths;
-      process.stdout.write(`  Agent:    installed "${installed.config.name}" (${installed.config.agentId}) in ${installed.paths.dir}\n`);
+      process.stdout.write(
+        `  Agent:    installed "${installed.config.name}" (${installed.config.agentId}) in ${installed.paths.dir}\n`,
+      );
     }
     if (closing) return;
     const { agentId, name, orgId } = readInstanceConfig(instance);
     const child = startLocalAgent(home, instance.number, url, env);
     agent = child;
-    const waited = await waitForLocalAgent({ service, orgId, agentId, configName: name, instance, child, url, adminEmail: b.adminEmail, closing: () => closing });
-    if (waited.lines.length > 0) (waited.connected ? process.stdout : process.stderr).write(waited.lines.join('\n') + '\n');
+    const waited = await waitForLocalAgent({
+      service,
+      orgId,
+      agentId,
+      configName: name,
+      instance,
+      child,
+      url,
+      adminEmail: b.adminEmail,
+      closing: () => closing,
+    });
+    if (waited.lines.length > 0)
+      (waited.connected ? process.stdout : process.stderr).write(waited.lines.join('\n') + '\n');
   } catch (err) {
     // The Service is still useful without its local Agent: say why and go on.
     process.stderr.write(`ferry: the local Agent did not start: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -103,8 +130,12 @@ async function stopAgent(agent: ChildProcess | undefined): Promise<void> {
 function startLocalAgent(home: string, instance: number, url: string, env: NodeJS.ProcessEnv): ChildProcess {
   const script = process.argv[1];
   if (!script) throw new Error('Cannot tell how this CLI was started.');
-  return spawn(process.execPath, [...process.execArgv, path.resolve(script), 'agent', 'run', '--home', home, '--instance', String(instance)], {
-    env: { ...env, FERRY_AGENT_SERVICE_URL: url },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  return spawn(
+    process.execPath,
+    [...process.execArgv, path.resolve(script), 'agent', 'run', '--home', home, '--instance', String(instance)],
+    {
+      env: { ...env, FERRY_AGENT_SERVICE_URL: url },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
 }

@@ -72,7 +72,10 @@ export class HostConnection {
   }
 
   private live(verb: string): CallScope {
-    if (this.closed) throw new FerryError('CON_CLOSED', `The connection ${this.connectionId} is closed.`, { details: { connectionId: this.connectionId, verb } });
+    if (this.closed)
+      throw new FerryError('CON_CLOSED', `The connection ${this.connectionId} is closed.`, {
+        details: { connectionId: this.connectionId, verb },
+      });
     return this.init.scope(verb);
   }
 
@@ -96,7 +99,11 @@ export class HostConnection {
     return this.init.cache.get(this.connectionId, fp, async () => {
       const md = await guardCall(scope, this.timeout('metadata', callOpts), (ctx) => s.metadata(ctx));
       if (!md || !Array.isArray(md.entities)) {
-        throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${this.manifest.name} connector's metadata has no entities list.`, { details: { connector: this.manifest.name } });
+        throw new FerryError(
+          'CON_PROTOCOL_VIOLATION',
+          `The ${this.manifest.name} connector's metadata has no entities list.`,
+          { details: { connector: this.manifest.name } },
+        );
       }
       return md;
     });
@@ -105,14 +112,20 @@ export class HostConnection {
   /** One entity's metadata by fullName (from the cached metadata); `CON_ENTITY_NOT_FOUND` if absent. */
   async entity(fullName: string, opts: CallOptions & { reload?: boolean } = {}): Promise<EntityMetadata> {
     const md = await this.metadata(opts);
-    const e = md.entities.find((x) => x.fullName === fullName) ?? md.entities.find((x) => x.fullName.toLowerCase() === fullName.toLowerCase());
-    if (!e) throw new FerryError('CON_ENTITY_NOT_FOUND', `The ${this.manifest.name} connection has no entity ${fullName}.`, { details: { connectionId: this.connectionId, entity: fullName } });
+    const e =
+      md.entities.find((x) => x.fullName === fullName) ??
+      md.entities.find((x) => x.fullName.toLowerCase() === fullName.toLowerCase());
+    if (!e)
+      throw new FerryError('CON_ENTITY_NOT_FOUND', `The ${this.manifest.name} connection has no entity ${fullName}.`, {
+        details: { connectionId: this.connectionId, entity: fullName },
+      });
     return e;
   }
 
   private batchSize(asked: number | undefined): number {
     const size = asked ?? Math.min(DEFAULT_BATCH_SIZE, this.bulkLimit);
-    if (!Number.isInteger(size) || size < 1) throw new FerryError('CON_QUERY_INVALID', `The batch size ${size} is not a positive whole number.`);
+    if (!Number.isInteger(size) || size < 1)
+      throw new FerryError('CON_QUERY_INVALID', `The batch size ${size} is not a positive whole number.`);
     return Math.min(size, this.bulkLimit);
   }
 
@@ -134,24 +147,42 @@ export class HostConnection {
   queryPacked(entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<PackedBatch> | undefined {
     const s = this.init.session;
     const { options, callOpts } = this.queryCall(filter, opts);
-    if (typeof s.queryPacked !== 'function' || typeof s.readsPacked !== 'function' || s.readsPacked(options) !== true) return undefined;
+    if (typeof s.queryPacked !== 'function' || typeof s.readsPacked !== 'function' || s.readsPacked(options) !== true)
+      return undefined;
     const scope = this.live('query');
     const run = s.queryPacked.bind(s);
-    return guardBatches(scope, callOpts, options.batchSize, (ctx) => run(entity, filter, options, ctx), (b) => (isPackedBatch(b) ? b.rows : undefined), 'rows');
+    return guardBatches(
+      scope,
+      callOpts,
+      options.batchSize,
+      (ctx) => run(entity, filter, options, ctx),
+      (b) => (isPackedBatch(b) ? b.rows : undefined),
+      'rows',
+    );
   }
 
   /** A query's options for the plugin and its call options; `CON_QUERY_INVALID` for a filter that is not one. */
-  private queryCall(filter: Filter | undefined, opts: HostQueryOptions): { options: QueryOptions; callOpts: CallOptions } {
+  private queryCall(
+    filter: Filter | undefined,
+    opts: HostQueryOptions,
+  ): { options: QueryOptions; callOpts: CallOptions } {
     const { signal, timeoutMs, onProgress, batchSize, ...rest } = opts;
     if (filter !== undefined) {
       const parsed = Filter.safeParse(filter);
       if (!parsed.success) {
-        throw new FerryError('CON_QUERY_INVALID', `The filter is not valid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+        throw new FerryError(
+          'CON_QUERY_INVALID',
+          `The filter is not valid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+        );
       }
     }
     return {
       options: { ...rest, batchSize: this.batchSize(batchSize) },
-      callOpts: { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}) },
+      callOpts: {
+        ...(signal ? { signal } : {}),
+        ...(timeoutMs ? { timeoutMs } : {}),
+        ...(onProgress ? { onProgress } : {}),
+      },
     };
   }
 
@@ -159,17 +190,38 @@ export class HostConnection {
    * Writes a packed batch as {@link write} writes its records: through the plugin's writePacked
    * when it has one, else as records.
    */
-  async writePacked(action: WriteAction, entity: string, batch: PackedBatch, opts: WriteOptions & CallOptions = {}): Promise<WriteResult[]> {
+  async writePacked(
+    action: WriteAction,
+    entity: string,
+    batch: PackedBatch,
+    opts: WriteOptions & CallOptions = {},
+  ): Promise<WriteResult[]> {
     const s = this.init.session;
-    if (typeof s.writePacked !== 'function' || batch.rows > this.bulkLimit || batch.rows === 0 || opts.checkpoint || !(WRITE_ACTIONS as readonly string[]).includes(action)) {
+    if (
+      typeof s.writePacked !== 'function' ||
+      batch.rows > this.bulkLimit ||
+      batch.rows === 0 ||
+      opts.checkpoint ||
+      !(WRITE_ACTIONS as readonly string[]).includes(action)
+    ) {
       return this.write(action, entity, unpackRecords(batch, recordMaker(batch.fields)), opts);
     }
     const scope = this.live('write');
     const { keyFields, signal, timeoutMs, onProgress } = opts;
     const writeOpts: WriteOptions = keyFields ? { keyFields } : {};
-    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}), settleMs: WRITE_SETTLE_MS });
+    const callOpts = this.timeout('write', {
+      ...(signal ? { signal } : {}),
+      ...(timeoutMs ? { timeoutMs } : {}),
+      ...(onProgress ? { onProgress } : {}),
+      settleMs: WRITE_SETTLE_MS,
+    });
     const run = s.writePacked.bind(s);
-    return this.checkResults(await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx)), batch.rows, action, entity);
+    return this.checkResults(
+      await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx)),
+      batch.rows,
+      action,
+      entity,
+    );
   }
 
   /** A write's results as the SDK promises them: one well-formed result per record. */
@@ -185,11 +237,17 @@ export class HostConnection {
   }
 
   /** Runs a statement in the datastore's own language; `CON_UNSUPPORTED` where the plugin has none. */
-  nativeQuery(statement: string, params: readonly Value[] = [], opts: CallOptions & { batchSize?: number } = {}): AsyncIterable<RecordBatch> {
+  nativeQuery(
+    statement: string,
+    params: readonly Value[] = [],
+    opts: CallOptions & { batchSize?: number } = {},
+  ): AsyncIterable<RecordBatch> {
     const scope = this.live('nativeQuery');
     const s = this.init.session;
     if (typeof s.nativeQuery !== 'function') {
-      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector has no native query.`, { details: { connector: this.manifest.name } });
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector has no native query.`, {
+        details: { connector: this.manifest.name },
+      });
     }
     const { batchSize, ...callOpts } = opts;
     const size = this.batchSize(batchSize);
@@ -201,7 +259,12 @@ export class HostConnection {
    * Writes records for an action. A batch larger than the plugin's bulkLimit is split; the result
    * has exactly one entry per record, in input order. Throws only when the whole call failed.
    */
-  async write(action: WriteAction, entity: string, records: readonly ConnectorRecord[], opts: WriteOptions & CallOptions = {}): Promise<WriteResult[]> {
+  async write(
+    action: WriteAction,
+    entity: string,
+    records: readonly ConnectorRecord[],
+    opts: WriteOptions & CallOptions = {},
+  ): Promise<WriteResult[]> {
     const scope = this.live('write');
     if (!(WRITE_ACTIONS as readonly string[]).includes(action)) {
       throw new FerryError('CON_UNSUPPORTED', `${String(action)} is not a write action.`, { details: { action } });
@@ -209,14 +272,25 @@ export class HostConnection {
     const { keyFields, checkpoint, signal, timeoutMs, onProgress } = opts;
     if (checkpoint) this.checkCheckpoint(action, records.length);
     const writeOpts: WriteOptions = { ...(keyFields ? { keyFields } : {}), ...(checkpoint ? { checkpoint } : {}) };
-    const callOpts = this.timeout('write', { ...(signal ? { signal } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(onProgress ? { onProgress } : {}), settleMs: WRITE_SETTLE_MS });
+    const callOpts = this.timeout('write', {
+      ...(signal ? { signal } : {}),
+      ...(timeoutMs ? { timeoutMs } : {}),
+      ...(onProgress ? { onProgress } : {}),
+      settleMs: WRITE_SETTLE_MS,
+    });
     const s = this.init.session;
     const out: WriteResult[] = [];
     // A checkpoint with no records is saved alone (a copy starting over resets its checkpoint).
-    if (records.length === 0 && checkpoint) await guardCall(scope, callOpts, (ctx) => s.write(action, entity, records, writeOpts, ctx));
+    if (records.length === 0 && checkpoint)
+      await guardCall(scope, callOpts, (ctx) => s.write(action, entity, records, writeOpts, ctx));
     for (let i = 0; i < records.length; i += this.bulkLimit) {
       const part = i === 0 && records.length <= this.bulkLimit ? records : records.slice(i, i + this.bulkLimit);
-      const results = this.checkResults(await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx)), part.length, action, entity);
+      const results = this.checkResults(
+        await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx)),
+        part.length,
+        action,
+        entity,
+      );
       for (const r of results) out.push(r);
     }
     return out;
@@ -245,12 +319,16 @@ export class HostConnection {
     const scope = this.live('readCheckpoint');
     const s = this.init.session;
     if (typeof s.readCheckpoint !== 'function') {
-      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector keeps no checkpoints.`, { details: { connector: this.manifest.name } });
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector keeps no checkpoints.`, {
+        details: { connector: this.manifest.name },
+      });
     }
     const run = s.readCheckpoint.bind(s);
     const value = await guardCall(scope, this.timeout('metadata', opts), (ctx) => run(key, ctx));
     if (value !== null && typeof value !== 'string') {
-      throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${this.manifest.name} connector's checkpoint is not text.`, { details: { connector: this.manifest.name } });
+      throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${this.manifest.name} connector's checkpoint is not text.`, {
+        details: { connector: this.manifest.name },
+      });
     }
     return value;
   }
@@ -258,24 +336,39 @@ export class HostConnection {
   /** A checkpoint commits with its batch only when the plugin keeps them, for Create, in one plugin call. */
   private checkCheckpoint(action: WriteAction, records: number): void {
     if (!this.transactionalCheckpoints || action !== 'Create') {
-      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector cannot save a checkpoint with a ${action} batch.`, { details: { connector: this.manifest.name, action } });
+      throw new FerryError(
+        'CON_UNSUPPORTED',
+        `The ${this.manifest.name} connector cannot save a checkpoint with a ${action} batch.`,
+        { details: { connector: this.manifest.name, action } },
+      );
     }
     // Split into several calls, the batch would commit in parts and the checkpoint with the last only.
     if (records > this.bulkLimit) {
-      throw new FerryError('CON_UNSUPPORTED', `A batch with a checkpoint holds at most ${this.bulkLimit} records (the connector's bulkLimit); it has ${records}.`, { details: { connector: this.manifest.name, records } });
+      throw new FerryError(
+        'CON_UNSUPPORTED',
+        `A batch with a checkpoint holds at most ${this.bulkLimit} records (the connector's bulkLimit); it has ${records}.`,
+        { details: { connector: this.manifest.name, records } },
+      );
     }
   }
 
   /** Creates or widens a target entity to match a source entity; `CON_UNSUPPORTED` where the plugin cannot. */
-  async ensureEntity(source: EntityMetadata, opts: EnsureEntityOptions & CallOptions = {}): Promise<EnsureEntityResult> {
+  async ensureEntity(
+    source: EntityMetadata,
+    opts: EnsureEntityOptions & CallOptions = {},
+  ): Promise<EnsureEntityResult> {
     const scope = this.live('ensureEntity');
     const s = this.init.session;
     if (typeof s.ensureEntity !== 'function') {
-      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector cannot create entities.`, { details: { connector: this.manifest.name } });
+      throw new FerryError('CON_UNSUPPORTED', `The ${this.manifest.name} connector cannot create entities.`, {
+        details: { connector: this.manifest.name },
+      });
     }
     const { entity, ...callOpts } = opts;
     const run = s.ensureEntity.bind(s);
-    const res = await guardCall(scope, this.timeout('ensureEntity', callOpts), (ctx) => run(source, entity ? { entity } : {}, ctx));
+    const res = await guardCall(scope, this.timeout('ensureEntity', callOpts), (ctx) =>
+      run(source, entity ? { entity } : {}, ctx),
+    );
     // The entity list changed: the next metadata call reloads.
     this.init.cache.invalidate(this.connectionId);
     return res;

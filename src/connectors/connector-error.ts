@@ -45,7 +45,11 @@ export class ConnectorError extends Error {
 export function isConnectorError(err: unknown): err is ConnectorError {
   if (typeof err !== 'object' || err === null) return false;
   const e = err as { name?: unknown; reason?: unknown };
-  return e.name === 'ConnectorError' && typeof e.reason === 'string' && (CONNECTOR_ERROR_REASONS as readonly string[]).includes(e.reason);
+  return (
+    e.name === 'ConnectorError' &&
+    typeof e.reason === 'string' &&
+    (CONNECTOR_ERROR_REASONS as readonly string[]).includes(e.reason)
+  );
 }
 
 /** Throws `Aborted` when the call's signal has fired; plugins call it between units of work. */

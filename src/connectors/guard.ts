@@ -52,7 +52,12 @@ const REASON_CODES: Record<ConnectorErrorReason, ErrorCode> = {
 export function callSignal(scope: CallScope, opts: CallOptions): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
   const outer = opts.signal;
-  const onOuter = (): void => controller.abort(new FerryError('CON_ABORTED', `The ${scope.verb} call to the ${scope.connector} connector was cancelled.`, { details: detailsOf(scope) }));
+  const onOuter = (): void =>
+    controller.abort(
+      new FerryError('CON_ABORTED', `The ${scope.verb} call to the ${scope.connector} connector was cancelled.`, {
+        details: detailsOf(scope),
+      }),
+    );
   if (outer?.aborted) onOuter();
   else outer?.addEventListener('abort', onOuter, { once: true });
   const timer =
@@ -60,9 +65,13 @@ export function callSignal(scope: CallScope, opts: CallOptions): { signal: Abort
       ? setTimeout(
           () =>
             controller.abort(
-              new FerryError('CON_TIMEOUT', `The ${scope.verb} call to the ${scope.connector} connector did not finish within ${opts.timeoutMs} ms.`, {
-                details: { ...detailsOf(scope), timeoutMs: opts.timeoutMs },
-              }),
+              new FerryError(
+                'CON_TIMEOUT',
+                `The ${scope.verb} call to the ${scope.connector} connector did not finish within ${opts.timeoutMs} ms.`,
+                {
+                  details: { ...detailsOf(scope), timeoutMs: opts.timeoutMs },
+                },
+              ),
             ),
           opts.timeoutMs,
         )
@@ -132,7 +141,9 @@ export function raceAbort<T>(p: Promise<T>, signal: AbortSignal, settleMs = 0): 
 }
 
 function detailsOf(scope: CallScope): Record<string, unknown> {
-  return scope.connectionId ? { connector: scope.connector, verb: scope.verb, connectionId: scope.connectionId } : { connector: scope.connector, verb: scope.verb };
+  return scope.connectionId
+    ? { connector: scope.connector, verb: scope.verb, connectionId: scope.connectionId }
+    : { connector: scope.connector, verb: scope.verb };
 }
 
 /** Removes protected property values from a text. */
@@ -152,21 +163,33 @@ export function toHostError(err: unknown, scope: CallScope, signal?: AbortSignal
     return new FerryError(REASON_CODES[err.reason], scrub(err.message, scope.secrets), { details, cause: err });
   }
   const message = err instanceof Error ? err.message : String(err);
-  return new FerryError('CON_PLUGIN_FAILED', `The ${scope.connector} connector failed in ${scope.verb}: ${scrub(message, scope.secrets)}`, {
-    details,
-    cause: err,
-  });
+  return new FerryError(
+    'CON_PLUGIN_FAILED',
+    `The ${scope.connector} connector failed in ${scope.verb}: ${scrub(message, scope.secrets)}`,
+    {
+      details,
+      cause: err,
+    },
+  );
 }
 
 /** Logs a failed call at the level its kind calls for. */
 export function logFailure(scope: CallScope, err: FerryError): void {
-  const fields = { code: err.code, verb: scope.verb, err: { message: err.message, code: err.code, details: err.details } };
+  const fields = {
+    code: err.code,
+    verb: scope.verb,
+    err: { message: err.message, code: err.code, details: err.details },
+  };
   if (err.kind === 'system') scope.log.error(fields, 'connector call failed');
   else scope.log.warn(fields, 'connector call failed');
 }
 
 /** Runs one plugin call under containment. */
-export async function guardCall<T>(scope: CallScope, opts: CallOptions, fn: (ctx: CallContext) => Promise<T> | T): Promise<T> {
+export async function guardCall<T>(
+  scope: CallScope,
+  opts: CallOptions,
+  fn: (ctx: CallContext) => Promise<T> | T,
+): Promise<T> {
   const { signal, dispose } = callSignal(scope, opts);
   try {
     if (signal.aborted) throw signal.reason;
@@ -225,7 +248,11 @@ export async function* guardBatches<B>(
     const ctx = callContext(scope, signal, opts);
     const iterable = open(ctx);
     if (!iterable || typeof (iterable as Partial<AsyncIterable<B>>)[Symbol.asyncIterator] !== 'function') {
-      throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${scope.connector} connector's ${scope.verb} did not return an async iterable.`, { details: detailsOf(scope) });
+      throw new FerryError(
+        'CON_PROTOCOL_VIOLATION',
+        `The ${scope.connector} connector's ${scope.verb} did not return an async iterable.`,
+        { details: detailsOf(scope) },
+      );
     }
     it = iterable[Symbol.asyncIterator]();
     for (;;) {
@@ -257,7 +284,10 @@ export async function* guardBatches<B>(
         .then(() => it?.return?.())
         .catch((err: unknown) => scope.log.warn({ err, verb: scope.verb }, 'connector stream cleanup failed'));
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([ret, new Promise<void>((resolve) => (timer = setTimeout(resolve, signal.aborted ? 100 : RETURN_WAIT_MS)))]);
+      await Promise.race([
+        ret,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, signal.aborted ? 100 : RETURN_WAIT_MS))),
+      ]);
       clearTimeout(timer);
     }
     scope.log.debug({ verb: scope.verb, records: count }, 'connector stream closed');

@@ -38,7 +38,9 @@ export interface ConnectorHostOptions {
   /** How long a plugin module may take to load; default 10 s. */
   loadTimeoutMs?: number;
   /** Default time-outs of calls per verb, in ms; a call's own `timeoutMs` wins. */
-  timeouts?: Partial<Record<'preconnect' | 'connect' | 'test' | 'metadata' | 'write' | 'ensureEntity' | 'disconnect', number>>;
+  timeouts?: Partial<
+    Record<'preconnect' | 'connect' | 'test' | 'metadata' | 'write' | 'ensureEntity' | 'disconnect', number>
+  >;
 }
 
 /** A plugin that loaded. */
@@ -73,7 +75,15 @@ export interface OpenRequest {
   log?: Logger | undefined;
 }
 
-const DEFAULT_TIMEOUTS = { preconnect: 60_000, connect: 60_000, test: 60_000, metadata: 600_000, write: 600_000, ensureEntity: 600_000, disconnect: 30_000 };
+const DEFAULT_TIMEOUTS = {
+  preconnect: 60_000,
+  connect: 60_000,
+  test: 60_000,
+  metadata: 600_000,
+  write: 600_000,
+  ensureEntity: 600_000,
+  disconnect: 30_000,
+};
 
 export class ConnectorHost {
   readonly metadataCache = new MetadataCache();
@@ -101,7 +111,10 @@ export class ConnectorHost {
     let names: string[];
     try {
       const entries = await fs.readdir(this.opts.dir, { withFileTypes: true });
-      names = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
+      names = entries
+        .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+        .map((e) => e.name)
+        .sort();
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') names = [];
       else throw err;
@@ -130,18 +143,30 @@ export class ConnectorHost {
       manifest = await readManifest(folder);
       const m = manifest;
       if (!satisfies(this.sdkVersion, m.sdkVersion)) {
-        throw new FerryError('CON_VERSION_UNSUPPORTED', `The ${m.name} connector ${m.version} needs SDK ${m.sdkVersion}; this Agent offers SDK ${this.sdkVersion}.`, {
-          details: { folder, connectorId: m.id, sdkVersion: m.sdkVersion, offered: this.sdkVersion },
-        });
+        throw new FerryError(
+          'CON_VERSION_UNSUPPORTED',
+          `The ${m.name} connector ${m.version} needs SDK ${m.sdkVersion}; this Agent offers SDK ${this.sdkVersion}.`,
+          {
+            details: { folder, connectorId: m.id, sdkVersion: m.sdkVersion, offered: this.sdkVersion },
+          },
+        );
       }
       if (m.agentVersion && this.opts.agentVersion && !satisfies(this.opts.agentVersion, m.agentVersion)) {
-        throw new FerryError('CON_VERSION_UNSUPPORTED', `The ${m.name} connector ${m.version} needs Agent ${m.agentVersion}; this Agent is ${this.opts.agentVersion}.`, {
-          details: { folder, connectorId: m.id, agentVersion: m.agentVersion, offered: this.opts.agentVersion },
-        });
+        throw new FerryError(
+          'CON_VERSION_UNSUPPORTED',
+          `The ${m.name} connector ${m.version} needs Agent ${m.agentVersion}; this Agent is ${this.opts.agentVersion}.`,
+          {
+            details: { folder, connectorId: m.id, agentVersion: m.agentVersion, offered: this.opts.agentVersion },
+          },
+        );
       }
       const other = this.loaded.get(m.id);
       if (other && other.folder !== folder && !opts.replace) {
-        throw new FerryError('CON_DUPLICATE', `The ${m.name} connector in ${folder} has the same id as the one in ${other.folder}.`, { details: { folder, connectorId: m.id } });
+        throw new FerryError(
+          'CON_DUPLICATE',
+          `The ${m.name} connector in ${folder} has the same id as the one in ${other.folder}.`,
+          { details: { folder, connectorId: m.id } },
+        );
       }
       const plugin = await this.importPlugin(folder, m);
       const entry: Loaded = { folder, manifest: m, plugin };
@@ -152,7 +177,11 @@ export class ConnectorHost {
     } catch (err) {
       const e = asFerry(err);
       this.forgetFailure(folder);
-      this.failed.push({ folder, ...(manifest ? { connectorId: manifest.id, name: manifest.name } : {}), error: toErrorData(e) });
+      this.failed.push({
+        folder,
+        ...(manifest ? { connectorId: manifest.id, name: manifest.name } : {}),
+        error: toErrorData(e),
+      });
       const fields = { folder, code: e.code, err: { message: e.message, details: e.details, errors: e.errors } };
       if (e.kind === 'system') this.log.error(fields, 'connector not loaded');
       else this.log.warn(fields, 'connector not loaded');
@@ -173,16 +202,24 @@ export class ConnectorHost {
         }),
       ]);
     } catch (err) {
-      throw new FerryError('CON_LOAD_FAILED', `The ${m.name} connector's module failed to load: ${err instanceof Error ? err.message : String(err)}`, {
-        details: { folder, connectorId: m.id },
-        cause: err,
-      });
+      throw new FerryError(
+        'CON_LOAD_FAILED',
+        `The ${m.name} connector's module failed to load: ${err instanceof Error ? err.message : String(err)}`,
+        {
+          details: { folder, connectorId: m.id },
+          cause: err,
+        },
+      );
     } finally {
       clearTimeout(timer);
     }
     const plugin = mod.default as Partial<ConnectorPlugin> | undefined;
     if (!plugin || typeof plugin !== 'object' || typeof plugin.connect !== 'function') {
-      throw new FerryError('CON_LOAD_FAILED', `The ${m.name} connector's module has no default export with a connect function.`, { details: { folder, connectorId: m.id } });
+      throw new FerryError(
+        'CON_LOAD_FAILED',
+        `The ${m.name} connector's module has no default export with a connect function.`,
+        { details: { folder, connectorId: m.id } },
+      );
     }
     return plugin as ConnectorPlugin;
   }
@@ -198,7 +235,10 @@ export class ConnectorHost {
     for (const [id, l] of this.loaded) {
       if (id.toLowerCase() === key) {
         this.loaded.delete(id);
-        this.log.info({ connector: l.manifest.name, connectorId: l.manifest.id, version: l.manifest.version }, 'connector unloaded');
+        this.log.info(
+          { connector: l.manifest.name, connectorId: l.manifest.id, version: l.manifest.version },
+          'connector unloaded',
+        );
         return { folder: l.folder, manifest: l.manifest };
       }
     }
@@ -229,16 +269,32 @@ export class ConnectorHost {
 
   private find(idOrName: string): Loaded {
     const key = idOrName.toLowerCase();
-    const hit = this.loaded.get(idOrName) ?? [...this.loaded.values()].find((l) => l.manifest.id.toLowerCase() === key || l.manifest.name.toLowerCase() === key);
+    const hit =
+      this.loaded.get(idOrName) ??
+      [...this.loaded.values()].find(
+        (l) => l.manifest.id.toLowerCase() === key || l.manifest.name.toLowerCase() === key,
+      );
     if (hit) return hit;
     const failure = this.failed.find((f) => f.connectorId?.toLowerCase() === key || f.name?.toLowerCase() === key);
     if (failure) {
-      throw new FerryError('CON_UNAVAILABLE', `The ${failure.name ?? idOrName} connector failed to load: ${failure.error.message}`, { details: { connectorId: failure.connectorId, cause: failure.error } });
+      throw new FerryError(
+        'CON_UNAVAILABLE',
+        `The ${failure.name ?? idOrName} connector failed to load: ${failure.error.message}`,
+        { details: { connectorId: failure.connectorId, cause: failure.error } },
+      );
     }
-    throw new FerryError('CON_NOT_FOUND', `No connector ${idOrName} is installed on this Agent.`, { details: { connectorId: idOrName } });
+    throw new FerryError('CON_NOT_FOUND', `No connector ${idOrName} is installed on this Agent.`, {
+      details: { connectorId: idOrName },
+    });
   }
 
-  private scope(l: Loaded, verb: string, properties: ConnectionProperties, connectionId?: string, parent?: Logger): CallScope {
+  private scope(
+    l: Loaded,
+    verb: string,
+    properties: ConnectionProperties,
+    connectionId?: string,
+    parent?: Logger,
+  ): CallScope {
     const secrets = protectedProperties(l.manifest)
       .map((p) => properties[p])
       .filter((v): v is string => typeof v === 'string' && v.length > 0);
@@ -250,14 +306,24 @@ export class ConnectorHost {
   }
 
   /** Runs the plugin's preconnect step (a form check, or an OAuth step). */
-  async preconnect(connectorId: string, properties: ConnectionProperties, opts: CallOptions = {}): Promise<PreconnectResult> {
+  async preconnect(
+    connectorId: string,
+    properties: ConnectionProperties,
+    opts: CallOptions = {},
+  ): Promise<PreconnectResult> {
     const l = this.find(connectorId);
     const scope = this.scope(l, 'preconnect', properties);
     const pre = l.plugin.preconnect?.bind(l.plugin);
     if (!pre) return { reply: 'SUCCESS' };
-    const res = await guardCall(scope, { timeoutMs: this.timeouts.preconnect, ...opts }, (ctx) => pre({ ...properties }, ctx));
+    const res = await guardCall(scope, { timeoutMs: this.timeouts.preconnect, ...opts }, (ctx) =>
+      pre({ ...properties }, ctx),
+    );
     if (!res || typeof res.reply !== 'string') {
-      throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${l.manifest.name} connector's preconnect returned no reply.`, { details: { connector: l.manifest.name } });
+      throw new FerryError(
+        'CON_PROTOCOL_VIOLATION',
+        `The ${l.manifest.name} connector's preconnect returned no reply.`,
+        { details: { connector: l.manifest.name } },
+      );
     }
     return res;
   }
@@ -266,9 +332,20 @@ export class ConnectorHost {
   async open(req: OpenRequest, opts: CallOptions = {}): Promise<HostConnection> {
     const l = this.find(req.connectorId);
     const scope = this.scope(l, 'connect', req.properties, req.connectionId, req.log);
-    const session = await guardCall(scope, { timeoutMs: this.timeouts.connect, ...opts }, (ctx) => l.plugin.connect({ ...req.properties }, ctx));
-    if (!session || typeof session.query !== 'function' || typeof session.write !== 'function' || typeof session.metadata !== 'function') {
-      throw new FerryError('CON_PROTOCOL_VIOLATION', `The ${l.manifest.name} connector's connect did not return a session.`, { details: { connector: l.manifest.name } });
+    const session = await guardCall(scope, { timeoutMs: this.timeouts.connect, ...opts }, (ctx) =>
+      l.plugin.connect({ ...req.properties }, ctx),
+    );
+    if (
+      !session ||
+      typeof session.query !== 'function' ||
+      typeof session.write !== 'function' ||
+      typeof session.metadata !== 'function'
+    ) {
+      throw new FerryError(
+        'CON_PROTOCOL_VIOLATION',
+        `The ${l.manifest.name} connector's connect did not return a session.`,
+        { details: { connector: l.manifest.name } },
+      );
     }
     // One redacting logger per connection (pino compiles redaction once); calls add their verb.
     const base = this.scope(l, 'connection', req.properties, req.connectionId, req.log);

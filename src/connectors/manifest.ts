@@ -29,10 +29,14 @@ export async function readManifest(folder: string): Promise<ConnectorManifest> {
   const parsed = ConnectorManifest.safeParse(json);
   if (!parsed.success) {
     const errors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-    throw new FerryError('CON_MANIFEST_INVALID', `${file} is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`, {
-      details: { folder },
-      errors,
-    });
+    throw new FerryError(
+      'CON_MANIFEST_INVALID',
+      `${file} is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`,
+      {
+        details: { folder },
+        errors,
+      },
+    );
   }
   return parsed.data;
 }
@@ -44,7 +48,9 @@ export async function readManifest(folder: string): Promise<ConnectorManifest> {
 export async function resolveModule(folder: string, main: string): Promise<string> {
   const file = path.resolve(folder, main);
   if (!file.startsWith(path.resolve(folder) + path.sep)) {
-    throw new FerryError('CON_MANIFEST_INVALID', `The manifest's main (${main}) points outside ${folder}.`, { details: { folder } });
+    throw new FerryError('CON_MANIFEST_INVALID', `The manifest's main (${main}) points outside ${folder}.`, {
+      details: { folder },
+    });
   }
   const candidates = file.endsWith('.js') ? [file, `${file.slice(0, -3)}.ts`] : [file];
   for (const c of candidates) {
@@ -55,5 +61,7 @@ export async function resolveModule(folder: string, main: string): Promise<strin
       // try the next candidate
     }
   }
-  throw new FerryError('CON_LOAD_FAILED', `The Connector module ${main} is missing from ${folder}.`, { details: { folder, main } });
+  throw new FerryError('CON_LOAD_FAILED', `The Connector module ${main} is missing from ${folder}.`, {
+    details: { folder, main },
+  });
 }

@@ -17,7 +17,11 @@ export class MetadataCache {
   private readonly entries = new Map<string, Entry>();
 
   /** The cached metadata, or the result of `load` (stored for next time). */
-  async get(connectionId: string, fingerprint: string, load: () => Promise<ConnectionMetadata>): Promise<ConnectionMetadata> {
+  async get(
+    connectionId: string,
+    fingerprint: string,
+    load: () => Promise<ConnectionMetadata>,
+  ): Promise<ConnectionMetadata> {
     const hit = this.entries.get(connectionId);
     if (hit && hit.fingerprint === fingerprint) return hit.value;
     const entry: Entry = { fingerprint, loadedAt: undefined, value: load() };
@@ -48,7 +52,11 @@ export class MetadataCache {
 }
 
 /** A stable fingerprint of a connector version and connection properties (never stored in clear). */
-export function metadataFingerprint(connectorId: string, version: string, properties: Readonly<Record<string, string>>): string {
+export function metadataFingerprint(
+  connectorId: string,
+  version: string,
+  properties: Readonly<Record<string, string>>,
+): string {
   const h = createHash('sha256');
   h.update(`${connectorId}\0${version}\0`);
   for (const k of Object.keys(properties).sort()) h.update(`${k}\0${properties[k] ?? ''}\0`);

@@ -59,11 +59,13 @@ export function unpackFiles(tgz: Buffer): PackageFile[] {
     const name = (prefix ? `${prefix}/` : '') + text(h, 0, 100);
     const size = Number.parseInt(text(h, 124, 12).trim() || '0', 8);
     const type = String.fromCharCode(h[156] ?? 0);
-    if (!Number.isSafeInteger(size) || size < 0 || at + BLOCK + size > tar.length) throw invalid(`the entry ${name} has a bad size`);
+    if (!Number.isSafeInteger(size) || size < 0 || at + BLOCK + size > tar.length)
+      throw invalid(`the entry ${name} has a bad size`);
     const data = tar.subarray(at + BLOCK, at + BLOCK + size);
     at += BLOCK + Math.ceil(size / BLOCK) * BLOCK;
     if (type === '5') continue; // folder: created with its files
-    if (type !== '0' && type !== '\0') throw invalid(`the entry ${name} is not a regular file (type ${JSON.stringify(type)})`);
+    if (type !== '0' && type !== '\0')
+      throw invalid(`the entry ${name} is not a regular file (type ${JSON.stringify(type)})`);
     const clean = name.replace(/^\.\//, '');
     checkName(clean);
     files.push({ name: clean, data: Buffer.from(data) });
@@ -89,7 +91,15 @@ export function sha256(data: Buffer): string {
 
 function checkName(name: string): void {
   const parts = name.split('/');
-  if (!name || name.length > 255 || name.startsWith('/') || /^[A-Za-z]:/.test(name) || name.includes('\\') || name.includes('\0') || parts.some((p) => p === '..' || p === '')) {
+  if (
+    !name ||
+    name.length > 255 ||
+    name.startsWith('/') ||
+    /^[A-Za-z]:/.test(name) ||
+    name.includes('\\') ||
+    name.includes('\0') ||
+    parts.some((p) => p === '..' || p === '')
+  ) {
     throw invalid(`the path ${JSON.stringify(name)} is not a relative path inside the package`);
   }
 }
@@ -100,7 +110,8 @@ function header(name: string, size: number): Buffer {
   let prefix = '';
   if (Buffer.byteLength(name) > 100) {
     const cut = name.lastIndexOf('/', 155);
-    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw invalid(`the path ${name} is too long for a package`);
+    if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100)
+      throw invalid(`the path ${name} is too long for a package`);
     prefix = name.slice(0, cut);
     base = name.slice(cut + 1);
   }

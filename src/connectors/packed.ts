@@ -96,10 +96,26 @@ export function unpackRecords(b: PackedBatch, make?: (values: ArrayLike<Value>) 
 export function isPackedBatch(b: unknown): b is PackedBatch {
   if (typeof b !== 'object' || b === null) return false;
   const p = b as Partial<PackedBatch>;
-  if (typeof p.rows !== 'number' || !Number.isInteger(p.rows) || p.rows < 0 || !Array.isArray(p.fields) || !p.fields.every((f) => typeof f === 'string')) return false;
+  if (
+    typeof p.rows !== 'number' ||
+    !Number.isInteger(p.rows) ||
+    p.rows < 0 ||
+    !Array.isArray(p.fields) ||
+    !p.fields.every((f) => typeof f === 'string')
+  )
+    return false;
   const cells = p.rows * p.fields.length;
   const { tags, nums, ends, text } = p;
-  if (!(tags instanceof Uint8Array && tags.length >= cells && nums instanceof Float64Array && nums.length >= cells && ends instanceof Uint32Array && ends.length >= cells && Buffer.isBuffer(text) && Array.isArray(p.values))) {
+  if (!(
+    tags instanceof Uint8Array &&
+    tags.length >= cells &&
+    nums instanceof Float64Array &&
+    nums.length >= cells &&
+    ends instanceof Uint32Array &&
+    ends.length >= cells &&
+    Buffer.isBuffer(text) &&
+    Array.isArray(p.values)
+  )) {
     return false;
   }
   for (let v = 0; v < cells; v++) {

@@ -19,7 +19,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Filter } from '../protocol/filter.js';
-import type { Action, ActionName, ConnectionMetadata, EntityMetadata, Relationship, WriteAction } from '../protocol/metadata.js';
+import type {
+  Action,
+  ActionName,
+  ConnectionMetadata,
+  EntityMetadata,
+  Relationship,
+  WriteAction,
+} from '../protocol/metadata.js';
 import type { ConnectorRecord, PropertyType, RecordBatch, Value } from './value.js';
 import type { PackedBatch } from './packed.js';
 import { ConnectorError } from './connector-error.js';
@@ -33,7 +40,14 @@ export { compileFilter, likeToRegExp } from './filter-eval.js';
 export { filterToSql, escapeLike, type SqlFilterDialect } from './sql-filter.js';
 export { toFullName, uniqueFullNames, isFullName } from './names.js';
 export { processAlive } from '../util/process.js';
-export { WorkerThread, WorkerThreadError, workerFailure, type Answer, type WorkerFailure, type WorkerThreadOptions } from '../util/worker-thread.js';
+export {
+  WorkerThread,
+  WorkerThreadError,
+  workerFailure,
+  type Answer,
+  type WorkerFailure,
+  type WorkerThreadOptions,
+} from '../util/worker-thread.js';
 export * from './packed.js';
 
 /** The SDK version plugins declare a range against in `manifest.json` (`sdkVersion`). */
@@ -95,7 +109,15 @@ export interface PreconnectResult {
 // The metadata types are the channel's contract (src/protocol/metadata.ts): what a plugin answers
 // is what the Agent sends and the Service caches and serves.
 export { WRITE_ACTIONS } from '../protocol/metadata.js';
-export type { Action, ActionName, ConnectionMetadata, EntityMetadata, Field, Relationship, WriteAction } from '../protocol/metadata.js';
+export type {
+  Action,
+  ActionName,
+  ConnectionMetadata,
+  EntityMetadata,
+  Field,
+  Relationship,
+  WriteAction,
+} from '../protocol/metadata.js';
 
 // ── query ──────────────────────────────────────────────────────────────────────
 
@@ -219,27 +241,54 @@ export interface ConnectorSession {
    * time, never the whole result in memory. Breaking out of the loop must release the datastore
    * (cursor, file handle).
    */
-  query(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncIterable<RecordBatch>;
+  query(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncIterable<RecordBatch>;
   /**
    * Writes a batch (at most the plugin's bulkLimit) and returns exactly one result per record, in
    * input order. A failing record fails alone; a thrown error means the whole call failed.
    */
-  write(action: WriteAction, entity: string, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]>;
+  write(
+    action: WriteAction,
+    entity: string,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]>;
   /**
    * Packed batches (optional; packed.ts): the same rows as `query` with the same arguments, in
    * {@link PackedBatch}es of at most `options.batchSize` rows. Called only when
    * {@link readsPacked} says so. Breaking out must release the datastore.
    */
-  queryPacked?(entity: string, filter: Filter | undefined, options: QueryOptions, ctx: CallContext): AsyncIterable<PackedBatch>;
+  queryPacked?(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncIterable<PackedBatch>;
   /** Whether a query with these options is read packed (queryPacked); else the caller uses `query`. */
   readsPacked?(options: QueryOptions): boolean;
   /**
    * Writes a packed batch (optional): exactly as `write` of its records (unpackRecords) would,
    * one result per row in order, typically by encoding the cells straight into a bulk format.
    */
-  writePacked?(action: WriteAction, entity: string, batch: PackedBatch, options: WriteOptions, ctx: CallContext): Promise<WriteResult[]>;
+  writePacked?(
+    action: WriteAction,
+    entity: string,
+    batch: PackedBatch,
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]>;
   /** The datastore's own query language, with bound parameters; records keyed by column fullName. */
-  nativeQuery?(statement: string, params: readonly Value[], options: NativeQueryOptions, ctx: CallContext): AsyncIterable<RecordBatch>;
+  nativeQuery?(
+    statement: string,
+    params: readonly Value[],
+    options: NativeQueryOptions,
+    ctx: CallContext,
+  ): AsyncIterable<RecordBatch>;
   /** Replication targets: creates the entity to match `source`, or adds the fields it lacks. */
   ensureEntity?(source: EntityMetadata, options: EnsureEntityOptions, ctx: CallContext): Promise<EnsureEntityResult>;
   /**
@@ -278,7 +327,10 @@ const LABELS: Record<ActionName, string> = {
 };
 
 /** An Action with the flags a bulk-capable datastore sets for it. */
-export function action(name: ActionName, flags: Partial<Omit<Action, 'action' | 'operationName' | 'blockType'>> = {}): Action {
+export function action(
+  name: ActionName,
+  flags: Partial<Omit<Action, 'action' | 'operationName' | 'blockType'>> = {},
+): Action {
   const isQuery = name === 'Query' || name === 'NativeQuery';
   const keyed = name === 'Update' || name === 'UpdateInsert' || name === 'Delete' || name === 'Upsert';
   return {
@@ -297,9 +349,19 @@ export function action(name: ActionName, flags: Partial<Omit<Action, 'action' | 
 }
 
 /** The Actions of a relational table, a view, and a relational Connection (its tables' plus Native Query). */
-export const SQL_TABLE_ACTIONS: readonly Action[] = [action('Query', { supportsRelations: true }), action('Create'), action('Update'), action('UpdateInsert'), action('Upsert'), action('Delete')];
+export const SQL_TABLE_ACTIONS: readonly Action[] = [
+  action('Query', { supportsRelations: true }),
+  action('Create'),
+  action('Update'),
+  action('UpdateInsert'),
+  action('Upsert'),
+  action('Delete'),
+];
 export const SQL_VIEW_ACTIONS: readonly Action[] = [action('Query')];
-export const SQL_CONNECTION_ACTIONS: readonly Action[] = [...SQL_TABLE_ACTIONS, action('NativeQuery', { supportsBulk: false })];
+export const SQL_CONNECTION_ACTIONS: readonly Action[] = [
+  ...SQL_TABLE_ACTIONS,
+  action('NativeQuery', { supportsBulk: false }),
+];
 
 /**
  * The columns a keyed write finds its records by: the lookup fields given, else the primary key in
@@ -313,8 +375,17 @@ export function keyColumns<C extends { fullName: string; pk: number }>(
   keyFields: readonly string[] | undefined,
 ): C[] {
   if (writeAction === 'Create') return [];
-  const names = keyFields ?? columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.fullName);
-  if (names.length === 0) throw new ConnectorError('Unsupported', `${writeAction} on ${entity} needs key fields: the table has no primary key, give lookup fields.`);
+  const names =
+    keyFields ??
+    columns
+      .filter((c) => c.pk > 0)
+      .sort((a, b) => a.pk - b.pk)
+      .map((c) => c.fullName);
+  if (names.length === 0)
+    throw new ConnectorError(
+      'Unsupported',
+      `${writeAction} on ${entity} needs key fields: the table has no primary key, give lookup fields.`,
+    );
   return names.map((n) => {
     const c = byName.get(n);
     if (!c) throw new ConnectorError('FieldNotFound', `The entity ${entity} has no field ${n}.`);
@@ -336,16 +407,28 @@ export function recordMaker(names: readonly string[]): (values: ArrayLike<Value>
   if (names.includes('__proto__')) {
     return (values) => {
       const rec: ConnectorRecord = {};
-      for (let i = 0; i < names.length; i++) Object.defineProperty(rec, names[i] as string, { value: values[i] ?? null, enumerable: true, writable: true, configurable: true });
+      for (let i = 0; i < names.length; i++)
+        Object.defineProperty(rec, names[i] as string, {
+          value: values[i] ?? null,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       return rec;
     };
   }
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- see above: names are JSON literals
-  return new Function('v', `return { ${names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ')} };`) as (values: ArrayLike<Value>) => ConnectorRecord;
+  return new Function('v', `return { ${names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ')} };`) as (
+    values: ArrayLike<Value>,
+  ) => ConnectorRecord;
 }
 
 /** A failed result. */
-export function failed(code: RecordErrorCode, message: string, extra: Omit<RecordError, 'code' | 'message'> = {}): WriteResult {
+export function failed(
+  code: RecordErrorCode,
+  message: string,
+  extra: Omit<RecordError, 'code' | 'message'> = {},
+): WriteResult {
   return { ok: false, error: { code, message, ...extra } };
 }
 
@@ -405,7 +488,8 @@ export function foreignKeyRelationships(fk: ForeignKey): { child: Relationship; 
 /** Every foreign key as its two Relationships, grouped by the fullName of the entity that holds each. */
 export function relationshipsByEntity(foreignKeys: Iterable<ForeignKey>): Map<string, Relationship[]> {
   const byEntity = new Map<string, Relationship[]>();
-  const add = (entity: string, r: Relationship): void => void byEntity.set(entity, [...(byEntity.get(entity) ?? []), r]);
+  const add = (entity: string, r: Relationship): void =>
+    void byEntity.set(entity, [...(byEntity.get(entity) ?? []), r]);
   for (const fk of foreignKeys) {
     const { child, parent } = foreignKeyRelationships(fk);
     add(fk.entity, child);

@@ -50,7 +50,11 @@ function satisfiesComparator(v: Version, comp: string): boolean {
     }
     case '^': {
       const upper: Version =
-        base[0] > 0 || given === 1 ? [base[0] + 1, 0, 0, ''] : base[1] > 0 || given === 2 ? [0, base[1] + 1, 0, ''] : [0, 0, base[2] + 1, ''];
+        base[0] > 0 || given === 1
+          ? [base[0] + 1, 0, 0, '']
+          : base[1] > 0 || given === 2
+            ? [0, base[1] + 1, 0, '']
+            : [0, 0, base[2] + 1, ''];
       return c >= 0 && cmp(v, upper) < 0;
     }
     default:
@@ -63,7 +67,11 @@ export function satisfies(version: string, range: string): boolean {
   const v = parseVersion(version);
   if (!v) return false;
   return range.split('||').some((alt) => {
-    const comps = alt.trim().replace(/(>=|<=|>|<|=|\^|~)\s+/g, '$1').split(/\s+/).filter(Boolean);
+    const comps = alt
+      .trim()
+      .replace(/(>=|<=|>|<|=|\^|~)\s+/g, '$1')
+      .split(/\s+/)
+      .filter(Boolean);
     return comps.length > 0 && comps.every((c) => satisfiesComparator(v, c));
   });
 }

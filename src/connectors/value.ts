@@ -27,7 +27,8 @@ export type Invalid = typeof INVALID;
 const INT_RE = /^[+-]?\d+$/;
 const DECIMAL_RE = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATETIME_RE = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?))?\s?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+const DATETIME_RE =
+  /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?))?\s?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
 const TIME_RE = /^\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?$/;
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 const GUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -101,7 +102,14 @@ export function coerceValue(type: PropertyType, v: unknown): Value | Invalid {
       // An ISO datetime at midnight is a date too (a datetime column written into a date field).
       const dt = DATETIME_RE.exec(s);
       const dm = dt?.[1] ? DATE_RE.exec(dt[1]) : null;
-      return dt?.[1] && dt[2] && !dt[3] && dm && validDate(Number(dm[1]), Number(dm[2]), Number(dm[3])) && /^00:00(:00(\.0+)?)?$/.test(dt[2]) ? dt[1] : INVALID;
+      return dt?.[1] &&
+        dt[2] &&
+        !dt[3] &&
+        dm &&
+        validDate(Number(dm[1]), Number(dm[2]), Number(dm[3])) &&
+        /^00:00(:00(\.0+)?)?$/.test(dt[2])
+        ? dt[1]
+        : INVALID;
     }
     case 'datetime':
       return typeof v === 'string' ? normalizeDatetime(v) : INVALID;

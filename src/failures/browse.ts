@@ -30,12 +30,20 @@ export class FailedRecordBrowser {
   constructor(folder: string) {
     const file = path.join(folder, FAILED_RECORDS_FILE);
     if (!fs.existsSync(file)) {
-      throw new FerryError('RUN_STORE_FAILED', `There is no failed-record store in ${folder} (no ${FAILED_RECORDS_FILE}); give the folder a run was given with --failures.`, { details: { folder } });
+      throw new FerryError(
+        'RUN_STORE_FAILED',
+        `There is no failed-record store in ${folder} (no ${FAILED_RECORDS_FILE}); give the folder a run was given with --failures.`,
+        { details: { folder } },
+      );
     }
     try {
       this.#db = new Database(file, { readonly: true, fileMustExist: true });
     } catch (err) {
-      throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
+      throw new FerryError(
+        'RUN_STORE_FAILED',
+        `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err, details: { folder } },
+      );
     }
   }
 
@@ -56,18 +64,30 @@ export class FailedRecordBrowser {
       params.push(q.executionId);
     }
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    const total = this.#db.prepare(`SELECT count(*) FROM failed_records${clause}`).pluck().get(...params) as number;
-    const rows = this.#db.prepare(`SELECT * FROM failed_records${clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as FailedRecordRow[];
+    const total = this.#db
+      .prepare(`SELECT count(*) FROM failed_records${clause}`)
+      .pluck()
+      .get(...params) as number;
+    const rows = this.#db
+      .prepare(`SELECT * FROM failed_records${clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+      .all(...params, q.limit, q.offset) as FailedRecordRow[];
     return { total, records: rows.map(toRecord) };
   }
 
   /** One record by its id, or by a unique beginning of it (as printed in a list). */
   get(idOrPrefix: string): StoredFailedRecord | undefined {
-    const exact = this.#db.prepare('SELECT * FROM failed_records WHERE id = ?').get(idOrPrefix) as FailedRecordRow | undefined;
+    const exact = this.#db.prepare('SELECT * FROM failed_records WHERE id = ?').get(idOrPrefix) as
+      FailedRecordRow | undefined;
     if (exact) return toRecord(exact);
     if (!/^[0-9a-f-]{4,}$/i.test(idOrPrefix)) return undefined;
-    const rows = this.#db.prepare("SELECT * FROM failed_records WHERE id LIKE ? || '%' LIMIT 2").all(idOrPrefix.toLowerCase()) as FailedRecordRow[];
-    if (rows.length > 1) throw new FerryError('API_VALIDATION', `More than one failed record begins with ${idOrPrefix}: give more of its id.`);
+    const rows = this.#db
+      .prepare("SELECT * FROM failed_records WHERE id LIKE ? || '%' LIMIT 2")
+      .all(idOrPrefix.toLowerCase()) as FailedRecordRow[];
+    if (rows.length > 1)
+      throw new FerryError(
+        'API_VALIDATION',
+        `More than one failed record begins with ${idOrPrefix}: give more of its id.`,
+      );
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 

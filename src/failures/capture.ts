@@ -27,7 +27,12 @@ export function captureTarget(s: CaptureSettings, runsOn: 'cloud' | 'local'): Ca
 }
 
 /** The sink a run uses: the local store, the outbox hand-off, or none. */
-export function captureSink(s: CaptureSettings, runsOn: 'cloud' | 'local', local: FailedRecordSink | undefined, toOutbox: ((rec: FailedRecordInput & { id: string }) => Promise<void>) | undefined): FailedRecordSink | undefined {
+export function captureSink(
+  s: CaptureSettings,
+  runsOn: 'cloud' | 'local',
+  local: FailedRecordSink | undefined,
+  toOutbox: ((rec: FailedRecordInput & { id: string }) => Promise<void>) | undefined,
+): FailedRecordSink | undefined {
   const target = captureTarget(s, runsOn);
   if (target === 'local') return local;
   if (target === 'cloud' && toOutbox) {

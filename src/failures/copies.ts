@@ -10,7 +10,12 @@ import type { ReprocessPage, ReprocessRecord } from '../protocol/reprocess.js';
 import type { FailedRecordStore } from './store.js';
 
 /** Reads one page of a reprocess run's records of one Map, after the given `seq` (0: from the start). */
-export type ReprocessPages = (runId: string, mapId: number, after: number, signal: AbortSignal) => Promise<ReprocessPage>;
+export type ReprocessPages = (
+  runId: string,
+  mapId: number,
+  after: number,
+  signal: AbortSignal,
+) => Promise<ReprocessPage>;
 
 export interface ReprocessCopiesOptions {
   readonly runId: string;

@@ -98,7 +98,10 @@ function columnsOf(group: readonly PendingCapture[]): Array<unknown[] | { one: u
 
 /** A store error as a run reports it, with SQLite's code when there is one. */
 function storeFailed(message: string, code?: string, cause?: unknown): FerryError {
-  return new FerryError('RUN_STORE_FAILED', `The failed record could not be stored: ${message}`, { ...(cause !== undefined ? { cause } : {}), details: code ? { sqliteCode: code } : {} });
+  return new FerryError('RUN_STORE_FAILED', `The failed record could not be stored: ${message}`, {
+    ...(cause !== undefined ? { cause } : {}),
+    details: code ? { sqliteCode: code } : {},
+  });
 }
 
 function sqliteCode(err: unknown): string | undefined {
@@ -107,7 +110,20 @@ function sqliteCode(err: unknown): string | undefined {
 }
 
 /** The INSERT's parameters: id, execution_id, map_id, map_name, entity, block_id, block_name, code, error_message, error_detail, source, created_at. */
-type InsertParams = [string, string, number | null, string, string, string, string, string, string, string, string, string];
+type InsertParams = [
+  string,
+  string,
+  number | null,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 
 interface PendingCapture {
   params: InsertParams;
@@ -211,7 +227,11 @@ export class FailedRecordStore implements FailedRecordSink {
       if (opened?.open) opened.close();
       // A newer Agent's file is refused as such, not as a file that cannot be opened.
       if (isFerryError(err) && err.code === 'AGT_STATE_NEWER') throw err;
-      throw new FerryError('RUN_STORE_FAILED', `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`, { cause: err, details: { folder } });
+      throw new FerryError(
+        'RUN_STORE_FAILED',
+        `The failed-record store in ${folder} cannot be opened: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err, details: { folder } },
+      );
     }
     this.#file = opts.thread === false ? undefined : file;
     this.#inserterModule = opts.inserterModule;
@@ -226,7 +246,11 @@ export class FailedRecordStore implements FailedRecordSink {
 
   #startThread(file: string): void {
     const lib = this.#inserterModule ?? createRequire(import.meta.url).resolve('better-sqlite3');
-    this.#thread = new WorkerThread<InsertGroup, undefined>({ name: 'failed-record inserting', factory: INSERTER, data: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL } });
+    this.#thread = new WorkerThread<InsertGroup, undefined>({
+      name: 'failed-record inserting',
+      factory: INSERTER,
+      data: { lib, file, busyTimeoutMs: BUSY_TIMEOUT_MS, insertSql: INSERT_SQL },
+    });
   }
 
   /**
@@ -266,7 +290,20 @@ export class FailedRecordStore implements FailedRecordSink {
     // Time-ordered: a run failing many records appends to the primary-key index instead of splitting its pages at random.
     const id = uuidV7();
     // created_at is set when the group commits (flush): one clock reading for the captures of a turn.
-    const params: InsertParams = [id, rec.executionId, rec.mapId ?? null, rec.mapName, rec.entity, rec.blockId, rec.blockName, rec.error.code, rec.error.message, rec.errorDetail ?? JSON.stringify(rec.error.details ?? {}), JSON.stringify(rec.source), ''];
+    const params: InsertParams = [
+      id,
+      rec.executionId,
+      rec.mapId ?? null,
+      rec.mapName,
+      rec.entity,
+      rec.blockId,
+      rec.blockName,
+      rec.error.code,
+      rec.error.message,
+      rec.errorDetail ?? JSON.stringify(rec.error.details ?? {}),
+      JSON.stringify(rec.source),
+      '',
+    ];
     return new Promise<string>((resolve, reject) => {
       if (this.#pending.length === 0) queueMicrotask(() => this.flush());
       this.#pending.push({ params, resolve, reject });
@@ -313,7 +350,8 @@ export class FailedRecordStore implements FailedRecordSink {
   /** Waits until every capture made so far is committed (or failed): a read or change sees them. */
   private settle(): void {
     this.flush();
-    if (this.#thread && !this.#thread.waitSync(SYNC_WAIT_MS)) throw new FerryError('RUN_STORE_FAILED', 'The failed-record store is still busy storing records; try again.');
+    if (this.#thread && !this.#thread.waitSync(SYNC_WAIT_MS))
+      throw new FerryError('RUN_STORE_FAILED', 'The failed-record store is still busy storing records; try again.');
   }
 
   get(id: string): StoredFailedRecord | undefined {
@@ -325,7 +363,13 @@ export class FailedRecordStore implements FailedRecordSink {
   /** Records of an execution, oldest first. */
   list(executionId?: string): StoredFailedRecord[] {
     this.settle();
-    const rows = (executionId ? this.db.prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid').all(executionId) : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()) as FailedRecordRow[];
+    const rows = (
+      executionId
+        ? this.db
+            .prepare('SELECT * FROM failed_records WHERE execution_id = ? ORDER BY created_at, rowid')
+            .all(executionId)
+        : this.db.prepare('SELECT * FROM failed_records ORDER BY created_at, rowid').all()
+    ) as FailedRecordRow[];
     return rows.map(toRecord);
   }
 
@@ -343,7 +387,9 @@ export class FailedRecordStore implements FailedRecordSink {
   /** Marks every failed record of an execution (the history-level mark). */
   markExecution(executionId: string, marked = true): number {
     this.settle();
-    return this.db.prepare('UPDATE failed_records SET marked = ? WHERE execution_id = ? AND can_reprocess = 1').run(marked ? 1 : 0, executionId).changes;
+    return this.db
+      .prepare('UPDATE failed_records SET marked = ? WHERE execution_id = ? AND can_reprocess = 1')
+      .run(marked ? 1 : 0, executionId).changes;
   }
 
   /** The marked records still reprocessable, of one execution or all. */
@@ -363,13 +409,20 @@ export class FailedRecordStore implements FailedRecordSink {
   /** The executions whose newest record came before `before` (ISO-8601 UTC): those a History window starting there removed. */
   executionsBefore(before: string): string[] {
     this.settle();
-    return this.db.prepare('SELECT execution_id FROM failed_records GROUP BY execution_id HAVING max(created_at) < ?').pluck().all(before) as string[];
+    return this.db
+      .prepare('SELECT execution_id FROM failed_records GROUP BY execution_id HAVING max(created_at) < ?')
+      .pluck()
+      .all(before) as string[];
   }
 
   /** Deletes up to `limit` records of an execution, in one transaction; answers how many went. */
   deleteOfExecution(executionId: string, limit: number): number {
     this.settle();
-    return this.db.prepare('DELETE FROM failed_records WHERE rowid IN (SELECT rowid FROM failed_records WHERE execution_id = ? LIMIT ?)').run(executionId, limit).changes;
+    return this.db
+      .prepare(
+        'DELETE FROM failed_records WHERE rowid IN (SELECT rowid FROM failed_records WHERE execution_id = ? LIMIT ?)',
+      )
+      .run(executionId, limit).changes;
   }
 
   close(): void {
@@ -380,7 +433,10 @@ export class FailedRecordStore implements FailedRecordSink {
       const thread = this.#thread;
       this.#thread = undefined;
       // Captures the thread never answered (it was stuck): they fail rather than hang.
-      if (thread) void thread.close(new FerryError('RUN_STORE_FAILED', 'The failed-record store was closed before the record was stored.'));
+      if (thread)
+        void thread.close(
+          new FerryError('RUN_STORE_FAILED', 'The failed-record store was closed before the record was stored.'),
+        );
       this.db.close();
     }
   }

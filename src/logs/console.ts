@@ -78,8 +78,14 @@ export function prettyStream(out: NodeJS.WritableStream, colors: boolean): Desti
 }
 
 /** One entry as text: time, level, message, then the other fields as key=value. */
-export function formatEntry(entry: Record<string, unknown>, paint: (code: string, text: string) => string = (_c, t) => t): string {
-  const level = LEVELS[typeof entry['level'] === 'number' ? entry['level'] : 30] ?? { name: String(entry['level']), color: '0' };
+export function formatEntry(
+  entry: Record<string, unknown>,
+  paint: (code: string, text: string) => string = (_c, t) => t,
+): string {
+  const level = LEVELS[typeof entry['level'] === 'number' ? entry['level'] : 30] ?? {
+    name: String(entry['level']),
+    color: '0',
+  };
   const time = typeof entry['time'] === 'number' ? new Date(entry['time']) : new Date();
   const clock = `${pad(time.getHours())}:${pad(time.getMinutes())}:${pad(time.getSeconds())}.${String(time.getMilliseconds()).padStart(3, '0')}`;
   const fields = Object.entries(entry)

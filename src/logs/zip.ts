@@ -39,9 +39,12 @@ export interface ZipLogsOptions {
  * attributed, and a rotated file last written before `since` is skipped unread.
  */
 export async function zipLogs(logsDir: string, dest: string, opts: ZipLogsOptions = {}): Promise<LogZip> {
-  const filter: LogLineFilter | undefined = opts.solutionId === undefined ? undefined : { solutionId: opts.solutionId, runId: opts.runId, since: opts.since };
+  const filter: LogLineFilter | undefined =
+    opts.solutionId === undefined ? undefined : { solutionId: opts.solutionId, runId: opts.runId, since: opts.since };
   const sinceMs = filter?.since === undefined ? undefined : Date.parse(filter.since);
-  const names = logFileNames(logsDir).filter((name) => sinceMs === undefined || !writtenBefore(path.join(logsDir, name), sinceMs));
+  const names = logFileNames(logsDir).filter(
+    (name) => sinceMs === undefined || !writtenBefore(path.join(logsDir, name), sinceMs),
+  );
   opts.signal?.throwIfAborted();
   const archive = new ZipArchive({ zlib: { level: 9 } });
   const out = fs.createWriteStream(dest, { mode: 0o600 });
@@ -118,6 +121,7 @@ async function* linesOf(file: string, filter: LogLineFilter): AsyncGenerator<str
       // Not a JSON line (a torn last line after a crash): cannot be attributed to the Solution.
       continue;
     }
-    if (typeof entry === 'object' && entry !== null && lineMatches(entry as Record<string, unknown>, filter)) yield line + '\n';
+    if (typeof entry === 'object' && entry !== null && lineMatches(entry as Record<string, unknown>, filter))
+      yield line + '\n';
   }
 }

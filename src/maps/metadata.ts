@@ -9,15 +9,27 @@ import type { Block } from '../protocol/map.js';
 export type MetadataByConnection = Readonly<Record<string, ConnectionMetadata>>;
 
 /** Finds an entity by fullName (exact, then ignoring case). */
-export function findEntity(md: ConnectionMetadata | undefined, fullName: string | undefined): EntityMetadata | undefined {
+export function findEntity(
+  md: ConnectionMetadata | undefined,
+  fullName: string | undefined,
+): EntityMetadata | undefined {
   if (!md || !fullName) return undefined;
-  return md.entities.find((e) => e.fullName === fullName) ?? md.entities.find((e) => e.fullName.toLowerCase() === fullName.toLowerCase());
+  return (
+    md.entities.find((e) => e.fullName === fullName) ??
+    md.entities.find((e) => e.fullName.toLowerCase() === fullName.toLowerCase())
+  );
 }
 
 /** The relationship of an entity by fullName (exact, then ignoring case). */
-export function findRelationship(entity: EntityMetadata | undefined, fullName: string | undefined): Relationship | undefined {
+export function findRelationship(
+  entity: EntityMetadata | undefined,
+  fullName: string | undefined,
+): Relationship | undefined {
   if (!entity || !fullName) return undefined;
-  return entity.relationships.find((r) => r.fullName === fullName) ?? entity.relationships.find((r) => r.fullName.toLowerCase() === fullName.toLowerCase());
+  return (
+    entity.relationships.find((r) => r.fullName === fullName) ??
+    entity.relationships.find((r) => r.fullName.toLowerCase() === fullName.toLowerCase())
+  );
 }
 
 /** The metadata of the Block's Connection; undefined when it names none or it is not among the Map's. */

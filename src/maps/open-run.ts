@@ -79,7 +79,12 @@ export async function openConnections(ids: Iterable<string>, opts: OpenConnectio
     for (const id of ids) {
       const spec = opts.connections[id];
       if (!spec?.connector) continue;
-      const conn = await host.open({ connectorId: spec.connector, connectionId: id, properties: spec.properties ?? {}, log: opts.runLog });
+      const conn = await host.open({
+        connectorId: spec.connector,
+        connectionId: id,
+        properties: spec.properties ?? {},
+        log: opts.runLog,
+      });
       connections.set(id, conn);
       metadata[id] = await conn.metadata();
     }

@@ -16,13 +16,23 @@ export interface ReprocessResult extends RunResult {
 }
 
 /** Reprocesses the given failed records (default: every marked one of the Map). */
-export async function reprocessFailed(plan: MapPlan, store: FailedRecordStore, opts: Omit<RunOptions, 'source' | 'watermark'> & { ids?: readonly string[] }): Promise<ReprocessResult> {
+export async function reprocessFailed(
+  plan: MapPlan,
+  store: FailedRecordStore,
+  opts: Omit<RunOptions, 'source' | 'watermark'> & { ids?: readonly string[] },
+): Promise<ReprocessResult> {
   let records: StoredFailedRecord[];
   if (opts.ids) {
     records = opts.ids.map((id) => {
       const r = store.get(id);
-      if (!r) throw new FerryError('RUN_FAILED_RECORD_NOT_FOUND', `No failed record ${id} is stored on this Agent.`, { details: { id } });
-      if (!r.canReprocess) throw new FerryError('RUN_ALREADY_REPROCESSED', `The failed record ${id} was already reprocessed.`, { details: { id } });
+      if (!r)
+        throw new FerryError('RUN_FAILED_RECORD_NOT_FOUND', `No failed record ${id} is stored on this Agent.`, {
+          details: { id },
+        });
+      if (!r.canReprocess)
+        throw new FerryError('RUN_ALREADY_REPROCESSED', `The failed record ${id} was already reprocessed.`, {
+          details: { id },
+        });
       return r;
     });
   } else {

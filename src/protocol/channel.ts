@@ -186,7 +186,11 @@ export const InstallConnectorCommand = z.object({
 /** Reply of installConnector and uninstallConnector: the Agent queued the change (AgentReceivedCommand). */
 export const ConnectorCommandReceived = acknowledgement<{ received: true }>();
 /** `uninstallConnector`: unload and delete the plugin once running work has finished; the outcome comes as a report. */
-export const UninstallConnectorCommand = z.object({ id: Id, type: z.literal('uninstallConnector'), connectorId: z.string().max(100) });
+export const UninstallConnectorCommand = z.object({
+  id: Id,
+  type: z.literal('uninstallConnector'),
+  connectorId: z.string().max(100),
+});
 /**
  * `preconnect`: run the plugin's preconnect step (a form step, or the start of an OAuth flow) with
  * these plain properties; the reply's result is the plugin's PreconnectResult.

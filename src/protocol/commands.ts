@@ -49,7 +49,10 @@ import {
  */
 
 /** What a command kind is bound to. */
-export interface CommandSpec<Req extends z.ZodObject<{ id: z.ZodString; type: z.ZodLiteral<string> }>, Res extends z.ZodType> {
+export interface CommandSpec<
+  Req extends z.ZodObject<{ id: z.ZodString; type: z.ZodLiteral<string> }>,
+  Res extends z.ZodType,
+> {
   /** The request as it travels (with its message `id`, which the Service's bus assigns). */
   readonly request: Req;
   /** The `result` of an `{ok: true}` reply. */
@@ -75,20 +78,40 @@ export const COMMANDS = {
   /** Only acknowledged; the zip and upload go on after (a failure comes as a report). */
   zipLogs: defineCommand({ request: ZipLogsCommand, result: ZipLogsResult, timeoutMs: 10 * SECONDS }),
   /** Acknowledged once the Agent queued the change; the outcome arrives as `connectorInstall` reports. */
-  installConnector: defineCommand({ request: InstallConnectorCommand, result: ConnectorCommandReceived, timeoutMs: 30 * SECONDS }),
-  uninstallConnector: defineCommand({ request: UninstallConnectorCommand, result: ConnectorCommandReceived, timeoutMs: 30 * SECONDS }),
+  installConnector: defineCommand({
+    request: InstallConnectorCommand,
+    result: ConnectorCommandReceived,
+    timeoutMs: 30 * SECONDS,
+  }),
+  uninstallConnector: defineCommand({
+    request: UninstallConnectorCommand,
+    result: ConnectorCommandReceived,
+    timeoutMs: 30 * SECONDS,
+  }),
   /** The answer is the plugin's, whose own time-out is 60 s. */
-  testConnection: defineCommand({ request: TestConnectionCommand, result: TestConnectionResult, timeoutMs: 90 * SECONDS }),
+  testConnection: defineCommand({
+    request: TestConnectionCommand,
+    result: TestConnectionResult,
+    timeoutMs: 90 * SECONDS,
+  }),
   preconnect: defineCommand({ request: PreconnectCommand, result: PreconnectResult, timeoutMs: 90 * SECONDS }),
   /** The plugin may take 10 minutes to read a large datastore's schema. */
   loadMetadata: defineCommand({ request: LoadMetadataCommand, result: LoadMetadataResult, timeoutMs: 11 * MINUTES }),
   /** The Agent stores the list or the definition locally. */
-  assignSolutions: defineCommand({ request: AssignSolutionsCommand, result: AssignSolutionsResult, timeoutMs: 30 * SECONDS }),
+  assignSolutions: defineCommand({
+    request: AssignSolutionsCommand,
+    result: AssignSolutionsResult,
+    timeoutMs: 30 * SECONDS,
+  }),
   putSolution: defineCommand({ request: PutSolutionCommand, result: PutSolutionResult, timeoutMs: 30 * SECONDS }),
   /** Answered from the Agent's run queue at once; the run itself reports through the outbox. */
   startSolution: defineCommand({ request: StartSolutionCommand, result: StartSolutionResult, timeoutMs: 10 * SECONDS }),
   stopSolution: defineCommand({ request: StopSolutionCommand, result: StopSolutionResult, timeoutMs: 10 * SECONDS }),
-  monitorSolution: defineCommand({ request: MonitorSolutionCommand, result: MonitorSolutionResult, timeoutMs: 10 * SECONDS }),
+  monitorSolution: defineCommand({
+    request: MonitorSolutionCommand,
+    result: MonitorSolutionResult,
+    timeoutMs: 10 * SECONDS,
+  }),
   /** The answer is the first records, read within the Agent's own time-out of 60 s. */
   previewQuery: defineCommand({ request: PreviewQueryCommand, result: PreviewResult, timeoutMs: 90 * SECONDS }),
   nativeQueryTest: defineCommand({ request: NativeQueryTestCommand, result: PreviewResult, timeoutMs: 90 * SECONDS }),
@@ -97,7 +120,11 @@ export const COMMANDS = {
   /** Answered from the Agent's open runs and outbox at once. */
   knownRuns: defineCommand({ request: KnownRunsCommand, result: KnownRunsResult, timeoutMs: 10 * SECONDS }),
   /** Answered once the Agent removed its local failed records past the History window, a large store in chunks. */
-  pruneFailedRecords: defineCommand({ request: PruneFailedRecordsCommand, result: PruneFailedRecordsResult, timeoutMs: 5 * MINUTES }),
+  pruneFailedRecords: defineCommand({
+    request: PruneFailedRecordsCommand,
+    result: PruneFailedRecordsResult,
+    timeoutMs: 5 * MINUTES,
+  }),
 } as const;
 
 type Table = typeof COMMANDS;
@@ -117,7 +144,10 @@ export type CommandAnswer<K extends CommandKind> = z.input<Table[K]['result']>;
 /** A command of any kind as it travels. */
 export type ServiceRequest = { [K in CommandKind]: CommandRequest<K> }[CommandKind];
 
-const requests = Object.values(COMMANDS).map((c) => c.request) as [Table[CommandKind]['request'], ...Table[CommandKind]['request'][]];
+const requests = Object.values(COMMANDS).map((c) => c.request) as [
+  Table[CommandKind]['request'],
+  ...Table[CommandKind]['request'][],
+];
 
 /** Every command request, told apart by `type`: what the Agent parses a command with. */
 export const ServiceRequest: z.ZodType<ServiceRequest> = z.discriminatedUnion('type', requests);

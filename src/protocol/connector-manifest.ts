@@ -24,7 +24,8 @@ export type InputType = (typeof INPUT_TYPES)[number];
 
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 /** A version range of the forms `1.2.3`, `^1.2.0`, `~1.2.0`, `>=1.0.0 <2.0.0`, joined by `||`. */
-const RANGE = /^\s*(?:(?:\^|~|>=|<=|>|<|=)?\s*\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?\s*)+(?:\|\|\s*(?:(?:\^|~|>=|<=|>|<|=)?\s*\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?\s*)+)*$/;
+const RANGE =
+  /^\s*(?:(?:\^|~|>=|<=|>|<|=)?\s*\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?\s*)+(?:\|\|\s*(?:(?:\^|~|>=|<=|>|<|=)?\s*\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?\s*)+)*$/;
 
 export const UiDecoration = z.strictObject({
   propertyName: z.string().min(1).max(100),
@@ -34,7 +35,10 @@ export const UiDecoration = z.strictObject({
   /** Position in the form; default is the order of entry. */
   order: z.number().int().min(0).optional(),
   /** Pick list entries (`PickList`). */
-  options: z.array(z.strictObject({ key: z.string().max(200), value: z.string().max(200) })).max(500).optional(),
+  options: z
+    .array(z.strictObject({ key: z.string().max(200), value: z.string().max(200) }))
+    .max(500)
+    .optional(),
   defaultValue: z.string().max(1000).optional(),
   description: z.string().max(2000).optional(),
 });
@@ -58,7 +62,10 @@ export const ConnectorManifest = z
     /** The module, relative to the folder; default `index.js` (`index.ts` when running from source). */
     main: z
       .string()
-      .regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]+\.(?:js|mjs|ts)$/, 'a relative path to a .js, .mjs or .ts file inside the folder')
+      .regex(
+        /^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]+\.(?:js|mjs|ts)$/,
+        'a relative path to a .js, .mjs or .ts file inside the folder',
+      )
       .default('index.js'),
     solutionRoles: z.array(SolutionRole).min(1),
     isCloudSupported: z.boolean(),
@@ -84,7 +91,12 @@ export const ConnectorManifest = z
     const seen = new Set<string>();
     m.uiDecorations.forEach((d, i) => {
       const key = d.propertyName.toLowerCase();
-      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['uiDecorations', i, 'propertyName'], message: `duplicate property ${d.propertyName}` });
+      if (seen.has(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['uiDecorations', i, 'propertyName'],
+          message: `duplicate property ${d.propertyName}`,
+        });
       seen.add(key);
       if (d.inputType === 'PickList' && !d.options?.length) {
         ctx.addIssue({ code: 'custom', path: ['uiDecorations', i, 'options'], message: 'a PickList needs options' });

@@ -41,25 +41,43 @@ export const MAX_FILTER_DEPTH = 32;
 export const MAX_IN_VALUES = 10_000;
 
 const FieldName = z.string().regex(/^[A-Za-z0-9_]+$/, 'a field fullName has only letters, digits and underscores');
-const Value: z.ZodType<FilterValue> = z.union([z.string(), z.number().refine(Number.isFinite, 'a finite number'), z.boolean(), z.null()]);
+const Value: z.ZodType<FilterValue> = z.union([
+  z.string(),
+  z.number().refine(Number.isFinite, 'a finite number'),
+  z.boolean(),
+  z.null(),
+]);
 
-export const Filter: z.ZodType<Filter> = z.lazy(() =>
-  z
-    .union([
-      z.strictObject({ op: z.enum(['and', 'or']), args: z.array(Filter).min(1).max(1000) }).describe('true when all (and) or any (or) of args is'),
-      z.strictObject({ op: z.literal('not'), arg: Filter }).describe('true when arg is false'),
-      z.strictObject({ op: z.enum(COMPARISON_OPS), field: FieldName, value: Value }).describe('compares the field with a literal; unknown when either is null'),
-      z.strictObject({ op: z.literal('isNull'), field: FieldName }).describe('true when the field is null'),
-      z
-        .strictObject({ op: z.literal('like'), field: FieldName, pattern: z.string().max(10_000) })
-        .describe('SQL LIKE: `%` any run of characters, `_` one character, `\\` escapes the next one'),
-      z.strictObject({ op: z.literal('contains'), field: FieldName, value: z.string().max(10_000) }).describe("the field's text contains value (no wildcards)"),
-      z.strictObject({ op: z.literal('in'), field: FieldName, values: z.array(Value).max(MAX_IN_VALUES) }).describe('the field equals one of values'),
-    ])
-    .describe(`A filter: comparisons of fields (fullNames) with literals, combined with and / or / not, nesting at most ${MAX_FILTER_DEPTH} levels; three-valued as in SQL.`),
-).superRefine((f, ctx) => {
-  if (filterDepth(f) > MAX_FILTER_DEPTH) ctx.addIssue({ code: 'custom', message: `a filter nests at most ${MAX_FILTER_DEPTH} levels` });
-});
+export const Filter: z.ZodType<Filter> = z
+  .lazy(() =>
+    z
+      .union([
+        z
+          .strictObject({ op: z.enum(['and', 'or']), args: z.array(Filter).min(1).max(1000) })
+          .describe('true when all (and) or any (or) of args is'),
+        z.strictObject({ op: z.literal('not'), arg: Filter }).describe('true when arg is false'),
+        z
+          .strictObject({ op: z.enum(COMPARISON_OPS), field: FieldName, value: Value })
+          .describe('compares the field with a literal; unknown when either is null'),
+        z.strictObject({ op: z.literal('isNull'), field: FieldName }).describe('true when the field is null'),
+        z
+          .strictObject({ op: z.literal('like'), field: FieldName, pattern: z.string().max(10_000) })
+          .describe('SQL LIKE: `%` any run of characters, `_` one character, `\\` escapes the next one'),
+        z
+          .strictObject({ op: z.literal('contains'), field: FieldName, value: z.string().max(10_000) })
+          .describe("the field's text contains value (no wildcards)"),
+        z
+          .strictObject({ op: z.literal('in'), field: FieldName, values: z.array(Value).max(MAX_IN_VALUES) })
+          .describe('the field equals one of values'),
+      ])
+      .describe(
+        `A filter: comparisons of fields (fullNames) with literals, combined with and / or / not, nesting at most ${MAX_FILTER_DEPTH} levels; three-valued as in SQL.`,
+      ),
+  )
+  .superRefine((f, ctx) => {
+    if (filterDepth(f) > MAX_FILTER_DEPTH)
+      ctx.addIssue({ code: 'custom', message: `a filter nests at most ${MAX_FILTER_DEPTH} levels` });
+  });
 
 /** Nesting depth of a filter (a single comparison is 1). */
 export function filterDepth(f: Filter): number {

@@ -50,7 +50,13 @@ export const BLOCK_TYPES = [
 ] as const;
 export type BlockType = (typeof BLOCK_TYPES)[number];
 
-export const STARTER_TYPES: readonly BlockType[] = ['Query', 'Fetch', 'NativeQuery', 'WaitForMessage', 'WaitForRequest'];
+export const STARTER_TYPES: readonly BlockType[] = [
+  'Query',
+  'Fetch',
+  'NativeQuery',
+  'WaitForMessage',
+  'WaitForRequest',
+];
 /** Starters whose single record is a message handed to the run. */
 export const MESSAGE_STARTERS: readonly BlockType[] = ['WaitForMessage', 'WaitForRequest'];
 /** Blocks whose body runs repeatedly; Loop Exit and Continue act on the innermost one. */
@@ -60,7 +66,18 @@ export type WriteBlockType = (typeof WRITE_TYPES)[number];
 export const isWriteType = (t: BlockType): t is WriteBlockType => (WRITE_TYPES as readonly string[]).includes(t);
 
 /** The action values of changeblocktype (SPEC.md). */
-export const BLOCK_ACTIONS = ['None', 'Create', 'InsertUpdate', 'UpdateInsert', 'Query', 'Update', 'Delete', 'NativeQuery', 'CreateWith', 'UpdateWith'] as const;
+export const BLOCK_ACTIONS = [
+  'None',
+  'Create',
+  'InsertUpdate',
+  'UpdateInsert',
+  'Query',
+  'Update',
+  'Delete',
+  'NativeQuery',
+  'CreateWith',
+  'UpdateWith',
+] as const;
 export type BlockAction = (typeof BLOCK_ACTIONS)[number];
 
 /** The action a Block kind runs by default. `InsertUpdate` is the original's name for Upsert. */
@@ -93,8 +110,13 @@ export const DEFAULT_ACTION: Record<BlockType, BlockAction> = {
 export const FieldMapping = z
   .object({
     targetField: z.string().min(1).describe("the target entity's field (its fullName) the value is written to"),
-    targetDataType: z.string().optional().describe('the data type of the target field, as the original service exported it (informative)'),
-    targetFormula: z.string().describe('the formula that gives the value (docs/formulas.md), reading earlier Blocks as `Block.Field`'),
+    targetDataType: z
+      .string()
+      .optional()
+      .describe('the data type of the target field, as the original service exported it (informative)'),
+    targetFormula: z
+      .string()
+      .describe('the formula that gives the value (docs/formulas.md), reading earlier Blocks as `Block.Field`'),
   })
   .describe('One target field and the formula that fills it (`targetField` ← `targetFormula`).');
 export type FieldMapping = z.infer<typeof FieldMapping>;
@@ -104,10 +126,15 @@ export const LOOKUP_OPERATORS = ['=', '<>', '<', '<=', '>', '>='] as const;
 export const LookupCondition = z
   .object({
     fieldName: z.string().min(1).describe("the Block entity's field (its fullName) compared"),
-    comparisonOperator: z.enum(LOOKUP_OPERATORS).default('=').describe('how the field compares with the value (default =)'),
+    comparisonOperator: z
+      .enum(LOOKUP_OPERATORS)
+      .default('=')
+      .describe('how the field compares with the value (default =)'),
     compareValue: z.string().describe('a formula giving the value the field is compared with'),
   })
-  .describe('How a Lookup, Update, UpdateInsert, Upsert or Delete finds its records: the conditions of a Block are all true.');
+  .describe(
+    'How a Lookup, Update, UpdateInsert, Upsert or Delete finds its records: the conditions of a Block are all true.',
+  );
 export type LookupCondition = z.infer<typeof LookupCondition>;
 
 /** Most records a Fetch reads. */
@@ -126,16 +153,30 @@ export const MAX_LOOP_ITERATIONS = 100_000;
  */
 export const ChildWrite = z
   .object({
-    relationship: z.string().min(1).describe("the relationship (fullName) of the Block's entity whose related entity the child records are written to"),
-    source: z.string().min(1).describe("what gives one child record per record: a Lookup Block's name, or a Query relationship's children as `Query.relationship`"),
+    relationship: z
+      .string()
+      .min(1)
+      .describe(
+        "the relationship (fullName) of the Block's entity whose related entity the child records are written to",
+      ),
+    source: z
+      .string()
+      .min(1)
+      .describe(
+        "what gives one child record per record: a Lookup Block's name, or a Query relationship's children as `Query.relationship`",
+      ),
     /** The name the child formulas read the current source record by; default `source` (required for `Query.relationship`). */
     name: z
       .string()
       .min(1)
       .max(MAX_BLOCK_NAME)
       .optional()
-      .describe('the name the child formulas read the current source record by; default `source` (required for `Query.relationship`)'),
-    fieldMappings: z.array(FieldMapping).describe("the child record's fields; the relationship's key fields are set from the parent"),
+      .describe(
+        'the name the child formulas read the current source record by; default `source` (required for `Query.relationship`)',
+      ),
+    fieldMappings: z
+      .array(FieldMapping)
+      .describe("the child record's fields; the relationship's key fields are set from the parent"),
   })
   .describe('CreateWith / UpdateWith: child records written with the parent record, one per record of `source`.');
 export type ChildWrite = z.infer<typeof ChildWrite>;
@@ -191,7 +232,9 @@ export interface Block {
   body?: Block[] | undefined;
 }
 
-const Guid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'a GUID');
+const Guid = z
+  .string()
+  .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'a GUID');
 
 /** What each Block kind reads from the Block, for the OpenAPI document (docs/maps.md has the rules). */
 const BLOCK_KIND_FIELDS = [
@@ -214,35 +257,87 @@ const BLOCK_KIND_FIELDS = [
 export const Block: z.ZodType<Block> = z.lazy(() =>
   z
     .object({
-      blockId: Guid.describe('the Block\'s GUID, unique in the Map'),
+      blockId: Guid.describe("the Block's GUID, unique in the Map"),
       name: z
         .string()
         .min(1)
         .max(MAX_BLOCK_NAME)
-        .describe('unique in the Map ignoring case; formulas read the Block\'s record as `name.Field`'),
+        .describe("unique in the Map ignoring case; formulas read the Block's record as `name.Field`"),
       blockType: z.enum(BLOCK_TYPES).describe(`the Block kind, and the fields it reads — ${BLOCK_KIND_FIELDS}`),
-      action: z.enum(BLOCK_ACTIONS).describe('what the Block does; each kind has its default (docs/maps.md): Query for Query, Fetch and Lookup, InsertUpdate for Upsert, the kind\'s name for the other writes, None for control Blocks'),
-      operationName: z.string().optional().describe('the Connection\'s name for the action (its supportedactions), e.g. Update/Insert'),
+      action: z
+        .enum(BLOCK_ACTIONS)
+        .describe(
+          "what the Block does; each kind has its default (docs/maps.md): Query for Query, Fetch and Lookup, InsertUpdate for Upsert, the kind's name for the other writes, None for control Blocks",
+        ),
+      operationName: z
+        .string()
+        .optional()
+        .describe("the Connection's name for the action (its supportedactions), e.g. Update/Insert"),
       label: z.string().optional().describe('a free text shown for the Block'),
-      connectionId: z.string().min(1).optional().describe('the Connection the Block reads or writes (starters, Lookup, writes)'),
-      entity: z.string().min(1).optional().describe('the entity\'s fullName (starters, Lookup, writes)'),
+      connectionId: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('the Connection the Block reads or writes (starters, Lookup, writes)'),
+      entity: z.string().min(1).optional().describe("the entity's fullName (starters, Lookup, writes)"),
       filter: Filter.optional().describe('Query, Fetch: which records are read'),
       netChange: NetChangeSpec.optional(),
-      relationships: z.array(z.string().min(1)).optional().describe('Query, Fetch: relationship fullNames whose child records are read with each record'),
-      relationship: z.string().min(1).optional().describe('ForEachChild: the relationship (one of its Query\'s relationships) whose children it iterates'),
-      fields: z.array(z.string().min(1)).optional().describe('NativeQuery, WaitForMessage, WaitForRequest without an entity: the fields of the records the Block yields'),
-      maxRecords: z.number().int().min(1).max(MAX_FETCH_RECORDS).optional().describe('Fetch: most records read (default 1)'),
-      maxIterations: z.number().int().min(1).max(MAX_LOOP_ITERATIONS).optional().describe(`Loop: most iterations per record (default ${DEFAULT_LOOP_ITERATIONS})`),
-      children: z.array(ChildWrite).optional().describe('CreateWith, UpdateWith: the child records written with the parent'),
-      fieldMappings: z.array(FieldMapping).optional().describe('writes, BuildReply: the target fields and their formulas'),
-      lookupConditions: z.array(LookupCondition).optional().describe('Lookup, Update, UpdateInsert, Upsert, Delete: how the record is found (else by primary key)'),
+      relationships: z
+        .array(z.string().min(1))
+        .optional()
+        .describe('Query, Fetch: relationship fullNames whose child records are read with each record'),
+      relationship: z
+        .string()
+        .min(1)
+        .optional()
+        .describe("ForEachChild: the relationship (one of its Query's relationships) whose children it iterates"),
+      fields: z
+        .array(z.string().min(1))
+        .optional()
+        .describe(
+          'NativeQuery, WaitForMessage, WaitForRequest without an entity: the fields of the records the Block yields',
+        ),
+      maxRecords: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_FETCH_RECORDS)
+        .optional()
+        .describe('Fetch: most records read (default 1)'),
+      maxIterations: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_LOOP_ITERATIONS)
+        .optional()
+        .describe(`Loop: most iterations per record (default ${DEFAULT_LOOP_ITERATIONS})`),
+      children: z
+        .array(ChildWrite)
+        .optional()
+        .describe('CreateWith, UpdateWith: the child records written with the parent'),
+      fieldMappings: z
+        .array(FieldMapping)
+        .optional()
+        .describe('writes, BuildReply: the target fields and their formulas'),
+      lookupConditions: z
+        .array(LookupCondition)
+        .optional()
+        .describe('Lookup, Update, UpdateInsert, Upsert, Delete: how the record is found (else by primary key)'),
       condition: z.string().optional().describe('IfElse, Loop: a formula that is true or false'),
       statement: z.string().optional().describe('NativeQuery: the statement run by the Connector'),
-      source: z.string().optional().describe('ForEachResult: the Lookup whose results it iterates; ForEachChild: the Query (default the starter); SendReply: the BuildReply'),
+      source: z
+        .string()
+        .optional()
+        .describe(
+          'ForEachResult: the Lookup whose results it iterates; ForEachChild: the Query (default the starter); SendReply: the BuildReply',
+        ),
       cacheResults: z.boolean().optional().describe('Lookup: cache the results per key for the run'),
       useBulk: z.boolean().optional().describe('writes: write in bulk when the Action supports it (default true)'),
       bulkCountPerOperation: z.number().int().min(1).optional().describe('writes: records per bulk call'),
-      onErrorMessage: z.string().optional().describe('writes: the message a refused record\'s error carries instead of the Connector\'s'),
+      onErrorMessage: z
+        .string()
+        .optional()
+        .describe("writes: the message a refused record's error carries instead of the Connector's"),
       then: z.array(Block).optional().describe('IfElse: the Blocks a record runs when the condition is true'),
       else: z.array(Block).optional().describe('IfElse: the Blocks a record runs otherwise'),
       body: z.array(Block).optional().describe('ForEachResult, ForEachChild, Loop: the Blocks run per iteration'),
@@ -256,28 +351,56 @@ export const MapModel = z
     mapId: z.number().int().optional(),
     name: z.string().min(1),
     description: z.string().optional(),
-    mapType: z.string().optional().describe('IntegrationServicesAdvancedMap, IntegrationServicesAdvancedMessageMap, IntegrationServicesAdvancedRequestResponseMap or ReplicationServicesMap'),
+    mapType: z
+      .string()
+      .optional()
+      .describe(
+        'IntegrationServicesAdvancedMap, IntegrationServicesAdvancedMessageMap, IntegrationServicesAdvancedRequestResponseMap or ReplicationServicesMap',
+      ),
     /** Net change: records modified at or after this instant are read (ISO-8601; null = all). */
-    lastRunDate: z.string().nullable().optional().describe('net change: records modified at or after this instant are read (ISO-8601; null: all)'),
+    lastRunDate: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('net change: records modified at or after this instant are read (ISO-8601; null: all)'),
     /** Records per write batch (default 2000; clamped to the Connector's bulkLimit). */
-    batchSize: z.number().int().min(1).max(100_000).optional().describe(`records per write batch (default ${DEFAULT_MAP_BATCH_SIZE}; at most the Connector's bulk limit)`),
-    blocks: z.array(Block).min(1).describe(`the Blocks in flow order, the starter first; at most ${MAX_BLOCKS} in all, nested ones included`),
+    batchSize: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .optional()
+      .describe(`records per write batch (default ${DEFAULT_MAP_BATCH_SIZE}; at most the Connector's bulk limit)`),
+    blocks: z
+      .array(Block)
+      .min(1)
+      .describe(`the Blocks in flow order, the starter first; at most ${MAX_BLOCKS} in all, nested ones included`),
   })
   .describe(`A Map model, version ${MAP_MODEL_VERSION}: an ordered tree of Blocks (docs/maps.md).`)
   .superRefine((m, ctx) => {
     const all = [...walkBlocks(m.blocks)];
-    if (all.length > MAX_BLOCKS) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `a Map holds at most ${MAX_BLOCKS} Blocks (this one has ${all.length})` });
+    if (all.length > MAX_BLOCKS)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['blocks'],
+        message: `a Map holds at most ${MAX_BLOCKS} Blocks (this one has ${all.length})`,
+      });
     const names = new Map<string, Block>();
     const ids = new Set<string>();
     for (const b of all) {
       const key = b.name.toLowerCase();
       const first = names.get(key);
       if (first) {
-        ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the Blocks "${first.name}" (${first.blockId}) and "${b.name}" (${b.blockId}) have the same name; Block names are unique in a Map, ignoring case` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['blocks'],
+          message: `the Blocks "${first.name}" (${first.blockId}) and "${b.name}" (${b.blockId}) have the same name; Block names are unique in a Map, ignoring case`,
+        });
       } else {
         names.set(key, b);
       }
-      if (ids.has(b.blockId.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the blockId ${b.blockId} is used twice` });
+      if (ids.has(b.blockId.toLowerCase()))
+        ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the blockId ${b.blockId} is used twice` });
       ids.add(b.blockId.toLowerCase());
     }
   });

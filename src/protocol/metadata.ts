@@ -190,7 +190,13 @@ export function packMetadata(md: ConnectionMetadata, maxBytes: number = MAX_META
   const bytes = Buffer.byteLength(json);
   if (bytes <= maxBytes) return { packed: false, answer: md, bytes };
   const data = gzipSync(json, { level: 9 }).toString('base64');
-  return { packed: true, answer: { encoding: 'gzip+base64', data }, bytes, compressed: data.length, fits: data.length <= maxBytes };
+  return {
+    packed: true,
+    answer: { encoding: 'gzip+base64', data },
+    bytes,
+    compressed: data.length,
+    fits: data.length <= maxBytes,
+  };
 }
 
 /**
@@ -201,7 +207,11 @@ export function packMetadata(md: ConnectionMetadata, maxBytes: number = MAX_META
 export function unpackMetadata(answer: unknown): unknown {
   const packed = PackedMetadata.safeParse(answer);
   if (!packed.success) return answer;
-  return JSON.parse(gunzipSync(Buffer.from(packed.data.data, 'base64'), { maxOutputLength: MAX_UNPACKED_METADATA_BYTES }).toString('utf8')) as unknown;
+  return JSON.parse(
+    gunzipSync(Buffer.from(packed.data.data, 'base64'), { maxOutputLength: MAX_UNPACKED_METADATA_BYTES }).toString(
+      'utf8',
+    ),
+  ) as unknown;
 }
 
 /**
@@ -213,7 +223,10 @@ export const LoadMetadataResult = z.union([
     try {
       return unpackMetadata(packed);
     } catch (err) {
-      ctx.addIssue({ code: 'custom', message: `packed metadata that does not unpack: ${err instanceof Error ? err.message : String(err)}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `packed metadata that does not unpack: ${err instanceof Error ? err.message : String(err)}`,
+      });
       return z.NEVER;
     }
   }).pipe(ConnectionMetadata),

@@ -88,4 +88,5 @@ export type ReprocessPage = z.infer<typeof ReprocessPage>;
 export const MAX_REPROCESS_PAGE = 500;
 
 /** The path an Agent pulls a reprocess run's records from. */
-export const reprocessRecordsPath = (runId: string): string => `/v1/agent/reprocess/${encodeURIComponent(runId)}/records`;
+export const reprocessRecordsPath = (runId: string): string =>
+  `/v1/agent/reprocess/${encodeURIComponent(runId)}/records`;

@@ -45,7 +45,10 @@ export const DEFAULT_TIME_ZONE = 'UTC';
 
 /** One of `values`, in any case (surrounding blanks ignored), answered in the spelling of `values`. */
 const anyCase = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.preprocess((v) => (typeof v === 'string' ? (values.find((x) => x.toLowerCase() === v.trim().toLowerCase()) ?? v) : v), z.enum(values));
+  z.preprocess(
+    (v) => (typeof v === 'string' ? (values.find((x) => x.toLowerCase() === v.trim().toLowerCase()) ?? v) : v),
+    z.enum(values),
+  );
 
 /**
  * An integer from 0 to `max`, or null. Clients built on the original's JSON reader send numbers
@@ -68,8 +71,18 @@ export const ScheduleDays = z.strictObject({
   daysOption: anyCase(DAYS_OPTIONS).nullable().optional(),
   daysIntervalStartDate: Text(40).describe('DaysInterval: the first due day, year-month-day (2024-1-1)'),
   daysInterval: looseInt(MAX_DAYS_INTERVAL).describe(`DaysInterval: days between due days, 1 to ${MAX_DAYS_INTERVAL}`),
-  daysOfMonth: z.array(looseInt(31)).max(100).nullable().optional().describe('DaysOfMonth: days 1 to 31; a day a month does not have is skipped that month'),
-  daysOfWeek: z.array(anyCase(WEEKDAYS).nullable()).max(50).nullable().optional().describe('DaysOfWeek: Monday, … (any case)'),
+  daysOfMonth: z
+    .array(looseInt(31))
+    .max(100)
+    .nullable()
+    .optional()
+    .describe('DaysOfMonth: days 1 to 31; a day a month does not have is skipped that month'),
+  daysOfWeek: z
+    .array(anyCase(WEEKDAYS).nullable())
+    .max(50)
+    .nullable()
+    .optional()
+    .describe('DaysOfWeek: Monday, … (any case)'),
   lastDayOfMonth: z.boolean().nullable().optional().describe('DaysOfMonth: also the last day of each month'),
 });
 
@@ -77,14 +90,18 @@ export const ScheduleTimes = z.strictObject({
   timeOption: anyCase(TIME_OPTIONS).nullable().optional(),
   hourlyMinutes: looseInt(59).describe('HourlyMinutes: the minute past each hour, 0 to 59'),
   timeOfDay: Text(16).describe('TimeOfDay: hours:minutes, 0:00 to 23:59'),
-  timeInterval: looseInt(MAX_TIME_INTERVAL.minutes).describe('TimeInterval: the interval from midnight, in timeIntervalUnit'),
+  timeInterval: looseInt(MAX_TIME_INTERVAL.minutes).describe(
+    'TimeInterval: the interval from midnight, in timeIntervalUnit',
+  ),
   timeIntervalUnit: anyCase(TIME_INTERVAL_UNITS).nullable().optional(),
 });
 
 export const ScheduleRecurringOptions = z.strictObject({
   days: ScheduleDays.nullable().optional(),
   times: ScheduleTimes.nullable().optional(),
-  timeZone: Text(100).describe('a Windows time zone name ("Eastern Standard Time") or an IANA one ("America/New_York"); UTC when null'),
+  timeZone: Text(100).describe(
+    'a Windows time zone name ("Eastern Standard Time") or an IANA one ("America/New_York"); UTC when null',
+  ),
 });
 
 /** The Schedule model clients send (DESIGN.md "Schedule", SPEC.md "Schedule"). */
@@ -93,7 +110,9 @@ export const Schedule = z.strictObject({
   solutionId: Text(100).describe('accepted and ignored: the path names the Solution'),
   runOnceOptions: z
     .strictObject({
-      dateTime: Text(40).describe('RunOnce: year-month-dayThours:minutes, with Z or an offset, else in recurringOptions.timeZone (UTC when none)'),
+      dateTime: Text(40).describe(
+        'RunOnce: year-month-dayThours:minutes, with Z or an offset, else in recurringOptions.timeZone (UTC when none)',
+      ),
     })
     .nullable()
     .optional(),
@@ -109,11 +128,19 @@ const Zone = z.string().min(1).max(100);
 /** The due days of a Recurring schedule. */
 export const DaysRule = z.discriminatedUnion('kind', [
   /** Every `every` days counted from `start`. */
-  z.strictObject({ kind: z.literal('interval'), every: z.number().int().min(1).max(MAX_DAYS_INTERVAL), start: CivilDate }),
+  z.strictObject({
+    kind: z.literal('interval'),
+    every: z.number().int().min(1).max(MAX_DAYS_INTERVAL),
+    start: CivilDate,
+  }),
   /** Days of the week, 0 = Sunday, ascending. */
   z.strictObject({ kind: z.literal('weekdays'), weekdays: z.array(z.number().int().min(0).max(6)).min(1).max(7) }),
   /** Days of the month, ascending, and whether the last day of each month is due too. */
-  z.strictObject({ kind: z.literal('monthdays'), days: z.array(z.number().int().min(1).max(31)).max(31), lastDay: z.boolean() }),
+  z.strictObject({
+    kind: z.literal('monthdays'),
+    days: z.array(z.number().int().min(1).max(31)).max(31),
+    lastDay: z.boolean(),
+  }),
 ]);
 export type DaysRule = z.infer<typeof DaysRule>;
 
@@ -141,7 +168,12 @@ export const ScheduleRule = z.discriminatedUnion('kind', [
     /** Seconds after local midnight. */
     second: z.number().int().min(0).max(86_399),
     /** The offset the dateTime named (minutes east of UTC); null: local time in `timeZone`. */
-    offsetMinutes: z.number().int().min(-18 * 60).max(18 * 60).nullable(),
+    offsetMinutes: z
+      .number()
+      .int()
+      .min(-18 * 60)
+      .max(18 * 60)
+      .nullable(),
     timeZone: Zone,
   }),
   z.strictObject({ kind: z.literal('Recurring'), days: DaysRule, times: TimesRule, timeZone: Zone }),
@@ -186,7 +218,8 @@ export function parseCivilDate(text: string): CivilDateParts | undefined {
   const m = DATE.exec(text.trim());
   if (!m) return undefined;
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month))
+    return undefined;
   return { year, month, day };
 }
 
@@ -208,7 +241,9 @@ function parseTime(text: string): number | undefined {
  * offset (`+02:00`, `+0200`). Unpadded parts are fine (`2099-1-31T9:00Z`); a date alone is
  * midnight.
  */
-export function parseDateTime(text: string): { date: CivilDateParts; second: number; offsetMinutes: number | null } | undefined {
+export function parseDateTime(
+  text: string,
+): { date: CivilDateParts; second: number; offsetMinutes: number | null } | undefined {
   let rest = text.trim();
   let offsetMinutes: number | null = null;
   if (/z$/i.test(rest)) {
@@ -268,8 +303,19 @@ export function normalizeSchedule(schedule: Schedule, at = ''): NormalizedSchedu
       else if (!given(text)) fail('runOnceOptions.dateTime', 'is required when scheduleOption is RunOnce');
       else {
         const dt = parseDateTime(text);
-        if (!dt) fail('runOnceOptions.dateTime', 'must be a date and time such as 2099-1-31T10:00Z (Z or an offset, or none for the time zone of recurringOptions, else UTC)');
-        else rule = { kind: 'RunOnce', date: formatCivilDate(dt.date), second: dt.second, offsetMinutes: dt.offsetMinutes, timeZone };
+        if (!dt)
+          fail(
+            'runOnceOptions.dateTime',
+            'must be a date and time such as 2099-1-31T10:00Z (Z or an offset, or none for the time zone of recurringOptions, else UTC)',
+          );
+        else
+          rule = {
+            kind: 'RunOnce',
+            date: formatCivilDate(dt.date),
+            second: dt.second,
+            offsetMinutes: dt.offsetMinutes,
+            timeZone,
+          };
       }
       break;
     }
@@ -279,8 +325,12 @@ export function normalizeSchedule(schedule: Schedule, at = ''): NormalizedSchedu
         fail('recurringOptions', 'is required when scheduleOption is Recurring');
         break;
       }
-      const days = options.days ? daysRule(options.days, fail) : fail('recurringOptions.days', 'is required when scheduleOption is Recurring');
-      const times = options.times ? timesRule(options.times, fail) : fail('recurringOptions.times', 'is required when scheduleOption is Recurring');
+      const days = options.days
+        ? daysRule(options.days, fail)
+        : fail('recurringOptions.days', 'is required when scheduleOption is Recurring');
+      const times = options.times
+        ? timesRule(options.times, fail)
+        : fail('recurringOptions.times', 'is required when scheduleOption is Recurring');
       if (days && times) rule = { kind: 'Recurring', days, times, timeZone };
       break;
     }
@@ -295,7 +345,11 @@ function daysRule(days: z.output<typeof ScheduleDays>, fail: Fail): DaysRule | u
   switch (days.daysOption) {
     case 'DaysInterval': {
       const every = days.daysInterval;
-      if (every === null || every === undefined || every < 1) return fail(`${at}.daysInterval`, `must be a number of days from 1 to ${MAX_DAYS_INTERVAL} when daysOption is DaysInterval`);
+      if (every === null || every === undefined || every < 1)
+        return fail(
+          `${at}.daysInterval`,
+          `must be a number of days from 1 to ${MAX_DAYS_INTERVAL} when daysOption is DaysInterval`,
+        );
       let start = '1970-01-01';
       if (given(days.daysIntervalStartDate)) {
         const date = parseCivilDate(days.daysIntervalStartDate.replace(/[Tt ].*$/, ''));
@@ -312,7 +366,8 @@ function daysRule(days: z.output<typeof ScheduleDays>, fail: Fail): DaysRule | u
       const bad = list.findIndex((d) => d === null);
       if (bad >= 0) return fail(`${at}.daysOfWeek.${bad}`, 'must be a day of the week (Monday, …)');
       const weekdays = [...new Set(list.map((d) => WEEKDAYS.indexOf(d as Weekday)))].sort((a, b) => a - b);
-      if (weekdays.length === 0) return fail(`${at}.daysOfWeek`, 'must name at least one day when daysOption is DaysOfWeek');
+      if (weekdays.length === 0)
+        return fail(`${at}.daysOfWeek`, 'must name at least one day when daysOption is DaysOfWeek');
       return { kind: 'weekdays', weekdays };
     }
     case 'DaysOfMonth': {
@@ -321,7 +376,11 @@ function daysRule(days: z.output<typeof ScheduleDays>, fail: Fail): DaysRule | u
       if (bad >= 0) return fail(`${at}.daysOfMonth.${bad}`, 'must be a day of the month from 1 to 31');
       const lastDay = days.lastDayOfMonth === true;
       const monthDays = [...new Set(list as number[])].sort((a, b) => a - b);
-      if (monthDays.length === 0 && !lastDay) return fail(`${at}.daysOfMonth`, 'must name at least one day (or lastDayOfMonth be true) when daysOption is DaysOfMonth');
+      if (monthDays.length === 0 && !lastDay)
+        return fail(
+          `${at}.daysOfMonth`,
+          'must name at least one day (or lastDayOfMonth be true) when daysOption is DaysOfMonth',
+        );
       return { kind: 'monthdays', days: monthDays, lastDay };
     }
     default:
@@ -333,7 +392,11 @@ function timesRule(times: z.output<typeof ScheduleTimes>, fail: Fail): TimesRule
   const at = 'recurringOptions.times';
   const hourly = (): TimesRule | undefined => {
     const minute = times.hourlyMinutes;
-    if (minute === null || minute === undefined) return fail(`${at}.hourlyMinutes`, 'must be the minute past each hour, 0 to 59, when timeOption is HourlyMinutes');
+    if (minute === null || minute === undefined)
+      return fail(
+        `${at}.hourlyMinutes`,
+        'must be the minute past each hour, 0 to 59, when timeOption is HourlyMinutes',
+      );
     return { kind: 'hourly', minute };
   };
   switch (times.timeOption) {
@@ -343,15 +406,21 @@ function timesRule(times: z.output<typeof ScheduleTimes>, fail: Fail): TimesRule
       // SPEC.md reads hourlyMinutes with TimeOfDay: without a time of day, it runs hourly.
       if (!given(times.timeOfDay) && times.hourlyMinutes !== null && times.hourlyMinutes !== undefined) return hourly();
       const minute = given(times.timeOfDay) ? parseTimeOfDay(times.timeOfDay) : undefined;
-      if (minute === undefined) return fail(`${at}.timeOfDay`, 'must be a time of day HH:MM, 00:00 to 23:59, when timeOption is TimeOfDay');
+      if (minute === undefined)
+        return fail(`${at}.timeOfDay`, 'must be a time of day HH:MM, 00:00 to 23:59, when timeOption is TimeOfDay');
       return { kind: 'at', minute };
     }
     case 'TimeInterval': {
       const unit = times.timeIntervalUnit;
-      if (!unit) return fail(`${at}.timeIntervalUnit`, `is required when timeOption is TimeInterval: ${TIME_INTERVAL_UNITS.join(' or ')}`);
+      if (!unit)
+        return fail(
+          `${at}.timeIntervalUnit`,
+          `is required when timeOption is TimeInterval: ${TIME_INTERVAL_UNITS.join(' or ')}`,
+        );
       const n = times.timeInterval;
       const max = MAX_TIME_INTERVAL[unit];
-      if (n === null || n === undefined || n < 1 || n > max) return fail(`${at}.timeInterval`, `must be from 1 to ${max} ${unit} when timeOption is TimeInterval`);
+      if (n === null || n === undefined || n < 1 || n > max)
+        return fail(`${at}.timeInterval`, `must be from 1 to ${max} ${unit} when timeOption is TimeInterval`);
       return { kind: 'every', minutes: unit === 'hours' ? n * 60 : n };
     }
     default:

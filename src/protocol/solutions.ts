@@ -96,7 +96,12 @@ export const RUN_TRIGGERS = ['start', 'schedule'] as const;
 export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 
 /** History results (DESIGN.md "History"); InProgress is only ever shown, never reported as an end. */
-export const RUN_RESULTS = ['CompletedSuccessfully', 'CompletedWithErrors', 'FatalError', 'RecordErrorsAndFatalErrors'] as const;
+export const RUN_RESULTS = [
+  'CompletedSuccessfully',
+  'CompletedWithErrors',
+  'FatalError',
+  'RecordErrorsAndFatalErrors',
+] as const;
 export type RunResult = (typeof RUN_RESULTS)[number];
 
 /** Timing of one Block (or, for an RS entity, of its reads and writes) in a run. */
@@ -146,7 +151,13 @@ function isSourceKey(k: unknown): k is SourceKey {
   for (const f in k) {
     if (++n > MAX_SOURCE_KEY_FIELDS || f.length > 500) return false;
     const v = (k as Record<string, unknown>)[f];
-    if (v !== null && typeof v !== 'boolean' && (typeof v !== 'number' || !Number.isFinite(v)) && (typeof v !== 'string' || v.length > MAX_SOURCE_KEY_TEXT)) return false;
+    if (
+      v !== null &&
+      typeof v !== 'boolean' &&
+      (typeof v !== 'number' || !Number.isFinite(v)) &&
+      (typeof v !== 'string' || v.length > MAX_SOURCE_KEY_TEXT)
+    )
+      return false;
   }
   return true;
 }
@@ -159,7 +170,10 @@ export const SourceKey = z.custom<SourceKey>(isSourceKey, {
  * key), within the protocol's bounds (the first {@link MAX_SOURCE_KEY_FIELDS} fields, text cut to
  * {@link MAX_SOURCE_KEY_TEXT} characters); undefined when the entity has no key.
  */
-export function sourceKeyOf(fields: readonly string[], record: Readonly<Record<string, unknown>>): SourceKey | undefined {
+export function sourceKeyOf(
+  fields: readonly string[],
+  record: Readonly<Record<string, unknown>>,
+): SourceKey | undefined {
   if (fields.length === 0) return undefined;
   const key: SourceKey = {};
   const n = Math.min(fields.length, MAX_SOURCE_KEY_FIELDS);
@@ -228,11 +242,18 @@ export const RunProgressReport = z.object({
  * report they make a report of 200 errors about a sixth of the size (the Agent serializes,
  * stores, reads back and sends less; the Service parses and validates less).
  */
-export const SharedErrorFields = RunRecordError.omit({ id: true, failedRecordId: true, sourceKey: true, sourceRow: true }).partial();
+export const SharedErrorFields = RunRecordError.omit({
+  id: true,
+  failedRecordId: true,
+  sourceKey: true,
+  sourceRow: true,
+}).partial();
 type SharedErrorField = keyof z.infer<typeof SharedErrorFields>;
 export const SHARED_ERROR_FIELDS: readonly SharedErrorField[] = SharedErrorFields.keyof().options;
 /** The fields an error must have, itself or through the report's `shared`: those RunRecordError does not make optional. */
-const REQUIRED_ERROR_FIELDS: readonly SharedErrorField[] = SHARED_ERROR_FIELDS.filter((f) => !RunRecordError.shape[f].safeParse(undefined).success);
+const REQUIRED_ERROR_FIELDS: readonly SharedErrorField[] = SHARED_ERROR_FIELDS.filter(
+  (f) => !RunRecordError.shape[f].safeParse(undefined).success,
+);
 export type SharedErrorFields = z.infer<typeof SharedErrorFields>;
 
 /**
@@ -254,19 +275,30 @@ export const RunErrorsReport = z
     runId: Id,
     solutionId: Id,
     shared: SharedErrorFields.optional(),
-    errors: z.array(RunRecordError.partial().required({ id: true })).min(1).max(MAX_ERRORS_PER_REPORT),
+    errors: z
+      .array(RunRecordError.partial().required({ id: true }))
+      .min(1)
+      .max(MAX_ERRORS_PER_REPORT),
   })
   .superRefine((r, ctx) => {
     const shared = r.shared ?? {};
     r.errors.forEach((e, i) => {
       for (const f of REQUIRED_ERROR_FIELDS) {
-        if (e[f] === undefined && shared[f] === undefined) ctx.addIssue({ code: 'custom', path: ['errors', i, f], message: `${f} is required, in the error or in shared` });
+        if (e[f] === undefined && shared[f] === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['errors', i, f],
+            message: `${f} is required, in the error or in shared`,
+          });
       }
     });
   });
 
 /** A runErrors report's errors, each whole. */
-export function errorsOf(r: { shared?: SharedErrorFields | undefined; errors: ReadonlyArray<Partial<RunRecordError> & { id: string }> }): RunRecordError[] {
+export function errorsOf(r: {
+  shared?: SharedErrorFields | undefined;
+  errors: ReadonlyArray<Partial<RunRecordError> & { id: string }>;
+}): RunRecordError[] {
   const shared = r.shared;
   // RunErrorsReport checked that every error has its required fields, itself or in shared.
   if (!shared) return r.errors as RunRecordError[];
@@ -292,7 +324,10 @@ export function errorsOf(r: { shared?: SharedErrorFields | undefined; errors: Re
  * Errors as a report carries them to a Service with {@link SHARED_ERRORS_FEATURE}: the fields
  * every error has with one value go once, in `shared`, and each error keeps the rest.
  */
-export function shareErrorFields(errors: readonly RunRecordError[]): { shared?: SharedErrorFields; errors: Array<Partial<RunRecordError> & { id: string }> } {
+export function shareErrorFields(errors: readonly RunRecordError[]): {
+  shared?: SharedErrorFields;
+  errors: Array<Partial<RunRecordError> & { id: string }>;
+} {
   const first = errors[0];
   if (!first || errors.length < 2) return { errors: [...errors] };
   const same = SHARED_ERROR_FIELDS.filter((f) => first[f] !== undefined && errors.every((e) => e[f] === first[f]));

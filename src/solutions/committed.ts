@@ -63,7 +63,17 @@ export class CommittedCounts {
   begin(what: { mapId?: number | undefined; mapName: string; entity?: string | undefined }): void {
     this.flush();
     const t = performance.now();
-    this.#current = { seq: this.#seq++, mapId: what.mapId, mapName: what.mapName, entity: what.entity, last: t, at: Date.now(), processed: 0, failed: 0, timing: new RecordTiming() };
+    this.#current = {
+      seq: this.#seq++,
+      mapId: what.mapId,
+      mapName: what.mapName,
+      entity: what.entity,
+      last: t,
+      at: Date.now(),
+      processed: 0,
+      failed: 0,
+      timing: new RecordTiming(),
+    };
     this.#write();
   }
 
@@ -93,7 +103,8 @@ export class CommittedCounts {
   }
 
   /** The counts so far of the Map or entity in progress, and the time per record of its counted batches. */
-  get current(): { processed: number; failed: number; minMs: number; maxMs: number; avgMs: number; totalMs: number } | undefined {
+  get current():
+    { processed: number; failed: number; minMs: number; maxMs: number; avgMs: number; totalMs: number } | undefined {
     const c = this.#current;
     return c ? { processed: c.processed, failed: c.failed, ...c.timing.view() } : undefined;
   }
@@ -147,7 +158,8 @@ export class CommittedCounts {
       this.store.saveCommitted(this.runId, seq, new Date(at).toISOString(), JSON.stringify(stats));
     } catch (err) {
       // Bookkeeping for a kill must never fail the run itself.
-      if (!this.#warned) this.log.warn({ err }, 'committed counts not recorded; a kill of the Agent would report fewer');
+      if (!this.#warned)
+        this.log.warn({ err }, 'committed counts not recorded; a kill of the Agent would report fewer');
       this.#warned = true;
     }
   }

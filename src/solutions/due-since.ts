@@ -66,7 +66,14 @@ interface Collected {
 }
 
 /** Pages through the due times of (start, now], keeping the last `keep`, up to `limit` of them. */
-function collect(rule: ScheduleRule, start: number, now: number, keep: number, limit: number, firstPage: number): Collected {
+function collect(
+  rule: ScheduleRule,
+  start: number,
+  now: number,
+  keep: number,
+  limit: number,
+  firstPage: number,
+): Collected {
   const tail: number[] = [];
   let total = 0;
   let from = start;

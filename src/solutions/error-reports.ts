@@ -90,7 +90,18 @@ export class ErrorBatcher {
  * and punctuation, its texts, and its detail twice (itself JSON, its quotes are escaped).
  */
 function errorChars(e: RunRecordError): number {
-  return 250 + e.mapName.length + e.sourceEntity.length + (e.blockId?.length ?? 0) + (e.blockName?.length ?? 0) + e.code.length + e.errorMessage.length + 2 * e.errorDetail.length + (e.failedRecordId?.length ?? 0) + (e.sourceKey ? keyChars(e.sourceKey) : 0);
+  return (
+    250 +
+    e.mapName.length +
+    e.sourceEntity.length +
+    (e.blockId?.length ?? 0) +
+    (e.blockName?.length ?? 0) +
+    e.code.length +
+    e.errorMessage.length +
+    2 * e.errorDetail.length +
+    (e.failedRecordId?.length ?? 0) +
+    (e.sourceKey ? keyChars(e.sourceKey) : 0)
+  );
 }
 
 /** A source key's JSON, at most: names and text values may each double when escaped. */

@@ -112,7 +112,9 @@ export class FirstCopy {
   /** The filter of this part's query (with the order by key); undefined for the first part: everything. */
   filter(): Filter | undefined {
     const { key, field } = this;
-    const terms = this.before.map((p) => or(cmp(key, '>', p.upTo), p.since === null ? not(isNull(field)) : cmp(field, '>=', p.since)));
+    const terms = this.before.map((p) =>
+      or(cmp(key, '>', p.upTo), p.since === null ? not(isNull(field)) : cmp(field, '>=', p.since)),
+    );
     return terms.length > 1 ? and(...terms) : terms[0];
   }
 
@@ -241,7 +243,11 @@ export class FirstCopy {
   }
 
   /** Whether a record read again is one an earlier part copied at exactly its mark. */
-  private copied(done: NonNullable<FirstCopy['done']>, stamp: Value | undefined, keyOf: () => Value | undefined): boolean {
+  private copied(
+    done: NonNullable<FirstCopy['done']>,
+    stamp: Value | undefined,
+    keyOf: () => Value | undefined,
+  ): boolean {
     if (stamp === null || stamp === undefined || !atStamp(stamp, done.mark)) return false;
     return done.ids.has(recordIdentity({ [this.key]: keyOf() ?? null }, [this.key]));
   }

@@ -28,11 +28,27 @@ export interface FetchLookupTablesOptions {
  */
 export async function fetchLookupTables(opts: FetchLookupTablesOptions): Promise<LookupTableData[]> {
   const url = `${opts.serviceUrl}/v1/agent/lookuptables?names=${encodeURIComponent(opts.names.join(','))}`;
-  const cache = opts.cacheDir ? path.join(opts.cacheDir, `${createHash('sha256').update(JSON.stringify([...opts.names].sort())).digest('hex').slice(0, 24)}.json`) : undefined;
+  const cache = opts.cacheDir
+    ? path.join(
+        opts.cacheDir,
+        `${createHash('sha256')
+          .update(JSON.stringify([...opts.names].sort()))
+          .digest('hex')
+          .slice(0, 24)}.json`,
+      )
+    : undefined;
   let answer: Answer;
   try {
-    const res = await fetch(url, { headers: { authorization: opts.authorization }, signal: AbortSignal.timeout(opts.timeoutMs ?? 120_000) });
-    if (!res.ok) throw new FerryError('AGT_SERVICE_UNREACHABLE', `The Service answered ${res.status} when the Lookup Tables ${opts.names.join(', ')} were read.`, { details: { tables: opts.names, status: res.status } });
+    const res = await fetch(url, {
+      headers: { authorization: opts.authorization },
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 120_000),
+    });
+    if (!res.ok)
+      throw new FerryError(
+        'AGT_SERVICE_UNREACHABLE',
+        `The Service answered ${res.status} when the Lookup Tables ${opts.names.join(', ')} were read.`,
+        { details: { tables: opts.names, status: res.status } },
+      );
     const text = await res.text();
     answer = Answer.parse(JSON.parse(text));
     if (cache && opts.cacheDir) {
@@ -45,7 +61,11 @@ export async function fetchLookupTables(opts: FetchLookupTablesOptions): Promise
     const kept = cache ? await readCache(cache) : undefined;
     if (kept) return tablesOf(kept);
     if (err instanceof FerryError) throw err;
-    throw new FerryError('AGT_SERVICE_UNREACHABLE', `The Lookup Tables ${opts.names.join(', ')} could not be read from the Service: ${err instanceof Error ? err.message : String(err)}`, { details: { tables: opts.names } });
+    throw new FerryError(
+      'AGT_SERVICE_UNREACHABLE',
+      `The Lookup Tables ${opts.names.join(', ')} could not be read from the Service: ${err instanceof Error ? err.message : String(err)}`,
+      { details: { tables: opts.names } },
+    );
   }
   return tablesOf(answer);
 }
@@ -59,5 +79,9 @@ async function readCache(file: string): Promise<Answer | undefined> {
 }
 
 function tablesOf(a: Answer): LookupTableData[] {
-  return a.tables.map((t) => ({ id: t.id, name: t.name, values: t.values.map(([value1, value2]) => ({ value1, value2 })) }));
+  return a.tables.map((t) => ({
+    id: t.id,
+    name: t.name,
+    values: t.values.map(([value1, value2]) => ({ value1, value2 })),
+  }));
 }

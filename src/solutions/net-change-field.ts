@@ -32,7 +32,8 @@ const SUFFIXES = ['', 'at', 'on', 'date', 'time', 'datetime', 'timestamp', 'stam
 const NAMES: ReadonlyMap<string, number> = (() => {
   const m = new Map<string, number>();
   STEMS.forEach((group, rank) => {
-    for (const stem of group) for (const p of PREFIXES) for (const s of SUFFIXES) if (!m.has(p + stem + s)) m.set(p + stem + s, rank);
+    for (const stem of group)
+      for (const p of PREFIXES) for (const s of SUFFIXES) if (!m.has(p + stem + s)) m.set(p + stem + s, rank);
   });
   // 'mod' alone, or 'mod' + a date word without 'stamp', reads as "mode"/"module" too often.
   for (const p of PREFIXES) for (const s of SUFFIXES) if (s !== 'stamp' && s !== 'timestamp') m.delete(p + 'mod' + s);

@@ -22,9 +22,24 @@
 import type { Logger } from 'pino';
 import type { HostConnection, HostQueryOptions } from '../connectors/connection.js';
 import { readAhead } from '../connectors/read-ahead.js';
-import { packedRecord, type Checkpoint, type ConnectorRecord, type EntityMetadata, type Filter, type PackedBatch, type WriteAction, type WriteResult } from '../connectors/sdk.js';
+import {
+  packedRecord,
+  type Checkpoint,
+  type ConnectorRecord,
+  type EntityMetadata,
+  type Filter,
+  type PackedBatch,
+  type WriteAction,
+  type WriteResult,
+} from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
-import { checkpointKeyOf, loadCheckpoint, readTargetCheckpoint, watermarkValue, type CheckpointKey } from '../maps/runtime/checkpoint.js';
+import {
+  checkpointKeyOf,
+  loadCheckpoint,
+  readTargetCheckpoint,
+  watermarkValue,
+  type CheckpointKey,
+} from '../maps/runtime/checkpoint.js';
 import { recordError } from '../maps/runtime/record-error.js';
 import { MarkTracker, sameMark, type WatermarkState } from '../maps/runtime/watermark.js';
 import type { RunCounts } from '../maps/runtime/run-counts.js';
@@ -74,7 +89,10 @@ export async function replicateEntity(name: string, run: EntityRun): Promise<Ent
     stats.fatal = err instanceof Error ? err.message : String(err);
     const targetGone = isFerryError(err) && err.code === 'RUN_TARGET_UNAVAILABLE';
     const kind = isFerryError(err) ? err.kind : 'system';
-    const data = { err: isFerryError(err) ? { code: err.code, message: err.message, details: err.details } : err, processed: stats.processed };
+    const data = {
+      err: isFerryError(err) ? { code: err.code, message: err.message, details: err.details } : err,
+      processed: stats.processed,
+    };
     if (kind === 'system') log.error(data, 'entity replication failed');
     else log.warn(data, 'entity replication failed');
     return { stats, cancelled: false, ...(targetGone ? { targetGone } : {}) };
@@ -132,23 +150,49 @@ class EntityCopy {
     this.#plan = await this.#ensure();
     const { field, store, action, dest, bulk, batchSize, inTarget } = this.#plan;
     const saved = await this.#load();
-    this.#tracker = new MarkTracker(saved?.lastRunDate ?? null, saved?.processedAtLastRunDate ?? [], field ?? '', this.#plan.sourceKeys);
+    this.#tracker = new MarkTracker(
+      saved?.lastRunDate ?? null,
+      saved?.processedAtLastRunDate ?? [],
+      field ?? '',
+      this.#plan.sourceKeys,
+    );
     const since = this.#tracker.value;
     const query: HostQueryOptions = { batchSize, signal: this.#signal };
     // A first copy into a keyed target from a source whose queries read one snapshot goes in key
     // order (no sort by the stamp; first-copy.ts): a part that resumes it reads what its earlier
     // parts did not copy and what changed since they did. Else it reads ascending by the field
     // (nulls last), so that it can checkpoint batch by batch.
-    const byKey = field !== undefined && store && since === null && action === 'Upsert' ? firstCopyKey(this.#plan.src, this.#source) : undefined;
+    const byKey =
+      field !== undefined && store && since === null && action === 'Upsert'
+        ? firstCopyKey(this.#plan.src, this.#source)
+        : undefined;
     const initial = byKey && store ? await store.loadInitial() : null;
     this.#first = byKey && field !== undefined ? new FirstCopy(byKey, field, initial) : undefined;
     let filter: Filter | undefined;
     if (byKey) {
       query.orderBy = [{ field: byKey, direction: 'asc' }];
       filter = this.#first?.filter();
-    } else if (field !== undefined) Object.assign(query, since !== null ? { netChange: { field, since } } : { orderBy: [{ field, direction: 'asc' }] });
-    const byKeyLog = byKey ? { firstCopyByKey: byKey, resumedAfter: initial ? initial.parts.map((p) => p.upTo) : null } : {};
-    this.log.info({ target: dest.fullName, action, bulk, batchSize, netChangeField: field ?? null, since, checkpointInTarget: inTarget, ...byKeyLog }, 'entity replication started');
+    } else if (field !== undefined)
+      Object.assign(
+        query,
+        since !== null ? { netChange: { field, since } } : { orderBy: [{ field, direction: 'asc' }] },
+      );
+    const byKeyLog = byKey
+      ? { firstCopyByKey: byKey, resumedAfter: initial ? initial.parts.map((p) => p.upTo) : null }
+      : {};
+    this.log.info(
+      {
+        target: dest.fullName,
+        action,
+        bulk,
+        batchSize,
+        netChangeField: field ?? null,
+        since,
+        checkpointInTarget: inTarget,
+        ...byKeyLog,
+      },
+      'entity replication started',
+    );
     // A bulk first copy in key order moves packed batches when the source reads this query packed
     // (src/connectors/packed.ts): no record is made unless the target refuses a row.
     const packed = this.#first && store && bulk ? this.#source.queryPacked(this.name, filter, query) : undefined;
@@ -175,9 +219,14 @@ class EntityCopy {
     const ensured = await target.ensureEntity(src, { signal });
     const dest = ensured.entity;
     if (ensured.created) log.info({ target: dest.fullName }, 'target entity created');
-    if (ensured.addedFields.length) log.info({ target: dest.fullName, fields: ensured.addedFields }, 'target entity gained fields');
+    if (ensured.addedFields.length)
+      log.info({ target: dest.fullName, fields: ensured.addedFields }, 'target entity gained fields');
     // Once per entity and run: the types are left as they are, values that do not fit fail alone.
-    if (ensured.mismatchedFields.length) log.warn({ target: dest.fullName, fields: ensured.mismatchedFields }, 'target fields differ in type from the source');
+    if (ensured.mismatchedFields.length)
+      log.warn(
+        { target: dest.fullName, fields: ensured.mismatchedFields },
+        'target fields differ in type from the source',
+      );
     const keyFields = dest.fields.filter((f) => f.isPrimaryKey).map((f) => f.fullName);
     if (keyFields.length === 0 && field === undefined) throw unkeyed(name, dest.fullName);
     // A keyed target is written by key, so a record read twice (a re-copy, a batch re-read after a
@@ -198,7 +247,10 @@ class EntityCopy {
       batchSize: Math.max(1, Math.min(run.batchSize ?? (bulk ? limit : NON_BULK_BATCH), limit)),
       inTarget: action === 'Create' && field !== undefined && target.transactionalCheckpoints,
       store: field === undefined ? undefined : run.state.entity(name, field),
-      key: field === undefined ? undefined : checkpointKeyOf({ kind: 'entity', sourceConnectionId: source.connectionId, entity: name, field }),
+      key:
+        field === undefined
+          ? undefined
+          : checkpointKeyOf({ kind: 'entity', sourceConnectionId: source.connectionId, entity: name, field }),
       sourceKeys,
       reportKeys: keyFields.length ? keyFields : sourceKeys,
     };
@@ -213,13 +265,23 @@ class EntityCopy {
     if (created) {
       // A target made anew gets everything: a checkpoint of an earlier target must not survive an
       // abort before this copy's first one.
-      if (inTarget) await this.#retrying(() => target.write('Create', this.#plan.dest.fullName, [], { checkpoint: { key: key.key, value: 'null' }, signal }));
+      if (inTarget)
+        await this.#retrying(() =>
+          target.write('Create', this.#plan.dest.fullName, [], { checkpoint: { key: key.key, value: 'null' }, signal }),
+        );
       await store.clear();
       return null;
     }
     // The file store holds one only if the target had a key before: better than a full Create.
-    const targetValue = inTarget ? await this.#retrying(() => readTargetCheckpoint((k) => target.readCheckpoint(k, { signal }), key)) : null;
-    const { saved, earlier } = await loadCheckpoint({ local: store, targetValue, what: `the entity ${this.name}`, runId: this.run.runId });
+    const targetValue = inTarget
+      ? await this.#retrying(() => readTargetCheckpoint((k) => target.readCheckpoint(k, { signal }), key))
+      : null;
+    const { saved, earlier } = await loadCheckpoint({
+      local: store,
+      targetValue,
+      what: `the entity ${this.name}`,
+      runId: this.run.runId,
+    });
     if (earlier) this.run.onEarlierRun?.(this.name, earlier);
     return saved;
   }
@@ -229,7 +291,11 @@ class EntityCopy {
     const { action, dest } = this.#plan;
     return withTargetRetry(`${this.name}: ${action} in ${dest.fullName}`, this.#retry, this.#signal, call, {
       ...(settled ? { settled } : {}),
-      onRetry: (n) => this.log.warn({ attempt: n.attempt, waitMs: n.waitMs, code: n.error.code, err: { message: n.error.message } }, 'write failed as a whole: the datastore is tried again'),
+      onRetry: (n) =>
+        this.log.warn(
+          { attempt: n.attempt, waitMs: n.waitMs, code: n.error.code, err: { message: n.error.message } },
+          'write failed as a whole: the datastore is tried again',
+        ),
     });
   }
 
@@ -268,12 +334,32 @@ class EntityCopy {
     const state = inTarget && moved ? this.#tracker.state() : null;
     // What the run has written once this batch commits, committed with it (run-counts.ts).
     const runId = this.run.runId;
-    const counted = runId !== undefined ? { run: runId, processed: this.stats.processed + records.length, failed: this.stats.failed, at: new Date().toISOString() } : undefined;
-    const cp: Checkpoint | undefined = state && key ? { key: key.key, value: watermarkValue(state, counted) } : undefined;
+    const counted =
+      runId !== undefined
+        ? {
+            run: runId,
+            processed: this.stats.processed + records.length,
+            failed: this.stats.failed,
+            at: new Date().toISOString(),
+          }
+        : undefined;
+    const cp: Checkpoint | undefined =
+      state && key ? { key: key.key, value: watermarkValue(state, counted) } : undefined;
     const t = performance.now();
-    const call = (): Promise<WriteResult[]> => target.write(action, dest.fullName, records, cp ? { checkpoint: cp, signal: writeSignal } : { signal: writeSignal });
+    const call = (): Promise<WriteResult[]> =>
+      target.write(
+        action,
+        dest.fullName,
+        records,
+        cp ? { checkpoint: cp, signal: writeSignal } : { signal: writeSignal },
+      );
     // A try that failed after its commit is known by the checkpoint it committed.
-    const settled = cp ? async (): Promise<WriteResult[] | undefined> => ((await target.readCheckpoint(cp.key, { signal: writeSignal })) === cp.value ? records.map(() => ({ ok: true, affected: 1 })) : undefined) : undefined;
+    const settled = cp
+      ? async (): Promise<WriteResult[] | undefined> =>
+          (await target.readCheckpoint(cp.key, { signal: writeSignal })) === cp.value
+            ? records.map(() => ({ ok: true, affected: 1 }))
+            : undefined
+      : undefined;
     // Not tried again once the run is stopped: the batch is the next run's.
     const results = await this.#retrying(call, settled);
     const failed = this.#refused(results, (k) => records[k] as ConnectorRecord);
@@ -305,7 +391,11 @@ class EntityCopy {
         if (rows > 0) {
           // Cancelled only past the stop's grace, as above.
           // Written by key: a try that failed after its commit is written over by the next.
-          const results = await this.#retrying(() => (some ? target.write(action, dest.fullName, some, { signal: writeSignal }) : target.writePacked(action, dest.fullName, b, { signal: writeSignal })));
+          const results = await this.#retrying(() =>
+            some
+              ? target.write(action, dest.fullName, some, { signal: writeSignal })
+              : target.writePacked(action, dest.fullName, b, { signal: writeSignal }),
+          );
           failed = this.#refused(results, some ? (k) => some[k] as ConnectorRecord : (k) => packedRecord(b, k));
           stats.write(performance.now() - t0, rows, failed);
         }
@@ -313,7 +403,12 @@ class EntityCopy {
         if (rows > 0) {
           // Counted before the progress is saved (as below).
           stats.batch(performance.now() - t0, rows, failed);
-          this.run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed, ...(saves ? { saving: true } : {}) });
+          this.run.onProgress?.({
+            entity: name,
+            processed: stats.processed,
+            failed: stats.failed,
+            ...(saves ? { saving: true } : {}),
+          });
         }
         if (saves) {
           const state = first.state();
@@ -356,7 +451,12 @@ class EntityCopy {
         // it here and again in the next run (it is written twice), never in neither.
         const saves = first && store ? first.batch(read) : moved && !inTarget && store !== undefined;
         stats.batch(performance.now() - t0, batch.length, failed);
-        this.run.onProgress?.({ entity: name, processed: stats.processed, failed: stats.failed, ...(saves ? { saving: true } : {}) });
+        this.run.onProgress?.({
+          entity: name,
+          processed: stats.processed,
+          failed: stats.failed,
+          ...(saves ? { saving: true } : {}),
+        });
         if (first && store) {
           if (saves) await store.saveInitial(first.state());
         } else if (saves && store) await store.save(tracker.state() as WatermarkState);
@@ -366,7 +466,10 @@ class EntityCopy {
       throw err;
     }
     if (first && store) return this.#finishFirst(first, store, false);
-    this.log.info({ target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: tracker.value }, 'entity replicated');
+    this.log.info(
+      { target: dest.fullName, processed: stats.processed, failed: stats.failed, lastRunDate: tracker.value },
+      'entity replicated',
+    );
     return false;
   }
 
@@ -375,7 +478,16 @@ class EntityCopy {
     const mark = copied.watermark();
     if (mark) await into.save(mark);
     await into.clearInitial();
-    this.log.info({ target: this.#plan.dest.fullName, processed: this.stats.processed, failed: this.stats.failed, lastRunDate: copied.mark, packed }, 'entity replicated');
+    this.log.info(
+      {
+        target: this.#plan.dest.fullName,
+        processed: this.stats.processed,
+        failed: this.stats.failed,
+        lastRunDate: copied.mark,
+        packed,
+      },
+      'entity replicated',
+    );
     return false;
   }
 }
@@ -427,7 +539,11 @@ function atTop(records: readonly ConnectorRecord[], field: string): ConnectorRec
 }
 
 /** The source's batches, timing each pull (with read-ahead: the read itself, beside the write). */
-async function* timed<B>(source: AsyncIterable<B>, stats: EntityStats, rows: (b: B) => number): AsyncGenerator<B, void, undefined> {
+async function* timed<B>(
+  source: AsyncIterable<B>,
+  stats: EntityStats,
+  rows: (b: B) => number,
+): AsyncGenerator<B, void, undefined> {
   const it = source[Symbol.asyncIterator]();
   let done = false;
   try {

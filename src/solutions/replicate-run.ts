@@ -32,10 +32,15 @@ export async function replicateSolution(opts: {
 }): Promise<{ statistics: RunMapStats[]; fatal?: string; cancelled: boolean }> {
   const { solution, host } = opts;
   const rs = solution.replication;
-  if (!rs) throw new FerryError('RUN_MAP_FAILED', `Solution ${solution.name} has no replication settings; prepare it again.`);
+  if (!rs)
+    throw new FerryError('RUN_MAP_FAILED', `Solution ${solution.name} has no replication settings; prepare it again.`);
   const spec = (id: string) => {
     const c = solution.connections.find((x) => x.connectionId === id);
-    if (!c) throw new FerryError('RUN_MAP_FAILED', `Connection ${id} of Solution ${solution.name} is missing from its prepared definition; prepare it again.`);
+    if (!c)
+      throw new FerryError(
+        'RUN_MAP_FAILED',
+        `Connection ${id} of Solution ${solution.name} is missing from its prepared definition; prepare it again.`,
+      );
     return { connectorId: c.connectorId, connectionId: c.connectionId, properties: c.properties, log: opts.log };
   };
   const source = await host.open(spec(rs.sourceConnectionId), { signal: opts.signal });

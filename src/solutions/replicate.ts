@@ -75,7 +75,9 @@ export async function replicate(opts: ReplicateOptions): Promise<ReplicateResult
   if (entities.length) {
     // The source as it is now (new columns), read once for every entity; should it fail, each
     // entity tries again and reports its own error.
-    await opts.source.metadata({ reload: true, signal: opts.signal }).catch((err: unknown) => log.warn({ err }, 'source metadata reload failed'));
+    await opts.source
+      .metadata({ reload: true, signal: opts.signal })
+      .catch((err: unknown) => log.warn({ err }, 'source metadata reload failed'));
   }
   for (const name of entities) {
     if (opts.signal.aborted) {
@@ -102,5 +104,11 @@ export async function replicate(opts: ReplicateOptions): Promise<ReplicateResult
     }
   }
   log.info({ entities: statistics.length, processed, failed, fatal: fatals.length, cancelled }, 'replication finished');
-  return { statistics, processed, failed, ...(fatals.length ? { fatal: fatals.join('\n').slice(0, 10_000) } : {}), cancelled };
+  return {
+    statistics,
+    processed,
+    failed,
+    ...(fatals.length ? { fatal: fatals.join('\n').slice(0, 10_000) } : {}),
+    cancelled,
+  };
 }

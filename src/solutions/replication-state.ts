@@ -132,7 +132,11 @@ export class MemoryReplicationState implements ReplicationStateStore {
       },
       loadInitial: () => Promise.resolve(this.initial.get(key) ?? null),
       saveInitial: (state) => {
-        this.initial.set(key, { parts: state.parts.map((p) => ({ ...p })), mark: state.mark, atMark: [...state.atMark] });
+        this.initial.set(key, {
+          parts: state.parts.map((p) => ({ ...p })),
+          mark: state.mark,
+          atMark: [...state.atMark],
+        });
         return Promise.resolve();
       },
       clearInitial: () => {
@@ -151,10 +155,16 @@ export class MemoryReplicationState implements ReplicationStateStore {
  */
 function parseInitial(j: unknown): InitialCopyState | null {
   if (typeof j !== 'object' || j === null) return null;
-  const { parts, afterKey, mark, atMark } = j as { parts?: unknown; afterKey?: unknown; mark?: unknown; atMark?: unknown };
+  const { parts, afterKey, mark, atMark } = j as {
+    parts?: unknown;
+    afterKey?: unknown;
+    mark?: unknown;
+    atMark?: unknown;
+  };
   if (!(mark === null || typeof mark === 'string')) return null;
   const ids = Array.isArray(atMark) ? atMark.filter((x): x is string => typeof x === 'string') : [];
-  if (parts === undefined) return isKey(afterKey) ? { parts: [{ upTo: afterKey, since: mark }], mark, atMark: ids } : null;
+  if (parts === undefined)
+    return isKey(afterKey) ? { parts: [{ upTo: afterKey, since: mark }], mark, atMark: ids } : null;
   if (!Array.isArray(parts)) return null;
   const read: CopiedPart[] = [];
   for (const p of parts as unknown[]) {

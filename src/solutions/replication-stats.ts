@@ -56,8 +56,22 @@ export class EntityStats {
       totalTime: hms(b.totalMs),
       ...(this.fatal !== undefined ? { fatal: this.fatal.slice(0, 10_000) } : {}),
       blocks: [
-        { blockId: 'read', name: 'Read', blockType: 'Query', processed: this.reads.records, failed: 0, ...this.reads.view() },
-        { blockId: 'write', name: this.writeAction, blockType: this.writeAction, processed: this.writes.records, failed: this.writes.failed, ...this.writes.view() },
+        {
+          blockId: 'read',
+          name: 'Read',
+          blockType: 'Query',
+          processed: this.reads.records,
+          failed: 0,
+          ...this.reads.view(),
+        },
+        {
+          blockId: 'write',
+          name: this.writeAction,
+          blockType: this.writeAction,
+          processed: this.writes.records,
+          failed: this.writes.failed,
+          ...this.writes.view(),
+        },
       ],
     };
   }

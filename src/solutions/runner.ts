@@ -34,7 +34,16 @@ import { FileWatermark } from '../maps/runtime/watermark.js';
 import { checkpointKeyOf } from '../maps/runtime/checkpoint.js';
 import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
-import { MAX_FAILED_RECORDS_PER_REPORT, shareErrorFields, type PreparedSolution, type RunFailedRecord, type RunMapStats, type RunRecordError, type RunResult, type RunTrigger } from '../protocol/solutions.js';
+import {
+  MAX_FAILED_RECORDS_PER_REPORT,
+  shareErrorFields,
+  type PreparedSolution,
+  type RunFailedRecord,
+  type RunMapStats,
+  type RunRecordError,
+  type RunResult,
+  type RunTrigger,
+} from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { SolutionStore } from './solution-store.js';
@@ -151,7 +160,10 @@ export class SolutionRunner {
         statistics: done.statistics.slice(0, 1000),
       });
       this.opts.store.closeRun(r.runId, true);
-      this.opts.log.warn({ runId: r.runId, solutionId: r.solutionId, startedAt: r.startedAt, stoppedAt: at, processed, failed }, 'run ended with the previous Agent process');
+      this.opts.log.warn(
+        { runId: r.runId, solutionId: r.solutionId, startedAt: r.startedAt, stoppedAt: at, processed, failed },
+        'run ended with the previous Agent process',
+      );
     }
     return open.length;
   }
@@ -163,18 +175,38 @@ export class SolutionRunner {
    * only those Maps run, disabled or not: a run of one Map is a run of its Solution, so it is
    * ignored while the Solution runs and the Solution's start is ignored while it runs.
    */
-  start(solutionId: string, runId: string, trigger: RunTrigger, dueAt?: Date, version?: string, mapIds?: readonly number[]): StartResult {
+  start(
+    solutionId: string,
+    runId: string,
+    trigger: RunTrigger,
+    dueAt?: Date,
+    version?: string,
+    mapIds?: readonly number[],
+  ): StartResult {
     const active = this.#active.get(solutionId);
     if (active) return { started: false, runId: active.runId };
     const solution = this.opts.store.get(solutionId);
     if (!solution || (version !== undefined && solution.version !== version)) {
-      throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
+      throw new FerryError(
+        'AGT_SOLUTION_NOT_HELD',
+        `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`,
+        { details: { solutionId } },
+      );
     }
     const missing = mapIds?.filter((id) => !solution.maps.some((m) => m.mapId === id)) ?? [];
     if (missing.length > 0) {
-      throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent's copy of Solution ${solutionId} has no Map ${missing.join(', ')}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId, mapIds: missing } });
+      throw new FerryError(
+        'AGT_SOLUTION_NOT_HELD',
+        `This Agent's copy of Solution ${solutionId} has no Map ${missing.join(', ')}; it is sent when the Solution is prepared for this Agent.`,
+        { details: { solutionId, mapIds: missing } },
+      );
     }
-    if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; start it again shortly.', { details: { solutionId } });
+    if (this.opts.work.refusing)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart or to update a Connector and starts no new run; start it again shortly.',
+        { details: { solutionId } },
+      );
     return this.#begin(solution, { runId, trigger, ...(mapIds ? { mapIds: [...mapIds] } : {}) }, dueAt);
   }
 
@@ -188,9 +220,18 @@ export class SolutionRunner {
     if (active) return { started: false, runId: active.runId };
     const solution = this.opts.store.get(solutionId);
     if (!solution || (version !== undefined && solution.version !== version)) {
-      throw new FerryError('AGT_SOLUTION_NOT_HELD', `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`, { details: { solutionId } });
+      throw new FerryError(
+        'AGT_SOLUTION_NOT_HELD',
+        `This Agent does not hold Solution ${solutionId}${solution ? ' at its current version' : ''}; it is sent when the Solution is prepared for this Agent.`,
+        { details: { solutionId } },
+      );
     }
-    if (this.opts.work.refusing) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart or to update a Connector and starts no new run; reprocess again shortly.', { details: { solutionId } });
+    if (this.opts.work.refusing)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart or to update a Connector and starts no new run; reprocess again shortly.',
+        { details: { solutionId } },
+      );
     return this.#begin(solution, { runId, trigger: 'start', reprocess: [...maps] });
   }
 
@@ -212,18 +253,52 @@ export class SolutionRunner {
     return known;
   }
 
-  #begin(solution: PreparedSolution, what: { runId: string; trigger: RunTrigger; mapIds?: number[]; reprocess?: ReprocessMap[] }, dueAt?: Date): StartResult {
+  #begin(
+    solution: PreparedSolution,
+    what: { runId: string; trigger: RunTrigger; mapIds?: number[]; reprocess?: ReprocessMap[] },
+    dueAt?: Date,
+  ): StartResult {
     const { runId, trigger, mapIds } = what;
     const solutionId = solution.solutionId;
     if (this.#givenUp.has(runId.toLowerCase())) {
-      throw new FerryError('AGT_RUN_ABANDONED', `Run ${runId} arrived after this Agent told the Service it never started it; the Service gave its records back, still marked. Reprocess them again.`, { details: { solutionId, runId } });
+      throw new FerryError(
+        'AGT_RUN_ABANDONED',
+        `Run ${runId} arrived after this Agent told the Service it never started it; the Service gave its records back, still marked. Reprocess them again.`,
+        { details: { solutionId, runId } },
+      );
     }
     const startedAt = this.#now().toISOString();
-    const run: ActiveRun = { ...what, solutionId, startedAt, controller: new AbortController(), processed: 0, failed: 0, stopped: false, incomplete: false, notices: [] };
+    const run: ActiveRun = {
+      ...what,
+      solutionId,
+      startedAt,
+      controller: new AbortController(),
+      processed: 0,
+      failed: 0,
+      stopped: false,
+      incomplete: false,
+      notices: [],
+    };
     this.#active.set(solutionId, run);
     this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
-    this.opts.report({ kind: 'runStarted', runId, solutionId, trigger, ...(dueAt ? { dueAt: dueAt.toISOString() } : {}), at: startedAt });
-    this.opts.log.info({ runId, solutionId, trigger, ...(mapIds ? { mapIds } : {}), ...(what.reprocess ? { reprocess: what.reprocess } : {}) }, 'solution run queued');
+    this.opts.report({
+      kind: 'runStarted',
+      runId,
+      solutionId,
+      trigger,
+      ...(dueAt ? { dueAt: dueAt.toISOString() } : {}),
+      at: startedAt,
+    });
+    this.opts.log.info(
+      {
+        runId,
+        solutionId,
+        trigger,
+        ...(mapIds ? { mapIds } : {}),
+        ...(what.reprocess ? { reprocess: what.reprocess } : {}),
+      },
+      'solution run queued',
+    );
     const done = this.#queue
       .add(async () => {
         // Queued before a Connector update paused new work: wait for it rather than fail.
@@ -249,7 +324,13 @@ export class SolutionRunner {
     return { stopping: true, runId: run.runId };
   }
 
-  monitor(solutionId: string): { running: boolean; runId?: string; startedAt?: string; processed: number; failed: number } {
+  monitor(solutionId: string): {
+    running: boolean;
+    runId?: string;
+    startedAt?: string;
+    processed: number;
+    failed: number;
+  } {
     const run = this.#active.get(solutionId);
     if (!run) return { running: false, processed: 0, failed: 0 };
     return { running: true, runId: run.runId, startedAt: run.startedAt, processed: run.processed, failed: run.failed };
@@ -269,7 +350,12 @@ export class SolutionRunner {
    * run ended with an earlier Agent process and these counts were not reported yet, History is told
    * (runCommitted; the Service keeps the larger figures).
    */
-  #correct(solutionId: string, c: RunCounts, part: { mapId?: number; mapName: string; entity?: string }, log: Logger): void {
+  #correct(
+    solutionId: string,
+    c: RunCounts,
+    part: { mapId?: number; mapName: string; entity?: string },
+    log: Logger,
+  ): void {
     const key = part.mapId !== undefined ? `map:${part.mapId}` : `entity:${part.entity ?? part.mapName}`;
     try {
       if (!this.opts.store.claimCorrection(c.run, key, c.processed)) return;
@@ -277,8 +363,19 @@ export class SolutionRunner {
       log.warn({ err, runId: c.run }, 'the counts of an earlier run in the target checkpoint were not compared');
       return;
     }
-    log.info({ runId: c.run, ...part, processed: c.processed, failed: c.failed }, 'an earlier run, ended with its Agent process, had committed more than it was counted with: History is told');
-    this.opts.report({ kind: 'runCommitted', runId: c.run, solutionId, ...part, processed: c.processed, failed: c.failed, at: c.at });
+    log.info(
+      { runId: c.run, ...part, processed: c.processed, failed: c.failed },
+      'an earlier run, ended with its Agent process, had committed more than it was counted with: History is told',
+    );
+    this.opts.report({
+      kind: 'runCommitted',
+      runId: c.run,
+      solutionId,
+      ...part,
+      processed: c.processed,
+      failed: c.failed,
+      at: c.at,
+    });
   }
 
   #reportAll(bodies: ReportBody[]): void {
@@ -292,9 +389,18 @@ export class SolutionRunner {
   }
 
   /** The stored copies of a reprocess run's records of one Map, pulled page by page as the Map reads them. */
-  #copies(run: ActiveRun, map: PreparedSolution['maps'][number], batchSize: number, onMissing: (e: RunRecordError) => void): ReprocessCopies {
+  #copies(
+    run: ActiveRun,
+    map: PreparedSolution['maps'][number],
+    batchSize: number,
+    onMissing: (e: RunRecordError) => void,
+  ): ReprocessCopies {
     const pages = this.opts.reprocessPages;
-    if (!pages) throw new FerryError('AGT_SERVICE_UNREACHABLE', 'This Agent has no way to read the records to reprocess from the Service.');
+    if (!pages)
+      throw new FerryError(
+        'AGT_SERVICE_UNREACHABLE',
+        'This Agent has no way to read the records to reprocess from the Service.',
+      );
     return reprocessCopies({
       runId: run.runId,
       mapId: map.mapId,
@@ -321,7 +427,16 @@ export class SolutionRunner {
     // Every line of the run, down to its Connections', carries both IDs: Solution logs filter on them.
     const log = this.opts.log.child({ solutionId: solution.solutionId, runId: run.runId, executionId: run.runId });
     log.info({ type: solution.solutionType }, 'solution run started');
-    const errors = new ErrorBatcher((batches) => this.#reportAll(batches.map((batch) => ({ kind: 'runErrors', runId: run.runId, solutionId: solution.solutionId, ...shareErrorFields(batch) }))));
+    const errors = new ErrorBatcher((batches) =>
+      this.#reportAll(
+        batches.map((batch) => ({
+          kind: 'runErrors',
+          runId: run.runId,
+          solutionId: solution.solutionId,
+          ...shareErrorFields(batch),
+        })),
+      ),
+    );
     const committed = new CommittedCounts(this.opts.store, run.runId, log);
     let lastProgress = 0;
     const progress = (processed: number, failed: number): void => {
@@ -332,7 +447,14 @@ export class SolutionRunner {
       lastProgress = t;
       // The open run first: a kill right after the report is recovered with no fewer records than it said.
       committed.flush();
-      this.opts.report({ kind: 'runProgress', runId: run.runId, solutionId: solution.solutionId, at: this.#now().toISOString(), processed, failed });
+      this.opts.report({
+        kind: 'runProgress',
+        runId: run.runId,
+        solutionId: solution.solutionId,
+        at: this.#now().toISOString(),
+        processed,
+        failed,
+      });
     };
     const statistics: RunMapStats[] = [];
     let fatal: string | undefined;
@@ -355,7 +477,16 @@ export class SolutionRunner {
         fatal = r.fatal;
         run.incomplete ||= r.cancelled;
       } else {
-        fatal = await this.#runMaps(solution, run, workSignal, log, statistics, progress, (e) => errors.add(e), committed);
+        fatal = await this.#runMaps(
+          solution,
+          run,
+          workSignal,
+          log,
+          statistics,
+          progress,
+          (e) => errors.add(e),
+          committed,
+        );
       }
     } finally {
       errors.flush();
@@ -388,18 +519,31 @@ export class SolutionRunner {
   ): Promise<string | undefined> {
     const host = await this.opts.host();
     const specs: Record<string, ConnectionSpec> = {};
-    for (const c of solution.connections) specs[c.connectionId] = { connector: c.connectorId, properties: c.properties };
-    const tables = solution.lookupTables.length > 0 && this.opts.lookupTables ? await this.opts.lookupTables(solution.orgId, solution.lookupTables) : [];
-    const cloud = new FailedRecordBatcher((records) => this.opts.report({ kind: 'runFailedRecords', runId: run.runId, solutionId: solution.solutionId, records }));
-    const sink = captureSink(solution.capture, this.opts.runsOn, solution.capture.captureOnFailedRecordsForReprocessing ? this.#failureStore() : undefined, (rec) => {
-      cloud.add(toFailedRecord(rec));
-      return Promise.resolve();
-    });
+    for (const c of solution.connections)
+      specs[c.connectionId] = { connector: c.connectorId, properties: c.properties };
+    const tables =
+      solution.lookupTables.length > 0 && this.opts.lookupTables
+        ? await this.opts.lookupTables(solution.orgId, solution.lookupTables)
+        : [];
+    const cloud = new FailedRecordBatcher((records) =>
+      this.opts.report({ kind: 'runFailedRecords', runId: run.runId, solutionId: solution.solutionId, records }),
+    );
+    const sink = captureSink(
+      solution.capture,
+      this.opts.runsOn,
+      solution.capture.captureOnFailedRecordsForReprocessing ? this.#failureStore() : undefined,
+      (rec) => {
+        cloud.add(toFailedRecord(rec));
+        return Promise.resolve();
+      },
+    );
     const fatals: string[] = [];
     let processed = 0;
     let failed = 0;
     const only = run.reprocess ? run.reprocess.map((m) => m.mapId) : run.mapIds;
-    for (const mapId of (run.reprocess ?? []).map((m) => m.mapId).filter((id) => !solution.maps.some((m) => m.mapId === id))) {
+    for (const mapId of (run.reprocess ?? [])
+      .map((m) => m.mapId)
+      .filter((id) => !solution.maps.some((m) => m.mapId === id))) {
       fatals.push(`Map ${mapId}: not in the Solution any more; its marked records were not reprocessed.`);
     }
     for (const map of solution.maps) {
@@ -415,7 +559,9 @@ export class SolutionRunner {
         committed.begin({ mapId: map.mapId, mapName: map.name, entity: handle.plan.starter.entity });
         try {
           // A reprocess run reads the stored copies of its records instead of the source, and moves no watermark.
-          const copies = run.reprocess ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError) : undefined;
+          const copies = run.reprocess
+            ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError)
+            : undefined;
           const state = agentDataLayout(this.opts.dataDir);
           mkdirPrivate(state.checkpoints);
           const result = await runMap(handle.plan, {
@@ -425,11 +571,25 @@ export class SolutionRunner {
             stop: run.controller.signal,
             ...(this.opts.stopGraceMs !== undefined ? { stopGraceMs: this.opts.stopGraceMs } : {}),
             ...(this.opts.targetRetryMs !== undefined ? { targetRetry: { budgetMs: this.opts.targetRetryMs } } : {}),
-            onRetry: (n) => log.warn({ mapId: map.mapId, block: n.blockName, attempt: n.attempt, waitMs: n.waitMs, code: n.error.code, err: { message: n.error.message } }, 'write failed as a whole: the datastore is tried again'),
+            onRetry: (n) =>
+              log.warn(
+                {
+                  mapId: map.mapId,
+                  block: n.blockName,
+                  attempt: n.attempt,
+                  waitMs: n.waitMs,
+                  code: n.error.code,
+                  err: { message: n.error.message },
+                },
+                'write failed as a whole: the datastore is tried again',
+              ),
             lookupTables: tables,
             ...(copies
               ? { source: copies.batches }
-              : { watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)), checkpoint: checkpointKeyOf({ kind: 'map', solutionId: solution.solutionId, mapId: map.mapId }) }),
+              : {
+                  watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)),
+                  checkpoint: checkpointKeyOf({ kind: 'map', solutionId: solution.solutionId, mapId: map.mapId }),
+                }),
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
               const missing = copies?.missing ?? 0;
@@ -463,7 +623,14 @@ export class SolutionRunner {
         const before = committed.current ?? { processed: 0, failed: 0, minMs: 0, maxMs: 0, avgMs: 0, totalMs: 0 };
         processed += before.processed;
         failed += before.failed;
-        const entry: RunMapStats = { mapId: map.mapId, mapName: map.name, ...before, totalTime: hms(before.totalMs), fatal: text, blocks: [] };
+        const entry: RunMapStats = {
+          mapId: map.mapId,
+          mapName: map.name,
+          ...before,
+          totalTime: hms(before.totalMs),
+          fatal: text,
+          blocks: [],
+        };
         statistics.push(entry);
         committed.end(entry);
       }
@@ -479,11 +646,24 @@ export class SolutionRunner {
     const processed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.processed, 0) : run.processed;
     const failed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.failed, 0) : run.failed;
     // A run a user stopped before its end did not copy everything: not a success a client can take for one.
-    const cut = run.stopped && run.incomplete && end.fatal === undefined ? `RUN_STOPPED: Stopped by a user before the run was complete (${processed} records processed). ${RESUMES}` : undefined;
+    const cut =
+      run.stopped && run.incomplete && end.fatal === undefined
+        ? `RUN_STOPPED: Stopped by a user before the run was complete (${processed} records processed). ${RESUMES}`
+        : undefined;
     const fatal = end.fatal ?? cut;
-    const result: RunResult = fatal !== undefined ? (failed > 0 ? 'RecordErrorsAndFatalErrors' : 'FatalError') : failed > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully';
+    const result: RunResult =
+      fatal !== undefined
+        ? failed > 0
+          ? 'RecordErrorsAndFatalErrors'
+          : 'FatalError'
+        : failed > 0
+          ? 'CompletedWithErrors'
+          : 'CompletedSuccessfully';
     const notices = run.notices.length > 0 ? run.notices.join('\n') : undefined;
-    const details = fatal !== undefined ? [fatal, ...run.notices].join('\n') : (notices ?? (run.stopped ? 'Stopped by a user after the last batch; the run is complete.' : undefined));
+    const details =
+      fatal !== undefined
+        ? [fatal, ...run.notices].join('\n')
+        : (notices ?? (run.stopped ? 'Stopped by a user after the last batch; the run is complete.' : undefined));
     this.opts.report({
       kind: 'runFinished',
       runId: run.runId,
@@ -501,7 +681,10 @@ export class SolutionRunner {
     });
     // After the end is in the outbox: a kill between the two reports the end twice, which the Service counts once.
     this.opts.store.closeRun(run.runId);
-    this.opts.log.info({ runId: run.runId, solutionId: solution.solutionId, result, processed, failed, stopped: run.stopped }, 'solution run finished');
+    this.opts.log.info(
+      { runId: run.runId, solutionId: solution.solutionId, result, processed, failed, stopped: run.stopped },
+      'solution run finished',
+    );
   }
 }
 
@@ -515,7 +698,15 @@ class FailedRecordBatcher {
     let size = JSON.stringify(rec).length;
     if (size > MAX_FAILED_RECORD_BYTES) {
       // One record larger than a channel message can hold: its error is kept, its copy is not.
-      rec = { ...r, source: {}, errorMessage: `${r.errorMessage} (the source record is larger than ${MAX_FAILED_RECORD_BYTES / 1024} KiB and was not kept)`.slice(0, 10_000) };
+      rec = {
+        ...r,
+        source: {},
+        errorMessage:
+          `${r.errorMessage} (the source record is larger than ${MAX_FAILED_RECORD_BYTES / 1024} KiB and was not kept)`.slice(
+            0,
+            10_000,
+          ),
+      };
       size = JSON.stringify(rec).length;
     }
     if (this.#bytes + size > MAX_FAILED_RECORD_BYTES) this.flush();
@@ -540,7 +731,19 @@ function mapRunStats(map: { mapId: number; name: string }, stats: MapStats, miss
   const s = { ...stats, processed: stats.processed + missing, failed: stats.failed + missing };
   // Records counted without being read took no time: the average stays total / processed.
   const avgMs = s.processed ? round(s.totalMs / s.processed) : 0;
-  return { mapId: map.mapId, mapName: map.name, ...(s.entity ? { entity: s.entity } : {}), processed: s.processed, failed: s.failed, minMs: missing ? 0 : s.minMs, maxMs: s.maxMs, avgMs, totalMs: s.totalMs, totalTime: s.totalTime, blocks: s.blocks.slice(0, 300) };
+  return {
+    mapId: map.mapId,
+    mapName: map.name,
+    ...(s.entity ? { entity: s.entity } : {}),
+    processed: s.processed,
+    failed: s.failed,
+    minMs: missing ? 0 : s.minMs,
+    maxMs: s.maxMs,
+    avgMs,
+    totalMs: s.totalMs,
+    totalTime: s.totalTime,
+    blocks: s.blocks.slice(0, 300),
+  };
 }
 
 function toFailedRecord(rec: FailedRecordInput & { id: string }): RunFailedRecord {

@@ -1,5 +1,13 @@
 import { invalid, type FieldError } from '../errors/ferry-error.js';
-import { DEFAULT_TIME_ZONE, MAX_YEAR, normalizeSchedule, type DaysRule, type Schedule, type ScheduleRule, type TimesRule } from '../protocol/schedule.js';
+import {
+  DEFAULT_TIME_ZONE,
+  MAX_YEAR,
+  normalizeSchedule,
+  type DaysRule,
+  type Schedule,
+  type ScheduleRule,
+  type TimesRule,
+} from '../protocol/schedule.js';
 import { resolveTimeZone } from './time-zones.js';
 import { DAY_MS, MINUTE_MS, dayOffsets, instantOf, wallAt, wallToInstant } from './zoned-time.js';
 
@@ -28,7 +36,8 @@ export const MAX_DUE_TIMES = 1000;
 
 export type CompiledSchedule = { ok: true; rule: ScheduleRule } | { ok: false; errors: FieldError[] };
 
-const TIME_ZONE_HINT = 'is not a time zone: give a Windows name ("Eastern Standard Time") or an IANA one ("America/New_York")';
+const TIME_ZONE_HINT =
+  'is not a time zone: give a Windows name ("Eastern Standard Time") or an IANA one ("America/New_York")';
 
 /**
  * Checks a parsed Schedule model (what its options need, the time zone) and builds the rule due
@@ -41,7 +50,11 @@ export function compileSchedule(schedule: Schedule, at = ''): CompiledSchedule {
   if (schedule.scheduleOption !== 'OnDemand') {
     const name = schedule.recurringOptions?.timeZone;
     zone = resolveTimeZone(name?.trim() ? name : DEFAULT_TIME_ZONE);
-    if (!zone) errors.push({ path: at ? `${at}.recurringOptions.timeZone` : 'recurringOptions.timeZone', message: TIME_ZONE_HINT });
+    if (!zone)
+      errors.push({
+        path: at ? `${at}.recurringOptions.timeZone` : 'recurringOptions.timeZone',
+        message: TIME_ZONE_HINT,
+      });
   }
   if (!normalized.ok || errors.length > 0) return { ok: false, errors };
   const rule = normalized.rule;
@@ -53,7 +66,10 @@ export function requireSchedule(schedule: Schedule, at = ''): ScheduleRule {
   const compiled = compileSchedule(schedule, at);
   if (compiled.ok) return compiled.rule;
   const [first] = compiled.errors;
-  const summary = compiled.errors.length === 1 && first ? `${first.path}: ${first.message}` : `${compiled.errors.length} fields are not valid.`;
+  const summary =
+    compiled.errors.length === 1 && first
+      ? `${first.path}: ${first.message}`
+      : `${compiled.errors.length} fields are not valid.`;
   throw invalid(`The schedule is not valid: ${summary}`, compiled.errors);
 }
 
@@ -62,7 +78,8 @@ export function requireSchedule(schedule: Schedule, at = ''): ScheduleRule {
  * `after`, ascending; fewer when the rule ends (RunOnce, OnDemand, the year 9999).
  */
 export function nextDueTimes(rule: ScheduleRule, after: Date, count: number): Date[] {
-  if (!Number.isInteger(count) || count < 0 || count > MAX_DUE_TIMES) throw new RangeError(`count must be an integer from 0 to ${MAX_DUE_TIMES}`);
+  if (!Number.isInteger(count) || count < 0 || count > MAX_DUE_TIMES)
+    throw new RangeError(`count must be an integer from 0 to ${MAX_DUE_TIMES}`);
   const from = after.getTime();
   if (Number.isNaN(from)) throw new RangeError('after is not a valid date');
   const out: Date[] = [];
@@ -94,7 +111,10 @@ function* dueInstants(rule: ScheduleRule, after: number): Generator<number> {
       return;
     case 'RunOnce': {
       const wall = dayOf(rule.date) * DAY_MS + rule.second * 1000;
-      const instant = rule.offsetMinutes === null ? wallToInstant(zoneOf(rule.timeZone), wall) : wall - rule.offsetMinutes * MINUTE_MS;
+      const instant =
+        rule.offsetMinutes === null
+          ? wallToInstant(zoneOf(rule.timeZone), wall)
+          : wall - rule.offsetMinutes * MINUTE_MS;
       if (instant > after) yield instant;
       return;
     }

@@ -71,7 +71,10 @@ export class ScheduleStore {
   private readonly remove: Database.Statement<[string]>;
   private readonly markHandled: Database.Statement<[string, string]>;
   private readonly markFired: Database.Statement<[string, string, string, string, string]>;
-  private readonly selectFired: Database.Statement<[string], { fired_due: string | null; run_id: string | null; fired_at: string | null }>;
+  private readonly selectFired: Database.Statement<
+    [string],
+    { fired_due: string | null; run_id: string | null; fired_at: string | null }
+  >;
 
   constructor(file: string) {
     // The file names the Solutions this Agent runs: private before SQLite opens it, so -wal and -shm are too.
@@ -94,7 +97,9 @@ export class ScheduleStore {
     this.setDisabled = this.db.prepare('UPDATE schedules SET disabled = ? WHERE solution_id = ?');
     this.remove = this.db.prepare('DELETE FROM schedules WHERE solution_id = ?');
     this.markHandled = this.db.prepare('UPDATE schedules SET handled_until = ? WHERE solution_id = ?');
-    this.markFired = this.db.prepare('UPDATE schedules SET handled_until = ?, fired_due = ?, run_id = ?, fired_at = ? WHERE solution_id = ?');
+    this.markFired = this.db.prepare(
+      'UPDATE schedules SET handled_until = ?, fired_due = ?, run_id = ?, fired_at = ? WHERE solution_id = ?',
+    );
     this.selectFired = this.db.prepare('SELECT fired_due, run_id, fired_at FROM schedules WHERE solution_id = ?');
   }
 

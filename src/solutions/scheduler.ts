@@ -133,7 +133,8 @@ export class Scheduler {
 
   constructor(private readonly opts: SchedulerOptions) {
     const grace = opts.graceMs ?? DEFAULT_GRACE_MS;
-    if (!Number.isFinite(grace) || grace < 0) throw new RangeError('graceMs must be a number of milliseconds, 0 or more');
+    if (!Number.isFinite(grace) || grace < 0)
+      throw new RangeError('graceMs must be a number of milliseconds, 0 or more');
     this.graceMs = grace;
     this.clock = opts.now ?? ((): Date => new Date());
     this.log = opts.log.child({ component: 'scheduler' });
@@ -154,7 +155,12 @@ export class Scheduler {
     const now = this.clock().getTime();
     const given = new Map(solutions.map((s) => [s.solutionId, s]));
     const handled = this.store.reconcile(
-      [...given.values()].map((s) => ({ solutionId: s.solutionId, version: s.version, rule: canonicalJson(s.rule), disabled: s.disabled })),
+      [...given.values()].map((s) => ({
+        solutionId: s.solutionId,
+        version: s.version,
+        rule: canonicalJson(s.rule),
+        disabled: s.disabled,
+      })),
       now,
     );
     const before = new Map(this.entries);
@@ -169,7 +175,15 @@ export class Scheduler {
         this.entries.set(s.solutionId, kept);
         continue;
       }
-      const entry: Entry = { solutionId: s.solutionId, version: s.version, ruleKey, rule: s.rule, handledUntil, upcoming: [], complete: false };
+      const entry: Entry = {
+        solutionId: s.solutionId,
+        version: s.version,
+        ruleKey,
+        rule: s.rule,
+        handledUntil,
+        upcoming: [],
+        complete: false,
+      };
       if (this.refill(entry)) this.entries.set(s.solutionId, entry);
     }
     this.log.debug({ solutions: given.size, scheduled: this.entries.size }, 'schedules set');
@@ -284,9 +298,16 @@ export class Scheduler {
     const { solutionId } = p.entry;
     if (p.missed.length > 0) {
       const total = p.missed.length + (p.earlier?.count ?? 0);
-      this.log.info({ solutionId, missed: total, exact: p.earlier?.exact ?? true, reported: p.missed.length }, 'scheduled due times missed');
+      this.log.info(
+        { solutionId, missed: total, exact: p.earlier?.exact ?? true, reported: p.missed.length },
+        'scheduled due times missed',
+      );
     }
-    p.missed.forEach((dueAt, i) => this.call('skipped', solutionId, () => this.opts.skipped(solutionId, new Date(dueAt), 'missed', i === 0 ? p.earlier : undefined)));
+    p.missed.forEach((dueAt, i) =>
+      this.call('skipped', solutionId, () =>
+        this.opts.skipped(solutionId, new Date(dueAt), 'missed', i === 0 ? p.earlier : undefined),
+      ),
+    );
     const { fired, skipped } = p;
     if (skipped) {
       const dueAt = new Date(skipped.dueAt);
@@ -314,7 +335,8 @@ export class Scheduler {
     const keep = MAX_MISSED_REPORTED + 1;
     const past = entry.upcoming.findIndex((t) => t > now);
     const seen = past < 0 ? entry.upcoming.length : past;
-    if ((past >= 0 || entry.complete) && seen <= keep) return { latest: entry.upcoming.slice(0, seen), earlier: 0, exact: true };
+    if ((past >= 0 || entry.complete) && seen <= keep)
+      return { latest: entry.upcoming.slice(0, seen), earlier: 0, exact: true };
     return dueSince(entry.rule, entry.handledUntil, now, keep, scanLimit);
   }
 
@@ -358,6 +380,8 @@ function toHandled(p: Plan): Handled {
 /** JSON with object keys sorted, so the same rule always gives the same text, whoever built it. */
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
   );
 }

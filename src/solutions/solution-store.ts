@@ -84,7 +84,10 @@ export class SolutionStore {
    */
   assign(assignments: readonly SolutionAssignment[]): string[] {
     const wanted = new Map(assignments.map((a) => [a.solutionId, a.version]));
-    const held = this.#db.prepare('SELECT solution_id AS id, version FROM solutions').all() as Array<{ id: string; version: string }>;
+    const held = this.#db.prepare('SELECT solution_id AS id, version FROM solutions').all() as Array<{
+      id: string;
+      version: string;
+    }>;
     const drop = this.#db.prepare('DELETE FROM solutions WHERE solution_id = ?');
     this.#db.transaction(() => {
       for (const h of held) if (!wanted.has(h.id)) drop.run(h.id);
@@ -95,12 +98,15 @@ export class SolutionStore {
 
   put(solution: PreparedSolution): void {
     this.#db
-      .prepare('INSERT INTO solutions (solution_id, version, body) VALUES (?, ?, ?) ON CONFLICT (solution_id) DO UPDATE SET version = excluded.version, body = excluded.body')
+      .prepare(
+        'INSERT INTO solutions (solution_id, version, body) VALUES (?, ?, ?) ON CONFLICT (solution_id) DO UPDATE SET version = excluded.version, body = excluded.body',
+      )
       .run(solution.solutionId, solution.version, this.#seal(JSON.stringify(solution)));
   }
 
   get(solutionId: string): PreparedSolution | undefined {
-    const row = this.#db.prepare('SELECT body FROM solutions WHERE solution_id = ?').get(solutionId) as { body: Buffer } | undefined;
+    const row = this.#db.prepare('SELECT body FROM solutions WHERE solution_id = ?').get(solutionId) as
+      { body: Buffer } | undefined;
     return row ? this.#open(row.body) : undefined;
   }
 
@@ -114,7 +120,11 @@ export class SolutionStore {
 
   openRun(run: OpenRun): void {
     this.#db.transaction(() => {
-      this.#db.prepare('INSERT OR REPLACE INTO open_runs (run_id, solution_id, trigger, started_at, due_at) VALUES (?, ?, ?, ?, ?)').run(run.runId, run.solutionId, run.trigger, run.startedAt, run.dueAt);
+      this.#db
+        .prepare(
+          'INSERT OR REPLACE INTO open_runs (run_id, solution_id, trigger, started_at, due_at) VALUES (?, ?, ?, ?, ?)',
+        )
+        .run(run.runId, run.solutionId, run.trigger, run.startedAt, run.dueAt);
       this.#db.prepare('DELETE FROM open_run_committed WHERE run_id = ?').run(run.runId);
     })();
   }
@@ -129,10 +139,14 @@ export class SolutionStore {
       this.#db.prepare('DELETE FROM open_run_committed WHERE run_id = ?').run(runId);
       if (!endedWithProcess) return;
       const now = new Date();
-      this.#db.prepare('INSERT OR REPLACE INTO ended_runs (run_id, ended_at) VALUES (?, ?)').run(runId, now.toISOString());
+      this.#db
+        .prepare('INSERT OR REPLACE INTO ended_runs (run_id, ended_at) VALUES (?, ?)')
+        .run(runId, now.toISOString());
       // A checkpoint not written over in 90 days belongs to a Map nobody runs.
       const old = new Date(now.getTime() - 90 * 86_400_000).toISOString();
-      this.#db.prepare('DELETE FROM ended_run_counts WHERE run_id IN (SELECT run_id FROM ended_runs WHERE ended_at < ?)').run(old);
+      this.#db
+        .prepare('DELETE FROM ended_run_counts WHERE run_id IN (SELECT run_id FROM ended_runs WHERE ended_at < ?)')
+        .run(old);
       this.#db.prepare('DELETE FROM ended_runs WHERE ended_at < ?').run(old);
     })();
   }
@@ -145,9 +159,13 @@ export class SolutionStore {
   claimCorrection(runId: string, part: string, processed: number): boolean {
     return this.#db.transaction(() => {
       if (!this.#db.prepare('SELECT 1 FROM ended_runs WHERE run_id = ?').get(runId)) return false;
-      const before = this.#db.prepare('SELECT processed FROM ended_run_counts WHERE run_id = ? AND part = ?').get(runId, part) as { processed: number } | undefined;
+      const before = this.#db
+        .prepare('SELECT processed FROM ended_run_counts WHERE run_id = ? AND part = ?')
+        .get(runId, part) as { processed: number } | undefined;
       if (before && before.processed >= processed) return false;
-      this.#db.prepare('INSERT OR REPLACE INTO ended_run_counts (run_id, part, processed) VALUES (?, ?, ?)').run(runId, part, processed);
+      this.#db
+        .prepare('INSERT OR REPLACE INTO ended_run_counts (run_id, part, processed) VALUES (?, ?, ?)')
+        .run(runId, part, processed);
       return true;
     })();
   }
@@ -162,7 +180,9 @@ export class SolutionStore {
 
   /** What the open run had committed when it was last counted; rows that no longer read as statistics are left out. */
   committed(runId: string): CommittedWork {
-    const rows = this.#db.prepare('SELECT at, stats FROM open_run_committed WHERE run_id = ? ORDER BY seq').all(runId) as Array<{ at: string; stats: string }>;
+    const rows = this.#db
+      .prepare('SELECT at, stats FROM open_run_committed WHERE run_id = ? ORDER BY seq')
+      .all(runId) as Array<{ at: string; stats: string }>;
     let at: string | null = null;
     const statistics: RunMapStats[] = [];
     for (const r of rows) {
@@ -174,8 +194,22 @@ export class SolutionStore {
   }
 
   openRuns(): OpenRun[] {
-    const rows = this.#db.prepare('SELECT run_id, solution_id, trigger, started_at, due_at FROM open_runs ORDER BY started_at').all() as Array<{ run_id: string; solution_id: string; trigger: string; started_at: string; due_at: string | null }>;
-    return rows.map((r) => ({ runId: r.run_id, solutionId: r.solution_id, trigger: r.trigger === 'schedule' ? 'schedule' : 'start', startedAt: r.started_at, dueAt: r.due_at }));
+    const rows = this.#db
+      .prepare('SELECT run_id, solution_id, trigger, started_at, due_at FROM open_runs ORDER BY started_at')
+      .all() as Array<{
+      run_id: string;
+      solution_id: string;
+      trigger: string;
+      started_at: string;
+      due_at: string | null;
+    }>;
+    return rows.map((r) => ({
+      runId: r.run_id,
+      solutionId: r.solution_id,
+      trigger: r.trigger === 'schedule' ? 'schedule' : 'start',
+      startedAt: r.started_at,
+      dueAt: r.due_at,
+    }));
   }
 
   close(): void {

@@ -166,7 +166,9 @@ export const WINDOWS_TIME_ZONE_ALIASES: Readonly<Record<string, string>> = {
 /** The key a name is looked up by: lower case, inner blanks collapsed. */
 const key = (name: string): string => name.trim().replace(/\s+/g, ' ').toLowerCase();
 
-const WINDOWS = new Map<string, string>(Object.entries({ ...WINDOWS_TIME_ZONE_ALIASES, ...WINDOWS_TIME_ZONES }).map(([name, zone]) => [key(name), zone]));
+const WINDOWS = new Map<string, string>(
+  Object.entries({ ...WINDOWS_TIME_ZONE_ALIASES, ...WINDOWS_TIME_ZONES }).map(([name, zone]) => [key(name), zone]),
+);
 
 /**
  * What an IANA name may look like before Intl is asked: letters first, then letters, digits,

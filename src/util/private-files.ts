@@ -51,7 +51,10 @@ export interface TreeRepair {
  * followed nor changed, and at most `maxEntries` entries are looked at, so a tree that is huge or
  * points elsewhere cannot stall a start. On Windows, where modes do not govern access, nothing is done.
  */
-export function closeTree(root: string, opts: { maxEntries?: number; descend?: (rel: string) => boolean } = {}): TreeRepair {
+export function closeTree(
+  root: string,
+  opts: { maxEntries?: number; descend?: (rel: string) => boolean } = {},
+): TreeRepair {
   const descend = opts.descend ?? ((): boolean => true);
   const result = { repaired: [] as string[], failed: [] as Array<{ path: string; reason: string }>, truncated: false };
   if (process.platform === 'win32') return result;

@@ -38,8 +38,17 @@ export function uuidV7(now: number = Date.now()): string {
   poolAt += 8;
   const p = pool;
   return (
-    prefix + hex(counter, 3) + '-' + (HEX[((p[r] as number) & 0x3f) | 0x80] as string) + (HEX[p[r + 1] as number] as string) + '-' +
-    (HEX[p[r + 2] as number] as string) + (HEX[p[r + 3] as number] as string) + (HEX[p[r + 4] as number] as string) +
-    (HEX[p[r + 5] as number] as string) + (HEX[p[r + 6] as number] as string) + (HEX[p[r + 7] as number] as string)
+    prefix +
+    hex(counter, 3) +
+    '-' +
+    (HEX[((p[r] as number) & 0x3f) | 0x80] as string) +
+    (HEX[p[r + 1] as number] as string) +
+    '-' +
+    (HEX[p[r + 2] as number] as string) +
+    (HEX[p[r + 3] as number] as string) +
+    (HEX[p[r + 4] as number] as string) +
+    (HEX[p[r + 5] as number] as string) +
+    (HEX[p[r + 6] as number] as string) +
+    (HEX[p[r + 7] as number] as string)
   );
 }

@@ -18,7 +18,14 @@
  * {@link WorkerThreadError}; test them by {@link workerFailure}, not by message. Idle, the thread
  * does not keep the process alive; while a call is out, or it is closing, it does.
  */
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort, type ResourceLimits, type TransferListItem } from 'node:worker_threads';
+import {
+  MessageChannel,
+  receiveMessageOnPort,
+  Worker,
+  type MessagePort,
+  type ResourceLimits,
+  type TransferListItem,
+} from 'node:worker_threads';
 
 /** Why a call failed: the handler threw, the handler could not start, the thread failed or exited, it was closed, or the call's signal fired. */
 export type WorkerFailure = 'thrown' | 'start' | 'failed' | 'exited' | 'closed' | 'aborted';
@@ -163,7 +170,9 @@ export class WorkerThread<Req, Res> {
       ...(opts.resourceLimits ? { resourceLimits: opts.resourceLimits } : {}),
     });
     this.#replies.on('message', (m: Reply<Res>) => this.#onReply(m));
-    this.#worker.on('error', (err) => this.#stopped(new WorkerThreadError(`The ${this.#name} thread failed: ${err.message}`, 'failed')));
+    this.#worker.on('error', (err) =>
+      this.#stopped(new WorkerThreadError(`The ${this.#name} thread failed: ${err.message}`, 'failed')),
+    );
     this.#exited = new Promise<void>((resolve) =>
       this.#worker.once('exit', (code) => {
         this.#stopped(new WorkerThreadError(`The ${this.#name} thread stopped (exit code ${code}).`, 'exited'));
@@ -282,7 +291,8 @@ export class WorkerThread<Req, Res> {
 
   /** The answers waiting on the port, handled now rather than in a later turn. */
   #drain(): void {
-    for (let m = receiveMessageOnPort(this.#replies); m; m = receiveMessageOnPort(this.#replies)) this.#onReply(m.message as Reply<Res>);
+    for (let m = receiveMessageOnPort(this.#replies); m; m = receiveMessageOnPort(this.#replies))
+      this.#onReply(m.message as Reply<Res>);
   }
 
   /** The thread failed or exited: answers it sent before settle their calls first; the rest fail. */

@@ -22,7 +22,8 @@ import type { ChaosConfig, TrialOutcome } from '../e2e/chaos/trials.js';
 
 const ENV = process.env;
 // The test helpers read the server from FERRY_TEST_DATABASE_URL when they are loaded.
-ENV['FERRY_TEST_DATABASE_URL'] = ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+ENV['FERRY_TEST_DATABASE_URL'] =
+  ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ADMIN_URL = ENV['FERRY_TEST_DATABASE_URL'];
 
 const [{ chaosSeed, FAULT_KINDS, seededRandom }, { refusalAccepted, SCENARIO_NAMES }, trials] = await Promise.all([
@@ -40,7 +41,8 @@ const list = <T extends string>(value: string | undefined, all: readonly T[]): T
   return picked as T[];
 };
 
-const log = (line: string): void => void process.stderr.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const log = (line: string): void =>
+  void process.stderr.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const cfg: ChaosConfig = {
   rows: Number(ENV['BENCH_CHAOS_ROWS'] ?? 300_000),
   trials: Number(ENV['BENCH_CHAOS_TRIALS'] ?? 24),
@@ -56,7 +58,9 @@ const cfg: ChaosConfig = {
 };
 
 const seed = chaosSeed();
-log(`seed ${seed} (replay: FERRY_CHAOS_SEED=${seed} npx tsx test/bench/chaos.bench.ts); ${cfg.rows} rows, ${cfg.trials} trials`);
+log(
+  `seed ${seed} (replay: FERRY_CHAOS_SEED=${seed} npx tsx test/bench/chaos.bench.ts); ${cfg.rows} rows, ${cfg.trials} trials`,
+);
 const t0 = Date.now();
 const world = await trials.startWorld(cfg, ADMIN_URL);
 const outcomes: TrialOutcome[] = [];

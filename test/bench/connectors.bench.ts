@@ -69,7 +69,10 @@ function median(xs: number[]): number {
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 }
-const ADMIN_URL = process.env['FERRY_BENCH_DATABASE_URL'] ?? process.env['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const ADMIN_URL =
+  process.env['FERRY_BENCH_DATABASE_URL'] ??
+  process.env['FERRY_TEST_DATABASE_URL'] ??
+  'postgres://postgres@127.0.0.1:5432/test';
 
 const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
   price double precision, active boolean, created date, updated timestamptz, note text)`;
@@ -132,7 +135,9 @@ async function writeCsv(folder: string, rows: number): Promise<void> {
   }
   ws.end(buf);
   await once(ws, 'finish');
-  const schema = { entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } } };
+  const schema = {
+    entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } },
+  };
   await fsp.writeFile(path.join(folder, 'schema.json'), JSON.stringify(schema));
 }
 
@@ -162,14 +167,22 @@ function timed(cmd: string, args: string[]): Promise<number> {
     let err = '';
     p.stderr.on('data', (d: Buffer) => (err += d.toString()));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${cmd} failed (${code}): ${err}`))));
+    p.on('exit', (code) =>
+      code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${cmd} failed (${code}): ${err}`)),
+    );
   });
 }
 
 async function anchorCopy(cfg: Config, rows: number): Promise<CaseResult> {
   await pgExec(cfg.pgUrl, 'TRUNCATE rows');
   const file = path.join(cfg.csvFolder, 'rows.csv').replace(/'/g, "''");
-  const ms = await timed('psql', [cfg.pgUrl, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy rows FROM '${file}' WITH (FORMAT csv, HEADER)`]);
+  const ms = await timed('psql', [
+    cfg.pgUrl,
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-c',
+    `\\copy rows FROM '${file}' WITH (FORMAT csv, HEADER)`,
+  ]);
   return { case: 'psql \\copy (anchor)', rows, failed: 0, ms, rowsPerSec: (rows / ms) * 1000, peakRssMB: 0 };
 }
 
@@ -203,9 +216,18 @@ async function child(name: string): Promise<void> {
   const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'warn' }) });
   await host.loadAll();
   const csv = () => host.open({ connectorId: 'CSV', connectionId: 'bench-csv', properties: { folder: cfg.csvFolder } });
-  const postgres = () => host.open({ connectorId: 'PostgreSQL', connectionId: 'bench-pg', properties: { connectionString: cfg.pgUrl } });
-  const sqlite = () => host.open({ connectorId: 'SQLite', connectionId: 'bench-sqlite', properties: { file: cfg.sqliteFile, ...cfg.sqliteProps } });
-  const pairs: Record<string, () => Promise<{ src: Awaited<ReturnType<typeof csv>>; dst: Awaited<ReturnType<typeof csv>>; action: WriteAction }>> = {
+  const postgres = () =>
+    host.open({ connectorId: 'PostgreSQL', connectionId: 'bench-pg', properties: { connectionString: cfg.pgUrl } });
+  const sqlite = () =>
+    host.open({
+      connectorId: 'SQLite',
+      connectionId: 'bench-sqlite',
+      properties: { file: cfg.sqliteFile, ...cfg.sqliteProps },
+    });
+  const pairs: Record<
+    string,
+    () => Promise<{ src: Awaited<ReturnType<typeof csv>>; dst: Awaited<ReturnType<typeof csv>>; action: WriteAction }>
+  > = {
     'csv-postgres': async () => ({ src: await csv(), dst: await postgres(), action: 'Create' }),
     'csv-postgres-upsert': async () => ({ src: await csv(), dst: await postgres(), action: 'Upsert' }),
     'sqlite-postgres': async () => ({ src: await sqlite(), dst: await postgres(), action: 'Create' }),
@@ -227,15 +249,26 @@ async function child(name: string): Promise<void> {
     const cpu0 = process.cpuUsage();
     const stats =
       name === 'csv-read'
-        ? await transfer(src.query('rows', undefined, { batchSize: cfg.batch }), async (b) => b.map(() => ({ ok: true, affected: 1 }) as const))
+        ? await transfer(src.query('rows', undefined, { batchSize: cfg.batch }), async (b) =>
+            b.map(() => ({ ok: true, affected: 1 }) as const),
+          )
         : await transfer(src.query('rows', undefined, { batchSize: cfg.batch }), (b) => dst.write(action, 'rows', b));
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     // Node's own CPU time (every thread of the process) for the copy: what it costs beside the datastore's.
-    result = { case: name, rows: stats.written, failed: stats.failed, ms, rowsPerSec: (stats.written / ms) * 1000, peakRssMB: 0, extra: { nodeCpuMs: Math.round((cpu.user + cpu.system) / 1000) } };
+    result = {
+      case: name,
+      rows: stats.written,
+      failed: stats.failed,
+      ms,
+      rowsPerSec: (stats.written / ms) * 1000,
+      peakRssMB: 0,
+      extra: { nodeCpuMs: Math.round((cpu.user + cpu.system) / 1000) },
+    };
   }
   await host.close();
-  if (name !== 'copy-fallback' && name !== 'csv-parse') result.peakRssMB = Math.round(process.resourceUsage().maxRSS / 1024);
+  if (name !== 'copy-fallback' && name !== 'csv-parse')
+    result.peakRssMB = Math.round(process.resourceUsage().maxRSS / 1024);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
@@ -259,7 +292,18 @@ async function copyFallback(dst: Awaited<ReturnType<ConnectorHost['open']>>, cfg
   const make = (b: number, bad: boolean): ConnectorRecord[] =>
     Array.from({ length: cfg.batch }, (_, i) => {
       const id = b * cfg.batch + i + 1;
-      const r: ConnectorRecord = { id, name: `n${id}`, email: `e${id}@x`, amount: '1.50', qty: i, price: 1.5, active: true, created: '2024-01-01', updated: '2024-01-01T00:00:00Z', note: 'x' };
+      const r: ConnectorRecord = {
+        id,
+        name: `n${id}`,
+        email: `e${id}@x`,
+        amount: '1.50',
+        qty: i,
+        price: 1.5,
+        active: true,
+        created: '2024-01-01',
+        updated: '2024-01-01T00:00:00Z',
+        note: 'x',
+      };
       if (bad && i === (b * 7919) % cfg.batch) r['price'] = 'not a number';
       return r;
     });
@@ -301,13 +345,22 @@ function need(cmd: string, hint: string): void {
  * The goal cases against their anchors, the ones FERRY_BENCH_ONLY names when it is set; the SQLite
  * file `connectorDb` is what the sqlite → postgres case reads.
  */
-async function goalPairs(cfg: Config, connectorDb: string, record: (r: CaseResult) => CaseResult): Promise<Record<string, PairResult>> {
+async function goalPairs(
+  cfg: Config,
+  connectorDb: string,
+  record: (r: CaseResult) => CaseResult,
+): Promise<Record<string, PairResult>> {
   // Each goal case runs right after its anchor, PAIRS times; a pair's ratio compares two runs a
   // few seconds apart, so the load other processes put on the machine cancels out as far as it
   // can. The median ratio is reported, with every pair.
   const pairs: Record<string, PairResult> = {};
   const checkpoint = (): Promise<void> => pgExec(cfg.pgUrl, 'CHECKPOINT');
-  const pair = async (key: string, goal: number, anchor: () => Promise<CaseResult>, run: () => Promise<CaseResult>): Promise<void> => {
+  const pair = async (
+    key: string,
+    goal: number,
+    anchor: () => Promise<CaseResult>,
+    run: () => Promise<CaseResult>,
+  ): Promise<void> => {
     if (ONLY && !ONLY.includes(key)) return;
     const p: PairResult = { goal, ratios: [], anchorRowsPerSec: [], rowsPerSec: [], peakRssMB: 0 };
     for (let i = 0; i < PAIRS; i++) {
@@ -325,19 +378,61 @@ async function goalPairs(cfg: Config, connectorDb: string, record: (r: CaseResul
   };
   const truncate = (): Promise<void> => pgExec(cfg.pgUrl, 'TRUNCATE rows');
 
-  await pair('csvToPostgres', 0.6, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('csv-postgres', cfg)));
+  await pair(
+    'csvToPostgres',
+    0.6,
+    () => anchorCopy(cfg, ROWS),
+    async () => (await truncate(), runChild('csv-postgres', cfg)),
+  );
   // The anchor leaves the table full: every upserted row conflicts.
-  await pair('upsertPostgresConflicts', 0.35, () => anchorCopy(cfg, ROWS), async () => ({ ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row conflicts)' }));
-  await pair('upsertPostgresNew', 0.35, () => anchorCopy(cfg, ROWS), async () => (await truncate(), { ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row new)' }));
-  await pair('csvToSqlite', 0.8, () => anchorImport(cfg, ROWS), async () => {
-    freshSqlite(connectorDb);
-    return { ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } })), case: 'csv-sqlite (WAL, synchronous NORMAL)' };
-  });
+  await pair(
+    'upsertPostgresConflicts',
+    0.35,
+    () => anchorCopy(cfg, ROWS),
+    async () => ({
+      ...(await runChild('csv-postgres-upsert', cfg)),
+      case: 'csv-postgres-upsert (every row conflicts)',
+    }),
+  );
+  await pair(
+    'upsertPostgresNew',
+    0.35,
+    () => anchorCopy(cfg, ROWS),
+    async () => (
+      await truncate(),
+      { ...(await runChild('csv-postgres-upsert', cfg)), case: 'csv-postgres-upsert (every row new)' }
+    ),
+  );
+  await pair(
+    'csvToSqlite',
+    0.8,
+    () => anchorImport(cfg, ROWS),
+    async () => {
+      freshSqlite(connectorDb);
+      return {
+        ...(await runChild('csv-sqlite', {
+          ...cfg,
+          sqliteFile: connectorDb,
+          sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' },
+        })),
+        case: 'csv-sqlite (WAL, synchronous NORMAL)',
+      };
+    },
+  );
   if ((!ONLY || ONLY.includes('sqliteToPostgres')) && !fs.existsSync(connectorDb)) {
     freshSqlite(connectorDb);
-    await runChild('csv-sqlite', { ...cfg, sqliteFile: connectorDb, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
+    await runChild('csv-sqlite', {
+      ...cfg,
+      sqliteFile: connectorDb,
+      sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' },
+    });
   }
-  await pair('sqliteToPostgres', 0.65, () => anchorCopy(cfg, ROWS), async () => (await truncate(), runChild('sqlite-postgres', { ...cfg, sqliteFile: connectorDb })));
+  await pair(
+    'sqliteToPostgres',
+    0.65,
+    () => anchorCopy(cfg, ROWS),
+    async () => (await truncate(), runChild('sqlite-postgres', { ...cfg, sqliteFile: connectorDb })),
+  );
   return pairs;
 }
 
@@ -346,13 +441,22 @@ async function referenceRuns(cfg: Config, dir: string, smalls: Config[], record:
   const truncate = (): Promise<void> => pgExec(cfg.pgUrl, 'TRUNCATE rows');
   // Reference runs: the default batch size and V8 flags; SQLite's own default journal settings.
   await truncate();
-  const csvPg2000 = record({ ...(await runChild('csv-postgres', { ...cfg, batch: 2000, nodeFlags: [] })), case: 'csv-postgres (batch 2000, default V8 flags)' });
+  const csvPg2000 = record({
+    ...(await runChild('csv-postgres', { ...cfg, batch: 2000, nodeFlags: [] })),
+    case: 'csv-postgres (batch 2000, default V8 flags)',
+  });
   await truncate();
-  const csvPgNoFlags = record({ ...(await runChild('csv-postgres', { ...cfg, nodeFlags: [] })), case: `csv-postgres (batch ${BATCH}, default V8 flags)` });
+  const csvPgNoFlags = record({
+    ...(await runChild('csv-postgres', { ...cfg, nodeFlags: [] })),
+    case: `csv-postgres (batch ${BATCH}, default V8 flags)`,
+  });
   const copyRef = record(await anchorCopy(cfg, ROWS));
   const defaultsDb = path.join(dir, 'defaults.db');
   freshSqlite(defaultsDb);
-  const csvSqliteDefaults = record({ ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: defaultsDb })), case: 'csv-sqlite (database defaults: rollback journal, synchronous FULL)' });
+  const csvSqliteDefaults = record({
+    ...(await runChild('csv-sqlite', { ...cfg, sqliteFile: defaultsDb })),
+    case: 'csv-sqlite (database defaults: rollback journal, synchronous FULL)',
+  });
   const impRef = record(await anchorImport(cfg, ROWS));
 
   const smallRuns: CaseResult[] = [];
@@ -367,13 +471,29 @@ async function referenceRuns(cfg: Config, dir: string, smalls: Config[], record:
     freshSqlite(db);
     await runChild('csv-sqlite', { ...s, sqliteFile: db, sqliteProps: { journalMode: 'WAL', synchronous: 'NORMAL' } });
     await truncate();
-    sqliteSmallRuns.push(record({ ...(await runChild('sqlite-postgres', { ...cfg, sqliteFile: db })), case: `sqlite-postgres (${MEMORY_ROWS[i]} rows)` }));
+    sqliteSmallRuns.push(
+      record({
+        ...(await runChild('sqlite-postgres', { ...cfg, sqliteFile: db })),
+        case: `sqlite-postgres (${MEMORY_ROWS[i]} rows)`,
+      }),
+    );
     for (const f of [db, `${db}-wal`, `${db}-shm`]) fs.rmSync(f, { force: true });
   }
   const fallback = record(await runChild('copy-fallback', cfg));
   const read = record({ ...(await runChild('csv-read', cfg)), case: 'csv connector read alone' });
   const parseOnly = record(await runChild('csv-parse', cfg));
-  return { csvPg2000, csvPgNoFlags, copyRef, csvSqliteDefaults, impRef, smallRuns, sqliteSmallRuns, fallback, read, parseOnly };
+  return {
+    csvPg2000,
+    csvPgNoFlags,
+    copyRef,
+    csvSqliteDefaults,
+    impRef,
+    smallRuns,
+    sqliteSmallRuns,
+    fallback,
+    read,
+    parseOnly,
+  };
 }
 
 async function main(): Promise<void> {
@@ -383,12 +503,20 @@ async function main(): Promise<void> {
   const dbName = `ferry_bench_${randomBytes(4).toString('hex')}`;
   const pgUrl = new URL(ADMIN_URL);
   pgUrl.pathname = `/${dbName}`;
-  const cfg: Config = { dir, pgUrl: pgUrl.toString(), csvFolder: path.join(dir, 'csv'), sqliteFile: path.join(dir, 'anchor.db'), batch: BATCH };
+  const cfg: Config = {
+    dir,
+    pgUrl: pgUrl.toString(),
+    csvFolder: path.join(dir, 'csv'),
+    sqliteFile: path.join(dir, 'anchor.db'),
+    batch: BATCH,
+  };
   const smalls: Config[] = MEMORY_ROWS.map((n) => ({ ...cfg, csvFolder: path.join(dir, `csv-${n}`) }));
   const results: CaseResult[] = [];
   const record = (r: CaseResult): CaseResult => {
     const cpu = r.extra?.['nodeCpuMs'];
-    log(`${r.case}: ${Math.round(r.rowsPerSec).toLocaleString('en')} rows/s (${Math.round(r.ms)} ms, ${r.rows} rows, ${r.failed} failed${r.peakRssMB ? `, peak RSS ${r.peakRssMB} MB` : ''}${cpu ? `, Node CPU ${cpu} ms` : ''})`);
+    log(
+      `${r.case}: ${Math.round(r.rowsPerSec).toLocaleString('en')} rows/s (${Math.round(r.ms)} ms, ${r.rows} rows, ${r.failed} failed${r.peakRssMB ? `, peak RSS ${r.peakRssMB} MB` : ''}${cpu ? `, Node CPU ${cpu} ms` : ''})`,
+    );
     results.push(r);
     return r;
   };
@@ -407,11 +535,28 @@ async function main(): Promise<void> {
       return;
     }
 
-    const { csvPg2000, csvPgNoFlags, copyRef, csvSqliteDefaults, impRef, smallRuns, sqliteSmallRuns, fallback, read, parseOnly } = await referenceRuns(cfg, dir, smalls, record);
+    const {
+      csvPg2000,
+      csvPgNoFlags,
+      copyRef,
+      csvSqliteDefaults,
+      impRef,
+      smallRuns,
+      sqliteSmallRuns,
+      fallback,
+      read,
+      parseOnly,
+    } = await referenceRuns(cfg, dir, smalls, record);
 
-    const ratio = (r: CaseResult, base: CaseResult): number => Math.round((r.rowsPerSec / base.rowsPerSec) * 1000) / 1000;
+    const ratio = (r: CaseResult, base: CaseResult): number =>
+      Math.round((r.rowsPerSec / base.rowsPerSec) * 1000) / 1000;
     const summary = {
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, load: os.loadavg().map((l) => Math.round(l * 100) / 100), node: process.version },
+      machine: {
+        cpus: os.cpus().length,
+        model: os.cpus()[0]?.model,
+        load: os.loadavg().map((l) => Math.round(l * 100) / 100),
+        node: process.version,
+      },
       rows: ROWS,
       batch: BATCH,
       nodeFlags: NODE_FLAGS.join(' '),
@@ -433,7 +578,9 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   } finally {
-    await pgExec(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err: unknown) => log(`could not drop ${dbName}: ${String(err)}`));
+    await pgExec(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err: unknown) =>
+      log(`could not drop ${dbName}: ${String(err)}`),
+    );
     await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -27,7 +27,15 @@ import { packColumns, wireColumns } from '../../src/maps/formula/wire.js';
 
 const RECORDS = Number(process.env['BENCH_RECORDS'] ?? 200_000);
 const FORMULA = 'CONCATENATE(UPPER(Query_Contact.FirstName), " ", Query_Contact.LastName)';
-const SCENARIOS = ['plain-js', 'isolate-sync-call', 'isolate-async-call', 'engine-batch-100', 'engine-batch-1000', 'engine-batch-2000', 'engine-flat-memory'] as const;
+const SCENARIOS = [
+  'plain-js',
+  'isolate-sync-call',
+  'isolate-async-call',
+  'engine-batch-100',
+  'engine-batch-1000',
+  'engine-batch-2000',
+  'engine-flat-memory',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Result {
@@ -70,7 +78,12 @@ const mib = (bytes: number): number => Math.round((bytes / 1024 / 1024) * 10) / 
 
 /** Runs one scenario in this process; `step(done)` is called as records complete. */
 async function runScenario(scenario: Scenario): Promise<Result> {
-  const total = scenario === 'isolate-async-call' ? Math.min(RECORDS, 20_000) : scenario === 'engine-flat-memory' ? RECORDS * 5 : RECORDS;
+  const total =
+    scenario === 'isolate-async-call'
+      ? Math.min(RECORDS, 20_000)
+      : scenario === 'engine-flat-memory'
+        ? RECORDS * 5
+        : RECORDS;
   const compiled = compileFormulas([FORMULA]);
   let rssAtTenth = 0;
   let check = '';
@@ -117,7 +130,12 @@ async function runScenario(scenario: Scenario): Promise<Result> {
     isolate.dispose();
   } else {
     const engine = await FormulaEngine.create();
-    const size = scenario === 'isolate-async-call' ? 1 : scenario === 'engine-flat-memory' ? 1000 : Number(scenario.split('-').pop());
+    const size =
+      scenario === 'isolate-async-call'
+        ? 1
+        : scenario === 'engine-flat-memory'
+          ? 1000
+          : Number(scenario.split('-').pop());
     await engine.evaluate(compiled, [record(0)]);
     started = performance.now();
     let done = 0;
@@ -151,7 +169,11 @@ async function main(): Promise<void> {
   const self = fileURLToPath(import.meta.url);
   const results: Result[] = [];
   for (const scenario of SCENARIOS) {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', self, scenario], { encoding: 'utf8', env: process.env, maxBuffer: 1 << 20 });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', self, scenario], {
+      encoding: 'utf8',
+      env: process.env,
+      maxBuffer: 1 << 20,
+    });
     const result = JSON.parse(out) as Result;
     results.push(result);
     process.stderr.write(`${scenario}: ${result.recordsPerSecond} records/s, peak RSS ${result.peakRssMiB} MiB\n`);

@@ -73,9 +73,24 @@ function check(cond: boolean, what: string): void {
 }
 
 const agent = new http.Agent({ keepAlive: true });
-async function api<T>(base: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
-  const res = await benchRequest(base, method, p, { body: body === undefined ? undefined : JSON.stringify(body), agent });
-  return { status: res.status, text: res.text, body: (res.text && res.text.startsWith('{')) || res.text.startsWith('[') ? (JSON.parse(res.text) as T) : (undefined as T) };
+async function api<T>(
+  base: string,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; body: T; text: string }> {
+  const res = await benchRequest(base, method, p, {
+    body: body === undefined ? undefined : JSON.stringify(body),
+    agent,
+  });
+  return {
+    status: res.status,
+    text: res.text,
+    body:
+      (res.text && res.text.startsWith('{')) || res.text.startsWith('[')
+        ? (JSON.parse(res.text) as T)
+        : (undefined as T),
+  };
 }
 
 /** Streams a download, counting bytes and lines, never holding it. */
@@ -104,7 +119,18 @@ const loadAverage = (): number[] => os.loadavg().map((l) => Math.round(l * 100) 
  * the time, the resident set just before, the highest sample, and the kernel's high-water mark
  * before and after.
  */
-async function withRssSamples<T>(child: ServiceChild, everyMs: number, fn: () => Promise<T>): Promise<{ result: T; ms: number; rssBeforeMiB: number; rssPeakSampledMiB: number; growthMiB: number; highWaterMiB: { before: number; after: number } }> {
+async function withRssSamples<T>(
+  child: ServiceChild,
+  everyMs: number,
+  fn: () => Promise<T>,
+): Promise<{
+  result: T;
+  ms: number;
+  rssBeforeMiB: number;
+  rssPeakSampledMiB: number;
+  growthMiB: number;
+  highWaterMiB: { before: number; after: number };
+}> {
   const before = await child.rss();
   let peak = before.rssMiB;
   let running = true;
@@ -122,11 +148,24 @@ async function withRssSamples<T>(child: ServiceChild, everyMs: number, fn: () =>
     await sampler;
   }
   const after = await child.rss();
-  return { ...run, rssBeforeMiB: before.rssMiB, rssPeakSampledMiB: peak, growthMiB: peak - before.rssMiB, highWaterMiB: { before: before.peakRssMiB, after: after.peakRssMiB } };
+  return {
+    ...run,
+    rssBeforeMiB: before.rssMiB,
+    rssPeakSampledMiB: peak,
+    growthMiB: peak - before.rssMiB,
+    highWaterMiB: { before: before.peakRssMiB, after: after.peakRssMiB },
+  };
 }
 
 /** Median ms of `times` runs of a plain query of the errors table through the store's own driver. */
-async function anchorQuery(store: StoreName, dataDir: string, url: string | undefined, executionId: number, sqlText: string, times: number): Promise<number> {
+async function anchorQuery(
+  store: StoreName,
+  dataDir: string,
+  url: string | undefined,
+  executionId: number,
+  sqlText: string,
+  times: number,
+): Promise<number> {
   const ms: number[] = [];
   if (store === 'sqlite') {
     const db = new SQLite(path.join(dataDir, 'ferry.db'), { readonly: true });
@@ -154,12 +193,19 @@ async function anchorQuery(store: StoreName, dataDir: string, url: string | unde
 }
 
 /** The store's own CSV writer over the same errors, to a file: the floor for an export. */
-function anchorExport(store: StoreName, dataDir: string, url: string | undefined, executionId: number): { ms: number; bytes: number } {
+function anchorExport(
+  store: StoreName,
+  dataDir: string,
+  url: string | undefined,
+  executionId: number,
+): { ms: number; bytes: number } {
   const file = path.join(os.tmpdir(), `history-anchor-${randomUUID()}.csv`);
-  const cols = 'id, failed_record_id, map_id, map_name, source_entity, block_id, block_name, code, error_message, error_detail, can_reprocess, marked, created';
+  const cols =
+    'id, failed_record_id, map_id, map_name, source_entity, block_id, block_name, code, error_message, error_detail, can_reprocess, marked, created';
   const select = `SELECT ${cols} FROM execution_errors WHERE execution_id = ${executionId} ORDER BY seq`;
   const start = performance.now();
-  if (store === 'sqlite') execFileSync('sqlite3', ['-csv', '-header', path.join(dataDir, 'ferry.db'), `.output ${file}`, select]);
+  if (store === 'sqlite')
+    execFileSync('sqlite3', ['-csv', '-header', path.join(dataDir, 'ferry.db'), `.output ${file}`, select]);
   else execFileSync('psql', [url ?? '', '-q', '-c', `\\copy (${select}) TO '${file}' WITH (FORMAT csv, HEADER)`]);
   const ms = performance.now() - start;
   const bytes = fs.statSync(file).size;
@@ -183,16 +229,33 @@ interface StoreRun {
 }
 
 /** An Agent registered through the API, a Solution on it, and the execution its errors go to. */
-async function createBenchExecution(child: ServiceChild, st: Store): Promise<{ execution: SeededExecution; H: string }> {
+async function createBenchExecution(
+  child: ServiceChild,
+  st: Store,
+): Promise<{ execution: SeededExecution; H: string }> {
   const { url: base, orgId } = child.served;
-  const key = await api<{ agentInstallationKey: string }>(base, 'POST', `/v1/orgs/${orgId}/agents/provision_onpremise_agent`);
+  const key = await api<{ agentInstallationKey: string }>(
+    base,
+    'POST',
+    `/v1/orgs/${orgId}/agents/provision_onpremise_agent`,
+  );
   check(key.status === 200, `provision ${key.text}`);
   const reg = await benchRequest(base, 'POST', '/v1/agent/register', {
     agent,
-    body: JSON.stringify({ agentInstallationKey: key.body.agentInstallationKey, machineName: 'bench', serviceName: 'ferry-agent-1', version: '1.2.3', fingerprint: randomUUID() }),
+    body: JSON.stringify({
+      agentInstallationKey: key.body.agentInstallationKey,
+      machineName: 'bench',
+      serviceName: 'ferry-agent-1',
+      version: '1.2.3',
+      fingerprint: randomUUID(),
+    }),
   });
   const agentId = (JSON.parse(reg.text) as { agentId: string }).agentId;
-  const sol = await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/solutions`, { name: 'History bench', solutionType: 'Integration', agentId });
+  const sol = await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/solutions`, {
+    name: 'History bench',
+    solutionType: 'Integration',
+    agentId,
+  });
   check(sol.status === 201, `solution ${sol.text}`);
   const solutionId = sol.body.id;
   const execution = await createExecution(st, orgId, solutionId, agentId, ERRORS);
@@ -207,7 +270,10 @@ async function exportOf(run: StoreRun, errors: number) {
     check(req.status === 200, `export request ${req.text}`);
     return streamDownload(base, `${H}/export/${req.body.exportId}`);
   });
-  check(sampled.result.status === 200 && sampled.result.lines === errors + 1, `export lines ${sampled.result.lines} of ${errors}`);
+  check(
+    sampled.result.status === 200 && sampled.result.lines === errors + 1,
+    `export lines ${sampled.result.lines} of ${errors}`,
+  );
   return {
     errors,
     ms: Math.round(sampled.ms),
@@ -222,7 +288,9 @@ async function exportOf(run: StoreRun, errors: number) {
  * The errors written in steps, smallest size first, the export at each of EXPORT_SIZES: were the
  * export's memory to grow with the execution, the high-water mark would rise at each step.
  */
-async function seedWithExports(run: StoreRun): Promise<{ seedMs: number; exportsBySize: Array<Awaited<ReturnType<typeof exportOf>>> }> {
+async function seedWithExports(
+  run: StoreRun,
+): Promise<{ seedMs: number; exportsBySize: Array<Awaited<ReturnType<typeof exportOf>>> }> {
   const secrets = SecretBox.fromDataDir(run.dataDir);
   let seedMs = 0;
   let seededErrors = 0;
@@ -251,14 +319,30 @@ async function measurePages(run: StoreRun) {
   for (const offset of offsets) {
     const ms: number[] = [];
     for (let i = 0; i < PAGES + 2; i++) {
-      const { ms: t, result } = await timed(() => api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`));
+      const { ms: t, result } = await timed(() =>
+        api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`),
+      );
       check(result.status === 200 && result.body.length === 100, `page at ${offset}`);
       if (i >= 2) ms.push(t);
     }
     pages[String(offset)] = { medianMs: median(ms), maxMs: round(Math.max(...ms)) };
   }
-  const anchorFirst = await anchorQuery(store, dataDir, databaseUrl, executionId, 'SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100', PAGES);
-  const formerDeep = await anchorQuery(store, dataDir, databaseUrl, executionId, `SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100 OFFSET ${offsets[2]}`, 5);
+  const anchorFirst = await anchorQuery(
+    store,
+    dataDir,
+    databaseUrl,
+    executionId,
+    'SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100',
+    PAGES,
+  );
+  const formerDeep = await anchorQuery(
+    store,
+    dataDir,
+    databaseUrl,
+    executionId,
+    `SELECT * FROM execution_errors WHERE execution_id = ? ORDER BY seq LIMIT 100 OFFSET ${offsets[2]}`,
+    5,
+  );
   const cheapest: number[] = [];
   for (let i = 0; i < PAGES + 2; i++) {
     const { ms } = await timed(() => api(base, 'GET', `/v1/orgs/${orgId}/securityrules`));
@@ -266,13 +350,21 @@ async function measurePages(run: StoreRun) {
   }
   return {
     pages,
-    anchors: { selectFirst100Ms: anchorFirst, formerOffsetQueryAtDeepestMs: formerDeep, cheapestAuthenticatedGetMs: median(cheapest) },
-    pageRatioToCheapestGet: Object.fromEntries(Object.entries(pages).map(([k, v]) => [k, ratio((v as { medianMs: number }).medianMs, median(cheapest))])),
+    anchors: {
+      selectFirst100Ms: anchorFirst,
+      formerOffsetQueryAtDeepestMs: formerDeep,
+      cheapestAuthenticatedGetMs: median(cheapest),
+    },
+    pageRatioToCheapestGet: Object.fromEntries(
+      Object.entries(pages).map(([k, v]) => [k, ratio((v as { medianMs: number }).medianMs, median(cheapest))]),
+    ),
   };
 }
 
 async function markAllOnce(run: StoreRun, mark: boolean) {
-  const { ms, result } = await timed(() => api<{ changed: number; reprocessRecordsRemaining: number }>(run.base, 'POST', `${run.H}/mark?mark=${mark}`));
+  const { ms, result } = await timed(() =>
+    api<{ changed: number; reprocessRecordsRemaining: number }>(run.base, 'POST', `${run.H}/mark?mark=${mark}`),
+  );
   check(result.status === 200 && result.body.reprocessRecordsRemaining === ERRORS, `mark all ${result.text}`);
   return { ms: round(ms), changed: result.body.changed };
 }
@@ -288,7 +380,10 @@ async function markAllRounds(run: StoreRun, first: boolean) {
   for (let i = 0; i < MARK_ROUNDS; i++) {
     for (const mark of [first, !first]) rounds.push({ mark, ...(await markAllOnce(run, mark)) });
   }
-  check(rounds.every((r) => r.changed === ERRORS), 'every mark-all changed every error');
+  check(
+    rounds.every((r) => r.changed === ERRORS),
+    'every mark-all changed every error',
+  );
   const ms = (mark: boolean): number[] => rounds.filter((r) => r.mark === mark).map((r) => r.ms);
   return { markMs: ms(true), unmarkMs: ms(false), executionReadMedianMs: median(read) };
 }
@@ -297,10 +392,16 @@ async function markAllRounds(run: StoreRun, first: boolean) {
 async function measureMarks(run: StoreRun) {
   const { base, H } = run;
   const markRounds = await markAllRounds(run, true);
-  const ownPage = await api<Array<{ id: string }>>(base, 'GET', `${H}/errors?offset=${Math.floor(ERRORS / 3)}&limit=${OWN_MARKS}`);
+  const ownPage = await api<Array<{ id: string }>>(
+    base,
+    'GET',
+    `${H}/errors?offset=${Math.floor(ERRORS / 3)}&limit=${OWN_MARKS}`,
+  );
   const markOne: number[] = [];
   for (const e of ownPage.body) {
-    const { ms, result } = await timed(() => api<{ marked: boolean }>(base, 'POST', `${H}/errors/${e.id}/mark?mark=true`));
+    const { ms, result } = await timed(() =>
+      api<{ marked: boolean }>(base, 'POST', `${H}/errors/${e.id}/mark?mark=true`),
+    );
     check(result.status === 200 && result.body.marked, `mark one ${result.text}`);
     markOne.push(ms);
   }
@@ -331,7 +432,9 @@ async function measureRetention(run: StoreRun) {
       const { ms } = await timed(() => deleteErrorsChunk(run.st.db, run.executionId, RETENTION_CHUNK));
       chunks.push(ms);
     }
-    return new HistoryRetention({ store: run.st, log: pino({ level: 'silent' }), retentionDays: 1 }).run(new Date(Date.now() + 2 * 86_400_000));
+    return new HistoryRetention({ store: run.st, log: pino({ level: 'silent' }), retentionDays: 1 }).run(
+      new Date(Date.now() + 2 * 86_400_000),
+    );
   });
   check(removal.result.executions === 1, 'retention removed the execution');
   return {
@@ -349,7 +452,18 @@ async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
   const st = await openStore({ databaseUrl, dataDir, preinstalledConnectors: preinstalledConnectors() });
   try {
     const { execution, H } = await createBenchExecution(child, st);
-    const run: StoreRun = { store, child, base, orgId, dataDir, databaseUrl, st, execution, executionId: execution.executionId, H };
+    const run: StoreRun = {
+      store,
+      child,
+      base,
+      orgId,
+      dataDir,
+      databaseUrl,
+      st,
+      execution,
+      executionId: execution.executionId,
+      H,
+    };
     const { seedMs, exportsBySize } = await seedWithExports(run);
     const { pages, anchors, pageRatioToCheapestGet } = await measurePages(run);
     const exportRun = await exportOf(run, ERRORS);
@@ -366,7 +480,11 @@ async function benchStore(store: StoreName): Promise<Record<string, unknown>> {
       pageRatioToCheapestGet,
       export: {
         ...exportRun,
-        anchor: { tool: store === 'sqlite' ? 'sqlite3 -csv' : 'psql \\copy', ms: anchor.ms, mib: round(anchor.bytes / 2 ** 20) },
+        anchor: {
+          tool: store === 'sqlite' ? 'sqlite3 -csv' : 'psql \\copy',
+          ms: anchor.ms,
+          mib: round(anchor.bytes / 2 ** 20),
+        },
         ratioToAnchor: ratio(exportRun.ms, anchor.ms),
       },
       exportsBySize,
@@ -384,4 +502,6 @@ const results: Array<Record<string, unknown>> = [];
 results.push(await benchStore('sqlite'));
 if (PG_URL) results.push(await benchStore('postgres'));
 agent.destroy();
-process.stdout.write(`${JSON.stringify({ bench: 'history', errors: ERRORS, node: process.version, results }, null, 2)}\n`);
+process.stdout.write(
+  `${JSON.stringify({ bench: 'history', errors: ERRORS, node: process.version, results }, null, 2)}\n`,
+);

@@ -23,10 +23,16 @@ const HEALTH_EVERY_MS = 50;
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
 
 /** One request on a connection of its own; the body is a string or a file streamed from disk. */
-const request = (base: string, method: string, pathAndQuery: string, body?: string | { file: string }, contentType?: string): Promise<BenchResponse> =>
-  benchRequest(base, method, pathAndQuery, { body, contentType, agent: false });
+const request = (
+  base: string,
+  method: string,
+  pathAndQuery: string,
+  body?: string | { file: string },
+  contentType?: string,
+): Promise<BenchResponse> => benchRequest(base, method, pathAndQuery, { body, contentType, agent: false });
 
-const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 10) / 10;
+const percentile = (sorted: number[], p: number): number =>
+  Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 10) / 10;
 
 /** Fires a GET of `probe` every 50 ms (without waiting for the previous one) until `until` settles; answers the latencies, sorted. */
 async function latencies(base: string, probe: string, until: Promise<unknown>): Promise<number[]> {
@@ -42,13 +48,20 @@ async function latencies(base: string, probe: string, until: Promise<unknown>): 
         latencies.push(performance.now() - t);
       }),
     );
-    await Promise.race([until, new Promise<void>((resolve) => setTimeout(resolve, HEALTH_EVERY_MS))]).catch(() => undefined);
+    await Promise.race([until, new Promise<void>((resolve) => setTimeout(resolve, HEALTH_EVERY_MS))]).catch(
+      () => undefined,
+    );
   }
   await Promise.all(pending);
   return latencies.sort((a, b) => a - b);
 }
 
-const summary = (xs: number[]): Record<string, number> => ({ count: xs.length, p50Ms: percentile(xs, 0.5), p99Ms: percentile(xs, 0.99), maxMs: percentile(xs, 1) });
+const summary = (xs: number[]): Record<string, number> => ({
+  count: xs.length,
+  p50Ms: percentile(xs, 0.5),
+  p99Ms: percentile(xs, 0.99),
+  maxMs: percentile(xs, 1),
+});
 
 async function benchStore(store: StoreName, csvFile: string): Promise<Record<string, unknown>> {
   const { served, rss, stop } = await startServiceChild(store);
@@ -59,18 +72,36 @@ async function benchStore(store: StoreName, csvFile: string): Promise<Record<str
     const tableId = (JSON.parse(created.text) as { id: string }).id;
     // The lookup a Map makes: a value of another table by its key, through authentication, the
     // Organization's role and Security Rule checks.
-    const codes = await request(served.url, 'POST', L, JSON.stringify({ name: 'Codes', lookupTableValues: [{ value1: 'DE', value2: 'Germany' }] }));
+    const codes = await request(
+      served.url,
+      'POST',
+      L,
+      JSON.stringify({ name: 'Codes', lookupTableValues: [{ value1: 'DE', value2: 'Germany' }] }),
+    );
     if (codes.status !== 201) throw new Error(`create answered ${codes.status}`);
     const lookup = `${L}/Codes/values/value2/DE`;
     const idleWait = new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-    const [idle, idleLookup] = await Promise.all([latencies(served.url, '/healthz', idleWait), latencies(served.url, lookup, idleWait)]);
+    const [idle, idleLookup] = await Promise.all([
+      latencies(served.url, '/healthz', idleWait),
+      latencies(served.url, lookup, idleWait),
+    ]);
     const before = await rss();
     const start = performance.now();
-    const importing = request(served.url, 'POST', `${L}/${tableId}/import?hasHeaderRow=true`, { file: csvFile }, 'text/csv');
-    const [during, duringLookup] = await Promise.all([latencies(served.url, '/healthz', importing), latencies(served.url, lookup, importing)]);
+    const importing = request(
+      served.url,
+      'POST',
+      `${L}/${tableId}/import?hasHeaderRow=true`,
+      { file: csvFile },
+      'text/csv',
+    );
+    const [during, duringLookup] = await Promise.all([
+      latencies(served.url, '/healthz', importing),
+      latencies(served.url, lookup, importing),
+    ]);
     const imported = await importing;
     const importMs = Math.round(performance.now() - start);
-    if (imported.status !== 200 || !imported.text.includes(`"valuesImported":${LINES}`)) throw new Error(`import answered ${imported.status}: ${imported.text.slice(0, 300)}`);
+    if (imported.status !== 200 || !imported.text.includes(`"valuesImported":${LINES}`))
+      throw new Error(`import answered ${imported.status}: ${imported.text.slice(0, 300)}`);
     const after = await rss();
     const idleP99 = percentile(idle, 0.99);
     return {
@@ -79,13 +110,21 @@ async function benchStore(store: StoreName, csvFile: string): Promise<Record<str
       csvMiB: Math.round((fs.statSync(csvFile).size / 2 ** 20) * 10) / 10,
       import: { ms: importMs, linesPerSecond: Math.round((LINES / importMs) * 1000) },
       healthzIdle: summary(idle),
-      healthzDuringImport: { ...summary(during), p99VsIdleP99: Math.round((percentile(during, 0.99) / Math.max(idleP99, 0.1)) * 10) / 10 },
+      healthzDuringImport: {
+        ...summary(during),
+        p99VsIdleP99: Math.round((percentile(during, 0.99) / Math.max(idleP99, 0.1)) * 10) / 10,
+      },
       lookupIdle: summary(idleLookup),
       lookupDuringImport: {
         ...summary(duringLookup),
-        p99VsIdleP99: Math.round((percentile(duringLookup, 0.99) / Math.max(percentile(idleLookup, 0.99), 0.1)) * 10) / 10,
+        p99VsIdleP99:
+          Math.round((percentile(duringLookup, 0.99) / Math.max(percentile(idleLookup, 0.99), 0.1)) * 10) / 10,
       },
-      servicePeakRssMiB: { beforeImport: before.peakRssMiB, afterImport: after.peakRssMiB, importAdded: after.peakRssMiB - before.peakRssMiB },
+      servicePeakRssMiB: {
+        beforeImport: before.peakRssMiB,
+        afterImport: after.peakRssMiB,
+        importAdded: after.peakRssMiB - before.peakRssMiB,
+      },
     };
   } finally {
     await stop();
@@ -101,7 +140,8 @@ async function main(): Promise<void> {
     out.write('value1,value2\r\n');
     for (let i = 0; i < LINES; i += 10_000) {
       let chunk = '';
-      for (let j = i; j < Math.min(LINES, i + 10_000); j++) chunk += `CODE-${String(j).padStart(7, '0')},Name of imported value ${String(j).padStart(7, '0')}\r\n`;
+      for (let j = i; j < Math.min(LINES, i + 10_000); j++)
+        chunk += `CODE-${String(j).padStart(7, '0')},Name of imported value ${String(j).padStart(7, '0')}\r\n`;
       if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
     }
     await new Promise<void>((resolve) => out.end(() => resolve()));
@@ -115,7 +155,10 @@ async function main(): Promise<void> {
           benchmark: 'lookup-import',
           node: process.version,
           cpus: os.cpus().length,
-          loadAverage1m: { before: Math.round(loadBefore * 10) / 10, after: Math.round((os.loadavg()[0] ?? 0) * 10) / 10 },
+          loadAverage1m: {
+            before: Math.round(loadBefore * 10) / 10,
+            after: Math.round((os.loadavg()[0] ?? 0) * 10) / 10,
+          },
           results,
         },
         null,

@@ -42,11 +42,15 @@ interface Pair {
 
 /** Deterministic data: unique value1 codes, value2 texts with a comma in every tenth. */
 function pairs(n: number): Pair[] {
-  return Array.from({ length: n }, (_, i) => ({ value1: `CODE-${String(i).padStart(7, '0')}`, value2: i % 10 === 0 ? `Name ${i}, Inc.` : `Name ${i}` }));
+  return Array.from({ length: n }, (_, i) => ({
+    value1: `CODE-${String(i).padStart(7, '0')}`,
+    value2: i % 10 === 0 ? `Name ${i}, Inc.` : `Name ${i}`,
+  }));
 }
 
 const csvField = (v: string): string => (/[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
-const toCsv = (rows: Pair[]): string => `value1,value2\r\n${rows.map((r) => `${csvField(r.value1)},${csvField(r.value2)}\r\n`).join('')}`;
+const toCsv = (rows: Pair[]): string =>
+  `value1,value2\r\n${rows.map((r) => `${csvField(r.value1)},${csvField(r.value2)}\r\n`).join('')}`;
 
 const perSecond = (n: number, ms: number): number => Math.round((n / Math.max(ms, 1)) * 1000);
 const ratio = (a: number, b: number | undefined): number | null => (b ? Math.round((a / b) * 100) / 100 : null);
@@ -80,8 +84,16 @@ class Client {
     return benchRequest(this.base, method, pathAndQuery, { body, contentType, agent: this.#agent });
   }
 
-  async json<T>(method: string, pathAndQuery: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
-    const res = await this.request(method, pathAndQuery, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
+  async json<T>(
+    method: string,
+    pathAndQuery: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T; text: string }> {
+    const res = await this.request(
+      method,
+      pathAndQuery,
+      body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    );
     return { status: res.status, text: res.text, body: JSON.parse(res.text) as T };
   }
 
@@ -100,7 +112,9 @@ const DDL = (collate: string): string[] => [
 /** The rows as the store holds them (ID, table ID, seq, value1, value2, two dates), as CSV for the bulk loaders. */
 function fullRowsCsv(rows: Pair[], now: string): string {
   const tableId = newId();
-  return rows.map((r, i) => `${uuidV7()},${tableId},${i},${csvField(r.value1)},${csvField(r.value2)},${now},${now}\n`).join('');
+  return rows
+    .map((r, i) => `${uuidV7()},${tableId},${i},${csvField(r.value1)},${csvField(r.value2)},${now},${now}\n`)
+    .join('');
 }
 
 /** Raw multi-row INSERTs through better-sqlite3 (one transaction), then `sqlite3 .import`, into fresh files. */
@@ -117,7 +131,9 @@ function sqliteAnchor(dir: string, rows: Pair[]): { rawInsertMs: number; bulkLoa
   db.transaction(() => {
     for (let i = 0; i < rows.length; i += perStmt) {
       const part = rows.slice(i, i + perStmt);
-      db.prepare(`INSERT INTO anchor VALUES ${part.map(() => '(?,?,?,?,?,?,?)').join(',')}`).run(part.flatMap((r, j) => [uuidV7(), tableId, i + j, r.value1, r.value2, now, now]));
+      db.prepare(`INSERT INTO anchor VALUES ${part.map(() => '(?,?,?,?,?,?,?)').join(',')}`).run(
+        part.flatMap((r, j) => [uuidV7(), tableId, i + j, r.value1, r.value2, now, now]),
+      );
     }
   })();
   const rawInsertMs = Math.round(performance.now() - start);
@@ -136,7 +152,11 @@ function sqliteAnchor(dir: string, rows: Pair[]): { rawInsertMs: number; bulkLoa
 }
 
 /** Raw multi-row INSERTs through pg (at most 65,535 parameters each, one transaction), then `psql \copy`. */
-async function postgresAnchor(databaseUrl: string, dir: string, rows: Pair[]): Promise<{ rawInsertMs: number; bulkLoaderMs?: number }> {
+async function postgresAnchor(
+  databaseUrl: string,
+  dir: string,
+  rows: Pair[],
+): Promise<{ rawInsertMs: number; bulkLoaderMs?: number }> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -150,7 +170,10 @@ async function postgresAnchor(databaseUrl: string, dir: string, rows: Pair[]): P
     for (let i = 0; i < rows.length; i += perStmt) {
       const part = rows.slice(i, i + perStmt);
       const tuples = part.map((_, j) => `(${Array.from({ length: 7 }, (_, k) => `$${j * 7 + k + 1}`).join(',')})`);
-      await client.query(`INSERT INTO anchor VALUES ${tuples.join(',')}`, part.flatMap((r, j) => [uuidV7(), tableId, i + j, r.value1, r.value2, now, now]));
+      await client.query(
+        `INSERT INTO anchor VALUES ${tuples.join(',')}`,
+        part.flatMap((r, j) => [uuidV7(), tableId, i + j, r.value1, r.value2, now, now]),
+      );
     }
     await client.query('COMMIT');
     const rawInsertMs = Math.round(performance.now() - start);
@@ -184,14 +207,21 @@ async function pool(n: number, concurrency: number, call: (i: number) => Promise
   return latencies.sort((a, b) => a - b);
 }
 
-const percentile = (sorted: number[], p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
+const percentile = (sorted: number[], p: number): number =>
+  Math.round((sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0) * 100) / 100;
 
 /**
  * ROUNDS rounds of writes at `L` (the Lookup Tables path): a table created with every value in one
  * POST, a CSV imported into an empty one, and the anchors of the store. Answers the rounds' times
  * and the last table created.
  */
-async function writeRounds(api: Client, L: string, where: { store: StoreName; databaseUrl: string | undefined; scratch: string }, rows: Pair[], csv: string) {
+async function writeRounds(
+  api: Client,
+  L: string,
+  where: { store: StoreName; databaseUrl: string | undefined; scratch: string },
+  rows: Pair[],
+  csv: string,
+) {
   const { store, databaseUrl, scratch } = where;
   const rounds: Array<{ create: number; import: number; rawInsert: number; bulkLoader?: number }> = [];
   let tableId = '';
@@ -199,18 +229,33 @@ async function writeRounds(api: Client, L: string, where: { store: StoreName; da
   let createBodyChars = 0;
   for (let round = 0; round < ROUNDS; round++) {
     tableName = `Bench ${round}`;
-    const createBody = JSON.stringify({ name: tableName, description: `${rows.length} values`, lookupTableValues: rows });
+    const createBody = JSON.stringify({
+      name: tableName,
+      description: `${rows.length} values`,
+      lookupTableValues: rows,
+    });
     createBodyChars = createBody.length;
     const create = await timed(() => api.request('POST', L, createBody));
     check(create.result.status === 201, `create answered ${create.result.status}: ${create.result.text.slice(0, 300)}`);
     tableId = (JSON.parse(create.result.text) as { id: string }).id;
 
     const empty = await api.json<{ id: string }>('POST', L, { name: `Bench import ${round}` });
-    const imported = await timed(() => api.request('POST', `${L}/${empty.body.id}/import?hasHeaderRow=true`, csv, 'text/csv'));
-    check(imported.result.status === 200 && imported.result.text.includes(`"valuesImported":${rows.length}`), `import answered ${imported.result.status}: ${imported.result.text.slice(0, 300)}`);
+    const imported = await timed(() =>
+      api.request('POST', `${L}/${empty.body.id}/import?hasHeaderRow=true`, csv, 'text/csv'),
+    );
+    check(
+      imported.result.status === 200 && imported.result.text.includes(`"valuesImported":${rows.length}`),
+      `import answered ${imported.result.status}: ${imported.result.text.slice(0, 300)}`,
+    );
 
-    const anchor = store === 'sqlite' ? sqliteAnchor(scratch, rows) : await postgresAnchor(databaseUrl ?? '', scratch, rows);
-    rounds.push({ create: create.ms, import: imported.ms, rawInsert: anchor.rawInsertMs, ...(anchor.bulkLoaderMs ? { bulkLoader: anchor.bulkLoaderMs } : {}) });
+    const anchor =
+      store === 'sqlite' ? sqliteAnchor(scratch, rows) : await postgresAnchor(databaseUrl ?? '', scratch, rows);
+    rounds.push({
+      create: create.ms,
+      import: imported.ms,
+      rawInsert: anchor.rawInsertMs,
+      ...(anchor.bulkLoaderMs ? { bulkLoader: anchor.bulkLoaderMs } : {}),
+    });
   }
   return { rounds, tableId, tableName, createBodyChars };
 }
@@ -223,7 +268,13 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
     const L = `/v1/orgs/${served.orgId}/lookuptables`;
     const csv = toCsv(rows);
     const startRss = (await rss()).peakRssMiB;
-    const { rounds, tableId, tableName, createBodyChars } = await writeRounds(api, L, { store, databaseUrl: served.databaseUrl, scratch }, rows, csv);
+    const { rounds, tableId, tableName, createBodyChars } = await writeRounds(
+      api,
+      L,
+      { store, databaseUrl: served.databaseUrl, scratch },
+      rows,
+      csv,
+    );
     const writesRss = (await rss()).peakRssMiB;
     const createMs = median(rounds.map((r) => r.create));
     const importMs = median(rounds.map((r) => r.import));
@@ -240,8 +291,12 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
     const lookups = await timed(() =>
       pool(LOOKUPS, CONCURRENCY, async (i) => {
         const key = keys[i] as Pair;
-        const res = await api.json<{ value2: string }>('GET', `${L}/${refName}/values/value2/${encodeURIComponent(key.value1)}`);
-        if (res.status !== 200 || res.body.value2 !== key.value2) throw new Error(`lookup ${key.value1} answered ${res.status}`);
+        const res = await api.json<{ value2: string }>(
+          'GET',
+          `${L}/${refName}/values/value2/${encodeURIComponent(key.value1)}`,
+        );
+        if (res.status !== 200 || res.body.value2 !== key.value2)
+          throw new Error(`lookup ${key.value1} answered ${res.status}`);
       }),
     );
     // The same number of calls of the cheapest authenticated Organization read, which pays the
@@ -260,12 +315,17 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
     check(get.result.status === 200 && get.result.text.length > createBodyChars, 'GET returned the values');
     const readsRss = (await rss()).peakRssMiB;
 
-    const local = await openStore({ databaseUrl: served.databaseUrl, dataDir: served.dataDir, preinstalledConnectors: preinstalledConnectors() });
+    const local = await openStore({
+      databaseUrl: served.databaseUrl,
+      dataDir: served.dataDir,
+      preinstalledConnectors: preinstalledConnectors(),
+    });
     try {
       const load = await timed(() => loadLookupTables(local.db, served.orgId, [tableName]));
       const inMemory = await timed(async () => {
         let found = 0;
-        for (let i = 0; i < 1_000_000; i++) if (load.result.value2(tableName, (keys[i % keys.length] as Pair).value1) !== undefined) found++;
+        for (let i = 0; i < 1_000_000; i++)
+          if (load.result.value2(tableName, (keys[i % keys.length] as Pair).value1) !== undefined) found++;
         return found;
       });
       check(inMemory.result === 1_000_000, 'in-memory lookups all matched');
@@ -281,7 +341,13 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
           vsRawInsert: ratio(createMs, rawInsertMs),
           vsBulkLoader: ratio(createMs, loaderMs),
         },
-        import: { ms: importMs, rowsPerSecond: perSecond(rows.length, importMs), csvMiB: mib(csv.length), vsRawInsert: ratio(importMs, rawInsertMs), vsBulkLoader: ratio(importMs, loaderMs) },
+        import: {
+          ms: importMs,
+          rowsPerSecond: perSecond(rows.length, importMs),
+          csvMiB: mib(csv.length),
+          vsRawInsert: ratio(importMs, rawInsertMs),
+          vsBulkLoader: ratio(importMs, loaderMs),
+        },
         lookupsHttp: {
           count: LOOKUPS,
           concurrency: CONCURRENCY,
@@ -291,11 +357,20 @@ async function benchStore(store: StoreName, rows: Pair[]): Promise<Record<string
           p99Ms: percentile(lookups.result, 0.99),
           vsSecurityRulesRead: ratio(lookups.ms, baseline.ms),
         },
-        exportDownload: { ms: download.ms, rowsPerSecond: perSecond(rows.length, download.ms), csvMiB: mib(download.result.text.length) },
+        exportDownload: {
+          ms: download.ms,
+          rowsPerSecond: perSecond(rows.length, download.ms),
+          csvMiB: mib(download.result.text.length),
+        },
         getTableJson: { ms: get.ms, mib: mib(get.result.text.length) },
         loadForRun: { ms: load.ms, inMemoryLookupsPerSecond: perSecond(1_000_000, inMemory.ms) },
         servicePeakRssMiB: { atStart: startRss, afterWrites: writesRss, afterReads: readsRss },
-        anchor: { rawInsertMs, bulkLoaderMs: loaderMs ?? null, securityRulesReadsPerSecond: perSecond(LOOKUPS, baseline.ms), rounds },
+        anchor: {
+          rawInsertMs,
+          bulkLoaderMs: loaderMs ?? null,
+          securityRulesReadsPerSecond: perSecond(LOOKUPS, baseline.ms),
+          rounds,
+        },
       };
     } finally {
       await local.close();
@@ -320,7 +395,10 @@ async function main(): Promise<void> {
         node: process.version,
         cpus: os.cpus().length,
         // Other work on the machine skews the times; the ratios compare steps measured side by side.
-        loadAverage1m: { before: Math.round(loadBefore * 10) / 10, after: Math.round((os.loadavg()[0] ?? 0) * 10) / 10 },
+        loadAverage1m: {
+          before: Math.round(loadBefore * 10) / 10,
+          after: Math.round((os.loadavg()[0] ?? 0) * 10) / 10,
+        },
         clientPeakRssMiB: peakRssMiB(),
         results,
       },

@@ -35,7 +35,12 @@ import pino from 'pino';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { ConnectorRecord } from '../../src/connectors/sdk.js';
 import { compilePlan } from '../../src/maps/compiler/plan.js';
-import type { CompiledFormulas, FormulaBatchResult, FormulaRecord, FormulaValue } from '../../src/maps/formula/evaluator.js';
+import type {
+  CompiledFormulas,
+  FormulaBatchResult,
+  FormulaRecord,
+  FormulaValue,
+} from '../../src/maps/formula/evaluator.js';
 import { LIBRARY_GLOBAL, librarySource } from '../../src/maps/formula/library/index.js';
 import type { ErrorTuple } from '../../src/maps/formula/library/types.js';
 import { packColumns, recordError, type FormulaInfo, type WireValue } from '../../src/maps/formula/wire.js';
@@ -46,18 +51,34 @@ const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
 const RECORDS = Number(process.env['BENCH_RECORDS'] ?? 1_000_000);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
-const MEMORY_RECORDS = (process.env['BENCH_MEMORY_RECORDS'] ?? '200000,1000000').split(',').map(Number).filter((x) => x > 0);
+const MEMORY_RECORDS = (process.env['BENCH_MEMORY_RECORDS'] ?? '200000,1000000')
+  .split(',')
+  .map(Number)
+  .filter((x) => x > 0);
 const ALL_CASES = ['loop', 'map-formulas', 'map-copies', 'map-unsandboxed', 'map-plain-js'];
 /** BENCH_CASES=map-formulas,map-unsandboxed runs only those (the memory runs are unaffected). */
-const CASES = process.env['BENCH_CASES'] ? ALL_CASES.filter((c) => process.env['BENCH_CASES']?.split(',').includes(c)) : ALL_CASES;
+const CASES = process.env['BENCH_CASES']
+  ? ALL_CASES.filter((c) => process.env['BENCH_CASES']?.split(',').includes(c))
+  : ALL_CASES;
 const BATCH = 10_000;
 const FIELDS: Array<[string, string]> = [
-  ['id', 'integer'], ['name', 'string'], ['email', 'string'], ['price', 'double'], ['qty', 'integer'],
-  ['score', 'double'], ['active', 'boolean'], ['created', 'date'], ['updated', 'datetime'],
+  ['id', 'integer'],
+  ['name', 'string'],
+  ['email', 'string'],
+  ['price', 'double'],
+  ['qty', 'integer'],
+  ['score', 'double'],
+  ['active', 'boolean'],
+  ['created', 'date'],
+  ['updated', 'datetime'],
 ];
 const DDL = 'CREATE TABLE items (id INTEGER PRIMARY KEY, name_upper TEXT, total REAL, label TEXT)';
 /** The three computed targets: formulas for (a), their plain-JS equivalents for (c) and (d). */
-const FORMULAS: Record<string, string> = { name_upper: 'UPPER(Q.name)', total: 'Q.price * Q.qty', label: 'Q.email & "/" & Q.qty' };
+const FORMULAS: Record<string, string> = {
+  name_upper: 'UPPER(Q.name)',
+  total: 'Q.price * Q.qty',
+  label: 'Q.email & "/" & Q.qty',
+};
 const COPIES: Record<string, string> = { name_upper: 'Q.name', total: 'Q.price', label: 'Q.email' };
 const JS: Record<string, (r: ConnectorRecord) => FormulaValue> = {
   id: (r) => r['id'] ?? null,
@@ -108,7 +129,9 @@ async function writeCsv(folder: string, n: number): Promise<void> {
   }
   ws.end(buf);
   await once(ws, 'finish');
-  const schema = { entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } } };
+  const schema = {
+    entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } },
+  };
   await fsp.writeFile(path.join(folder, 'schema.json'), JSON.stringify(schema));
 }
 
@@ -125,10 +148,25 @@ function mapModel(mappings: Record<string, string>): unknown {
     name: 'bench',
     batchSize: BATCH,
     blocks: [
-      { blockId: '22222222-2222-4222-8222-000000000001', name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'src', entity: 'rows' },
       {
-        blockId: '22222222-2222-4222-8222-000000000002', name: 'W', blockType: 'Create', action: 'Create', connectionId: 'db', entity: 'items',
-        fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, ...Object.entries(mappings).map(([targetField, targetFormula]) => ({ targetField, targetFormula }))],
+        blockId: '22222222-2222-4222-8222-000000000001',
+        name: 'Q',
+        blockType: 'Query',
+        action: 'Query',
+        connectionId: 'src',
+        entity: 'rows',
+      },
+      {
+        blockId: '22222222-2222-4222-8222-000000000002',
+        name: 'W',
+        blockType: 'Create',
+        action: 'Create',
+        connectionId: 'db',
+        entity: 'items',
+        fieldMappings: [
+          { targetField: 'id', targetFormula: 'Q.id' },
+          ...Object.entries(mappings).map(([targetField, targetFormula]) => ({ targetField, targetFormula })),
+        ],
       },
     ],
   };
@@ -146,7 +184,15 @@ const plainJsEvaluator: FormulaEvaluator = {
   },
 };
 
-type RunFn = (data: [number, ...WireValue[][]], now: number, s0: number, s1: number, s2: number, s3: number, only: number) => [FormulaValue[][], ErrorTuple[]];
+type RunFn = (
+  data: [number, ...WireValue[][]],
+  now: number,
+  s0: number,
+  s1: number,
+  s2: number,
+  s3: number,
+  only: number,
+) => [FormulaValue[][], ErrorTuple[]];
 
 /**
  * The formulas unsandboxed: the same function library and the same compiled programs as the
@@ -154,7 +200,9 @@ type RunFn = (data: [number, ...WireValue[][]], now: number, s0: number, s1: num
  * no JSON across).
  */
 function unsandboxedEvaluator(): FormulaEvaluator {
-  const make = vm.runInThisContext(`(function (__name) {\n${librarySource()}\nreturn ${LIBRARY_GLOBAL};\n})`) as (name: (f: unknown) => unknown) => { maxText: number; loadLookupTables(json: string): void };
+  const make = vm.runInThisContext(`(function (__name) {\n${librarySource()}\nreturn ${LIBRARY_GLOBAL};\n})`) as (
+    name: (f: unknown) => unknown,
+  ) => { maxText: number; loadLookupTables(json: string): void };
   const L = make((f) => f);
   L.maxText = 10_000_000;
   L.loadLookupTables('[]');
@@ -164,7 +212,8 @@ function unsandboxedEvaluator(): FormulaEvaluator {
     if (run) return run;
     const input = 'const data = JSON.parse(input.join(""));';
     const output = /const json = JSON\.stringify\(result\);[\s\S]*?return parts;/;
-    if (!compiled.source.includes(input) || !output.test(compiled.source)) throw new Error('the generated program changed: update unsandboxedEvaluator');
+    if (!compiled.source.includes(input) || !output.test(compiled.source))
+      throw new Error('the generated program changed: update unsandboxedEvaluator');
     const direct = compiled.source.replace(input, 'const data = input;').replace(output, 'return result;');
     run = (vm.runInThisContext(`(function (${LIBRARY_GLOBAL}) { return ${direct}; })`) as (lib: unknown) => RunFn)(L);
     programs.set(compiled, run);
@@ -182,11 +231,27 @@ function unsandboxedEvaluator(): FormulaEvaluator {
 
 function runChild(name: string, cfg: Cfg): Promise<CaseResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--expose-gc', ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []), '--import', 'tsx', SELF, '--child', name], { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(
+      process.execPath,
+      [
+        '--expose-gc',
+        ...(process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : []),
+        '--import',
+        'tsx',
+        SELF,
+        '--child',
+        name,
+      ],
+      { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as CaseResult) : reject(new Error(`case ${name} failed (${code})`))));
+    p.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as CaseResult)
+        : reject(new Error(`case ${name} failed (${code})`)),
+    );
   });
 }
 
@@ -197,19 +262,29 @@ async function child(name: string): Promise<void> {
   const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'warn' }) });
   await host.loadAll();
   const src = await host.open({ connectorId: 'CSV', connectionId: 'bench-csv', properties: { folder: cfg.csvFolder } });
-  const dst = await host.open({ connectorId: 'SQLite', connectionId: 'bench-sqlite', properties: { file: cfg.dbFile, journalMode: 'WAL', synchronous: 'NORMAL' } });
+  const dst = await host.open({
+    connectorId: 'SQLite',
+    connectionId: 'bench-sqlite',
+    properties: { file: cfg.dbFile, journalMode: 'WAL', synchronous: 'NORMAL' },
+  });
   const metadata = { src: await src.metadata(), db: await dst.metadata() };
   let records = 0;
   let failed = 0;
   const byTenth: number[] = [];
   const progress = (done: number): void => {
-    while (byTenth.length < 10 && done >= ((byTenth.length + 1) * cfg.records) / 10) byTenth.push(process.memoryUsage().rss);
+    while (byTenth.length < 10 && done >= ((byTenth.length + 1) * cfg.records) / 10)
+      byTenth.push(process.memoryUsage().rss);
   };
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   if (name === 'loop') {
     for await (const batch of src.query('rows', undefined, { batchSize: BATCH })) {
-      const out = batch.map((r): ConnectorRecord => ({ id: r['id'] ?? null, name_upper: JS['name_upper']?.(r) ?? null, total: JS['total']?.(r) ?? null, label: JS['label']?.(r) ?? null }));
+      const out = batch.map((r): ConnectorRecord => ({
+        id: r['id'] ?? null,
+        name_upper: JS['name_upper']?.(r) ?? null,
+        total: JS['total']?.(r) ?? null,
+        label: JS['label']?.(r) ?? null,
+      }));
       const res = await dst.write('Create', 'items', out);
       records += res.length;
       failed += res.filter((x) => !x.ok).length;
@@ -218,8 +293,15 @@ async function child(name: string): Promise<void> {
   } else {
     const plan = compilePlan(mapModel(name === 'map-copies' ? COPIES : FORMULAS), metadata);
     const { stats } = await runMap(plan, {
-      connections: new Map([['src', src], ['db', dst]]),
-      ...(name === 'map-unsandboxed' ? { engine: unsandboxedEvaluator() } : name === 'map-plain-js' ? { engine: plainJsEvaluator } : {}),
+      connections: new Map([
+        ['src', src],
+        ['db', dst],
+      ]),
+      ...(name === 'map-unsandboxed'
+        ? { engine: unsandboxedEvaluator() }
+        : name === 'map-plain-js'
+          ? { engine: plainJsEvaluator }
+          : {}),
       onProgress: (p) => progress(p.processed),
     });
     records = stats.processed;
@@ -310,13 +392,28 @@ async function main(): Promise<void> {
       ]),
     );
     const loadAfterRounds = load();
-    const memory: Array<{ records: number; case: string; peakRssMB: number; rssByTenthMB: number[]; heapAfterGcMB: number; recordsPerSec: number }> = [];
+    const memory: Array<{
+      records: number;
+      case: string;
+      peakRssMB: number;
+      rssByTenthMB: number[];
+      heapAfterGcMB: number;
+      recordsPerSec: number;
+    }> = [];
     for (const count of MEMORY_RECORDS) {
-      const mcfg: Cfg = count === RECORDS ? cfg : { csvFolder: path.join(dir, `csv-${count}`), dbFile: cfg.dbFile, records: count };
+      const mcfg: Cfg =
+        count === RECORDS ? cfg : { csvFolder: path.join(dir, `csv-${count}`), dbFile: cfg.dbFile, records: count };
       if (count !== RECORDS) await writeCsv(mcfg.csvFolder, count);
       for (const name of ['map-formulas', 'loop']) {
         const r = await runCase(name, mcfg);
-        memory.push({ records: count, case: name, peakRssMB: r.peakRssMB, rssByTenthMB: r.rssByTenthMB, heapAfterGcMB: r.heapAfterGcMB, recordsPerSec: r.recordsPerSec });
+        memory.push({
+          records: count,
+          case: name,
+          peakRssMB: r.peakRssMB,
+          rssByTenthMB: r.rssByTenthMB,
+          heapAfterGcMB: r.heapAfterGcMB,
+          recordsPerSec: r.recordsPerSec,
+        });
       }
     }
     const out = {

@@ -63,12 +63,22 @@ export function meter(pids: { agent: number; service: number }): () => Record<st
  */
 export function rssTenths(pids: { agent: number; service: number }): { stop: () => Record<string, number[]> } {
   const samples: Array<{ agent: number; service: number }> = [];
-  const timer = setInterval(() => samples.push({ agent: procRssMiB(pids.agent, 'VmRSS'), service: procRssMiB(pids.service, 'VmRSS') }), 250);
+  const timer = setInterval(
+    () => samples.push({ agent: procRssMiB(pids.agent, 'VmRSS'), service: procRssMiB(pids.service, 'VmRSS') }),
+    250,
+  );
   return {
     stop() {
       clearInterval(timer);
       const tenths = (k: 'agent' | 'service'): number[] =>
-        Array.from({ length: 10 }, (_, i) => Math.max(0, ...samples.slice(Math.floor((i * samples.length) / 10), Math.floor(((i + 1) * samples.length) / 10)).map((x) => x[k])));
+        Array.from({ length: 10 }, (_, i) =>
+          Math.max(
+            0,
+            ...samples
+              .slice(Math.floor((i * samples.length) / 10), Math.floor(((i + 1) * samples.length) / 10))
+              .map((x) => x[k]),
+          ),
+        );
       return { agentRssByTenthMiB: tenths('agent'), serviceRssByTenthMiB: tenths('service') };
     },
   };

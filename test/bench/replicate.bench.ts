@@ -38,7 +38,10 @@ const ROWS = Number(process.env['FERRY_BENCH_ROWS'] ?? 1_000_000);
 const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 3);
 /** FERRY_BENCH_CPU_PROF=DIR: a `--cpu-prof` profile of each case's child process in DIR. */
 const PROFILE_DIR = process.env['FERRY_BENCH_CPU_PROF'];
-const ADMIN_URL = process.env['FERRY_BENCH_DATABASE_URL'] ?? process.env['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const ADMIN_URL =
+  process.env['FERRY_BENCH_DATABASE_URL'] ??
+  process.env['FERRY_TEST_DATABASE_URL'] ??
+  'postgres://postgres@127.0.0.1:5432/test';
 const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
   price double precision, active boolean, created date, updated timestamp, note text)`;
 const SQLITE_DDL = `CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT, email TEXT, amount DECIMAL(12,2), qty INTEGER,
@@ -86,7 +89,18 @@ function generate(cfg: Cfg): string {
       const note = i % 20 === 0 ? `note, with a comma ${i}` : `note ${i}`;
       const amount = `${Math.floor(i % 100_000) / 100}`;
       const price = Number(((i * 0.37) % 1000).toFixed(3));
-      ins.run(i, `name_${i}`, `user${i}@example.com`, amount, i % 1000, price, i % 2 === 0 ? 1 : 0, created, updated, note);
+      ins.run(
+        i,
+        `name_${i}`,
+        `user${i}@example.com`,
+        amount,
+        i % 1000,
+        price,
+        i % 2 === 0 ? 1 : 0,
+        created,
+        updated,
+        note,
+      );
       buf += `${i},name_${i},user${i}@example.com,${amount},${i % 1000},${price},${i % 2 === 0},${created},${updated},"${note}"\n`;
       if (buf.length > 1 << 20) {
         fs.writeSync(fd, buf);
@@ -102,11 +116,27 @@ function generate(cfg: Cfg): string {
 
 function runChild(name: string, cfg: Cfg): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [...benchNodeFlags(undefined), ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), '--import', 'tsx', SELF, '--child', name], { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(
+      process.execPath,
+      [
+        ...benchNodeFlags(undefined),
+        ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+        '--import',
+        'tsx',
+        SELF,
+        '--child',
+        name,
+      ],
+      { env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as Result) : reject(new Error(`case ${name} failed (${code})`))));
+    p.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.trim().split('\n').pop() ?? '{}') as Result)
+        : reject(new Error(`case ${name} failed (${code})`)),
+    );
   });
 }
 
@@ -114,17 +144,35 @@ async function child(name: string): Promise<void> {
   const cfg = JSON.parse(process.env['FERRY_BENCH_CFG'] ?? '{}') as Cfg;
   const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'warn' }) });
   await host.loadAll();
-  const src = await host.open({ connectorId: 'SQLite', connectionId: 'bench-sqlite', properties: { file: cfg.sqliteFile } });
-  const dst = await host.open({ connectorId: 'PostgreSQL', connectionId: 'bench-pg', properties: { connectionString: cfg.pgUrl } });
+  const src = await host.open({
+    connectorId: 'SQLite',
+    connectionId: 'bench-sqlite',
+    properties: { file: cfg.sqliteFile },
+  });
+  const dst = await host.open({
+    connectorId: 'PostgreSQL',
+    connectionId: 'bench-pg',
+    properties: { connectionString: cfg.pgUrl },
+  });
   await src.metadata();
   await dst.metadata();
   const t0 = performance.now();
   let rows: number;
   if (name === 'transfer') {
-    rows = (await transfer(src.query('rows', undefined, { batchSize: 10_000 }), (b) => dst.write('Create', 'rows', b))).written;
+    rows = (await transfer(src.query('rows', undefined, { batchSize: 10_000 }), (b) => dst.write('Create', 'rows', b)))
+      .written;
   } else {
-    const state = name === 'replicate' ? new MemoryReplicationState() : new FileReplicationState(path.join(cfg.dir, 'state'));
-    const r = await replicate({ source: src, target: dst, entities: ['rows'], checkForBulk: true, signal: new AbortController().signal, state, log: pino({ level: 'warn' }) });
+    const state =
+      name === 'replicate' ? new MemoryReplicationState() : new FileReplicationState(path.join(cfg.dir, 'state'));
+    const r = await replicate({
+      source: src,
+      target: dst,
+      entities: ['rows'],
+      checkForBulk: true,
+      signal: new AbortController().signal,
+      state,
+      log: pino({ level: 'warn' }),
+    });
     if (r.fatal) throw new Error(r.fatal);
     rows = r.processed;
   }
@@ -153,8 +201,21 @@ async function main(): Promise<void> {
     const psql = (): Promise<Result> =>
       new Promise((resolve, reject) => {
         const t0 = performance.now();
-        const p = spawn('psql', [cfg.pgUrl, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy rows FROM '${csv}' WITH (FORMAT csv)`], { stdio: ['ignore', 'ignore', 'inherit'] });
-        p.on('exit', (code) => (code === 0 ? resolve({ case: 'psql', rows: ROWS, ms: performance.now() - t0, rowsPerSec: (ROWS / (performance.now() - t0)) * 1000 }) : reject(new Error('psql failed'))));
+        const p = spawn(
+          'psql',
+          [cfg.pgUrl, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy rows FROM '${csv}' WITH (FORMAT csv)`],
+          { stdio: ['ignore', 'ignore', 'inherit'] },
+        );
+        p.on('exit', (code) =>
+          code === 0
+            ? resolve({
+                case: 'psql',
+                rows: ROWS,
+                ms: performance.now() - t0,
+                rowsPerSec: (ROWS / (performance.now() - t0)) * 1000,
+              })
+            : reject(new Error('psql failed')),
+        );
       });
     for (let i = 0; i < PAIRS; i++) {
       await step('psql', `DROP TABLE IF EXISTS rows; ${PG_DDL}`, psql);
@@ -173,7 +234,8 @@ async function main(): Promise<void> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const m = Object.fromEntries(Object.entries(out).map(([k, v]) => [k, median(v)]));
-  const ratio = (a: number | undefined, b: number | undefined): number => (a && b ? Math.round((a / b) * 1000) / 1000 : 0);
+  const ratio = (a: number | undefined, b: number | undefined): number =>
+    a && b ? Math.round((a / b) * 1000) / 1000 : 0;
   process.stdout.write(
     `${JSON.stringify({ rows: ROWS, pairs: PAIRS, rowsPerSec: out, medians: m, replicateVsTransfer: ratio(m['replicate'], m['transfer']), replicateVsPsql: ratio(m['replicate'], m['psql']), transferVsPsql: ratio(m['transfer'], m['psql']), load: os.loadavg() }, null, 2)}\n`,
   );

@@ -24,7 +24,12 @@ import http from 'node:http';
 import os from 'node:os';
 import WebSocket from 'ws';
 import { CHANNEL_PATH, PROTOCOL_VERSION } from '../../src/protocol/channel.js';
-import { MAX_ERRORS_PER_REPORT, SHARED_ERRORS_FEATURE, shareErrorFields, type RunRecordError } from '../../src/protocol/solutions.js';
+import {
+  MAX_ERRORS_PER_REPORT,
+  SHARED_ERRORS_FEATURE,
+  shareErrorFields,
+  type RunRecordError,
+} from '../../src/protocol/solutions.js';
 import { uuidV7 } from '../../src/util/uuid-v7.js';
 import { ADMIN } from '../helpers/service.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
@@ -39,9 +44,21 @@ function check(cond: boolean, what: string): void {
   if (!cond) throw new Error(`benchmark check failed: ${what}`);
 }
 
-async function api<T>(base: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: T; text: string }> {
-  const res = await benchRequest(base, method, p, { body: body === undefined ? undefined : JSON.stringify(body), agent });
-  return { status: res.status, text: res.text, body: res.text.startsWith('{') || res.text.startsWith('[') ? (JSON.parse(res.text) as T) : (undefined as T) };
+async function api<T>(
+  base: string,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; body: T; text: string }> {
+  const res = await benchRequest(base, method, p, {
+    body: body === undefined ? undefined : JSON.stringify(body),
+    agent,
+  });
+  return {
+    status: res.status,
+    text: res.text,
+    body: res.text.startsWith('{') || res.text.startsWith('[') ? (JSON.parse(res.text) as T) : (undefined as T),
+  };
 }
 
 /** CPU (user + system) of a process so far, in ms, from /proc. */
@@ -70,8 +87,16 @@ function refused(): RunRecordError {
     blockId: 'b2',
     blockName: 'Create is_fail',
     code: 'RUN_WRITE_FAILED',
-    errorMessage: 'Create is_fail: is_fail refused the record: new row for relation "is_fail" violates check constraint "is_fail_id_check"',
-    errorDetail: JSON.stringify({ blockId: 'b2', recordError: { code: 'CheckViolation', message: 'new row for relation "is_fail" violates check constraint "is_fail_id_check"', nativeCode: '23514' } }),
+    errorMessage:
+      'Create is_fail: is_fail refused the record: new row for relation "is_fail" violates check constraint "is_fail_id_check"',
+    errorDetail: JSON.stringify({
+      blockId: 'b2',
+      recordError: {
+        code: 'CheckViolation',
+        message: 'new row for relation "is_fail" violates check constraint "is_fail_id_check"',
+        nativeCode: '23514',
+      },
+    }),
     canReprocess: true,
     failedRecordId: uuidV7(),
   };
@@ -84,7 +109,8 @@ class Channel {
     ws.on('message', (data: Buffer) => {
       const m = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
       if (typeof m['re'] === 'string') this.#waiting.get(m['re'])?.(m);
-      else if (typeof m['type'] === 'string' && typeof m['id'] === 'string') ws.send(JSON.stringify({ re: m['id'], ok: true, result: { need: [] } }));
+      else if (typeof m['type'] === 'string' && typeof m['id'] === 'string')
+        ws.send(JSON.stringify({ re: m['id'], ok: true, result: { need: [] } }));
     });
   }
   static open(base: string, auth: string): Promise<Channel> {
@@ -109,7 +135,8 @@ class Channel {
   }
 }
 
-const frame = (id: string, report: unknown): string => JSON.stringify({ id, type: 'report', at: new Date().toISOString(), report });
+const frame = (id: string, report: unknown): string =>
+  JSON.stringify({ id, type: 'report', at: new Date().toISOString(), report });
 
 /**
  * `form`: `shared`, the reports as an Agent sends them to a Service that states
@@ -125,29 +152,69 @@ async function measure(store: StoreName, form: 'shared' | 'whole'): Promise<Reco
     const key = await api<{ agentInstallationKey: string }>(base, 'POST', `${O}/agents/provision_onpremise_agent`);
     const fingerprint = `fp-${randomUUID()}`;
     const reg = await api<{ agentId: string; agentSecret: string }>(base, 'POST', '/v1/agent/register', {
-      agentInstallationKey: key.body.agentInstallationKey, machineName: 'bench-host', serviceName: 'ferry-agent-1', version: '1.2.3', fingerprint,
+      agentInstallationKey: key.body.agentInstallationKey,
+      machineName: 'bench-host',
+      serviceName: 'ferry-agent-1',
+      version: '1.2.3',
+      fingerprint,
     });
     check(reg.status === 201, `register: ${reg.status} ${reg.text}`);
     const ch = await Channel.open(base, `Bearer ${reg.body.agentId}.${reg.body.agentSecret}`);
     const helloId = randomUUID();
-    const hello = await ch.request(helloId, JSON.stringify({
-      id: helloId, type: 'hello', protocolVersion: PROTOCOL_VERSION, version: '1.2.3', machineName: 'bench-host', serviceName: 'ferry-agent-1', fingerprint,
-      pid: process.pid, startedAt: new Date().toISOString(), status: 'Running', installedConnectors: [],
-    }));
+    const hello = await ch.request(
+      helloId,
+      JSON.stringify({
+        id: helloId,
+        type: 'hello',
+        protocolVersion: PROTOCOL_VERSION,
+        version: '1.2.3',
+        machineName: 'bench-host',
+        serviceName: 'ferry-agent-1',
+        fingerprint,
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        status: 'Running',
+        installedConnectors: [],
+      }),
+    );
     check(hello['ok'] === true, `hello: ${JSON.stringify(hello)}`);
-    check(((hello['result'] as { features?: string[] }).features ?? []).includes(SHARED_ERRORS_FEATURE), `the Service states ${SHARED_ERRORS_FEATURE}`);
-    const sol = await api<{ id: string }>(base, 'POST', `${O}/solutions`, { name: 'bench errors', solutionType: 'Integration', agentId: reg.body.agentId });
+    check(
+      ((hello['result'] as { features?: string[] }).features ?? []).includes(SHARED_ERRORS_FEATURE),
+      `the Service states ${SHARED_ERRORS_FEATURE}`,
+    );
+    const sol = await api<{ id: string }>(base, 'POST', `${O}/solutions`, {
+      name: 'bench errors',
+      solutionType: 'Integration',
+      agentId: reg.body.agentId,
+    });
     check(sol.status === 201, `solution: ${sol.status} ${sol.text}`);
     const solutionId = sol.body.id;
     const runId = randomUUID();
     const startId = randomUUID();
-    check((await ch.request(startId, frame(startId, { kind: 'runStarted', runId, solutionId, trigger: 'start', at: new Date().toISOString() })))['ok'] === true, 'runStarted');
+    check(
+      (
+        await ch.request(
+          startId,
+          frame(startId, { kind: 'runStarted', runId, solutionId, trigger: 'start', at: new Date().toISOString() }),
+        )
+      )['ok'] === true,
+      'runStarted',
+    );
 
     const frames: Array<{ id: string; text: string; errors: RunRecordError[] }> = [];
     for (let i = 0; i < ERRORS; i += MAX_ERRORS_PER_REPORT) {
       const errors = Array.from({ length: Math.min(MAX_ERRORS_PER_REPORT, ERRORS - i) }, refused);
       const id = randomUUID();
-      frames.push({ id, text: frame(id, { kind: 'runErrors', runId, solutionId, ...(form === 'shared' ? shareErrorFields(errors) : { errors }) }), errors });
+      frames.push({
+        id,
+        text: frame(id, {
+          kind: 'runErrors',
+          runId,
+          solutionId,
+          ...(form === 'shared' ? shareErrorFields(errors) : { errors }),
+        }),
+        errors,
+      });
     }
     const load = os.loadavg()[0];
     const cpu0 = cpuMs(pid);
@@ -164,19 +231,42 @@ async function measure(store: StoreName, form: 'shared' | 'whole'): Promise<Reco
     check(first !== undefined, 'a report was sent');
     check((await ch.request(first!.id, first!.text))['ok'] === true, 'the same report again is acknowledged');
     const again = randomUUID();
-    check((await ch.request(again, frame(again, { kind: 'runErrors', runId, solutionId, errors: first!.errors })))['ok'] === true, 'the same errors again are acknowledged');
+    check(
+      (await ch.request(again, frame(again, { kind: 'runErrors', runId, solutionId, errors: first!.errors })))['ok'] ===
+        true,
+      'the same errors again are acknowledged',
+    );
     const bad = randomUUID();
-    const refusedReply = await ch.request(bad, frame(bad, { kind: 'runErrors', runId, solutionId, errors: [{ ...first!.errors[0], canReprocess: 'yes' }] }));
-    check(refusedReply['ok'] === false && (refusedReply['error'] as { code?: string } | undefined)?.code === 'CHN_INVALID_MESSAGE', `a bad report is refused: ${JSON.stringify(refusedReply)}`);
+    const refusedReply = await ch.request(
+      bad,
+      frame(bad, { kind: 'runErrors', runId, solutionId, errors: [{ ...first!.errors[0], canReprocess: 'yes' }] }),
+    );
+    check(
+      refusedReply['ok'] === false &&
+        (refusedReply['error'] as { code?: string } | undefined)?.code === 'CHN_INVALID_MESSAGE',
+      `a bad report is refused: ${JSON.stringify(refusedReply)}`,
+    );
 
     const execs = await api<Array<{ id: number }>>(base, 'GET', `${O}/solutions/${solutionId}/history`);
     const execId = execs.body[0]?.id;
-    const page = await benchRequestWithHeaders(base, `${O}/solutions/${solutionId}/history/${execId}/errors?limit=1&offset=${ERRORS - 1}`);
+    const page = await benchRequestWithHeaders(
+      base,
+      `${O}/solutions/${solutionId}/history/${execId}/errors?limit=1&offset=${ERRORS - 1}`,
+    );
     check(page.total === ERRORS, `Total-Count ${page.total} = ${ERRORS}`);
     ch.close();
     return {
-      store, form, errors: ERRORS, reports: frames.length, bytesPerError: Math.round(frames.reduce((n, f) => n + f.text.length, 0) / ERRORS), ms: Math.round(ms), serviceCpuMs: Math.round(serviceCpuMs),
-      usPerError: Math.round((serviceCpuMs * 1000) / ERRORS * 10) / 10, errorsPerSec: Math.round(ERRORS / (ms / 1000)), load1: load, total: page.total,
+      store,
+      form,
+      errors: ERRORS,
+      reports: frames.length,
+      bytesPerError: Math.round(frames.reduce((n, f) => n + f.text.length, 0) / ERRORS),
+      ms: Math.round(ms),
+      serviceCpuMs: Math.round(serviceCpuMs),
+      usPerError: Math.round(((serviceCpuMs * 1000) / ERRORS) * 10) / 10,
+      errorsPerSec: Math.round(ERRORS / (ms / 1000)),
+      load1: load,
+      total: page.total,
     };
   } finally {
     await svc.stop();
@@ -186,10 +276,18 @@ async function measure(store: StoreName, form: 'shared' | 'whole'): Promise<Reco
 /** A GET answering its Total-Count header. */
 function benchRequestWithHeaders(base: string, p: string): Promise<{ status: number; total: number }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(new URL(p, base), { method: 'GET', agent, headers: { authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, total: Number(res.headers['total-count']) }));
-    });
+    const req = http.request(
+      new URL(p, base),
+      {
+        method: 'GET',
+        agent,
+        headers: { authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, total: Number(res.headers['total-count']) }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -201,4 +299,6 @@ const results = [];
 const forms = (process.env['BENCH_FORMS']?.split(',') ?? ['shared', 'whole']) as Array<'shared' | 'whole'>;
 for (const store of only ?? stores) for (const form of forms) results.push(await measure(store, form));
 agent.destroy();
-process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), cpus: os.cpus().length, keys: KEYS, results }, null, 2)}\n`);
+process.stdout.write(
+  `${JSON.stringify({ at: new Date().toISOString(), cpus: os.cpus().length, keys: KEYS, results }, null, 2)}\n`,
+);

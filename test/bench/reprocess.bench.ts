@@ -54,9 +54,12 @@ const ENV = process.env;
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.join(ROOT, 'connectors');
 const ERRORS = Number(ENV['BENCH_ERRORS'] ?? 1_000_000);
-const STORES = (ENV['BENCH_STORES'] ?? (ENV['FERRY_TEST_DATABASE_URL'] ? 'sqlite,postgres' : 'sqlite')).split(',').filter((s): s is StoreName => s === 'sqlite' || s === 'postgres');
+const STORES = (ENV['BENCH_STORES'] ?? (ENV['FERRY_TEST_DATABASE_URL'] ? 'sqlite,postgres' : 'sqlite'))
+  .split(',')
+  .filter((s): s is StoreName => s === 'sqlite' || s === 'postgres');
 const NODE_FLAGS = benchNodeFlags(ENV['BENCH_NODE_FLAGS']);
-const ADMIN_URL = ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const ADMIN_URL =
+  ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The Map's batch size: the bulkLimit of the csv and postgres Connectors, as in solutions.bench.ts. */
 const BATCH = 10_000;
 const POLL_MS = 100;
@@ -74,10 +77,17 @@ const FIELDS = [
   ['amount', 'decimal'],
 ] as const;
 const COLUMNS = FIELDS.map((f) => f[0]);
-const source: SeedSource = (seq) => ({ id: seq, name: `name_${seq}`, email: `user${seq}@example.com`, city: 'Lyon, France', amount: seq * 1.5 });
+const source: SeedSource = (seq) => ({
+  id: seq,
+  name: `name_${seq}`,
+  email: `user${seq}@example.com`,
+  city: 'Lyon, France',
+  amount: seq * 1.5,
+});
 const csvRow = (seq: number): string => `${seq},name_${seq},user${seq}@example.com,"Lyon, France",${seq * 1.5}\n`;
 
-const log = (msg: string): void => void process.stderr.write(`[reprocess ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const log = (msg: string): void =>
+  void process.stderr.write(`[reprocess ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const round = (n: number): number => Math.round(n);
 const r2 = (n: number): number => Math.round(n * 100) / 100;
@@ -100,7 +110,10 @@ async function pgQuery<T extends pg.QueryResultRow>(url: string, text: string): 
 const truncate = (url: string): Promise<unknown> => pgQuery(url, `TRUNCATE ${TABLE}; CHECKPOINT`);
 /** The target's rows: how many, and the least and greatest id. */
 async function landed(url: string): Promise<{ n: number; min: number; max: number }> {
-  const [r] = await pgQuery<{ n: string; min: number | null; max: number | null }>(url, `SELECT count(*) AS n, min(id) AS min, max(id) AS max FROM ${TABLE}`);
+  const [r] = await pgQuery<{ n: string; min: number | null; max: number | null }>(
+    url,
+    `SELECT count(*) AS n, min(id) AS min, max(id) AS max FROM ${TABLE}`,
+  );
   return { n: Number(r?.n ?? 0), min: r?.min ?? 0, max: r?.max ?? 0 };
 }
 
@@ -119,16 +132,31 @@ function writeCsv(dir: string): string {
   }
   fs.writeSync(fd, buf);
   fs.closeSync(fd);
-  fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } } }));
+  fs.writeFileSync(
+    path.join(folder, 'schema.json'),
+    JSON.stringify({
+      entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } },
+    }),
+  );
   return folder;
 }
 
 // ── the Service's API ──────────────────────────────────────────────────────────
 
 const pool = new http.Agent({ keepAlive: true });
-async function api<T>(base: string, method: string, p: string, body?: unknown, expected: number[] = [200, 201]): Promise<T> {
-  const res = await benchRequest(base, method, p, { agent: pool, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  if (!expected.includes(res.status)) throw new Error(`${method} ${p} answered ${res.status}: ${res.text.slice(0, 500)}`);
+async function api<T>(
+  base: string,
+  method: string,
+  p: string,
+  body?: unknown,
+  expected: number[] = [200, 201],
+): Promise<T> {
+  const res = await benchRequest(base, method, p, {
+    agent: pool,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!expected.includes(res.status))
+    throw new Error(`${method} ${p} answered ${res.status}: ${res.text.slice(0, 500)}`);
   return (res.text ? JSON.parse(res.text) : undefined) as T;
 }
 
@@ -155,9 +183,21 @@ interface Execution {
 }
 
 /** A Connection with its properties encrypted under the Organization's crypto token, as clients do. */
-async function createConnection(base: string, orgId: number, name: string, connectorId: string, properties: Record<string, string>): Promise<string> {
-  const token = (await api<{ apiCryptoToken: string }>(base, 'GET', `/v1/orgs/${orgId}/SecuritySettings`)).apiCryptoToken;
-  const body = { name, connectorId, color: '#FF112233', properties: Object.entries(properties).map(([key, value]) => ({ key, value: encryptProperty(value, token) })) };
+async function createConnection(
+  base: string,
+  orgId: number,
+  name: string,
+  connectorId: string,
+  properties: Record<string, string>,
+): Promise<string> {
+  const token = (await api<{ apiCryptoToken: string }>(base, 'GET', `/v1/orgs/${orgId}/SecuritySettings`))
+    .apiCryptoToken;
+  const body = {
+    name,
+    connectorId,
+    color: '#FF112233',
+    properties: Object.entries(properties).map(([key, value]) => ({ key, value: encryptProperty(value, token) })),
+  };
   return (await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/connections`, body)).id;
 }
 
@@ -173,30 +213,49 @@ function copyMap(csvConn: string, pgConn: string): Record<string, unknown> {
     batchSize: BATCH,
     blocks: [
       { blockId: block(1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: csvConn, entity: 'rows' },
-      { ...WRITE_BLOCK, blockType: 'Create', action: 'Create', connectionId: pgConn, entity: TABLE, fieldMappings: COLUMNS.map((f) => ({ targetField: f, targetFormula: `Q.${f}` })) },
+      {
+        ...WRITE_BLOCK,
+        blockType: 'Create',
+        action: 'Create',
+        connectionId: pgConn,
+        entity: TABLE,
+        fieldMappings: COLUMNS.map((f) => ({ targetField: f, targetFormula: `Q.${f}` })),
+      },
     ],
   };
 }
 
 async function prepare(base: string, S: string): Promise<void> {
   const job = await api<{ id: string }>(base, 'POST', `${S}/prepare`);
-  const done = await poll('the prepare job', async () => {
-    const res = await api<{ isComplete: boolean; hasError: boolean; message: string }>(base, 'GET', `${S}/prepare/${job.id}`);
-    return res.isComplete ? res : undefined;
-  }, 300_000);
+  const done = await poll(
+    'the prepare job',
+    async () => {
+      const res = await api<{ isComplete: boolean; hasError: boolean; message: string }>(
+        base,
+        'GET',
+        `${S}/prepare/${job.id}`,
+      );
+      return res.isComplete ? res : undefined;
+    },
+    300_000,
+  );
   check(!done.hasError, `prepare: ${done.message}`);
 }
 
 /** History polled until the run has ended; answers the execution and when the poll saw its end. */
 async function ended(base: string, S: string, runId: string): Promise<{ execution: Execution; seenAt: number }> {
-  const execution = await poll(`the end of run ${runId}`, async () => {
-    // 404 until the run's first report has arrived.
-    const res = await benchRequest(base, 'GET', `${S}/history/${runId}`, { agent: pool });
-    if (res.status === 404) return undefined;
-    if (res.status !== 200) throw new Error(`GET the execution answered ${res.status}: ${res.text.slice(0, 500)}`);
-    const e = JSON.parse(res.text) as Execution;
-    return e.result !== 'InProgress' ? e : undefined;
-  }, 3_600_000);
+  const execution = await poll(
+    `the end of run ${runId}`,
+    async () => {
+      // 404 until the run's first report has arrived.
+      const res = await benchRequest(base, 'GET', `${S}/history/${runId}`, { agent: pool });
+      if (res.status === 404) return undefined;
+      if (res.status !== 200) throw new Error(`GET the execution answered ${res.status}: ${res.text.slice(0, 500)}`);
+      const e = JSON.parse(res.text) as Execution;
+      return e.result !== 'InProgress' ? e : undefined;
+    },
+    3_600_000,
+  );
   return { execution, seenAt: Date.now() };
 }
 
@@ -204,7 +263,11 @@ async function ended(base: string, S: string, runId: string): Promise<{ executio
  * Runs `fn` while asking the Service for its cheapest authenticated read (`GET …/securityrules`)
  * every 100 ms, one at a time on a connection of their own: how long it kept other requests waiting.
  */
-async function probed<T>(base: string, orgId: number, fn: () => Promise<T>): Promise<{ result: T; probe: { calls: number; medianMs: number; maxMs: number } }> {
+async function probed<T>(
+  base: string,
+  orgId: number,
+  fn: () => Promise<T>,
+): Promise<{ result: T; probe: { calls: number; medianMs: number; maxMs: number } }> {
   const own = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const ms: number[] = [];
   let running = true;
@@ -219,7 +282,14 @@ async function probed<T>(base: string, orgId: number, fn: () => Promise<T>): Pro
   })();
   try {
     const result = await fn();
-    return { result, probe: { calls: ms.length, medianMs: r2([...ms].sort((a, b) => a - b)[ms.length >> 1] ?? 0), maxMs: r2(Math.max(0, ...ms)) } };
+    return {
+      result,
+      probe: {
+        calls: ms.length,
+        medianMs: r2([...ms].sort((a, b) => a - b)[ms.length >> 1] ?? 0),
+        maxMs: r2(Math.max(0, ...ms)),
+      },
+    };
   } finally {
     running = false;
     await loop;
@@ -229,11 +299,24 @@ async function probed<T>(base: string, orgId: number, fn: () => Promise<T>): Pro
 
 // ── the Agent ──────────────────────────────────────────────────────────────────
 
-
 /** Installs an Agent instance through the real CLI; answers its ID and instance number. */
 async function installAgent(base: string, orgId: number, home: string): Promise<{ agentId: string; instance: number }> {
-  const { agentInstallationKey } = await api<{ agentInstallationKey: string }>(base, 'POST', `/v1/orgs/${orgId}/agents/provision_onpremise_agent`);
-  const { code, output } = await ferryDone(['agent', 'install', '--home', home, '--key', agentInstallationKey, '--service', base, '--no-service']);
+  const { agentInstallationKey } = await api<{ agentInstallationKey: string }>(
+    base,
+    'POST',
+    `/v1/orgs/${orgId}/agents/provision_onpremise_agent`,
+  );
+  const { code, output } = await ferryDone([
+    'agent',
+    'install',
+    '--home',
+    home,
+    '--key',
+    agentInstallationKey,
+    '--service',
+    base,
+    '--no-service',
+  ]);
   const m = /as (ferry-agent-(\d+)) in (\S+)/.exec(output);
   if (code !== 0 || !m?.[2] || !m[3]) throw new Error(`agent install exited ${code}:\n${output}`);
   const { agentId } = JSON.parse(fs.readFileSync(path.join(m[3], 'config.json'), 'utf8')) as { agentId: string };
@@ -245,13 +328,33 @@ async function installAgent(base: string, orgId: number, home: string): Promise<
  * command line (its worker inherits them), in its own process group; waits until the Agent is
  * Running with the three Connectors. Answers the worker's PID and a graceful stop.
  */
-async function runAgent(base: string, orgId: number, home: string, agent: { agentId: string; instance: number }): Promise<{ workerPid: number; stop: () => Promise<void> }> {
-  const p = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', 'src/cli/main.ts', 'agent', 'run', '--home', home, '--instance', String(agent.instance)], {
-    cwd: ROOT,
-    env: { ...ENV, FERRY_AGENT_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+async function runAgent(
+  base: string,
+  orgId: number,
+  home: string,
+  agent: { agentId: string; instance: number },
+): Promise<{ workerPid: number; stop: () => Promise<void> }> {
+  const p = spawn(
+    process.execPath,
+    [
+      ...NODE_FLAGS,
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'agent',
+      'run',
+      '--home',
+      home,
+      '--instance',
+      String(agent.instance),
+    ],
+    {
+      cwd: ROOT,
+      env: { ...ENV, FERRY_AGENT_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   agentProcs.add(p);
   let out = '';
   p.stdout?.on('data', (c: Buffer) => (out += c.toString()));
@@ -259,10 +362,19 @@ async function runAgent(base: string, orgId: number, home: string, agent: { agen
   const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
   void exited.then(() => agentProcs.delete(p));
   try {
-    await poll('the Agent Running with its three Connectors', async () => {
-      const a = await api<{ status: string; installedConnectors: unknown[] }>(base, 'GET', `/v1/orgs/${orgId}/agents/${agent.agentId}`);
-      return a.status === 'Running' && a.installedConnectors.length === 3 ? true : undefined;
-    }, 180_000, 200);
+    await poll(
+      'the Agent Running with its three Connectors',
+      async () => {
+        const a = await api<{ status: string; installedConnectors: unknown[] }>(
+          base,
+          'GET',
+          `/v1/orgs/${orgId}/agents/${agent.agentId}`,
+        );
+        return a.status === 'Running' && a.installedConnectors.length === 3 ? true : undefined;
+      },
+      180_000,
+      200,
+    );
   } catch (err) {
     process.stderr.write(out);
     throw err;
@@ -276,7 +388,6 @@ async function runAgent(base: string, orgId: number, home: string, agent: { agen
     },
   };
 }
-
 
 // ── the engine anchors, in child processes ─────────────────────────────────────
 
@@ -300,7 +411,10 @@ interface EngineResult {
 
 function runEngine(cfg: EngineConfig): Promise<EngineResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', SELF, '--engine'], { env: { ...ENV, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', SELF, '--engine'], {
+      env: { ...ENV, FERRY_BENCH_CFG: JSON.stringify(cfg) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);
@@ -308,7 +422,8 @@ function runEngine(cfg: EngineConfig): Promise<EngineResult> {
     // a result printed before that counts, with the exit noted.
     p.on('exit', (code, signal) => {
       const line = out.trim().split('\n').pop() ?? '';
-      if (line.startsWith('{')) resolve({ ...(JSON.parse(line) as EngineResult), ...(code === 0 ? {} : { exit: signal ?? code ?? -1 }) });
+      if (line.startsWith('{'))
+        resolve({ ...(JSON.parse(line) as EngineResult), ...(code === 0 ? {} : { exit: signal ?? code ?? -1 }) });
       else reject(new Error(`the engine child failed (${signal ?? code})`));
     });
   });
@@ -321,38 +436,66 @@ async function engineChild(): Promise<void> {
   const { openRun } = await import('../../src/maps/open-run.js');
   const { runMap } = await import('../../src/maps/runtime/run.js');
   async function* copies(): AsyncGenerator<RecordBatch> {
-    for (let i = 1; i <= ERRORS; i += BATCH) yield Array.from({ length: Math.min(BATCH, ERRORS - i + 1) }, (_, j) => source(i + j) as ConnectorRecord);
+    for (let i = 1; i <= ERRORS; i += BATCH)
+      yield Array.from({ length: Math.min(BATCH, ERRORS - i + 1) }, (_, j) => source(i + j) as ConnectorRecord);
   }
   const model = MapModel.parse(cfg.map);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const run = await openRun(model, { connectorsDir: CONNECTORS_DIR, log: pino({ level: 'silent' }), connections: cfg.connections });
+  const run = await openRun(model, {
+    connectorsDir: CONNECTORS_DIR,
+    log: pino({ level: 'silent' }),
+    connections: cfg.connections,
+  });
   let stats;
   try {
-    ({ stats } = await runMap(run.plan, { connections: run.connections, ...(cfg.source === 'copies' ? { source: copies() } : {}) }));
+    ({ stats } = await runMap(run.plan, {
+      connections: run.connections,
+      ...(cfg.source === 'copies' ? { source: copies() } : {}),
+    }));
   } finally {
     await run.close();
   }
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  const result: EngineResult = { rows: stats.processed, failed: stats.failed, ms: round(ms), rowsPerSec: round((stats.processed / ms) * 1000), cpuMs: round((cpu.user + cpu.system) / 1000), peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024) };
+  const result: EngineResult = {
+    rows: stats.processed,
+    failed: stats.failed,
+    ms: round(ms),
+    rowsPerSec: round((stats.processed / ms) * 1000),
+    cpuMs: round((cpu.user + cpu.system) / 1000),
+    peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+  };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
 // ── one store ──────────────────────────────────────────────────────────────────
 
 /** The anchors, into the same table: the engine over the CSV and over the records as a given source; the plain run through the API. */
-async function anchorRuns(at: { store: StoreName; base: string; S: string; pids: { agent: number; service: number } }, map: Record<string, unknown>, conns: { csvConn: string; pgConn: string; csvFolder: string }, targetUrl: string): Promise<Record<string, unknown>> {
+async function anchorRuns(
+  at: { store: StoreName; base: string; S: string; pids: { agent: number; service: number } },
+  map: Record<string, unknown>,
+  conns: { csvConn: string; pgConn: string; csvFolder: string },
+  targetUrl: string,
+): Promise<Record<string, unknown>> {
   const { store, base, S, pids } = at;
   const { csvConn, pgConn, csvFolder } = conns;
-  const connections: EngineConfig['connections'] = { [csvConn]: { connector: 'CSV', properties: { folder: csvFolder } }, [pgConn]: { connector: 'PostgreSQL', properties: { connectionString: targetUrl, schemas: 'public' } } };
+  const connections: EngineConfig['connections'] = {
+    [csvConn]: { connector: 'CSV', properties: { folder: csvFolder } },
+    [pgConn]: { connector: 'PostgreSQL', properties: { connectionString: targetUrl, schemas: 'public' } },
+  };
   const anchors: Record<string, unknown> = {};
   for (const src of ['csv', 'copies'] as const) {
     await truncate(targetUrl);
     const e = await runEngine({ map, connections, source: src });
-    check(e.rows === ERRORS && e.failed === 0 && (await landed(targetUrl)).n === ERRORS, `engine (${src}) wrote ${e.rows}, failed ${e.failed}`);
+    check(
+      e.rows === ERRORS && e.failed === 0 && (await landed(targetUrl)).n === ERRORS,
+      `engine (${src}) wrote ${e.rows}, failed ${e.failed}`,
+    );
     anchors[`engine ${src}`] = e;
-    log(`${store}: engine over the ${src === 'csv' ? 'CSV' : 'records as its source'} ${e.rowsPerSec.toLocaleString('en')} rows/s (${e.ms} ms)`);
+    log(
+      `${store}: engine over the ${src === 'csv' ? 'CSV' : 'records as its source'} ${e.rowsPerSec.toLocaleString('en')} rows/s (${e.ms} ms)`,
+    );
   }
   await truncate(targetUrl);
   const m = meter(pids);
@@ -361,19 +504,47 @@ async function anchorRuns(at: { store: StoreName; base: string; S: string; pids:
   check(start.started, 'the plain run started');
   const plain = await ended(base, S, start.runId);
   const plainMs = performance.now() - t0;
-  check(plain.execution.recordsProcessed === ERRORS && plain.execution.recordsFailed === 0 && (await landed(targetUrl)).n === ERRORS, `the plain run: ${JSON.stringify(plain.execution)}`);
-  anchors['plain run'] = { ms: round(plainMs), rowsPerSec: round((ERRORS / plainMs) * 1000), execMs: Date.parse(plain.execution.stop ?? '') - Date.parse(plain.execution.start), ...m() };
-  log(`${store}: the plain run through the API ${round((ERRORS / plainMs) * 1000).toLocaleString('en')} rows/s (${round(plainMs)} ms)`);
+  check(
+    plain.execution.recordsProcessed === ERRORS &&
+      plain.execution.recordsFailed === 0 &&
+      (await landed(targetUrl)).n === ERRORS,
+    `the plain run: ${JSON.stringify(plain.execution)}`,
+  );
+  anchors['plain run'] = {
+    ms: round(plainMs),
+    rowsPerSec: round((ERRORS / plainMs) * 1000),
+    execMs: Date.parse(plain.execution.stop ?? '') - Date.parse(plain.execution.start),
+    ...m(),
+  };
+  log(
+    `${store}: the plain run through the API ${round((ERRORS / plainMs) * 1000).toLocaleString('en')} rows/s (${round(plainMs)} ms)`,
+  );
   await truncate(targetUrl);
   return anchors;
 }
 
 /** The checks after the reprocess run: N rows landed once, nothing left to reprocess, a second reprocess starts nothing. */
-async function checkReprocessed(st: Store, base: string, H: string, executionId: number, targetUrl: string, run: { execution: Execution }) {
+async function checkReprocessed(
+  st: Store,
+  base: string,
+  H: string,
+  executionId: number,
+  targetUrl: string,
+  run: { execution: Execution },
+) {
   const target = await landed(targetUrl);
   const after = await api<Execution>(base, 'GET', H);
-  const reprocessable = await st.db.selectFrom('executionErrors').select((eb) => eb.fn.countAll<number>().as('n')).where('executionId', '=', executionId).where('canReprocess', '=', 1).executeTakeFirstOrThrow();
-  const pages = await Promise.all([0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)].map((offset) => api<Array<{ canReprocess: boolean; marked: boolean }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`)));
+  const reprocessable = await st.db
+    .selectFrom('executionErrors')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('executionId', '=', executionId)
+    .where('canReprocess', '=', 1)
+    .executeTakeFirstOrThrow();
+  const pages = await Promise.all(
+    [0, Math.floor(ERRORS / 2), Math.max(0, ERRORS - 100)].map((offset) =>
+      api<Array<{ canReprocess: boolean; marked: boolean }>>(base, 'GET', `${H}/errors?offset=${offset}&limit=100`),
+    ),
+  );
   const t = performance.now();
   const second = await api<{ started: boolean; records: number }>(base, 'POST', `${H}/reprocess`);
   const secondMs = r2(performance.now() - t);
@@ -390,14 +561,29 @@ async function checkReprocessed(st: Store, base: string, H: string, executionId:
     secondReprocess: second,
   };
   check(
-    checks.result === 'CompletedSuccessfully' && checks.recordsProcessed === ERRORS && checks.recordsFailed === 0 && checks.isReprocessJob && target.n === ERRORS && target.min === 1 && target.max === ERRORS &&
-      checks.reprocessRecordsRemaining === 0 && checks.errorsStillReprocessable === 0 && checks.pagesAllTaken && !second.started && second.records === 0,
+    checks.result === 'CompletedSuccessfully' &&
+      checks.recordsProcessed === ERRORS &&
+      checks.recordsFailed === 0 &&
+      checks.isReprocessJob &&
+      target.n === ERRORS &&
+      target.min === 1 &&
+      target.max === ERRORS &&
+      checks.reprocessRecordsRemaining === 0 &&
+      checks.errorsStillReprocessable === 0 &&
+      checks.pagesAllTaken &&
+      !second.started &&
+      second.records === 0,
     `after the reprocess: ${JSON.stringify(checks)}`,
   );
   return { checks, secondMs };
 }
 
-async function benchStore(store: StoreName, dir: string, csvFolder: string, targetUrl: string): Promise<Record<string, unknown>> {
+async function benchStore(
+  store: StoreName,
+  dir: string,
+  csvFolder: string,
+  targetUrl: string,
+): Promise<Record<string, unknown>> {
   const loads: number[] = [loadavg()[0] ?? 0];
   const loadTimer = setInterval(() => loads.push(loadavg()[0] ?? 0), 10_000);
   const child = await startServiceChild(store);
@@ -413,8 +599,17 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
     log(`${store}: Service pid ${servicePid}, Agent worker pid ${agent.workerPid}`);
 
     const csvConn = await createConnection(base, orgId, 'Rows CSV', CSV_CONNECTOR, { folder: csvFolder });
-    const pgConn = await createConnection(base, orgId, 'Target DB', POSTGRES_CONNECTOR, { connectionString: targetUrl, schemas: 'public' });
-    const solutionId = (await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/solutions`, { name: 'Reprocess bench', solutionType: 'Integration', agentId: installed.agentId })).id;
+    const pgConn = await createConnection(base, orgId, 'Target DB', POSTGRES_CONNECTOR, {
+      connectionString: targetUrl,
+      schemas: 'public',
+    });
+    const solutionId = (
+      await api<{ id: string }>(base, 'POST', `/v1/orgs/${orgId}/solutions`, {
+        name: 'Reprocess bench',
+        solutionType: 'Integration',
+        agentId: installed.agentId,
+      })
+    ).id;
     const S = `/v1/orgs/${orgId}/solutions/${solutionId}`;
     const map = copyMap(csvConn, pgConn);
     const mapId = (await api<{ id: number }>(base, 'POST', `${S}/maps/advanced`, map)).id;
@@ -424,7 +619,10 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
 
     // The failed execution: N errors of the Map, each with its record's source fields in the cloud.
     const secrets = SecretBox.fromDataDir(dataDir);
-    const x = await createExecution(st, orgId, solutionId, installed.agentId, ERRORS, { map: { mapId, mapName: MAP_NAME, entity: 'rows', blockId: WRITE_BLOCK.blockId, blockName: WRITE_BLOCK.name }, source });
+    const x = await createExecution(st, orgId, solutionId, installed.agentId, ERRORS, {
+      map: { mapId, mapName: MAP_NAME, entity: 'rows', blockId: WRITE_BLOCK.blockId, blockName: WRITE_BLOCK.name },
+      source,
+    });
     const seedT0 = performance.now();
     await seedErrors(st, secrets, x, 0, ERRORS);
     const seedMs = round(performance.now() - seedT0);
@@ -439,9 +637,16 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
 
     // Mark all, then reprocess all; History polled until the reprocess run has ended.
     let t = performance.now();
-    const marked = await api<{ changed: number; reprocessRecordsRemaining: number }>(base, 'POST', `${H}/mark?mark=true`);
+    const marked = await api<{ changed: number; reprocessRecordsRemaining: number }>(
+      base,
+      'POST',
+      `${H}/mark?mark=true`,
+    );
     const markMs = r2(performance.now() - t);
-    check(marked.changed === ERRORS && marked.reprocessRecordsRemaining === ERRORS, `mark all: ${JSON.stringify(marked)}`);
+    check(
+      marked.changed === ERRORS && marked.reprocessRecordsRemaining === ERRORS,
+      `mark all: ${JSON.stringify(marked)}`,
+    );
     log(`${store}: mark all ${markMs} ms`);
 
     const loadAtReprocess = loadavg();
@@ -449,18 +654,24 @@ async function benchStore(store: StoreName, dir: string, csvFolder: string, targ
     const wall0 = Date.now();
     t = performance.now();
     const tenths = rssTenths(pids);
-    const call = await probed(base, orgId, () => api<{ runId: string; started: boolean; records: number }>(base, 'POST', `${H}/reprocess`));
+    const call = await probed(base, orgId, () =>
+      api<{ runId: string; started: boolean; records: number }>(base, 'POST', `${H}/reprocess`),
+    );
     const answer = call.result;
     const callMs = r2(performance.now() - t);
     check(answer.started && answer.records === ERRORS, `reprocess: ${JSON.stringify(answer)}`);
-    log(`${store}: reprocess answered in ${callMs} ms (other requests waited up to ${call.probe.maxMs} ms); waiting for run ${answer.runId}`);
+    log(
+      `${store}: reprocess answered in ${callMs} ms (other requests waited up to ${call.probe.maxMs} ms); waiting for run ${answer.runId}`,
+    );
     const waited = await probed(base, orgId, () => ended(base, S, answer.runId));
     const run = waited.result;
     const wallMs = performance.now() - t;
     const usage = { ...m(), ...tenths.stop() };
     const started = Date.parse(run.execution.start);
     const stopped = Date.parse(run.execution.stop ?? '');
-    log(`${store}: reprocess run ended ${run.execution.result} after ${round(wallMs)} ms (${round((ERRORS / wallMs) * 1000).toLocaleString('en')} records/s)`);
+    log(
+      `${store}: reprocess run ended ${run.execution.result} after ${round(wallMs)} ms (${round((ERRORS / wallMs) * 1000).toLocaleString('en')} records/s)`,
+    );
 
     const { checks, secondMs } = await checkReprocessed(st, base, H, x.executionId, targetUrl, run);
     const rate = (ms: number): number => round((ERRORS / ms) * 1000);
@@ -508,10 +719,20 @@ async function main(): Promise<void> {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${dbName}`;
   const targetUrl = url.toString();
-  const out: Record<string, unknown> = { bench: 'reprocess', errors: ERRORS, node: process.version, cpus: os.cpus().length, loadAtStart: loadavg(), nodeFlags: NODE_FLAGS.join(' ') };
+  const out: Record<string, unknown> = {
+    bench: 'reprocess',
+    errors: ERRORS,
+    node: process.version,
+    cpus: os.cpus().length,
+    loadAtStart: loadavg(),
+    nodeFlags: NODE_FLAGS.join(' '),
+  };
   await pgQuery(ADMIN_URL, `CREATE DATABASE ${dbName}`);
   try {
-    await pgQuery(targetUrl, `CREATE TABLE ${TABLE} (id integer PRIMARY KEY, name text NOT NULL, email text NOT NULL, city text, amount numeric(12,2))`);
+    await pgQuery(
+      targetUrl,
+      `CREATE TABLE ${TABLE} (id integer PRIMARY KEY, name text NOT NULL, email text NOT NULL, city text, amount numeric(12,2))`,
+    );
     log(`writing ${ERRORS} records to ${dir}`);
     const csvFolder = writeCsv(dir);
     const results: Array<Record<string, unknown>> = [];
@@ -520,7 +741,9 @@ async function main(): Promise<void> {
   } finally {
     killAgents();
     pool.destroy();
-    await pgQuery(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err: unknown) => log(`could not drop ${dbName}: ${String(err)}`));
+    await pgQuery(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err: unknown) =>
+      log(`could not drop ${dbName}: ${String(err)}`),
+    );
     fs.rmSync(dir, { recursive: true, force: true });
   }
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);

@@ -22,7 +22,12 @@ import { Scheduler, type ScheduledSolution } from '../../src/solutions/scheduler
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 const T0 = Date.parse('2026-03-02T10:00:30Z');
-const EVERY_MINUTE: ScheduleRule = { kind: 'Recurring', days: { kind: 'interval', every: 1, start: '2020-01-01' }, times: { kind: 'every', minutes: 1 }, timeZone: 'UTC' };
+const EVERY_MINUTE: ScheduleRule = {
+  kind: 'Recurring',
+  days: { kind: 'interval', every: 1, start: '2020-01-01' },
+  times: { kind: 'every', minutes: 1 },
+  timeZone: 'UTC',
+};
 
 interface Case {
   name: string;
@@ -49,7 +54,12 @@ function scheduler(file: string, now: number, counts: { fired: number; skipped: 
 
 function catchUp(c: Case, dir: string): { ms: number; fired: number; reported: number } {
   const file = path.join(dir, `${c.solutions}.db`);
-  const solutions: ScheduledSolution[] = Array.from({ length: c.solutions }, (_, i) => ({ solutionId: `s${i}`, version: 'v1', rule: EVERY_MINUTE, disabled: false }));
+  const solutions: ScheduledSolution[] = Array.from({ length: c.solutions }, (_, i) => ({
+    solutionId: `s${i}`,
+    version: 'v1',
+    rule: EVERY_MINUTE,
+    disabled: false,
+  }));
   const first = scheduler(file, T0, { fired: 0, skipped: 0 });
   first.set(solutions);
   first.start();
@@ -85,8 +95,18 @@ try {
   const results = CASES.map((c) => {
     const anchor = walk(c);
     const ferry = catchUp(c, dir);
-    process.stderr.write(`${c.name}: catch-up ${ferry.ms.toFixed(1)} ms (${ferry.fired} runs, ${ferry.reported} reported), walking ${anchor.dueTimes} due times ${anchor.ms.toFixed(1)} ms\n`);
-    return { case: c.name, dueTimes: anchor.dueTimes, catchUpMs: Math.round(ferry.ms * 10) / 10, runsFired: ferry.fired, missedReported: ferry.reported, walkMs: Math.round(anchor.ms * 10) / 10, ratio: Math.round((ferry.ms / anchor.ms) * 1000) / 1000 };
+    process.stderr.write(
+      `${c.name}: catch-up ${ferry.ms.toFixed(1)} ms (${ferry.fired} runs, ${ferry.reported} reported), walking ${anchor.dueTimes} due times ${anchor.ms.toFixed(1)} ms\n`,
+    );
+    return {
+      case: c.name,
+      dueTimes: anchor.dueTimes,
+      catchUpMs: Math.round(ferry.ms * 10) / 10,
+      runsFired: ferry.fired,
+      missedReported: ferry.reported,
+      walkMs: Math.round(anchor.ms * 10) / 10,
+      ratio: Math.round((ferry.ms / anchor.ms) * 1000) / 1000,
+    };
   });
   process.stdout.write(JSON.stringify({ bench: 'scheduler', minute: MINUTE, results }, null, 2) + '\n');
 } finally {

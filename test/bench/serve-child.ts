@@ -35,10 +35,19 @@ async function serve(store: StoreName): Promise<void> {
   // Rate limits far above what any benchmark sends, so none of its calls is refused.
   const data = await serviceData({ name: store }, { rateLimitPerMinute: 100_000_000 });
   const service = await data.start();
-  const served: Served = { url: service.url, orgId: service.orgId, dataDir: data.dataDir, ...(data.databaseUrl ? { databaseUrl: data.databaseUrl } : {}) };
+  const served: Served = {
+    url: service.url,
+    orgId: service.orgId,
+    dataDir: data.dataDir,
+    ...(data.databaseUrl ? { databaseUrl: data.databaseUrl } : {}),
+  };
   process.stdout.write(`${JSON.stringify(served)}\n`);
   process.on('message', (msg) => {
-    if (msg === 'rss') process.send?.({ peakRssMiB: peakRssMiB(), rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20) } satisfies Rss);
+    if (msg === 'rss')
+      process.send?.({
+        peakRssMiB: peakRssMiB(),
+        rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+      } satisfies Rss);
   });
   process.stdin.resume();
   process.stdin.on('end', () => {
@@ -99,7 +108,12 @@ export interface BenchRequest {
 const AUTH = `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`;
 
 /** One request to the Service at `base` as its administrator. */
-export function benchRequest(base: string, method: string, pathAndQuery: string, { body, contentType = 'application/json', agent }: BenchRequest): Promise<BenchResponse> {
+export function benchRequest(
+  base: string,
+  method: string,
+  pathAndQuery: string,
+  { body, contentType = 'application/json', agent }: BenchRequest,
+): Promise<BenchResponse> {
   const headers: Record<string, string | number> = { authorization: AUTH };
   if (body !== undefined) headers['content-type'] = contentType;
   if (typeof body === 'object') headers['content-length'] = fs.statSync(body.file).size;

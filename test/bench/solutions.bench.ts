@@ -64,7 +64,21 @@ import { pgExec } from './solutions/postgres.js';
 import { scenarioRs } from './solutions/rs.js';
 import { scenarioSchedules } from './solutions/schedules.js';
 import { benchService, createConnection, harness } from './solutions/service.js';
-import { ADMIN_URL, BATCH, CSV_CONNECTOR, loadavg, log, NODE_FLAGS, PG_COLUMNS, POSTGRES_CONNECTOR, r3, ROUNDS, ROWS, RS_SOURCE_INDEX, SCENARIOS } from './solutions/settings.js';
+import {
+  ADMIN_URL,
+  BATCH,
+  CSV_CONNECTOR,
+  loadavg,
+  log,
+  NODE_FLAGS,
+  PG_COLUMNS,
+  POSTGRES_CONNECTOR,
+  r3,
+  ROUNDS,
+  ROWS,
+  RS_SOURCE_INDEX,
+  SCENARIOS,
+} from './solutions/settings.js';
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-solutions-bench-'));
@@ -110,7 +124,10 @@ async function main(): Promise<void> {
         data,
         pgUrl,
         csvConn: await createConnection(sut, 'Rows CSV', CSV_CONNECTOR, { folder: data.csvFolder }),
-        pgConn: await createConnection(sut, 'Bench DB', POSTGRES_CONNECTOR, { connectionString: pgUrl, schemas: 'public' }),
+        pgConn: await createConnection(sut, 'Bench DB', POSTGRES_CONNECTOR, {
+          connectionString: pgUrl,
+          schemas: 'public',
+        }),
       };
       if (SCENARIOS.has('rs')) out['rs'] = await scenarioRs(ctx);
       if (SCENARIOS.has('is')) out['is'] = await scenarioIs(ctx, false);
@@ -118,7 +135,8 @@ async function main(): Promise<void> {
         const f = await scenarioIs(ctx, true);
         const clean = (out['is'] as { medians?: { isRowsPerSec?: number } } | undefined)?.medians?.isRowsPerSec;
         const failingRate = (f['medians'] as { isRowsPerSec: number }).isRowsPerSec;
-        if (clean) f['goals'] = { vsCleanRun: { goal: 0.5, value: r3(failingRate / clean), met: failingRate / clean >= 0.5 } };
+        if (clean)
+          f['goals'] = { vsCleanRun: { goal: 0.5, value: r3(failingRate / clean), met: failingRate / clean >= 0.5 } };
         out['failing'] = f;
       }
       if (SCENARIOS.has('latency')) out['latency'] = await scenarioLatency(ctx);
@@ -138,10 +156,16 @@ async function main(): Promise<void> {
     killAgents();
     h.killAll();
     await sut?.dispose().catch(() => undefined);
-    await pgExec(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err: unknown) => log(`could not drop ${dbName}: ${String(err)}`));
+    await pgExec(ADMIN_URL, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((err: unknown) =>
+      log(`could not drop ${dbName}: ${String(err)}`),
+    );
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  out['load1'] = { min: Math.min(...loads, loadavg()[0] ?? 0), max: Math.max(...loads, loadavg()[0] ?? 0), atEnd: loadavg() };
+  out['load1'] = {
+    min: Math.min(...loads, loadavg()[0] ?? 0),
+    max: Math.max(...loads, loadavg()[0] ?? 0),
+    atEnd: loadavg(),
+  };
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
 }
 

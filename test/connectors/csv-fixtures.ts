@@ -9,21 +9,50 @@ import type { CsvEntity } from '../../connectors/csv/entity.js';
 /** A small deterministic generator, so a failure can be replayed. */
 function rng(seed: number): () => number {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  return () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 }
 
 /** Cells of each type: canonical, non-canonical (coerced or passed as text), empty and quoted-empty. */
 export const TYPES = ['integer', 'double', 'decimal', 'boolean', 'date', 'datetime', 'time', 'string', 'guid'] as const;
 type Type = (typeof TYPES)[number];
 const CELLS: Record<Type, string[]> = {
-  integer: ['1', '-12', '0', '-0', '007', '123456789012345', '1234567890123456', '9007199254740993', '1e5', '1.0', ' 3', 'abc', '', '""'],
+  integer: [
+    '1',
+    '-12',
+    '0',
+    '-0',
+    '007',
+    '123456789012345',
+    '1234567890123456',
+    '9007199254740993',
+    '1e5',
+    '1.0',
+    ' 3',
+    'abc',
+    '',
+    '""',
+  ],
   double: ['1.5', '-0.25', '3', '1e3', '.5', '1.', '0.1234567890123456789', '12345678901234567', 'x', '', '""'],
   decimal: ['12.50', '-3', '0.000', '1e2', '+4', '1.', 'abc', '', '""'],
   boolean: ['true', 'false', 'TRUE', 't', 'yes', '0', 'maybe', '', '""'],
   date: ['2024-02-29', '2024-13-01', '20240101', '2024-1-2', 'x', '', '""'],
   datetime: ['2024-05-06T07:08:09Z', '2024-05-06T07:08:09.123456', '2024-05-06 07:08:09+02:00', 'nope', '', '""'],
   time: ['12:34:56', '1:2:3', 'x', ''],
-  string: ['plain', 'with, comma', 'with "quotes"', 'two\nlines', 'crlf\r\ninside', ' padded ', 'é€ü', 'emoji 😀 and 👍🏽', 'Zoë', '', '""', 'ok', 'a longer cell of plain text, over thirty-two characters'],
+  string: [
+    'plain',
+    'with, comma',
+    'with "quotes"',
+    'two\nlines',
+    'crlf\r\ninside',
+    ' padded ',
+    'é€ü',
+    'emoji 😀 and 👍🏽',
+    'Zoë',
+    '',
+    '""',
+    'ok',
+    'a longer cell of plain text, over thirty-two characters',
+  ],
   guid: ['A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', 'not-a-guid', ''],
 };
 const isAscii = (c: string): boolean => Buffer.byteLength(c) === c.length;
@@ -44,7 +73,8 @@ export function csvText(rows: number, eol: string, seed: number, ascii = false):
   const rand = rng(seed);
   const lines = [TYPES.map((t) => `c_${t}`).join(',')];
   for (let r = 0; r < rows; r++) {
-    const width = rand() < 0.1 ? 1 + Math.floor(rand() * TYPES.length) : rand() < 0.05 ? TYPES.length + 2 : TYPES.length;
+    const width =
+      rand() < 0.1 ? 1 + Math.floor(rand() * TYPES.length) : rand() < 0.05 ? TYPES.length + 2 : TYPES.length;
     const cells: string[] = [];
     for (let i = 0; i < width; i++) {
       const pool = CELLS[TYPES[i % TYPES.length] as Type].filter((c) => !ascii || isAscii(c));
@@ -58,7 +88,8 @@ export function csvText(rows: number, eol: string, seed: number, ascii = false):
 
 const SCHEMA_FIELDS = TYPES.map((t) => ({ name: `c_${t}`, type: t }));
 export const ALL_FIELDS = TYPES.map((t) => `c_${t}`);
-export const schemaFor = (...files: string[]): string => JSON.stringify({ entities: Object.fromEntries(files.map((f) => [f, { fields: SCHEMA_FIELDS }])) });
+export const schemaFor = (...files: string[]): string =>
+  JSON.stringify({ entities: Object.fromEntries(files.map((f) => [f, { fields: SCHEMA_FIELDS }])) });
 
 /** Worker threads of this process (the diagnostic report lists each). */
 export function liveWorkers(): number {
@@ -95,6 +126,13 @@ export function typesEntity(file: string): CsvEntity {
     fullName: 't',
     description: '',
     inferred: false,
-    columns: TYPES.map((type) => ({ name: `c_${type}`, fullName: `c_${type}`, type, isPrimaryKey: false, size: 0, description: '' })),
+    columns: TYPES.map((type) => ({
+      name: `c_${type}`,
+      fullName: `c_${type}`,
+      type,
+      isPrimaryKey: false,
+      size: 0,
+      description: '',
+    })),
   };
 }

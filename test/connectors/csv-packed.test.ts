@@ -13,7 +13,19 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection, HostQueryOptions } from '../../src/connectors/connection.js';
-import { CELL_DECIMAL, CELL_NUMBER, CELL_TEXT, CELL_VALUE, isPackedBatch, packedValue, unpackRecords, type ConnectorLog, type ConnectorRecord, type Filter, type PackedBatch } from '../../src/connectors/sdk.js';
+import {
+  CELL_DECIMAL,
+  CELL_NUMBER,
+  CELL_TEXT,
+  CELL_VALUE,
+  isPackedBatch,
+  packedValue,
+  unpackRecords,
+  type ConnectorLog,
+  type ConnectorRecord,
+  type Filter,
+  type PackedBatch,
+} from '../../src/connectors/sdk.js';
 import { cellReaders } from '../../connectors/csv/cells.js';
 import { CsvParser } from '../../connectors/csv/parser.js';
 import { parseProps } from '../../connectors/csv/properties.js';
@@ -21,17 +33,36 @@ import { readWith } from '../../connectors/csv/reader.js';
 import { recordSink, scanColumns, settlePacked } from '../../connectors/csv/records.js';
 import { csvScanner } from '../../connectors/csv/scanner.js';
 import { CONNECTORS_DIR, collect } from './conformance.js';
-import { ALL_FIELDS, TYPES, csvText, liveWorkers, openDescriptors, schemaFor, typesEntity, until } from './csv-fixtures.js';
+import {
+  ALL_FIELDS,
+  TYPES,
+  csvText,
+  liveWorkers,
+  openDescriptors,
+  schemaFor,
+  typesEntity,
+  until,
+} from './csv-fixtures.js';
 
 /** A packed query (it must be read packed). */
-function packed(conn: HostConnection, entity: string, filter?: Filter, opts: HostQueryOptions = {}): AsyncIterable<PackedBatch> {
+function packed(
+  conn: HostConnection,
+  entity: string,
+  filter?: Filter,
+  opts: HostQueryOptions = {},
+): AsyncIterable<PackedBatch> {
   const it = conn.queryPacked(entity, filter, opts);
   if (!it) throw new Error('the query is not read packed');
   return it;
 }
 
 /** The batches of a packed query. */
-async function packedBatches(conn: HostConnection, entity: string, filter?: Filter, opts: HostQueryOptions = {}): Promise<PackedBatch[]> {
+async function packedBatches(
+  conn: HostConnection,
+  entity: string,
+  filter?: Filter,
+  opts: HostQueryOptions = {},
+): Promise<PackedBatch[]> {
   const out: PackedBatch[] = [];
   for await (const b of packed(conn, entity, filter, opts)) out.push(b);
   return out;
@@ -42,7 +73,14 @@ async function packedBatches(conn: HostConnection, entity: string, filter?: Filt
  * packedValue is the record's value), sound batches of the expected fields, every batch but the
  * last exactly batchSize rows, and only the kinds of packed.ts. Returns the batches' row counts.
  */
-async function expectSame(conn: HostConnection, entity: string, filter: Filter | undefined, opts: HostQueryOptions, fields: readonly string[], what: string): Promise<number[]> {
+async function expectSame(
+  conn: HostConnection,
+  entity: string,
+  filter: Filter | undefined,
+  opts: HostQueryOptions,
+  fields: readonly string[],
+  what: string,
+): Promise<number[]> {
   const { records } = await collect(conn.query(entity, filter, opts));
   const batches = await packedBatches(conn, entity, filter, opts);
   const size = opts.batchSize ?? 2000;
@@ -52,7 +90,10 @@ async function expectSame(conn: HostConnection, entity: string, filter: Filter |
     expect(b.rows, `${what}: batch ${i}`).toBeGreaterThan(0);
     if (i < batches.length - 1) expect(b.rows, `${what}: batch ${i} of ${batches.length}`).toBe(size);
     else expect(b.rows, what).toBeLessThanOrEqual(size);
-    expect(b.tags.subarray(0, b.rows * b.fields.length).every((t) => t <= CELL_DECIMAL), what).toBe(true);
+    expect(
+      b.tags.subarray(0, b.rows * b.fields.length).every((t) => t <= CELL_DECIMAL),
+      what,
+    ).toBe(true);
   });
   const unpacked = batches.flatMap((b) => unpackRecords(b));
   expect(unpacked.length, what).toBe(records.length);
@@ -66,7 +107,8 @@ async function expectSame(conn: HostConnection, entity: string, filter: Filter |
       for (let i = 0; i < fields.length; i++) {
         const got = packedValue(b, row * fields.length + i);
         const want = rec[fields[i] as string] ?? null;
-        if (!Object.is(got, want)) differ.push(`row ${r} ${fields[i]}: ${JSON.stringify(got)} ≠ ${JSON.stringify(want)}`);
+        if (!Object.is(got, want))
+          differ.push(`row ${r} ${fields[i]}: ${JSON.stringify(got)} ≠ ${JSON.stringify(want)}`);
       }
     }
   }
@@ -94,19 +136,40 @@ describe('csv queries read packed', () => {
     await fsp.writeFile(path.join(utf8, 'bom.csv'), `\ufeff${csvText(3000, '\n', 14)}`);
     await fsp.writeFile(path.join(utf8, 'hundred.csv'), csvText(100, '\n', 15));
     await fsp.writeFile(path.join(utf8, 'empty.csv'), `${ALL_FIELDS.join(',')}\n`);
-    await fsp.writeFile(path.join(utf8, 'schema.json'), schemaFor('mixed.csv', 'crlf.csv', 'ascii.csv', 'bom.csv', 'hundred.csv', 'empty.csv'));
+    await fsp.writeFile(
+      path.join(utf8, 'schema.json'),
+      schemaFor('mixed.csv', 'crlf.csv', 'ascii.csv', 'bom.csv', 'hundred.csv', 'empty.csv'),
+    );
     const latin = path.join(folder, 'latin1');
     await fsp.mkdir(latin);
-    await fsp.writeFile(path.join(latin, 'latin.csv'), Buffer.from(csvText(5000, '\n', 16, true).replace(/plain/g, 'pl€in é').replace(/€/g, '¤'), 'latin1'));
+    await fsp.writeFile(
+      path.join(latin, 'latin.csv'),
+      Buffer.from(csvText(5000, '\n', 16, true).replace(/plain/g, 'pl€in é').replace(/€/g, '¤'), 'latin1'),
+    );
     await fsp.writeFile(path.join(latin, 'schema.json'), schemaFor('latin.csv'));
     const headless = path.join(folder, 'headless');
     await fsp.mkdir(headless);
     // Without a header the BOM is before the first record's first cell; types are inferred.
-    await fsp.writeFile(path.join(headless, 'data.csv'), `\ufeff5${','.repeat(TYPES.length - 1)}\n${csvText(5000, '\n', 17).split('\n').slice(1).join('\n')}`);
+    await fsp.writeFile(
+      path.join(headless, 'data.csv'),
+      `\ufeff5${','.repeat(TYPES.length - 1)}\n${csvText(5000, '\n', 17).split('\n').slice(1).join('\n')}`,
+    );
     for (const mode of ['off', 'on']) {
-      conns[`utf8-${mode}`] = await host.open({ connectorId: 'CSV', connectionId: `csv-packed-utf8-${mode}`, properties: { folder: utf8, readerThread: mode } });
-      conns[`latin1-${mode}`] = await host.open({ connectorId: 'CSV', connectionId: `csv-packed-latin1-${mode}`, properties: { folder: latin, encoding: 'latin1', readerThread: mode } });
-      conns[`headless-${mode}`] = await host.open({ connectorId: 'CSV', connectionId: `csv-packed-headless-${mode}`, properties: { folder: headless, hasHeader: 'false', readerThread: mode } });
+      conns[`utf8-${mode}`] = await host.open({
+        connectorId: 'CSV',
+        connectionId: `csv-packed-utf8-${mode}`,
+        properties: { folder: utf8, readerThread: mode },
+      });
+      conns[`latin1-${mode}`] = await host.open({
+        connectorId: 'CSV',
+        connectionId: `csv-packed-latin1-${mode}`,
+        properties: { folder: latin, encoding: 'latin1', readerThread: mode },
+      });
+      conns[`headless-${mode}`] = await host.open({
+        connectorId: 'CSV',
+        connectionId: `csv-packed-headless-${mode}`,
+        properties: { folder: headless, hasHeader: 'false', readerThread: mode },
+      });
     }
   });
   afterAll(async () => {
@@ -114,14 +177,28 @@ describe('csv queries read packed', () => {
     await fsp.rm(folder, { recursive: true, force: true });
   });
 
-  it('gives the values of query, in the thread and on the Agent\'s thread: quoting, CRLF, BOM, short and long lines, empty cells, non-ASCII, converted cells', async () => {
+  it("gives the values of query, in the thread and on the Agent's thread: quoting, CRLF, BOM, short and long lines, empty cells, non-ASCII, converted cells", async () => {
     for (const mode of ['on', 'off']) {
       for (const entity of ['mixed', 'crlf', 'ascii', 'bom']) {
-        const rows = await expectSame(conn(`utf8-${mode}`), entity, undefined, { batchSize: 2000 }, ALL_FIELDS, `${mode} ${entity}`);
+        const rows = await expectSame(
+          conn(`utf8-${mode}`),
+          entity,
+          undefined,
+          { batchSize: 2000 },
+          ALL_FIELDS,
+          `${mode} ${entity}`,
+        );
         expect(rows.reduce((a, b) => a + b, 0)).toBe(entity === 'bom' ? 3000 : 12_000);
       }
       await expectSame(conn(`latin1-${mode}`), 'latin', undefined, { batchSize: 1000 }, ALL_FIELDS, `${mode} latin1`);
-      const headless = await expectSame(conn(`headless-${mode}`), 'data', undefined, { batchSize: 1000 }, TYPES.map((_, i) => `Column${i + 1}`), `${mode} headless`);
+      const headless = await expectSame(
+        conn(`headless-${mode}`),
+        'data',
+        undefined,
+        { batchSize: 1000 },
+        TYPES.map((_, i) => `Column${i + 1}`),
+        `${mode} headless`,
+      );
       expect(headless.reduce((a, b) => a + b, 0)).toBe(5001);
       expect(await packedBatches(conn(`utf8-${mode}`), 'empty')).toEqual([]);
     }
@@ -174,20 +251,60 @@ describe('csv queries read packed', () => {
     for (const mode of ['on', 'off']) {
       const c = conn(`utf8-${mode}`);
       await expectSame(c, 'mixed', undefined, { fields, batchSize: 500 }, fields, `${mode} fields`);
-      expect(await expectSame(c, 'hundred', undefined, { batchSize: 7 }, ALL_FIELDS, `${mode} 7`)).toEqual([...Array<number>(14).fill(7), 2]);
-      expect(await expectSame(c, 'hundred', undefined, { batchSize: 10 }, ALL_FIELDS, `${mode} 10`)).toEqual(Array<number>(10).fill(10));
+      expect(await expectSame(c, 'hundred', undefined, { batchSize: 7 }, ALL_FIELDS, `${mode} 7`)).toEqual([
+        ...Array<number>(14).fill(7),
+        2,
+      ]);
+      expect(await expectSame(c, 'hundred', undefined, { batchSize: 10 }, ALL_FIELDS, `${mode} 10`)).toEqual(
+        Array<number>(10).fill(10),
+      );
       // Larger than what one read of the file holds: a batch spans reads.
-      expect(await expectSame(c, 'mixed', undefined, { batchSize: 5000, fields: ['c_boolean', 'c_string'] }, ['c_boolean', 'c_string'], `${mode} 5000`)).toEqual([5000, 5000, 2000]);
-      expect(await expectSame(c, 'crlf', undefined, { batchSize: 100, limit: 777 }, ALL_FIELDS, `${mode} limit`)).toEqual([...Array<number>(7).fill(100), 77]);
-      expect(await expectSame(c, 'ascii', undefined, { batchSize: 2, limit: 5, fields: ['c_double'] }, ['c_double'], `${mode} limit 5`)).toEqual([2, 2, 1]);
-      expect(await expectSame(c, 'hundred', undefined, { batchSize: 50, limit: 100 }, ALL_FIELDS, `${mode} limit = rows`)).toEqual([50, 50]);
+      expect(
+        await expectSame(
+          c,
+          'mixed',
+          undefined,
+          { batchSize: 5000, fields: ['c_boolean', 'c_string'] },
+          ['c_boolean', 'c_string'],
+          `${mode} 5000`,
+        ),
+      ).toEqual([5000, 5000, 2000]);
+      expect(
+        await expectSame(c, 'crlf', undefined, { batchSize: 100, limit: 777 }, ALL_FIELDS, `${mode} limit`),
+      ).toEqual([...Array<number>(7).fill(100), 77]);
+      expect(
+        await expectSame(
+          c,
+          'ascii',
+          undefined,
+          { batchSize: 2, limit: 5, fields: ['c_double'] },
+          ['c_double'],
+          `${mode} limit 5`,
+        ),
+      ).toEqual([2, 2, 1]);
+      expect(
+        await expectSame(c, 'hundred', undefined, { batchSize: 50, limit: 100 }, ALL_FIELDS, `${mode} limit = rows`),
+      ).toEqual([50, 50]);
     }
   });
 
   it('a query with a filter is read as records and packed: the rows of query', async () => {
-    const filter: Filter = { op: 'and', args: [{ op: '>=', field: 'c_integer', value: 0 }, { op: 'not', arg: { op: 'isNull', field: 'c_string' } }] };
+    const filter: Filter = {
+      op: 'and',
+      args: [
+        { op: '>=', field: 'c_integer', value: 0 },
+        { op: 'not', arg: { op: 'isNull', field: 'c_string' } },
+      ],
+    };
     for (const mode of ['on', 'off']) {
-      const rows = await expectSame(conn(`utf8-${mode}`), 'mixed', filter, { batchSize: 300, fields: ['c_string', 'c_integer'], limit: 1000 }, ['c_string', 'c_integer'], `${mode} filter`);
+      const rows = await expectSame(
+        conn(`utf8-${mode}`),
+        'mixed',
+        filter,
+        { batchSize: 300, fields: ['c_string', 'c_integer'], limit: 1000 },
+        ['c_string', 'c_integer'],
+        `${mode} filter`,
+      );
       expect(rows).toEqual([300, 300, 300, 100]);
     }
   });
@@ -210,8 +327,12 @@ describe('csv queries read packed', () => {
   it('is not read packed with an order or net change', () => {
     for (const mode of ['on', 'off']) {
       const c = conn(`utf8-${mode}`);
-      expect(c.queryPacked('mixed', undefined, { orderBy: [{ field: 'c_integer', direction: 'asc' }] })).toBeUndefined();
-      expect(c.queryPacked('mixed', undefined, { netChange: { field: 'c_date', since: '2024-01-01' } })).toBeUndefined();
+      expect(
+        c.queryPacked('mixed', undefined, { orderBy: [{ field: 'c_integer', direction: 'asc' }] }),
+      ).toBeUndefined();
+      expect(
+        c.queryPacked('mixed', undefined, { netChange: { field: 'c_date', since: '2024-01-01' } }),
+      ).toBeUndefined();
       expect(c.queryPacked('mixed', undefined, { orderBy: [] })).toBeDefined();
       expect(c.queryPacked('mixed', { op: '=', field: 'c_integer', value: 1 })).toBeDefined();
     }
@@ -247,19 +368,25 @@ describe('csv queries read packed', () => {
 
   it('ends an open packed query with CON_ABORTED when the session disconnects, and stops its thread', async () => {
     const base = liveWorkers();
-    const c = await host.open({ connectorId: 'CSV', connectionId: 'csv-packed-disconnect', properties: { folder: path.join(folder, 'utf8'), readerThread: 'on' } });
+    const c = await host.open({
+      connectorId: 'CSV',
+      connectionId: 'csv-packed-disconnect',
+      properties: { folder: path.join(folder, 'utf8'), readerThread: 'on' },
+    });
     const it = packed(c, 'crlf', undefined, { batchSize: 10 })[Symbol.asyncIterator]();
     expect((await it.next()).value).toMatchObject({ rows: 10 });
     await c.close();
-    await expect((async () => {
-      for (;;) if ((await it.next()).done) return;
-    })()).rejects.toMatchObject({ code: 'CON_ABORTED', message: expect.stringMatching(/disconnected/) });
+    await expect(
+      (async () => {
+        for (;;) if ((await it.next()).done) return;
+      })(),
+    ).rejects.toMatchObject({ code: 'CON_ABORTED', message: expect.stringMatching(/disconnected/) });
     await until('no thread left after a disconnect', () => liveWorkers() === base);
   });
 });
 
 describe('csv packed queries that fail', () => {
-  it('report a missing file and an unreadable one with the records read\'s codes, and leave no thread', async () => {
+  it("report a missing file and an unreadable one with the records read's codes, and leave no thread", async () => {
     const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
     await host.loadAll();
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-csv-packed-err-'));
@@ -268,7 +395,11 @@ describe('csv packed queries that fail', () => {
       await fsp.writeFile(path.join(dir, 'dir.csv'), 'a\n1\n');
       const base = liveWorkers();
       for (const mode of ['off', 'on']) {
-        const c = await host.open({ connectorId: 'CSV', connectionId: `csv-packed-err-${mode}`, properties: { folder: dir, readerThread: mode } });
+        const c = await host.open({
+          connectorId: 'CSV',
+          connectionId: `csv-packed-err-${mode}`,
+          properties: { folder: dir, readerThread: mode },
+        });
         expect(await packedBatches(c, 'dir')).toHaveLength(1);
         await fsp.rm(path.join(dir, 'gone.csv'));
         await expect(packedBatches(c, 'gone'), mode).rejects.toMatchObject({ code: 'CON_ENTITY_NOT_FOUND' });
@@ -295,20 +426,48 @@ describe('the csv scanner in packed mode', () => {
     const entity = typesEntity(path.join(dir, 't.csv'));
     const log = pino({ level: 'silent' }) as unknown as ConnectorLog;
     try {
-      for (const [encoding, ascii] of [['utf8', false], ['utf8', true], ['latin1', true], ['utf16le', false]] as const) {
+      for (const [encoding, ascii] of [
+        ['utf8', false],
+        ['utf8', true],
+        ['latin1', true],
+        ['utf16le', false],
+      ] as const) {
         const text = `\ufeff${csvText(300, encoding === 'latin1' ? '\n' : '\r\n', 21, ascii)}`;
-        await fsp.writeFile(entity.file, Buffer.from(encoding === 'latin1' ? text.replace(/plain/g, 'plé¤n') : text, encoding));
+        await fsp.writeFile(
+          entity.file,
+          Buffer.from(encoding === 'latin1' ? text.replace(/plain/g, 'plé¤n') : text, encoding),
+        );
         const props = parseProps({ folder: dir, encoding });
         const expected: ConnectorRecord[] = [];
-        for await (const recs of readWith(entity.file, props, undefined, recordSink(entity, log, ',', true))) expected.push(...recs);
+        for await (const recs of readWith(entity.file, props, undefined, recordSink(entity, log, ',', true)))
+          expected.push(...recs);
         expect(expected).toHaveLength(300);
         for (const names of [ALL_FIELDS, ['c_guid', 'c_string', 'c_integer', 'c_string']]) {
           const columns = names.map((f) => ALL_FIELDS.indexOf(f));
           const want = expected.map((r) => Object.fromEntries(names.map((f) => [f, r[f] ?? null])));
-          for (const [chunk, batchSize] of [[1, 3], [7, 1], [64, 11], [1000, 7], [1 << 16, 1000]] as const) {
+          for (const [chunk, batchSize] of [
+            [1, 3],
+            [7, 1],
+            [64, 11],
+            [1000, 7],
+            [1 << 16, 1000],
+          ] as const) {
             const fd = fs.openSync(entity.file, 'r');
             try {
-              const next = csvScanner(CsvParser, cellReaders(), { readSync: fs.readSync, StringDecoder }, { fd, encoding, delimiter: ',', hasHeader: true, columns: scanColumns(entity), chunk, packed: { fields: columns, batchSize } });
+              const next = csvScanner(
+                CsvParser,
+                cellReaders(),
+                { readSync: fs.readSync, StringDecoder },
+                {
+                  fd,
+                  encoding,
+                  delimiter: ',',
+                  hasHeader: true,
+                  columns: scanColumns(entity),
+                  chunk,
+                  packed: { fields: columns, batchSize },
+                },
+              );
               const settle = settlePacked(entity, log, columns, names);
               const got: ConnectorRecord[] = [];
               const sizes: number[] = [];
@@ -322,7 +481,10 @@ describe('the csv scanner in packed mode', () => {
                 if (reply.done) break;
               }
               const what = `${encoding}${ascii ? ' ascii' : ''} in reads of ${chunk} bytes, batches of ${batchSize}, ${names.length} fields`;
-              expect(sizes.slice(0, -1).every((s) => s === batchSize), what).toBe(true);
+              expect(
+                sizes.slice(0, -1).every((s) => s === batchSize),
+                what,
+              ).toBe(true);
               expect(got, what).toStrictEqual(want);
             } finally {
               fs.closeSync(fd);

@@ -24,18 +24,28 @@ function parseAll(text: string, chunk: number, delim = ','): CsvRow[] {
 /** A small deterministic generator, so a failure can be replayed. */
 function rng(seed: number): () => number {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  return () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 }
 
 /** The rows a sink with `spans` gets: spans made into fields as `row` would get them. */
 function parseSpanned(text: string, chunk: number): { rows: CsvRow[]; spanned: number } {
   let spanned = 0;
   const p = new CsvParser<CsvRow>(',', '"', {
-    line: (buf, start, end, out) => out.push(buf.slice(start, end).split(',').map((f) => (f === '' ? null : f))),
+    line: (buf, start, end, out) =>
+      out.push(
+        buf
+          .slice(start, end)
+          .split(',')
+          .map((f) => (f === '' ? null : f)),
+      ),
     row: (fields, out) => out.push(fields),
     spans: (buf, starts, ends, quoted, count, out) => {
       spanned++;
-      out.push(Array.from({ length: count }, (_, k) => (starts[k] === ends[k] && quoted[k] !== 1 ? null : buf.slice(starts[k], ends[k]))));
+      out.push(
+        Array.from({ length: count }, (_, k) =>
+          starts[k] === ends[k] && quoted[k] !== 1 ? null : buf.slice(starts[k], ends[k]),
+        ),
+      );
     },
   });
   const rows: CsvRow[] = [];
@@ -47,10 +57,28 @@ function parseSpanned(text: string, chunk: number): { rows: CsvRow[]; spanned: n
 describe('the csv parser', () => {
   it('hands records with plain quoted fields to a sink as spans, the same fields as strings, whatever the chunking', () => {
     const rand = rng(7);
-    const pieces = ['a', '1', ',', '"q"', '"a,b"', '""', '"x""y"', '"z"w', 'b"c', '\n', '\r\n', '\r', 'é', '"multi\nline"'];
+    const pieces = [
+      'a',
+      '1',
+      ',',
+      '"q"',
+      '"a,b"',
+      '""',
+      '"x""y"',
+      '"z"w',
+      'b"c',
+      '\n',
+      '\r\n',
+      '\r',
+      'é',
+      '"multi\nline"',
+    ];
     let spanned = 0;
     for (let round = 0; round < 300; round++) {
-      const text = Array.from({ length: 1 + Math.floor(rand() * 12) }, () => pieces[Math.floor(rand() * pieces.length)]).join('');
+      const text = Array.from(
+        { length: 1 + Math.floor(rand() * 12) },
+        () => pieces[Math.floor(rand() * pieces.length)],
+      ).join('');
       const expected = parseAll(text, text.length + 1);
       for (const chunk of [1, 2, 3, 7, text.length + 1]) {
         const got = parseSpanned(text, chunk);
@@ -67,19 +95,32 @@ describe('the csv parser', () => {
     const alphabet = ['a', 'b', ' ', ',', '"', '\n', '\r\n', 'é', '€', 'x'];
     for (let round = 0; round < 200; round++) {
       const rows: string[][] = Array.from({ length: 1 + Math.floor(rand() * 5) }, () =>
-        Array.from({ length: 3 }, () => Array.from({ length: 1 + Math.floor(rand() * 6) }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('')),
+        Array.from({ length: 3 }, () =>
+          Array.from({ length: 1 + Math.floor(rand() * 6) }, () => alphabet[Math.floor(rand() * alphabet.length)]).join(
+            '',
+          ),
+        ),
       );
       const eol = rand() < 0.5 ? '\n' : '\r\n';
-      const text = rows.map((r) => r.map((f) => (/[",\r\n]/.test(f) || rand() < 0.3 ? `"${f.replace(/"/g, '""')}"` : f)).join(',')).join(eol) + (rand() < 0.5 ? eol : '');
+      const text =
+        rows
+          .map((r) => r.map((f) => (/[",\r\n]/.test(f) || rand() < 0.3 ? `"${f.replace(/"/g, '""')}"` : f)).join(','))
+          .join(eol) + (rand() < 0.5 ? eol : '');
       const expected: string[][] = parse(text, { relax_column_count: true });
       for (const chunk of [1, 3, 7, 1000]) {
-        expect(parseAll(text, chunk).map((r) => r.map((f) => f ?? '')), `${JSON.stringify(text)} in chunks of ${chunk}`).toEqual(expected);
+        expect(
+          parseAll(text, chunk).map((r) => r.map((f) => f ?? '')),
+          `${JSON.stringify(text)} in chunks of ${chunk}`,
+        ).toEqual(expected);
       }
     }
   });
 
   it('tells an empty unquoted field (null) from a quoted empty one, skips blank lines, takes other delimiters', () => {
-    expect(parseAll('a,,""\n\n1,2,3', 2)).toEqual([['a', null, ''], ['1', '2', '3']]);
+    expect(parseAll('a,,""\n\n1,2,3', 2)).toEqual([
+      ['a', null, ''],
+      ['1', '2', '3'],
+    ]);
     expect(parseAll('a;"b;c"\n', 1, ';')).toEqual([['a', 'b;c']]);
     expect(parseAll('a\tb\n', 4, '\t')).toEqual([['a', 'b']]);
   });
@@ -87,7 +128,9 @@ describe('the csv parser', () => {
   it('writes rows that parse back to the same values', () => {
     const values = ['plain', '', 'with, comma', 'with "quotes"', 'two\nlines', ' padded ', null, 12, true];
     const text = formatRow(values, ',');
-    expect(parseAll(text, 5)).toEqual([['plain', '', 'with, comma', 'with "quotes"', 'two\nlines', ' padded ', null, '12', 'true']]);
+    expect(parseAll(text, 5)).toEqual([
+      ['plain', '', 'with, comma', 'with "quotes"', 'two\nlines', ' padded ', null, '12', 'true'],
+    ]);
   });
 });
 
@@ -101,9 +144,49 @@ describe('the query fast path', () => {
       fullName: 't',
       description: '',
       inferred: false,
-      columns: types.map((type, i) => ({ name: `c${i}`, fullName: `c${i}`, type, isPrimaryKey: false, size: 0, description: '' })),
+      columns: types.map((type, i) => ({
+        name: `c${i}`,
+        fullName: `c${i}`,
+        type,
+        isPrimaryKey: false,
+        size: 0,
+        description: '',
+      })),
     };
-    const cells = ['', '0', '-0', '007', '-12', '1.', '.5', '1.50', '-3.25', '1e5', '123456789012345', '1234567890123456', '9007199254740993', '0.1234567890123', '1.234567890123456', '99999.9999999999', '-', '--1', '1.2.3', 'true', 'false', 'TRUE', 't', 'no', 'abc', ' 1', '2024-02-29', '2024-13-01', '2024-05-06T07:08:09Z', '2024-05-06 07:08:09+02:00', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', 'é€'];
+    const cells = [
+      '',
+      '0',
+      '-0',
+      '007',
+      '-12',
+      '1.',
+      '.5',
+      '1.50',
+      '-3.25',
+      '1e5',
+      '123456789012345',
+      '1234567890123456',
+      '9007199254740993',
+      '0.1234567890123',
+      '1.234567890123456',
+      '99999.9999999999',
+      '-',
+      '--1',
+      '1.2.3',
+      'true',
+      'false',
+      'TRUE',
+      't',
+      'no',
+      'abc',
+      ' 1',
+      '2024-02-29',
+      '2024-13-01',
+      '2024-05-06T07:08:09Z',
+      '2024-05-06 07:08:09+02:00',
+      'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
+      'é€',
+    ];
     const rand = rng(3);
     const lines = ['c0,c1,c2,c3,c4,c5,c6,c7'];
     for (let r = 0; r < 2000; r++) {
@@ -158,7 +241,9 @@ describe('the external sort', () => {
       expect(fs.existsSync(stale)).toBe(false);
       expect(fs.existsSync(live)).toBe(true);
       // The sort's own folder is gone once it has finished.
-      expect((await fsp.readdir(os.tmpdir())).filter((n) => n.startsWith(`ferry-csv-sort-${process.pid}-`))).toEqual([]);
+      expect((await fsp.readdir(os.tmpdir())).filter((n) => n.startsWith(`ferry-csv-sort-${process.pid}-`))).toEqual(
+        [],
+      );
     } finally {
       await fsp.rm(stale, { recursive: true, force: true });
       await fsp.rm(live, { recursive: true, force: true });

@@ -52,7 +52,12 @@ describe('csv queries in the scan thread', () => {
   const conns: Record<string, HostConnection> = {};
 
   /** The records of a query on both connections of a folder: `off` (in-thread) and `on` (the scan thread). */
-  async function both(folderKey: string, entity: string, filter?: Filter, opts: HostQueryOptions = {}): Promise<{ off: ConnectorRecord[]; on: ConnectorRecord[] }> {
+  async function both(
+    folderKey: string,
+    entity: string,
+    filter?: Filter,
+    opts: HostQueryOptions = {},
+  ): Promise<{ off: ConnectorRecord[]; on: ConnectorRecord[] }> {
     const off = (await collect((conns[`${folderKey}-off`] as HostConnection).query(entity, filter, opts))).records;
     const on = (await collect((conns[`${folderKey}-on`] as HostConnection).query(entity, filter, opts))).records;
     return { off, on };
@@ -73,16 +78,34 @@ describe('csv queries in the scan thread', () => {
     await fsp.writeFile(path.join(utf8, 'schema.json'), schemaFor('lf.csv', 'crlf.csv', 'bom.csv'));
     const latin = path.join(folder, 'latin1');
     await fsp.mkdir(latin);
-    await fsp.writeFile(path.join(latin, 'latin.csv'), Buffer.from(csvText(12_000, '\n', 4).replace(/€/g, '¤'), 'latin1'));
+    await fsp.writeFile(
+      path.join(latin, 'latin.csv'),
+      Buffer.from(csvText(12_000, '\n', 4).replace(/€/g, '¤'), 'latin1'),
+    );
     await fsp.writeFile(path.join(latin, 'schema.json'), schemaFor('latin.csv'));
     const headless = path.join(folder, 'headless');
     await fsp.mkdir(headless);
     // Without a header the BOM is before the first record's first cell.
-    await fsp.writeFile(path.join(headless, 'data.csv'), `\ufeff5${','.repeat(TYPES.length - 1)}\n${csvText(5000, '\n', 5).split('\n').slice(1).join('\n')}`);
+    await fsp.writeFile(
+      path.join(headless, 'data.csv'),
+      `\ufeff5${','.repeat(TYPES.length - 1)}\n${csvText(5000, '\n', 5).split('\n').slice(1).join('\n')}`,
+    );
     for (const mode of ['off', 'on']) {
-      conns[`utf8-${mode}`] = await host.open({ connectorId: 'CSV', connectionId: `csv-utf8-${mode}`, properties: { folder: utf8, readerThread: mode } });
-      conns[`latin1-${mode}`] = await host.open({ connectorId: 'CSV', connectionId: `csv-latin1-${mode}`, properties: { folder: latin, encoding: 'latin1', readerThread: mode } });
-      conns[`headless-${mode}`] = await host.open({ connectorId: 'CSV', connectionId: `csv-headless-${mode}`, properties: { folder: headless, hasHeader: 'false', readerThread: mode } });
+      conns[`utf8-${mode}`] = await host.open({
+        connectorId: 'CSV',
+        connectionId: `csv-utf8-${mode}`,
+        properties: { folder: utf8, readerThread: mode },
+      });
+      conns[`latin1-${mode}`] = await host.open({
+        connectorId: 'CSV',
+        connectionId: `csv-latin1-${mode}`,
+        properties: { folder: latin, encoding: 'latin1', readerThread: mode },
+      });
+      conns[`headless-${mode}`] = await host.open({
+        connectorId: 'CSV',
+        connectionId: `csv-headless-${mode}`,
+        properties: { folder: headless, hasHeader: 'false', readerThread: mode },
+      });
     }
   });
   afterAll(async () => {
@@ -146,8 +169,22 @@ describe('csv queries in the scan thread', () => {
   });
 
   it('filters, orders, projects and limits as before', async () => {
-    const filter: Filter = { op: 'and', args: [{ op: '>=', field: 'c_integer', value: 0 }, { op: 'not', arg: { op: 'isNull', field: 'c_string' } }] };
-    const opts: HostQueryOptions = { orderBy: [{ field: 'c_double', direction: 'desc' }, { field: 'c_string', direction: 'asc' }], fields: ['c_integer', 'c_double', 'c_string'], limit: 777, batchSize: 100 };
+    const filter: Filter = {
+      op: 'and',
+      args: [
+        { op: '>=', field: 'c_integer', value: 0 },
+        { op: 'not', arg: { op: 'isNull', field: 'c_string' } },
+      ],
+    };
+    const opts: HostQueryOptions = {
+      orderBy: [
+        { field: 'c_double', direction: 'desc' },
+        { field: 'c_string', direction: 'asc' },
+      ],
+      fields: ['c_integer', 'c_double', 'c_string'],
+      limit: 777,
+      batchSize: 100,
+    };
     const { off, on } = await both('utf8', 'crlf', filter, opts);
     expect(on).toHaveLength(777);
     expect(Object.keys(on[0] ?? {})).toEqual(['c_integer', 'c_double', 'c_string']);
@@ -185,25 +222,35 @@ describe('csv queries in the scan thread', () => {
 
   it('ends an open query with CON_ABORTED when the session disconnects, and stops its thread', async () => {
     const base = liveWorkers();
-    const conn = await host.open({ connectorId: 'CSV', connectionId: 'csv-thread-disconnect', properties: { folder: path.join(folder, 'utf8'), readerThread: 'on' } });
+    const conn = await host.open({
+      connectorId: 'CSV',
+      connectionId: 'csv-thread-disconnect',
+      properties: { folder: path.join(folder, 'utf8'), readerThread: 'on' },
+    });
     const it = conn.query('crlf', undefined, { batchSize: 10 })[Symbol.asyncIterator]();
     expect((await it.next()).value).toHaveLength(10);
     await conn.close();
     // The records of the thread's first batch are handed out first: pull until the thread is asked again.
-    await expect((async () => {
-      for (;;) if ((await it.next()).done) return;
-    })()).rejects.toMatchObject({ code: 'CON_ABORTED', message: expect.stringMatching(/disconnected/) });
+    await expect(
+      (async () => {
+        for (;;) if ((await it.next()).done) return;
+      })(),
+    ).rejects.toMatchObject({ code: 'CON_ABORTED', message: expect.stringMatching(/disconnected/) });
     await until('no thread left after a disconnect', () => liveWorkers() === base);
   });
 
-  it('reports a missing file and an unreadable one with the in-thread read\'s codes', async () => {
+  it("reports a missing file and an unreadable one with the in-thread read's codes", async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-csv-thread-err-'));
     try {
       await fsp.writeFile(path.join(dir, 'gone.csv'), 'a\n1\n');
       await fsp.writeFile(path.join(dir, 'dir.csv'), 'a\n1\n');
       const base = liveWorkers();
       for (const mode of ['off', 'on']) {
-        const conn = await host.open({ connectorId: 'CSV', connectionId: `csv-thread-err-${mode}`, properties: { folder: dir, readerThread: mode } });
+        const conn = await host.open({
+          connectorId: 'CSV',
+          connectionId: `csv-thread-err-${mode}`,
+          properties: { folder: dir, readerThread: mode },
+        });
         await conn.metadata();
         await fsp.rm(path.join(dir, 'gone.csv'));
         await expect(collect(conn.query('gone')), mode).rejects.toMatchObject({ code: 'CON_ENTITY_NOT_FOUND' });
@@ -238,10 +285,17 @@ describe('csv queries in the scan thread', () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-csv-thread-auto-'));
     try {
       const line = `${'x'.repeat(99)}\n`;
-      await fsp.writeFile(path.join(dir, 'small.csv'), `a\n${line.repeat(Math.floor((THREAD_MIN_BYTES - 1) / line.length) - 1)}`);
+      await fsp.writeFile(
+        path.join(dir, 'small.csv'),
+        `a\n${line.repeat(Math.floor((THREAD_MIN_BYTES - 1) / line.length) - 1)}`,
+      );
       await fsp.writeFile(path.join(dir, 'large.csv'), `a\n${line.repeat(Math.ceil(THREAD_MIN_BYTES / line.length))}`);
       expect((await fsp.stat(path.join(dir, 'small.csv'))).size).toBeLessThan(THREAD_MIN_BYTES);
-      const conn = await host.open({ connectorId: 'CSV', connectionId: 'csv-thread-auto', properties: { folder: dir } });
+      const conn = await host.open({
+        connectorId: 'CSV',
+        connectionId: 'csv-thread-auto',
+        properties: { folder: dir },
+      });
       const base = liveWorkers();
       const during = async (entity: string): Promise<number> => {
         let seen = 0;
@@ -271,12 +325,18 @@ describe('the csv scanner', () => {
         await fsp.writeFile(entity.file, Buffer.from(encoding === 'latin1' ? text.replace(/€/g, '¤') : text, encoding));
         const props = parseProps({ folder: dir, encoding });
         const expected: ConnectorRecord[] = [];
-        for await (const recs of readWith(entity.file, props, undefined, recordSink(entity, log, ',', true))) expected.push(...recs);
+        for await (const recs of readWith(entity.file, props, undefined, recordSink(entity, log, ',', true)))
+          expected.push(...recs);
         expect(expected).toHaveLength(400);
         for (const chunk of [1, 7, 64, 1000]) {
           const fd = fs.openSync(entity.file, 'r');
           try {
-            const next = csvScanner(CsvParser, cellReaders(), { readSync: fs.readSync, StringDecoder }, { fd, encoding, delimiter: ',', hasHeader: true, columns: scanColumns(entity), chunk });
+            const next = csvScanner(
+              CsvParser,
+              cellReaders(),
+              { readSync: fs.readSync, StringDecoder },
+              { fd, encoding, delimiter: ',', hasHeader: true, columns: scanColumns(entity), chunk },
+            );
             const records = packedRecords(entity, log);
             const got: ConnectorRecord[] = [];
             for (;;) {
@@ -299,11 +359,20 @@ describe('the csv scanner', () => {
 describe('the csv ScanThread', () => {
   it('fails a request with a clear error when the thread dies, and stops waiting when the signal fires', async () => {
     const exits = new ScanThread('() => () => { process.exit(7); }', null);
-    await expect(exits.next()).rejects.toMatchObject({ reason: 'Datastore', message: expect.stringMatching(/stopped \(exit code 7\)/) });
+    await expect(exits.next()).rejects.toMatchObject({
+      reason: 'Datastore',
+      message: expect.stringMatching(/stopped \(exit code 7\)/),
+    });
     await expect(exits.next()).rejects.toMatchObject({ reason: 'Datastore' });
     await exits.close();
-    const throws = new ScanThread('() => { process.nextTick(() => { throw new Error("boom"); }); return () => ({ reply: null, transfer: [] }); }', null);
-    await expect(throws.next()).rejects.toMatchObject({ reason: 'Datastore', message: expect.stringMatching(/failed: boom/) });
+    const throws = new ScanThread(
+      '() => { process.nextTick(() => { throw new Error("boom"); }); return () => ({ reply: null, transfer: [] }); }',
+      null,
+    );
+    await expect(throws.next()).rejects.toMatchObject({
+      reason: 'Datastore',
+      message: expect.stringMatching(/failed: boom/),
+    });
     await throws.close();
     // A thread that never answers (busy): the signal ends the wait, closing ends the thread.
     const busy = new ScanThread('() => () => { for (;;); }', null);
@@ -313,7 +382,10 @@ describe('the csv ScanThread', () => {
     await expect(waiting).rejects.toMatchObject({ reason: 'Aborted' });
     await busy.close();
     await expect(busy.next()).rejects.toMatchObject({ reason: 'Aborted' });
-    const broken = new ScanThread('() => { throw Object.assign(new Error("no such file"), { code: "ENOENT" }); }', null);
+    const broken = new ScanThread(
+      '() => { throw Object.assign(new Error("no such file"), { code: "ENOENT" }); }',
+      null,
+    );
     await expect(broken.next()).rejects.toMatchObject({ code: 'ENOENT', message: 'no such file' });
     await broken.close();
   });
@@ -336,8 +408,16 @@ describe('the csv scan thread in the packaged plugin', () => {
       const { loaded } = await host.loadAll();
       expect(loaded.map((l) => l.folder)).toEqual([path.join(dir, 'connectors', 'csv')]);
       await source.loadAll();
-      const packaged = await host.open({ connectorId: 'CSV', connectionId: 'csv-packaged', properties: { folder: data, readerThread: 'on' } });
-      const inThread = await source.open({ connectorId: 'CSV', connectionId: 'csv-source', properties: { folder: data, readerThread: 'off' } });
+      const packaged = await host.open({
+        connectorId: 'CSV',
+        connectionId: 'csv-packaged',
+        properties: { folder: data, readerThread: 'on' },
+      });
+      const inThread = await source.open({
+        connectorId: 'CSV',
+        connectionId: 'csv-source',
+        properties: { folder: data, readerThread: 'off' },
+      });
       const viaPackage = (await collect(packaged.query('lf'))).records;
       expect(viaPackage).toHaveLength(3000);
       expect(viaPackage).toStrictEqual((await collect(inThread.query('lf'))).records);

@@ -24,8 +24,15 @@ async function tempFolder(): Promise<string> {
 
 async function writePeople(folder: string): Promise<void> {
   const names = PEOPLE_FIELDS.map((f) => f.name);
-  await fsp.writeFile(path.join(folder, 'people.csv'), line(names) + PEOPLE.map((p) => line(names.map((n) => p[n]))).join(''));
-  const schema = { entities: { 'people.csv': { fields: PEOPLE_FIELDS.map((f) => ({ name: f.name, type: f.type, primaryKey: f.name === 'id' })) } } };
+  await fsp.writeFile(
+    path.join(folder, 'people.csv'),
+    line(names) + PEOPLE.map((p) => line(names.map((n) => p[n]))).join(''),
+  );
+  const schema = {
+    entities: {
+      'people.csv': { fields: PEOPLE_FIELDS.map((f) => ({ name: f.name, type: f.type, primaryKey: f.name === 'id' })) },
+    },
+  };
   await fsp.writeFile(path.join(folder, 'schema.json'), JSON.stringify(schema, null, 2));
 }
 
@@ -84,7 +91,10 @@ describe('csv connector', () => {
     host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
     await host.loadAll();
     folder = await tempFolder();
-    await fsp.writeFile(path.join(folder, 'Order Lines-2024.csv'), 'Order No,Unit Price ($),zip,when,flag,note\n1,9.5,01234,2024-01-02T03:04:05Z,yes,plain\n2,10,12345,2024-02-03T00:00:00Z,no,"with ""quotes"", commas\nand lines"\n');
+    await fsp.writeFile(
+      path.join(folder, 'Order Lines-2024.csv'),
+      'Order No,Unit Price ($),zip,when,flag,note\n1,9.5,01234,2024-01-02T03:04:05Z,yes,plain\n2,10,12345,2024-02-03T00:00:00Z,no,"with ""quotes"", commas\nand lines"\n',
+    );
     await fsp.writeFile(path.join(folder, 'no-newline.csv'), 'a,b\n1,x');
     await fsp.writeFile(path.join(folder, 'readme.txt'), 'not an entity');
     conn = await host.open({ connectorId: 'CSV', connectionId: 'csv-own', properties: { folder } });
@@ -114,7 +124,14 @@ describe('csv connector', () => {
     const { records } = await collect(conn.query('Order_Lines_2024'));
     expect(records).toEqual([
       { Order_No: 1, Unit_Price____: 9.5, zip: '01234', when: '2024-01-02T03:04:05Z', flag: true, note: 'plain' },
-      { Order_No: 2, Unit_Price____: 10, zip: '12345', when: '2024-02-03T00:00:00Z', flag: false, note: 'with "quotes", commas\nand lines' },
+      {
+        Order_No: 2,
+        Unit_Price____: 10,
+        zip: '12345',
+        when: '2024-02-03T00:00:00Z',
+        flag: false,
+        note: 'with "quotes", commas\nand lines',
+      },
     ]);
   });
 
@@ -125,7 +142,10 @@ describe('csv connector', () => {
   });
 
   it('keeps the empty string apart from null', async () => {
-    await conn.write('Create', 'no_newline', [{ a: 3, b: '' }, { a: 4, b: null }]);
+    await conn.write('Create', 'no_newline', [
+      { a: 3, b: '' },
+      { a: 4, b: null },
+    ]);
     const { records } = await collect(conn.query('no_newline', { op: '>=', field: 'a', value: 3 }));
     expect(records).toEqual([
       { a: 3, b: '' },
@@ -134,16 +154,31 @@ describe('csv connector', () => {
   });
 
   it('needs key fields for keyed writes on a file without a declared key', async () => {
-    await expect(conn.write('Update', 'no_newline', [{ a: 1, b: 'z' }])).rejects.toMatchObject({ code: 'CON_UNSUPPORTED' });
-    expect(await conn.write('Update', 'no_newline', [{ a: 1, b: 'z' }], { keyFields: ['a'] })).toEqual([{ ok: true, affected: 1 }]);
+    await expect(conn.write('Update', 'no_newline', [{ a: 1, b: 'z' }])).rejects.toMatchObject({
+      code: 'CON_UNSUPPORTED',
+    });
+    expect(await conn.write('Update', 'no_newline', [{ a: 1, b: 'z' }], { keyFields: ['a'] })).toEqual([
+      { ok: true, affected: 1 },
+    ]);
   });
 
   it('reports a missing folder as CON_UNREACHABLE and a broken schema file as CON_PROPERTIES_INVALID', async () => {
-    const missing = await host.open({ connectorId: 'CSV', connectionId: 'csv-missing', properties: { folder: path.join(folder, 'nope') } });
+    const missing = await host.open({
+      connectorId: 'CSV',
+      connectionId: 'csv-missing',
+      properties: { folder: path.join(folder, 'nope') },
+    });
     await expect(missing.test()).rejects.toMatchObject({ code: 'CON_UNREACHABLE', kind: 'transient' });
     await missing.close();
-    await fsp.writeFile(path.join(folder, 'bad-schema.json'), '{ "entities": { "x.csv": { "fields": [ { "name": "a", "type": "money" } ] } } }');
-    const broken = await host.open({ connectorId: 'CSV', connectionId: 'csv-broken', properties: { folder, schemaFile: 'bad-schema.json' } });
+    await fsp.writeFile(
+      path.join(folder, 'bad-schema.json'),
+      '{ "entities": { "x.csv": { "fields": [ { "name": "a", "type": "money" } ] } } }',
+    );
+    const broken = await host.open({
+      connectorId: 'CSV',
+      connectionId: 'csv-broken',
+      properties: { folder, schemaFile: 'bad-schema.json' },
+    });
     await expect(broken.test()).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID' });
     await broken.close();
   });
@@ -152,48 +187,75 @@ describe('csv connector', () => {
     const dir = await tempFolder();
     try {
       await fsp.writeFile(path.join(dir, 'fine.csv'), 'id,name\n1,a\n');
-      await fsp.writeFile(path.join(dir, 'people.csv'), 'id;first;last;email;age;city;updated_at\n1;Ann;Lee;ann@x.org;31;Oslo;2024-01-01\n');
+      await fsp.writeFile(
+        path.join(dir, 'people.csv'),
+        'id;first;last;email;age;city;updated_at\n1;Ann;Lee;ann@x.org;31;Oslo;2024-01-01\n',
+      );
       const wrong = await host.open({ connectorId: 'CSV', connectionId: 'csv-semicolon', properties: { folder: dir } });
       const failure = wrong.test();
       await expect(failure).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID', kind: 'config' });
-      await expect(failure).rejects.toThrow(/header of people\.csv reads as one column with the delimiter , .*holds ;, which makes 7 columns: set the Connection's property delimiter to ;/);
+      await expect(failure).rejects.toThrow(
+        /header of people\.csv reads as one column with the delimiter , .*holds ;, which makes 7 columns: set the Connection's property delimiter to ;/,
+      );
       await wrong.close();
       // With the delimiter the file uses, the test passes, and a one-column file without another delimiter is fine.
       await fsp.writeFile(path.join(dir, 'fine.csv'), 'id;name\n1;a\n');
       await fsp.writeFile(path.join(dir, 'single.csv'), 'note\nhello, world\n');
-      const right = await host.open({ connectorId: 'CSV', connectionId: 'csv-semicolon-ok', properties: { folder: dir, delimiter: ';' } });
+      const right = await host.open({
+        connectorId: 'CSV',
+        connectionId: 'csv-semicolon-ok',
+        properties: { folder: dir, delimiter: ';' },
+      });
       await expect(right.test()).resolves.toBeUndefined();
       await right.close();
       // A tab-separated file read with ;: the hint names tab.
       await fsp.writeFile(path.join(dir, 'people.csv'), 'id\tfirst\n1\tAnn\n');
-      const tabbed = await host.open({ connectorId: 'CSV', connectionId: 'csv-tab', properties: { folder: dir, delimiter: ';' } });
-      await expect(tabbed.test()).rejects.toThrow(/holds tab, which makes 2 columns: set the Connection's property delimiter to tab/);
+      const tabbed = await host.open({
+        connectorId: 'CSV',
+        connectionId: 'csv-tab',
+        properties: { folder: dir, delimiter: ';' },
+      });
+      await expect(tabbed.test()).rejects.toThrow(
+        /holds tab, which makes 2 columns: set the Connection's property delimiter to tab/,
+      );
       await tabbed.close();
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
   });
 
-  it('updates a record of a 1,000,000-row file by streaming it through, in bounded memory', { timeout: 120_000 }, async () => {
-    const big = await tempFolder();
-    try {
-      await writeLarge(path.join(big, 'big.csv'), 1_000_000);
-      const c = await host.open({ connectorId: 'CSV', connectionId: 'csv-big', properties: { folder: big } });
-      const base = process.memoryUsage().heapUsed;
-      let peak = base;
-      const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 20);
-      const res = await c.write('Update', 'big', [{ id: 500_000, payload: 'changed' }, { id: 2_000_000, payload: 'absent' }], { keyFields: ['id'] });
-      clearInterval(timer);
-      expect(res.map((r) => (r.ok ? r.affected : r.error.code))).toEqual([1, 'NotFound']);
-      expect(peak - base, `heap grew by ${Math.round((peak - base) / 1e6)} MB`).toBeLessThan(128 * 1024 * 1024);
-      const { records } = await collect(c.query('big', { op: 'in', field: 'id', values: [499_999, 500_000] }));
-      expect(records).toEqual([
-        { id: 499_999, payload: `${'x'.repeat(90)}499999` },
-        { id: 500_000, payload: 'changed' },
-      ]);
-      await c.close();
-    } finally {
-      await fsp.rm(big, { recursive: true, force: true });
-    }
-  });
+  it(
+    'updates a record of a 1,000,000-row file by streaming it through, in bounded memory',
+    { timeout: 120_000 },
+    async () => {
+      const big = await tempFolder();
+      try {
+        await writeLarge(path.join(big, 'big.csv'), 1_000_000);
+        const c = await host.open({ connectorId: 'CSV', connectionId: 'csv-big', properties: { folder: big } });
+        const base = process.memoryUsage().heapUsed;
+        let peak = base;
+        const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 20);
+        const res = await c.write(
+          'Update',
+          'big',
+          [
+            { id: 500_000, payload: 'changed' },
+            { id: 2_000_000, payload: 'absent' },
+          ],
+          { keyFields: ['id'] },
+        );
+        clearInterval(timer);
+        expect(res.map((r) => (r.ok ? r.affected : r.error.code))).toEqual([1, 'NotFound']);
+        expect(peak - base, `heap grew by ${Math.round((peak - base) / 1e6)} MB`).toBeLessThan(128 * 1024 * 1024);
+        const { records } = await collect(c.query('big', { op: 'in', field: 'id', values: [499_999, 500_000] }));
+        expect(records).toEqual([
+          { id: 499_999, payload: `${'x'.repeat(90)}499999` },
+          { id: 500_000, payload: 'changed' },
+        ]);
+        await c.close();
+      } finally {
+        await fsp.rm(big, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -14,7 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/stores.js';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
-import { CELL_TEXT, isPackedBatch, unpackRecords, type ConnectorRecord, type PackedBatch, type WriteResult } from '../../src/connectors/sdk.js';
+import {
+  CELL_TEXT,
+  isPackedBatch,
+  unpackRecords,
+  type ConnectorRecord,
+  type PackedBatch,
+  type WriteResult,
+} from '../../src/connectors/sdk.js';
 import { sqliteReader, type ReadBatch } from '../../connectors/sqlite/reader.js';
 import { CONNECTORS_DIR, collect } from './conformance.js';
 
@@ -28,7 +35,19 @@ const ROWS: unknown[][] = [
   [2, 'Zoë — ünïcödé 😀', '12.50', -7, -0.5, 0, '2023-12-31', '2024-03-01T10:11:12', -42, null, 5],
   [3, null, null, null, null, null, null, null, null, null, null],
   [4, '', 0, 0, 0, 'true', 'not a date', 1700000000, 9223372036854775807n, Buffer.alloc(0), 1.5],
-  [5, 'tab\there\nnewline "quoted" \\ back', '1e3', 2 ** 40, 1e300, 'yes', '2024-01-01', 'Zoë 10:11:12 x', 0, Buffer.from('hi'), Buffer.from('z')],
+  [
+    5,
+    'tab\there\nnewline "quoted" \\ back',
+    '1e3',
+    2 ** 40,
+    1e300,
+    'yes',
+    '2024-01-01',
+    'Zoë 10:11:12 x',
+    0,
+    Buffer.from('hi'),
+    Buffer.from('z'),
+  ],
   [6, 'x'.repeat(5000), -0.01, 1, 3, 2, '2024-01-01', '2024-01-01', 1, null, 'é'],
 ];
 
@@ -75,7 +94,15 @@ describe('packed batch checks', () => {
   });
 
   it('the host refuses a packed batch whose text cells point outside its text', () => {
-    const good: PackedBatch = { rows: 1, fields: ['a'], tags: Uint8Array.of(CELL_TEXT), nums: Float64Array.of(0), ends: Uint32Array.of(2), text: Buffer.from('hi'), values: [] };
+    const good: PackedBatch = {
+      rows: 1,
+      fields: ['a'],
+      tags: Uint8Array.of(CELL_TEXT),
+      nums: Float64Array.of(0),
+      ends: Uint32Array.of(2),
+      text: Buffer.from('hi'),
+      values: [],
+    };
     expect(isPackedBatch(good)).toBe(true);
     expect(isPackedBatch({ ...good, ends: Uint32Array.of(3) })).toBe(false);
     expect(isPackedBatch({ ...good, nums: Float64Array.of(1.5) })).toBe(false);
@@ -101,10 +128,15 @@ describe('packed batches', () => {
     db.exec('CREATE TABLE n (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME)');
     const insN = db.prepare('INSERT INTO n VALUES (?, ?, ?)');
     db.transaction(() => {
-      for (let i = 1; i <= 5000; i++) insN.run(i, i % 7 === 0 ? `név ${i} ✓` : `name ${i}`, `2024-01-01 00:00:${String(i % 60).padStart(2, '0')}`);
+      for (let i = 1; i <= 5000; i++)
+        insN.run(i, i % 7 === 0 ? `név ${i} ✓` : `name ${i}`, `2024-01-01 00:00:${String(i % 60).padStart(2, '0')}`);
     })();
     db.close();
-    sqlite = await host.open({ connectorId: 'SQLite', connectionId: 'packed-sqlite', properties: { file, readerThread: 'on' } });
+    sqlite = await host.open({
+      connectorId: 'SQLite',
+      connectionId: 'packed-sqlite',
+      properties: { file, readerThread: 'on' },
+    });
   });
 
   afterAll(async () => {
@@ -113,20 +145,36 @@ describe('packed batches', () => {
   });
 
   it('SQLite reads the same values packed as query gives in records, for every kind of stored value', async () => {
-    const { records } = await collect(sqlite.query('t', undefined, { batchSize: 4, orderBy: [{ field: 'id', direction: 'asc' }] }));
+    const { records } = await collect(
+      sqlite.query('t', undefined, { batchSize: 4, orderBy: [{ field: 'id', direction: 'asc' }] }),
+    );
     const batches = await packedBatches(sqlite, 't', 4);
     expect(batches.map((b) => b.rows)).toEqual([4, 2]);
     const unpacked = batches.flatMap((b) => unpackRecords(b));
     expect(unpacked).toEqual(records);
     // The cases the fast paths take and the ones the converters decide.
-    expect(unpacked[0]).toMatchObject({ amount: '12.5', active: true, updated_at: '2024-03-01T10:11:12', big: '9007199254740993' });
+    expect(unpacked[0]).toMatchObject({
+      amount: '12.5',
+      active: true,
+      updated_at: '2024-03-01T10:11:12',
+      big: '9007199254740993',
+    });
     expect(unpacked[1]).toMatchObject({ name: 'Zoë — ünïcödé 😀', amount: '12.5', active: false, big: -42 });
-    expect(unpacked[3]).toMatchObject({ active: true, updated_at: new Date(1700000000 * 1000).toISOString(), big: '9223372036854775807', data: '' });
+    expect(unpacked[3]).toMatchObject({
+      active: true,
+      updated_at: new Date(1700000000 * 1000).toISOString(),
+      big: '9223372036854775807',
+      data: '',
+    });
     expect(unpacked[4]).toMatchObject({ updated_at: 'Zoë 10:11:12 x', free: Buffer.from('z').toString('base64') });
   });
 
   it('a query the session reads on its own thread is not read packed', async () => {
-    const off = await host.open({ connectorId: 'SQLite', connectionId: 'packed-sqlite-off', properties: { file, readerThread: 'off' } });
+    const off = await host.open({
+      connectorId: 'SQLite',
+      connectionId: 'packed-sqlite-off',
+      properties: { file, readerThread: 'off' },
+    });
     expect(off.queryPacked('t', undefined, { batchSize: 4 })).toBeUndefined();
     const auto = await host.open({ connectorId: 'SQLite', connectionId: 'packed-sqlite-auto', properties: { file } });
     // Lookups (small batches) stay on the session's thread; bulk reads go packed.
@@ -142,7 +190,9 @@ describe('packed batches', () => {
       await fsp.writeFile(path.join(csvDir, 'n.csv'), 'id,name,updated_at\n');
       const csv = await host.open({ connectorId: 'CSV', connectionId: 'packed-csv', properties: { folder: csvDir } });
       // csv reads packed, but not in an order (it sorts records).
-      expect(csv.queryPacked('n', undefined, { batchSize: 5000, orderBy: [{ field: 'id', direction: 'asc' }] })).toBeUndefined();
+      expect(
+        csv.queryPacked('n', undefined, { batchSize: 5000, orderBy: [{ field: 'id', direction: 'asc' }] }),
+      ).toBeUndefined();
       const [b] = await packedBatches(sqlite, 'n', 100);
       const results = await csv.writePacked('Create', 'n', b as PackedBatch);
       expect(results.every((r) => r.ok)).toBe(true);
@@ -163,7 +213,11 @@ describe('packed batches', () => {
       db = await createTestDatabase();
       client = new pg.Client({ connectionString: db.url });
       await client.connect();
-      target = await host.open({ connectorId: 'PostgreSQL', connectionId: 'packed-pg', properties: { connectionString: db.url } });
+      target = await host.open({
+        connectorId: 'PostgreSQL',
+        connectionId: 'packed-pg',
+        properties: { connectionString: db.url },
+      });
     });
 
     afterAll(async () => {
@@ -174,7 +228,8 @@ describe('packed batches', () => {
     const table = async (name: string, ddl: string): Promise<void> => {
       await client.query(`DROP TABLE IF EXISTS ${name}; CREATE TABLE ${name} ${ddl}`);
     };
-    const rows = async (name: string): Promise<unknown[]> => (await client.query(`SELECT * FROM ${name} ORDER BY id`)).rows;
+    const rows = async (name: string): Promise<unknown[]> =>
+      (await client.query(`SELECT * FROM ${name} ORDER BY id`)).rows;
     const rows_ = rows;
 
     it('writes a packed batch as write writes its records: the same rows, text with every kind of character', async () => {
@@ -207,7 +262,15 @@ describe('packed batches', () => {
       // The same refusal but for the table's name.
       const refusal = (rs: WriteResult[]): unknown => {
         const r = rs.find((x) => !x.ok);
-        return r && !r.ok ? { ...r, error: { ...r.error, message: r.error.message.replace(/"[cd]"/, '"T"').replace(/"[cd]_id_check"/, '"T_id_check"') } } : r;
+        return r && !r.ok
+          ? {
+              ...r,
+              error: {
+                ...r.error,
+                message: r.error.message.replace(/"[cd]"/, '"T"').replace(/"[cd]_id_check"/, '"T_id_check"'),
+              },
+            }
+          : r;
       };
       expect(refusal(packed)).toEqual(refusal(plain));
       expect(refusal(packed)).toMatchObject({ ok: false, error: { code: 'ConstraintViolation', nativeCode: '23514' } });
@@ -220,7 +283,9 @@ describe('packed batches', () => {
       const [b] = await packedBatches(sqlite, 'n', 5000);
       const results = await target.writePacked('Upsert', 'u', b as PackedBatch);
       expect(results.every((r) => r.ok)).toBe(true);
-      const { rows: counts } = await client.query<{ n: string; old: string }>(`SELECT count(*) AS n, count(*) FILTER (WHERE name = 'old') AS old FROM u`);
+      const { rows: counts } = await client.query<{ n: string; old: string }>(
+        `SELECT count(*) AS n, count(*) FILTER (WHERE name = 'old') AS old FROM u`,
+      );
       expect(counts[0]).toEqual({ n: '5000', old: '0' });
       // A second time every key exists.
       const again = await target.writePacked('Upsert', 'u', b as PackedBatch);
@@ -241,11 +306,19 @@ describe('packed batches', () => {
       await table('f', '(id integer PRIMARY KEY, name text, updated_at timestamptz)');
       await table('g', '(id integer PRIMARY KEY, name text, updated_at timestamptz)');
       // A stamp with an offset: the binary writers leave it to the server's text input.
-      const rows = Array.from({ length: 20_000 }, (_, i) => ({ id: i + 1, name: `r${i + 1}`, updated_at: i === 19_990 ? '2024-05-06T07:08:09+02:00' : '2024-05-06T07:08:09Z' }));
+      const rows = Array.from({ length: 20_000 }, (_, i) => ({
+        id: i + 1,
+        name: `r${i + 1}`,
+        updated_at: i === 19_990 ? '2024-05-06T07:08:09+02:00' : '2024-05-06T07:08:09Z',
+      }));
       expect((await target.write('Create', 'f', rows)).every((r) => r.ok)).toBe(true);
-      const { rows: f } = await client.query<{ n: string; tz: string }>(`SELECT count(*) AS n, max(updated_at)::text AS tz FROM f`);
+      const { rows: f } = await client.query<{ n: string; tz: string }>(
+        `SELECT count(*) AS n, max(updated_at)::text AS tz FROM f`,
+      );
       expect(f[0]).toEqual({ n: '20000', tz: '2024-05-06 07:08:09+00' });
-      expect((await client.query<{ tz: string }>(`SELECT updated_at::text AS tz FROM f WHERE id = 19991`)).rows[0]?.tz).toBe('2024-05-06 05:08:09+00');
+      expect(
+        (await client.query<{ tz: string }>(`SELECT updated_at::text AS tz FROM f WHERE id = 19991`)).rows[0]?.tz,
+      ).toBe('2024-05-06 05:08:09+00');
       // The same from a packed batch.
       const dbFile = new Database(file);
       dbFile.exec(`CREATE TABLE z (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME)`);
@@ -254,7 +327,8 @@ describe('packed batches', () => {
         for (const r of rows) ins.run(r.id, r.name, r.updated_at);
       })();
       dbFile.close();
-      for (const b of await packedBatches(sqlite, 'z', 10_000)) expect((await target.writePacked('Create', 'g', b)).every((r) => r.ok)).toBe(true);
+      for (const b of await packedBatches(sqlite, 'z', 10_000))
+        expect((await target.writePacked('Create', 'g', b)).every((r) => r.ok)).toBe(true);
       expect(await rows_('g')).toEqual(await rows_('f'));
     });
 

@@ -10,7 +10,13 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // Importing the store helper applies its rule: in CI (CI=true) a missing FERRY_TEST_DATABASE_URL fails the run.
 import { createTestDatabase } from '../helpers/stores.js';
-import { packRecords, type CallContext, type ConnectorRecord, type WriteOptions, type WriteResult } from '../../src/connectors/sdk.js';
+import {
+  packRecords,
+  type CallContext,
+  type ConnectorRecord,
+  type WriteOptions,
+  type WriteResult,
+} from '../../src/connectors/sdk.js';
 import { readCatalogue, type PgTable } from '../../connectors/postgres/catalogue.js';
 import { parseProps } from '../../connectors/postgres/properties.js';
 import { PgWriter } from '../../connectors/postgres/write/index.js';
@@ -25,10 +31,32 @@ vi.mock('../../connectors/postgres/write/row-by-row.js', async (original) => {
 
 const URL_SET = Boolean(process.env['FERRY_TEST_DATABASE_URL']);
 
-const ctx: CallContext = { log: pino({ level: 'silent' }), signal: new AbortController().signal, progress: () => undefined };
+const ctx: CallContext = {
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+  progress: () => undefined,
+};
 
 /** Text with every kind of character the arrays, COPY and the messages must carry. */
-const TEXTS = ['plain', '', 'NULL', 'null', 'tab\there', 'new\nline', 'cr\rx', 'back\\slash', '"quoted"', "it's", '{braces}', 'a,b', ' spaced ', 'Zoë — ünïcödé', '😀 emoji', '\\N', 'x'.repeat(300)];
+const TEXTS = [
+  'plain',
+  '',
+  'NULL',
+  'null',
+  'tab\there',
+  'new\nline',
+  'cr\rx',
+  'back\\slash',
+  '"quoted"',
+  "it's",
+  '{braces}',
+  'a,b',
+  ' spaced ',
+  'Zoë — ünïcödé',
+  '😀 emoji',
+  '\\N',
+  'x'.repeat(300),
+];
 
 describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () => {
   let db: { url: string; drop: () => Promise<void> };
@@ -69,18 +97,29 @@ describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () =>
       client.release();
     }
   };
-  const contents = async (t: PgTable): Promise<unknown[]> => (await admin.query(`SELECT * FROM ${t.schema}.${t.name} ORDER BY 1, 2`)).rows;
+  const contents = async (t: PgTable): Promise<unknown[]> =>
+    (await admin.query(`SELECT * FROM ${t.schema}.${t.name} ORDER BY 1, 2`)).rows;
   const rowByRowCalls = (): number => vi.mocked(rowByRow).mock.calls.length;
 
   /** Writes each batch through both writers (records, or packed), compares, and says how often the picks writer went to rowByRow. */
-  const compare = async (ddl: string, batches: ConnectorRecord[][], opts: { packed?: boolean; options?: WriteOptions } = {}): Promise<{ results: WriteResult[][]; fallbacks: number; rows: unknown[] }> => {
+  const compare = async (
+    ddl: string,
+    batches: ConnectorRecord[][],
+    opts: { packed?: boolean; options?: WriteOptions } = {},
+  ): Promise<{ results: WriteResult[][]; fallbacks: number; rows: unknown[] }> => {
     const { a, b } = await tables(ddl);
     const results: WriteResult[][] = [];
     let fallbacks = 0;
     for (const batch of batches) {
       const write = (w: PgWriter, t: PgTable): Promise<WriteResult[]> => {
         if (!opts.packed) return w.write('Create', t, batch, opts.options ?? {}, ctx);
-        return w.writePacked('Create', t, packRecords(batch, Object.keys(batch[0] as ConnectorRecord)), opts.options ?? {}, ctx);
+        return w.writePacked(
+          'Create',
+          t,
+          packRecords(batch, Object.keys(batch[0] as ConnectorRecord)),
+          opts.options ?? {},
+          ctx,
+        );
       };
       const before = rowByRowCalls();
       const got = await write(on, a);
@@ -123,9 +162,23 @@ describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () =>
       const first = results[0] as WriteResult[];
       expect(refusedAt(first).length).toBeGreaterThan(300);
       // id 70: both CHECKs on id break; a_sevens comes first by name.
-      expect(first[69]).toMatchObject({ ok: false, error: { code: 'ConstraintViolation', nativeCode: '23514', message: 'new row for relation "t" violates check constraint "a_sevens"' } });
+      expect(first[69]).toMatchObject({
+        ok: false,
+        error: {
+          code: 'ConstraintViolation',
+          nativeCode: '23514',
+          message: 'new row for relation "t" violates check constraint "a_sevens"',
+        },
+      });
       // A null name and a false CHECK: the NOT NULL, with its field.
-      expect(first[5 + 13 * 5]).toMatchObject({ ok: false, error: { nativeCode: '23502', field: 'name', message: 'null value in column "name" of relation "t" violates not-null constraint' } });
+      expect(first[5 + 13 * 5]).toMatchObject({
+        ok: false,
+        error: {
+          nativeCode: '23502',
+          field: 'name',
+          message: 'null value in column "name" of relation "t" violates not-null constraint',
+        },
+      });
       // -0.004 rounds to 0.00 in numeric(12,2): written.
       expect(first[40]).toEqual({ ok: true, affected: 1 });
       expect(rows.length).toBe(2500 - results.reduce((n, r) => n + refusedAt(r).length, 0));
@@ -134,19 +187,24 @@ describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () =>
   }
 
   it('inside a checkpoint transaction (savepoints) the same', async () => {
-    const { fallbacks, results } = await compare(CHECKED, [checkedRows(1, 700)], { options: { checkpoint: { key: 'k', value: 'v' } } });
+    const { fallbacks, results } = await compare(CHECKED, [checkedRows(1, 700)], {
+      options: { checkpoint: { key: 'k', value: 'v' } },
+    });
     expect(fallbacks).toBe(0);
     expect(refusedAt(results[0] as WriteResult[]).length).toBeGreaterThan(100);
   });
 
   it('keys the table or the batch holds fall back to rowByRow: the same results', async () => {
     const ddl = `CREATE TABLE t (id integer PRIMARY KEY, code text UNIQUE, n integer CHECK (n >= 0)); INSERT INTO t VALUES (5, 'held', 1)`;
-    const rows = (): ConnectorRecord[] => Array.from({ length: 200 }, (_, i) => ({ id: 1000 + i, code: `c${i}`, n: i % 10 === 0 ? -1 : i }));
+    const rows = (): ConnectorRecord[] =>
+      Array.from({ length: 200 }, (_, i) => ({ id: 1000 + i, code: `c${i}`, n: i % 10 === 0 ? -1 : i }));
     // A key the table holds.
     const held = rows();
     held[7] = { id: 5, code: 'c7', n: 7 };
     let r = await compare(ddl, [held]);
-    expect(refusedAt(r.results[0] as WriteResult[])).toEqual([...Array.from({ length: 20 }, (_, k) => k * 10), 7].sort((x, y) => x - y));
+    expect(refusedAt(r.results[0] as WriteResult[])).toEqual(
+      [...Array.from({ length: 20 }, (_, k) => k * 10), 7].sort((x, y) => x - y),
+    );
     expect(r.fallbacks).toBe(1);
     // A key twice in the batch, neither refused: the second is.
     const twice = rows();
@@ -165,14 +223,22 @@ describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () =>
   it('a missing parent falls back; a table that refers to itself goes to rowByRow at once', async () => {
     const ddl = `CREATE TABLE p (id integer PRIMARY KEY); INSERT INTO p SELECT g FROM generate_series(0, 49) g;
       CREATE TABLE t (id integer PRIMARY KEY, parent integer REFERENCES p(id), n integer CHECK (n <> 13))`;
-    const rows = Array.from({ length: 300 }, (_, i): ConnectorRecord => ({ id: i, parent: i === 77 ? 500 : i % 50, n: i % 20 === 0 ? 13 : i }));
+    const rows = Array.from({ length: 300 }, (_, i): ConnectorRecord => ({
+      id: i,
+      parent: i === 77 ? 500 : i % 50,
+      n: i % 20 === 0 ? 13 : i,
+    }));
     let r = await compare(ddl, [rows]);
     expect(refusedAt(r.results[0] as WriteResult[])).toContain(77);
     expect(r.results[0]?.[77]).toMatchObject({ ok: false, error: { nativeCode: '23503' } });
     expect(r.fallbacks).toBe(1);
     const self = `CREATE TABLE t (id integer PRIMARY KEY, up integer REFERENCES t(id), n integer CHECK (n <> 13))`;
     // Row 2 refers to row 3, which refers to row 4: rowByRow tries them in order.
-    const chain = Array.from({ length: 100 }, (_, i): ConnectorRecord => ({ id: i, up: i >= 2 && i <= 3 ? i + 1 : null, n: i % 20 === 0 ? 13 : i }));
+    const chain = Array.from({ length: 100 }, (_, i): ConnectorRecord => ({
+      id: i,
+      up: i >= 2 && i <= 3 ? i + 1 : null,
+      n: i % 20 === 0 ? 13 : i,
+    }));
     r = await compare(self, [chain]);
     expect(r.fallbacks).toBe(1);
   });
@@ -185,22 +251,34 @@ describe.skipIf(!URL_SET)('postgres: a refused large Create, picks first', () =>
     for (const packed of [false, true]) {
       const rows = Array.from({ length: 150 }, (_, i): ConnectorRecord => ({ id: i, n: i % 10 === 0 ? -1 : i }));
       const r = await compare(ddl, [rows], { packed });
-      expect(refusedAt(r.results[0] as WriteResult[])).toEqual(rows.flatMap((x, i) => ((x['n'] as number) < 0 || (x['n'] as number) % 7 === 0 ? [i] : [])));
+      expect(refusedAt(r.results[0] as WriteResult[])).toEqual(
+        rows.flatMap((x, i) => ((x['n'] as number) < 0 || (x['n'] as number) % 7 === 0 ? [i] : [])),
+      );
       expect(r.fallbacks).toBe(1);
     }
   });
 
   it('a CHECK on a varchar(n) column with a value too long for it, and a column collated otherwise than its type', async () => {
     const ddl = `CREATE TABLE t (id integer PRIMARY KEY, code varchar(5) CHECK (code <> 'abc'), tag text COLLATE "und-x-icu" CHECK (tag >= 'b'))`;
-    const rows = Array.from({ length: 100 }, (_, i): ConnectorRecord => ({ id: i, code: i === 50 ? 'abcdefg' : i % 10 === 0 ? 'abc' : 'x', tag: i % 9 === 0 ? 'a' : 'B' }));
+    const rows = Array.from({ length: 100 }, (_, i): ConnectorRecord => ({
+      id: i,
+      code: i === 50 ? 'abcdefg' : i % 10 === 0 ? 'abc' : 'x',
+      tag: i % 9 === 0 ? 'a' : 'B',
+    }));
     const r = await compare(ddl, [rows]);
     expect(r.results[0]?.[50]).toMatchObject({ ok: false, error: { nativeCode: '22001' } });
     expect(r.results[0]?.[9]).toMatchObject({ ok: false, error: { nativeCode: '23514' } });
     expect(r.results[0]?.[1]).toMatchObject({ ok: true });
-    const fine = Array.from({ length: 100 }, (_, i): ConnectorRecord => ({ id: i, code: i % 10 === 0 ? 'abc' : 'x', tag: i % 9 === 0 ? 'a' : 'B' }));
+    const fine = Array.from({ length: 100 }, (_, i): ConnectorRecord => ({
+      id: i,
+      code: i % 10 === 0 ? 'abc' : 'x',
+      tag: i % 9 === 0 ? 'a' : 'B',
+    }));
     const f = await compare(ddl, [fine]);
     expect(f.fallbacks).toBe(0);
     // 'B' >= 'b' in the column's collation (not in C): only the tens and the nines are refused.
-    expect(refusedAt(f.results[0] as WriteResult[])).toEqual(fine.flatMap((_, i) => (i % 10 === 0 || i % 9 === 0 ? [i] : [])));
+    expect(refusedAt(f.results[0] as WriteResult[])).toEqual(
+      fine.flatMap((_, i) => (i % 10 === 0 || i % 9 === 0 ? [i] : [])),
+    );
   });
 });

@@ -29,7 +29,11 @@ async function tempDb(): Promise<{ dir: string; file: string }> {
 }
 
 /** A host with the plugins, a database file made by `ddl`, and a Connection to it with `properties`. */
-async function openFixture(ddl: string, connectionId: string, properties: Record<string, string> = {}): Promise<{ host: ConnectorHost; dir: string; file: string; conn: HostConnection }> {
+async function openFixture(
+  ddl: string,
+  connectionId: string,
+  properties: Record<string, string> = {},
+): Promise<{ host: ConnectorHost; dir: string; file: string; conn: HostConnection }> {
   const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
   await host.loadAll();
   const { dir, file } = await tempDb();
@@ -53,7 +57,10 @@ for (const threads of ['auto', 'on'] as const) {
       const ins = db.prepare(`INSERT INTO people (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`);
       for (const p of PEOPLE) ins.run(...names.map((n) => bind(p[n], n)));
       db.close();
-      return { properties: { file, writerThread: threads, readerThread: threads }, cleanup: () => fsp.rm(dir, { recursive: true, force: true }) };
+      return {
+        properties: { file, writerThread: threads, readerThread: threads },
+        cleanup: () => fsp.rm(dir, { recursive: true, force: true }),
+      };
     },
     async createLarge(properties, rows) {
       const db = new Database(properties['file']);
@@ -107,14 +114,25 @@ describe('sqlite connector', () => {
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("matches the catalogue: tables, views, columns, keys and foreign keys as relationships", async () => {
+  it('matches the catalogue: tables, views, columns, keys and foreign keys as relationships', async () => {
     const md = await conn.metadata();
     const db = new Database(file, { readonly: true });
-    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
+    const tables = db
+      .prepare(
+        "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
+      .pluck()
+      .all() as string[];
     expect(md.entities.map((e) => e.originalName)).toEqual(tables);
     for (const e of md.entities) {
-      const cols = db.prepare('SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid').all(e.originalName) as { name: string; type: string; pk: number }[];
-      expect(e.fields.map((f) => [f.originalName, f.nativeType, f.isPrimaryKey])).toEqual(cols.map((c) => [c.name, c.type, c.pk > 0]));
+      const cols = db.prepare('SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid').all(e.originalName) as {
+        name: string;
+        type: string;
+        pk: number;
+      }[];
+      expect(e.fields.map((f) => [f.originalName, f.nativeType, f.isPrimaryKey])).toEqual(
+        cols.map((c) => [c.name, c.type, c.pk > 0]),
+      );
     }
     db.close();
     const customers = md.entities.find((e) => e.fullName === 'customers');
@@ -122,7 +140,14 @@ describe('sqlite connector', () => {
     expect(customers?.fields.find((f) => f.fullName === 'created')?.hasDefault).toBe(true);
     const shipments = md.entities.find((e) => e.fullName === 'shipments');
     expect(shipments?.relationships).toEqual([
-      expect.objectContaining({ relationshipType: 'ManyToOne', thisEntityFullName: 'shipments', relatedEntityFullName: 'orders', thisProperties: ['order_no', 'line'], relatedProperties: ['order_no', 'line'], path: 'shipments.orders' }),
+      expect.objectContaining({
+        relationshipType: 'ManyToOne',
+        thisEntityFullName: 'shipments',
+        relatedEntityFullName: 'orders',
+        thisProperties: ['order_no', 'line'],
+        relatedProperties: ['order_no', 'line'],
+        path: 'shipments.orders',
+      }),
     ]);
     const orders = md.entities.find((e) => e.fullName === 'orders');
     expect(orders?.relationships.map((r) => [r.relationshipType, r.relatedEntityFullName])).toEqual(
@@ -141,29 +166,50 @@ describe('sqlite connector', () => {
   });
 
   it('returns the rowid key of created records and reports constraint failures per record', async () => {
-    const res = await conn.write('Create', 'customers', [{ Full_Name: 'Bob' }, { Full_Name: 'Cy', email: 'ann@x' }, { email: 'no-name@x' }, { id: 1, Full_Name: 'Dup' }]);
+    const res = await conn.write('Create', 'customers', [
+      { Full_Name: 'Bob' },
+      { Full_Name: 'Cy', email: 'ann@x' },
+      { email: 'no-name@x' },
+      { id: 1, Full_Name: 'Dup' },
+    ]);
     expect(res[0]).toMatchObject({ ok: true, affected: 1, key: { id: 2 } });
     expect(res.slice(1).map((r) => !r.ok && [r.error.code, r.error.nativeCode])).toEqual([
       ['DuplicateKey', 'SQLITE_CONSTRAINT_UNIQUE'],
       ['ConstraintViolation', 'SQLITE_CONSTRAINT_NOTNULL'],
       ['DuplicateKey', 'SQLITE_CONSTRAINT_PRIMARYKEY'],
     ]);
-    const fk = await conn.write('Create', 'orders', [{ order_no: 1, line: 1, customer_id: 1, total: '150.00' }, { order_no: 1, line: 2, customer_id: 99, total: 5 }]);
+    const fk = await conn.write('Create', 'orders', [
+      { order_no: 1, line: 1, customer_id: 1, total: '150.00' },
+      { order_no: 1, line: 2, customer_id: 99, total: 5 },
+    ]);
     expect(fk.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['ok', 'ConstraintViolation']);
   });
 
   it('writes by a composite key and refuses writes to views', async () => {
-    expect(await conn.write('Update', 'orders', [{ order_no: 1, line: 1, total: '175.50' }])).toEqual([{ ok: true, affected: 1 }]);
+    expect(await conn.write('Update', 'orders', [{ order_no: 1, line: 1, total: '175.50' }])).toEqual([
+      { ok: true, affected: 1 },
+    ]);
     const { records } = await collect(conn.query('big_orders'));
     expect(records).toEqual([{ order_no: 1, line: 1, customer_id: 1, total: '175.5' }]);
-    await expect(conn.write('Create', 'big_orders', [{ order_no: 2, line: 1 }])).rejects.toMatchObject({ code: 'CON_UNSUPPORTED' });
+    await expect(conn.write('Create', 'big_orders', [{ order_no: 2, line: 1 }])).rejects.toMatchObject({
+      code: 'CON_UNSUPPORTED',
+    });
   });
 
   it('refuses an Upsert whose key has no unique constraint with CON_QUERY_INVALID, and needs a key on keyless tables', async () => {
-    await expect(conn.write('Upsert', 'notes', [{ body: 'x', tag: 'a' }], { keyFields: ['tag'] })).rejects.toMatchObject({ code: 'CON_QUERY_INVALID' });
+    await expect(
+      conn.write('Upsert', 'notes', [{ body: 'x', tag: 'a' }], { keyFields: ['tag'] }),
+    ).rejects.toMatchObject({ code: 'CON_QUERY_INVALID' });
     await expect(conn.write('Delete', 'notes', [{ tag: 'a' }])).rejects.toMatchObject({ code: 'CON_UNSUPPORTED' });
-    expect(await conn.write('Create', 'notes', [{ body: 'x', tag: 'a' }, { body: 'y', tag: 'a' }])).toHaveLength(2);
-    expect(await conn.write('Delete', 'notes', [{ tag: 'a' }], { keyFields: ['tag'] })).toEqual([{ ok: true, affected: 2 }]);
+    expect(
+      await conn.write('Create', 'notes', [
+        { body: 'x', tag: 'a' },
+        { body: 'y', tag: 'a' },
+      ]),
+    ).toHaveLength(2);
+    expect(await conn.write('Delete', 'notes', [{ tag: 'a' }], { keyFields: ['tag'] })).toEqual([
+      { ok: true, affected: 2 },
+    ]);
   });
 
   it('runs writing native statements and reports their row count', async () => {
@@ -174,7 +220,10 @@ describe('sqlite connector', () => {
 
   it('runs a write inside a transaction a native statement opened, as a savepoint of it', async () => {
     await collect(conn.nativeQuery('BEGIN'));
-    const res = await conn.write('Create', 'notes', [{ body: 'inside', tag: 'tx' }, { body: 'inside too', tag: 'tx' }]);
+    const res = await conn.write('Create', 'notes', [
+      { body: 'inside', tag: 'tx' },
+      { body: 'inside too', tag: 'tx' },
+    ]);
     expect(res.every((r) => r.ok)).toBe(true);
     await collect(conn.nativeQuery('ROLLBACK'));
     const { records } = await collect(conn.query('notes', { op: '=', field: 'tag', value: 'tx' }));
@@ -182,10 +231,18 @@ describe('sqlite connector', () => {
   });
 
   it('reports a missing database file as CON_UNREACHABLE and a non-database as CON_PROPERTIES_INVALID', async () => {
-    await expect(host.open({ connectorId: 'SQLite', connectionId: 'sqlite-missing', properties: { file: path.join(dir, 'nope.db') } })).rejects.toMatchObject({ code: 'CON_UNREACHABLE' });
+    await expect(
+      host.open({
+        connectorId: 'SQLite',
+        connectionId: 'sqlite-missing',
+        properties: { file: path.join(dir, 'nope.db') },
+      }),
+    ).rejects.toMatchObject({ code: 'CON_UNREACHABLE' });
     const junk = path.join(dir, 'junk.db');
     await fsp.writeFile(junk, 'this is not a database, just some text that is long enough to have a header');
-    await expect(host.open({ connectorId: 'SQLite', connectionId: 'sqlite-junk', properties: { file: junk } })).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID' });
+    await expect(
+      host.open({ connectorId: 'SQLite', connectionId: 'sqlite-junk', properties: { file: junk } }),
+    ).rejects.toMatchObject({ code: 'CON_PROPERTIES_INVALID' });
   });
 });
 
@@ -213,7 +270,13 @@ describe('sqlite writer thread', () => {
   });
 
   it('writes a batch of several parts in order, failing exactly the bad records of every part', async () => {
-    const batch: Record<string, Value>[] = Array.from({ length: 4500 }, (_, i) => ({ id: i + 1, name: `item ${i + 1}`, price: `${i}.25`, code: `c${i + 1}`, at: '2024-05-06T07:08:09Z' }));
+    const batch: Record<string, Value>[] = Array.from({ length: 4500 }, (_, i) => ({
+      id: i + 1,
+      name: `item ${i + 1}`,
+      price: `${i}.25`,
+      code: `c${i + 1}`,
+      at: '2024-05-06T07:08:09Z',
+    }));
     batch[10] = { id: 11, name: 'bad price', price: 'twelve' }; // part 1: refused before SQLite
     batch[1700] = { id: 1701, name: 'dup code', code: 'c5' }; // part 2: UNIQUE
     batch[3999] = { id: 4000, price: '1.00' }; // part 4: NOT NULL
@@ -227,23 +290,34 @@ describe('sqlite writer thread', () => {
     ]);
     const db = new Database(file, { readonly: true });
     try {
-      expect(db.prepare('SELECT count(*) AS n, sum(id) AS s FROM items').get()).toEqual({ n: 4497, s: (4500 * 4501) / 2 - 11 - 1701 - 4000 });
+      expect(db.prepare('SELECT count(*) AS n, sum(id) AS s FROM items').get()).toEqual({
+        n: 4497,
+        s: (4500 * 4501) / 2 - 11 - 1701 - 4000,
+      });
       // Stored as the same classes an in-thread write stores: decimals as numbers, datetimes as text.
-      expect(db.prepare('SELECT typeof(price) AS p, price, typeof(at) AS a, at FROM items WHERE id = 3').get()).toEqual({ p: 'real', price: 2.25, a: 'text', at: '2024-05-06T07:08:09Z' });
+      expect(db.prepare('SELECT typeof(price) AS p, price, typeof(at) AS a, at FROM items WHERE id = 3').get()).toEqual(
+        { p: 'real', price: 2.25, a: 'text', at: '2024-05-06T07:08:09Z' },
+      );
     } finally {
       db.close();
     }
   });
 
   it('returns generated rowids in record order across parts', async () => {
-    const res = await conn.write('Create', 'guarded', Array.from({ length: 2100 }, (_, i) => ({ name: `g${i}` })));
+    const res = await conn.write(
+      'Create',
+      'guarded',
+      Array.from({ length: 2100 }, (_, i) => ({ name: `g${i}` })),
+    );
     const keys = res.map((r) => (r.ok ? r.key?.['id'] : undefined));
     expect(keys).toEqual(Array.from({ length: 2100 }, (_, i) => i + 1));
   });
 
   it('undoes every part of a batch that fails as a whole (a trigger ends the transaction), and writes the next batch', async () => {
     const batch = Array.from({ length: 3000 }, (_, i) => ({ id: 10_000 + i, name: i === 2500 ? 'poison' : `p${i}` }));
-    await expect(conn.write('Create', 'guarded', batch)).rejects.toMatchObject({ code: expect.stringMatching(/^CON_/) });
+    await expect(conn.write('Create', 'guarded', batch)).rejects.toMatchObject({
+      code: expect.stringMatching(/^CON_/),
+    });
     const count = (): number => {
       const db = new Database(file, { readonly: true });
       try {
@@ -253,21 +327,37 @@ describe('sqlite writer thread', () => {
       }
     };
     expect(count()).toBe(0);
-    const next = await conn.write('Create', 'guarded', batch.map((r) => ({ ...r, name: r.name === 'poison' ? 'cured' : r.name })));
+    const next = await conn.write(
+      'Create',
+      'guarded',
+      batch.map((r) => ({ ...r, name: r.name === 'poison' ? 'cured' : r.name })),
+    );
     expect(next.every((r) => r.ok)).toBe(true);
     expect(count()).toBe(3000);
   });
 
   it('keeps a bulk write inside a transaction a native statement opened, and later writes on the connection that statement set up', async () => {
     await collect(conn.nativeQuery('BEGIN'));
-    const inside = await conn.write('Create', 'guarded', Array.from({ length: 1200 }, (_, i) => ({ id: 50_000 + i, name: `tx${i}` })));
+    const inside = await conn.write(
+      'Create',
+      'guarded',
+      Array.from({ length: 1200 }, (_, i) => ({ id: 50_000 + i, name: `tx${i}` })),
+    );
     expect(inside.every((r) => r.ok)).toBe(true);
     await collect(conn.nativeQuery('ROLLBACK'));
     const { records } = await collect(conn.query('guarded', { op: '>=', field: 'id', value: 50_000 }));
     expect(records).toEqual([]);
     // A temporary trigger exists on this connection only: bulk writes after it must still meet it.
-    await collect(conn.nativeQuery("CREATE TEMP TRIGGER guarded_tag BEFORE INSERT ON guarded WHEN NEW.name = 'tagged' BEGIN SELECT RAISE(ABORT, 'tagged'); END"));
-    const after = await conn.write('Create', 'guarded', Array.from({ length: 1200 }, (_, i) => ({ id: 60_000 + i, name: i === 700 ? 'tagged' : `t${i}` })));
+    await collect(
+      conn.nativeQuery(
+        "CREATE TEMP TRIGGER guarded_tag BEFORE INSERT ON guarded WHEN NEW.name = 'tagged' BEGIN SELECT RAISE(ABORT, 'tagged'); END",
+      ),
+    );
+    const after = await conn.write(
+      'Create',
+      'guarded',
+      Array.from({ length: 1200 }, (_, i) => ({ id: 60_000 + i, name: i === 700 ? 'tagged' : `t${i}` })),
+    );
     expect(after.flatMap((r, i) => (r.ok ? [] : [[i, r.error.code]]))).toEqual([[700, 'ConstraintViolation']]);
   });
 
@@ -278,24 +368,44 @@ describe('sqlite writer thread', () => {
     expect(res.every((r) => r.ok)).toBe(true);
     const db = new Database(file, { readonly: true });
     try {
-      expect(db.prepare('SELECT count(*) AS n, sum(length(name)) AS len FROM guarded WHERE id >= 70000 AND id < 70040').get()).toEqual({ n: 40, len: 40 * 1_000_000 + 10 + 30 * 2 });
+      expect(
+        db
+          .prepare('SELECT count(*) AS n, sum(length(name)) AS len FROM guarded WHERE id >= 70000 AND id < 70040')
+          .get(),
+      ).toEqual({ n: 40, len: 40 * 1_000_000 + 10 + 30 * 2 });
     } finally {
       db.close();
     }
   });
 
   it('runs Upsert, Update and Delete batches in the thread with their counts', async () => {
-    const up = await conn.write('Upsert', 'items', Array.from({ length: 1200 }, (_, i) => ({ id: i + 1, name: `renamed ${i + 1}` })));
+    const up = await conn.write(
+      'Upsert',
+      'items',
+      Array.from({ length: 1200 }, (_, i) => ({ id: i + 1, name: `renamed ${i + 1}` })),
+    );
     expect(up.every((r) => r.ok)).toBe(true);
-    const upd = await conn.write('Update', 'items', Array.from({ length: 1000 }, (_, i) => ({ id: i + 4001, price: '9.99' })));
+    const upd = await conn.write(
+      'Update',
+      'items',
+      Array.from({ length: 1000 }, (_, i) => ({ id: i + 4001, price: '9.99' })),
+    );
     // ids 4001–4500 exist, 4501–5000 do not.
     expect(upd.filter((r) => r.ok).length).toBe(500);
     expect(upd.slice(500).every((r) => !r.ok && r.error.code === 'NotFound')).toBe(true);
-    const del = await conn.write('Delete', 'items', Array.from({ length: 1000 }, (_, i) => ({ id: i + 1 })));
+    const del = await conn.write(
+      'Delete',
+      'items',
+      Array.from({ length: 1000 }, (_, i) => ({ id: i + 1 })),
+    );
     expect(del.every((r) => r.ok && r.affected === 1)).toBe(true);
-    expect(await conn.write('Delete', 'items', [{ id: 1 }])).toMatchObject([{ ok: false, error: { code: 'NotFound' } }]);
+    expect(await conn.write('Delete', 'items', [{ id: 1 }])).toMatchObject([
+      { ok: false, error: { code: 'NotFound' } },
+    ]);
     const { records } = await collect(conn.query('items', { op: '<=', field: 'id', value: 1200 }));
-    expect(records.map((r) => [r['id'], r['name']])).toEqual(Array.from({ length: 200 }, (_, i) => [i + 1001, `renamed ${i + 1001}`]));
+    expect(records.map((r) => [r['id'], r['name']])).toEqual(
+      Array.from({ length: 200 }, (_, i) => [i + 1001, `renamed ${i + 1001}`]),
+    );
   });
 });
 
@@ -316,7 +426,17 @@ describe('sqlite writer thread: a failed batch', () => {
 });
 
 describe('sqlite WriteThread', () => {
-  const job = { begin: true, commit: true, action: 'Create' as const, chunks: [], tags: new Uint8Array(0), nums: new Float64Array(0), text: '', ends: new Uint32Array(0), others: [] };
+  const job = {
+    begin: true,
+    commit: true,
+    action: 'Create' as const,
+    chunks: [],
+    tags: new Uint8Array(0),
+    nums: new Float64Array(0),
+    text: '',
+    ends: new Uint32Array(0),
+    others: [],
+  };
 
   it('reports a database it cannot open on the first job, with the SQLite code, and is then not alive', async () => {
     const { dir, file } = await tempDb();
@@ -330,7 +450,12 @@ describe('sqlite WriteThread', () => {
   it('fails the jobs of a closed thread instead of waiting for them', async () => {
     const { dir, file } = await tempDb();
     new Database(file).close();
-    const t = new WriteThread({ file, busyTimeoutMs: 0, pragmas: ['journal_mode = WAL'], recordCodes: RECORD_SQLITE_CODES });
+    const t = new WriteThread({
+      file,
+      busyTimeoutMs: 0,
+      pragmas: ['journal_mode = WAL'],
+      recordCodes: RECORD_SQLITE_CODES,
+    });
     expect((await t.run(job)).status).toHaveLength(0);
     await t.close();
     expect(t.alive).toBe(false);
@@ -357,8 +482,17 @@ describe('sqlite reader thread', () => {
   let onSession: HostConnection;
 
   beforeAll(async () => {
-    ({ host, dir, file, conn: inThread } = await openFixture(`${DDL}; ${ROWS};`, 'sqlite-reader-on', { readerThread: 'on' }));
-    onSession = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-reader-off', properties: { file, readerThread: 'off' } });
+    ({
+      host,
+      dir,
+      file,
+      conn: inThread,
+    } = await openFixture(`${DDL}; ${ROWS};`, 'sqlite-reader-on', { readerThread: 'on' }));
+    onSession = await host.open({
+      connectorId: 'SQLite',
+      connectionId: 'sqlite-reader-off',
+      properties: { file, readerThread: 'off' },
+    });
   });
   afterAll(async () => {
     await host.close();
@@ -447,7 +581,9 @@ describe('sqlite reader thread', () => {
     const d = new Database(file);
     d.exec('DROP TABLE doomed');
     d.close();
-    await expect(collect(inThread.query('doomed', undefined, { batchSize: 1000 }))).rejects.toMatchObject({ code: 'CON_QUERY_INVALID' });
+    await expect(collect(inThread.query('doomed', undefined, { batchSize: 1000 }))).rejects.toMatchObject({
+      code: 'CON_QUERY_INVALID',
+    });
   });
 });
 
@@ -463,8 +599,15 @@ describe('sqlite reader thread, disconnected under a query', () => {
       const it = conn.query('many', undefined, { batchSize: 1000 })[Symbol.asyncIterator]();
       expect((await it.next()).value).toHaveLength(1000);
       await conn.close();
-      await expect(it.next()).rejects.toMatchObject({ code: 'CON_ABORTED', message: expect.stringMatching(/disconnected/) });
-      const again = await host.open({ connectorId: 'SQLite', connectionId: 'sqlite-reader-disconnect-2', properties: { file, readerThread: 'on' } });
+      await expect(it.next()).rejects.toMatchObject({
+        code: 'CON_ABORTED',
+        message: expect.stringMatching(/disconnected/),
+      });
+      const again = await host.open({
+        connectorId: 'SQLite',
+        connectionId: 'sqlite-reader-disconnect-2',
+        properties: { file, readerThread: 'on' },
+      });
       expect((await collect(again.query('many', undefined, { batchSize: 1000 }))).records).toHaveLength(3000);
     } finally {
       await host.close();

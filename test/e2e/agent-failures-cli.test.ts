@@ -21,7 +21,11 @@ const RUN_B = '0192f0a0-0000-7000-8000-00000000000b';
 
 async function ferry(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'agent', 'failures', ...args], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent', FERRY_AGENT_HOME: '' } });
+    const { stdout, stderr } = await exec(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'agent', 'failures', ...args],
+      { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent', FERRY_AGENT_HOME: '' } },
+    );
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -59,13 +63,22 @@ describe('ferry agent failures', () => {
     // As the runner keeps them: one batch of refused records (captured in one turn), two runs.
     const store = new FailedRecordStore(paths.failures, { thread: false });
     const capture = (run: string, n: number) =>
-      store.capture({ executionId: run, mapId: 4, mapName: 'People', entity: 'people', blockId: 'b2', blockName: 'Create contact', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: `contacts refused record ${n}` }, source: { id: n, name: `person ${n}` } });
+      store.capture({
+        executionId: run,
+        mapId: 4,
+        mapName: 'People',
+        entity: 'people',
+        blockId: 'b2',
+        blockName: 'Create contact',
+        error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: `contacts refused record ${n}` },
+        source: { id: n, name: `person ${n}` },
+      });
     ids = await Promise.all([...Array.from({ length: 12 }, (_, i) => capture(RUN_A, i + 1)), capture(RUN_B, 100)]);
     store.close();
   });
   afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
-  it('lists the only instance\'s records with whole, unique IDs, and one run\'s with --execution', async () => {
+  it("lists the only instance's records with whole, unique IDs, and one run's with --execution", async () => {
     // The batch's IDs share their first eight characters: a prefix that short names none of them.
     expect(new Set(ids.map((id) => id.slice(0, 8))).size).toBeLessThan(ids.length);
     const all = await ferry('list', '--home', home, '--limit', '100');
@@ -74,14 +87,24 @@ describe('ferry agent failures', () => {
     expect(listed.total).toBe(13);
     expect(new Set(listed.records.map((r) => r.id))).toEqual(new Set(ids));
 
-    const one = JSON.parse((await ferry('list', '--home', home, '--instance', '1', '--execution', RUN_B.toUpperCase())).stdout) as Listed;
-    expect(one.records.map((r) => [r.id, r.executionId, r.source])).toEqual([[ids[12], RUN_B, { id: 100, name: 'person 100' }]]);
+    const one = JSON.parse(
+      (await ferry('list', '--home', home, '--instance', '1', '--execution', RUN_B.toUpperCase())).stdout,
+    ) as Listed;
+    expect(one.records.map((r) => [r.id, r.executionId, r.source])).toEqual([
+      [ids[12], RUN_B, { id: 100, name: 'person 100' }],
+    ]);
   });
 
   it('shows one record by the failedRecordId History gives, with its source fields', async () => {
     const shown = await ferry('show', ids[3] as string, '--home', home, '--json');
     expect(shown.code, shown.stderr).toBe(0);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ id: ids[3], executionId: RUN_A, code: 'RUN_WRITE_FAILED', errorMessage: 'contacts refused record 4', source: { id: 4, name: 'person 4' } });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      id: ids[3],
+      executionId: RUN_A,
+      code: 'RUN_WRITE_FAILED',
+      errorMessage: 'contacts refused record 4',
+      source: { id: 4, name: 'person 4' },
+    });
     const missing = await ferry('show', '00000000-0000-4000-8000-000000000000', '--home', home);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no failed record/);
@@ -112,12 +135,33 @@ describe('ferry agent failures', () => {
   });
 
   it.skipIf(!hasScript)('on a terminal, list prints a table of whole IDs', () => {
-    const cmd = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'agent', 'failures', 'list', '--home', home, '--limit', '5'].map((a) => `'${a}'`).join(' ');
-    const run = spawnSync('script', ['-qfec', cmd, '/dev/null'], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
+    const cmd = [
+      process.execPath,
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'agent',
+      'failures',
+      'list',
+      '--home',
+      home,
+      '--limit',
+      '5',
+    ]
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const run = spawnSync('script', ['-qfec', cmd, '/dev/null'], {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(run.stdout).toMatch(/^ID +WHEN \(UTC\) +MAP +BLOCK +CODE +STATE +ERROR/m);
     const shownIds = run.stdout.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?= )/gm) ?? [];
     expect(shownIds).toHaveLength(5);
     expect(shownIds.every((id) => ids.includes(id))).toBe(true);
-    expect(run.stdout).toMatch(/Page 1 of 3 \(13 records\)\. Next: --page 2\. Details: ferry agent failures show ID --home /);
+    expect(run.stdout).toMatch(
+      /Page 1 of 3 \(13 records\)\. Next: --page 2\. Details: ferry agent failures show ID --home /,
+    );
   });
 });

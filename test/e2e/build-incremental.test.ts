@@ -35,30 +35,38 @@ describe('npm run build', () => {
   let dir: string;
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-build-'));
-    for (const name of ['src', 'service', 'connectors']) fs.cpSync(path.join(ROOT, name), path.join(dir, name), { recursive: true });
-    for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) fs.copyFileSync(path.join(ROOT, name), path.join(dir, name));
+    for (const name of ['src', 'service', 'connectors'])
+      fs.cpSync(path.join(ROOT, name), path.join(dir, name), { recursive: true });
+    for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json'])
+      fs.copyFileSync(path.join(ROOT, name), path.join(dir, name));
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   const build = () => exec(npm, ['run', '--silent', 'build'], { cwd: dir, env: { ...process.env, CI: 'true' } });
 
-  it('rewrites nothing when nothing changed, and only the changed file after an edit', { timeout: 300_000 }, async () => {
-    await build();
-    const dist = path.join(dir, 'dist');
-    expect(fs.existsSync(path.join(dist, 'src/cli/main.js'))).toBe(true);
-    expect(fs.existsSync(path.join(dist, 'connectors/csv/manifest.json'))).toBe(true);
-    const first = stamps(dist);
+  it(
+    'rewrites nothing when nothing changed, and only the changed file after an edit',
+    { timeout: 300_000 },
+    async () => {
+      await build();
+      const dist = path.join(dir, 'dist');
+      expect(fs.existsSync(path.join(dist, 'src/cli/main.js'))).toBe(true);
+      expect(fs.existsSync(path.join(dist, 'connectors/csv/manifest.json'))).toBe(true);
+      const first = stamps(dist);
 
-    await build();
-    expect(changed(first, stamps(dist))).toEqual([]);
+      await build();
+      expect(changed(first, stamps(dist))).toEqual([]);
 
-    const source = path.join(dir, 'src/cli/up.ts');
-    fs.appendFileSync(source, '\nexport const BUILD_PROBE = 1;\n');
-    await build();
-    const rewritten = changed(first, stamps(dist));
-    expect(rewritten).toContain(path.join('src', 'cli', 'up.js'));
-    // The file, its source map and the build's record of what it built; nothing else.
-    expect(rewritten.filter((f) => !f.startsWith(path.join('src', 'cli', 'up.js')) && !f.endsWith('.tsbuildinfo'))).toEqual([]);
-  });
+      const source = path.join(dir, 'src/cli/up.ts');
+      fs.appendFileSync(source, '\nexport const BUILD_PROBE = 1;\n');
+      await build();
+      const rewritten = changed(first, stamps(dist));
+      expect(rewritten).toContain(path.join('src', 'cli', 'up.js'));
+      // The file, its source map and the build's record of what it built; nothing else.
+      expect(
+        rewritten.filter((f) => !f.startsWith(path.join('src', 'cli', 'up.js')) && !f.endsWith('.tsbuildinfo')),
+      ).toEqual([]);
+    },
+  );
 });

@@ -58,7 +58,9 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
     const csv = file('Countries.csv', 'code,country\nNO,Norway\nSE,Sweden\n"CH","Switzerland, ""CH"""\n');
     const run = await ferry(svc, ['lookuptables', 'import', csv, '--description', 'ISO 3166']);
     expect(run.code, run.stderr).toBe(0);
-    expect(parse<Imported[]>(run.stdout)).toEqual([expect.objectContaining({ name: 'Countries', created: true, valuesImported: 3, valuesRemoved: 0, valueCount: 3 })]);
+    expect(parse<Imported[]>(run.stdout)).toEqual([
+      expect.objectContaining({ name: 'Countries', created: true, valuesImported: 3, valuesRemoved: 0, valueCount: 3 }),
+    ]);
     expect(await valuesOf('Countries')).toEqual([
       ['NO', 'Norway'],
       ['SE', 'Sweden'],
@@ -67,11 +69,35 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
   });
 
   it("replaces an existing table's values (found by name in any case), or appends with --append", async () => {
-    const replaced = await ferry(svc, ['lookuptables', 'import', file('next.csv', 'DK,Denmark\nFI,Finland\n'), '--name', 'COUNTRIES', '--no-header']);
+    const replaced = await ferry(svc, [
+      'lookuptables',
+      'import',
+      file('next.csv', 'DK,Denmark\nFI,Finland\n'),
+      '--name',
+      'COUNTRIES',
+      '--no-header',
+    ]);
     expect(replaced.code, replaced.stderr).toBe(0);
-    expect(parse<Imported[]>(replaced.stdout)).toEqual([expect.objectContaining({ name: 'Countries', created: false, valuesImported: 2, valuesRemoved: 3, valueCount: 2 })]);
-    const appended = await ferry(svc, ['lookuptables', 'import', file('more.csv', 'value1,value2\nIS,Iceland\n'), '--name', 'Countries', '--append']);
-    expect(parse<Imported[]>(appended.stdout)).toEqual([expect.objectContaining({ created: false, valuesImported: 1, valuesRemoved: 0, valueCount: 3 })]);
+    expect(parse<Imported[]>(replaced.stdout)).toEqual([
+      expect.objectContaining({
+        name: 'Countries',
+        created: false,
+        valuesImported: 2,
+        valuesRemoved: 3,
+        valueCount: 2,
+      }),
+    ]);
+    const appended = await ferry(svc, [
+      'lookuptables',
+      'import',
+      file('more.csv', 'value1,value2\nIS,Iceland\n'),
+      '--name',
+      'Countries',
+      '--append',
+    ]);
+    expect(parse<Imported[]>(appended.stdout)).toEqual([
+      expect.objectContaining({ created: false, valuesImported: 1, valuesRemoved: 0, valueCount: 3 }),
+    ]);
     expect(await valuesOf('Countries')).toEqual([
       ['DK', 'Denmark'],
       ['FI', 'Finland'],
@@ -80,7 +106,16 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
   });
 
   it('imports a Lookup Tables JSON file (several tables) and a list of pairs from stdin', async () => {
-    const json = file('tables.json', JSON.stringify({ States: [{ value1: 'California', value2: 'CA' }, ['Texas', 'TX']], Codes: [['A', '1'], ['B', 'line\nbreak']] }));
+    const json = file(
+      'tables.json',
+      JSON.stringify({
+        States: [{ value1: 'California', value2: 'CA' }, ['Texas', 'TX']],
+        Codes: [
+          ['A', '1'],
+          ['B', 'line\nbreak'],
+        ],
+      }),
+    );
     const run = await ferry(svc, ['lookuptables', 'import', json]);
     expect(run.code, run.stderr).toBe(0);
     expect(parse<Imported[]>(run.stdout).map((t) => [t.name, t.created, t.valueCount])).toEqual([
@@ -91,7 +126,9 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
       ['A', '1'],
       ['B', 'line\nbreak'],
     ]);
-    const piped = await ferry(svc, ['lookuptables', 'import', '-', '--format', 'json', '--name', 'States'], { input: JSON.stringify([['Ohio', 'OH']]) });
+    const piped = await ferry(svc, ['lookuptables', 'import', '-', '--format', 'json', '--name', 'States'], {
+      input: JSON.stringify([['Ohio', 'OH']]),
+    });
     expect(piped.code, piped.stderr).toBe(0);
     expect(await valuesOf('States')).toEqual([['Ohio', 'OH']]);
   });
@@ -100,13 +137,26 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
     const bad = await ferry(svc, ['lookuptables', 'import', file('Broken.csv', 'value1,value2\nA,1\nB,2,3\n')]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^ferry: 400 .*Line 3 of the CSV text.*\(API_INVALID_CSV\)\n$/);
-    const names = parse<Array<{ name: string }>>((await ferry(svc, ['lookuptables', 'list'])).stdout).map((t) => t.name);
+    const names = parse<Array<{ name: string }>>((await ferry(svc, ['lookuptables', 'list'])).stdout).map(
+      (t) => t.name,
+    );
     expect(names).not.toContain('Broken');
     // An existing table keeps its values.
-    const kept = await ferry(svc, ['lookuptables', 'import', file('c.csv', 'X,1\n,2\n'), '--name', 'Countries', '--no-header']);
+    const kept = await ferry(svc, [
+      'lookuptables',
+      'import',
+      file('c.csv', 'X,1\n,2\n'),
+      '--name',
+      'Countries',
+      '--no-header',
+    ]);
     expect(kept.code).toBe(1);
     expect((await valuesOf('Countries')).length).toBe(3);
-    const emptyValue1 = await ferry(svc, ['lookuptables', 'import', file('e.json', JSON.stringify({ E: [['', 'x']] }))]);
+    const emptyValue1 = await ferry(svc, [
+      'lookuptables',
+      'import',
+      file('e.json', JSON.stringify({ E: [['', 'x']] })),
+    ]);
     expect(emptyValue1.code).toBe(2);
     expect(emptyValue1.stderr).toContain('"E"[0] has an empty value1');
   });
@@ -135,22 +185,40 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
     expect(json.stdout).toBe('');
     expect(json.stderr).toContain(`Exported "Codes" to ${out}`);
     const read = await readLookupTablesFile(out);
-    expect(read.map((t) => [t.name, [...t.values]])).toEqual([['Codes', [{ value1: 'A', value2: '1' }, { value1: 'B', value2: 'line\nbreak' }]]]);
-    const id = parse<Table[]>((await ferry(svc, ['lookuptables', 'list'])).stdout).find((t) => t.name === 'Codes')?.id ?? '';
+    expect(read.map((t) => [t.name, [...t.values]])).toEqual([
+      [
+        'Codes',
+        [
+          { value1: 'A', value2: '1' },
+          { value1: 'B', value2: 'line\nbreak' },
+        ],
+      ],
+    ]);
+    const id =
+      parse<Table[]>((await ferry(svc, ['lookuptables', 'list'])).stdout).find((t) => t.name === 'Codes')?.id ?? '';
     const byId = await ferry(svc, ['lookuptables', 'export', id, '--json']);
-    expect(parse<Record<string, unknown>>(byId.stdout)).toEqual({ Codes: [{ value1: 'A', value2: '1' }, { value1: 'B', value2: 'line\nbreak' }] });
+    expect(parse<Record<string, unknown>>(byId.stdout)).toEqual({
+      Codes: [
+        { value1: 'A', value2: '1' },
+        { value1: 'B', value2: 'line\nbreak' },
+      ],
+    });
   });
 
   it('says which table is unknown (exit 1) and refuses bad usage (exit 2)', async () => {
     const none = await ferry(svc, ['lookuptables', 'export', 'Count']);
     expect(none.code).toBe(1);
-    expect(none.stderr).toBe(`ferry: No Lookup Table "Count" in Organization ${svc.orgId}; names containing it: "Countries"\n`);
+    expect(none.stderr).toBe(
+      `ferry: No Lookup Table "Count" in Organization ${svc.orgId}; names containing it: "Countries"\n`,
+    );
     expect((await ferry(svc, ['lookuptables', 'import'])).code).toBe(2);
     expect((await ferry(svc, ['lookuptables', 'import', '-'], { input: 'A,1\n' })).stderr).toContain('--name TABLE');
     expect((await ferry(svc, ['lookuptables', 'export', 'Codes', '--format', 'xml'])).code).toBe(2);
     const unknown = await ferry(svc, ['lookuptables', 'show']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toBe('ferry: unknown command "show" for "ferry lookuptables"; its commands: list, import, export\n');
+    expect(unknown.stderr).toBe(
+      'ferry: unknown command "show" for "ferry lookuptables"; its commands: list, import, export\n',
+    );
   });
 
   it.skipIf(!HAS_SCRIPT)('prints a table and what each import did on a terminal', async () => {
@@ -158,7 +226,9 @@ describe('ferry lookuptables against a real Service', { timeout: CLI_SUITE_TIMEO
     expect(list.code, list.stdout).toBe(0);
     expect(list.stdout).toMatch(/ID\s+NAME\s+MODIFIED\s+DESCRIPTION/);
     expect(list.stdout).toMatch(/Countries\s+\S+\s+ISO 3166/);
-    const run = await ferry(svc, ['lookuptables', 'import', file('Tiny.csv', 'A,1\n'), '--no-header'], { terminal: true });
+    const run = await ferry(svc, ['lookuptables', 'import', file('Tiny.csv', 'A,1\n'), '--no-header'], {
+      terminal: true,
+    });
     expect(run.stdout).toContain('Imported 1 values into "Tiny" (created): 1 in all');
   });
 });

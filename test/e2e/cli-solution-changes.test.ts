@@ -38,7 +38,9 @@ describe('ferry solutions create|schedule|delete against a real Service', { time
     svc = await startService(STORE_TARGETS[0] ?? { name: 'sqlite' }, { cloudAgents: 'off' });
     ({ agent } = await connectPlayedAgent(svc, channels, { name: 'Plant 7' }));
     for (const name of ['Shop files', 'Archive files']) {
-      const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, { body: { name, connectorId: CSV, color: '#FF112233', properties: [] } });
+      const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, {
+        body: { name, connectorId: CSV, color: '#FF112233', properties: [] },
+      });
       expect(res.status, res.text).toBe(201);
       connections[name] = res.body.id;
     }
@@ -49,24 +51,63 @@ describe('ferry solutions create|schedule|delete against a real Service', { time
   });
 
   it('creates an Integration Solution on the only Agent, and a Replication naming its Agent and Connections by name', async () => {
-    const is = await ferry(svc, ['solutions', 'create', '--name', 'Sync accounts', '--type', 'Integration', '--description', 'hourly']);
+    const is = await ferry(svc, [
+      'solutions',
+      'create',
+      '--name',
+      'Sync accounts',
+      '--type',
+      'Integration',
+      '--description',
+      'hourly',
+    ]);
     expect(is.code, is.stderr).toBe(0);
-    expect(parse<Solution>(is.stdout)).toMatchObject({ name: 'Sync accounts', solutionType: 'Integration', agentId: agent.agentId, description: 'hourly' });
+    expect(parse<Solution>(is.stdout)).toMatchObject({
+      name: 'Sync accounts',
+      solutionType: 'Integration',
+      agentId: agent.agentId,
+      description: 'hourly',
+    });
 
-    const rs = await ferry(svc, ['solutions', 'create', '--name', 'Archive shop', '--type', 'replication', '--agent', 'Plant 7',
-      '--source', 'Shop files', '--target', connections['Archive files'] as string, '--entities', 'customers, orders', '--bulk']);
+    const rs = await ferry(svc, [
+      'solutions',
+      'create',
+      '--name',
+      'Archive shop',
+      '--type',
+      'replication',
+      '--agent',
+      'Plant 7',
+      '--source',
+      'Shop files',
+      '--target',
+      connections['Archive files'] as string,
+      '--entities',
+      'customers, orders',
+      '--bulk',
+    ]);
     expect(rs.code, rs.stderr).toBe(0);
     expect(parse<Solution>(rs.stdout)).toMatchObject({
-      solutionType: 'Replication', connectionIdForSource: connections['Shop files'], connectionIdForTarget: connections['Archive files'],
-      replicationSettings: { selectionType: 'Selected', entities: ['customers', 'orders'] }, checkForBulk: true,
+      solutionType: 'Replication',
+      connectionIdForSource: connections['Shop files'],
+      connectionIdForTarget: connections['Archive files'],
+      replicationSettings: { selectionType: 'Selected', entities: ['customers', 'orders'] },
+      checkForBulk: true,
     });
   });
 
   it('creates from a model on stdin, the flags winning over it', async () => {
     const model = JSON.stringify({ name: 'From a file', solutionType: 'Migration', description: 'as given' });
-    const run = await ferry(svc, ['solutions', 'create', '--data', '-', '--description', 'from the flag'], { input: model });
+    const run = await ferry(svc, ['solutions', 'create', '--data', '-', '--description', 'from the flag'], {
+      input: model,
+    });
     expect(run.code, run.stderr).toBe(0);
-    expect(parse<Solution>(run.stdout)).toMatchObject({ name: 'From a file', solutionType: 'Migration', description: 'from the flag', agentId: agent.agentId });
+    expect(parse<Solution>(run.stdout)).toMatchObject({
+      name: 'From a file',
+      solutionType: 'Migration',
+      description: 'from the flag',
+      agentId: agent.agentId,
+    });
   });
 
   it("refuses bad usage with exit 2, and the API's refusal with its code and exit 1", async () => {
@@ -76,7 +117,16 @@ describe('ferry solutions create|schedule|delete against a real Service', { time
     const duplicate = await ferry(svc, ['solutions', 'create', '--name', 'SYNC ACCOUNTS', '--type', 'Integration']);
     expect(duplicate.code).toBe(1);
     expect(duplicate.stderr).toMatch(/^ferry: 409 .*\(API_DUPLICATE_NAME\)/);
-    const noAgent = await ferry(svc, ['solutions', 'create', '--name', 'X', '--type', 'Integration', '--agent', 'Plant 9']);
+    const noAgent = await ferry(svc, [
+      'solutions',
+      'create',
+      '--name',
+      'X',
+      '--type',
+      'Integration',
+      '--agent',
+      'Plant 9',
+    ]);
     expect(noAgent.code).toBe(1);
     expect(noAgent.stderr).toContain('No Agent "Plant 9"');
   });
@@ -86,24 +136,49 @@ describe('ferry solutions create|schedule|delete against a real Service', { time
     expect(initial.code, initial.stderr).toBe(0);
     expect(parse<Schedule>(initial.stdout).scheduleOption).toBe('OnDemand');
 
-    const weekdays = await ferry(svc, ['solutions', 'schedule', 'Sync accounts', '--weekdays', 'mon,FRI', '--at', '6:30', '--time-zone', 'Eastern Standard Time']);
+    const weekdays = await ferry(svc, [
+      'solutions',
+      'schedule',
+      'Sync accounts',
+      '--weekdays',
+      'mon,FRI',
+      '--at',
+      '6:30',
+      '--time-zone',
+      'Eastern Standard Time',
+    ]);
     expect(weekdays.code, weekdays.stderr).toBe(0);
     expect(parse<Schedule>(weekdays.stdout)).toMatchObject({
       scheduleOption: 'Recurring',
-      recurringOptions: { days: { daysOption: 'DaysOfWeek', daysOfWeek: ['Monday', 'Friday'] }, times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' }, timeZone: 'Eastern Standard Time' },
+      recurringOptions: {
+        days: { daysOption: 'DaysOfWeek', daysOfWeek: ['Monday', 'Friday'] },
+        times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' },
+        timeZone: 'Eastern Standard Time',
+      },
     });
     const shown = await ferry(svc, ['solutions', 'show', 'Sync accounts']);
     expect(parse<Solution>(shown.stdout).nextRunTime).not.toBeNull();
 
-    const monthly = await ferry(svc, ['solutions', 'schedule', 'Sync accounts', '--month-days', '1,15,last', '--every', '2h']);
+    const monthly = await ferry(svc, [
+      'solutions',
+      'schedule',
+      'Sync accounts',
+      '--month-days',
+      '1,15,last',
+      '--every',
+      '2h',
+    ]);
     expect(parse<Schedule>(monthly.stdout).recurringOptions).toMatchObject({
-      days: { daysOption: 'DaysOfMonth', daysOfMonth: [1, 15], lastDayOfMonth: true }, times: { timeOption: 'TimeInterval', timeInterval: 2, timeIntervalUnit: 'hours' },
+      days: { daysOption: 'DaysOfMonth', daysOfMonth: [1, 15], lastDayOfMonth: true },
+      times: { timeOption: 'TimeInterval', timeInterval: 2, timeIntervalUnit: 'hours' },
     });
 
     const wrong = await ferry(svc, ['solutions', 'schedule', 'Sync accounts', '--at', '25:00']);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/^ferry: 400 .*timeOfDay.*\(API_VALIDATION\)/);
-    expect((await ferry(svc, ['solutions', 'schedule', 'Sync accounts', '--at', '1:00', '--every', '2h'])).code).toBe(2);
+    expect((await ferry(svc, ['solutions', 'schedule', 'Sync accounts', '--at', '1:00', '--every', '2h'])).code).toBe(
+      2,
+    );
 
     const off = await ferry(svc, ['solutions', 'schedule', 'Sync accounts', '--on-demand']);
     expect(parse<Schedule>(off.stdout).scheduleOption).toBe('OnDemand');

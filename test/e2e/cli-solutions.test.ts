@@ -30,7 +30,9 @@ describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_
       reply: (cmd) => (cmd['type'] === 'monitorSolution' ? { re: cmd['id'], ok: true, result: onAgent } : undefined),
     }));
     const create = async (name: string): Promise<string> => {
-      const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+      const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, {
+        body: { name, solutionType: 'Integration', agentId: agent.agentId },
+      });
       expect(res.status, res.text).toBe(201);
       return res.body.id;
     };
@@ -58,7 +60,9 @@ describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_
     expect(parse<{ name: string }>(byId.stdout).name).toBe('Sync contacts');
     const none = await ferry(svc, ['solutions', 'show', 'Copy']);
     expect(none.code).toBe(1);
-    expect(none.stderr).toBe('ferry: No Solution named "Copy" in Organization 1; names containing it: "Copy accounts"\n');
+    expect(none.stderr).toBe(
+      'ferry: No Solution named "Copy" in Organization 1; names containing it: "Copy accounts"\n',
+    );
     const missing = await ferry(svc, ['solutions', 'show']);
     expect(missing.code).toBe(2);
   });
@@ -79,7 +83,10 @@ describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_
     });
     const all = await ferry(svc, ['solutions', 'history', 'Copy accounts']);
     expect(all.code, all.stderr).toBe(0);
-    expect(parse<Execution[]>(all.stdout).map((e) => e.result)).toEqual(['CompletedWithErrors', 'CompletedSuccessfully']);
+    expect(parse<Execution[]>(all.stdout).map((e) => e.result)).toEqual([
+      'CompletedWithErrors',
+      'CompletedSuccessfully',
+    ]);
     const one = await ferry(svc, ['solutions', 'history', 'Copy accounts', '--limit', '1']);
     expect(parse<Execution[]>(one.stdout).map((e) => e.processExecutionId)).toEqual([failedRun]);
     const ok = await ferry(svc, ['solutions', 'history', 'Copy accounts', '--result', 'completedsuccessfully']);
@@ -92,14 +99,30 @@ describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_
   it("lists a run's record errors with the failed record's key or row: the latest run, or the one given", async () => {
     const latest = await ferry(svc, ['solutions', 'errors', 'Copy accounts']);
     expect(latest.code, latest.stderr).toBe(0);
-    const shown = parse<{ processExecutionId: string; total: number; errors: Array<{ errorMessage: string; sourceKey: unknown; sourceRow: unknown }> }>(latest.stdout);
+    const shown = parse<{
+      processExecutionId: string;
+      total: number;
+      errors: Array<{ errorMessage: string; sourceKey: unknown; sourceRow: unknown }>;
+    }>(latest.stdout);
     expect(shown).toMatchObject({ processExecutionId: failedRun, total: 2 });
     expect(shown.errors.map((e) => [e.errorMessage, e.sourceKey, e.sourceRow])).toEqual([
       ['record 1 refused', { AccountId: 'A-1' }, null],
       ['record 2 refused', null, 7],
     ]);
-    const paged = await ferry(svc, ['solutions', 'errors', 'Copy accounts', '--run', failedRun, '--offset', '1', '--limit', '1']);
-    expect(parse<{ errors: Array<{ errorMessage: string }> }>(paged.stdout).errors.map((e) => e.errorMessage)).toEqual(['record 2 refused']);
+    const paged = await ferry(svc, [
+      'solutions',
+      'errors',
+      'Copy accounts',
+      '--run',
+      failedRun,
+      '--offset',
+      '1',
+      '--limit',
+      '1',
+    ]);
+    expect(parse<{ errors: Array<{ errorMessage: string }> }>(paged.stdout).errors.map((e) => e.errorMessage)).toEqual([
+      'record 2 refused',
+    ]);
     const never = await ferry(svc, ['solutions', 'errors', 'Sync contacts']);
     expect(never.code).toBe(1);
     expect(never.stderr).toContain('has not run yet');
@@ -115,18 +138,39 @@ describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_
     const runId = await seedRun(ch, { solutionId: syncId, finish: false });
     onAgent = { running: true, runId, startedAt: new Date().toISOString(), processed: 500, failed: 1 };
     let exited = false;
-    const watch = ferry(svc, ['solutions', 'watch', 'Sync contacts', '--interval', '0.2']).finally(() => (exited = true));
+    const watch = ferry(svc, ['solutions', 'watch', 'Sync contacts', '--interval', '0.2']).finally(
+      () => (exited = true),
+    );
     // The watch polls History and the monitor: still watching while the run goes.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(exited).toBe(false);
     onAgent = { running: false, processed: 0, failed: 0 };
-    expect(await ch.report({
-      kind: 'runFinished', runId, solutionId: syncId, trigger: 'start', startedAt: new Date(Date.now() - 60_000).toISOString(), at: new Date().toISOString(),
-      result: 'FatalError', processed: 500, failed: 1, stopped: false, sourceDataLocal: true, statistics: [], details: 'the target went away',
-    })).toMatchObject({ ok: true });
+    expect(
+      await ch.report({
+        kind: 'runFinished',
+        runId,
+        solutionId: syncId,
+        trigger: 'start',
+        startedAt: new Date(Date.now() - 60_000).toISOString(),
+        at: new Date().toISOString(),
+        result: 'FatalError',
+        processed: 500,
+        failed: 1,
+        stopped: false,
+        sourceDataLocal: true,
+        statistics: [],
+        details: 'the target went away',
+      }),
+    ).toMatchObject({ ok: true });
     const run = await watch;
     expect(run.code).toBe(1);
-    expect(parse<Execution & { details: string }>(run.stdout)).toMatchObject({ processExecutionId: runId, result: 'FatalError', recordsProcessed: 500, recordsFailed: 1, details: 'the target went away' });
+    expect(parse<Execution & { details: string }>(run.stdout)).toMatchObject({
+      processExecutionId: runId,
+      result: 'FatalError',
+      recordsProcessed: 500,
+      recordsFailed: 1,
+      details: 'the target went away',
+    });
     expect(run.stderr).toContain(`ended FatalError with 1 failed records`);
   });
 
@@ -155,16 +199,31 @@ describe('ferry solutions against a real Service', { timeout: CLI_SUITE_TIMEOUT_
     const runId = await seedRun(ch, { solutionId: syncId, finish: false });
     const startedAt = new Date().toISOString();
     onAgent = { running: true, runId, startedAt, processed: 100, failed: 0 };
-    const watch = startFerry(['solutions', 'watch', 'Sync contacts', '--interval', '0.2'], { env: loginEnv(svc), terminal: true });
+    const watch = startFerry(['solutions', 'watch', 'Sync contacts', '--interval', '0.2'], {
+      env: loginEnv(svc),
+      terminal: true,
+    });
     // Each change once the watch has shown the one before, however long the process takes to start.
     await watch.waitFor(/100 processed, 0 failed/);
     onAgent = { running: true, runId, startedAt, processed: 2_100, failed: 3 };
     await watch.waitFor(/2,100 processed, 3 failed/);
     onAgent = { running: false, processed: 0, failed: 0 };
-    expect(await ch.report({
-      kind: 'runFinished', runId, solutionId: syncId, trigger: 'start', startedAt: new Date(Date.now() - 3_000).toISOString(), at: new Date().toISOString(),
-      result: 'CompletedSuccessfully', processed: 2_100, failed: 0, stopped: false, sourceDataLocal: true, statistics: [],
-    })).toMatchObject({ ok: true });
+    expect(
+      await ch.report({
+        kind: 'runFinished',
+        runId,
+        solutionId: syncId,
+        trigger: 'start',
+        startedAt: new Date(Date.now() - 3_000).toISOString(),
+        at: new Date().toISOString(),
+        result: 'CompletedSuccessfully',
+        processed: 2_100,
+        failed: 0,
+        stopped: false,
+        sourceDataLocal: true,
+        statistics: [],
+      }),
+    ).toMatchObject({ ok: true });
     const run = await watch.done;
     const seen = run.stdout;
     expect(run.code, seen).toBe(0);

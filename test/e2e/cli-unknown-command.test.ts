@@ -9,7 +9,11 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 function ferry(args: string[]): { code: number; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, FERRY_LOG_LEVEL: 'silent' } });
+  const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+  });
   return { code: run.status ?? -1, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -24,10 +28,14 @@ describe('ferry with a command it does not know', () => {
   it('names the commands of a group for an unknown or missing subcommand', () => {
     const unknown = ferry(['agent', 'frobnicate']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/^ferry: unknown command "frobnicate" for "ferry agent"; its commands: install, .*status/);
+    expect(unknown.stderr).toMatch(
+      /^ferry: unknown command "frobnicate" for "ferry agent"; its commands: install, .*status/,
+    );
     const missing = ferry(['connections']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/^ferry: ferry connections needs a command; its commands: list, get, create, update, test/);
+    expect(missing.stderr).toMatch(
+      /^ferry: ferry connections needs a command; its commands: list, get, create, update, test/,
+    );
   });
 
   it('prints the usage on --help with exit 0, and with no command at all with exit 2', () => {

@@ -23,7 +23,15 @@ const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const CLI = /(?:^\s*|[;&|(]\s*)(?:npx tsx src\/cli\/main\.ts|npx ferry|ferry)\s+(\S+)(?:\s+(\S+))?/;
 /** The commands that run without a Service: `ferry <command> [<subcommand>]`. */
-const OFFLINE = new Set(['formula eval', 'map validate', 'map run', 'map failures', '--help', '--version', 'service openapi']);
+const OFFLINE = new Set([
+  'formula eval',
+  'map validate',
+  'map run',
+  'map failures',
+  '--help',
+  '--version',
+  'service openapi',
+]);
 const MARKER = /^<!--\s*example:\s*(.+?)\s*-->$/;
 
 interface Example {
@@ -34,7 +42,10 @@ interface Example {
 }
 
 function markdownFiles(): string[] {
-  const docs = fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join('docs', f));
+  const docs = fs
+    .readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => path.join('docs', f));
   return ['README.md', ...docs];
 }
 
@@ -78,7 +89,7 @@ interface Step {
 /** A transcript's commands (a command goes on while a quote is open) and the output under each. */
 function transcript(lines: string[]): Step[] {
   const steps: Step[] = [];
-  for (let i = 0; i < lines.length; ) {
+  for (let i = 0; i < lines.length;) {
     let command = stripPrompt(lines[i] as string);
     while (unbalanced(command) && i + 1 < lines.length) command += `\n${lines[++i] as string}`;
     const expected: string[] = [];
@@ -101,14 +112,23 @@ function unbalanced(command: string): boolean {
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-doc-examples-'));
 const bin = path.join(work, 'bin');
 fs.mkdirSync(bin);
-fs.writeFileSync(path.join(bin, 'ferry'), `#!/bin/sh\nexec "${process.execPath}" --import tsx "${path.join(ROOT, 'src/cli/main.ts')}" "$@"\n`, { mode: 0o755 });
+fs.writeFileSync(
+  path.join(bin, 'ferry'),
+  `#!/bin/sh\nexec "${process.execPath}" --import tsx "${path.join(ROOT, 'src/cli/main.ts')}" "$@"\n`,
+  { mode: 0o755 },
+);
 let runs = 0;
 
 async function bash(script: string): Promise<{ code: number; output: string }> {
   const tmp = path.join(work, `run-${++runs}`);
   fs.mkdirSync(tmp);
   const text = script.replace(/\/tmp\//g, `${tmp}/`).replace(/\bnpx ferry\b/g, 'ferry');
-  const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env['PATH'] ?? ''}`, FERRY_LOG_LEVEL: 'silent', FERRY_DATA_DIR: path.join(tmp, 'data') };
+  const env = {
+    ...process.env,
+    PATH: `${bin}${path.delimiter}${process.env['PATH'] ?? ''}`,
+    FERRY_LOG_LEVEL: 'silent',
+    FERRY_DATA_DIR: path.join(tmp, 'data'),
+  };
   try {
     const { stdout, stderr } = await exec('bash', ['-eo', 'pipefail', '-c', text], { cwd: ROOT, env, timeout: 60_000 });
     return { code: 0, output: stdout + stderr };
@@ -133,7 +153,10 @@ describe('the CLI examples of README.md and docs/', () => {
     }
     it(`${e.where} runs`, { timeout: 120_000 }, async () => {
       const needs = commandsOf(e.lines).filter((c) => !OFFLINE.has(c));
-      expect(needs, `${e.where} runs ${needs.join(', ')}: mark the block with <!-- example: needs-service --> (or another reason) if it cannot run here`).toEqual([]);
+      expect(
+        needs,
+        `${e.where} runs ${needs.join(', ')}: mark the block with <!-- example: needs-service --> (or another reason) if it cannot run here`,
+      ).toEqual([]);
       if (e.lines.some((l) => l.startsWith('$ '))) {
         for (const step of transcript(e.lines)) {
           const run = await bash(step.command);

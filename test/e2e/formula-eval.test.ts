@@ -17,7 +17,11 @@ interface Run {
 
 async function ferry(...args: string[]): Promise<Run> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'formula', 'eval', ...args], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' } });
+    const { stdout, stderr } = await exec(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'formula', 'eval', ...args],
+      { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' } },
+    );
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -27,12 +31,20 @@ async function ferry(...args: string[]): Promise<Run> {
 
 describe('ferry formula eval', () => {
   it('prints the value as JSON', async () => {
-    const run = await ferry('CONCATENATE(Query_Account.Name, " (", Query_Account.City, ")")', '--record', '{"Query_Account": {"Name": "Acme", "City": "Oslo"}}');
+    const run = await ferry(
+      'CONCATENATE(Query_Account.Name, " (", Query_Account.City, ")")',
+      '--record',
+      '{"Query_Account": {"Name": "Acme", "City": "Oslo"}}',
+    );
     expect(run).toMatchObject({ code: 0, stdout: '"Acme (Oslo)"\n' });
     expect((await ferry('"2" + "1"')).stdout).toBe('3\n');
     expect((await ferry('ISNULL(Q.Missing)')).stdout).toBe('true\n');
-    expect((await ferry('DATEADD("day", 1, NOW())', '--now', '2024-03-05T10:00:00Z')).stdout).toBe('"2024-03-06T10:00:00.000Z"\n');
-    expect((await ferry('LOOKUPTABLEVALUE2("States", "Texas")', '--lookup-tables', '{"States": [["Texas", "TX"]]}')).stdout).toBe('"TX"\n');
+    expect((await ferry('DATEADD("day", 1, NOW())', '--now', '2024-03-05T10:00:00Z')).stdout).toBe(
+      '"2024-03-06T10:00:00.000Z"\n',
+    );
+    expect(
+      (await ferry('LOOKUPTABLEVALUE2("States", "Texas")', '--lookup-tables', '{"States": [["Texas", "TX"]]}')).stdout,
+    ).toBe('"TX"\n');
     expect((await ferry('--', '-1 + 3')).stdout).toBe('2\n');
   });
 
@@ -59,14 +71,23 @@ describe('ferry formula eval', () => {
   });
 
   it('refuses a record that holds none of the fields the formula reads, naming them', async () => {
-    const run = await ferry('[Query Account].[First Name] & Q.Last', '--record', '{"fields":{"Query Account.First Name":"Ada"}}');
+    const run = await ferry(
+      '[Query Account].[First Name] & Q.Last',
+      '--record',
+      '{"fields":{"Query Account.First Name":"Ada"}}',
+    );
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('FML_INVALID_INPUT: --record holds none of the fields the formula reads: [Query Account].[First Name], Q.Last.');
+    expect(run.stderr).toContain(
+      'FML_INVALID_INPUT: --record holds none of the fields the formula reads: [Query Account].[First Name], Q.Last.',
+    );
     expect(run.stderr).toContain('{"Query Account": {"First Name": …}, "Q": {"Last": …}}');
     expect((await ferry('Q.Name', '--record', '{"q": {"name": "a"}}')).code).toBe(2);
     // One field found is enough: the others are null, as in a run.
-    expect(await ferry('Q.A & "-" & Q.B', '--record', '{"Q": {"A": "x"}}')).toMatchObject({ code: 0, stdout: '"x-"\n' });
+    expect(await ferry('Q.A & "-" & Q.B', '--record', '{"Q": {"A": "x"}}')).toMatchObject({
+      code: 0,
+      stdout: '"x-"\n',
+    });
     expect(await ferry('1 + 1', '--record', '{}')).toMatchObject({ code: 0, stdout: '2\n' });
   });
 });

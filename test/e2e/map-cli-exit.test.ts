@@ -27,7 +27,11 @@ interface Exit {
 
 function ferry(args: string[]): Promise<Exit> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'map', ...args], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'map', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -45,7 +49,10 @@ describe('ferry map run at exit', () => {
     fs.mkdirSync(path.join(dir, 'src'));
     fs.copyFileSync(path.join(FIXTURE, 'input', 'schema.json'), path.join(dir, 'src', 'schema.json'));
     // The fixture's people, all valid: every run succeeds, so any other exit code is the process's own.
-    fs.writeFileSync(path.join(dir, 'src', 'people.csv'), fs.readFileSync(path.join(FIXTURE, 'input', 'people.csv'), 'utf8').replace(',x,', ',7,'));
+    fs.writeFileSync(
+      path.join(dir, 'src', 'people.csv'),
+      fs.readFileSync(path.join(FIXTURE, 'input', 'people.csv'), 'utf8').replace(',x,', ',7,'),
+    );
     const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as Record<string, unknown>;
     delete model['lastRunDate'];
     map = path.join(dir, 'map.json');
@@ -64,34 +71,56 @@ describe('ferry map run at exit', () => {
         db.exec('CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, age_next INTEGER)');
         db.close();
         const conns = path.join(dir, `conns-${i}.json`);
-        fs.writeFileSync(conns, JSON.stringify({ src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } }, db: { connector: 'SQLite', properties: { file: path.join(dir, `target-${i}.db`) } } }));
+        fs.writeFileSync(
+          conns,
+          JSON.stringify({
+            src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } },
+            db: { connector: 'SQLite', properties: { file: path.join(dir, `target-${i}.db`) } },
+          }),
+        );
         exits.push(await ferry(['run', map, '--connections', conns]));
       }
     };
     await Promise.all(Array.from({ length: AT_ONCE }, worker));
     expect(exits).toHaveLength(RUNS);
     for (const exit of exits) {
-      expect({ code: exit.code, signal: exit.signal, stderr: exit.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+      expect({ code: exit.code, signal: exit.signal, stderr: exit.stderr }).toEqual({
+        code: 0,
+        signal: null,
+        stderr: '',
+      });
       expect(JSON.parse(exit.stdout)).toMatchObject({ processed: 5, failed: 0 });
     }
   });
 
-  it(`exits 1 with no native assertion in ${FAILING_RUNS} runs where every record fails`, { timeout: 240_000 }, async () => {
-    // One target the first run fills: every later run fails each record with a duplicate key, after its formulas ran.
-    const db = new Database(path.join(dir, 'target-shared.db'));
-    db.exec('CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, age_next INTEGER)');
-    db.close();
-    const conns = path.join(dir, 'conns-shared.json');
-    fs.writeFileSync(conns, JSON.stringify({ src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } }, db: { connector: 'SQLite', properties: { file: path.join(dir, 'target-shared.db') } } }));
-    const fill = await ferry(['run', map, '--connections', conns]);
-    expect(fill.code).toBe(0);
-    const exits: Exit[] = [];
-    for (let i = 0; i < FAILING_RUNS; i++) exits.push(await ferry(['run', map, '--connections', conns, '--failures', path.join(dir, 'failures')]));
-    for (const exit of exits) {
-      expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 1, signal: null });
-      expect(JSON.parse(exit.stdout)).toMatchObject({ processed: 5, failed: 5 });
-      // Only the record errors, as JSON lines (piped): no assertion or other native message.
-      for (const line of exit.stderr.trim().split('\n')) expect(Object.keys(JSON.parse(line) as object)).toEqual([expect.stringMatching(/^recordErrors?$/)]);
-    }
-  });
+  it(
+    `exits 1 with no native assertion in ${FAILING_RUNS} runs where every record fails`,
+    { timeout: 240_000 },
+    async () => {
+      // One target the first run fills: every later run fails each record with a duplicate key, after its formulas ran.
+      const db = new Database(path.join(dir, 'target-shared.db'));
+      db.exec('CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, age_next INTEGER)');
+      db.close();
+      const conns = path.join(dir, 'conns-shared.json');
+      fs.writeFileSync(
+        conns,
+        JSON.stringify({
+          src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } },
+          db: { connector: 'SQLite', properties: { file: path.join(dir, 'target-shared.db') } },
+        }),
+      );
+      const fill = await ferry(['run', map, '--connections', conns]);
+      expect(fill.code).toBe(0);
+      const exits: Exit[] = [];
+      for (let i = 0; i < FAILING_RUNS; i++)
+        exits.push(await ferry(['run', map, '--connections', conns, '--failures', path.join(dir, 'failures')]));
+      for (const exit of exits) {
+        expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 1, signal: null });
+        expect(JSON.parse(exit.stdout)).toMatchObject({ processed: 5, failed: 5 });
+        // Only the record errors, as JSON lines (piped): no assertion or other native message.
+        for (const line of exit.stderr.trim().split('\n'))
+          expect(Object.keys(JSON.parse(line) as object)).toEqual([expect.stringMatching(/^recordErrors?$/)]);
+      }
+    },
+  );
 });

@@ -21,7 +21,11 @@ const ferryEnv = { ...process.env, FERRY_LOG_LEVEL: 'silent' };
 
 async function ferry(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ferryArgs(...args), { cwd: ROOT, env: ferryEnv, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await exec(process.execPath, ferryArgs(...args), {
+      cwd: ROOT,
+      env: ferryEnv,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -39,10 +43,13 @@ describe('ferry map validate | run', () => {
     db.exec(fs.readFileSync(path.join(dir, 'src', 'target.sql'), 'utf8'));
     db.close();
     conns = path.join(dir, 'conns.json');
-    fs.writeFileSync(conns, JSON.stringify({
-      src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } },
-      db: { connector: 'SQLite', properties: { file: path.join(dir, 'target.db') } },
-    }));
+    fs.writeFileSync(
+      conns,
+      JSON.stringify({
+        src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } },
+        db: { connector: 'SQLite', properties: { file: path.join(dir, 'target.db') } },
+      }),
+    );
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -53,7 +60,9 @@ describe('ferry map validate | run', () => {
   });
 
   it('fails validation with the Block and exits non-zero when an entity is missing', async () => {
-    const broken = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8').replace('"contacts"', '"no_such_table"')) as unknown;
+    const broken = JSON.parse(
+      fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8').replace('"contacts"', '"no_such_table"'),
+    ) as unknown;
     const file = path.join(dir, 'broken.json');
     fs.writeFileSync(file, JSON.stringify(broken));
     const run = await ferry('validate', file, '--connections', conns);
@@ -78,29 +87,59 @@ describe('ferry map validate | run', () => {
 
   it('runs the Map, prints the statistics as JSON, writes the good records and keeps the watermark', async () => {
     const state = path.join(dir, 'state.json');
-    const run = await ferry('run', path.join(FIXTURE, 'map.json'), '--connections', conns, '--state', state, '--failures', path.join(dir, 'failures'));
+    const run = await ferry(
+      'run',
+      path.join(FIXTURE, 'map.json'),
+      '--connections',
+      conns,
+      '--state',
+      state,
+      '--failures',
+      path.join(dir, 'failures'),
+    );
     // Some records failed (a formula error): the statistics are printed and the exit code says so.
     expect(run.code).toBe(1);
     const stats = JSON.parse(run.stdout) as { processed: number; failed: number; lastRunDate: string };
-    const expected = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'expected.json'), 'utf8')) as { stats: { processed: number; failed: number }; lastRunDate: string; tables: { contacts: unknown[] } };
+    const expected = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'expected.json'), 'utf8')) as {
+      stats: { processed: number; failed: number };
+      lastRunDate: string;
+      tables: { contacts: unknown[] };
+    };
     expect({ processed: stats.processed, failed: stats.failed }).toEqual(expected.stats);
     const db = new Database(path.join(dir, 'target.db'), { readonly: true });
-    expect(db.prepare('SELECT id, full_name, age_next FROM contacts ORDER BY id').all()).toEqual(expected.tables.contacts);
+    expect(db.prepare('SELECT id, full_name, age_next FROM contacts ORDER BY id').all()).toEqual(
+      expected.tables.contacts,
+    );
     db.close();
     // the watermark, with the identity (primary key) of the record processed at exactly it
-    expect(JSON.parse(fs.readFileSync(state, 'utf8'))).toEqual({ lastRunDate: expected.lastRunDate, processedAtLastRunDate: ['k:[5]'] });
+    expect(JSON.parse(fs.readFileSync(state, 'utf8'))).toEqual({
+      lastRunDate: expected.lastRunDate,
+      processedAtLastRunDate: ['k:[5]'],
+    });
     expect(fs.existsSync(path.join(dir, 'failures'))).toBe(true);
     // a second run re-reads the record at the watermark and skips it: nothing to do, exit 0
-    const again = await ferry('run', path.join(FIXTURE, 'map.json'), '--connections', conns, '--state', state, '--failures', path.join(dir, 'failures'));
+    const again = await ferry(
+      'run',
+      path.join(FIXTURE, 'map.json'),
+      '--connections',
+      conns,
+      '--state',
+      state,
+      '--failures',
+      path.join(dir, 'failures'),
+    );
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ processed: 0, failed: 0, lastRunDate: expected.lastRunDate });
   });
 
   describe('--lookup-tables', () => {
     const withLookup = (): string => {
-      const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as { blocks: Array<{ fieldMappings?: Array<{ targetField: string; targetFormula: string }> }> };
+      const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as {
+        blocks: Array<{ fieldMappings?: Array<{ targetField: string; targetFormula: string }> }>;
+      };
       const create = model.blocks[1]?.fieldMappings ?? [];
-      for (const m of create) if (m.targetField === 'full_name') m.targetFormula = 'LOOKUPTABLEVALUE2("Names", Q.first)';
+      for (const m of create)
+        if (m.targetField === 'full_name') m.targetFormula = 'LOOKUPTABLEVALUE2("Names", Q.first)';
       const file = path.join(dir, 'lookup-map.json');
       fs.writeFileSync(file, JSON.stringify(model));
       return file;
@@ -111,7 +150,13 @@ describe('ferry map validate | run', () => {
       db.exec(fs.readFileSync(path.join(dir, 'src', 'target.sql'), 'utf8'));
       db.close();
       const c = path.join(dir, `${name}.conns.json`);
-      fs.writeFileSync(c, JSON.stringify({ src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } }, db: { connector: 'SQLite', properties: { file } } }));
+      fs.writeFileSync(
+        c,
+        JSON.stringify({
+          src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } },
+          db: { connector: 'SQLite', properties: { file } },
+        }),
+      );
       return c;
     };
     const rows = (name: string): unknown[] => {
@@ -125,7 +170,17 @@ describe('ferry map validate | run', () => {
 
     it('runs the Map with the Lookup Tables of a JSON file', async () => {
       const tables = path.join(dir, 'tables.json');
-      fs.writeFileSync(tables, JSON.stringify({ Names: [{ value1: 'ada', value2: 'Ada Lovelace' }, { value1: 'alan', value2: 'Alan Turing' }, ['kid', 'The Kid']], Unused: [] }));
+      fs.writeFileSync(
+        tables,
+        JSON.stringify({
+          Names: [
+            { value1: 'ada', value2: 'Ada Lovelace' },
+            { value1: 'alan', value2: 'Alan Turing' },
+            ['kid', 'The Kid'],
+          ],
+          Unused: [],
+        }),
+      );
       const c = freshTarget('lookup.db');
       const run = await ferry('run', withLookup(), '--connections', c, '--lookup-tables', tables);
       // grace fails (her age is not a number), the others are looked up
@@ -154,7 +209,14 @@ describe('ferry map validate | run', () => {
     it('names the bad entry of a malformed file', async () => {
       const tables = path.join(dir, 'bad-tables.json');
       fs.writeFileSync(tables, JSON.stringify({ Names: [{ value1: 'ada', value2: 'Ada' }, { value1: 'alan' }] }));
-      const run = await ferry('run', withLookup(), '--connections', freshTarget('lookup-bad.db'), '--lookup-tables', tables);
+      const run = await ferry(
+        'run',
+        withLookup(),
+        '--connections',
+        freshTarget('lookup-bad.db'),
+        '--lookup-tables',
+        tables,
+      );
       expect(run.code).toBe(1);
       expect(run.stderr).toContain('"Names"[1] must be {"value1": text, "value2": text} or [value1, value2]');
     });
@@ -166,7 +228,8 @@ describe('ferry map validate | run', () => {
     const T0 = Date.UTC(2024, 0, 2);
     const at = (i: number): string => new Date(T0 + i * 1000).toISOString().replace('.000Z', 'Z');
     const indexOf = (date: string): number => (Date.parse(date) - T0) / 1000;
-    const checkpointOf = (state: string): number => indexOf((JSON.parse(fs.readFileSync(state, 'utf8')) as { lastRunDate: string }).lastRunDate);
+    const checkpointOf = (state: string): number =>
+      indexOf((JSON.parse(fs.readFileSync(state, 'utf8')) as { lastRunDate: string }).lastRunDate);
 
     /** N people, one a second, and an Upsert Map of them into a target whose `writes` table records every insert and update. */
     function setUpBig(name: string): { args: string[]; dbFile: string; state: string } {
@@ -184,20 +247,42 @@ describe('ferry map validate | run', () => {
         CREATE TRIGGER contacts_updated AFTER UPDATE ON contacts BEGIN INSERT INTO writes (id) VALUES (NEW.id); END;`);
       db.close();
       const c = path.join(base, 'conns.json');
-      fs.writeFileSync(c, JSON.stringify({ src: { connector: 'CSV', properties: { folder: path.join(base, 'src') } }, db: { connector: 'SQLite', properties: { file: dbFile } } }));
-      const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as { batchSize: number; lastRunDate: string; blocks: Array<Record<string, unknown>> };
+      fs.writeFileSync(
+        c,
+        JSON.stringify({
+          src: { connector: 'CSV', properties: { folder: path.join(base, 'src') } },
+          db: { connector: 'SQLite', properties: { file: dbFile } },
+        }),
+      );
+      const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as {
+        batchSize: number;
+        lastRunDate: string;
+        blocks: Array<Record<string, unknown>>;
+      };
       model.batchSize = BATCH;
       model.lastRunDate = '2024-01-01T00:00:00Z';
       Object.assign(model.blocks[1] ?? {}, { blockType: 'Upsert', action: 'InsertUpdate' });
       const mapFile = path.join(base, 'map.json');
       fs.writeFileSync(mapFile, JSON.stringify(model));
       const state = path.join(base, 'state.json');
-      return { args: ['run', mapFile, '--connections', c, '--state', state, '--failures', path.join(base, 'failures')], dbFile, state };
+      return {
+        args: ['run', mapFile, '--connections', c, '--state', state, '--failures', path.join(base, 'failures')],
+        dbFile,
+        state,
+      };
     }
 
     /** Starts the run, sends `signal` once a fifth of the records are checkpointed, and waits for the process to end. */
-    async function stopMidway(args: string[], state: string, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-      const child = spawn(process.execPath, ferryArgs(...args), { cwd: ROOT, env: ferryEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    async function stopMidway(
+      args: string[],
+      state: string,
+      signal: NodeJS.Signals,
+    ): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+      const child = spawn(process.execPath, ferryArgs(...args), {
+        cwd: ROOT,
+        env: ferryEnv,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -235,13 +320,23 @@ describe('ferry map validate | run', () => {
     async function checkResumed(args: string[], dbFile: string, done: number): Promise<void> {
       const again = await ferry(...args);
       expect(again.code).toBe(0);
-      expect(JSON.parse(again.stdout)).toMatchObject({ processed: N - done, failed: 0, cancelled: false, lastRunDate: at(N) });
+      expect(JSON.parse(again.stdout)).toMatchObject({
+        processed: N - done,
+        failed: 0,
+        cancelled: false,
+        lastRunDate: at(N),
+      });
       const db = new Database(dbFile, { readonly: true });
       try {
-        expect(db.prepare("SELECT count(*) AS n FROM contacts WHERE full_name = 'P' || id AND age_next = id % 90 + 1").get()).toEqual({ n: N });
+        expect(
+          db.prepare("SELECT count(*) AS n FROM contacts WHERE full_name = 'P' || id AND age_next = id % 90 + 1").get(),
+        ).toEqual({ n: N });
         expect(db.prepare('SELECT count(*) AS n FROM contacts').get()).toEqual({ n: N });
         expect(db.prepare('SELECT count(DISTINCT id) AS n FROM writes').get()).toEqual({ n: N });
-        const twice = db.prepare('SELECT id, count(*) AS n FROM writes GROUP BY id HAVING n > 1 ORDER BY id').all() as { id: number; n: number }[];
+        const twice = db.prepare('SELECT id, count(*) AS n FROM writes GROUP BY id HAVING n > 1 ORDER BY id').all() as {
+          id: number;
+          n: number;
+        }[];
         expect(twice.length).toBeLessThanOrEqual(BATCH);
         for (const t of twice) {
           expect(t.n).toBe(2);
@@ -256,7 +351,11 @@ describe('ferry map validate | run', () => {
     it('kill -9: nothing is lost, and only the batch in flight can be written again (Upsert: each record once in the target)', async () => {
       const { args, dbFile, state } = setUpBig('crash');
       const stopped = await stopMidway(args, state, 'SIGKILL');
-      expect({ code: stopped.code, signal: stopped.signal, stderr: stopped.stderr }).toEqual({ code: null, signal: 'SIGKILL', stderr: '' });
+      expect({ code: stopped.code, signal: stopped.signal, stderr: stopped.stderr }).toEqual({
+        code: null,
+        signal: 'SIGKILL',
+        stderr: '',
+      });
       const done = checkpointOf(state);
       checkAfterStop(dbFile, done);
       await checkResumed(args, dbFile, done);
@@ -267,7 +366,12 @@ describe('ferry map validate | run', () => {
       const stopped = await stopMidway(args, state, 'SIGINT');
       expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 0, signal: null });
       const done = checkpointOf(state);
-      const stats = JSON.parse(stopped.stdout) as { processed: number; failed: number; cancelled: boolean; lastRunDate: string };
+      const stats = JSON.parse(stopped.stdout) as {
+        processed: number;
+        failed: number;
+        cancelled: boolean;
+        lastRunDate: string;
+      };
       expect(stats).toMatchObject({ cancelled: true, failed: 0, processed: done, lastRunDate: at(done) });
       checkAfterStop(dbFile, done);
       await checkResumed(args, dbFile, done);

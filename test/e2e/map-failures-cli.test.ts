@@ -20,7 +20,11 @@ const hasScript = process.platform === 'linux' && spawnSync('script', ['--versio
 
 async function ferry(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'map', ...args], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' }, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'map', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+      maxBuffer: 16 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -44,7 +48,10 @@ describe('ferry map run record errors and ferry map failures', () => {
     fs.copyFileSync(path.join(FIXTURE, 'input', 'schema.json'), path.join(dir, 'src', 'schema.json'));
     const rows = Array.from({ length: PEOPLE }, (_, i) => `${i + 1},name${i + 1},last,${20 + i},2024-01-01T00:00:00Z`);
     fs.writeFileSync(path.join(dir, 'src', 'people.csv'), `id,first,last,age,updated_at\n${rows.join('\n')}\n`);
-    const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as { lastRunDate?: string; batchSize: number };
+    const model = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'map.json'), 'utf8')) as {
+      lastRunDate?: string;
+      batchSize: number;
+    };
     delete model.lastRunDate;
     model.batchSize = 7;
     map = path.join(dir, 'map.json');
@@ -53,7 +60,13 @@ describe('ferry map run record errors and ferry map failures', () => {
     db.exec('CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL, age_next INTEGER)');
     db.close();
     conns = path.join(dir, 'conns.json');
-    fs.writeFileSync(conns, JSON.stringify({ src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } }, db: { connector: 'SQLite', properties: { file: path.join(dir, 'target.db') } } }));
+    fs.writeFileSync(
+      conns,
+      JSON.stringify({
+        src: { connector: 'CSV', properties: { folder: path.join(dir, 'src') } },
+        db: { connector: 'SQLite', properties: { file: path.join(dir, 'target.db') } },
+      }),
+    );
     failures = path.join(dir, 'failures');
     const first = await ferry('run', map, '--connections', conns, '--failures', failures);
     expect(first.code).toBe(0);
@@ -65,26 +78,69 @@ describe('ferry map run record errors and ferry map failures', () => {
     const again = await ferry('run', map, '--connections', conns, '--failures', failures);
     expect(again.code).toBe(1);
     expect(JSON.parse(again.stdout)).toMatchObject({ processed: PEOPLE, failed: PEOPLE });
-    const lines = again.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = again.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(6);
-    const shown = lines.slice(0, 5).map((l) => l['recordError'] as { code: string; blockName: string; sourceKey: unknown; sourceRow: number; errorMessage: string; failedRecordId: string });
+    const shown = lines.slice(0, 5).map(
+      (l) =>
+        l['recordError'] as {
+          code: string;
+          blockName: string;
+          sourceKey: unknown;
+          sourceRow: number;
+          errorMessage: string;
+          failedRecordId: string;
+        },
+    );
     expect(shown.map((e) => e.sourceKey)).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }]);
     expect(shown[0]).toMatchObject({ code: 'RUN_WRITE_FAILED', blockName: 'CreateContact', sourceRow: 1 });
     expect(shown[0]?.errorMessage).toMatch(/UNIQUE constraint failed: contacts\.id/);
     expect(shown[0]?.failedRecordId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(lines[5]).toEqual({ recordErrors: { RUN_WRITE_FAILED: { count: PEOPLE, shown: 5, blocks: { CreateContact: PEOPLE } } } });
+    expect(lines[5]).toEqual({
+      recordErrors: { RUN_WRITE_FAILED: { count: PEOPLE, shown: 5, blocks: { CreateContact: PEOPLE } } },
+    });
   });
 
-  it.skipIf(!hasScript)('on a terminal: readable lines with the Block, the key and the message, and the count by code', () => {
-    const cmd = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'map', 'run', map, '--connections', conns, '--failures', failures].map((a) => `'${a}'`).join(' ');
-    const run = spawnSync('script', ['-qfec', `${cmd} > /dev/null`, '/dev/null'], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
-    const text = run.stdout.split('\u001b[K').join('\n').replace(/\r/g, '\n');
-    expect(text).toMatch(/CreateContact {2}key id=1 {2}RUN_WRITE_FAILED {2}contacts refused the record: UNIQUE constraint failed: contacts\.id/);
-    expect(text.match(/RUN_WRITE_FAILED {2}contacts refused/g)).toHaveLength(5);
-    expect(text).toMatch(new RegExp(`RUN_WRITE_FAILED: ${PEOPLE} records \\(CreateContact: ${PEOPLE}\\); the first 5 are shown above\\.`));
-    expect(text).toContain(`ferry map failures list --failures ${failures}`);
-    expect(text).not.toContain('{"recordError"');
-  });
+  it.skipIf(!hasScript)(
+    'on a terminal: readable lines with the Block, the key and the message, and the count by code',
+    () => {
+      const cmd = [
+        process.execPath,
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'map',
+        'run',
+        map,
+        '--connections',
+        conns,
+        '--failures',
+        failures,
+      ]
+        .map((a) => `'${a}'`)
+        .join(' ');
+      const run = spawnSync('script', ['-qfec', `${cmd} > /dev/null`, '/dev/null'], {
+        cwd: ROOT,
+        env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      const text = run.stdout.split('\u001b[K').join('\n').replace(/\r/g, '\n');
+      expect(text).toMatch(
+        /CreateContact {2}key id=1 {2}RUN_WRITE_FAILED {2}contacts refused the record: UNIQUE constraint failed: contacts\.id/,
+      );
+      expect(text.match(/RUN_WRITE_FAILED {2}contacts refused/g)).toHaveLength(5);
+      expect(text).toMatch(
+        new RegExp(
+          `RUN_WRITE_FAILED: ${PEOPLE} records \\(CreateContact: ${PEOPLE}\\); the first 5 are shown above\\.`,
+        ),
+      );
+      expect(text).toContain(`ferry map failures list --failures ${failures}`);
+      expect(text).not.toContain('{"recordError"');
+    },
+  );
 
   it('lists the failed records a page at a time, filtered by code and Map, and shows one', async () => {
     const all = await ferry('failures', 'list', '--failures', failures, '--limit', '10');
@@ -93,19 +149,47 @@ describe('ferry map run record errors and ferry map failures', () => {
     expect(page1.total).toBeGreaterThanOrEqual(PEOPLE);
     expect(page1.records).toHaveLength(10);
 
-    const page2 = JSON.parse((await ferry('failures', 'list', '--failures', failures, '--limit', '10', '--page', '2')).stdout) as Listed;
+    const page2 = JSON.parse(
+      (await ferry('failures', 'list', '--failures', failures, '--limit', '10', '--page', '2')).stdout,
+    ) as Listed;
     expect(page2.records).toHaveLength(10);
     expect(page2.records.map((r) => r.id)).not.toContain(page1.records[0]?.id);
 
-    const byCode = JSON.parse((await ferry('failures', 'list', '--failures', failures, '--code', 'RUN_WRITE_FAILED', '--map', 'People to contacts', '--limit', '1000')).stdout) as Listed;
+    const byCode = JSON.parse(
+      (
+        await ferry(
+          'failures',
+          'list',
+          '--failures',
+          failures,
+          '--code',
+          'RUN_WRITE_FAILED',
+          '--map',
+          'People to contacts',
+          '--limit',
+          '1000',
+        )
+      ).stdout,
+    ) as Listed;
     expect(byCode.total).toBe(page1.total);
     expect(byCode.records.every((r) => r.code === 'RUN_WRITE_FAILED' && r.mapName === 'People to contacts')).toBe(true);
-    expect((JSON.parse((await ferry('failures', 'list', '--failures', failures, '--code', 'FML_NOT_A_NUMBER')).stdout) as Listed).total).toBe(0);
+    expect(
+      (
+        JSON.parse(
+          (await ferry('failures', 'list', '--failures', failures, '--code', 'FML_NOT_A_NUMBER')).stdout,
+        ) as Listed
+      ).total,
+    ).toBe(0);
 
     const one = page1.records[0];
     const shown = await ferry('failures', 'show', one?.id ?? '', '--failures', failures);
     expect(shown.code).toBe(0);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ id: one?.id, code: 'RUN_WRITE_FAILED', blockName: 'CreateContact', source: one?.source });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      id: one?.id,
+      code: 'RUN_WRITE_FAILED',
+      blockName: 'CreateContact',
+      source: one?.source,
+    });
     expect(shown.stdout).toMatch(/UNIQUE constraint failed/);
 
     const missing = await ferry('failures', 'show', '00000000-0000-4000-8000-000000000000', '--failures', failures);
@@ -118,8 +202,27 @@ describe('ferry map run record errors and ferry map failures', () => {
   });
 
   it.skipIf(!hasScript)('on a terminal, list prints a table', () => {
-    const cmd = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'map', 'failures', 'list', '--failures', failures, '--limit', '3'].map((a) => `'${a}'`).join(' ');
-    const run = spawnSync('script', ['-qfec', cmd, '/dev/null'], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
+    const cmd = [
+      process.execPath,
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'map',
+      'failures',
+      'list',
+      '--failures',
+      failures,
+      '--limit',
+      '3',
+    ]
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const run = spawnSync('script', ['-qfec', cmd, '/dev/null'], {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(run.stdout).toMatch(/^ID +WHEN \(UTC\) +MAP +BLOCK +CODE +STATE +ERROR/m);
     expect(run.stdout.match(/RUN_WRITE_FAILED/g)).toHaveLength(3);
     expect(run.stdout).toMatch(/Page 1 of \d+ \(\d+ records\)\. Next: --page 2\./);

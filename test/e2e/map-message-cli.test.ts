@@ -16,7 +16,10 @@ const FIXTURE = path.join(ROOT, 'test/fixtures/maps/request-reply');
 
 async function ferry(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'map', ...args], { cwd: ROOT, env: { ...process.env, FERRY_LOG_LEVEL: 'silent' } });
+    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'map', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_LOG_LEVEL: 'silent' },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -33,12 +36,22 @@ describe('ferry map run --message', () => {
     db.exec(fs.readFileSync(path.join(FIXTURE, 'input', 'target.sql'), 'utf8'));
     db.close();
     conns = path.join(dir, 'conns.json');
-    fs.writeFileSync(conns, JSON.stringify({ db: { connector: 'SQLite', properties: { file: path.join(dir, 'target.db') } } }));
+    fs.writeFileSync(
+      conns,
+      JSON.stringify({ db: { connector: 'SQLite', properties: { file: path.join(dir, 'target.db') } } }),
+    );
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('hands the message to the Map and prints the reply, then the statistics', async () => {
-    const run = await ferry('run', path.join(FIXTURE, 'map.json'), '--connections', conns, '--message', path.join(FIXTURE, 'message.json'));
+    const run = await ferry(
+      'run',
+      path.join(FIXTURE, 'map.json'),
+      '--connections',
+      conns,
+      '--message',
+      path.join(FIXTURE, 'message.json'),
+    );
     expect(run.code).toBe(0);
     const [first, ...rest] = run.stdout.split('\n');
     expect(JSON.parse(first ?? '')).toEqual({ reply: { status: 'ok', name: 'two', total: 201 } });

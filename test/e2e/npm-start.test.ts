@@ -38,7 +38,13 @@ describe('ferry up (what npm start runs) as a real process', () => {
     const start = () =>
       spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'up', '--port', '0'], {
         cwd: ROOT,
-        env: { ...process.env, FERRY_DATA_DIR: dataDir, FERRY_LOG_LEVEL: 'warn', FERRY_ADMIN_PASSWORD: '', FERRY_DATABASE_URL: '' },
+        env: {
+          ...process.env,
+          FERRY_DATA_DIR: dataDir,
+          FERRY_LOG_LEVEL: 'warn',
+          FERRY_ADMIN_PASSWORD: '',
+          FERRY_DATABASE_URL: '',
+        },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
     child = start();
@@ -57,7 +63,9 @@ describe('ferry up (what npm start runs) as a real process', () => {
     // A second start keeps the store and does not print a password again.
     child = start();
     const second = watch(child);
-    const [, url2] = await second.waitFor(/Try: /, 60_000).then(() => second.waitFor(/listening on (http:\/\/\S+)/, 1_000));
+    const [, url2] = await second
+      .waitFor(/Try: /, 60_000)
+      .then(() => second.waitFor(/listening on (http:\/\/\S+)/, 1_000));
     const again = await fetch(`${url2}/v1/orgs`, { headers: { authorization: auth } });
     expect(again.status).toBe(200);
     expect(second.text()).not.toMatch(/Password:/);
@@ -66,51 +74,66 @@ describe('ferry up (what npm start runs) as a real process', () => {
     expect(await exited2).toBe(0);
   });
 
-  it('npm start hands a signal to the Service and its Agent: SIGINT to npm (what a process manager or Ctrl-C sends) stops them all', { timeout: 180_000 }, async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-npm-start-'));
-    const npm = spawn('npm', ['start', '--', '--port', '0'], {
-      cwd: ROOT,
-      env: { ...process.env, FERRY_DATA_DIR: dir, FERRY_LOG_LEVEL: 'warn', FERRY_ADMIN_PASSWORD: 'a-long-enough-password', FERRY_DATABASE_URL: '' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    try {
-      const out = watch(npm);
-      // The banner names the Agent only once the API shows it connected, by the API's name.
-      const [, name, agentId, folder] = await out.waitFor(/Agent: +"([^"]+)" \(([0-9a-f-]{36})\) connected, instance ferry-agent-1 in (\S+) /, 150_000);
-      const [, url] = out.text().match(/listening on (http:\/\/\S+)/) ?? [];
-      const auth = `Basic ${Buffer.from('admin@ferry.local:a-long-enough-password').toString('base64')}`;
-      const agents = (await (await fetch(`${url}/v1/orgs/1/agents`, { headers: { authorization: auth } })).json()) as Array<{ id: string; name: string; status: string }>;
-      expect(agents.find((a) => a.id === agentId)).toMatchObject({ name, status: 'Running' });
-      expect(folder).toBe(path.join(dir, 'agent', 'ferry-agent-1'));
-      expect(out.text()).toContain(`Next:     curl -u admin@ferry.local:PASSWORD ${url}/v1/orgs/1/agents`);
-      expect(out.text()).not.toMatch(/ferry-agent-1 running/);
-      /** The processes started for this data folder (the Service, the Agent's supervisor and worker). */
-      const ours = (): string[] =>
-        fs
-          .readdirSync('/proc')
-          .filter((p) => /^\d+$/.test(p))
-          .flatMap((p) => {
-            try {
-              const args = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ');
-              const env = fs.readFileSync(`/proc/${p}/environ`, 'utf8');
-              return args.includes(dir) || env.includes(`FERRY_DATA_DIR=${dir}`) ? [`${p} ${args}`] : [];
-            } catch {
-              return [];
-            }
-          });
-      expect(ours().length).toBeGreaterThanOrEqual(3);
-      const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
-      npm.kill('SIGINT');
-      await exited;
-      let left = ours();
-      for (let i = 0; i < 100 && left.length > 0; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        left = ours();
+  it(
+    'npm start hands a signal to the Service and its Agent: SIGINT to npm (what a process manager or Ctrl-C sends) stops them all',
+    { timeout: 180_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-npm-start-'));
+      const npm = spawn('npm', ['start', '--', '--port', '0'], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          FERRY_DATA_DIR: dir,
+          FERRY_LOG_LEVEL: 'warn',
+          FERRY_ADMIN_PASSWORD: 'a-long-enough-password',
+          FERRY_DATABASE_URL: '',
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      try {
+        const out = watch(npm);
+        // The banner names the Agent only once the API shows it connected, by the API's name.
+        const [, name, agentId, folder] = await out.waitFor(
+          /Agent: +"([^"]+)" \(([0-9a-f-]{36})\) connected, instance ferry-agent-1 in (\S+) /,
+          150_000,
+        );
+        const [, url] = out.text().match(/listening on (http:\/\/\S+)/) ?? [];
+        const auth = `Basic ${Buffer.from('admin@ferry.local:a-long-enough-password').toString('base64')}`;
+        const agents = (await (
+          await fetch(`${url}/v1/orgs/1/agents`, { headers: { authorization: auth } })
+        ).json()) as Array<{ id: string; name: string; status: string }>;
+        expect(agents.find((a) => a.id === agentId)).toMatchObject({ name, status: 'Running' });
+        expect(folder).toBe(path.join(dir, 'agent', 'ferry-agent-1'));
+        expect(out.text()).toContain(`Next:     curl -u admin@ferry.local:PASSWORD ${url}/v1/orgs/1/agents`);
+        expect(out.text()).not.toMatch(/ferry-agent-1 running/);
+        /** The processes started for this data folder (the Service, the Agent's supervisor and worker). */
+        const ours = (): string[] =>
+          fs
+            .readdirSync('/proc')
+            .filter((p) => /^\d+$/.test(p))
+            .flatMap((p) => {
+              try {
+                const args = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ');
+                const env = fs.readFileSync(`/proc/${p}/environ`, 'utf8');
+                return args.includes(dir) || env.includes(`FERRY_DATA_DIR=${dir}`) ? [`${p} ${args}`] : [];
+              } catch {
+                return [];
+              }
+            });
+        expect(ours().length).toBeGreaterThanOrEqual(3);
+        const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
+        npm.kill('SIGINT');
+        await exited;
+        let left = ours();
+        for (let i = 0; i < 100 && left.length > 0; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          left = ours();
+        }
+        expect(left).toEqual([]);
+      } finally {
+        if (npm.exitCode === null) npm.kill('SIGKILL');
+        fs.rmSync(dir, { recursive: true, force: true });
       }
-      expect(left).toEqual([]);
-    } finally {
-      if (npm.exitCode === null) npm.kill('SIGKILL');
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

@@ -21,11 +21,15 @@ interface Run {
 /** Runs `ferry service …` on the data of `data`, writing `input` to its stdin (then closing it). */
 function ferryService(data: ServiceData, args: string[], input = ''): Promise<Run> {
   const store = data.databaseUrl ? ['--database-url', data.databaseUrl] : [];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'service', ...args, '--data-dir', data.dataDir, ...store], {
-    cwd: ROOT,
-    env: { ...process.env, FERRY_DATABASE_URL: '', FERRY_LOG_LEVEL: 'silent' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'service', ...args, '--data-dir', data.dataDir, ...store],
+    {
+      cwd: ROOT,
+      env: { ...process.env, FERRY_DATABASE_URL: '', FERRY_LOG_LEVEL: 'silent' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -77,8 +81,13 @@ describe.each(STORE_TARGETS)('operator recovery on $name', (target) => {
 
     // The running Service reads the rules on each request: no restart needed.
     expect((await svc.request('GET', `/v1/orgs/${svc.orgId}`)).status).toBe(200);
-    const rules = await svc.request<Array<{ allowedIpRangeStartAddress: string; apiAccessEnabled: boolean }>>('GET', `/v1/orgs/${svc.orgId}/securityrules`);
-    expect(rules.body.map((r) => r.allowedIpRangeStartAddress)).toEqual(expect.arrayContaining(['10.0.0.99', '127.0.0.1', '192.168.10.0']));
+    const rules = await svc.request<Array<{ allowedIpRangeStartAddress: string; apiAccessEnabled: boolean }>>(
+      'GET',
+      `/v1/orgs/${svc.orgId}/securityrules`,
+    );
+    expect(rules.body.map((r) => r.allowedIpRangeStartAddress)).toEqual(
+      expect.arrayContaining(['10.0.0.99', '127.0.0.1', '192.168.10.0']),
+    );
   });
 
   it('ferry service set-password sets a password read from stdin, or generates one and prints it once', async () => {

@@ -12,15 +12,28 @@ export interface TestAgent extends RegisterResponse {
 }
 
 /** Provisions a key in the Organization and registers with it over HTTP, like the installer. */
-export async function registerTestAgent(svc: TestService, opts: { orgId?: number; machineName?: string; name?: string } = {}): Promise<TestAgent> {
+export async function registerTestAgent(
+  svc: TestService,
+  opts: { orgId?: number; machineName?: string; name?: string } = {},
+): Promise<TestAgent> {
   const orgId = opts.orgId ?? svc.orgId;
-  const key = await svc.request<{ agentInstallationKey: string }>('POST', `/v1/orgs/${orgId}/agents/provision_onpremise_agent`);
+  const key = await svc.request<{ agentInstallationKey: string }>(
+    'POST',
+    `/v1/orgs/${orgId}/agents/provision_onpremise_agent`,
+  );
   if (key.status !== 200) throw new Error(`provision failed: ${key.status} ${key.text}`);
   const fingerprint = `fp-${randomUUID()}`;
   const machineName = opts.machineName ?? `host-${randomUUID().slice(0, 8)}`;
   const res = await svc.request<RegisterResponse>('POST', '/v1/agent/register', {
     auth: null,
-    body: { agentInstallationKey: key.body.agentInstallationKey, machineName, serviceName: 'ferry-agent-1', version: '1.2.3', fingerprint, ...(opts.name ? { name: opts.name } : {}) },
+    body: {
+      agentInstallationKey: key.body.agentInstallationKey,
+      machineName,
+      serviceName: 'ferry-agent-1',
+      version: '1.2.3',
+      fingerprint,
+      ...(opts.name ? { name: opts.name } : {}),
+    },
   });
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${res.text}`);
   return { ...res.body, fingerprint, machineName };
@@ -42,7 +55,9 @@ export class TestChannel {
   autoReply: ((cmd: Incoming) => Incoming | undefined) | undefined;
 
   private constructor(readonly ws: WebSocket) {
-    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })),
+    );
     ws.on('error', () => undefined);
     ws.on('message', (data: Buffer) => {
       let msg: Incoming;
@@ -137,7 +152,8 @@ export class TestChannel {
   }
 
   close(): Promise<{ code: number; reason: string }> {
-    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000, 'test done');
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)
+      this.ws.close(1000, 'test done');
     return this.closed;
   }
 }
@@ -167,7 +183,12 @@ export class OpenChannels {
 export async function connectPlayedAgent(
   svc: TestService,
   channels: OpenChannels,
-  opts: { name: string; results?: Record<string, unknown>; reply?: (cmd: Incoming) => Incoming | undefined; hello?: Partial<Hello> },
+  opts: {
+    name: string;
+    results?: Record<string, unknown>;
+    reply?: (cmd: Incoming) => Incoming | undefined;
+    hello?: Partial<Hello>;
+  },
 ): Promise<{ agent: TestAgent; ch: TestChannel }> {
   const agent = await registerTestAgent(svc, { name: opts.name });
   const ch = await channels.connect(svc, agent);

@@ -43,7 +43,10 @@ export interface CliProcess {
 }
 
 /** The environment of a CLI logged in through FERRY_* to `service` as its administrator, with no config folder. */
-export function loginEnv(service: { url: string; orgId: number; admin?: Credentials }, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+export function loginEnv(
+  service: { url: string; orgId: number; admin?: Credentials },
+  extra: NodeJS.ProcessEnv = {},
+): NodeJS.ProcessEnv {
   const admin = service.admin ?? ADMIN;
   return {
     ...process.env,
@@ -61,7 +64,10 @@ export function loginEnv(service: { url: string; orgId: number; admin?: Credenti
 export function startFerry(args: string[], opts: CliOptions): CliProcess {
   const argv = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args];
   const [cmd, cmdArgs] = opts.terminal
-    ? ['script', ['-qefc', `stty cols 200; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`, '/dev/null']]
+    ? [
+        'script',
+        ['-qefc', `stty cols 200; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`, '/dev/null'],
+      ]
     : [argv[0] as string, argv.slice(1)];
   const child = spawn(cmd, cmdArgs, { cwd: ROOT, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
@@ -130,7 +136,11 @@ export function runFerry(args: string[], opts: CliOptions): Promise<CliRun> {
 }
 
 /** Runs `ferry ARGS` to its end, logged in to `service` through FERRY_* (`env` added to that); stdout a pipe (JSON) unless `terminal`. */
-export function ferry(service: Parameters<typeof loginEnv>[0], args: string[], opts: Omit<CliOptions, 'env'> & { env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+export function ferry(
+  service: Parameters<typeof loginEnv>[0],
+  args: string[],
+  opts: Omit<CliOptions, 'env'> & { env?: NodeJS.ProcessEnv } = {},
+): Promise<CliRun> {
   return runFerry(args, { ...opts, env: loginEnv(service, opts.env) });
 }
 

@@ -3,7 +3,13 @@
  */
 import type { ErrorData } from '../../src/errors/ferry-error.js';
 import type { ExampleContext, JsonValue } from '../../src/maps/formula/catalogue.js';
-import { compileFormulas, FormulaEngine, type FormulaEngineOptions, type FormulaRecord, type LookupTableData } from '../../src/maps/formula/evaluator.js';
+import {
+  compileFormulas,
+  FormulaEngine,
+  type FormulaEngineOptions,
+  type FormulaRecord,
+  type LookupTableData,
+} from '../../src/maps/formula/evaluator.js';
 
 /** What one formula gave for one record: its value, or its record error. */
 export type Outcome = { value: JsonValue } | { error: ErrorData };
@@ -29,7 +35,12 @@ export function lookupTablesOf(tables: ExampleContext['lookupTables'] = {}): Loo
 }
 
 /** Evaluates one formula for one record. */
-export async function evaluateOne(engine: FormulaEngine, formula: string, record: FormulaRecord = {}, now?: number): Promise<Outcome> {
+export async function evaluateOne(
+  engine: FormulaEngine,
+  formula: string,
+  record: FormulaRecord = {},
+  now?: number,
+): Promise<Outcome> {
   const result = await engine.evaluate(compileFormulas([formula]), [record], now === undefined ? {} : { now });
   const error = result.errors[0];
   return error ? { error: error.error } : { value: (result.values[0]?.[0] ?? null) as JsonValue };

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { ReportBody } from '../../src/protocol/channel.js';
-import { MAX_ERRORS_PER_REPORT, MAX_FAILED_RECORDS_PER_REPORT, type RunFailedRecord, type RunRecordError } from '../../src/protocol/solutions.js';
+import {
+  MAX_ERRORS_PER_REPORT,
+  MAX_FAILED_RECORDS_PER_REPORT,
+  type RunFailedRecord,
+  type RunRecordError,
+} from '../../src/protocol/solutions.js';
 import type { TestChannel } from './agent-client.js';
 
 type RunFinished = Extract<ReportBody, { kind: 'runFinished' }>;
@@ -10,12 +15,34 @@ type RunFinished = Extract<ReportBody, { kind: 'runFinished' }>;
 export const ago = (minutes: number): string => new Date(Date.now() - minutes * 60_000).toISOString();
 
 /** The runStarted report of a run started by hand at `at`. */
-export const started = (solutionId: string, runId: string, at: string): ReportBody => ({ kind: 'runStarted', runId, solutionId, trigger: 'start', at });
+export const started = (solutionId: string, runId: string, at: string): ReportBody => ({
+  kind: 'runStarted',
+  runId,
+  solutionId,
+  trigger: 'start',
+  at,
+});
 
 /** The runFinished report of a run started by hand at `startedAt`: 90.5 s later, CompletedSuccessfully with no records, unless `extra` says otherwise. */
-export const finished = (solutionId: string, runId: string, startedAt: string, extra: Partial<RunFinished> = {}): ReportBody => ({
-  kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt, at: new Date(Date.parse(startedAt) + 90_500).toISOString(),
-  result: 'CompletedSuccessfully', processed: 0, failed: 0, stopped: false, sourceDataLocal: true, statistics: [], ...extra,
+export const finished = (
+  solutionId: string,
+  runId: string,
+  startedAt: string,
+  extra: Partial<RunFinished> = {},
+): ReportBody => ({
+  kind: 'runFinished',
+  runId,
+  solutionId,
+  trigger: 'start',
+  startedAt,
+  at: new Date(Date.parse(startedAt) + 90_500).toISOString(),
+  result: 'CompletedSuccessfully',
+  processed: 0,
+  failed: 0,
+  stopped: false,
+  sourceDataLocal: true,
+  statistics: [],
+  ...extra,
 });
 
 /**
@@ -87,13 +114,27 @@ export async function seedRun(ch: TestChannel, run: SeededRun): Promise<string> 
     await send({ kind: 'runErrors', runId, solutionId, errors: errors.slice(i, i + MAX_ERRORS_PER_REPORT) });
   }
   for (let i = 0; i < failedRecords.length; i += MAX_FAILED_RECORDS_PER_REPORT) {
-    await send({ kind: 'runFailedRecords', runId, solutionId, records: failedRecords.slice(i, i + MAX_FAILED_RECORDS_PER_REPORT) });
+    await send({
+      kind: 'runFailedRecords',
+      runId,
+      solutionId,
+      records: failedRecords.slice(i, i + MAX_FAILED_RECORDS_PER_REPORT),
+    });
   }
   if (run.finish !== false) {
     await send({
-      kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt: start, at: new Date(Date.parse(start) + 60_000).toISOString(),
-      result: errors.length > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully', processed: errors.length, failed: errors.length,
-      stopped: false, sourceDataLocal: failedRecords.length === 0, statistics: [],
+      kind: 'runFinished',
+      runId,
+      solutionId,
+      trigger: 'start',
+      startedAt: start,
+      at: new Date(Date.parse(start) + 60_000).toISOString(),
+      result: errors.length > 0 ? 'CompletedWithErrors' : 'CompletedSuccessfully',
+      processed: errors.length,
+      failed: errors.length,
+      stopped: false,
+      sourceDataLocal: failedRecords.length === 0,
+      statistics: [],
       ...run.finish,
     });
   }

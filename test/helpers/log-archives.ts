@@ -31,15 +31,27 @@ export async function logZip(text: string, name = 'agent.log'): Promise<Buffer> 
 }
 
 /** A raw HTTP call with a binary body and a binary answer (an upload, a download), optionally made `from` another local address. */
-export function raw(url: string, opts: { method: string; headers?: Record<string, string>; body?: Buffer; from?: string }): Promise<{ status: number; type: string; disposition: string; body: Buffer }> {
+export function raw(
+  url: string,
+  opts: { method: string; headers?: Record<string, string>; body?: Buffer; from?: string },
+): Promise<{ status: number; type: string; disposition: string; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: opts.method, headers: opts.headers, ...(opts.from ? { localAddress: opts.from } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), disposition: String(res.headers['content-disposition'] ?? ''), body: Buffer.concat(chunks) }),
-      );
-    });
+    const req = http.request(
+      url,
+      { method: opts.method, headers: opts.headers, ...(opts.from ? { localAddress: opts.from } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            type: String(res.headers['content-type'] ?? ''),
+            disposition: String(res.headers['content-disposition'] ?? ''),
+            body: Buffer.concat(chunks),
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(opts.body);
   });

@@ -18,7 +18,12 @@ export const SQLITE_CONNECTOR = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 const CONNECTORS_DIR = path.resolve(import.meta.dirname, '../../connectors');
 
 /** Capture switches that keep no failed record anywhere. */
-export const NO_CAPTURE: PreparedSolution['capture'] = { captureOnFailedRecordsForReprocessing: false, captureDuringCloudAppRuns: false, captureDuringLocalAgentAppRuns: false, isSourceDataLocal: true };
+export const NO_CAPTURE: PreparedSolution['capture'] = {
+  captureOnFailedRecordsForReprocessing: false,
+  captureDuringCloudAppRuns: false,
+  captureDuringLocalAgentAppRuns: false,
+  isSourceDataLocal: true,
+};
 
 const T0 = Date.UTC(2024, 0, 2);
 /** Second `i` after 2024-01-02T00:00:00Z, as the people's updated_at holds it. */
@@ -29,7 +34,20 @@ export function writePeople(folder: string, count: number): void {
   const lines = ['id,name,updated_at'];
   for (let i = 1; i <= count; i++) lines.push(`${i},n${i},${stamp(i)}`);
   fs.writeFileSync(path.join(folder, 'people.csv'), lines.join('\n') + '\n');
-  fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'people.csv': { fields: [{ name: 'id', type: 'integer', primaryKey: true }, { name: 'name', type: 'string' }, { name: 'updated_at', type: 'datetime' }] } } }));
+  fs.writeFileSync(
+    path.join(folder, 'schema.json'),
+    JSON.stringify({
+      entities: {
+        'people.csv': {
+          fields: [
+            { name: 'id', type: 'integer', primaryKey: true },
+            { name: 'name', type: 'string' },
+            { name: 'updated_at', type: 'datetime' },
+          ],
+        },
+      },
+    }),
+  );
 }
 
 /** Creates the SQLite file `file` with the tables of `ddl`. */
@@ -57,7 +75,11 @@ export function rowCount(file: string, table: string): number {
  * and name into `table`, `batchSize` records a batch, with net change on updated_at. Map IDs up to
  * 999 give distinct Block IDs.
  */
-export function peopleMap(mapId: number, table: string, opts: { name?: string; batchSize?: number; enabled?: boolean } = {}): PreparedMap {
+export function peopleMap(
+  mapId: number,
+  table: string,
+  opts: { name?: string; batchSize?: number; enabled?: boolean } = {},
+): PreparedMap {
   const name = opts.name ?? `People into ${table}`;
   const block = (n: number): string => `31111${String(mapId).padStart(3, '0')}-1111-4111-8111-00000000000${n}`;
   return {
@@ -69,15 +91,39 @@ export function peopleMap(mapId: number, table: string, opts: { name?: string; b
       name,
       batchSize: opts.batchSize ?? 500,
       blocks: [
-        { blockId: block(1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'csv', entity: 'people', netChange: { fieldName: 'updated_at' } },
-        { blockId: block(2), name: 'Put', blockType: 'Create', action: 'Create', connectionId: 'db', entity: table, fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: 'Q.name' }] },
+        {
+          blockId: block(1),
+          name: 'Q',
+          blockType: 'Query',
+          action: 'Query',
+          connectionId: 'csv',
+          entity: 'people',
+          netChange: { fieldName: 'updated_at' },
+        },
+        {
+          blockId: block(2),
+          name: 'Put',
+          blockType: 'Create',
+          action: 'Create',
+          connectionId: 'db',
+          entity: table,
+          fieldMappings: [
+            { targetField: 'id', targetFormula: 'Q.id' },
+            { targetField: 'name', targetFormula: 'Q.name' },
+          ],
+        },
       ],
     },
   };
 }
 
 /** An Integration Solution of `maps`, reading the people in `folder` and writing into the SQLite file `targetFile`. */
-export function peopleSolution(folder: string, targetFile: string, maps: PreparedMap[], name = 'People'): PreparedSolution {
+export function peopleSolution(
+  folder: string,
+  targetFile: string,
+  maps: PreparedMap[],
+  name = 'People',
+): PreparedSolution {
   return {
     solutionId: crypto.randomUUID(),
     orgId: 1,

@@ -26,7 +26,9 @@ export async function until(cond: () => boolean, what: string, ms = 10_000): Pro
  * the parent; init then reaps the zombie.
  */
 export async function zombie(): Promise<{ pid: number; end: () => void }> {
-  const parent: ChildProcess = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const parent: ChildProcess = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const end = () => void parent.kill('SIGKILL');
   try {
     const pid = await new Promise<number>((resolve, reject) => {

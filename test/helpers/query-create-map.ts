@@ -62,14 +62,25 @@ export function useQueryCreateMap(prefix: string): (opts?: QueryCreateOptions) =
     db.exec(opts.targetSql ?? (await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8')));
     db.close();
     await fsp.rm(path.join(dir, 'src', 'target.sql'));
-    const src = await host.open({ connectorId: 'CSV', connectionId: `src-${n}`, properties: { folder: path.join(dir, 'src') } });
-    const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${n}`, properties: { file: dbFile, ...opts.target } });
+    const src = await host.open({
+      connectorId: 'CSV',
+      connectionId: `src-${n}`,
+      properties: { folder: path.join(dir, 'src') },
+    });
+    const dst = await host.open({
+      connectorId: 'SQLite',
+      connectionId: `db-${n}`,
+      properties: { file: dbFile, ...opts.target },
+    });
     const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as Record<string, unknown>;
     const plan = compilePlan({ ...model, ...opts.model }, { src: await src.metadata(), db: await dst.metadata() });
     return {
       dir,
       dbFile,
-      conns: new Map([['src', src], ['db', dst]]),
+      conns: new Map([
+        ['src', src],
+        ['db', dst],
+      ]),
       plan,
       async close() {
         await src.close();

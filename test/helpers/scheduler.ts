@@ -4,7 +4,12 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, vi } from 'vitest';
 import type { ScheduleRule } from '../../src/protocol/schedule.js';
-import { Scheduler, type EarlierMissed, type ScheduledSolution, type SkipReason } from '../../src/solutions/scheduler.js';
+import {
+  Scheduler,
+  type EarlierMissed,
+  type ScheduledSolution,
+  type SkipReason,
+} from '../../src/solutions/scheduler.js';
 
 /** Helpers for the Agent scheduler's tests (test/unit/solutions/scheduler*.test.ts). */
 
@@ -13,11 +18,31 @@ export const HOUR = 3_600_000;
 export const DAY = 86_400_000;
 
 const everyDay = { kind: 'interval', every: 1, start: '2020-01-01' } as const;
-export const daily = (minute: number, timeZone = 'UTC'): ScheduleRule => ({ kind: 'Recurring', days: everyDay, times: { kind: 'at', minute }, timeZone });
-export const everyMinutes = (minutes: number, timeZone = 'UTC'): ScheduleRule => ({ kind: 'Recurring', days: everyDay, times: { kind: 'every', minutes }, timeZone });
-export const hourlyAt = (minute: number): ScheduleRule => ({ kind: 'Recurring', days: everyDay, times: { kind: 'hourly', minute }, timeZone: 'UTC' });
+export const daily = (minute: number, timeZone = 'UTC'): ScheduleRule => ({
+  kind: 'Recurring',
+  days: everyDay,
+  times: { kind: 'at', minute },
+  timeZone,
+});
+export const everyMinutes = (minutes: number, timeZone = 'UTC'): ScheduleRule => ({
+  kind: 'Recurring',
+  days: everyDay,
+  times: { kind: 'every', minutes },
+  timeZone,
+});
+export const hourlyAt = (minute: number): ScheduleRule => ({
+  kind: 'Recurring',
+  days: everyDay,
+  times: { kind: 'hourly', minute },
+  timeZone: 'UTC',
+});
 export const everyMinute = everyMinutes(1);
-export const solution = (solutionId: string, rule: ScheduleRule | null, version = 'v1', disabled = false): ScheduledSolution => ({ solutionId, version, rule, disabled });
+export const solution = (
+  solutionId: string,
+  rule: ScheduleRule | null,
+  version = 'v1',
+  disabled = false,
+): ScheduledSolution => ({ solutionId, version, rule, disabled });
 export const iso = (ms: number): string => new Date(ms).toISOString();
 export const at = (text: string): number => Date.parse(text);
 
@@ -58,7 +83,10 @@ export function useSchedulerHarness(): { make: (opts?: AgentOptions) => TestAgen
   const open: Scheduler[] = [];
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-scheduler-'));
-    vi.useFakeTimers({ now: new Date('2026-03-02T10:00:30Z'), toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({
+      now: new Date('2026-03-02T10:00:30Z'),
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    });
   });
   afterEach(() => {
     for (const s of open.splice(0)) s.stop();
@@ -81,7 +109,8 @@ export function useSchedulerHarness(): { make: (opts?: AgentOptions) => TestAgen
         fired.push(f);
         opts.onFire?.(f);
       },
-      skipped: (solutionId, dueAt, reason, earlier) => skipped.push({ solutionId, dueAt: dueAt.toISOString(), reason, ...(earlier ? { earlier } : {}) }),
+      skipped: (solutionId, dueAt, reason, earlier) =>
+        skipped.push({ solutionId, dueAt: dueAt.toISOString(), reason, ...(earlier ? { earlier } : {}) }),
     });
     open.push(scheduler);
     return { scheduler, fired, skipped, running, state };

@@ -46,27 +46,38 @@ export const ADMIN: Credentials = { email: 'admin@ferry.test', password: 'Admin-
  * ephemeral loopback port, the test administrator, silent logs and rate limits lifted, unless
  * `overrides` set them.
  */
-export function testServiceConfig(dataDir: string, databaseUrl: string | undefined, overrides: Partial<ServiceConfigInput> = {}): ServiceConfig {
-  return parseServiceConfig({}, {
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    databaseUrl,
-    adminEmail: ADMIN.email,
-    adminPassword: ADMIN.password,
-    bootstrapAllow: '127.0.0.1,::1',
-    rateLimitPerMinute: 1_000_000,
-    rateLimitPerDay: 100_000_000,
-    logLevel: 'silent',
-    ...overrides,
-  });
+export function testServiceConfig(
+  dataDir: string,
+  databaseUrl: string | undefined,
+  overrides: Partial<ServiceConfigInput> = {},
+): ServiceConfig {
+  return parseServiceConfig(
+    {},
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      databaseUrl,
+      adminEmail: ADMIN.email,
+      adminPassword: ADMIN.password,
+      bootstrapAllow: '127.0.0.1,::1',
+      rateLimitPerMinute: 1_000_000,
+      rateLimitPerDay: 100_000_000,
+      logLevel: 'silent',
+      ...overrides,
+    },
+  );
 }
 
 /**
  * Starts a real Service on a loopback port with its own data folder (and its own PostgreSQL
  * database for the postgres target). Rate limits are lifted unless the test sets them.
  */
-export async function startService(target: StoreTarget, overrides: Partial<ServiceConfigInput> = {}, opts: Omit<BuildOptions, 'logger'> = {}): Promise<TestService> {
+export async function startService(
+  target: StoreTarget,
+  overrides: Partial<ServiceConfigInput> = {},
+  opts: Omit<BuildOptions, 'logger'> = {},
+): Promise<TestService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-test-'));
   const database = target.name === 'postgres' ? await createTestDatabase() : undefined;
   const config = testServiceConfig(dataDir, database?.url, overrides);
@@ -91,7 +102,13 @@ export async function startService(target: StoreTarget, overrides: Partial<Servi
 }
 
 /** One API call to the Service at `base`, through `agent` (Node's global one when undefined) unless it is made `from` another local address. */
-export function request<T>(base: string, agent: http.Agent | undefined, method: string, pathAndQuery: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+export function request<T>(
+  base: string,
+  agent: http.Agent | undefined,
+  method: string,
+  pathAndQuery: string,
+  opts: RequestOptions = {},
+): Promise<ApiResponse<T>> {
   const auth = opts.auth === undefined ? ADMIN : opts.auth;
   const headers: Record<string, string> = { ...opts.headers };
   if (auth) headers['authorization'] = `Basic ${Buffer.from(`${auth.email}:${auth.password}`).toString('base64')}`;

@@ -12,7 +12,9 @@ if (!PG_URL) {
   if (process.env['CI'] === 'true') {
     throw new Error('FERRY_TEST_DATABASE_URL is not set: in CI every store test must also run on PostgreSQL.');
   }
-  process.stderr.write('Store tests run on SQLite only: set FERRY_TEST_DATABASE_URL (postgres://…) to run them on PostgreSQL too.\n');
+  process.stderr.write(
+    'Store tests run on SQLite only: set FERRY_TEST_DATABASE_URL (postgres://…) to run them on PostgreSQL too.\n',
+  );
 }
 
 export const STORE_TARGETS: StoreTarget[] = PG_URL ? [{ name: 'sqlite' }, { name: 'postgres' }] : [{ name: 'sqlite' }];
@@ -40,7 +42,10 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
         // closed: terminated by the FORCE below, a session still closing errs in its client, an
         // uncaught error in the test process. Let them close first; FORCE ends whatever stays.
         for (let waited = 0; waited < 2000; waited += 20) {
-          const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          const { rows } = await c.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+            [name],
+          );
           if ((rows[0]?.n ?? 0) === 0) break;
           await new Promise((r) => setTimeout(r, 20));
         }

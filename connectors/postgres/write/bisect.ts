@@ -27,7 +27,10 @@ export async function bisect<T>(
     if (items.length === 1) {
       const e = err as { message?: string; detail?: string; column?: string };
       const field = e.column ? (table.columns.find((c) => c.name === e.column)?.fullName ?? e.column) : undefined;
-      results[index(items[0] as T)] = failed(code, recordMessage(e.message, e.detail), { ...(state ? { nativeCode: state } : {}), ...(field ? { field } : {}) });
+      results[index(items[0] as T)] = failed(code, recordMessage(e.message, e.detail), {
+        ...(state ? { nativeCode: state } : {}),
+        ...(field ? { field } : {}),
+      });
       return;
     }
     const mid = items.length >> 1;

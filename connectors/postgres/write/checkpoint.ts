@@ -1,5 +1,12 @@
 import type { PoolClient } from 'pg';
-import { CHECKPOINT_TABLE, throwIfAborted, type CallContext, type Checkpoint, type ConnectorRecord, type WriteResult } from '../../../src/connectors/sdk.js';
+import {
+  CHECKPOINT_TABLE,
+  throwIfAborted,
+  type CallContext,
+  type Checkpoint,
+  type ConnectorRecord,
+  type WriteResult,
+} from '../../../src/connectors/sdk.js';
 import { quoteIdent, type PgTable } from '../catalogue.js';
 import { checkout } from '../cursor.js';
 import { callError, sqlState } from '../errors.js';
@@ -20,7 +27,10 @@ export async function readCheckpoint(w: WriterState, key: string, ctx: CallConte
   const { client, release } = await checkout(w.pool, ctx);
   try {
     const found = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [checkpointName(w)]);
-    const value = found.rows[0]?.t ? (await client.query<{ value: string }>(`SELECT value FROM ${checkpointName(w)} WHERE key = $1`, [key])).rows[0]?.value ?? null : null;
+    const value = found.rows[0]?.t
+      ? ((await client.query<{ value: string }>(`SELECT value FROM ${checkpointName(w)} WHERE key = $1`, [key])).rows[0]
+          ?.value ?? null)
+      : null;
     release();
     return value;
   } catch (err) {
@@ -34,11 +44,22 @@ export async function readCheckpoint(w: WriterState, key: string, ctx: CallConte
  * bisection) runs in a savepoint, so a record's failure undoes only its statement, and the
  * checkpoint row commits with the records or not at all.
  */
-export async function createWithCheckpoint(w: WriterState, client: PoolClient, table: PgTable, groups: Group[], batch: readonly ConnectorRecord[], results: WriteResult[], cp: Checkpoint, ctx: CallContext): Promise<void> {
+export async function createWithCheckpoint(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  groups: Group[],
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+  cp: Checkpoint,
+  ctx: CallContext,
+): Promise<void> {
   if (!w.checkpointTable) {
     // Outside the batch's transaction: two sessions creating it at once must not fail a batch.
     try {
-      await client.query(`CREATE TABLE IF NOT EXISTS ${checkpointName(w)} (key text PRIMARY KEY, value text NOT NULL, saved_at timestamptz NOT NULL)`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${checkpointName(w)} (key text PRIMARY KEY, value text NOT NULL, saved_at timestamptz NOT NULL)`,
+      );
     } catch (err) {
       // IF NOT EXISTS is not atomic: of two sessions creating it at once, one loses with 23505 or
       // 42710 (the table's row type, in the catalogue or as an object) or 42P07; it exists either way.
@@ -53,7 +74,10 @@ export async function createWithCheckpoint(w: WriterState, client: PoolClient, t
       await createByCopy(w, client, table, g, batch, results, true);
       throwIfAborted(ctx.signal);
     }
-    await client.query(`INSERT INTO ${checkpointName(w)} (key, value, saved_at) VALUES ($1, $2, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, saved_at = EXCLUDED.saved_at`, [cp.key, cp.value]);
+    await client.query(
+      `INSERT INTO ${checkpointName(w)} (key, value, saved_at) VALUES ($1, $2, now()) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, saved_at = EXCLUDED.saved_at`,
+      [cp.key, cp.value],
+    );
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);

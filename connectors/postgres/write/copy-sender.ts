@@ -11,7 +11,11 @@ import type { Group } from './groups.js';
  * works on the first rows while the rest are encoded; a value without a binary form then abandons
  * that COPY (it fails, as a statement of its own) and the text format runs.
  */
-export function copySender(g: Group, batch: readonly ConnectorRecord[], streamed = false): (client: PoolClient, sql: string, ks: number[]) => Promise<number> {
+export function copySender(
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  streamed = false,
+): (client: PoolClient, sql: string, ks: number[]) => Promise<number> {
   const names = g.cols.map((c) => c.fullName);
   const writers = g.cols.map((c) => binaryWriter(c.typname));
   const binary = writers.every((f) => f !== undefined) ? writers : undefined;

@@ -18,7 +18,15 @@ const ROW_BY_ROW_MIN = 64;
  * failed statement would end it). A large batch the COPY refuses is written with its picks first
  * (picks-first.ts), else row by row on the server (row-by-row.ts), not halved.
  */
-export async function createByCopy(w: WriterState, client: PoolClient, table: PgTable, g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], savepoints = false): Promise<void> {
+export async function createByCopy(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+  savepoints = false,
+): Promise<void> {
   const sql = `COPY ${qualified(table)} (${g.cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
   const send = copySender(g, batch, !savepoints);
   // Inside a transaction a COPY is not streamed: one abandoned for the text format would end it.
@@ -93,7 +101,11 @@ export async function createByCopy(w: WriterState, client: PoolClient, table: Pg
         rows: all.length,
         text: (j, k) => (toText[j] as ToText)((batch[g.indices[k] as number] as ConnectorRecord)[names[j] as string]),
         copyRest: async (c, sql, skip) => {
-          await send(c, sql, all.filter((k) => skip[k] === 0));
+          await send(
+            c,
+            sql,
+            all.filter((k) => skip[k] === 0),
+          );
           return true;
         },
         tried,
@@ -105,7 +117,8 @@ export async function createByCopy(w: WriterState, client: PoolClient, table: Pg
       for (const i of g.indices) results[i] = OK_ONE;
       for (const [k, r] of first) results[g.indices[k] as number] = r;
       refused = first.size;
-    } else refused = await rowByRow(w, client, table, g, (c, sql) => copySender(g, batch)(c, sql, all), results, savepoints);
+    } else
+      refused = await rowByRow(w, client, table, g, (c, sql) => copySender(g, batch)(c, sql, all), results, savepoints);
     if (refused === 0) state.backoff = state.skip = 0;
     else backOff(state);
   } catch (err) {

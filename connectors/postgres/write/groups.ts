@@ -11,7 +11,13 @@ export interface Group {
  * Checks each record and groups the valid ones by their field set (in column order), keeping input
  * order inside a group. Invalid records get their result here.
  */
-export function groupRecords(table: PgTable, byName: Map<string, PgColumn>, keys: PgColumn[], batch: readonly ConnectorRecord[], results: WriteResult[]): Group[] {
+export function groupRecords(
+  table: PgTable,
+  byName: Map<string, PgColumn>,
+  keys: PgColumn[],
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+): Group[] {
   const groups = new Map<string, Group>();
   let prevKeys: string[] | undefined;
   let prevGroup: Group | undefined;
@@ -28,7 +34,8 @@ export function groupRecords(table: PgTable, byName: Map<string, PgColumn>, keys
     for (const n of names) {
       const c = byName.get(n);
       if (!c) bad = failed('UnknownField', `The entity ${table.fullName} has no field ${n}.`, { field: n });
-      else if (c.readOnly) bad = failed('InvalidValue', `The field ${n} is generated and cannot be written.`, { field: n });
+      else if (c.readOnly)
+        bad = failed('InvalidValue', `The field ${n} is generated and cannot be written.`, { field: n });
       if (bad) break;
       cols.push(c as PgColumn);
     }
@@ -66,7 +73,9 @@ function hasKeys(rec: ConnectorRecord, keys: PgColumn[], results: WriteResult[],
   for (const k of keys) {
     const v = rec[k.fullName];
     if (v === null || v === undefined) {
-      results[r] = failed('MissingKey', `The record has no value for the key field ${k.fullName}.`, { field: k.fullName });
+      results[r] = failed('MissingKey', `The record has no value for the key field ${k.fullName}.`, {
+        field: k.fullName,
+      });
       return false;
     }
   }
@@ -102,7 +111,10 @@ export function uniqueKeySegments(g: Group, keys: PgColumn[], batch: readonly Co
   for (const i of g.indices) {
     const rec = batch[i] as ConnectorRecord;
     // One key field: its value itself (a Set tells 1 from '1' as the tagged text below does).
-    const key = single !== undefined ? rec[single] : keys.map((k) => `${typeof rec[k.fullName]}:${String(rec[k.fullName])}`).join('\u0001');
+    const key =
+      single !== undefined
+        ? rec[single]
+        : keys.map((k) => `${typeof rec[k.fullName]}:${String(rec[k.fullName])}`).join('\u0001');
     if (seen.has(key)) {
       out.push(cur);
       cur = [];

@@ -57,7 +57,14 @@ import { upsertBulk, upsertByStatement } from './upsert.js';
  */
 
 /** A keyed write of one run of unique keys of a group. */
-type KeyedWrite = (client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]) => Promise<void>;
+type KeyedWrite = (
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+) => Promise<void>;
 
 /** The statement strategies by action (Create, and a bulk Upsert, go through COPY instead). */
 const KEYED: Readonly<Record<Exclude<WriteAction, 'Create'>, KeyedWrite>> = {
@@ -94,8 +101,15 @@ export class PgWriter {
     return readCheckpoint(this.#state, key, ctx);
   }
 
-  async write(action: WriteAction, table: PgTable, batch: readonly ConnectorRecord[], options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
-    if (table.kind !== 'table') throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
+  async write(
+    action: WriteAction,
+    table: PgTable,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
+    if (table.kind !== 'table')
+      throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
     const w = this.#state;
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
     const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
@@ -107,13 +121,20 @@ export class PgWriter {
     let broken: Error | undefined;
     try {
       if (options.checkpoint) {
-        if (action !== 'Create') throw new ConnectorError('Unsupported', `A checkpoint is saved with Create batches only, not with ${action}.`);
+        if (action !== 'Create')
+          throw new ConnectorError(
+            'Unsupported',
+            `A checkpoint is saved with Create batches only, not with ${action}.`,
+          );
         await createWithCheckpoint(w, client, table, groups, batch, results, options.checkpoint, ctx);
       } else
         for (const g of groups) {
           if (action === 'Create') await createByCopy(w, client, table, g, batch, results);
-          else if (action === 'Upsert' && g.indices.length >= STAGE_MIN) await upsertBulk(w, client, table, keys, g, batch, results, ctx);
-          else for (const seg of uniqueKeySegments(g, keys, batch)) await KEYED[action](client, table, keys, { cols: g.cols, indices: seg }, batch, results);
+          else if (action === 'Upsert' && g.indices.length >= STAGE_MIN)
+            await upsertBulk(w, client, table, keys, g, batch, results, ctx);
+          else
+            for (const seg of uniqueKeySegments(g, keys, batch))
+              await KEYED[action](client, table, keys, { cols: g.cols, indices: seg }, batch, results);
           throwIfAborted(ctx.signal);
         }
     } catch (err) {
@@ -127,8 +148,15 @@ export class PgWriter {
   }
 
   /** A packed batch (src/connectors/packed.ts): straight into binary COPY when it can be (packed.ts), else as records. */
-  async writePacked(action: WriteAction, table: PgTable, batch: PackedBatch, options: WriteOptions, ctx: CallContext): Promise<WriteResult[]> {
-    const asRecords = (): Promise<WriteResult[]> => this.write(action, table, unpackRecords(batch, recordMaker(batch.fields)), options, ctx);
+  async writePacked(
+    action: WriteAction,
+    table: PgTable,
+    batch: PackedBatch,
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
+    const asRecords = (): Promise<WriteResult[]> =>
+      this.write(action, table, unpackRecords(batch, recordMaker(batch.fields)), options, ctx);
     return writePacked(this.#state, action, table, batch, options, ctx, asRecords);
   }
 }

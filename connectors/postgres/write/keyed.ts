@@ -31,7 +31,13 @@ export interface KeyedStatements {
   counted: (sql: string, which: PgColumn[], idx: number[]) => Promise<number[]>;
 }
 
-export function keyedStatements(client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[]): KeyedStatements {
+export function keyedStatements(
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+): KeyedStatements {
   const cols = g.cols;
   const conv = cols.map((c) => textConverter(c.type));
   // Each column travels as one text[] literal built here: pg's own array serialisation
@@ -55,7 +61,8 @@ export function keyedStatements(client: PoolClient, table: PgTable, keys: PgColu
   const setCols = cols.filter((c) => !keys.includes(c));
   const insertSql = `INSERT INTO ${t} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) SELECT ${cols.map(cast).join(', ')} FROM ${unnest(cols, false)}`;
 
-  const statement = async (sql: string, values: string[]): Promise<{ rows: { ord: number }[] }> => client.query<{ ord: number }>({ name: statementName('ferry_w_', sql), text: sql, values });
+  const statement = async (sql: string, values: string[]): Promise<{ rows: { ord: number }[] }> =>
+    client.query<{ ord: number }>({ name: statementName('ferry_w_', sql), text: sql, values });
   const counted = async (sql: string, which: PgColumn[], idx: number[]): Promise<number[]> => {
     const r = await statement(sql, arrays(idx, which));
     const counts = new Array<number>(idx.length).fill(0);

@@ -31,8 +31,22 @@ export type AsRecords = () => Promise<WriteResult[]>;
  * `asRecords` (PgWriter.write), which decides as it always does (a refused COPY counts as that
  * path's own failed attempt, so it is not sent twice).
  */
-export async function writePacked(w: WriterState, action: WriteAction, table: PgTable, batch: PackedBatch, options: WriteOptions, ctx: CallContext, asRecords: AsRecords): Promise<WriteResult[]> {
-  if (table.kind !== 'table' || options.checkpoint || (action !== 'Create' && action !== 'Upsert') || batch.rows < STAGE_MIN) return asRecords();
+export async function writePacked(
+  w: WriterState,
+  action: WriteAction,
+  table: PgTable,
+  batch: PackedBatch,
+  options: WriteOptions,
+  ctx: CallContext,
+  asRecords: AsRecords,
+): Promise<WriteResult[]> {
+  if (
+    table.kind !== 'table' ||
+    options.checkpoint ||
+    (action !== 'Create' && action !== 'Upsert') ||
+    batch.rows < STAGE_MIN
+  )
+    return asRecords();
   const byName = new Map(table.columns.map((c) => [c.fullName, c]));
   const cols: PgColumn[] = [];
   for (const f of batch.fields) {
@@ -68,11 +82,14 @@ export async function writePacked(w: WriterState, action: WriteAction, table: Pg
   let textOnly = false;
   const fields = cols.map((_, j) => j);
   try {
-    const copy = new CopyIn(`COPY ${qualified(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN WITH (FORMAT binary)`, (send) => {
-      if (encodePackedBinary(batch, fields, writers, send)) return;
-      textOnly = true;
-      throw new Error('a value has no binary form');
-    });
+    const copy = new CopyIn(
+      `COPY ${qualified(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN WITH (FORMAT binary)`,
+      (send) => {
+        if (encodePackedBinary(batch, fields, writers, send)) return;
+        textOnly = true;
+        throw new Error('a value has no binary form');
+      },
+    );
     client.query(copy);
     await copy.done;
   } catch (err) {
@@ -110,7 +127,17 @@ export async function writePacked(w: WriterState, action: WriteAction, table: Pg
  * from the batch's cells; the back-off moves as createByCopy (create.ts) moves it. A stage that refuses a value,
  * or a value without a binary form, leaves the batch to the records path.
  */
-async function packedRows(w: WriterState, table: PgTable, cols: PgColumn[], writers: FieldWriter[], batch: PackedBatch, state: BackOff, asRecords: AsRecords, tried: boolean, ctx: CallContext): Promise<WriteResult[]> {
+async function packedRows(
+  w: WriterState,
+  table: PgTable,
+  cols: PgColumn[],
+  writers: FieldWriter[],
+  batch: PackedBatch,
+  state: BackOff,
+  asRecords: AsRecords,
+  tried: boolean,
+  ctx: CallContext,
+): Promise<WriteResult[]> {
   throwIfAborted(ctx.signal);
   const { client, release } = await writingClient(w.pool, ctx);
   const fields = cols.map((_, j) => j);
@@ -143,7 +170,19 @@ async function packedRows(w: WriterState, table: PgTable, cols: PgColumn[], writ
   };
   let refused: number;
   try {
-    const first = await picksFirst(w, client, { table, cols, rows: batch.rows, text: (j, k) => (toText[j] as ToText)(packedCell(batch, k, j)), copyRest, tried }, false);
+    const first = await picksFirst(
+      w,
+      client,
+      {
+        table,
+        cols,
+        rows: batch.rows,
+        text: (j, k) => (toText[j] as ToText)(packedCell(batch, k, j)),
+        copyRest,
+        tried,
+      },
+      false,
+    );
     if (first) {
       results.fill(OK_ONE);
       for (const [k, r] of first) results[k] = r;
@@ -154,7 +193,16 @@ async function packedRows(w: WriterState, table: PgTable, cols: PgColumn[], writ
       release();
       state.skip = Math.max(state.skip, 1);
       return asRecords();
-    } else refused = await rowByRow(w, client, table, { cols, indices: Array.from({ length: batch.rows }, (_, i) => i) }, stageCopy, results, false);
+    } else
+      refused = await rowByRow(
+        w,
+        client,
+        table,
+        { cols, indices: Array.from({ length: batch.rows }, (_, i) => i) },
+        stageCopy,
+        results,
+        false,
+      );
   } catch (err) {
     if (textOnly || sqlState(err) !== undefined) {
       release();

@@ -36,7 +36,12 @@ export interface PickBatch {
  * costs as much as the COPY): a row that has one fails the COPY, and rowByRow writes the batch.
  * `tried`: the whole batch was just refused, so a pick of none would be refused again.
  */
-export async function picksFirst(w: WriterState, client: PoolClient, job: PickBatch, inTransaction: boolean): Promise<Map<number, WriteResult> | undefined> {
+export async function picksFirst(
+  w: WriterState,
+  client: PoolClient,
+  job: PickBatch,
+  inTransaction: boolean,
+): Promise<Map<number, WriteResult> | undefined> {
   if (!w.picksFirst) return undefined;
   if (inTransaction) await client.query('SAVEPOINT ferry_picks');
   let out: Map<number, WriteResult> | undefined;
@@ -50,11 +55,17 @@ export async function picksFirst(w: WriterState, client: PoolClient, job: PickBa
     if (sqlState(err) === undefined) throw err;
     return undefined;
   }
-  if (inTransaction) await client.query(out ? 'RELEASE SAVEPOINT ferry_picks' : 'ROLLBACK TO SAVEPOINT ferry_picks; RELEASE SAVEPOINT ferry_picks');
+  if (inTransaction)
+    await client.query(
+      out ? 'RELEASE SAVEPOINT ferry_picks' : 'ROLLBACK TO SAVEPOINT ferry_picks; RELEASE SAVEPOINT ferry_picks',
+    );
   return out;
 }
 
-async function picksThenCopy(client: PoolClient, { table, cols, rows, text, copyRest, tried }: PickBatch): Promise<Map<number, WriteResult> | undefined> {
+async function picksThenCopy(
+  client: PoolClient,
+  { table, cols, rows, text, copyRest, tried }: PickBatch,
+): Promise<Map<number, WriteResult> | undefined> {
   const constraints = await refusalConstraints(client, table);
   const index = new Map(cols.map((c, j) => [c.name, j]));
   const considered = constraints.filter((r) => r.cols.length > 0 && r.cols.every((c) => index.has(c)));
@@ -72,7 +83,9 @@ async function picksThenCopy(client: PoolClient, { table, cols, rows, text, copy
       for (let k = 0; k < rows; k++) if ((text(j, k)?.length ?? 0) > c.size) return undefined;
     }
   }
-  const collation = new Map(constraints.filter((r) => r.kind === 'l' && r.name).map((r) => [r.cols[0] as string, r.name as string]));
+  const collation = new Map(
+    constraints.filter((r) => r.kind === 'l' && r.name).map((r) => [r.cols[0] as string, r.name as string]),
+  );
   const arrays = sent.map((c) => {
     const j = index.get(c.name) as number;
     let lit = '{';
@@ -82,7 +95,10 @@ async function picksThenCopy(client: PoolClient, { table, cols, rows, text, copy
     }
     return `${lit}}`;
   });
-  const cast = sent.map((c, i) => `x.c${i}::${c.sqlType}${collation.has(c.name) ? ` COLLATE ${collation.get(c.name) as string}` : ''} AS ${quoteIdent(c.name)}`);
+  const cast = sent.map(
+    (c, i) =>
+      `x.c${i}::${c.sqlType}${collation.has(c.name) ? ` COLLATE ${collation.get(c.name) as string}` : ''} AS ${quoteIdent(c.name)}`,
+  );
   const sql = `WITH s0 AS (SELECT ${cast.join(', ')}, x.ferry_ord FROM unnest(${sent.map((_, i) => `$${i + 1}::text[]`).join(', ')}) WITH ORDINALITY AS x(${sent.map((_, i) => `c${i}`).join(', ')}, ferry_ord))
 SELECT s.ferry_ord::int AS ord, ${reason} AS why FROM s0 s WHERE ${terms.join(' OR ')}`;
   const name = statementName('ferry_p_', sql);
@@ -119,6 +135,14 @@ SELECT s.ferry_ord::int AS ord, ${reason} AS why FROM s0 s WHERE ${terms.join(' 
       else if (refusedKeys.has(key)) return undefined;
     }
   }
-  if (out.size < rows && !(await copyRest(client, `COPY ${qualified(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`, skip))) return undefined;
+  if (
+    out.size < rows &&
+    !(await copyRest(
+      client,
+      `COPY ${qualified(table)} (${cols.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`,
+      skip,
+    ))
+  )
+    return undefined;
   return out;
 }

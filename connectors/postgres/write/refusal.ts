@@ -69,7 +69,10 @@ export async function refusalConstraints(client: PoolClient, table: PgTable): Pr
  * the first NOT NULL column with a NULL ('n' + its name), else the first false CHECK by name ('c'
  * + its name), else NULL; `terms`, the conditions that make it not NULL; `read`, the columns they read.
  */
-export function refusalReason(rows: readonly ConstraintRow[], cols: readonly PgColumn[]): { reason: string; terms: string[]; read: Set<string> } {
+export function refusalReason(
+  rows: readonly ConstraintRow[],
+  cols: readonly PgColumn[],
+): { reason: string; terms: string[]; read: Set<string> } {
   const have = new Set(cols.map((c) => c.name));
   const col = (c: string): string => `s.${quoteIdent(c)}`;
   const terms: string[] = [];
@@ -89,7 +92,12 @@ export function refusalReason(rows: readonly ConstraintRow[], cols: readonly PgC
   }
   const position = new Map(cols.map((c) => [c.name, c.attnum]));
   nulls.sort((a, b) => (position.get(a) ?? 0) - (position.get(b) ?? 0));
-  const reasons = [...nulls.map((c) => `WHEN ${col(c)} IS NULL THEN ${quoteLiteral(`n${c}`)}`), ...checks.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((c) => `WHEN (${c.expr}) IS FALSE THEN ${quoteLiteral(`c${c.name}`)}`)];
+  const reasons = [
+    ...nulls.map((c) => `WHEN ${col(c)} IS NULL THEN ${quoteLiteral(`n${c}`)}`),
+    ...checks
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((c) => `WHEN (${c.expr}) IS FALSE THEN ${quoteLiteral(`c${c.name}`)}`),
+  ];
   return { reason: reasons.length > 0 ? `CASE ${reasons.join(' ')} END` : 'NULL::text', terms, read };
 }
 
@@ -100,9 +108,15 @@ export function refusalReason(rows: readonly ConstraintRow[], cols: readonly PgC
 export function guessedRefusal(table: PgTable, why: string): WriteResult {
   const name = why.slice(1);
   const state = why.startsWith('n') ? '23502' : '23514';
-  const message = state === '23502' ? `null value in column "${name}" of relation "${table.name}" violates not-null constraint` : `new row for relation "${table.name}" violates check constraint "${name}"`;
+  const message =
+    state === '23502'
+      ? `null value in column "${name}" of relation "${table.name}" violates not-null constraint`
+      : `new row for relation "${table.name}" violates check constraint "${name}"`;
   const field = state === '23502' ? (table.columns.find((c) => c.name === name)?.fullName ?? name) : undefined;
-  return failed(recordErrorCode(state) ?? 'DatastoreError', recordMessage(message, null), { nativeCode: state, ...(field ? { field } : {}) });
+  return failed(recordErrorCode(state) ?? 'DatastoreError', recordMessage(message, null), {
+    nativeCode: state,
+    ...(field ? { field } : {}),
+  });
 }
 
 /**
@@ -118,11 +132,17 @@ export function guessedRefusal(table: PgTable, why: string): WriteResult {
  * 0 keeps the planner from hashing the whole table instead, which it prefers while the statistics
  * of a table being filled lag behind: each batch would read all the rows written before it).
  */
-export async function refusalPredicate(client: PoolClient, table: PgTable, cols: readonly PgColumn[], stage: string): Promise<{ picks: string; reason: string }> {
+export async function refusalPredicate(
+  client: PoolClient,
+  table: PgTable,
+  cols: readonly PgColumn[],
+  stage: string,
+): Promise<{ picks: string; reason: string }> {
   const have = new Set(cols.map((c) => c.name));
   const rows = await refusalConstraints(client, table);
   const col = (c: string): string => `s.${quoteIdent(c)}`;
-  const allSet = (cs: readonly string[], alias = 's.'): string => cs.map((c) => `${alias}${quoteIdent(c)} IS NOT NULL`).join(' AND ');
+  const allSet = (cs: readonly string[], alias = 's.'): string =>
+    cs.map((c) => `${alias}${quoteIdent(c)} IS NOT NULL`).join(' AND ');
   const { reason, terms } = refusalReason(rows, cols);
   for (const r of rows) {
     if (r.cols.length === 0 || !r.cols.every((c) => have.has(c))) continue;
@@ -130,7 +150,9 @@ export async function refusalPredicate(client: PoolClient, table: PgTable, cols:
       const same = r.cols.map((c) => `t.${quoteIdent(c)} = ${col(c)}`).join(' AND ');
       terms.push(`(${allSet(r.cols)} AND EXISTS (SELECT 1 FROM ${qualified(table)} t WHERE ${same} OFFSET 0))`);
       const key = r.cols.map(quoteIdent).join(', ');
-      terms.push(`s.ferry_ord IN (SELECT d.ferry_ord FROM (SELECT ferry_ord, row_number() OVER (PARTITION BY ${key} ORDER BY ferry_ord) AS k FROM ${stage} WHERE ${allSet(r.cols, '')}) d WHERE d.k > 1)`);
+      terms.push(
+        `s.ferry_ord IN (SELECT d.ferry_ord FROM (SELECT ferry_ord, row_number() OVER (PARTITION BY ${key} ORDER BY ferry_ord) AS k FROM ${stage} WHERE ${allSet(r.cols, '')}) d WHERE d.k > 1)`,
+      );
     } else if (r.kind === 'f' && r.ref && r.ref_cols?.length === r.cols.length) {
       const parent = r.ref_cols;
       const same = r.cols.map((c, i) => `p.${quoteIdent(parent[i] as string)} = ${col(c)}`).join(' AND ');

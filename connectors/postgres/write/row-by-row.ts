@@ -21,7 +21,15 @@ import type { WriterState } from './state.js';
  * COPY that fails (a value the column type itself refuses) throws, and the caller halves the
  * batch instead.
  */
-export async function rowByRow(w: WriterState, client: PoolClient, table: PgTable, g: Group, stageCopy: (client: PoolClient, sql: string) => Promise<unknown>, results: WriteResult[], inTransaction: boolean): Promise<number> {
+export async function rowByRow(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  g: Group,
+  stageCopy: (client: PoolClient, sql: string) => Promise<unknown>,
+  results: WriteResult[],
+  inTransaction: boolean,
+): Promise<number> {
   const n = ++w.rowStages;
   const stage = quoteIdent(`ferry_rows_${n}`);
   const errors = quoteIdent(`ferry_row_errors_${n}`);
@@ -29,9 +37,13 @@ export async function rowByRow(w: WriterState, client: PoolClient, table: PgTabl
   await client.query(inTransaction ? 'SAVEPOINT ferry_rows' : 'BEGIN');
   try {
     // CREATE … AS takes the column types without their NOT NULL, CHECK or key constraints.
-    await client.query(`CREATE TEMP TABLE ${stage} ON COMMIT DROP AS SELECT ${cols.join(', ')} FROM ${qualified(table)} WITH NO DATA`);
+    await client.query(
+      `CREATE TEMP TABLE ${stage} ON COMMIT DROP AS SELECT ${cols.join(', ')} FROM ${qualified(table)} WITH NO DATA`,
+    );
     await client.query(`ALTER TABLE ${stage} ADD COLUMN ferry_ord bigserial`);
-    await client.query(`CREATE TEMP TABLE ${errors} (ord bigint, state text, message text, detail text, col text) ON COMMIT DROP`);
+    await client.query(
+      `CREATE TEMP TABLE ${errors} (ord bigint, state text, message text, detail text, col text) ON COMMIT DROP`,
+    );
     await stageCopy(client, `COPY ${stage} (${cols.join(', ')}) FROM STDIN`);
     const picked = quoteIdent(`ferry_row_picks_${n}`);
     const refusal = await refusalPredicate(client, table, g.cols, stage);
@@ -71,14 +83,21 @@ ELSE
   ${tryEach(`SELECT * FROM ${stage} ORDER BY ferry_ord`)}
 END IF;
 END $ferry$`);
-    const refused = (await client.query<{ ord: string; state: string; message: string; detail: string | null; col: string | null }>(`SELECT ord, state, message, detail, col FROM ${errors}`)).rows;
+    const refused = (
+      await client.query<{ ord: string; state: string; message: string; detail: string | null; col: string | null }>(
+        `SELECT ord, state, message, detail, col FROM ${errors}`,
+      )
+    ).rows;
     await client.query(inTransaction ? 'RELEASE SAVEPOINT ferry_rows' : 'COMMIT');
     for (const i of g.indices) results[i] = OK_ONE;
     for (const e of refused) {
       const i = g.indices[Number(e.ord) - 1];
       if (i === undefined) continue;
       const field = e.col ? (table.columns.find((c) => c.name === e.col)?.fullName ?? e.col) : undefined;
-      results[i] = failed(recordErrorCode(e.state) ?? 'DatastoreError', recordMessage(e.message, e.detail), { nativeCode: e.state, ...(field ? { field } : {}) });
+      results[i] = failed(recordErrorCode(e.state) ?? 'DatastoreError', recordMessage(e.message, e.detail), {
+        nativeCode: e.state,
+        ...(field ? { field } : {}),
+      });
     }
     return refused.length;
   } catch (err) {

@@ -14,4 +14,5 @@ export function arrayElement(v: string | null): string {
 export const quoteLiteral = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The name a statement is prepared under: one per text, so the server plans it once per connection. */
-export const statementName = (prefix: string, sql: string): string => `${prefix}${createHash('sha1').update(sql).digest('hex').slice(0, NAME_HASH_LEN)}`;
+export const statementName = (prefix: string, sql: string): string =>
+  `${prefix}${createHash('sha1').update(sql).digest('hex').slice(0, NAME_HASH_LEN)}`;

@@ -1,5 +1,11 @@
 import type { PoolClient } from 'pg';
-import { OK_ONE, throwIfAborted, type CallContext, type ConnectorRecord, type WriteResult } from '../../../src/connectors/sdk.js';
+import {
+  OK_ONE,
+  throwIfAborted,
+  type CallContext,
+  type ConnectorRecord,
+  type WriteResult,
+} from '../../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from '../catalogue.js';
 import { sqlState } from '../errors.js';
 import { bisect } from './bisect.js';
@@ -23,7 +29,16 @@ const UPSERT_LANES = 3;
 const LANE_MIN_RECORDS = 2000;
 
 /** A bulk Upsert of a group: one COPY into the table when it works, else the staged upsert in lanes. */
-export async function upsertBulk(w: WriterState, client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], ctx: CallContext): Promise<void> {
+export async function upsertBulk(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+  ctx: CallContext,
+): Promise<void> {
   if (await upsertByCopy(w, client, table, keys, g, batch, results)) return;
   // A COPY the call's own cancel ended is not retried another way.
   throwIfAborted(ctx.signal);
@@ -39,7 +54,15 @@ export async function upsertBulk(w: WriterState, client: PoolClient, table: PgTa
  * Only for the primary key: an Upsert on other fields must still be refused when they have no
  * unique constraint.
  */
-async function upsertByCopy(w: WriterState, client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<boolean> {
+async function upsertByCopy(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+): Promise<boolean> {
   const pk = table.columns.filter((c) => c.pk > 0);
   if (keys.length !== pk.length || !keys.every((k) => k.pk > 0)) return false;
   const state = backOffOf(w.copyBackoff, table.oid);
@@ -75,15 +98,26 @@ async function upsertByCopy(w: WriterState, client: PoolClient, table: PgTable, 
  * the others, alone; an upsert is idempotent, so its parts already committed are simply written
  * again. Without a second connection (the pool or the server has none to give) one lane runs.
  */
-async function stagedUpsertLanes(w: WriterState, client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[], ctx: CallContext): Promise<void> {
+async function stagedUpsertLanes(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+  ctx: CallContext,
+): Promise<void> {
   const run = async (c: PoolClient, indices: number[]): Promise<void> => {
-    for (const seg of uniqueKeySegments({ cols: g.cols, indices }, keys, batch)) await stagedUpsert(w, c, table, keys, { cols: g.cols, indices: seg }, batch, results);
+    for (const seg of uniqueKeySegments({ cols: g.cols, indices }, keys, batch))
+      await stagedUpsert(w, c, table, keys, { cols: g.cols, indices: seg }, batch, results);
   };
   if (g.indices.length < LANE_MIN_RECORDS) return run(client, g.indices);
   const extras: WritingClient[] = [];
   // Only connections the pool can give at once: waiting for one another call holds (a query's
   // cursor) would stall the batch, or never end.
-  const spare = (): boolean => w.pool.waitingCount === 0 && (w.pool.idleCount > 0 || w.pool.totalCount < (w.pool.options.max ?? 10));
+  const spare = (): boolean =>
+    w.pool.waitingCount === 0 && (w.pool.idleCount > 0 || w.pool.totalCount < (w.pool.options.max ?? 10));
   while (extras.length < UPSERT_LANES - 1 && spare()) {
     try {
       // Cancelled with the call, as its own client is (client.ts).
@@ -119,18 +153,30 @@ async function stagedUpsertLanes(w: WriterState, client: PoolClient, table: PgTa
  * `INSERT … SELECT … ON CONFLICT DO UPDATE` from it, in one transaction; the stage empties on
  * commit. Twice as fast as unnest arrays: values are parsed by COPY, once.
  */
-async function stagedUpsert(w: WriterState, client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<void> {
+async function stagedUpsert(
+  w: WriterState,
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+): Promise<void> {
   const stage = `pg_temp.${quoteIdent(`ferry_stage_${table.oid}_${table.columns.length}`)}`;
   let known = w.stages.get(client);
   if (!known) w.stages.set(client, (known = new Set()));
   if (!known.has(stage)) {
     // Column types only: no NOT NULL or defaults, the target checks those on INSERT.
-    await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${stage.slice('pg_temp.'.length)} ON COMMIT DELETE ROWS AS SELECT * FROM ${qualified(table)} WITH NO DATA`);
+    await client.query(
+      `CREATE TEMP TABLE IF NOT EXISTS ${stage.slice('pg_temp.'.length)} ON COMMIT DELETE ROWS AS SELECT * FROM ${qualified(table)} WITH NO DATA`,
+    );
     known.add(stage);
   }
   const list = g.cols.map((c) => quoteIdent(c.name)).join(', ');
   const setCols = g.cols.filter((c) => !keys.includes(c));
-  const onConflict = setCols.length ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`).join(', ')}` : 'DO NOTHING';
+  const onConflict = setCols.length
+    ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`).join(', ')}`
+    : 'DO NOTHING';
   const upsert = `INSERT INTO ${qualified(table)} (${list}) SELECT ${list} FROM ${stage} ON CONFLICT (${keys.map((k) => quoteIdent(k.name)).join(', ')}) ${onConflict}`;
   const send = copySender(g, batch);
   const run = async (ks: number[]): Promise<undefined> => {
@@ -155,10 +201,25 @@ async function stagedUpsert(w: WriterState, client: PoolClient, table: PgTable, 
 }
 
 /** Upsert of a small batch (per run of unique keys): one INSERT … SELECT FROM unnest(…) ON CONFLICT statement. */
-export async function upsertByStatement(client: PoolClient, table: PgTable, keys: PgColumn[], g: Group, batch: readonly ConnectorRecord[], results: WriteResult[]): Promise<void> {
+export async function upsertByStatement(
+  client: PoolClient,
+  table: PgTable,
+  keys: PgColumn[],
+  g: Group,
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+): Promise<void> {
   const { cols, setCols, insertSql, arrays, statement } = keyedStatements(client, table, keys, g, batch);
   const target = keys.map((k) => quoteIdent(k.name)).join(', ');
-  const onConflict = setCols.length ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`).join(', ')}` : 'DO NOTHING';
+  const onConflict = setCols.length
+    ? `DO UPDATE SET ${setCols.map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`).join(', ')}`
+    : 'DO NOTHING';
   const sql = `${insertSql} ON CONFLICT (${target}) ${onConflict}`;
-  await bisect(g.indices, async (idx) => void (await statement(sql, arrays(idx, cols))), (i) => i, results, table);
+  await bisect(
+    g.indices,
+    async (idx) => void (await statement(sql, arrays(idx, cols))),
+    (i) => i,
+    results,
+    table,
+  );
 }

@@ -9,7 +9,13 @@ import type { Connection, TestStarted, TestStatus } from '../schemas/connection.
  * The Connection model: every property of the Connector in its order, values encrypted with the
  * crypto token; protected properties are always blank (never returned, not even encrypted).
  */
-export function toConnection(row: ConnectionRow, catalogue: ConnectorCatalogue, props: PlainProperties, cryptoToken: string, usedInSolutions: readonly string[] = []): Connection {
+export function toConnection(
+  row: ConnectionRow,
+  catalogue: ConnectorCatalogue,
+  props: PlainProperties,
+  cryptoToken: string,
+  usedInSolutions: readonly string[] = [],
+): Connection {
   const manifest = catalogue.get(row.connectorId);
   const protectedSet = manifest ? protectedKeys(manifest) : new Set<string>();
   const names = manifest ? manifest.uiDecorations.map((d) => d.propertyName) : Object.keys(props);
@@ -21,7 +27,10 @@ export function toConnection(row: ConnectionRow, catalogue: ConnectorCatalogue, 
     connectorId: row.connectorId,
     connectorType: manifest?.name ?? '',
     color: row.color,
-    properties: names.map((key) => ({ key, value: protectedSet.has(key.toLowerCase()) ? '' : encryptProperty(props[key] ?? '', cryptoToken) })),
+    properties: names.map((key) => ({
+      key,
+      value: protectedSet.has(key.toLowerCase()) ? '' : encryptProperty(props[key] ?? '', cryptoToken),
+    })),
     createDateTime: row.createDateTime,
     lastModificationDateTime: row.lastModificationDateTime,
     modificationBy: row.modificationBy,

@@ -113,5 +113,10 @@ export function versionParts(version: string): MarketplaceConnector['version'] {
 }
 
 export function toCustomer(row: ManagedConnectorCustomer): Customer {
-  return { orgId: row.orgId, orgName: row.orgName, provisionedBy: row.provisionedBy, provisionedDate: row.provisionedDate };
+  return {
+    orgId: row.orgId,
+    orgName: row.orgName,
+    provisionedBy: row.provisionedBy,
+    provisionedDate: row.provisionedDate,
+  };
 }

@@ -62,5 +62,11 @@ export function toScheduleSkip(row: ScheduleSkipRow): ScheduleSkip {
 
 /** SPEC.md "Failed Record" from a record error and its source fields. */
 export function toFailedRecord(r: { error: ExecutionErrorRow; source: ConnectorRecord }): FailedRecord {
-  return { id: r.error.id, name: r.error.sourceEntity, properties: Object.entries(r.source).map(([key, value]) => ({ key, value })), children: [], sourceData: r.source };
+  return {
+    id: r.error.id,
+    name: r.error.sourceEntity,
+    properties: Object.entries(r.source).map(([key, value]) => ({ key, value })),
+    children: [],
+    sourceData: r.source,
+  };
 }

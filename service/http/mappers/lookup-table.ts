@@ -8,7 +8,13 @@ import type { LookupTableModel, LookupTableValueModel } from '../schemas/lookup-
 /** Stored Lookup Tables and their values as the API shows them. */
 
 export function toLookupTableValue(row: LookupTableValueRow): LookupTableValueModel {
-  return { id: row.id, value1: row.value1, value2: row.value2, creationDate: row.creationDate, lastModificationDate: row.lastModificationDate };
+  return {
+    id: row.id,
+    value1: row.value1,
+    value2: row.value2,
+    creationDate: row.creationDate,
+    lastModificationDate: row.lastModificationDate,
+  };
 }
 
 /** A table without its values (lists without includeLookupTableValues). */
@@ -64,6 +70,11 @@ async function* tablesJson(db: Db, rows: readonly LookupTableRow[], array: boole
  * Sends tables with their values as a JSON stream. The route's response schema still documents
  * the model; a stream bypasses the serializer, which would otherwise hold it all in memory twice.
  */
-export function sendTablesJson(reply: FastifyReply, db: Db, rows: readonly LookupTableRow[], array: boolean): FastifyReply {
+export function sendTablesJson(
+  reply: FastifyReply,
+  db: Db,
+  rows: readonly LookupTableRow[],
+  array: boolean,
+): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(Readable.from(tablesJson(db, rows, array)));
 }

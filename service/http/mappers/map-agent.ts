@@ -43,7 +43,11 @@ export function toMapRun(view: MapRunView): MapRunAnswer {
     runId: row.runId,
     prepareId: row.prepareId,
     executionId: execution?.id ?? null,
-    result: execution ? (execution.result !== null && isResult(execution.result) ? execution.result : 'InProgress') : null,
+    result: execution
+      ? execution.result !== null && isResult(execution.result)
+        ? execution.result
+        : 'InProgress'
+      : null,
     recordsProcessed: execution?.recordsProcessed ?? null,
     recordsFailed: execution?.recordsFailed ?? null,
     startTime: execution?.start ?? null,

@@ -10,9 +10,15 @@ import { toMap } from './map.js';
  */
 export function toExportedMap(view: MapView, connections: ConnectionsById, catalogue: ConnectorCatalogue): MapAnswer {
   const base = toMap(view);
-  const describe = (id: string | null): { connectionName: string | null; connectionAlias: string | null; connectionType: string | null } => {
+  const describe = (
+    id: string | null,
+  ): { connectionName: string | null; connectionAlias: string | null; connectionType: string | null } => {
     const c = id ? connections.get(id.toLowerCase()) : undefined;
-    return { connectionName: c?.name ?? null, connectionAlias: c?.alias ?? null, connectionType: c ? (catalogue.get(c.connectorId)?.name ?? c.connectorId) : null };
+    return {
+      connectionName: c?.name ?? null,
+      connectionAlias: c?.alias ?? null,
+      connectionType: c ? (catalogue.get(c.connectorId)?.name ?? c.connectorId) : null,
+    };
   };
   const source = describe(base.sourceConnectionId);
   return {

@@ -44,7 +44,12 @@ export function toMap({ row, revision, model }: MapView): MapAnswer {
     netChange: starter?.netChange !== undefined,
     netChangeFieldName: starter?.netChange?.fieldName ?? null,
     startingBlockId: starter?.blockId ?? null,
-    targetConnections: targets.map((connectionId) => ({ connectionId, connectionAlias: null, connectionName: null, connectionType: null })),
+    targetConnections: targets.map((connectionId) => ({
+      connectionId,
+      connectionAlias: null,
+      connectionName: null,
+      connectionType: null,
+    })),
     sourceConnectionId: starter?.connectionId ?? null,
     sourceConnectionName: null,
     sourceConnectionAlias: null,
@@ -56,5 +61,12 @@ export function toMap({ row, revision, model }: MapView): MapAnswer {
 
 /** One entry of a Map's revision list. */
 export function toMapRevision(rev: MapRevisionRow): MapRevision {
-  return { id: rev.mapId, revision: rev.revision, revisionDate: rev.revisionDate, revisionComment: rev.comment, comment: rev.comment, modifiedBy: rev.modifiedBy };
+  return {
+    id: rev.mapId,
+    revision: rev.revision,
+    revisionDate: rev.revisionDate,
+    revisionComment: rev.comment,
+    comment: rev.comment,
+    modifiedBy: rev.modifiedBy,
+  };
 }

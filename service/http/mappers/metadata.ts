@@ -67,10 +67,31 @@ export function toRelationships(e: Contract.EntityMetadata): Relationship[] {
 }
 
 export function toEntity(e: Contract.EntityMetadata, expand: boolean): Entity {
-  const base: Entity = { id: e.id, name: e.name, fullName: e.fullName, originalName: e.originalName, description: e.description, isHidden: e.isHidden, actions: e.actions.map(toAction) };
+  const base: Entity = {
+    id: e.id,
+    name: e.name,
+    fullName: e.fullName,
+    originalName: e.originalName,
+    description: e.description,
+    isHidden: e.isHidden,
+    actions: e.actions.map(toAction),
+  };
   return expand ? { ...base, fields: e.fields.map(toField), relationships: toRelationships(e) } : base;
 }
 
-export function toMetadataRequest(org: Pick<OrgRow, 'tenantId'>, r: MetadataRequestRow): z.infer<typeof MetadataRequest> {
-  return { id: r.id, agentId: r.agentId, tenantId: org.tenantId, objectDefinitionId: r.connectionId, objectName: r.objectName, startDate: r.startDate, endDate: r.endDate, state: r.state, errorMessage: r.errorMessage };
+export function toMetadataRequest(
+  org: Pick<OrgRow, 'tenantId'>,
+  r: MetadataRequestRow,
+): z.infer<typeof MetadataRequest> {
+  return {
+    id: r.id,
+    agentId: r.agentId,
+    tenantId: org.tenantId,
+    objectDefinitionId: r.connectionId,
+    objectName: r.objectName,
+    startDate: r.startDate,
+    endDate: r.endDate,
+    state: r.state,
+    errorMessage: r.errorMessage,
+  };
 }

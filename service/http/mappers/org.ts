@@ -23,7 +23,12 @@ export function toSecurityRule(r: SecurityRuleRow): SecurityRule {
 }
 
 /** The API model of an Organization (with its rules and Administrators). The crypto token is shown to Administrators only. */
-export function toOrganization(secrets: SecretBox, view: OrganizationView, role: RoleType, status?: OrgStatus): Organization {
+export function toOrganization(
+  secrets: SecretBox,
+  view: OrganizationView,
+  role: RoleType,
+  status?: OrgStatus,
+): Organization {
   const { org } = view;
   const dc = DATA_CENTERS[org.dataCenterId] ?? { name: 'Unknown', location: 'Unknown' };
   return {

@@ -9,13 +9,32 @@ export function toPrepareJob(job: PrepareJobRow): z.infer<typeof PrepareJob> {
   try {
     const v: unknown = JSON.parse(job.mapErrors);
     // Jobs stored before the list per Block have only the message.
-    if (Array.isArray(v)) mapErrorModels = (v as Array<{ mapId: number; message: string; errors?: BlockError[] }>).map((e) => ({ ...e, errors: e.errors ?? [] }));
+    if (Array.isArray(v))
+      mapErrorModels = (v as Array<{ mapId: number; message: string; errors?: BlockError[] }>).map((e) => ({
+        ...e,
+        errors: e.errors ?? [],
+      }));
   } catch {
     mapErrorModels = [];
   }
-  return { id: job.id, solutionId: job.solutionId, creationDate: job.creationDate, isComplete: job.isComplete === 1, hasError: job.hasError === 1, mapErrorModels, message: job.message };
+  return {
+    id: job.id,
+    solutionId: job.solutionId,
+    creationDate: job.creationDate,
+    isComplete: job.isComplete === 1,
+    hasError: job.hasError === 1,
+    mapErrorModels,
+    message: job.message,
+  };
 }
 
 export function toMonitor(m: MonitorSolutionResult & { solutionId: string }): z.infer<typeof MonitorAnswer> {
-  return { solutionId: m.solutionId, running: m.running, runId: m.runId ?? null, startedAt: m.startedAt ?? null, recordsProcessed: m.processed, recordsFailed: m.failed };
+  return {
+    solutionId: m.solutionId,
+    running: m.running,
+    runId: m.runId ?? null,
+    startedAt: m.startedAt ?? null,
+    recordsProcessed: m.processed,
+    recordsFailed: m.failed,
+  };
 }

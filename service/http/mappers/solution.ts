@@ -35,5 +35,10 @@ export function toSolution({ row, status, nextRunTime, maps }: SolutionView): So
 
 /** The schedule model as answered: as last set, named by the Solution it belongs to. */
 export function toScheduleAnswer({ solutionId, model }: ScheduleView): z.infer<typeof ScheduleAnswer> {
-  return { scheduleOption: model.scheduleOption, solutionId, runOnceOptions: model.runOnceOptions ?? null, recurringOptions: model.recurringOptions ?? null };
+  return {
+    scheduleOption: model.scheduleOption,
+    solutionId,
+    runOnceOptions: model.runOnceOptions ?? null,
+    recurringOptions: model.recurringOptions ?? null,
+  };
 }

@@ -19,6 +19,10 @@ export function toSubscription({ row: r, monthlyUsage }: SubscriptionUsage): Sub
     tscRegion: r.tscRegion,
     tscSubscriptionId: r.tscSubscriptionId,
   };
-  if (monthlyUsage) model.monthlyUsage = monthlyUsage.map((u) => ({ date: `${u.month}T00:00:00.000Z`, recordsProcessed: u.recordsProcessed }));
+  if (monthlyUsage)
+    model.monthlyUsage = monthlyUsage.map((u) => ({
+      date: `${u.month}T00:00:00.000Z`,
+      recordsProcessed: u.recordsProcessed,
+    }));
   return model;
 }

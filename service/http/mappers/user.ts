@@ -12,11 +12,20 @@ export function toOrgUser(m: MemberRow): OrgUser {
 }
 
 export function toInvitedUser(row: InvitationRow): InvitedUser {
-  return { email: row.email, roleType: row.roleType, statusType: row.statusType, invitedDate: row.invitedDate, message: row.message };
+  return {
+    email: row.email,
+    roleType: row.roleType,
+    statusType: row.statusType,
+    invitedDate: row.invitedDate,
+    message: row.message,
+  };
 }
 
 /** A new invitation; with the one-time registration token when the invited person has no account yet (shown only here). */
-export function toInvitedUserCreated(row: InvitationRow, token: string | undefined): z.infer<typeof InvitedUserCreated> {
+export function toInvitedUserCreated(
+  row: InvitationRow,
+  token: string | undefined,
+): z.infer<typeof InvitedUserCreated> {
   return { ...toInvitedUser(row), ...(token ? { invitationId: row.id, invitationToken: token } : {}) };
 }
 

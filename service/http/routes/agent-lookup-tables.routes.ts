@@ -16,20 +16,28 @@ import type { ServiceDeps } from '../deps.js';
 const agentLookupTablesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { db } = deps.store;
   const bearer = agentBearer(db);
-  app.get('/v1/agent/lookuptables', {
-    config: { access: 'public' },
-    onRequest: bearer.onRequest,
-    schema: {
-      tags: ['Agent protocol'],
-      summary: "An Agent reads the Lookup Tables of its Organization that a run uses (names comma-separated), streamed",
-      querystring: z.object({ names: z.string().max(20_000) }),
+  app.get(
+    '/v1/agent/lookuptables',
+    {
+      config: { access: 'public' },
+      onRequest: bearer.onRequest,
+      schema: {
+        tags: ['Agent protocol'],
+        summary:
+          'An Agent reads the Lookup Tables of its Organization that a run uses (names comma-separated), streamed',
+        querystring: z.object({ names: z.string().max(20_000) }),
+      },
     },
-  }, async (req, reply) => {
-    const agent = bearer.agentOf(req);
-    const names = req.query.names.split(',').map((n) => n.trim()).filter((n) => n !== '');
-    void reply.type('application/json');
-    return reply.send(Readable.from(tablesJson(db, agent.orgId, names)));
-  });
+    async (req, reply) => {
+      const agent = bearer.agentOf(req);
+      const names = req.query.names
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== '');
+      void reply.type('application/json');
+      return reply.send(Readable.from(tablesJson(db, agent.orgId, names)));
+    },
+  );
 };
 
 async function* tablesJson(db: Db, orgId: number, names: readonly string[]): AsyncGenerator<string> {

@@ -10,16 +10,21 @@ import { ReprocessPageParams, ReprocessPageQuery } from '../schemas/history-repr
  */
 const agentReprocessRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const bearer = agentBearer(deps.store.db);
-  app.get('/v1/agent/reprocess/:runId/records', {
-    config: { access: 'public' },
-    onRequest: bearer.onRequest,
-    schema: {
-      tags: ['Agent protocol'],
-      summary: 'An Agent reads a page of the records of a reprocess run it runs, with their stored copies when the Service keeps them',
-      params: ReprocessPageParams,
-      querystring: ReprocessPageQuery,
+  app.get(
+    '/v1/agent/reprocess/:runId/records',
+    {
+      config: { access: 'public' },
+      onRequest: bearer.onRequest,
+      schema: {
+        tags: ['Agent protocol'],
+        summary:
+          'An Agent reads a page of the records of a reprocess run it runs, with their stored copies when the Service keeps them',
+        params: ReprocessPageParams,
+        querystring: ReprocessPageQuery,
+      },
     },
-  }, async (req) => deps.history.reprocessPage(bearer.agentOf(req), req.params.runId, req.query.mapId, req.query.after));
+    async (req) => deps.history.reprocessPage(bearer.agentOf(req), req.params.runId, req.query.mapId, req.query.after),
+  );
 };
 
 export default agentReprocessRoutes;

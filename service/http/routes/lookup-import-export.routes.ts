@@ -6,7 +6,14 @@ import { claimDownload, requestExport } from '../../lookup-tables/export.js';
 import { importIntoTable } from '../../lookup-tables/import.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
-import { ExportCreated, ExportParams, ImportBody, ImportQuery, ImportResult, TableParams } from '../schemas/lookup-table.schema.js';
+import {
+  ExportCreated,
+  ExportParams,
+  ImportBody,
+  ImportQuery,
+  ImportResult,
+  TableParams,
+} from '../schemas/lookup-table.schema.js';
 
 const tags = ['Lookup Tables'];
 
@@ -37,53 +44,82 @@ const lookupImportExportRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app,
     done(null, '');
   });
 
-  app.post('/v1/orgs/:orgId/lookuptables/:tableId/import', {
-    config: { access: 'write', bodyTypes: ['text/csv', 'application/csv', 'text/plain', 'application/json'] },
-    schema: {
-      tags,
-      summary: 'Import comma-separated value1,value2 lines into an existing Lookup Table (appends; replace=true replaces)',
-      description:
-        'The body is the CSV text: raw (text/csv or text/plain), a JSON string, or {"commaSeparatedValues": "…", "hasHeaderRow": true}. ' +
-        'All or nothing: a line that cannot be read or has other than two fields is a 400 naming the line. ' +
-        'A raw body is read as a stream and written in batches: send large files raw.',
-      params: TableParams,
-      querystring: ImportQuery,
-      body: ImportBody,
-      response: { 200: ImportResult },
+  app.post(
+    '/v1/orgs/:orgId/lookuptables/:tableId/import',
+    {
+      config: { access: 'write', bodyTypes: ['text/csv', 'application/csv', 'text/plain', 'application/json'] },
+      schema: {
+        tags,
+        summary:
+          'Import comma-separated value1,value2 lines into an existing Lookup Table (appends; replace=true replaces)',
+        description:
+          'The body is the CSV text: raw (text/csv or text/plain), a JSON string, or {"commaSeparatedValues": "…", "hasHeaderRow": true}. ' +
+          'All or nothing: a line that cannot be read or has other than two fields is a 400 naming the line. ' +
+          'A raw body is read as a stream and written in batches: send large files raw.',
+        params: TableParams,
+        querystring: ImportQuery,
+        body: ImportBody,
+        response: { 200: ImportResult },
+      },
     },
-  }, async (req) => {
-    const { org, user } = orgOf(req);
-    const body = req.body;
-    const upload = uploads.get(req);
-    const hasHeaderRow = typeof body === 'string' ? req.query.hasHeaderRow : (body.hasHeaderRow ?? req.query.hasHeaderRow);
-    const declared = Number(req.headers['content-length']);
-    const source = upload
-      ? { upload, declaredLength: Number.isFinite(declared) ? declared : undefined }
-      : { text: typeof body === 'string' ? body : body.commaSeparatedValues };
-    const job = { orgId: org.id, tableId: req.params.tableId.toLowerCase(), modifiedBy: userName(user), replace: req.query.replace, hasHeaderRow };
-    return importIntoTable(deps.store, deps.config, job, source);
-  });
+    async (req) => {
+      const { org, user } = orgOf(req);
+      const body = req.body;
+      const upload = uploads.get(req);
+      const hasHeaderRow =
+        typeof body === 'string' ? req.query.hasHeaderRow : (body.hasHeaderRow ?? req.query.hasHeaderRow);
+      const declared = Number(req.headers['content-length']);
+      const source = upload
+        ? { upload, declaredLength: Number.isFinite(declared) ? declared : undefined }
+        : { text: typeof body === 'string' ? body : body.commaSeparatedValues };
+      const job = {
+        orgId: org.id,
+        tableId: req.params.tableId.toLowerCase(),
+        modifiedBy: userName(user),
+        replace: req.query.replace,
+        hasHeaderRow,
+      };
+      return importIntoTable(deps.store, deps.config, job, source);
+    },
+  );
 
   // No automatic HEAD routes: a HEAD would create an export, or use one up, without delivering it.
-  app.get('/v1/orgs/:orgId/lookuptables/:tableId/export', {
-    exposeHeadRoute: false,
-    config: { access: 'read' },
-    schema: { tags, summary: 'Export a Lookup Table: returns a single-use exportId', params: TableParams, response: { 200: ExportCreated } },
-  }, async (req) => ({ exportId: await requestExport(db, orgOf(req).org.id, req.params.tableId) }));
-
-  app.get('/v1/orgs/:orgId/lookuptables/:tableId/export/:exportId', {
-    exposeHeadRoute: false,
-    config: { access: 'read' },
-    schema: {
-      tags,
-      summary: 'Download an export as CSV (value1,value2); each exportId works once',
-      params: ExportParams,
-      response: { 200: z.string().describe('text/csv: a header line value1,value2, then one line per value, CRLF, RFC 4180 quoting') },
+  app.get(
+    '/v1/orgs/:orgId/lookuptables/:tableId/export',
+    {
+      exposeHeadRoute: false,
+      config: { access: 'read' },
+      schema: {
+        tags,
+        summary: 'Export a Lookup Table: returns a single-use exportId',
+        params: TableParams,
+        response: { 200: ExportCreated },
+      },
     },
-  }, async (req, reply) => {
-    const { table, csv } = await claimDownload(db, orgOf(req).org.id, req.params.tableId, req.params.exportId);
-    return sendCsv(reply, table.name, Readable.from(csv));
-  });
+    async (req) => ({ exportId: await requestExport(db, orgOf(req).org.id, req.params.tableId) }),
+  );
+
+  app.get(
+    '/v1/orgs/:orgId/lookuptables/:tableId/export/:exportId',
+    {
+      exposeHeadRoute: false,
+      config: { access: 'read' },
+      schema: {
+        tags,
+        summary: 'Download an export as CSV (value1,value2); each exportId works once',
+        params: ExportParams,
+        response: {
+          200: z
+            .string()
+            .describe('text/csv: a header line value1,value2, then one line per value, CRLF, RFC 4180 quoting'),
+        },
+      },
+    },
+    async (req, reply) => {
+      const { table, csv } = await claimDownload(db, orgOf(req).org.id, req.params.tableId, req.params.exportId);
+      return sendCsv(reply, table.name, Readable.from(csv));
+    },
+  );
 };
 
 export default lookupImportExportRoutes;

@@ -18,25 +18,33 @@ const registerRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
   const { db } = deps.store;
   const registry = { secrets: deps.secrets, catalogue: deps.connectors.catalogue, packages: deps.connectors.packages };
 
-  app.post('/v1/register', {
-    config: { access: 'user' },
-    schema: {
-      tags: ['Organizations'],
-      summary: 'Create a customer Organization (operators: Administrators of a platform-hosted root Organization)',
-      querystring: RegisterQuery,
-      body: RegisterInput,
-      response: { 201: Organization },
+  app.post(
+    '/v1/register',
+    {
+      config: { access: 'user' },
+      schema: {
+        tags: ['Organizations'],
+        summary: 'Create a customer Organization (operators: Administrators of a platform-hosted root Organization)',
+        querystring: RegisterQuery,
+        body: RegisterInput,
+        response: { 201: Organization },
+      },
     },
-  }, async (req, reply) => {
-    const user = callerOf(req);
-    const operator = await operatorOrganization(db, user, req.query.orgId);
-    // A call to the operator Organization's API: its Security Rules and rate limit apply.
-    await assertApiAccess(deps, operator.id, req.ip);
-    deps.rateLimiter.take(operator.id);
-    const plan = await planRegistration(db, registry, operator, user, req.body);
-    const org = await registerOrganization(registry, db, plan, userName(user));
-    return sendCreated(reply, `/v1/orgs/${org.id}`, toOrganization(deps.secrets, await organizationView(db, org), 'Administrator'));
-  });
+    async (req, reply) => {
+      const user = callerOf(req);
+      const operator = await operatorOrganization(db, user, req.query.orgId);
+      // A call to the operator Organization's API: its Security Rules and rate limit apply.
+      await assertApiAccess(deps, operator.id, req.ip);
+      deps.rateLimiter.take(operator.id);
+      const plan = await planRegistration(db, registry, operator, user, req.body);
+      const org = await registerOrganization(registry, db, plan, userName(user));
+      return sendCreated(
+        reply,
+        `/v1/orgs/${org.id}`,
+        toOrganization(deps.secrets, await organizationView(db, org), 'Administrator'),
+      );
+    },
+  );
 };
 
 export default registerRoutes;

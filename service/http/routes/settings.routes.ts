@@ -9,18 +9,22 @@ import { Setting } from '../schemas/setting.schema.js';
 
 /** `GET /v1/orgs/{orgId}/Settings`: the Organization's effective operational settings (read-only). */
 const settingsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
-  app.get('/v1/orgs/:orgId/Settings', {
-    config: { access: 'read' },
-    schema: {
-      tags: ['Settings'],
-      summary: 'Effective operational settings and limits of the Organization',
-      params: OrgParams,
-      response: { 200: z.array(Setting) },
+  app.get(
+    '/v1/orgs/:orgId/Settings',
+    {
+      config: { access: 'read' },
+      schema: {
+        tags: ['Settings'],
+        summary: 'Effective operational settings and limits of the Organization',
+        params: OrgParams,
+        response: { 200: z.array(Setting) },
+      },
     },
-  }, async (req, reply) => {
-    const settings = orgSettings(deps.config, orgOf(req).org.id).map(toSetting);
-    return sendList(reply, settings, settings.length);
-  });
+    async (req, reply) => {
+      const settings = orgSettings(deps.config, orgOf(req).org.id).map(toSetting);
+      return sendList(reply, settings, settings.length);
+    },
+  );
 };
 
 export default settingsRoutes;

@@ -15,8 +15,16 @@ export const Agent = z.object({
   serviceName: z.string(),
   isCloudAgent: z.boolean(),
   isUpdating: z.boolean(),
-  status: z.enum(AGENT_STATUSES).describe('Running only while the Agent is connected: a Running Agent whose channel is gone is shown Unknown until HeartbeatLate or HeartbeatFailed apply'),
-  isConnected: z.boolean().describe('whether the Agent holds an open channel to the Service now; commands to an Agent that does not answer 409 AGT_NOT_CONNECTED'),
+  status: z
+    .enum(AGENT_STATUSES)
+    .describe(
+      'Running only while the Agent is connected: a Running Agent whose channel is gone is shown Unknown until HeartbeatLate or HeartbeatFailed apply',
+    ),
+  isConnected: z
+    .boolean()
+    .describe(
+      'whether the Agent holds an open channel to the Service now; commands to an Agent that does not answer 409 AGT_NOT_CONNECTED',
+    ),
   lastContactTime: Timestamp.nullable(),
   lastShutdownTime: Timestamp.nullable(),
   lastStartTime: Timestamp.nullable(),
@@ -45,7 +53,11 @@ export const AgentInput = z.strictObject({
   lastShutdownTime: z.string().max(40).nullable().optional(),
   lastStartTime: z.string().max(40).nullable().optional(),
   version: z.string().max(50).nullable().optional(),
-  installedConnectors: z.array(z.object({ connectorId: z.string().max(100), version: z.string().max(50) })).max(1000).nullable().optional(),
+  installedConnectors: z
+    .array(z.object({ connectorId: z.string().max(100), version: z.string().max(50) }))
+    .max(1000)
+    .nullable()
+    .optional(),
   usedInSolutions: z.string().max(10_000).nullable().optional(),
   agentInstallationKey: z.string().max(200).nullable().optional(),
   agentInstallerLocation: z.string().max(2000).nullable().optional(),

@@ -49,7 +49,9 @@ export const ConnectorListQuery = PageQuery.extend({
 export const PreconnectParams = ConnectorParams.extend({ commandId: Guid });
 export const PreconnectQuery = z.object({ agentId: Guid, isOauth: z.stringbool().default(false) });
 export const PreconnectBody = z.strictObject({
-  properties: z.array(z.object({ key: z.string().min(1).max(100), value: z.string().max(100_000).nullable().optional() })).max(200),
+  properties: z
+    .array(z.object({ key: z.string().min(1).max(100), value: z.string().max(100_000).nullable().optional() }))
+    .max(200),
 });
 
 /** SPEC.md's version lock; isLocked is the string true or false. */
@@ -61,7 +63,10 @@ export const VersionLock = z.object({
   modificationBy: z.string().nullable(),
 });
 
-export const UiOptionsQuery = z.object({ agentId: z.string().max(100).optional(), version: z.string().max(50).optional() });
+export const UiOptionsQuery = z.object({
+  agentId: z.string().max(100).optional(),
+  version: z.string().max(50).optional(),
+});
 
 export const Property = z.object({ key: z.string(), value: z.string() });
 
@@ -79,7 +84,10 @@ export const Connection = z.object({
   lastModificationDateTime: Timestamp,
   modificationBy: z.string().nullable(),
   usedInSolutions: z.string(),
-  lastTestedAgentId: z.string().nullable().describe('the Agent that last tested the Connection with SUCCESS or loaded its metadata; null until one did'),
+  lastTestedAgentId: z
+    .string()
+    .nullable()
+    .describe('the Agent that last tested the Connection with SUCCESS or loaded its metadata; null until one did'),
 });
 export type Connection = z.infer<typeof Connection>;
 
@@ -87,7 +95,10 @@ export type Connection = z.infer<typeof Connection>;
 export const Color = z.string().regex(/^#?[0-9A-Fa-f]{8}$/, 'a hexadecimal ARGB color such as #FF336699');
 export const Alias = z.string().regex(/^[A-Za-z0-9]{1,255}$/, 'letters and digits only');
 
-const PropertyInput = z.object({ key: z.string().min(1).max(100), value: z.string().max(100_000).nullable().optional() });
+const PropertyInput = z.object({
+  key: z.string().min(1).max(100),
+  value: z.string().max(100_000).nullable().optional(),
+});
 
 /**
  * The Connection model clients send. Fields the Service owns are accepted so that a model read

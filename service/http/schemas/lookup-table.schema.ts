@@ -18,7 +18,10 @@ export const LookupTable = z.object({
   creationDate: Timestamp,
   lastModificationDate: Timestamp,
   modificationBy: z.string().nullable(),
-  lookupTableValues: z.array(LookupTableValue).optional().describe('present unless a list is asked for without includeLookupTableValues'),
+  lookupTableValues: z
+    .array(LookupTableValue)
+    .optional()
+    .describe('present unless a list is asked for without includeLookupTableValues'),
 });
 export type LookupTableModel = z.infer<typeof LookupTable>;
 

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { Filter } from '../../../src/protocol/filter.js';
-import { Block, ChildWrite, FieldMapping, LookupCondition, MapModel, NetChangeSpec } from '../../../src/protocol/map.js';
+import {
+  Block,
+  ChildWrite,
+  FieldMapping,
+  LookupCondition,
+  MapModel,
+  NetChangeSpec,
+} from '../../../src/protocol/map.js';
 
 /**
  * The Map model in the OpenAPI document.
@@ -44,7 +51,12 @@ type Component = 'MapModel' | 'Block';
  * validating schema itself (an object of any keys), so that the reference stands alone.
  */
 export function componentRef(id: Component, io: 'input' | 'output'): Record<string, unknown> {
-  return { $ref: `#/components/schemas/${io === 'input' ? `${id}Input` : id}`, type: undefined, propertyNames: undefined, additionalProperties: undefined };
+  return {
+    $ref: `#/components/schemas/${io === 'input' ? `${id}Input` : id}`,
+    type: undefined,
+    propertyNames: undefined,
+    additionalProperties: undefined,
+  };
 }
 
 /**
@@ -52,7 +64,12 @@ export function componentRef(id: Component, io: 'input' | 'output'): Record<stri
  * With a description the reference is wrapped in `allOf`, as @fastify/swagger drops the
  * siblings of a `$ref` when it resolves a request body.
  */
-export function documentedAs<T extends z.ZodType>(schema: T, id: Component, io: 'input' | 'output', description?: string): T {
+export function documentedAs<T extends z.ZodType>(
+  schema: T,
+  id: Component,
+  io: 'input' | 'output',
+  description?: string,
+): T {
   if (description === undefined) return schema.meta(componentRef(id, io));
   const { $ref, ...unset } = componentRef(id, io);
   return schema.meta({ ...unset, allOf: [{ $ref }], description });

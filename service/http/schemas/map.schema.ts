@@ -3,7 +3,10 @@ import { MAP_MODEL_VERSION } from '../../../src/protocol/map.js';
 import { decimal, Guid, MAX_INT, OrgParams, PageQuery, qbool, Text, Timestamp } from './common.js';
 import { documentedAs } from './map-model.schema.js';
 
-export const MapParams = OrgParams.extend({ solutionId: Guid, mapId: decimal(z.number().int().positive().max(MAX_INT)) });
+export const MapParams = OrgParams.extend({
+  solutionId: Guid,
+  mapId: decimal(z.number().int().positive().max(MAX_INT)),
+});
 
 /**
  * The Map model a save sends: the engine's model (src/protocol/map.ts MapModel, version 3.0), or
@@ -26,7 +29,9 @@ const Revision = decimal(z.number().int().positive().max(MAX_INT));
 
 export const MapGetQuery = z.object({
   revision: Revision.optional().describe('the revision to read; the latest when absent'),
-  lockMap: qbool(false).describe('true locks the Map for you first (409 MAP_LOCKED when another user holds it); needs the User or Administrator role'),
+  lockMap: qbool(false).describe(
+    'true locks the Map for you first (409 MAP_LOCKED when another user holds it); needs the User or Administrator role',
+  ),
 });
 
 export const MapRevertQuery = z.object({
@@ -34,15 +39,21 @@ export const MapRevertQuery = z.object({
 });
 
 export const MapEnableQuery = z.object({
-  enableState: qbool(true).describe('true enables the Map, false disables it (a disabled Map is skipped when its Solution runs)'),
+  enableState: qbool(true).describe(
+    'true enables the Map, false disables it (a disabled Map is skipped when its Solution runs)',
+  ),
 });
 
 export const MapLockQuery = z.object({
-  lockState: qbool(true).describe('true locks the Map for you, false unlocks it (the holder, or an Administrator, may unlock)'),
+  lockState: qbool(true).describe(
+    'true locks the Map for you, false unlocks it (the holder, or an Administrator, may unlock)',
+  ),
 });
 
 export const MapSaveQuery = z.object({
-  comment: Text.optional().describe('the revision comment (a `comment` string at the top of the body is read when absent)'),
+  comment: Text.optional().describe(
+    'the revision comment (a `comment` string at the top of the body is read when absent)',
+  ),
 });
 
 /** PUT also takes the flags of the original service; those not described are accepted and have no effect yet. */
@@ -61,7 +72,7 @@ export const MapLink = z.object({
   index: z.number().int(),
   name: z.string(),
   enabled: z.boolean(),
-  valid: z.boolean().describe('false until a validation against the Connections\' metadata (prepare) passes'),
+  valid: z.boolean().describe("false until a validation against the Connections' metadata (prepare) passes"),
   mapType: z.string(),
   sources: z.array(z.string()).describe('the Connection IDs the Map reads from'),
   targets: z.array(z.string()).describe('the Connection IDs the Map writes to'),
@@ -94,7 +105,7 @@ export const MapAnswer = z.object({
   valid: z.boolean(),
   lastModificationDate: Timestamp,
   lastRunDate: Timestamp.nullable(),
-  lockedBy: z.string().nullable().describe('the email of the user holding the Map\'s lock; null when unlocked'),
+  lockedBy: z.string().nullable().describe("the email of the user holding the Map's lock; null when unlocked"),
   lockDate: Timestamp.nullable(),
   netChange: z.boolean(),
   netChangeFieldName: z.string().nullable(),
@@ -105,13 +116,15 @@ export const MapAnswer = z.object({
   sourceConnectionAlias: z.string().nullable(),
   sourceConnectionType: z.string().nullable(),
   batchSize: z.number().int().nullable(),
-  blocks: z.array(documentedAs(z.record(z.string(), z.unknown()), 'Block', 'output')).describe('the Blocks of the model, in flow order'),
+  blocks: z
+    .array(documentedAs(z.record(z.string(), z.unknown()), 'Block', 'output'))
+    .describe('the Blocks of the model, in flow order'),
 });
 export type MapAnswer = z.infer<typeof MapAnswer>;
 
 /** One revision of a Map (GET …/maps/{mapId}/revisions). */
 export const MapRevision = z.object({
-  id: z.number().int().describe('the Map\'s ID'),
+  id: z.number().int().describe("the Map's ID"),
   revision: z.number().int(),
   revisionDate: Timestamp,
   revisionComment: z.string(),

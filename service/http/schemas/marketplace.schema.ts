@@ -8,7 +8,15 @@ export const MarketplaceQuery = PageQuery.extend({
   orgId: decimal(z.number().int().positive().max(MAX_INT).optional()),
 });
 
-const InstallStatus = z.enum(['SendingCommandToTheAgent', 'AgentReceivedCommand', 'AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'InstallTimedOut', 'Installed']);
+const InstallStatus = z.enum([
+  'SendingCommandToTheAgent',
+  'AgentReceivedCommand',
+  'AgentDownloadingConnectorUpdate',
+  'AgentServiceRestarting',
+  'InstallFailed',
+  'InstallTimedOut',
+  'Installed',
+]);
 
 /** The Marketplace Connector model of SPEC.md; agentInstallStatuses holds one entry per Agent. */
 export const MarketplaceConnector = z.object({
@@ -22,7 +30,14 @@ export const MarketplaceConnector = z.object({
   contactUrl: z.string().nullable(),
   certificationDate: z.string().nullable(),
   lastModificationDate: Timestamp.nullable(),
-  version: z.object({ major: z.number().int(), minor: z.number().int(), build: z.number().int(), revision: z.number().int(), majorRevision: z.number().int(), minorRevision: z.number().int() }),
+  version: z.object({
+    major: z.number().int(),
+    minor: z.number().int(),
+    build: z.number().int(),
+    revision: z.number().int(),
+    majorRevision: z.number().int(),
+    minorRevision: z.number().int(),
+  }),
   installed: z.boolean(),
   isAssociated: z.boolean(),
   isFree: z.boolean(),
@@ -55,5 +70,10 @@ export const MarketplaceConnector = z.object({
 export type MarketplaceConnector = z.infer<typeof MarketplaceConnector>;
 
 /** A customer Organization of a Managed Connector. */
-export const Customer = z.object({ orgId: z.number().int(), orgName: z.string(), provisionedBy: z.string(), provisionedDate: Timestamp });
+export const Customer = z.object({
+  orgId: z.number().int(),
+  orgName: z.string(),
+  provisionedBy: z.string(),
+  provisionedDate: Timestamp,
+});
 export type Customer = z.infer<typeof Customer>;

@@ -6,7 +6,9 @@ import { ConnectionParams } from './connection.schema.js';
 // ── the API models (SPEC.md "Entity, Field, Relationship, Action") ────────────
 // Made from the document an Agent sent (src/protocol/metadata.ts) by service/http/mappers/metadata.ts.
 
-export const Action = ContractAction.describe('An action the datastore supports: action, operationName, blockType and its supports* flags');
+export const Action = ContractAction.describe(
+  'An action the datastore supports: action, operationName, blockType and its supports* flags',
+);
 export type Action = z.infer<typeof Action>;
 
 export const Field = z.object({
@@ -30,8 +32,14 @@ export const Field = z.object({
   usedInActionOutput: z.boolean().describe('unused'),
   usedInQuerySequence: z.boolean().describe('unused'),
   // Beyond SPEC.md: what the Connector reported, served as the Agent sent it.
-  nativeType: z.string().describe("the datastore's type as its catalogue spells it (character varying(50), INTEGER); empty when unknown"),
-  hasDefault: z.boolean().describe('the datastore fills the field when a Create leaves it out (a default, an identity, a rowid); false when unknown'),
+  nativeType: z
+    .string()
+    .describe("the datastore's type as its catalogue spells it (character varying(50), INTEGER); empty when unknown"),
+  hasDefault: z
+    .boolean()
+    .describe(
+      'the datastore fills the field when a Create leaves it out (a default, an identity, a rowid); false when unknown',
+    ),
   scale: z.number().int().optional().describe('decimal scale, when known'),
 });
 export type Field = z.infer<typeof Field>;
@@ -64,7 +72,12 @@ export const Entity = z.object({
 });
 export type Entity = z.infer<typeof Entity>;
 
-export const ActionWithEntities = Action.extend({ entities: z.array(z.string()).optional().describe('with expand=true: fullNames of the entities that support the action') });
+export const ActionWithEntities = Action.extend({
+  entities: z
+    .array(z.string())
+    .optional()
+    .describe('with expand=true: fullNames of the entities that support the action'),
+});
 
 export const SupportedActions = z.object({ actions: z.array(Action), entities: z.array(Entity) });
 
@@ -85,11 +98,17 @@ export const MetadataRequest = z.object({
 /** Map types no longer supported (SPEC.md). */
 export const RETIRED_MAP_TYPES = ['IntegrationServicesBasicMap', 'IntegrationServicesSysControllerMap'];
 
-const AgentIdQuery = z.object({ agentId: Guid.optional().describe('the Agent that loads the metadata; needed when it was never loaded') });
+const AgentIdQuery = z.object({
+  agentId: Guid.optional().describe('the Agent that loads the metadata; needed when it was never loaded'),
+});
 export const MetadataQuery = AgentIdQuery;
 export const ActionsQuery = PageQuery.extend(AgentIdQuery.shape).extend({
   expand: qbool(false).describe('add the fullNames of the entities that support each action'),
-  mapType: z.string().max(100).optional().describe('Solution and Map type; every supported type has the same actions in Ferry'),
+  mapType: z
+    .string()
+    .max(100)
+    .optional()
+    .describe('Solution and Map type; every supported type has the same actions in Ferry'),
 });
 export const SupportedActionsQuery = AgentIdQuery.extend({
   expand: qbool(false).describe('entities with their fields and relationships'),
@@ -98,9 +117,13 @@ export const SupportedActionsQuery = AgentIdQuery.extend({
   offset: decimal(z.number().int().min(0).max(MAX_INT).default(0)),
 });
 export const EntityNamesQuery = PageQuery.extend(AgentIdQuery.shape);
-export const EntitiesQuery = PageQuery.extend(AgentIdQuery.shape).extend({ expand: qbool(true).describe('entities with their fields and relationships') });
+export const EntitiesQuery = PageQuery.extend(AgentIdQuery.shape).extend({
+  expand: qbool(true).describe('entities with their fields and relationships'),
+});
 export const RelationshipsQuery = AgentIdQuery.extend({
-  nestedPropertyRelations: decimal(z.number().int().min(0).max(10).default(0)).describe('depth of property-type relations (0 to 10); the built-in Connectors have none'),
+  nestedPropertyRelations: decimal(z.number().int().min(0).max(10).default(0)).describe(
+    'depth of property-type relations (0 to 10); the built-in Connectors have none',
+  ),
 });
 export const EntityParams = ConnectionParams.extend({ entityIdOrName: z.string().min(1).max(1000) });
 export const MetadataRequestsQuery = PageQuery;

@@ -35,7 +35,11 @@ const captureFields = {
   isSourceDataLocal: z.boolean().optional(),
 };
 
-const Administrator = z.object({ email: z.string(), firstName: z.string().nullable(), lastName: z.string().nullable() });
+const Administrator = z.object({
+  email: z.string(),
+  firstName: z.string().nullable(),
+  lastName: z.string().nullable(),
+});
 
 /**
  * The Organization model clients send on create and modify. Fields the Service owns (id,

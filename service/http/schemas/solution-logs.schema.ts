@@ -16,7 +16,11 @@ const Instant = z
     const iso = ISO_INSTANT.test(text.trim()) ? new Date(text.trim()) : undefined;
     const at = iso && !Number.isNaN(iso.getTime()) ? iso : parseInstant(text);
     if (at === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must be a date (2024-1-31) or a date and time (2024-01-31T10:00:00Z)', input: text });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be a date (2024-1-31) or a date and time (2024-01-31T10:00:00Z)',
+        input: text,
+      });
       return z.NEVER;
     }
     return at;

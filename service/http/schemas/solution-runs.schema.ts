@@ -28,15 +28,25 @@ export const PrepareParams = SolutionParams.extend({ prepareId: Guid });
 export const StartAnswer = z
   .object({
     solutionId: z.string(),
-    runId: z.string().nullable().describe('the run started, or the one in progress when the start was ignored: History processExecutionId'),
+    runId: z
+      .string()
+      .nullable()
+      .describe('the run started, or the one in progress when the start was ignored: History processExecutionId'),
     started: z.boolean().describe('false when a run of the Solution was already in progress (the start is ignored)'),
-    prepareId: z.string().nullable().describe('set when the Solution was not prepared: the prepare job the start waits for'),
+    prepareId: z
+      .string()
+      .nullable()
+      .describe('set when the Solution was not prepared: the prepare job the start waits for'),
     message: z.string(),
   })
   .meta({ id: 'SolutionStart' });
 
 export const StopAnswer = z
-  .object({ solutionId: z.string(), stopping: z.boolean().describe('false when no run was in progress'), runId: z.string().nullable() })
+  .object({
+    solutionId: z.string(),
+    stopping: z.boolean().describe('false when no run was in progress'),
+    runId: z.string().nullable(),
+  })
   .meta({ id: 'SolutionStop' });
 
 export const MonitorAnswer = z

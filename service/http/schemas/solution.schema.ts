@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { DAYS_OPTIONS, SCHEDULE_OPTIONS, TIME_INTERVAL_UNITS, TIME_OPTIONS, WEEKDAYS } from '../../../src/protocol/schedule.js';
+import {
+  DAYS_OPTIONS,
+  SCHEDULE_OPTIONS,
+  TIME_INTERVAL_UNITS,
+  TIME_OPTIONS,
+  WEEKDAYS,
+} from '../../../src/protocol/schedule.js';
 import { SELECTION_TYPES, SOLUTION_SORTS } from '../../solutions/solutions.js';
 import { SOLUTION_STATUSES, SOLUTION_TYPES } from '../../solutions/status.js';
 import { Guid, Name, OrgParams, PageQuery, Text, Timestamp } from './common.js';
@@ -9,7 +15,10 @@ export const SolutionParams = OrgParams.extend({ solutionId: Guid });
 
 /** One of `values`, accepted in any case and answered in the spelling of `values`. */
 const anyCase = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.preprocess((v) => (typeof v === 'string' ? (values.find((x) => x.toLowerCase() === v.toLowerCase()) ?? v) : v), z.enum(values));
+  z.preprocess(
+    (v) => (typeof v === 'string' ? (values.find((x) => x.toLowerCase() === v.toLowerCase()) ?? v) : v),
+    z.enum(values),
+  );
 
 export const SolutionTypeSchema = anyCase(SOLUTION_TYPES);
 
@@ -27,12 +36,18 @@ export const Solution = z.object({
   name: z.string(),
   description: z.string(),
   solutionType: z.enum(SOLUTION_TYPES),
-  status: z.enum(SOLUTION_STATUSES).describe('derived: Disabled; Incomplete until prepared since the last change; what the Agent status means (AgentShutdown, AgentHeartbeatLate, …); InProgress; WaitingForEvent, Idle (scheduled) or OnDemand'),
+  status: z
+    .enum(SOLUTION_STATUSES)
+    .describe(
+      'derived: Disabled; Incomplete until prepared since the last change; what the Agent status means (AgentShutdown, AgentHeartbeatLate, …); InProgress; WaitingForEvent, Idle (scheduled) or OnDemand',
+    ),
   agentId: z.string(),
   connectionIdForSource: z.string().nullable(),
   connectionIdForTarget: z.string().nullable(),
-  replicationSettings: ReplicationSettings.nullable().describe('Replication Solutions only: the entities the next run copies'),
-  entities: z.array(z.string()).describe('SPEC.md\'s form of replicationSettings.entities'),
+  replicationSettings: ReplicationSettings.nullable().describe(
+    'Replication Solutions only: the entities the next run copies',
+  ),
+  entities: z.array(z.string()).describe("SPEC.md's form of replicationSettings.entities"),
   checkForBulk: z.boolean(),
   isDisabled: z.boolean(),
   reasonDisabled: z.number().int().describe('0 while enabled, 1 when a user disabled the Solution'),
@@ -149,4 +164,6 @@ export const ScheduleAnswer = z
       }),
     ),
   })
-  .describe('A Solution schedule: OnDemand, RunOnce (runOnceOptions.dateTime) or Recurring (days, times, timeZone as sent)');
+  .describe(
+    'A Solution schedule: OnDemand, RunOnce (runOnceOptions.dateTime) or Recurring (days, times, timeZone as sent)',
+  );

@@ -12,7 +12,8 @@ export const INVITATION_STATUSES = ['Pending', 'Declined'] as const;
  * PostgreSQL text cannot hold U+0000: a string carrying it is bad input (400), never a store
  * failure. Every string of these models that reaches the store is checked.
  */
-const nulFree = <T extends z.ZodType<string>>(schema: T): T => schema.refine((s) => !s.includes('\u0000'), 'must not contain the NUL character (U+0000)');
+const nulFree = <T extends z.ZodType<string>>(schema: T): T =>
+  schema.refine((s) => !s.includes('\u0000'), 'must not contain the NUL character (U+0000)');
 
 /** A person's first or last name. */
 const PersonName = nulFree(Name);
@@ -67,7 +68,10 @@ export type InvitedUser = z.infer<typeof InvitedUser>;
  */
 export const InvitedUserCreated = InvitedUser.extend({
   invitationId: z.string().optional(),
-  invitationToken: z.string().optional().describe('One-time token for POST /v1/users/invitations/{invitationId}/register; shown only here'),
+  invitationToken: z
+    .string()
+    .optional()
+    .describe('One-time token for POST /v1/users/invitations/{invitationId}/register; shown only here'),
 });
 
 export const InvitedUserInput = z.strictObject({

@@ -156,7 +156,16 @@ export function foundation(dialect: StoreDialect): Migration {
       await exportsTable(db, dialect);
     },
     async down(db: Kysely<unknown>) {
-      for (const t of ['exports', 'subscription_usage', 'subscriptions', 'invitations', 'memberships', 'users', 'security_rules', 'orgs']) {
+      for (const t of [
+        'exports',
+        'subscription_usage',
+        'subscriptions',
+        'invitations',
+        'memberships',
+        'users',
+        'security_rules',
+        'orgs',
+      ]) {
         await db.schema.dropTable(t).execute();
       }
     },

@@ -43,9 +43,22 @@ export function lookupTables(dialect: StoreDialect): Migration {
         .addColumn('last_modification_date', 'text', (c) => c.notNull())
         .execute();
       // Insertion order: lists, export pages (keyset on seq) and the next seq of an append.
-      await db.schema.createIndex('lookup_values_seq').on('lookup_table_values').columns(['table_id', 'seq']).unique().execute();
-      await db.schema.createIndex('lookup_values_v1').on('lookup_table_values').columns(['table_id', 'value1', 'value2', 'seq']).execute();
-      await db.schema.createIndex('lookup_values_v2').on('lookup_table_values').columns(['table_id', 'value2', 'value1', 'seq']).execute();
+      await db.schema
+        .createIndex('lookup_values_seq')
+        .on('lookup_table_values')
+        .columns(['table_id', 'seq'])
+        .unique()
+        .execute();
+      await db.schema
+        .createIndex('lookup_values_v1')
+        .on('lookup_table_values')
+        .columns(['table_id', 'value1', 'value2', 'seq'])
+        .execute();
+      await db.schema
+        .createIndex('lookup_values_v2')
+        .on('lookup_table_values')
+        .columns(['table_id', 'value2', 'value1', 'seq'])
+        .execute();
       await db.schema.createIndex('exports_resource').on('exports').columns(['kind', 'resource_id']).execute();
     },
     async down(db: Kysely<unknown>) {

@@ -30,7 +30,13 @@ export function agents(): Migration {
         .addUniqueConstraint('agents_org_name', ['org_id', 'name_key'])
         .execute();
       // At most one Cloud Agent per Organization, whatever the application does.
-      await db.schema.createIndex('agents_one_cloud').unique().on('agents').column('org_id').where(sql.ref('is_cloud_agent'), '=', 1).execute();
+      await db.schema
+        .createIndex('agents_one_cloud')
+        .unique()
+        .on('agents')
+        .column('org_id')
+        .where(sql.ref('is_cloud_agent'), '=', 1)
+        .execute();
       await db.schema.createIndex('agents_contact').on('agents').column('last_contact_time').execute();
 
       await db.schema
@@ -75,7 +81,8 @@ export function agents(): Migration {
       await db.schema.createIndex('agent_logs_requested').on('agent_logs').column('requested_at').execute();
     },
     async down(db: Kysely<unknown>) {
-      for (const t of ['agent_logs', 'agent_reports', 'agent_installation_keys', 'agents']) await db.schema.dropTable(t).execute();
+      for (const t of ['agent_logs', 'agent_reports', 'agent_installation_keys', 'agents'])
+        await db.schema.dropTable(t).execute();
     },
   };
 }

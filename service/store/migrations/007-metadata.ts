@@ -30,7 +30,11 @@ export function metadata(): Migration {
         .addColumn('error_message', 'text')
         .addColumn('error_seen', 'integer', (c) => c.notNull().defaultTo(0))
         .execute();
-      await db.schema.createIndex('metadata_requests_connection').on('metadata_requests').columns(['connection_id', 'start_date']).execute();
+      await db.schema
+        .createIndex('metadata_requests_connection')
+        .on('metadata_requests')
+        .columns(['connection_id', 'start_date'])
+        .execute();
     },
     async down(db: Kysely<unknown>) {
       await db.schema.dropTable('metadata_requests').execute();

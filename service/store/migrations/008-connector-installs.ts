@@ -42,7 +42,11 @@ export function connectorInstalls(preinstalled: readonly PreinstalledConnector[]
         .addColumn('updated_at', 'text', (c) => c.notNull())
         .addPrimaryKeyConstraint('agent_connector_installs_pk', ['agent_id', 'connector_id'])
         .execute();
-      await db.schema.createIndex('agent_connector_installs_org').on('agent_connector_installs').columns(['org_id', 'connector_id']).execute();
+      await db.schema
+        .createIndex('agent_connector_installs_org')
+        .on('agent_connector_installs')
+        .columns(['org_id', 'connector_id'])
+        .execute();
 
       await db.schema
         .createTable('managed_connectors')
@@ -61,7 +65,10 @@ export function connectorInstalls(preinstalled: readonly PreinstalledConnector[]
         .execute();
 
       await db.schema.alterTable('subscriptions').addColumn('connections_per_connector', 'integer').execute();
-      await db.schema.alterTable('connection_tests').addColumn('kind', 'text', (c) => c.notNull().defaultTo('test')).execute();
+      await db.schema
+        .alterTable('connection_tests')
+        .addColumn('kind', 'text', (c) => c.notNull().defaultTo('test'))
+        .execute();
       await db.schema.alterTable('connection_tests').addColumn('reply_data', 'text').execute();
 
       const now = new Date().toISOString();
@@ -74,7 +81,13 @@ export function connectorInstalls(preinstalled: readonly PreinstalledConnector[]
       await db.schema.alterTable('connection_tests').dropColumn('reply_data').execute();
       await db.schema.alterTable('connection_tests').dropColumn('kind').execute();
       await db.schema.alterTable('subscriptions').dropColumn('connections_per_connector').execute();
-      for (const t of ['managed_connector_customers', 'managed_connectors', 'agent_connector_installs', 'org_connectors']) await db.schema.dropTable(t).execute();
+      for (const t of [
+        'managed_connector_customers',
+        'managed_connectors',
+        'agent_connector_installs',
+        'org_connectors',
+      ])
+        await db.schema.dropTable(t).execute();
     },
   };
 }

@@ -19,7 +19,10 @@ export function executions(dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<unknown>) {
       let t = db.schema.createTable('executions');
-      t = dialect === 'postgres' ? t.addColumn('id', 'serial', (c) => c.primaryKey()) : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+      t =
+        dialect === 'postgres'
+          ? t.addColumn('id', 'serial', (c) => c.primaryKey())
+          : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
       await t
         .addColumn('run_id', 'text', (c) => c.notNull().unique())
         .addColumn('solution_id', 'text', (c) => c.notNull().references('solutions.id').onDelete('cascade'))
@@ -39,7 +42,11 @@ export function executions(dialect: StoreDialect): Migration {
         .addColumn('statistics', 'text', (c) => c.notNull())
         .addColumn('last_progress_at', 'text')
         .execute();
-      await db.schema.createIndex('executions_solution_start').on('executions').columns(['solution_id', 'start']).execute();
+      await db.schema
+        .createIndex('executions_solution_start')
+        .on('executions')
+        .columns(['solution_id', 'start'])
+        .execute();
 
       await db.schema
         .createTable('execution_errors')
@@ -59,7 +66,12 @@ export function executions(dialect: StoreDialect): Migration {
         .addColumn('failed_record_id', 'text')
         .addColumn('created', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('execution_errors_seq').on('execution_errors').columns(['execution_id', 'seq']).unique().execute();
+      await db.schema
+        .createIndex('execution_errors_seq')
+        .on('execution_errors')
+        .columns(['execution_id', 'seq'])
+        .unique()
+        .execute();
       await db.schema
         .createIndex('execution_errors_reprocessable')
         .on('execution_errors')

@@ -23,7 +23,11 @@ export function prepare(): Migration {
         .addColumn('message', 'text', (c) => c.notNull())
         .addColumn('map_errors', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('prepare_jobs_solution').on('prepare_jobs').columns(['solution_id', 'creation_date']).execute();
+      await db.schema
+        .createIndex('prepare_jobs_solution')
+        .on('prepare_jobs')
+        .columns(['solution_id', 'creation_date'])
+        .execute();
       await db.schema
         .createTable('prepared_solutions')
         .addColumn('solution_id', 'text', (c) => c.primaryKey().references('solutions.id').onDelete('cascade'))

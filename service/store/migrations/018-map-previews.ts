@@ -35,7 +35,11 @@ export function mapPreviews(): Migration {
         .addColumn('completed_at', 'text')
         .addColumn('expires_at', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('map_previews_block').on('map_previews').columns(['solution_id', 'map_id', 'kind', 'block_id', 'requested_at']).execute();
+      await db.schema
+        .createIndex('map_previews_block')
+        .on('map_previews')
+        .columns(['solution_id', 'map_id', 'kind', 'block_id', 'requested_at'])
+        .execute();
       await db.schema.createIndex('map_previews_expiry').on('map_previews').column('expires_at').execute();
       await db.schema
         .createTable('map_runs')

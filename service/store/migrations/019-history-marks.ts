@@ -10,7 +10,11 @@ export function historyMarks(): Migration {
   return {
     async up(db: Kysely<unknown>) {
       await db.schema.alterTable('execution_errors').addColumn('reprocess_run_id', 'text').execute();
-      await db.schema.createIndex('execution_errors_reprocess_run').on('execution_errors').columns(['reprocess_run_id', 'map_id', 'seq']).execute();
+      await db.schema
+        .createIndex('execution_errors_reprocess_run')
+        .on('execution_errors')
+        .columns(['reprocess_run_id', 'map_id', 'seq'])
+        .execute();
     },
     async down(db: Kysely<unknown>) {
       await db.schema.dropIndex('execution_errors_reprocess_run').execute();

@@ -17,7 +17,10 @@ export function historyExports(dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<unknown>) {
       let t = db.schema.createTable('history_exports');
-      t = dialect === 'postgres' ? t.addColumn('id', 'serial', (c) => c.primaryKey()) : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+      t =
+        dialect === 'postgres'
+          ? t.addColumn('id', 'serial', (c) => c.primaryKey())
+          : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
       await t
         .addColumn('org_id', 'integer', (c) => c.notNull().references('orgs.id').onDelete('cascade'))
         .addColumn('solution_id', 'text', (c) => c.notNull().references('solutions.id').onDelete('cascade'))

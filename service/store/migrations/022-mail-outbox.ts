@@ -29,7 +29,11 @@ export function mailOutbox(): Migration {
         .addColumn('failed_at', 'text')
         .addColumn('last_error', 'text')
         .execute();
-      await db.schema.createIndex('mail_outbox_due').on('mail_outbox').columns(['sent_at', 'failed_at', 'next_attempt_at']).execute();
+      await db.schema
+        .createIndex('mail_outbox_due')
+        .on('mail_outbox')
+        .columns(['sent_at', 'failed_at', 'next_attempt_at'])
+        .execute();
       await db.schema.createIndex('mail_outbox_created').on('mail_outbox').column('created_at').execute();
     },
     async down(db: Kysely<unknown>) {

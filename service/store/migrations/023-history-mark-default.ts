@@ -27,21 +27,34 @@ export function historyMarkDefault(dialect: StoreDialect): Migration {
   return {
     async up(db: Kysely<unknown>) {
       await atomically(db, async (tx) => {
-        await tx.schema.alterTable('executions').addColumn('mark_default', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await tx.schema
+          .alterTable('executions')
+          .addColumn('mark_default', 'integer', (c) => c.notNull().defaultTo(0))
+          .execute();
         await tx.schema.alterTable('execution_errors').addColumn('mark', 'integer').execute();
         await sql`update execution_errors set mark = 1 where marked = 1`.execute(tx);
         await tx.schema.alterTable('execution_errors').dropColumn('marked').execute();
         await tx.schema.alterTable('execution_errors').renameColumn('mark', 'marked').execute();
-        await tx.schema.createIndex('execution_errors_marked').on('execution_errors').column('execution_id').where(sql.ref('marked'), 'is not', null).execute();
+        await tx.schema
+          .createIndex('execution_errors_marked')
+          .on('execution_errors')
+          .column('execution_id')
+          .where(sql.ref('marked'), 'is not', null)
+          .execute();
       });
     },
     async down(db: Kysely<unknown>) {
       await atomically(db, async (tx) => {
         await tx.schema.dropIndex('execution_errors_marked').execute();
         await tx.schema.alterTable('execution_errors').renameColumn('marked', 'mark').execute();
-        await tx.schema.alterTable('execution_errors').addColumn('marked', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+        await tx.schema
+          .alterTable('execution_errors')
+          .addColumn('marked', 'integer', (c) => c.notNull().defaultTo(0))
+          .execute();
         await sql`update execution_errors set marked = 1
-          where can_reprocess = 1 and coalesce(mark, (select x.mark_default from executions x where x.id = execution_errors.execution_id)) = 1`.execute(tx);
+          where can_reprocess = 1 and coalesce(mark, (select x.mark_default from executions x where x.id = execution_errors.execution_id)) = 1`.execute(
+          tx,
+        );
         await tx.schema.alterTable('execution_errors').dropColumn('mark').execute();
         await tx.schema.alterTable('executions').dropColumn('mark_default').execute();
       });

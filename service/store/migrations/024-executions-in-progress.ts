@@ -9,7 +9,12 @@ import { sql, type Kysely, type Migration } from 'kysely';
 export function executionsInProgress(): Migration {
   return {
     async up(db: Kysely<unknown>) {
-      await db.schema.createIndex('executions_in_progress').on('executions').columns(['agent_id', 'start']).where(sql.ref('result'), 'is', null).execute();
+      await db.schema
+        .createIndex('executions_in_progress')
+        .on('executions')
+        .columns(['agent_id', 'start'])
+        .where(sql.ref('result'), 'is', null)
+        .execute();
     },
     async down(db: Kysely<unknown>) {
       await db.schema.dropIndex('executions_in_progress').execute();

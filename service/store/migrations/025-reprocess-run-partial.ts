@@ -18,7 +18,11 @@ export function reprocessRunPartial(): Migration {
     },
     async down(db: Kysely<unknown>) {
       await db.schema.dropIndex('execution_errors_reprocess_run').execute();
-      await db.schema.createIndex('execution_errors_reprocess_run').on('execution_errors').columns(['reprocess_run_id', 'map_id', 'seq']).execute();
+      await db.schema
+        .createIndex('execution_errors_reprocess_run')
+        .on('execution_errors')
+        .columns(['reprocess_run_id', 'map_id', 'seq'])
+        .execute();
     },
   };
 }

@@ -16,7 +16,11 @@ export async function getAgentById(db: Db, id: string): Promise<AgentRow | undef
 }
 
 /** The Organization's Agents, oldest first; `name` matches exactly, case-insensitively. */
-export async function listAgents(db: Db, orgId: number, filter: { name?: string | undefined } = {}): Promise<AgentRow[]> {
+export async function listAgents(
+  db: Db,
+  orgId: number,
+  filter: { name?: string | undefined } = {},
+): Promise<AgentRow[]> {
   let q = db.selectFrom('agents').selectAll().where('orgId', '=', orgId);
   if (filter.name !== undefined) q = q.where('nameKey', '=', filter.name.toLowerCase());
   return q.orderBy('createdAt').orderBy('id').execute();
@@ -31,9 +35,17 @@ export async function updateAgent(db: Db, id: string, patch: AgentUpdate): Promi
  * a change computed from an earlier read must not overwrite a newer one (the sweeper against a
  * heartbeat).
  */
-export async function updateAgentIfUnchanged(db: Db, id: string, seen: { status: string; lastContactTime: string | null }, patch: AgentUpdate): Promise<boolean> {
+export async function updateAgentIfUnchanged(
+  db: Db,
+  id: string,
+  seen: { status: string; lastContactTime: string | null },
+  patch: AgentUpdate,
+): Promise<boolean> {
   let q = db.updateTable('agents').set(patch).where('id', '=', id).where('status', '=', seen.status);
-  q = seen.lastContactTime === null ? q.where('lastContactTime', 'is', null) : q.where('lastContactTime', '=', seen.lastContactTime);
+  q =
+    seen.lastContactTime === null
+      ? q.where('lastContactTime', 'is', null)
+      : q.where('lastContactTime', '=', seen.lastContactTime);
   const res = await q.executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
@@ -55,7 +67,12 @@ export async function agentNameTaken(db: Db, orgId: number, name: string, except
 }
 
 /** `base`, or `base 2`, `base 3`, … : the first name no Agent of the Organization has and that is not reserved. */
-export async function uniqueAgentName(db: Db, orgId: number, base: string, reserved: readonly string[] = []): Promise<string> {
+export async function uniqueAgentName(
+  db: Db,
+  orgId: number,
+  base: string,
+  reserved: readonly string[] = [],
+): Promise<string> {
   const taken = new Set([
     ...(await db.selectFrom('agents').select('nameKey').where('orgId', '=', orgId).execute()).map((r) => r.nameKey),
     ...reserved.map((r) => r.toLowerCase()),
@@ -68,7 +85,12 @@ export async function uniqueAgentName(db: Db, orgId: number, base: string, reser
 }
 
 export async function getCloudAgent(db: Db, orgId: number): Promise<AgentRow | undefined> {
-  return db.selectFrom('agents').selectAll().where('orgId', '=', orgId).where('isCloudAgent', '=', 1).executeTakeFirst();
+  return db
+    .selectFrom('agents')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('isCloudAgent', '=', 1)
+    .executeTakeFirst();
 }
 
 export async function listCloudAgents(db: Db): Promise<AgentRow[]> {
@@ -79,7 +101,11 @@ export async function listCloudAgents(db: Db): Promise<AgentRow[]> {
  * Agents whose last contact is older than `before` and whose status the sweeper may still move
  * (not stopped, not already failed).
  */
-export async function listSilentAgents(db: Db, before: string, skip: readonly string[]): Promise<Array<Pick<AgentsTable, 'id' | 'orgId' | 'status' | 'lastContactTime'>>> {
+export async function listSilentAgents(
+  db: Db,
+  before: string,
+  skip: readonly string[],
+): Promise<Array<Pick<AgentsTable, 'id' | 'orgId' | 'status' | 'lastContactTime'>>> {
   return db
     .selectFrom('agents')
     .select(['id', 'orgId', 'status', 'lastContactTime'])
@@ -126,7 +152,10 @@ export async function deleteExpiredInstallationKeys(db: Db, before: string): Pro
  * Stores a report under its durable message ID. False when this Agent already sent a message
  * with that ID: the caller acknowledges it again and applies nothing.
  */
-export async function recordReport(db: Db, row: { agentId: string; messageId: string; kind: string; body: string; receivedAt: string }): Promise<boolean> {
+export async function recordReport(
+  db: Db,
+  row: { agentId: string; messageId: string; kind: string; body: string; receivedAt: string },
+): Promise<boolean> {
   const res = await db
     .insertInto('agentReports')
     .values(row)
@@ -136,7 +165,10 @@ export async function recordReport(db: Db, row: { agentId: string; messageId: st
 }
 
 export async function countReports(db: Db, agentId: string, messageId?: string): Promise<number> {
-  let q = db.selectFrom('agentReports').select((eb) => eb.fn.countAll<number>().as('n')).where('agentId', '=', agentId);
+  let q = db
+    .selectFrom('agentReports')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('agentId', '=', agentId);
   if (messageId !== undefined) q = q.where('messageId', '=', messageId);
   return Number((await q.executeTakeFirstOrThrow()).n);
 }

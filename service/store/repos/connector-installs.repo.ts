@@ -17,8 +17,17 @@ export async function listOrgConnectors(db: Db, orgId: number): Promise<OrgConne
   return db.selectFrom('orgConnectors').selectAll().where('orgId', '=', orgId).execute();
 }
 
-export async function getOrgConnector(db: Db, orgId: number, connectorId: string): Promise<OrgConnectorRow | undefined> {
-  return db.selectFrom('orgConnectors').selectAll().where('orgId', '=', orgId).where('connectorId', '=', connectorId.toLowerCase()).executeTakeFirst();
+export async function getOrgConnector(
+  db: Db,
+  orgId: number,
+  connectorId: string,
+): Promise<OrgConnectorRow | undefined> {
+  return db
+    .selectFrom('orgConnectors')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .executeTakeFirst();
 }
 
 /** The Organizations (of `orgIds`) that have the Connector installed. */
@@ -37,7 +46,13 @@ export async function upsertOrgConnector(db: Db, row: Insertable<OrgConnectorsTa
   await db
     .insertInto('orgConnectors')
     .values(values)
-    .onConflict((oc) => oc.columns(['orgId', 'connectorId']).doUpdateSet({ version: values.version, installedAt: values.installedAt, installedBy: values.installedBy ?? null }))
+    .onConflict((oc) =>
+      oc.columns(['orgId', 'connectorId']).doUpdateSet({
+        version: values.version,
+        installedAt: values.installedAt,
+        installedBy: values.installedBy ?? null,
+      }),
+    )
     .execute();
 }
 
@@ -45,19 +60,38 @@ export async function updateOrgConnectorLock(
   db: Db,
   orgId: number,
   connectorId: string,
-  lock: { isLocked: number; version: string; lockCreatedAt: string | null; lockModifiedAt: string; lockModifiedBy: string },
+  lock: {
+    isLocked: number;
+    version: string;
+    lockCreatedAt: string | null;
+    lockModifiedAt: string;
+    lockModifiedBy: string;
+  },
 ): Promise<void> {
-  await db.updateTable('orgConnectors').set(lock).where('orgId', '=', orgId).where('connectorId', '=', connectorId.toLowerCase()).execute();
+  await db
+    .updateTable('orgConnectors')
+    .set(lock)
+    .where('orgId', '=', orgId)
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .execute();
 }
 
 export async function deleteOrgConnector(db: Db, orgId: number, connectorId: string): Promise<boolean> {
-  const res = await db.deleteFrom('orgConnectors').where('orgId', '=', orgId).where('connectorId', '=', connectorId.toLowerCase()).executeTakeFirst();
+  const res = await db
+    .deleteFrom('orgConnectors')
+    .where('orgId', '=', orgId)
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
 
 // ── Their installation on Agents ──────────────────────────────────────────────
 
-export async function listAgentInstalls(db: Db, orgId: number, connectorId?: string): Promise<AgentConnectorInstallRow[]> {
+export async function listAgentInstalls(
+  db: Db,
+  orgId: number,
+  connectorId?: string,
+): Promise<AgentConnectorInstallRow[]> {
   let q = db.selectFrom('agentConnectorInstalls').selectAll().where('orgId', '=', orgId);
   if (connectorId !== undefined) q = q.where('connectorId', '=', connectorId.toLowerCase());
   return q.orderBy('agentId').execute();
@@ -117,7 +151,11 @@ function movableFrom(to: InstallStatus): InstallStatus[] {
 }
 
 export async function deleteAgentInstall(db: Db, agentId: string, connectorId: string): Promise<void> {
-  await db.deleteFrom('agentConnectorInstalls').where('agentId', '=', agentId).where('connectorId', '=', connectorId.toLowerCase()).execute();
+  await db
+    .deleteFrom('agentConnectorInstalls')
+    .where('agentId', '=', agentId)
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .execute();
 }
 
 /** Marks every unfinished install requested before `before` InstallTimedOut; returns how many. */
@@ -134,11 +172,20 @@ export async function timeOutInstalls(db: Db, before: string, at: string): Promi
 // ── Managed Connectors ────────────────────────────────────────────────────────
 
 export async function managedConnectorVendor(db: Db, connectorId: string): Promise<number | undefined> {
-  const row = await db.selectFrom('managedConnectors').select('vendorOrgId').where('connectorId', '=', connectorId.toLowerCase()).executeTakeFirst();
+  const row = await db
+    .selectFrom('managedConnectors')
+    .select('vendorOrgId')
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .executeTakeFirst();
   return row?.vendorOrgId;
 }
 
-export async function setManagedConnectorVendor(db: Db, connectorId: string, vendorOrgId: number, at: string): Promise<void> {
+export async function setManagedConnectorVendor(
+  db: Db,
+  connectorId: string,
+  vendorOrgId: number,
+  at: string,
+): Promise<void> {
   const id = connectorId.toLowerCase();
   await db
     .insertInto('managedConnectors')
@@ -147,7 +194,10 @@ export async function setManagedConnectorVendor(db: Db, connectorId: string, ven
     .execute();
 }
 
-export async function listCustomers(db: Db, connectorId: string): Promise<Array<ManagedConnectorCustomerRow & { orgName: string }>> {
+export async function listCustomers(
+  db: Db,
+  connectorId: string,
+): Promise<Array<ManagedConnectorCustomerRow & { orgName: string }>> {
   return db
     .selectFrom('managedConnectorCustomers as c')
     .innerJoin('orgs as o', 'o.id', 'c.orgId')
@@ -158,13 +208,20 @@ export async function listCustomers(db: Db, connectorId: string): Promise<Array<
 }
 
 export async function hasCustomerAccess(db: Db, connectorId: string, orgId: number): Promise<boolean> {
-  const row = await db.selectFrom('managedConnectorCustomers').select('orgId').where('connectorId', '=', connectorId.toLowerCase()).where('orgId', '=', orgId).executeTakeFirst();
+  const row = await db
+    .selectFrom('managedConnectorCustomers')
+    .select('orgId')
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .where('orgId', '=', orgId)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
 /** The Managed Connectors granted to `orgId`. */
 export async function grantedConnectors(db: Db, orgId: number): Promise<string[]> {
-  return (await db.selectFrom('managedConnectorCustomers').select('connectorId').where('orgId', '=', orgId).execute()).map((r) => r.connectorId);
+  return (
+    await db.selectFrom('managedConnectorCustomers').select('connectorId').where('orgId', '=', orgId).execute()
+  ).map((r) => r.connectorId);
 }
 
 export async function addCustomer(db: Db, row: ManagedConnectorCustomerRow): Promise<void> {
@@ -176,12 +233,21 @@ export async function addCustomer(db: Db, row: ManagedConnectorCustomerRow): Pro
 }
 
 export async function removeCustomer(db: Db, connectorId: string, orgId: number): Promise<boolean> {
-  const res = await db.deleteFrom('managedConnectorCustomers').where('connectorId', '=', connectorId.toLowerCase()).where('orgId', '=', orgId).executeTakeFirst();
+  const res = await db
+    .deleteFrom('managedConnectorCustomers')
+    .where('connectorId', '=', connectorId.toLowerCase())
+    .where('orgId', '=', orgId)
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
 
 /** The ids of the Managed Connectors whose vendor is the Organization. */
 export async function connectorsManagedBy(db: Db, vendorOrgId: number): Promise<string[]> {
-  const rows = await db.selectFrom('managedConnectors').select('connectorId').where('vendorOrgId', '=', vendorOrgId).orderBy('connectorId').execute();
+  const rows = await db
+    .selectFrom('managedConnectors')
+    .select('connectorId')
+    .where('vendorOrgId', '=', vendorOrgId)
+    .orderBy('connectorId')
+    .execute();
   return rows.map((r) => r.connectorId);
 }

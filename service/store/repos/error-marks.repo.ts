@@ -59,7 +59,8 @@ export async function markExecutionErrors(tx: Db, executionId: number, marked: b
   const mark: Flag = marked ? 1 : 0;
   const before = await lockMarkDefault(tx, executionId);
   if (before === undefined) return { changed: 0, reprocessable: 0 };
-  if (before !== mark) await tx.updateTable('executions').set({ markDefault: mark }).where('id', '=', executionId).execute();
+  if (before !== mark)
+    await tx.updateTable('executions').set({ markDefault: mark }).where('id', '=', executionId).execute();
   // Marks of their own on errors that can be reprocessed, by value. `is not null` (no parameter)
   // lets the planner use the partial index of such errors.
   const own = await tx
@@ -71,7 +72,12 @@ export async function markExecutionErrors(tx: Db, executionId: number, marked: b
     .groupBy('marked')
     .execute();
   const ownWith = (value: Flag): number => own.reduce((n, r) => n + (Number(r.marked) === value ? Number(r.n) : 0), 0);
-  await tx.updateTable('executionErrors').set({ marked: null }).where('executionId', '=', executionId).where('marked', 'is not', null).execute();
+  await tx
+    .updateTable('executionErrors')
+    .set({ marked: null })
+    .where('executionId', '=', executionId)
+    .where('marked', 'is not', null)
+    .execute();
   const reprocessable = (await reprocessableCounts(tx, [executionId])).get(executionId) ?? 0;
   // With the default unchanged only the errors whose own mark differed change; with it flipped,
   // every error but those whose own mark was the new one already.
@@ -94,7 +100,10 @@ export async function takeMarked(tx: Db, executionId: number, runId: string): Pr
     .where('canReprocess', '=', sql.lit(1))
     .where('mapId', 'is not', null);
   // Default 0: only marks of their own (the partial index of those); default 1: all but own 0s.
-  q = markDefault === 1 ? q.where((eb) => eb.or([eb('marked', 'is', null), eb('marked', '=', sql.lit(1))])) : q.where('marked', '=', sql.lit(1));
+  q =
+    markDefault === 1
+      ? q.where((eb) => eb.or([eb('marked', 'is', null), eb('marked', '=', sql.lit(1))]))
+      : q.where('marked', '=', sql.lit(1));
   const res = await q.executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
@@ -115,7 +124,11 @@ export async function takenPerMap(db: Db, runId: string): Promise<Array<{ mapId:
  * by a mark of their own (whatever the execution's default has become meanwhile).
  */
 export async function giveBack(db: Db, runId: string): Promise<number> {
-  const res = await db.updateTable('executionErrors').set({ canReprocess: 1, marked: 1, reprocessRunId: null }).where('reprocessRunId', '=', runId).executeTakeFirst();
+  const res = await db
+    .updateTable('executionErrors')
+    .set({ canReprocess: 1, marked: 1, reprocessRunId: null })
+    .where('reprocessRunId', '=', runId)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows);
 }
 
@@ -127,7 +140,12 @@ export async function giveBack(db: Db, runId: string): Promise<number> {
  * taken, or finds no execution left.
  */
 export async function undoReprocessRun(tx: Db, runId: string): Promise<number | undefined> {
-  const removed = await tx.deleteFrom('executions').where('runId', '=', runId).where('isReprocessJob', '=', 1).where('result', 'is', null).executeTakeFirst();
+  const removed = await tx
+    .deleteFrom('executions')
+    .where('runId', '=', runId)
+    .where('isReprocessJob', '=', 1)
+    .where('result', 'is', null)
+    .executeTakeFirst();
   if (Number(removed.numDeletedRows) === 0) return undefined;
   return giveBack(tx, runId);
 }
@@ -141,7 +159,14 @@ export interface TakenRecord {
 }
 
 /** A page of the errors a reprocess run took of one Map, in order of arrival after `after`, by key. */
-export async function takenPage(db: Db, solutionId: string, runId: string, mapId: number, after: number, limit: number): Promise<TakenRecord[]> {
+export async function takenPage(
+  db: Db,
+  solutionId: string,
+  runId: string,
+  mapId: number,
+  after: number,
+  limit: number,
+): Promise<TakenRecord[]> {
   const rows = await db
     .selectFrom('executionErrors as e')
     .leftJoin('failedRecords as f', (j) => j.onRef('f.id', '=', 'e.failedRecordId').on('f.solutionId', '=', solutionId))
@@ -152,5 +177,10 @@ export async function takenPage(db: Db, solutionId: string, runId: string, mapId
     .orderBy('e.seq')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ seq: Number(r.seq), errorId: r.errorId, failedRecordId: r.failedRecordId, source: r.source ?? null }));
+  return rows.map((r) => ({
+    seq: Number(r.seq),
+    errorId: r.errorId,
+    failedRecordId: r.failedRecordId,
+    source: r.source ?? null,
+  }));
 }

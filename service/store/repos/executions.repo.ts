@@ -1,7 +1,16 @@
 import { CompiledQuery, sql, type Insertable, type RawBuilder } from 'kysely';
 import type { StoreDialect } from '../dialect.js';
 import type { Db } from '../sql.js';
-import type { ExecutionErrorRow, ExecutionErrorsTable, ExecutionRow, ExecutionUpdate, Flag, NewExecutionRow, ScheduleSkipRow, ScheduleSkipsTable } from '../schema.js';
+import type {
+  ExecutionErrorRow,
+  ExecutionErrorsTable,
+  ExecutionRow,
+  ExecutionUpdate,
+  Flag,
+  NewExecutionRow,
+  ScheduleSkipRow,
+  ScheduleSkipsTable,
+} from '../schema.js';
 
 /** The columns the History list sorts by. */
 export type ExecutionSortColumn = 'start' | 'result' | 'recordsProcessed' | 'recordsFailed';
@@ -17,7 +26,12 @@ export interface ExecutionListFilter {
 
 /** Counts come back from PostgreSQL's bigint through the INT8 parser; make sure they are numbers. */
 function normalize(row: ExecutionRow): ExecutionRow {
-  return { ...row, id: Number(row.id), recordsProcessed: Number(row.recordsProcessed), recordsFailed: Number(row.recordsFailed) };
+  return {
+    ...row,
+    id: Number(row.id),
+    recordsProcessed: Number(row.recordsProcessed),
+    recordsFailed: Number(row.recordsFailed),
+  };
 }
 
 export async function getExecutionByRunId(db: Db, runId: string): Promise<ExecutionRow | undefined> {
@@ -26,7 +40,11 @@ export async function getExecutionByRunId(db: Db, runId: string): Promise<Execut
 }
 
 /** An execution of the Solution by its integer ID or its run ID. */
-export async function getExecution(db: Db, solutionId: string, ref: number | string): Promise<ExecutionRow | undefined> {
+export async function getExecution(
+  db: Db,
+  solutionId: string,
+  ref: number | string,
+): Promise<ExecutionRow | undefined> {
   const q = db.selectFrom('executions').selectAll().where('solutionId', '=', solutionId.toLowerCase());
   const row = await (typeof ref === 'number' ? q.where('id', '=', ref) : q.where('runId', '=', ref)).executeTakeFirst();
   return row && normalize(row);
@@ -61,7 +79,12 @@ export async function insertExecutionIfNew(db: Db, row: NewExecutionRow): Promis
  * whether a row changed: the conditional form is how a run's end is applied exactly once, even by
  * two transactions at once (the second waits for the first's row lock, then finds a result).
  */
-export async function updateExecution(db: Db, runId: string, patch: ExecutionUpdate, onlyInProgress: boolean): Promise<boolean> {
+export async function updateExecution(
+  db: Db,
+  runId: string,
+  patch: ExecutionUpdate,
+  onlyInProgress: boolean,
+): Promise<boolean> {
   let q = db.updateTable('executions').set(patch).where('runId', '=', runId);
   if (onlyInProgress) q = q.where('result', 'is', null);
   const res = await q.executeTakeFirst();
@@ -77,8 +100,15 @@ const SORT_SQL: Record<ExecutionSortColumn, RawBuilder<unknown>> = {
 };
 
 /** The Solution's executions matching the filter, sorted (ties by ID in the same direction) and paged; `total` counts every match. */
-export async function listExecutions(db: Db, solutionId: string, filter: ExecutionListFilter): Promise<{ rows: ExecutionRow[]; total: number }> {
-  let base = db.selectFrom('executions').where('solutionId', '=', solutionId.toLowerCase()).where('start', '>=', filter.startFrom);
+export async function listExecutions(
+  db: Db,
+  solutionId: string,
+  filter: ExecutionListFilter,
+): Promise<{ rows: ExecutionRow[]; total: number }> {
+  let base = db
+    .selectFrom('executions')
+    .where('solutionId', '=', solutionId.toLowerCase())
+    .where('start', '>=', filter.startFrom);
   if (filter.result === null) base = base.where('result', 'is', null);
   else if (filter.result !== undefined) base = base.where('result', '=', filter.result);
   const dir = filter.sort.desc ? 'desc' : 'asc';
@@ -115,7 +145,11 @@ export async function reprocessableCounts(db: Db, executionIds: readonly number[
 export async function existingErrorIds(db: Db, ids: readonly string[], dialect?: StoreDialect): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   if (dialect === undefined) {
-    const rows = await db.selectFrom('executionErrors').select('id').where('id', 'in', [...ids]).execute();
+    const rows = await db
+      .selectFrom('executionErrors')
+      .select('id')
+      .where('id', 'in', [...ids])
+      .execute();
     return new Set(rows.map((r) => r.id));
   }
   const query =
@@ -128,7 +162,13 @@ export async function existingErrorIds(db: Db, ids: readonly string[], dialect?:
 
 /** The highest `seq` of the execution's errors; 0 when it has none. */
 export async function lastErrorSeq(db: Db, executionId: number): Promise<number> {
-  const row = await db.selectFrom('executionErrors').select('seq').where('executionId', '=', executionId).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('executionErrors')
+    .select('seq')
+    .where('executionId', '=', executionId)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   return row ? Number(row.seq) : 0;
 }
 
@@ -146,13 +186,19 @@ export async function insertErrors(db: Db, rows: readonly NewExecutionError[], d
   if (rows.length === 0) return;
   if (dialect === 'sqlite') {
     const full = rows.length - (rows.length % SQLITE_ERRORS_PER_INSERT);
-    for (let i = 0; i < full; i += SQLITE_ERRORS_PER_INSERT) await db.executeQuery(CompiledQuery.raw(SQLITE_INSERT_CHUNK, errorParams(rows, i, i + SQLITE_ERRORS_PER_INSERT)));
-    for (let i = full; i < rows.length; i++) await db.executeQuery(CompiledQuery.raw(SQLITE_INSERT_ONE, errorParams(rows, i, i + 1)));
+    for (let i = 0; i < full; i += SQLITE_ERRORS_PER_INSERT)
+      await db.executeQuery(CompiledQuery.raw(SQLITE_INSERT_CHUNK, errorParams(rows, i, i + SQLITE_ERRORS_PER_INSERT)));
+    for (let i = full; i < rows.length; i++)
+      await db.executeQuery(CompiledQuery.raw(SQLITE_INSERT_ONE, errorParams(rows, i, i + 1)));
     return;
   }
   const json = dialect === 'postgres' ? postgresErrorsJson(rows) : undefined;
   if (json !== undefined) await db.executeQuery(CompiledQuery.raw(POSTGRES_INSERT_JSON, [json]));
-  else await db.insertInto('executionErrors').values([...rows]).execute();
+  else
+    await db
+      .insertInto('executionErrors')
+      .values([...rows])
+      .execute();
 }
 
 /** The columns insertErrors writes, in order: the row's property, the column, its PostgreSQL type. */
@@ -210,7 +256,25 @@ function errorParams(rows: readonly NewExecutionError[], from: number, to: numbe
   const params: unknown[] = [];
   for (let i = from; i < to; i++) {
     const r = rows[i] as NewExecutionError;
-    params.push(r.id, r.executionId, r.seq, r.mapId, r.mapName, r.sourceEntity, r.blockId, r.blockName, r.code, r.errorMessage, r.errorDetail, r.canReprocess, r.marked, r.failedRecordId, r.created, r.sourceKey, r.sourceRow);
+    params.push(
+      r.id,
+      r.executionId,
+      r.seq,
+      r.mapId,
+      r.mapName,
+      r.sourceEntity,
+      r.blockId,
+      r.blockName,
+      r.code,
+      r.errorMessage,
+      r.errorDetail,
+      r.canReprocess,
+      r.marked,
+      r.failedRecordId,
+      r.created,
+      r.sourceKey,
+      r.sourceRow,
+    );
   }
   return params;
 }
@@ -239,7 +303,11 @@ function postgresErrorsJson(rows: readonly NewExecutionError[]): string | undefi
  * see deleteErrorsChunk), so the count is the highest `seq` and offset N is `seq > N`: both are
  * read from the (execution_id, seq) index by key, without walking the entries before the page.
  */
-export async function listErrors(db: Db, executionId: number, page: { limit: number; offset: number }): Promise<{ rows: ExecutionErrorRow[]; total: number }> {
+export async function listErrors(
+  db: Db,
+  executionId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: ExecutionErrorRow[]; total: number }> {
   const total = await lastErrorSeq(db, executionId);
   if (page.limit === 0 || page.offset >= total) return { rows: [], total };
   return { rows: await errorsAfter(db, executionId, page.offset, page.limit), total };
@@ -258,8 +326,23 @@ function selectErrors(db: Db, executionId: number) {
   return db
     .selectFrom('executionErrors as e')
     .select([
-      'e.id', 'e.executionId', 'e.seq', 'e.mapId', 'e.mapName', 'e.sourceEntity', 'e.blockId', 'e.blockName', 'e.code',
-      'e.errorMessage', 'e.errorDetail', 'e.canReprocess', 'e.failedRecordId', 'e.created', 'e.sourceKey', 'e.sourceRow', 'e.reprocessRunId',
+      'e.id',
+      'e.executionId',
+      'e.seq',
+      'e.mapId',
+      'e.mapName',
+      'e.sourceEntity',
+      'e.blockId',
+      'e.blockName',
+      'e.code',
+      'e.errorMessage',
+      'e.errorDetail',
+      'e.canReprocess',
+      'e.failedRecordId',
+      'e.created',
+      'e.sourceKey',
+      'e.sourceRow',
+      'e.reprocessRunId',
       markInEffect(executionId).as('marked'),
     ])
     .where('e.executionId', '=', executionId);
@@ -273,7 +356,12 @@ function selectErrors(db: Db, executionId: number) {
  * for each page, so that an export of a million errors read the table once per page. A short range
  * (the last page, or a gap) is read again without the bound.
  */
-export async function errorsAfter(db: Db, executionId: number, afterSeq: number, limit: number): Promise<ExecutionErrorRow[]> {
+export async function errorsAfter(
+  db: Db,
+  executionId: number,
+  afterSeq: number,
+  limit: number,
+): Promise<ExecutionErrorRow[]> {
   const page = (bounded: boolean) => {
     const q = selectErrors(db, executionId).where('e.seq', '>', afterSeq);
     return (bounded ? q.where('e.seq', '<=', afterSeq + limit) : q).orderBy('e.seq').limit(limit).execute();
@@ -300,7 +388,11 @@ export async function insertScheduleSkip(db: Db, row: ScheduleSkipsTable): Promi
 }
 
 /** The Solution's skipped due times, newest first, paged; `total` counts them all. */
-export async function listScheduleSkips(db: Db, solutionId: string, page: { limit: number; offset: number }): Promise<{ rows: ScheduleSkipRow[]; total: number }> {
+export async function listScheduleSkips(
+  db: Db,
+  solutionId: string,
+  page: { limit: number; offset: number },
+): Promise<{ rows: ScheduleSkipRow[]; total: number }> {
   const base = db.selectFrom('scheduleSkips').where('solutionId', '=', solutionId.toLowerCase());
   const rows = await base.selectAll().orderBy('dueAt', 'desc').limit(page.limit).offset(page.offset).execute();
   const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -354,7 +446,11 @@ export async function expiredExecutions(db: Db, before: string, limit: number): 
 export async function deleteErrorsChunk(db: Db, executionId: number, chunk: number): Promise<number> {
   const top = await lastErrorSeq(db, executionId);
   if (top === 0) return 0;
-  const res = await db.deleteFrom('executionErrors').where('executionId', '=', executionId).where('seq', '>', top - chunk).executeTakeFirst();
+  const res = await db
+    .deleteFrom('executionErrors')
+    .where('executionId', '=', executionId)
+    .where('seq', '>', top - chunk)
+    .executeTakeFirst();
   return Number(res.numDeletedRows);
 }
 
@@ -369,7 +465,14 @@ export async function deleteEndedExecution(db: Db, id: number): Promise<boolean>
  * that ends the chunk go with it); answers how many went.
  */
 export async function deleteScheduleSkipsChunk(db: Db, before: string, chunk: number): Promise<number> {
-  const edge = await db.selectFrom('scheduleSkips').select('dueAt').where('dueAt', '<', before).orderBy('dueAt').limit(1).offset(chunk - 1).executeTakeFirst();
+  const edge = await db
+    .selectFrom('scheduleSkips')
+    .select('dueAt')
+    .where('dueAt', '<', before)
+    .orderBy('dueAt')
+    .limit(1)
+    .offset(chunk - 1)
+    .executeTakeFirst();
   const q = db.deleteFrom('scheduleSkips');
   const res = await (edge ? q.where('dueAt', '<=', edge.dueAt) : q.where('dueAt', '<', before)).executeTakeFirst();
   return Number(res.numDeletedRows);
@@ -386,7 +489,12 @@ export interface UnendedReprocessRun {
  * Up to `limit` of the Agent's reprocess runs that have no result and started before
  * `startedBefore`, oldest first, over the partial index of runs in progress (migration 024).
  */
-export async function unendedReprocessRuns(db: Db, agentId: string, startedBefore: string, limit: number): Promise<UnendedReprocessRun[]> {
+export async function unendedReprocessRuns(
+  db: Db,
+  agentId: string,
+  startedBefore: string,
+  limit: number,
+): Promise<UnendedReprocessRun[]> {
   return db
     .selectFrom('executions')
     .select(['runId', 'solutionId', 'start'])

@@ -4,11 +4,20 @@ import type { FailedRecordRow, FailedRecordsTable } from '../schema.js';
 /** Stores failed records; one already stored (a report sent again) is left as it is. */
 export async function insertFailedRecords(db: Db, rows: readonly FailedRecordsTable[]): Promise<void> {
   if (rows.length === 0) return;
-  await db.insertInto('failedRecords').values([...rows]).onConflict((oc) => oc.column('id').doNothing()).execute();
+  await db
+    .insertInto('failedRecords')
+    .values([...rows])
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
 }
 
 export async function getFailedRecord(db: Db, solutionId: string, id: string): Promise<FailedRecordRow | undefined> {
-  return db.selectFrom('failedRecords').selectAll().where('solutionId', '=', solutionId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  return db
+    .selectFrom('failedRecords')
+    .selectAll()
+    .where('solutionId', '=', solutionId)
+    .where('id', '=', id.toLowerCase())
+    .executeTakeFirst();
 }
 
 // ── Retention (service/jobs/history-retention.ts) ─────────────────────────────────
@@ -55,5 +64,10 @@ export async function deleteOrphanFailedRecords(db: Db, before: string, chunk: n
 /** The Solution's cloud failed records with these IDs (those stored; the others are absent). */
 export async function getFailedRecords(db: Db, solutionId: string, ids: readonly string[]): Promise<FailedRecordRow[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('failedRecords').selectAll().where('solutionId', '=', solutionId).where('id', 'in', [...ids]).execute();
+  return db
+    .selectFrom('failedRecords')
+    .selectAll()
+    .where('solutionId', '=', solutionId)
+    .where('id', 'in', [...ids])
+    .execute();
 }

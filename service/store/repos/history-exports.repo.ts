@@ -13,7 +13,11 @@ export async function insertHistoryExport(db: Db, row: Insertable<HistoryExports
  * that reads the row deletes it, so two downloads at once get it only once. An expired export is
  * deleted and not answered.
  */
-export async function takeHistoryExport(db: Db, ref: { orgId: number; solutionId: string; executionId: number; id: number }, now: string): Promise<HistoryExportRow | undefined> {
+export async function takeHistoryExport(
+  db: Db,
+  ref: { orgId: number; solutionId: string; executionId: number; id: number },
+  now: string,
+): Promise<HistoryExportRow | undefined> {
   const row = await db
     .deleteFrom('historyExports')
     .where('id', '=', ref.id)

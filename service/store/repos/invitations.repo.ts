@@ -7,7 +7,11 @@ import { emailKeyOf, isUniqueViolation } from './users.repo.js';
 export type InvitationWithOrgRow = InvitationRow & { orgName: string; isSvcOrg: number };
 
 /** Invitations of an Organization, oldest first. */
-export async function listInvitations(db: Db, orgId: number, page: { limit: number; offset: number }): Promise<InvitationRow[]> {
+export async function listInvitations(
+  db: Db,
+  orgId: number,
+  page: { limit: number; offset: number },
+): Promise<InvitationRow[]> {
   return db
     .selectFrom('invitations')
     .selectAll()
@@ -20,13 +24,22 @@ export async function listInvitations(db: Db, orgId: number, page: { limit: numb
 }
 
 export async function countInvitations(db: Db, orgId: number): Promise<number> {
-  const r = await db.selectFrom('invitations').select((eb) => eb.fn.countAll<number>().as('n')).where('orgId', '=', orgId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('invitations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('orgId', '=', orgId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
 /** The Organization's invitation of this email (case-insensitive). */
 export async function getInvitationByEmail(db: Db, orgId: number, email: string): Promise<InvitationRow | undefined> {
-  return db.selectFrom('invitations').selectAll().where('orgId', '=', orgId).where('emailKey', '=', emailKeyOf(email)).executeTakeFirst();
+  return db
+    .selectFrom('invitations')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('emailKey', '=', emailKeyOf(email))
+    .executeTakeFirst();
 }
 
 function withOrg(db: Db) {
@@ -42,7 +55,11 @@ export async function getInvitation(db: Db, id: string): Promise<InvitationWithO
 }
 
 /** Invitations addressed to an email, in any Organization, oldest first. */
-export async function listInvitationsFor(db: Db, email: string, page: { limit: number; offset: number }): Promise<InvitationWithOrgRow[]> {
+export async function listInvitationsFor(
+  db: Db,
+  email: string,
+  page: { limit: number; offset: number },
+): Promise<InvitationWithOrgRow[]> {
   return withOrg(db)
     .where('invitations.emailKey', '=', emailKeyOf(email))
     .orderBy('invitations.invitedDate')
@@ -80,7 +97,11 @@ export async function updateInvitation(db: Db, id: string, patch: Updateable<Inv
  * invitation still has that token or status: of two requests racing with one token, exactly one
  * sees 1.
  */
-export async function deleteInvitation(db: Db, id: string, only: { tokenHash?: string; statusType?: InvitationRow['statusType'] } = {}): Promise<number> {
+export async function deleteInvitation(
+  db: Db,
+  id: string,
+  only: { tokenHash?: string; statusType?: InvitationRow['statusType'] } = {},
+): Promise<number> {
   let q = db.deleteFrom('invitations').where('id', '=', id);
   if (only.tokenHash !== undefined) q = q.where('tokenHash', '=', only.tokenHash);
   if (only.statusType !== undefined) q = q.where('statusType', '=', only.statusType);

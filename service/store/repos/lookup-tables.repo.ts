@@ -8,28 +8,57 @@ import { isUniqueViolation, type Db } from '../sql.js';
 export { nameKeyOf };
 
 const duplicateName = (name: string): FerryError =>
-  new FerryError('API_DUPLICATE_NAME', `A Lookup Table named "${name}" already exists in this Organization; Lookup Table names are unique (ignoring case).`);
+  new FerryError(
+    'API_DUPLICATE_NAME',
+    `A Lookup Table named "${name}" already exists in this Organization; Lookup Table names are unique (ignoring case).`,
+  );
 
 export async function countTables(db: Db, orgId: number): Promise<number> {
-  const row = await db.selectFrom('lookupTables').select((eb) => eb.fn.countAll<number>().as('n')).where('orgId', '=', orgId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('lookupTables')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('orgId', '=', orgId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /** A page of the Organization's tables, by name (ignoring case). */
-export async function listTables(db: Db, orgId: number, page: { limit: number; offset: number }): Promise<LookupTableRow[]> {
-  return db.selectFrom('lookupTables').selectAll().where('orgId', '=', orgId).orderBy('nameKey').orderBy('id').limit(page.limit).offset(page.offset).execute();
+export async function listTables(
+  db: Db,
+  orgId: number,
+  page: { limit: number; offset: number },
+): Promise<LookupTableRow[]> {
+  return db
+    .selectFrom('lookupTables')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .orderBy('nameKey')
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
 }
 
 export async function getTable(db: Db, orgId: number, id: string): Promise<LookupTableRow | undefined> {
   if (!isGuid(id)) return undefined;
-  return db.selectFrom('lookupTables').selectAll().where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  return db
+    .selectFrom('lookupTables')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('id', '=', id.toLowerCase())
+    .executeTakeFirst();
 }
 
 /** A table by ID or name: a GUID matches an ID first; otherwise (or failing that) the name, ignoring case. */
 export async function findTable(db: Db, orgId: number, idOrName: string): Promise<LookupTableRow | undefined> {
   const byId = await getTable(db, orgId, idOrName);
   if (byId) return byId;
-  return db.selectFrom('lookupTables').selectAll().where('orgId', '=', orgId).where('nameKey', '=', nameKeyOf(idOrName)).executeTakeFirst();
+  return db
+    .selectFrom('lookupTables')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('nameKey', '=', nameKeyOf(idOrName))
+    .executeTakeFirst();
 }
 
 async function assertNameFree(db: Db, orgId: number, name: string, exceptId?: string): Promise<void> {
@@ -54,10 +83,20 @@ export async function insertTable(db: Db, row: LookupTableRow): Promise<void> {
  * locks the row until the transaction ends, which serialises concurrent changes to the table's
  * values (their seq numbers come from the current maximum). False when the table does not exist.
  */
-export async function updateTable(db: Db, orgId: number, id: string, patch: Updateable<LookupTablesTable>): Promise<boolean> {
+export async function updateTable(
+  db: Db,
+  orgId: number,
+  id: string,
+  patch: Updateable<LookupTablesTable>,
+): Promise<boolean> {
   if (patch.name !== undefined && patch.name !== null) await assertNameFree(db, orgId, patch.name, id);
   try {
-    const res = await db.updateTable('lookupTables').set(patch).where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
+    const res = await db
+      .updateTable('lookupTables')
+      .set(patch)
+      .where('orgId', '=', orgId)
+      .where('id', '=', id)
+      .executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
   } catch (err) {
     if (isUniqueViolation(err) && typeof patch.name === 'string') throw duplicateName(patch.name);
@@ -67,7 +106,12 @@ export async function updateTable(db: Db, orgId: number, id: string, patch: Upda
 
 /** Deletes a table, its values (cascade) and its unused exports. */
 export async function deleteTable(db: Db, orgId: number, id: string): Promise<boolean> {
-  await db.deleteFrom('exports').where('orgId', '=', orgId).where('kind', '=', LOOKUP_TABLE_EXPORT).where('resourceId', '=', id).execute();
+  await db
+    .deleteFrom('exports')
+    .where('orgId', '=', orgId)
+    .where('kind', '=', LOOKUP_TABLE_EXPORT)
+    .where('resourceId', '=', id)
+    .execute();
   const res = await db.deleteFrom('lookupTables').where('orgId', '=', orgId).where('id', '=', id).executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
@@ -76,8 +120,18 @@ export async function deleteTable(db: Db, orgId: number, id: string): Promise<bo
 export const LOOKUP_TABLE_EXPORT = 'lookupTable';
 
 /** Records a single-use export and returns its integer ID. */
-export async function createExport(db: Db, orgId: number, kind: string, resourceId: string, now: string): Promise<number> {
-  const row = await db.insertInto('exports').values({ orgId, kind, resourceId, createdAt: now, usedAt: null }).returning('id').executeTakeFirstOrThrow();
+export async function createExport(
+  db: Db,
+  orgId: number,
+  kind: string,
+  resourceId: string,
+  now: string,
+): Promise<number> {
+  const row = await db
+    .insertInto('exports')
+    .values({ orgId, kind, resourceId, createdAt: now, usedAt: null })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   return Number(row.id);
 }
 
@@ -85,7 +139,11 @@ export async function createExport(db: Db, orgId: number, kind: string, resource
  * Marks an export used, once: `missing` when no such export of this resource exists, `used` when it
  * was already downloaded (also when a concurrent request won the race).
  */
-export async function claimExport(db: Db, ref: { orgId: number; id: number; kind: string; resourceId: string }, now: string): Promise<'claimed' | 'used' | 'missing'> {
+export async function claimExport(
+  db: Db,
+  ref: { orgId: number; id: number; kind: string; resourceId: string },
+  now: string,
+): Promise<'claimed' | 'used' | 'missing'> {
   const row = await db
     .selectFrom('exports')
     .select(['id', 'usedAt'])
@@ -96,7 +154,12 @@ export async function claimExport(db: Db, ref: { orgId: number; id: number; kind
     .executeTakeFirst();
   if (!row) return 'missing';
   if (row.usedAt !== null) return 'used';
-  const res = await db.updateTable('exports').set({ usedAt: now }).where('id', '=', ref.id).where('usedAt', 'is', null).executeTakeFirst();
+  const res = await db
+    .updateTable('exports')
+    .set({ usedAt: now })
+    .where('id', '=', ref.id)
+    .where('usedAt', 'is', null)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1 ? 'claimed' : 'used';
 }
 

@@ -24,7 +24,10 @@ const SQLITE_ROWS_PER_INSERT = Math.floor((SQLITE_MAX_PARAMS - 3) / 4);
 const POSTGRES_ROWS_PER_INSERT = 10_000;
 
 /** Rows per INSERT statement on each store. */
-export const ROWS_PER_INSERT: Readonly<Record<StoreDialect, number>> = { sqlite: SQLITE_ROWS_PER_INSERT, postgres: POSTGRES_ROWS_PER_INSERT };
+export const ROWS_PER_INSERT: Readonly<Record<StoreDialect, number>> = {
+  sqlite: SQLITE_ROWS_PER_INSERT,
+  postgres: POSTGRES_ROWS_PER_INSERT,
+};
 
 const COLUMNS = 'id, table_id, seq, value1, value2, creation_date, last_modification_date';
 
@@ -34,13 +37,22 @@ const COLUMNS = 'id, table_id, seq, value1, value2, creation_date, last_modifica
  * statements (on SQLite each one runs on the main thread). Run it inside a transaction so that a
  * failure leaves nothing behind. Returns the seq after the last row.
  */
-export async function insertValues(db: Db, dialect: StoreDialect, tableId: string, firstSeq: number, values: readonly NewLookupValue[], now: string): Promise<number> {
+export async function insertValues(
+  db: Db,
+  dialect: StoreDialect,
+  tableId: string,
+  firstSeq: number,
+  values: readonly NewLookupValue[],
+  now: string,
+): Promise<number> {
   const chunk = ROWS_PER_INSERT[dialect];
   let seq = firstSeq;
   for (let start = 0; start < values.length; start += chunk) {
     const part = values.slice(start, start + chunk);
     if (start > 0) await nextTurn();
-    await db.executeQuery(dialect === 'postgres' ? postgresInsert(tableId, seq, part, now) : sqliteInsert(tableId, seq, part, now));
+    await db.executeQuery(
+      dialect === 'postgres' ? postgresInsert(tableId, seq, part, now) : sqliteInsert(tableId, seq, part, now),
+    );
     seq += part.length;
   }
   return seq;
@@ -60,7 +72,12 @@ function sqliteInsert(tableId: string, firstSeq: number, part: readonly NewLooku
   );
 }
 
-function postgresInsert(tableId: string, firstSeq: number, part: readonly NewLookupValue[], now: string): CompiledQuery {
+function postgresInsert(
+  tableId: string,
+  firstSeq: number,
+  part: readonly NewLookupValue[],
+  now: string,
+): CompiledQuery {
   const ids: string[] = [];
   const seqs: number[] = [];
   const v1: string[] = [];
@@ -104,8 +121,19 @@ export async function countValues(db: Db, tableId: string): Promise<number> {
 }
 
 /** One page of a table's values in insertion order. */
-export async function listValues(db: Db, tableId: string, page: { limit: number; offset: number }): Promise<LookupTableValueRow[]> {
-  return db.selectFrom('lookupTableValues').selectAll().where('tableId', '=', tableId).orderBy('seq').limit(page.limit).offset(page.offset).execute();
+export async function listValues(
+  db: Db,
+  tableId: string,
+  page: { limit: number; offset: number },
+): Promise<LookupTableValueRow[]> {
+  return db
+    .selectFrom('lookupTableValues')
+    .selectAll()
+    .where('tableId', '=', tableId)
+    .orderBy('seq')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
 }
 
 /** The lowest and highest seq of a table; undefined when it has no values. */
@@ -135,36 +163,86 @@ async function* seqRanges(db: Db, tableId: string, pageSize: number): AsyncGener
 /** Every value of a table in insertion order, a page at a time: callers stream them out without holding the table in memory. */
 export async function* valuePages(db: Db, tableId: string, pageSize = 5_000): AsyncGenerator<LookupTableValueRow[]> {
   for await (const [from, to] of seqRanges(db, tableId, pageSize)) {
-    const rows = await db.selectFrom('lookupTableValues').selectAll().where('tableId', '=', tableId).where('seq', '>=', from).where('seq', '<', to).orderBy('seq').execute();
+    const rows = await db
+      .selectFrom('lookupTableValues')
+      .selectAll()
+      .where('tableId', '=', tableId)
+      .where('seq', '>=', from)
+      .where('seq', '<', to)
+      .orderBy('seq')
+      .execute();
     if (rows.length > 0) yield rows;
   }
 }
 
 /** value1 and value2 of every value of a table in insertion order, a page at a time (exports, Map runs). */
-export async function* pairPages(db: Db, tableId: string, pageSize = 10_000): AsyncGenerator<Array<{ value1: string; value2: string }>> {
+export async function* pairPages(
+  db: Db,
+  tableId: string,
+  pageSize = 10_000,
+): AsyncGenerator<Array<{ value1: string; value2: string }>> {
   for await (const [from, to] of seqRanges(db, tableId, pageSize)) {
-    const rows = await db.selectFrom('lookupTableValues').select(['value1', 'value2']).where('tableId', '=', tableId).where('seq', '>=', from).where('seq', '<', to).orderBy('seq').execute();
+    const rows = await db
+      .selectFrom('lookupTableValues')
+      .select(['value1', 'value2'])
+      .where('tableId', '=', tableId)
+      .where('seq', '>=', from)
+      .where('seq', '<', to)
+      .orderBy('seq')
+      .execute();
     if (rows.length > 0) yield rows;
   }
 }
 
 export async function getValue(db: Db, tableId: string, id: string): Promise<LookupTableValueRow | undefined> {
-  return db.selectFrom('lookupTableValues').selectAll().where('tableId', '=', tableId).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('lookupTableValues')
+    .selectAll()
+    .where('tableId', '=', tableId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
-export async function insertValue(db: Db, tableId: string, value: NewLookupValue, now: string): Promise<LookupTableValueRow> {
-  const row: LookupTableValueRow = { id: uuidV7(), tableId, seq: await nextSeq(db, tableId), value1: value.value1, value2: value.value2, creationDate: now, lastModificationDate: now };
+export async function insertValue(
+  db: Db,
+  tableId: string,
+  value: NewLookupValue,
+  now: string,
+): Promise<LookupTableValueRow> {
+  const row: LookupTableValueRow = {
+    id: uuidV7(),
+    tableId,
+    seq: await nextSeq(db, tableId),
+    value1: value.value1,
+    value2: value.value2,
+    creationDate: now,
+    lastModificationDate: now,
+  };
   await db.insertInto('lookupTableValues').values(row).execute();
   return row;
 }
 
-export async function updateValue(db: Db, tableId: string, id: string, patch: Updateable<LookupTableValuesTable>): Promise<boolean> {
-  const res = await db.updateTable('lookupTableValues').set(patch).where('tableId', '=', tableId).where('id', '=', id).executeTakeFirst();
+export async function updateValue(
+  db: Db,
+  tableId: string,
+  id: string,
+  patch: Updateable<LookupTableValuesTable>,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('lookupTableValues')
+    .set(patch)
+    .where('tableId', '=', tableId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
 export async function deleteValue(db: Db, tableId: string, id: string): Promise<boolean> {
-  const res = await db.deleteFrom('lookupTableValues').where('tableId', '=', tableId).where('id', '=', id).executeTakeFirst();
+  const res = await db
+    .deleteFrom('lookupTableValues')
+    .where('tableId', '=', tableId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
 
@@ -172,7 +250,20 @@ export async function deleteValue(db: Db, tableId: string, id: string): Promise<
  * The pair whose `by` column equals `value`; among duplicates the one whose other value comes
  * first in code-point order (then the oldest). Served by the lookup indexes: the first entry of a range.
  */
-export async function findPair(db: Db, tableId: string, by: 'value1' | 'value2', value: string): Promise<LookupTableValueRow | undefined> {
+export async function findPair(
+  db: Db,
+  tableId: string,
+  by: 'value1' | 'value2',
+  value: string,
+): Promise<LookupTableValueRow | undefined> {
   const other = by === 'value1' ? 'value2' : 'value1';
-  return db.selectFrom('lookupTableValues').selectAll().where('tableId', '=', tableId).where(by, '=', value).orderBy(other).orderBy('seq').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('lookupTableValues')
+    .selectAll()
+    .where('tableId', '=', tableId)
+    .where(by, '=', value)
+    .orderBy(other)
+    .orderBy('seq')
+    .limit(1)
+    .executeTakeFirst();
 }

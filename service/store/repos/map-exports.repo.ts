@@ -13,7 +13,11 @@ export async function insertMapExport(db: Db, row: Insertable<MapExportsTable>):
  * deleted by the same statement that reads it, so two downloads at once get it only once. An
  * expired export is deleted and not answered.
  */
-export async function takeMapExport(db: Db, ref: { orgId: number; solutionId: string; id: number }, now: string): Promise<MapExportRow | undefined> {
+export async function takeMapExport(
+  db: Db,
+  ref: { orgId: number; solutionId: string; id: number },
+  now: string,
+): Promise<MapExportRow | undefined> {
   const row = await db
     .deleteFrom('mapExports')
     .where('id', '=', ref.id)

@@ -7,17 +7,43 @@ export async function insertMapPreview(db: Db, row: MapPreviewRow): Promise<void
 }
 
 /** Completes a Requested preview with its records or its error; a row already completed (or expired and deleted) is left alone. */
-export async function completeMapPreview(db: Db, id: string, patch: Pick<MapPreviewRow, 'status' | 'result' | 'errorCode' | 'errorMessage' | 'completedAt'>): Promise<void> {
+export async function completeMapPreview(
+  db: Db,
+  id: string,
+  patch: Pick<MapPreviewRow, 'status' | 'result' | 'errorCode' | 'errorMessage' | 'completedAt'>,
+): Promise<void> {
   await db.updateTable('mapPreviews').set(patch).where('id', '=', id).where('status', '=', 'Requested').execute();
 }
 
-export async function getMapPreview(db: Db, solutionId: string, kind: MapPreviewRow['kind'], id: string): Promise<MapPreviewRow | undefined> {
-  return db.selectFrom('mapPreviews').selectAll().where('id', '=', id).where('solutionId', '=', solutionId).where('kind', '=', kind).executeTakeFirst();
+export async function getMapPreview(
+  db: Db,
+  solutionId: string,
+  kind: MapPreviewRow['kind'],
+  id: string,
+): Promise<MapPreviewRow | undefined> {
+  return db
+    .selectFrom('mapPreviews')
+    .selectAll()
+    .where('id', '=', id)
+    .where('solutionId', '=', solutionId)
+    .where('kind', '=', kind)
+    .executeTakeFirst();
 }
 
 /** The newest preview of `kind` of a Map, of one Block or of any. */
-export async function latestMapPreview(db: Db, solutionId: string, mapId: number, kind: MapPreviewRow['kind'], blockId?: string): Promise<MapPreviewRow | undefined> {
-  let q = db.selectFrom('mapPreviews').selectAll().where('solutionId', '=', solutionId).where('mapId', '=', mapId).where('kind', '=', kind);
+export async function latestMapPreview(
+  db: Db,
+  solutionId: string,
+  mapId: number,
+  kind: MapPreviewRow['kind'],
+  blockId?: string,
+): Promise<MapPreviewRow | undefined> {
+  let q = db
+    .selectFrom('mapPreviews')
+    .selectAll()
+    .where('solutionId', '=', solutionId)
+    .where('mapId', '=', mapId)
+    .where('kind', '=', kind);
   if (blockId !== undefined) q = q.where('blockId', '=', blockId);
   return q.orderBy('requestedAt', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
 }
@@ -33,5 +59,11 @@ export async function insertMapRun(db: Db, row: MapRunRow): Promise<void> {
 }
 
 export async function getMapRun(db: Db, solutionId: string, mapId: number, id: string): Promise<MapRunRow | undefined> {
-  return db.selectFrom('mapRuns').selectAll().where('id', '=', id).where('solutionId', '=', solutionId).where('mapId', '=', mapId).executeTakeFirst();
+  return db
+    .selectFrom('mapRuns')
+    .selectAll()
+    .where('id', '=', id)
+    .where('solutionId', '=', solutionId)
+    .where('mapId', '=', mapId)
+    .executeTakeFirst();
 }

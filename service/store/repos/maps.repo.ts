@@ -13,7 +13,12 @@ export async function insertMapRevision(db: Db, row: MapRevisionsTable): Promise
 }
 
 export async function getMap(db: Db, solutionId: string, id: number): Promise<MapRow | undefined> {
-  return db.selectFrom('maps').selectAll().where('solutionId', '=', solutionId.toLowerCase()).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('maps')
+    .selectAll()
+    .where('solutionId', '=', solutionId.toLowerCase())
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /** A revision of a Map; the latest when `revision` is undefined. */
@@ -30,16 +35,23 @@ export async function listMaps(
   filter: { nameContains?: string | undefined; page?: { limit: number; offset: number } | undefined } = {},
 ): Promise<{ rows: MapRow[]; total: number }> {
   let base = db.selectFrom('maps').where('solutionId', '=', solutionId.toLowerCase());
-  if (filter.nameContains !== undefined && filter.nameContains !== '') base = base.where(containsInsensitive('name', filter.nameContains));
+  if (filter.nameContains !== undefined && filter.nameContains !== '')
+    base = base.where(containsInsensitive('name', filter.nameContains));
   let q = base.selectAll().orderBy('linkIndex').orderBy('id');
   if (filter.page) q = q.limit(filter.page.limit).offset(filter.page.offset);
   const rows = await q.execute();
-  const total = filter.page ? Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n) : rows.length;
+  const total = filter.page
+    ? Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
+    : rows.length;
   return { rows, total };
 }
 
 /** A Map's revisions, newest first, paged; `total` counts them all. */
-export async function listMapRevisions(db: Db, mapId: number, page: { limit: number; offset: number }): Promise<{ rows: MapRevisionRow[]; total: number }> {
+export async function listMapRevisions(
+  db: Db,
+  mapId: number,
+  page: { limit: number; offset: number },
+): Promise<{ rows: MapRevisionRow[]; total: number }> {
   const base = db.selectFrom('mapRevisions').where('mapId', '=', mapId);
   const rows = await base.selectAll().orderBy('revision', 'desc').limit(page.limit).offset(page.offset).execute();
   const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
@@ -55,7 +67,9 @@ export async function updateMapUnlessLocked(db: Db, id: number, by: string, patc
     .updateTable('maps')
     .set(patch)
     .where('id', '=', id)
-    .where((eb) => eb.or([eb('lockedBy', 'is', null), eb(sql<string>`lower(${sql.ref('lockedBy')})`, '=', by.toLowerCase())]))
+    .where((eb) =>
+      eb.or([eb('lockedBy', 'is', null), eb(sql<string>`lower(${sql.ref('lockedBy')})`, '=', by.toLowerCase())]),
+    )
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
@@ -66,6 +80,10 @@ export async function updateMap(db: Db, id: number, patch: MapUpdate): Promise<b
 }
 
 export async function deleteMap(db: Db, solutionId: string, id: number): Promise<boolean> {
-  const res = await db.deleteFrom('maps').where('solutionId', '=', solutionId.toLowerCase()).where('id', '=', id).executeTakeFirst();
+  const res = await db
+    .deleteFrom('maps')
+    .where('solutionId', '=', solutionId.toLowerCase())
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }

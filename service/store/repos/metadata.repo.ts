@@ -6,17 +6,26 @@ export async function getMetadataCache(db: Db, connectionId: string): Promise<Co
 }
 
 /** Stores a freshly loaded metadata document (replacing any earlier one). */
-export async function putMetadataCache(db: Db, row: { connectionId: string; orgId: number; agentId: string; metadata: string; loadedAt: string }): Promise<void> {
+export async function putMetadataCache(
+  db: Db,
+  row: { connectionId: string; orgId: number; agentId: string; metadata: string; loadedAt: string },
+): Promise<void> {
   await db
     .insertInto('connectionMetadata')
     .values(row)
-    .onConflict((oc) => oc.column('connectionId').doUpdateSet({ agentId: row.agentId, metadata: row.metadata, loadedAt: row.loadedAt }))
+    .onConflict((oc) =>
+      oc.column('connectionId').doUpdateSet({ agentId: row.agentId, metadata: row.metadata, loadedAt: row.loadedAt }),
+    )
     .execute();
 }
 
 /** Drops the cached document but keeps the row, so the Agent that loaded it is remembered. */
 export async function resetMetadataCache(db: Db, connectionId: string): Promise<void> {
-  await db.updateTable('connectionMetadata').set({ metadata: null, loadedAt: null }).where('connectionId', '=', connectionId).execute();
+  await db
+    .updateTable('connectionMetadata')
+    .set({ metadata: null, loadedAt: null })
+    .where('connectionId', '=', connectionId)
+    .execute();
 }
 
 export async function insertMetadataRequest(db: Db, row: Omit<MetadataRequestsTable, 'errorSeen'>): Promise<void> {
@@ -27,9 +36,20 @@ export async function insertMetadataRequest(db: Db, row: Omit<MetadataRequestsTa
  * Records the end of a request. `report: false` marks a failure as already seen, so that no caller
  * is told about it: the load did not fail, its answer was lost, and the next call sends it again.
  */
-export async function finishMetadataRequest(db: Db, id: string, state: 'Completed' | 'Failed', endDate: string, errorMessage: string | null, opts: { report?: boolean } = {}): Promise<void> {
+export async function finishMetadataRequest(
+  db: Db,
+  id: string,
+  state: 'Completed' | 'Failed',
+  endDate: string,
+  errorMessage: string | null,
+  opts: { report?: boolean } = {},
+): Promise<void> {
   const seen = opts.report === false ? { errorSeen: 1 } : {};
-  await db.updateTable('metadataRequests').set({ state, endDate, errorMessage, ...seen }).where('id', '=', id).execute();
+  await db
+    .updateTable('metadataRequests')
+    .set({ state, endDate, errorMessage, ...seen })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function markMetadataErrorSeen(db: Db, id: string): Promise<void> {
@@ -37,7 +57,12 @@ export async function markMetadataErrorSeen(db: Db, id: string): Promise<void> {
 }
 
 /** The Connection's requests, newest first. */
-export async function listMetadataRequests(db: Db, connectionId: string, limit: number, offset = 0): Promise<MetadataRequestRow[]> {
+export async function listMetadataRequests(
+  db: Db,
+  connectionId: string,
+  limit: number,
+  offset = 0,
+): Promise<MetadataRequestRow[]> {
   return db
     .selectFrom('metadataRequests')
     .selectAll()
@@ -50,12 +75,24 @@ export async function listMetadataRequests(db: Db, connectionId: string, limit: 
 }
 
 export async function countMetadataRequests(db: Db, connectionId: string): Promise<number> {
-  const r = await db.selectFrom('metadataRequests').select((eb) => eb.fn.countAll<number>().as('n')).where('connectionId', '=', connectionId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('metadataRequests')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('connectionId', '=', connectionId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
 /** Keeps the newest `keep` requests of a Connection. */
 export async function pruneMetadataRequests(db: Db, connectionId: string, keep: number): Promise<void> {
   const old = await listMetadataRequests(db, connectionId, 1000, keep);
-  if (old.length > 0) await db.deleteFrom('metadataRequests').where('id', 'in', old.map((r) => r.id)).execute();
+  if (old.length > 0)
+    await db
+      .deleteFrom('metadataRequests')
+      .where(
+        'id',
+        'in',
+        old.map((r) => r.id),
+      )
+      .execute();
 }

@@ -19,7 +19,11 @@ export async function deleteOrg(db: Db, id: number): Promise<void> {
 }
 
 export async function countChildren(db: Db, id: number): Promise<number> {
-  const row = await db.selectFrom('orgs').select((eb) => eb.fn.countAll<number>().as('n')).where('parentId', '=', id).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('orgs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('parentId', '=', id)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -66,6 +70,7 @@ export async function listOrgsForUser(db: Db, userId: string, filter: OrgListFil
   let q = db.selectFrom('orgs').selectAll().where('id', 'in', ids);
   if (filter.name !== undefined) q = q.where(sql`lower(name)`, '=', filter.name.toLowerCase());
   if (filter.nameContains !== undefined) q = q.where(containsInsensitive('name', filter.nameContains));
-  if (filter.parentId !== undefined) q = filter.parentId === 0 ? q.where('parentId', 'is', null) : q.where('parentId', '=', filter.parentId);
+  if (filter.parentId !== undefined)
+    q = filter.parentId === 0 ? q.where('parentId', 'is', null) : q.where('parentId', '=', filter.parentId);
   return q.orderBy('id').execute();
 }

@@ -8,17 +8,34 @@ export async function insertPrepareJob(db: Db, row: PrepareJobRow): Promise<void
 export async function finishPrepareJob(db: Db, row: PrepareJobRow): Promise<void> {
   await db
     .updateTable('prepareJobs')
-    .set({ finishDate: row.finishDate, isComplete: row.isComplete, hasError: row.hasError, message: row.message, mapErrors: row.mapErrors })
+    .set({
+      finishDate: row.finishDate,
+      isComplete: row.isComplete,
+      hasError: row.hasError,
+      message: row.message,
+      mapErrors: row.mapErrors,
+    })
     .where('id', '=', row.id)
     .execute();
 }
 
 export async function getPrepareJob(db: Db, solutionId: string, id: string): Promise<PrepareJobRow | undefined> {
-  return db.selectFrom('prepareJobs').selectAll().where('solutionId', '=', solutionId.toLowerCase()).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('prepareJobs')
+    .selectAll()
+    .where('solutionId', '=', solutionId.toLowerCase())
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export async function latestPrepareJob(db: Db, solutionId: string): Promise<PrepareJobRow | undefined> {
-  return db.selectFrom('prepareJobs').selectAll().where('solutionId', '=', solutionId).orderBy('creationDate', 'desc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('prepareJobs')
+    .selectAll()
+    .where('solutionId', '=', solutionId)
+    .orderBy('creationDate', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /**
@@ -26,17 +43,30 @@ export async function latestPrepareJob(db: Db, solutionId: string): Promise<Prep
  * Solutions leave Preparing for ProvisionError. Called at start, before any new job.
  */
 export async function failAbandonedPrepareJobs(db: Db, now: string): Promise<number> {
-  const abandoned = await db.selectFrom('prepareJobs').select(['id', 'solutionId']).where('isComplete', '=', 0).execute();
+  const abandoned = await db
+    .selectFrom('prepareJobs')
+    .select(['id', 'solutionId'])
+    .where('isComplete', '=', 0)
+    .execute();
   if (abandoned.length === 0) return 0;
   await db
     .updateTable('prepareJobs')
-    .set({ isComplete: 1, hasError: 1, finishDate: now, message: 'The Service restarted while this prepare ran; prepare the Solution again.' })
+    .set({
+      isComplete: 1,
+      hasError: 1,
+      finishDate: now,
+      message: 'The Service restarted while this prepare ran; prepare the Solution again.',
+    })
     .where('isComplete', '=', 0)
     .execute();
   await db
     .updateTable('solutions')
     .set({ prepareState: 'ProvisionError' })
-    .where('id', 'in', abandoned.map((j) => j.solutionId))
+    .where(
+      'id',
+      'in',
+      abandoned.map((j) => j.solutionId),
+    )
     .where('prepareState', '=', 'Preparing')
     .execute();
   return abandoned.length;
@@ -44,15 +74,32 @@ export async function failAbandonedPrepareJobs(db: Db, now: string): Promise<num
 
 /** Keeps the newest `keep` jobs of a Solution. */
 export async function prunePrepareJobs(db: Db, solutionId: string, keep: number): Promise<void> {
-  const old = await db.selectFrom('prepareJobs').select('id').where('solutionId', '=', solutionId).orderBy('creationDate', 'desc').offset(keep).limit(1000).execute();
-  if (old.length > 0) await db.deleteFrom('prepareJobs').where('id', 'in', old.map((o) => o.id)).execute();
+  const old = await db
+    .selectFrom('prepareJobs')
+    .select('id')
+    .where('solutionId', '=', solutionId)
+    .orderBy('creationDate', 'desc')
+    .offset(keep)
+    .limit(1000)
+    .execute();
+  if (old.length > 0)
+    await db
+      .deleteFrom('prepareJobs')
+      .where(
+        'id',
+        'in',
+        old.map((o) => o.id),
+      )
+      .execute();
 }
 
 export async function putPreparedSolution(db: Db, row: PreparedSolutionRow): Promise<void> {
   await db
     .insertInto('preparedSolutions')
     .values(row)
-    .onConflict((oc) => oc.column('solutionId').doUpdateSet({ agentId: row.agentId, body: row.body, preparedAt: row.preparedAt }))
+    .onConflict((oc) =>
+      oc.column('solutionId').doUpdateSet({ agentId: row.agentId, body: row.body, preparedAt: row.preparedAt }),
+    )
     .execute();
 }
 
@@ -99,11 +146,19 @@ export async function pendingMovesOf(db: Db, solutionId: string): Promise<string
 /** A Solution leaves `from` for `to`: held back from `to` until `from` confirms; a move back to an Agent clears its own pending move. */
 export async function recordMove(db: Db, solutionId: string, from: string, to: string, now: string): Promise<void> {
   await db.deleteFrom('solutionMoves').where('solutionId', '=', solutionId).where('fromAgentId', '=', to).execute();
-  await db.insertInto('solutionMoves').values({ solutionId, fromAgentId: from, movedAt: now }).onConflict((oc) => oc.columns(['solutionId', 'fromAgentId']).doNothing()).execute();
+  await db
+    .insertInto('solutionMoves')
+    .values({ solutionId, fromAgentId: from, movedAt: now })
+    .onConflict((oc) => oc.columns(['solutionId', 'fromAgentId']).doNothing())
+    .execute();
 }
 
 /** The Agent confirmed an assignment list: every Solution moved away from it is released. Answers their IDs. */
 export async function releaseMovesFrom(db: Db, agentId: string): Promise<string[]> {
-  const rows = await db.deleteFrom('solutionMoves').where('fromAgentId', '=', agentId).returning('solutionId').execute();
+  const rows = await db
+    .deleteFrom('solutionMoves')
+    .where('fromAgentId', '=', agentId)
+    .returning('solutionId')
+    .execute();
   return rows.map((r) => r.solutionId);
 }

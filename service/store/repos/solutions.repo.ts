@@ -25,35 +25,61 @@ export async function insertSolution(db: Db, row: SolutionsTable): Promise<void>
 }
 
 export async function getSolution(db: Db, orgId: number, id: string): Promise<SolutionRow | undefined> {
-  return db.selectFrom('solutions').selectAll().where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  return db
+    .selectFrom('solutions')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('id', '=', id.toLowerCase())
+    .executeTakeFirst();
 }
 
 /**
  * The Organization's Solutions matching the filter, sorted (missing times last, in either
  * direction; ties by name, then ID) and paged; `total` counts every match.
  */
-export async function listSolutions(db: Db, orgId: number, filter: SolutionListFilter = {}): Promise<{ rows: SolutionRow[]; total: number }> {
+export async function listSolutions(
+  db: Db,
+  orgId: number,
+  filter: SolutionListFilter = {},
+): Promise<{ rows: SolutionRow[]; total: number }> {
   let base = db.selectFrom('solutions').where('orgId', '=', orgId);
-  if (filter.nameContains !== undefined && filter.nameContains !== '') base = base.where(containsInsensitive('name', filter.nameContains));
+  if (filter.nameContains !== undefined && filter.nameContains !== '')
+    base = base.where(containsInsensitive('name', filter.nameContains));
   if (filter.solutionType !== undefined) base = base.where('solutionType', '=', filter.solutionType);
   const sort = filter.sort ?? { column: 'name', desc: false };
   const column = sql.ref(SORT_COLUMNS[sort.column]);
   const dir = sort.desc ? 'desc' : 'asc';
   // SQLite sorts NULL first and PostgreSQL last: an explicit key makes both put them last.
-  let q = base.selectAll().orderBy(sql`(${column} is null)`).orderBy(column, dir).orderBy('nameKey', dir).orderBy('id', dir);
+  let q = base
+    .selectAll()
+    .orderBy(sql`(${column} is null)`)
+    .orderBy(column, dir)
+    .orderBy('nameKey', dir)
+    .orderBy('id', dir);
   if (filter.page) q = q.limit(filter.page.limit).offset(filter.page.offset);
   const rows = await q.execute();
-  const total = filter.page ? Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n) : rows.length;
+  const total = filter.page
+    ? Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n)
+    : rows.length;
   return { rows, total };
 }
 
 export async function updateSolution(db: Db, orgId: number, id: string, patch: SolutionUpdate): Promise<boolean> {
-  const res = await db.updateTable('solutions').set(patch).where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  const res = await db
+    .updateTable('solutions')
+    .set(patch)
+    .where('orgId', '=', orgId)
+    .where('id', '=', id.toLowerCase())
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
 export async function deleteSolution(db: Db, orgId: number, id: string): Promise<boolean> {
-  const res = await db.deleteFrom('solutions').where('orgId', '=', orgId).where('id', '=', id.toLowerCase()).executeTakeFirst();
+  const res = await db
+    .deleteFrom('solutions')
+    .where('orgId', '=', orgId)
+    .where('id', '=', id.toLowerCase())
+    .executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
 
@@ -71,7 +97,12 @@ export async function solutionNameTaken(db: Db, orgId: number, name: string, exc
 
 /** Names of the Solutions the Agent executes, by name. */
 export async function solutionNamesUsingAgent(db: Db, agentId: string): Promise<string[]> {
-  const rows = await db.selectFrom('solutions').select('name').where('agentId', '=', agentId.toLowerCase()).orderBy('nameKey').execute();
+  const rows = await db
+    .selectFrom('solutions')
+    .select('name')
+    .where('agentId', '=', agentId.toLowerCase())
+    .orderBy('nameKey')
+    .execute();
   return rows.map((r) => r.name);
 }
 
@@ -93,7 +124,9 @@ export async function solutionNamesUsingConnection(db: Db, connectionId: string)
             .selectFrom('maps')
             .select('maps.id')
             .whereRef('maps.solutionId', '=', 'solutions.id')
-            .where((m) => m.or([containsInsensitive('maps.sources', quoted), containsInsensitive('maps.targets', quoted)])),
+            .where((m) =>
+              m.or([containsInsensitive('maps.sources', quoted), containsInsensitive('maps.targets', quoted)]),
+            ),
         ),
       ]),
     )

@@ -17,7 +17,12 @@ export type ServiceType = (typeof SERVICE_TYPES)[number]['key'];
 export const UNLIMITED = 'Unlimited';
 
 /** Gives a new Organization a trial Subscription of each service type for one year. */
-export async function createDefaultSubscriptions(db: Db, orgId: number, now: Date, recordsAllowed = '1000000'): Promise<void> {
+export async function createDefaultSubscriptions(
+  db: Db,
+  orgId: number,
+  now: Date,
+  recordsAllowed = '1000000',
+): Promise<void> {
   const expiration = new Date(now);
   expiration.setUTCFullYear(expiration.getUTCFullYear() + 1);
   await db
@@ -63,7 +68,11 @@ export async function orgAndDescendantIds(db: Db, orgId: number): Promise<number
  * Subscriptions of the Organizations, ordered by Organization, name and start. With `currentAt`,
  * only those whose period contains it (startDate <= at < expirationDate).
  */
-export async function listSubscriptions(db: Db, orgIds: number[], opts: { currentAt?: Date | undefined } = {}): Promise<SubscriptionRow[]> {
+export async function listSubscriptions(
+  db: Db,
+  orgIds: number[],
+  opts: { currentAt?: Date | undefined } = {},
+): Promise<SubscriptionRow[]> {
   if (orgIds.length === 0) return [];
   let q = db.selectFrom('subscriptions').selectAll().where('orgId', 'in', orgIds);
   if (opts.currentAt) {
@@ -95,7 +104,11 @@ export function lastMonths(now: Date, count = 12): string[] {
 }
 
 /** Records processed per Subscription and month, for the given months; months without a row are absent. */
-export async function usageByMonth(db: Db, subscriptionIds: string[], months: string[]): Promise<Map<string, Map<string, number>>> {
+export async function usageByMonth(
+  db: Db,
+  subscriptionIds: string[],
+  months: string[],
+): Promise<Map<string, Map<string, number>>> {
   const usage = new Map<string, Map<string, number>>();
   if (subscriptionIds.length === 0 || months.length === 0) return usage;
   const rows = await db
@@ -162,9 +175,13 @@ export async function recordUsage(db: Db, input: RecordUsageInput): Promise<Reco
       .orderBy('id')
       .executeTakeFirst();
     if (!current) {
-      throw new FerryError('SVC_NO_SUBSCRIPTION', `Organization ${orgId} has no ${type.name} Subscription current on ${iso}; records cannot be counted until one is added.`, {
-        details: { orgId, serviceType, at: iso },
-      });
+      throw new FerryError(
+        'SVC_NO_SUBSCRIPTION',
+        `Organization ${orgId} has no ${type.name} Subscription current on ${iso}; records cannot be counted until one is added.`,
+        {
+          details: { orgId, serviceType, at: iso },
+        },
+      );
     }
     const updated = await tx
       .updateTable('subscriptions')

@@ -13,7 +13,16 @@ export async function getUser(db: Db, id: string): Promise<UserRow | undefined> 
 }
 
 /** A new user's row: the account fields a person fills in later start empty. */
-export function newUserRow(input: { email: string; firstName: string | null; lastName: string | null; passwordHash: string | null; isApproved: boolean }, now: string): Insertable<UsersTable> {
+export function newUserRow(
+  input: {
+    email: string;
+    firstName: string | null;
+    lastName: string | null;
+    passwordHash: string | null;
+    isApproved: boolean;
+  },
+  now: string,
+): Insertable<UsersTable> {
   return {
     id: newId(),
     email: input.email,
@@ -53,28 +62,52 @@ export const DEFAULT_NOTIFICATIONS = {
   systemUpdateEmail: 0,
 } as const;
 
-export async function addMembership(db: Db, orgId: number, userId: string, roleType: RoleType, createdAt: string): Promise<void> {
+export async function addMembership(
+  db: Db,
+  orgId: number,
+  userId: string,
+  roleType: RoleType,
+  createdAt: string,
+): Promise<void> {
   const row: Insertable<MembershipsTable> = { orgId, userId, roleType, createdAt, ...DEFAULT_NOTIFICATIONS };
   await db.insertInto('memberships').values(row).execute();
 }
 
 export async function getMembership(db: Db, orgId: number, userId: string): Promise<MembershipRow | undefined> {
-  return db.selectFrom('memberships').selectAll().where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst();
+  return db
+    .selectFrom('memberships')
+    .selectAll()
+    .where('orgId', '=', orgId)
+    .where('userId', '=', userId)
+    .executeTakeFirst();
 }
 
-export async function updateMembership(db: Db, orgId: number, userId: string, patch: Updateable<MembershipsTable>): Promise<void> {
+export async function updateMembership(
+  db: Db,
+  orgId: number,
+  userId: string,
+  patch: Updateable<MembershipsTable>,
+): Promise<void> {
   await db.updateTable('memberships').set(patch).where('orgId', '=', orgId).where('userId', '=', userId).execute();
 }
 
 export async function removeMembership(db: Db, orgId: number, userId: string): Promise<number> {
-  const res = await db.deleteFrom('memberships').where('orgId', '=', orgId).where('userId', '=', userId).executeTakeFirst();
+  const res = await db
+    .deleteFrom('memberships')
+    .where('orgId', '=', orgId)
+    .where('userId', '=', userId)
+    .executeTakeFirst();
   return Number(res.numDeletedRows);
 }
 
 export type MemberRow = UserRow & { roleType: RoleType };
 
 /** Members of an Organization with their role, ordered by email. */
-export async function listMembers(db: Db, orgId: number, page?: { limit: number; offset: number }): Promise<MemberRow[]> {
+export async function listMembers(
+  db: Db,
+  orgId: number,
+  page?: { limit: number; offset: number },
+): Promise<MemberRow[]> {
   let q = db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.userId')
@@ -87,7 +120,11 @@ export async function listMembers(db: Db, orgId: number, page?: { limit: number;
 }
 
 export async function countMembers(db: Db, orgId: number): Promise<number> {
-  const r = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('orgId', '=', orgId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('memberships')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('orgId', '=', orgId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -140,19 +177,31 @@ function membershipsOf(db: Db, userId: string) {
 }
 
 /** The user's memberships, oldest first (the first is the user's "own" Organization). */
-export async function listUserMemberships(db: Db, userId: string, page?: { limit: number; offset: number }): Promise<UserMembershipRow[]> {
+export async function listUserMemberships(
+  db: Db,
+  userId: string,
+  page?: { limit: number; offset: number },
+): Promise<UserMembershipRow[]> {
   let q = membershipsOf(db, userId).orderBy('memberships.createdAt').orderBy('memberships.orgId');
   if (page) q = q.limit(page.limit).offset(page.offset);
   return q.execute();
 }
 
 export async function countUserMemberships(db: Db, userId: string): Promise<number> {
-  const r = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('userId', '=', userId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('memberships')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('userId', '=', userId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
 /** The user's membership in the Organization with this tenant ID. */
-export async function getUserMembershipByTenant(db: Db, userId: string, tenantId: string): Promise<UserMembershipRow | undefined> {
+export async function getUserMembershipByTenant(
+  db: Db,
+  userId: string,
+  tenantId: string,
+): Promise<UserMembershipRow | undefined> {
   return membershipsOf(db, userId).where('orgs.tenantId', '=', tenantId.toLowerCase()).executeTakeFirst();
 }
 

@@ -2,7 +2,12 @@ import type { Logger } from 'pino';
 import { FerryError } from '../../errors/ferry-error.js';
 import type { ConnectorHost } from '../../connectors/host.js';
 import type { LoadMetadataCommand } from '../../protocol/channel.js';
-import { MAX_METADATA_ANSWER_BYTES, MAX_METADATA_ENTITIES, packMetadata, type MetadataAnswer } from '../../protocol/metadata.js';
+import {
+  MAX_METADATA_ANSWER_BYTES,
+  MAX_METADATA_ENTITIES,
+  packMetadata,
+  type MetadataAnswer,
+} from '../../protocol/metadata.js';
 import type { WorkRegistry } from '../work.js';
 
 /** What the loadMetadata command needs. */
@@ -28,13 +33,24 @@ export interface LoadMetadataDeps {
  */
 export function loadMetadataCommand(deps: LoadMetadataDeps) {
   return async (command: LoadMetadataCommand): Promise<MetadataAnswer> => {
-    if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
+    if (deps.work.draining)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart and starts no new work; ask again after the restart.',
+      );
     const host = await deps.host();
-    const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId, connectionId: command.connectionId });
+    const log = deps.log.child({
+      commandId: command.id,
+      connectorId: command.connectorId,
+      connectionId: command.connectionId,
+    });
     log.info({ reload: command.reload === true }, 'loading connection metadata');
     const md = await deps.work.run('loadMetadata', async (work) => {
       const opts = { signal: work.signal, ...(deps.timeoutMs !== undefined ? { timeoutMs: deps.timeoutMs } : {}) };
-      const conn = await host.open({ connectorId: command.connectorId, connectionId: command.connectionId, properties: command.properties }, opts);
+      const conn = await host.open(
+        { connectorId: command.connectorId, connectionId: command.connectionId, properties: command.properties },
+        opts,
+      );
       try {
         return await conn.metadata({ ...opts, reload: command.reload === true });
       } finally {
@@ -43,18 +59,30 @@ export function loadMetadataCommand(deps: LoadMetadataDeps) {
     });
     const maxEntities = deps.maxEntities ?? MAX_METADATA_ENTITIES;
     if (md.entities.length > maxEntities) {
-      throw new FerryError('CON_METADATA_TOO_LARGE', `The datastore has ${md.entities.length} entities; Ferry loads the metadata of at most ${maxEntities}.`, {
-        details: { entities: md.entities.length, limit: maxEntities },
-      });
+      throw new FerryError(
+        'CON_METADATA_TOO_LARGE',
+        `The datastore has ${md.entities.length} entities; Ferry loads the metadata of at most ${maxEntities}.`,
+        {
+          details: { entities: md.entities.length, limit: maxEntities },
+        },
+      );
     }
     const maxBytes = deps.maxBytes ?? MAX_METADATA_ANSWER_BYTES;
     const out = packMetadata(md, maxBytes);
     if (out.packed && !out.fits) {
-      throw new FerryError('CON_METADATA_TOO_LARGE', `The metadata of ${md.entities.length} entities takes ${out.bytes} bytes (${out.compressed} compressed); Ferry loads at most ${maxBytes} bytes of compressed metadata.`, {
-        details: { entities: md.entities.length, bytes: out.bytes, compressed: out.compressed, limit: maxBytes },
-      });
+      throw new FerryError(
+        'CON_METADATA_TOO_LARGE',
+        `The metadata of ${md.entities.length} entities takes ${out.bytes} bytes (${out.compressed} compressed); Ferry loads at most ${maxBytes} bytes of compressed metadata.`,
+        {
+          details: { entities: md.entities.length, bytes: out.bytes, compressed: out.compressed, limit: maxBytes },
+        },
+      );
     }
-    if (out.packed) log.info({ entities: md.entities.length, bytes: out.bytes, compressed: out.compressed }, 'connection metadata loaded (compressed)');
+    if (out.packed)
+      log.info(
+        { entities: md.entities.length, bytes: out.bytes, compressed: out.compressed },
+        'connection metadata loaded (compressed)',
+      );
     else log.info({ entities: md.entities.length, bytes: out.bytes }, 'connection metadata loaded');
     return out.answer;
   };

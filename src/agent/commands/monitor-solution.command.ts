@@ -3,5 +3,6 @@ import type { SolutionRunner } from '../../solutions/runner.js';
 
 /** `monitorSolution`: the records processed so far by the run in progress. */
 export function monitorSolutionCommand(deps: { runner: SolutionRunner }) {
-  return (command: MonitorSolutionCommand): Promise<MonitorSolutionResult> => Promise.resolve(deps.runner.monitor(command.solutionId));
+  return (command: MonitorSolutionCommand): Promise<MonitorSolutionResult> =>
+    Promise.resolve(deps.runner.monitor(command.solutionId));
 }

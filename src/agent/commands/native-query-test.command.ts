@@ -10,15 +10,29 @@ import { collectPreview, PREVIEW_TIMEOUT_MS, type PreviewDeps } from './preview-
  */
 export function nativeQueryTestCommand(deps: PreviewDeps) {
   return async (command: NativeQueryTestCommand): Promise<PreviewResult> => {
-    if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
+    if (deps.work.draining)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart and starts no new work; ask again after the restart.',
+      );
     const host = await deps.host();
-    const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId, connectionId: command.connectionId });
+    const log = deps.log.child({
+      commandId: command.id,
+      connectorId: command.connectorId,
+      connectionId: command.connectionId,
+    });
     log.info({ limit: command.limit }, 'testing a native query');
     const result = await deps.work.run('nativeQueryTest', async (work) => {
       const opts = { signal: work.signal, timeoutMs: deps.timeoutMs ?? PREVIEW_TIMEOUT_MS };
-      const conn = await host.open({ connectorId: command.connectorId, connectionId: command.connectionId, properties: command.properties }, opts);
+      const conn = await host.open(
+        { connectorId: command.connectorId, connectionId: command.connectionId, properties: command.properties },
+        opts,
+      );
       try {
-        return await collectPreview(conn.nativeQuery(command.statement, [], { ...opts, batchSize: Math.min(command.limit + 1, conn.bulkLimit) }), command.limit);
+        return await collectPreview(
+          conn.nativeQuery(command.statement, [], { ...opts, batchSize: Math.min(command.limit + 1, conn.bulkLimit) }),
+          command.limit,
+        );
       } finally {
         await conn.close();
       }

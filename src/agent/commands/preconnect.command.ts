@@ -18,10 +18,16 @@ export interface PreconnectDeps {
  */
 export function preconnectCommand(deps: PreconnectDeps) {
   return async (command: PreconnectCommand): Promise<PreconnectResult> => {
-    if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
+    if (deps.work.draining)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart and starts no new work; ask again after the restart.',
+      );
     const host = await deps.host();
     const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId });
     log.info({ isOauth: command.isOauth }, 'running a connector preconnect step');
-    return deps.work.run('preconnect', (work) => host.preconnect(command.connectorId, command.properties, { signal: work.signal }));
+    return deps.work.run('preconnect', (work) =>
+      host.preconnect(command.connectorId, command.properties, { signal: work.signal }),
+    );
   };
 }

@@ -2,7 +2,12 @@ import type { Logger } from 'pino';
 import type { ConnectorHost } from '../../connectors/host.js';
 import type { RecordBatch } from '../../connectors/sdk.js';
 import { FerryError } from '../../errors/ferry-error.js';
-import { PREVIEW_MAX_BYTES, type PreviewQueryCommand, type PreviewRecord, type PreviewResult } from '../../protocol/previews.js';
+import {
+  PREVIEW_MAX_BYTES,
+  type PreviewQueryCommand,
+  type PreviewRecord,
+  type PreviewResult,
+} from '../../protocol/previews.js';
 import type { WorkRegistry } from '../work.js';
 
 /** What the previewQuery and nativeQueryTest commands need. */
@@ -23,7 +28,11 @@ export const PREVIEW_TIMEOUT_MS = 60_000;
  * record past the limit to tell whether there are more, then stops pulling (the iterator is
  * returned, so the Connector closes its cursor).
  */
-export async function collectPreview(batches: AsyncIterable<RecordBatch>, limit: number, maxBytes = PREVIEW_MAX_BYTES): Promise<PreviewResult> {
+export async function collectPreview(
+  batches: AsyncIterable<RecordBatch>,
+  limit: number,
+  maxBytes = PREVIEW_MAX_BYTES,
+): Promise<PreviewResult> {
   const records: PreviewRecord[] = [];
   let bytes = 0;
   let truncated = false;
@@ -54,16 +63,31 @@ export async function collectPreview(batches: AsyncIterable<RecordBatch>, limit:
  */
 export function previewQueryCommand(deps: PreviewDeps) {
   return async (command: PreviewQueryCommand): Promise<PreviewResult> => {
-    if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
+    if (deps.work.draining)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart and starts no new work; ask again after the restart.',
+      );
     const host = await deps.host();
-    const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId, connectionId: command.connectionId });
+    const log = deps.log.child({
+      commandId: command.id,
+      connectorId: command.connectorId,
+      connectionId: command.connectionId,
+    });
     log.info({ entity: command.entity, limit: command.limit }, 'previewing records');
     const result = await deps.work.run('previewQuery', async (work) => {
       const opts = { signal: work.signal, timeoutMs: deps.timeoutMs ?? PREVIEW_TIMEOUT_MS };
-      const conn = await host.open({ connectorId: command.connectorId, connectionId: command.connectionId, properties: command.properties }, opts);
+      const conn = await host.open(
+        { connectorId: command.connectorId, connectionId: command.connectionId, properties: command.properties },
+        opts,
+      );
       try {
         // One past the limit: tells whether more records match.
-        const batches = conn.query(command.entity, command.filter, { ...opts, limit: command.limit + 1, batchSize: Math.min(command.limit + 1, conn.bulkLimit) });
+        const batches = conn.query(command.entity, command.filter, {
+          ...opts,
+          limit: command.limit + 1,
+          batchSize: Math.min(command.limit + 1, conn.bulkLimit),
+        });
         return await collectPreview(batches, command.limit);
       } finally {
         await conn.close();

@@ -26,7 +26,8 @@ export function pruneFailedRecordsCommand(deps: PruneFailedRecordsDeps) {
     const store = new FailedRecordStore(deps.folder);
     try {
       const removed = await pruneFailedRecords(store, command.before);
-      if (removed > 0) deps.log.info({ removed, before: command.before }, 'local failed records past the History window removed');
+      if (removed > 0)
+        deps.log.info({ removed, before: command.before }, 'local failed records past the History window removed');
       return { removed };
     } finally {
       store.close();

@@ -7,7 +7,10 @@ export function putSolutionCommand(deps: { store: SolutionStore; log: Logger; as
   return (command: PutSolutionCommand): Promise<{ version: string }> => {
     deps.store.put(command.solution);
     deps.assigned();
-    deps.log.info({ solutionId: command.solution.solutionId, version: command.solution.version }, 'solution definition stored');
+    deps.log.info(
+      { solutionId: command.solution.solutionId, version: command.solution.version },
+      'solution definition stored',
+    );
     return Promise.resolve({ version: command.solution.version });
   };
 }

@@ -21,7 +21,11 @@ export interface TestConnectionDeps {
  */
 export function testConnectionCommand(deps: TestConnectionDeps) {
   return async (command: TestConnectionCommand): Promise<{ ok: true }> => {
-    if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
+    if (deps.work.draining)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart and starts no new work; ask again after the restart.',
+      );
     const host = await deps.host();
     const log = deps.log.child({ commandId: command.id, connectorId: command.connectorId });
     log.info('testing a connection');

@@ -31,17 +31,30 @@ export interface ZipLogsDeps {
 export function zipLogsCommand(deps: ZipLogsDeps) {
   return async (command: ZipLogsCommand): Promise<{ accepted: true }> => {
     // Refuse before accepting, so the Service learns now rather than never.
-    if (deps.work.draining) throw new FerryError('AGT_DRAINING', 'The Agent is waiting to restart and starts no new work; ask again after the restart.');
+    if (deps.work.draining)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart and starts no new work; ask again after the restart.',
+      );
     const target = resolveUploadUrl(command.uploadUrl, deps.serviceUrl);
     // Not `solutionId`: this line is about the archive, not a line of the Solution's runs.
-    const log = deps.log.child({ logId: command.logId, ...(command.solutionId ? { forSolutionId: command.solutionId } : {}), ...(command.runId ? { forRunId: command.runId } : {}) });
+    const log = deps.log.child({
+      logId: command.logId,
+      ...(command.solutionId ? { forSolutionId: command.solutionId } : {}),
+      ...(command.runId ? { forRunId: command.runId } : {}),
+    });
     deps.work
       .run('zipLogs', async (work) => {
         const file = path.join(deps.tmpDir, `logs-${command.logId.replace(/[^\w-]/g, '_')}.zip`);
         try {
           log.info('zipping logs');
           deps.flushLogs();
-          const zip = await zipLogs(deps.logsDir, file, { solutionId: command.solutionId, runId: command.runId, since: command.since, signal: work.signal });
+          const zip = await zipLogs(deps.logsDir, file, {
+            solutionId: command.solutionId,
+            runId: command.runId,
+            since: command.since,
+            signal: work.signal,
+          });
           await uploadFile(target, file, deps.authorization, { signal: work.signal });
           log.info({ bytes: zip.bytes, files: zip.entries.length }, 'log archive uploaded');
         } finally {
@@ -49,7 +62,11 @@ export function zipLogsCommand(deps: ZipLogsDeps) {
         }
       })
       .catch((err: unknown) => {
-        const error = toChannelError(!isFerryError(err) && isAbortError(err) ? new FerryError('AGT_INTERRUPTED', 'The log zip was interrupted.') : err);
+        const error = toChannelError(
+          !isFerryError(err) && isAbortError(err)
+            ? new FerryError('AGT_INTERRUPTED', 'The log zip was interrupted.')
+            : err,
+        );
         log.warn({ code: error.code, err }, 'log archive failed');
         deps.outbox.enqueue({ kind: 'logArchiveFailed', logId: command.logId, error });
       });

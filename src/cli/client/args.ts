@@ -5,7 +5,8 @@ import { UsageError } from './errors.js';
 export function orgOf(value: string | undefined, env: NodeJS.ProcessEnv): number {
   const text = value ?? env['FERRY_ORG'];
   if (text === undefined) throw new UsageError('give the Organization with --org N (or FERRY_ORG)');
-  if (!/^[1-9][0-9]{0,9}$/.test(text)) throw new UsageError(`--org ${text}: an Organization ID is a positive whole number`);
+  if (!/^[1-9][0-9]{0,9}$/.test(text))
+    throw new UsageError(`--org ${text}: an Organization ID is a positive whole number`);
   return Number(text);
 }
 

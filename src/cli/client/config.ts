@@ -38,8 +38,10 @@ export function normalizeUrl(raw: string): string {
   } catch {
     throw new UsageError(`"${raw}" is not a URL: give the Service's address, for example http://127.0.0.1:8780`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`"${raw}" is not an http:// or https:// URL`);
-  if (url.username || url.password) throw new UsageError('Give the user with --user and the password at the prompt, not inside the URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`"${raw}" is not an http:// or https:// URL`);
+  if (url.username || url.password)
+    throw new UsageError('Give the user with --user and the password at the prompt, not inside the URL');
   const base = `${url.origin}${url.pathname}`.replace(/\/+$/, '').replace(/\/v1$/i, '');
   return base;
 }
@@ -61,7 +63,8 @@ export function readCredentials(env: NodeJS.ProcessEnv): Credentials | undefined
     parsed = undefined;
   }
   const result = Credentials.safeParse(parsed);
-  if (!result.success) throw new UsageError(`${file} is not a Ferry credentials file: run ferry logout, then ferry login`);
+  if (!result.success)
+    throw new UsageError(`${file} is not a Ferry credentials file: run ferry logout, then ferry login`);
   return result.data;
 }
 

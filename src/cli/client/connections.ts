@@ -51,7 +51,12 @@ const Connection = z.object({
 type Connection = z.infer<typeof Connection>;
 
 const TestStarted = z.object({ commandId: z.string() });
-const TestStatus = z.object({ commandId: z.string(), name: z.string().nullable().optional(), status: z.string(), reply: z.string().nullable() });
+const TestStatus = z.object({
+  commandId: z.string(),
+  name: z.string().nullable().optional(),
+  status: z.string(),
+  reply: z.string().nullable(),
+});
 
 const DEFAULT_COLOR = '#FF2F6FEB';
 const MASK = '********';
@@ -82,7 +87,11 @@ const command = (run: Parameters<typeof clientCommand<typeof OPTIONS>>[2]) => cl
 const base = (orgId: number): string => `/v1/orgs/${orgId}/connections`;
 
 /** The Connection with this ID, or the only one with this name. */
-export async function findConnection(client: ApiClient, orgId: number, idOrName: string | undefined): Promise<Connection> {
+export async function findConnection(
+  client: ApiClient,
+  orgId: number,
+  idOrName: string | undefined,
+): Promise<Connection> {
   if (!idOrName) throw new UsageError(`give the Connection's ID or name\n\n${USAGE}`);
   if (isGuid(idOrName)) return client.call('GET', `${base(orgId)}/${idOrName}`, Connection);
   const found = await client.call('GET', base(orgId), z.array(Connection), { query: { name: idOrName } });
@@ -115,7 +124,11 @@ function printConnection(c: ShownConnection, showSecrets: boolean): void {
   process.stdout.write('\n');
   printTable(c.properties, [
     { header: 'PROPERTY', value: (p) => p.key },
-    { header: 'VALUE', value: (p) => (p.value !== null ? p.value : p.protected ? (showSecrets ? '(not returned by the Service)' : MASK) : '') },
+    {
+      header: 'VALUE',
+      value: (p) =>
+        p.value !== null ? p.value : p.protected ? (showSecrets ? '(not returned by the Service)' : MASK) : '',
+    },
   ]);
 }
 
@@ -153,7 +166,8 @@ export const connectionsGet = command(async (values, positionals, env) => {
 /** `ferry connections create`. */
 export const connectionsCreate = command(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
-  if (positionals.length > 0) throw new UsageError(`unexpected ${positionals[0]}: give properties with --set key=value\n\n${USAGE}`);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected ${positionals[0]}: give properties with --set key=value\n\n${USAGE}`);
   if (!values.connector || !values.name) throw new UsageError(`give --connector NAME|ID and --name NAME\n\n${USAGE}`);
   const client = new ApiClient(resolveCredentials(env));
   const connector = await findConnector(client, org, values.connector);
@@ -163,7 +177,10 @@ export const connectionsCreate = command(async (values, positionals, env) => {
   const plain = new Map<string, string>();
   for (const [key, value] of given) {
     const decoration = byName.get(key.toLowerCase());
-    if (form && !decoration) throw new UsageError(`${connector.name} has no property "${key}"; its properties: ${form.map((d) => d.propertyName).join(', ')}`);
+    if (form && !decoration)
+      throw new UsageError(
+        `${connector.name} has no property "${key}"; its properties: ${form.map((d) => d.propertyName).join(', ')}`,
+      );
     plain.set(decoration?.propertyName ?? key, value);
   }
   if (form && canPrompt() && !values['no-prompt']) {
@@ -178,7 +195,13 @@ export const connectionsCreate = command(async (values, positionals, env) => {
   }
   const token = await cryptoTokenOf(client, org);
   const properties = [...plain].map(([key, value]) => ({ key, value: value === '' ? '' : encryptValue(value, token) }));
-  const body = { name: values.name, connectorId: connector.id, color: values.color ?? DEFAULT_COLOR, ...(values.alias ? { alias: values.alias } : {}), properties };
+  const body = {
+    name: values.name,
+    connectorId: connector.id,
+    color: values.color ?? DEFAULT_COLOR,
+    ...(values.alias ? { alias: values.alias } : {}),
+    properties,
+  };
   const created = await client.call('POST', base(org), Connection, { body });
   const view = shown(created, form, token, false);
   if (wantsJson(values.json)) return printJson(view);
@@ -189,7 +212,8 @@ export const connectionsCreate = command(async (values, positionals, env) => {
 /** `ferry connections update ID|NAME`: a read-modify-write; what is not given keeps its value. */
 export const connectionsUpdate = command(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
-  if (positionals.length > 1) throw new UsageError(`unexpected ${positionals[1]}: give properties with --set key=value\n\n${USAGE}`);
+  if (positionals.length > 1)
+    throw new UsageError(`unexpected ${positionals[1]}: give properties with --set key=value\n\n${USAGE}`);
   const given = keyValues(values.set ?? [], '--set');
   if (given.length === 0 && values.name === undefined && values.color === undefined && values.alias === undefined) {
     throw new UsageError(`give what changes: --name, --set key=value, --color or --alias\n\n${USAGE}`);
@@ -201,15 +225,28 @@ export const connectionsUpdate = command(async (values, positionals, env) => {
   const changes = new Map<string, string>();
   for (const [key, value] of given) {
     const decoration = byName.get(key.toLowerCase());
-    if (form && !decoration) throw new UsageError(`${conn.connectorType} has no property "${key}"; its properties: ${form.map((d) => d.propertyName).join(', ')}`);
+    if (form && !decoration)
+      throw new UsageError(
+        `${conn.connectorType} has no property "${key}"; its properties: ${form.map((d) => d.propertyName).join(', ')}`,
+      );
     // A blank protected value is kept by the Service; an encrypted empty one blanks it.
     const prot = decoration ? isProtected(decoration) : false;
-    changes.set((decoration?.propertyName ?? key).toLowerCase(), value === '' && !prot ? '' : encryptValue(value, token));
+    changes.set(
+      (decoration?.propertyName ?? key).toLowerCase(),
+      value === '' && !prot ? '' : encryptValue(value, token),
+    );
   }
   // As read: plain values encrypted with the token (sent back unchanged), protected ones blank (kept).
-  const properties = conn.properties.map((p) => ({ key: p.key, value: changes.get(p.key.toLowerCase()) ?? p.value ?? '' }));
+  const properties = conn.properties.map((p) => ({
+    key: p.key,
+    value: changes.get(p.key.toLowerCase()) ?? p.value ?? '',
+  }));
   for (const [key] of given) {
-    if (!conn.properties.some((p) => p.key.toLowerCase() === key.toLowerCase())) properties.push({ key: byName.get(key.toLowerCase())?.propertyName ?? key, value: changes.get(key.toLowerCase()) ?? '' });
+    if (!conn.properties.some((p) => p.key.toLowerCase() === key.toLowerCase()))
+      properties.push({
+        key: byName.get(key.toLowerCase())?.propertyName ?? key,
+        value: changes.get(key.toLowerCase()) ?? '',
+      });
   }
   const body = {
     id: conn.id,
@@ -230,18 +267,28 @@ export const connectionsUpdate = command(async (values, positionals, env) => {
 export const connectionsTest = command(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
   const timeoutS = values.timeout === undefined ? 120 : Number(values.timeout);
-  if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError(`--timeout ${values.timeout}: give a number of seconds`);
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0)
+    throw new UsageError(`--timeout ${values.timeout}: give a number of seconds`);
   const client = new ApiClient(resolveCredentials(env));
   const conn = await findConnection(client, org, positionals[0]);
   const agent = await chooseAgent(client, org, values.agent, conn.connectorId);
-  const started = await client.call('POST', `${base(org)}/${conn.id}/test`, TestStarted, { query: { agentId: agent.id } });
+  const started = await client.call('POST', `${base(org)}/${conn.id}/test`, TestStarted, {
+    query: { agentId: agent.id },
+  });
   if (!wantsJson(values.json)) process.stderr.write(`Testing "${conn.name}" on Agent ${agent.name}…\n`);
-  const result = await client.poll(`${base(org)}/test/${started.commandId}`, TestStatus, (s) => s.status === 'Completed', { timeoutMs: timeoutS * 1000 });
+  const result = await client.poll(
+    `${base(org)}/test/${started.commandId}`,
+    TestStatus,
+    (s) => s.status === 'Completed',
+    { timeoutMs: timeoutS * 1000 },
+  );
   const ok = result.reply === 'SUCCESS';
   if (wantsJson(values.json)) printJson({ ...result, connectionId: conn.id, agentId: agent.id, success: ok });
   else process.stdout.write(ok ? `OK: "${conn.name}" connects (Agent ${agent.name})\n` : '');
   if (!ok) {
-    process.stderr.write(`ferry: the test of "${conn.name}" failed on Agent ${agent.name}: ${result.reply ?? 'no reply'}\n`);
+    process.stderr.write(
+      `ferry: the test of "${conn.name}" failed on Agent ${agent.name}: ${result.reply ?? 'no reply'}\n`,
+    );
     return 1;
   }
 });

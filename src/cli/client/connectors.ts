@@ -29,17 +29,25 @@ export function isGuid(text: string): boolean {
 /** The Connector installed in the Organization with this ID or name (any case). */
 export async function findConnector(client: ApiClient, orgId: number, nameOrId: string): Promise<Connector> {
   if (isGuid(nameOrId)) return client.call('GET', `/v1/orgs/${orgId}/connectors/${nameOrId}`, Connector);
-  const found = await client.call('GET', `/v1/orgs/${orgId}/connectors`, z.array(Connector), { query: { name: nameOrId } });
+  const found = await client.call('GET', `/v1/orgs/${orgId}/connectors`, z.array(Connector), {
+    query: { name: nameOrId },
+  });
   if (found[0]) return found[0];
   const all = await client.call('GET', `/v1/orgs/${orgId}/connectors`, z.array(Connector), { query: { limit: 1000 } });
-  throw new UsageError(`No Connector named "${nameOrId}" is installed in Organization ${orgId}; installed: ${all.map((c) => c.name).join(', ') || 'none'}`);
+  throw new UsageError(
+    `No Connector named "${nameOrId}" is installed in Organization ${orgId}; installed: ${all.map((c) => c.name).join(', ') || 'none'}`,
+  );
 }
 
 /**
  * The Connector's property form (its manifest's uiDecorations), or undefined for a Connector with
  * its own user interface (the API answers API_UNSUPPORTED for those).
  */
-export async function propertyForm(client: ApiClient, orgId: number, connectorId: string): Promise<PropertyForm | undefined> {
+export async function propertyForm(
+  client: ApiClient,
+  orgId: number,
+  connectorId: string,
+): Promise<PropertyForm | undefined> {
   try {
     return (await client.call('GET', `/v1/orgs/${orgId}/connectors/${connectorId}/uioptions`, UiOptions)).uiDecorations;
   } catch (err) {

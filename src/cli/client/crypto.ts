@@ -39,7 +39,11 @@ export function decryptValue(value: string, token: string, name: string): string
 function cryptoCommand(direction: 'encrypt' | 'decrypt') {
   return (argv: string[], env: NodeJS.ProcessEnv): Promise<void> =>
     runClientCommand(async () => {
-      const { values, positionals } = parseArgs({ args: argv, options: { org: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+      const { values, positionals } = parseArgs({
+        args: argv,
+        options: { org: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+        allowPositionals: true,
+      });
       if (values.help) {
         process.stdout.write(`${USAGE}\n`);
         return;
@@ -49,7 +53,9 @@ function cryptoCommand(direction: 'encrypt' | 'decrypt') {
       const input = positionals[0] === '-' ? await readStdin() : (positionals[0] as string);
       const client = new ApiClient(resolveCredentials(env));
       const token = await cryptoTokenOf(client, org);
-      process.stdout.write(`${direction === 'encrypt' ? encryptValue(input, token) : decryptValue(input.trim(), token, 'VALUE')}\n`);
+      process.stdout.write(
+        `${direction === 'encrypt' ? encryptValue(input, token) : decryptValue(input.trim(), token, 'VALUE')}\n`,
+      );
     });
 }
 

@@ -14,7 +14,10 @@ export const EXIT_AUTH = 4;
 
 /** Wrong arguments or a missing login; `exitCode` 2 unless given. */
 export class UsageError extends Error {
-  constructor(message: string, readonly exitCode = 2) {
+  constructor(
+    message: string,
+    readonly exitCode = 2,
+  ) {
     super(message);
     this.name = 'UsageError';
   }
@@ -28,7 +31,9 @@ export class ApiError extends Error {
     readonly detail: string,
     readonly code: string | undefined,
   ) {
-    super(`${status ? `${status} ` : ''}${title}${detail && detail !== title ? `: ${detail}` : ''}${code ? ` (${code})` : ''}`);
+    super(
+      `${status ? `${status} ` : ''}${title}${detail && detail !== title ? `: ${detail}` : ''}${code ? ` (${code})` : ''}`,
+    );
     this.name = 'ApiError';
   }
 
@@ -44,7 +49,10 @@ export async function runClientCommand(run: () => Promise<number | void>): Promi
     if (typeof code === 'number' && code !== 0) process.exitCode = code;
   } catch (err) {
     if (err instanceof ApiError || err instanceof UsageError) {
-      const hint = err instanceof ApiError && err.status === 401 ? '\n  check the user and password: ferry login URL --user EMAIL (or FERRY_USER / FERRY_PASSWORD)' : '';
+      const hint =
+        err instanceof ApiError && err.status === 401
+          ? '\n  check the user and password: ferry login URL --user EMAIL (or FERRY_USER / FERRY_PASSWORD)'
+          : '';
       process.stderr.write(`ferry: ${err.message}${hint}\n`);
       process.exitCode = err.exitCode;
       return;
@@ -59,7 +67,9 @@ export async function runClientCommand(run: () => Promise<number | void>): Promi
 }
 
 /** The values parseArgs gives for `options`, positionals allowed. */
-export type ParsedValues<O extends ParseArgsOptionsConfig> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true }>>['values'];
+export type ParsedValues<O extends ParseArgsOptionsConfig> = ReturnType<
+  typeof parseArgs<{ options: O; allowPositionals: true }>
+>['values'];
 
 /**
  * A client command of a group (`ferry solutions …`, `ferry maps …`): parses the group's options,

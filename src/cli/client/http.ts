@@ -43,17 +43,24 @@ export class ApiClient {
   url(pathOrRel: string, query?: RequestOptions['query']): URL {
     const rel = pathOrRel.startsWith('/') ? pathOrRel : `/v1/${pathOrRel}`;
     const url = new URL(this.credentials.url + rel);
-    const pairs = Array.isArray(query) ? query : Object.entries(query ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)] as [string, string]]));
+    const pairs = Array.isArray(query)
+      ? query
+      : Object.entries(query ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)] as [string, string]]));
     for (const [k, v] of pairs) url.searchParams.append(k, v);
     return url;
   }
 
   /** One call; any status is returned. Network failures name the Service, never the credentials. */
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<ApiAnswer> {
-    const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json', 'user-agent': USER_AGENT };
+    const headers: Record<string, string> = {
+      authorization: this.#authorization,
+      accept: 'application/json',
+      'user-agent': USER_AGENT,
+    };
     let body: string | Uint8Array | undefined;
     if (opts.body !== undefined && opts.contentType !== undefined) {
-      if (typeof opts.body !== 'string' && !(opts.body instanceof Uint8Array)) throw new TypeError(`a ${opts.contentType} body is text or bytes`);
+      if (typeof opts.body !== 'string' && !(opts.body instanceof Uint8Array))
+        throw new TypeError(`a ${opts.contentType} body is text or bytes`);
       body = opts.body;
       headers['content-type'] = opts.contentType;
     } else if (opts.body !== undefined) {
@@ -65,7 +72,12 @@ export class ApiClient {
     try {
       res = await fetch(url, { method: method.toUpperCase(), headers, ...(body !== undefined ? { body } : {}) });
     } catch (err) {
-      const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : err instanceof Error ? err.message : String(err);
+      const cause =
+        err instanceof Error && err.cause instanceof Error
+          ? err.cause.message
+          : err instanceof Error
+            ? err.message
+            : String(err);
       throw new ApiError(0, `Cannot reach the Service at ${this.credentials.url}`, cause, undefined);
     }
     const text = await res.text();
@@ -81,7 +93,12 @@ export class ApiClient {
   }
 
   /** A call that must succeed: 4xx/5xx become an {@link ApiError}; the body is checked with `schema`. */
-  async call<S extends z.ZodType>(method: string, path: string, schema: S, opts: RequestOptions = {}): Promise<z.infer<S>> {
+  async call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    opts: RequestOptions = {},
+  ): Promise<z.infer<S>> {
     const answer = await this.request(method, path, opts);
     if (answer.status >= 400) throw apiErrorOf(answer);
     return parseAnswer(schema, answer.body, `${method.toUpperCase()} ${path}`);
@@ -91,7 +108,12 @@ export class ApiClient {
    * Repeats a GET until `ready` accepts its answer: a 404 carrying `Retry-After` (the Service's POLL
    * answer while an Agent works) and an answer `ready` refuses are waited out, other errors thrown.
    */
-  async poll<S extends z.ZodType>(path: string, schema: S, ready: (value: z.infer<S>) => boolean, opts: PollOptions): Promise<z.infer<S>> {
+  async poll<S extends z.ZodType>(
+    path: string,
+    schema: S,
+    ready: (value: z.infer<S>) => boolean,
+    opts: PollOptions,
+  ): Promise<z.infer<S>> {
     const deadline = Date.now() + opts.timeoutMs;
     for (;;) {
       const answer = await this.request('GET', path);
@@ -103,7 +125,12 @@ export class ApiClient {
       }
       const wait = retryAfterMs(answer.headers.get('retry-after'), opts.defaultDelayMs ?? 500);
       if (Date.now() + wait > deadline) {
-        throw new ApiError(0, 'No answer in time', `${path} was still not ready after ${Math.round(opts.timeoutMs / 1000)} s`, undefined);
+        throw new ApiError(
+          0,
+          'No answer in time',
+          `${path} was still not ready after ${Math.round(opts.timeoutMs / 1000)} s`,
+          undefined,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
@@ -121,7 +148,10 @@ export function retryAfterMs(header: string | null, fallbackMs: number): number 
 /** The {@link ApiError} of an error answer: the problem document's title, detail and code when it has them. */
 export function apiErrorOf(answer: ApiAnswer): ApiError {
   const b = answer.body;
-  const field = (k: string): string | undefined => (b && typeof b === 'object' && typeof (b as Record<string, unknown>)[k] === 'string' ? ((b as Record<string, unknown>)[k] as string) : undefined);
+  const field = (k: string): string | undefined =>
+    b && typeof b === 'object' && typeof (b as Record<string, unknown>)[k] === 'string'
+      ? ((b as Record<string, unknown>)[k] as string)
+      : undefined;
   const text = typeof b === 'string' ? b.trim().slice(0, 500) : '';
   return new ApiError(answer.status, field('title') ?? `HTTP ${answer.status}`, field('detail') ?? text, field('code'));
 }
@@ -129,7 +159,12 @@ export function apiErrorOf(answer: ApiAnswer): ApiError {
 function parseAnswer<S extends z.ZodType>(schema: S, body: unknown, what: string): z.infer<S> {
   const result = schema.safeParse(body);
   if (!result.success) {
-    throw new ApiError(0, 'Unexpected answer from the Service', `${what} answered a body this client does not understand: ${result.error.issues[0]?.message ?? 'invalid'} at ${result.error.issues[0]?.path.join('.') ?? ''}`, undefined);
+    throw new ApiError(
+      0,
+      'Unexpected answer from the Service',
+      `${what} answered a body this client does not understand: ${result.error.issues[0]?.message ?? 'invalid'} at ${result.error.issues[0]?.path.join('.') ?? ''}`,
+      undefined,
+    );
   }
   return result.data;
 }

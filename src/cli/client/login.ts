@@ -23,7 +23,11 @@ export function login(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return runClientCommand(async () => {
     const { values, positionals } = parseArgs({
       args: argv,
-      options: { user: { type: 'string', short: 'u' }, 'password-stdin': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        user: { type: 'string', short: 'u' },
+        'password-stdin': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
     });
     if (values.help) {
@@ -40,7 +44,8 @@ export function login(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
     if (values['password-stdin']) password = await readStdin();
     else if (env['FERRY_PASSWORD'] !== undefined) password = env['FERRY_PASSWORD'];
     else if (canPrompt()) password = await promptSecret(`Password for ${user}: `);
-    if (!password) throw new UsageError('give the password with --password-stdin, FERRY_PASSWORD or at the prompt on a terminal');
+    if (!password)
+      throw new UsageError('give the password with --password-stdin, FERRY_PASSWORD or at the prompt on a terminal');
 
     const client = new ApiClient({ url, user, password });
     let me: z.infer<typeof Me>;
@@ -48,7 +53,12 @@ export function login(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       me = await client.call('GET', '/v1/users', Me);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) {
-        throw new ApiError(401, `The Service at ${url} refused the credentials of ${user}`, 'check the email and the password', err.code);
+        throw new ApiError(
+          401,
+          `The Service at ${url} refused the credentials of ${user}`,
+          'check the email and the password',
+          err.code,
+        );
       }
       throw err;
     }

@@ -63,7 +63,12 @@ const Table = z
   .passthrough();
 type Table = z.infer<typeof Table>;
 
-const ImportResult = z.object({ lookupTableId: z.string(), valuesImported: z.number(), valuesRemoved: z.number(), valueCount: z.number() });
+const ImportResult = z.object({
+  lookupTableId: z.string(),
+  valuesImported: z.number(),
+  valuesRemoved: z.number(),
+  valueCount: z.number(),
+});
 
 /** What an import did to one table. */
 interface Imported {
@@ -171,19 +176,34 @@ async function incomingOf(values: Values, file: string): Promise<Incoming[]> {
     throw err;
   }
   if (tables.length === 0) throw new UsageError(`${source} holds no table`);
-  if (values.name !== undefined && tables.length > 1) throw new UsageError(`${source} holds ${tables.length} tables; --name names one`);
-  return tables.map((t) => ({ name: values.name ?? t.name, csv: csvOfPairs(t.name, source, t.values), hasHeaderRow: true }));
+  if (values.name !== undefined && tables.length > 1)
+    throw new UsageError(`${source} holds ${tables.length} tables; --name names one`);
+  return tables.map((t) => ({
+    name: values.name ?? t.name,
+    csv: csvOfPairs(t.name, source, t.values),
+    hasHeaderRow: true,
+  }));
 }
 
 /** Creates the table when the Organization has none of its name, then imports its values; a table it created goes again when the import is refused. */
-async function importTable(client: ApiClient, org: number, tables: Table[], table: Incoming, values: Values): Promise<Imported> {
+async function importTable(
+  client: ApiClient,
+  org: number,
+  tables: Table[],
+  table: Incoming,
+  values: Values,
+): Promise<Imported> {
   let target = tables.find((t) => sameName(t.name, table.name));
   const created = target === undefined;
   if (!target) {
-    target = await client.call('POST', base(org), Table, { body: { name: table.name, ...(values.description !== undefined ? { description: values.description } : {}) } });
+    target = await client.call('POST', base(org), Table, {
+      body: { name: table.name, ...(values.description !== undefined ? { description: values.description } : {}) },
+    });
   } else if (values.description !== undefined && values.description !== (target.description ?? '')) {
     // Without lookupTableValues a PUT keeps the values.
-    target = await client.call('PUT', `${base(org)}/${target.id}`, Table, { body: { name: target.name, description: values.description } });
+    target = await client.call('PUT', `${base(org)}/${target.id}`, Table, {
+      body: { name: target.name, description: values.description },
+    });
   }
   try {
     const result = await client.call('POST', `${base(org)}/${target.id}/import`, ImportResult, {
@@ -217,7 +237,8 @@ export const lookupTablesList = command(async (values, positionals, env) => {
 export const lookupTablesImport = command(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
   const [file] = positionals;
-  if (positionals.length !== 1 || file === undefined) throw new UsageError(`give one FILE (or - for stdin)\n\n${USAGE}`);
+  if (positionals.length !== 1 || file === undefined)
+    throw new UsageError(`give one FILE (or - for stdin)\n\n${USAGE}`);
   const incoming = await incomingOf(values, file);
   const client = new ApiClient(resolveCredentials(env));
   const tables = await allTables(client, org);
@@ -226,8 +247,14 @@ export const lookupTablesImport = command(async (values, positionals, env) => {
     const result = await importTable(client, org, tables, table, values);
     done.push(result);
     if (!wantsJson(values.json)) {
-      const how = result.created ? 'created' : values.append ? `appended to ${result.valueCount - result.valuesImported}` : `replaced ${result.valuesRemoved}`;
-      process.stdout.write(`Imported ${result.valuesImported} values into "${result.name}" (${how}): ${result.valueCount} in all\n`);
+      const how = result.created
+        ? 'created'
+        : values.append
+          ? `appended to ${result.valueCount - result.valuesImported}`
+          : `replaced ${result.valuesRemoved}`;
+      process.stdout.write(
+        `Imported ${result.valuesImported} values into "${result.name}" (${how}): ${result.valueCount} in all\n`,
+      );
     }
   }
   if (wantsJson(values.json)) printJson(done);
@@ -237,13 +264,18 @@ export const lookupTablesImport = command(async (values, positionals, env) => {
 export const lookupTablesExport = command(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
   if (positionals.length > 1) throw new UsageError(`unexpected ${positionals[1]}: give one table\n\n${USAGE}`);
-  if (values.json && values.format !== undefined && values.format.toLowerCase() !== 'json') throw new UsageError('give --json or --format csv, not both');
+  if (values.json && values.format !== undefined && values.format.toLowerCase() !== 'json')
+    throw new UsageError('give --json or --format csv, not both');
   const format = values.json ? 'json' : formatOf(values.format, values.out);
   const client = new ApiClient(resolveCredentials(env));
   const found = await findTable(client, org, positionals[0]);
   let content: string;
   if (format === 'csv') {
-    const { exportId } = await client.call('GET', `${base(org)}/${found.id}/export`, z.object({ exportId: z.number() }));
+    const { exportId } = await client.call(
+      'GET',
+      `${base(org)}/${found.id}/export`,
+      z.object({ exportId: z.number() }),
+    );
     const answer = await client.request('GET', `${base(org)}/${found.id}/export/${exportId}`);
     if (answer.status >= 400) throw apiErrorOf(answer);
     content = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body);

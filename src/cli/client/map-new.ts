@@ -69,7 +69,7 @@ function endOf(flag: string, text: string | undefined): { connection: string; en
 export const mapsNew = mapsCommand(async (values, positionals, env) => {
   const org = orgOf(values.org, env);
   const [solutionName] = positionalsOf(positionals, ['SOLUTION']);
-  if (!values.name) throw new UsageError('give the Map\'s name with --name NAME');
+  if (!values.name) throw new UsageError("give the Map's name with --name NAME");
   const from = endOf('source', values.source);
   const to = endOf('target', values.target);
   const action = actionOf(values.action);

@@ -56,8 +56,9 @@ export type MapsValues = ReturnType<
 >['values'];
 
 /** A `ferry maps` command: parses the options, prints the usage on --help, maps failures to exit codes. */
-export const mapsCommand = (run: Parameters<typeof clientCommand<typeof MAPS_OPTIONS>>[2]): ((argv: string[], env: NodeJS.ProcessEnv) => Promise<void>) =>
-  clientCommand(MAPS_OPTIONS, MAPS_USAGE, run);
+export const mapsCommand = (
+  run: Parameters<typeof clientCommand<typeof MAPS_OPTIONS>>[2],
+): ((argv: string[], env: NodeJS.ProcessEnv) => Promise<void>) => clientCommand(MAPS_OPTIONS, MAPS_USAGE, run);
 
 /** The positionals a command takes, by name: too few or too many is a usage error. */
 export function positionalsOf(positionals: readonly string[], names: readonly string[]): string[] {
@@ -246,7 +247,7 @@ export function reportSave(
     process.stderr.write(
       `Not checked yet: a Connection's metadata is not loaded; ferry maps validate SOLUTION ${saved.id} checks it\n`,
     );
-  } else if (!json) process.stdout.write('It validates against its Connections\' metadata\n');
+  } else if (!json) process.stdout.write("It validates against its Connections' metadata\n");
   return 0;
 }
 

@@ -26,7 +26,11 @@ export function printTable<T>(rows: readonly T[], columns: ReadonlyArray<Column<
   }
   const cells = rows.map((r) => columns.map((c) => oneLine(c.value(r))));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => (row[i] ?? '').length)));
-  const line = (values: readonly string[]): string => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+  const line = (values: readonly string[]): string =>
+    values
+      .map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${[line(columns.map((c) => c.header)), ...cells.map(line)].join('\n')}\n`);
 }
 

@@ -73,7 +73,11 @@ function settable(s: Solution): Record<string, unknown> {
           checkForBulk: s.checkForBulk ?? false,
           mapLinks: [],
         }
-      : { mapLinks: [...(s.mapLinks ?? [])].sort((a, b) => a.index - b.index).map((m) => ({ id: m.id, index: m.index })) }),
+      : {
+          mapLinks: [...(s.mapLinks ?? [])]
+            .sort((a, b) => a.index - b.index)
+            .map((m) => ({ id: m.id, index: m.index })),
+        }),
   };
 }
 
@@ -109,16 +113,34 @@ export const solutionsUpdate = solutionsCommand(async (values, positionals, env)
   const patch = values.data === undefined ? {} : (JSON.parse(await readData(values.data)) as unknown);
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
     throw new UsageError('--data: give a part of a Solution model, a JSON object');
-  const flags = ['name', 'description', 'agent', 'source', 'target', 'entities', 'all', 'bulk', 'no-bulk', 'enable', 'disable', 'map-order'] as const;
+  const flags = [
+    'name',
+    'description',
+    'agent',
+    'source',
+    'target',
+    'entities',
+    'all',
+    'bulk',
+    'no-bulk',
+    'enable',
+    'disable',
+    'map-order',
+  ] as const;
   if (values.data === undefined && !flags.some((f) => values[f] !== undefined))
     throw new UsageError(`give what changes (--name, --description, --agent, …, or --data)\n\n${SOLUTIONS_USAGE}`);
   const client = new ApiClient(resolveCredentials(env));
   const s = await findSolution(client, org, positionals[0]);
   const rs = s.solutionType.toLowerCase() === 'replication';
-  const replicationOnly = (['source', 'target', 'entities', 'all', 'bulk', 'no-bulk'] as const).filter((f) => values[f] !== undefined);
+  const replicationOnly = (['source', 'target', 'entities', 'all', 'bulk', 'no-bulk'] as const).filter(
+    (f) => values[f] !== undefined,
+  );
   if (!rs && replicationOnly.length > 0)
-    throw new UsageError(`--${replicationOnly[0]} is for a Replication; "${s.name}" is ${s.solutionType}: its Maps hold its Connections and entities`);
-  if (rs && values['map-order'] !== undefined) throw new UsageError(`--map-order is for Solutions with Maps; "${s.name}" is a Replication`);
+    throw new UsageError(
+      `--${replicationOnly[0]} is for a Replication; "${s.name}" is ${s.solutionType}: its Maps hold its Connections and entities`,
+    );
+  if (rs && values['map-order'] !== undefined)
+    throw new UsageError(`--map-order is for Solutions with Maps; "${s.name}" is a Replication`);
   const body: Record<string, unknown> = { ...settable(s), ...patch };
   if (values.name !== undefined) body['name'] = values.name;
   if (values.description !== undefined) body['description'] = values.description;
@@ -133,14 +155,26 @@ export const solutionsUpdate = solutionsCommand(async (values, positionals, env)
   if (source !== undefined) body['connectionIdForSource'] = source;
   if (target !== undefined) body['connectionIdForTarget'] = target;
   if (values.all) body['replicationSettings'] = { selectionType: 'All', entities: [] };
-  if (values.entities !== undefined) body['replicationSettings'] = { selectionType: 'Selected', entities: entityList(values.entities) };
-  const moved = (source !== undefined && source !== s.connectionIdForSource) || (target !== undefined && target !== s.connectionIdForTarget);
+  if (values.entities !== undefined)
+    body['replicationSettings'] = { selectionType: 'Selected', entities: entityList(values.entities) };
+  const moved =
+    (source !== undefined && source !== s.connectionIdForSource) ||
+    (target !== undefined && target !== s.connectionIdForTarget);
   // A new source or target needs the entities chosen again: the Service says so unless they are given.
-  if (rs && moved && values.entities === undefined && !values.all && !('replicationSettings' in patch) && !('entities' in patch))
+  if (
+    rs &&
+    moved &&
+    values.entities === undefined &&
+    !values.all &&
+    !('replicationSettings' in patch) &&
+    !('entities' in patch)
+  )
     delete body['replicationSettings'];
   const updated = await client.call('PUT', `${solutionsBase(org)}/${s.id}`, Solution, { body });
   if (wantsJson(values.json)) return printJson(updated);
-  process.stdout.write(`Updated the ${updated.solutionType} Solution "${updated.name}" (${updated.id}), ${updated.status ?? ''}\n`);
+  process.stdout.write(
+    `Updated the ${updated.solutionType} Solution "${updated.name}" (${updated.id}), ${updated.status ?? ''}\n`,
+  );
 });
 
 /** `ferry solutions create --name N --type T …`: 201 answers the Solution (a Replication then prepares itself). */
@@ -168,7 +202,8 @@ export const solutionsCreate = solutionsCommand(async (values, positionals, env)
   if (values.target !== undefined)
     body['connectionIdForTarget'] = (await findConnection(client, org, values.target)).id;
   if (values.all) body['replicationSettings'] = { selectionType: 'All', entities: [] };
-  if (values.entities !== undefined) body['replicationSettings'] = { selectionType: 'Selected', entities: entityList(values.entities) };
+  if (values.entities !== undefined)
+    body['replicationSettings'] = { selectionType: 'Selected', entities: entityList(values.entities) };
   const created = await client.call('POST', solutionsBase(org), Solution, { body });
   if (wantsJson(values.json)) return printJson(created);
   const next =

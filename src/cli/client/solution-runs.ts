@@ -68,7 +68,12 @@ const RecordError = z
   .passthrough();
 type RecordError = z.infer<typeof RecordError>;
 
-const MarkAnswer = z.object({ historyId: z.number(), mark: z.boolean(), changed: z.number(), reprocessRecordsRemaining: z.number() });
+const MarkAnswer = z.object({
+  historyId: z.number(),
+  mark: z.boolean(),
+  changed: z.number(),
+  reprocessRecordsRemaining: z.number(),
+});
 
 const ReprocessAnswer = z
   .object({
@@ -301,11 +306,20 @@ export const solutionsReprocess = solutionsCommand(async (values, positionals, e
   if (errorIds.length > 0) {
     // Every one is checked before any mark changes.
     for (const id of errorIds) {
-      const e = await client.call('GET', `${H}/errors/${encodeURIComponent(id)}`, RecordError.extend({ canReprocess: z.boolean() }));
-      if (!e.canReprocess) throw new UsageError(`record error ${id} of run ${run.id} cannot be reprocessed (it was, or its record was not kept)`, 1);
+      const e = await client.call(
+        'GET',
+        `${H}/errors/${encodeURIComponent(id)}`,
+        RecordError.extend({ canReprocess: z.boolean() }),
+      );
+      if (!e.canReprocess)
+        throw new UsageError(
+          `record error ${id} of run ${run.id} cannot be reprocessed (it was, or its record was not kept)`,
+          1,
+        );
     }
     await client.call('POST', `${H}/mark`, MarkAnswer, { query: { mark: false } });
-    for (const id of errorIds) await client.call('POST', `${H}/errors/${encodeURIComponent(id)}/mark`, RecordError, { query: { mark: true } });
+    for (const id of errorIds)
+      await client.call('POST', `${H}/errors/${encodeURIComponent(id)}/mark`, RecordError, { query: { mark: true } });
   } else if (!values.marked) {
     await client.call('POST', `${H}/mark`, MarkAnswer, { query: { mark: true } });
   }

@@ -90,7 +90,9 @@ export type SolutionsValues = ReturnType<
 >['values'];
 
 /** A `ferry solutions` command: parses the options, prints the usage on --help, maps failures to exit codes. */
-export const solutionsCommand = (run: Parameters<typeof clientCommand<typeof SOLUTIONS_OPTIONS>>[2]): ((argv: string[], env: NodeJS.ProcessEnv) => Promise<void>) =>
+export const solutionsCommand = (
+  run: Parameters<typeof clientCommand<typeof SOLUTIONS_OPTIONS>>[2],
+): ((argv: string[], env: NodeJS.ProcessEnv) => Promise<void>) =>
   clientCommand(SOLUTIONS_OPTIONS, SOLUTIONS_USAGE, run);
 
 export const solutionsBase = (orgId: number): string => `/v1/orgs/${orgId}/solutions`;

@@ -72,10 +72,7 @@ export const solutionsShow = solutionsCommand(async (values, positionals, env) =
       ? ([
           ['Source', s.connectionIdForSource ?? ''],
           ['Target', s.connectionIdForTarget ?? ''],
-          [
-            'Entities',
-            `${s.replicationSettings?.selectionType ?? ''} ${entitiesOf(s).join(', ')}`.trim(),
-          ],
+          ['Entities', `${s.replicationSettings?.selectionType ?? ''} ${entitiesOf(s).join(', ')}`.trim()],
           ['Bulk', s.checkForBulk ? 'yes' : 'no'],
         ] as const)
       : []),

@@ -31,6 +31,13 @@ export const buildReplyKind: BlockKind = {
   fields: (block) => (block.fieldMappings ?? []).map((m) => m.targetField),
   bind(block, cx) {
     const maps = block.fieldMappings ?? [];
-    return buildReplyStep(block, cx.compile(block, maps.map((m) => [m.targetField, m.targetFormula])), maps.map((m) => m.targetField));
+    return buildReplyStep(
+      block,
+      cx.compile(
+        block,
+        maps.map((m) => [m.targetField, m.targetFormula]),
+      ),
+      maps.map((m) => m.targetField),
+    );
   },
 };

@@ -10,9 +10,17 @@ import { openConnection } from '../runtime/context.js';
 import type { BlockKind } from './registry.js';
 import { checkRelationships, childrenOf } from './relationships.js';
 
-export function fetchBatches(block: Block, conn: HostConnection, opts: { batchSize: number; signal: AbortSignal }): AsyncIterable<RecordBatch> {
+export function fetchBatches(
+  block: Block,
+  conn: HostConnection,
+  opts: { batchSize: number; signal: AbortSignal },
+): AsyncIterable<RecordBatch> {
   const limit = block.maxRecords ?? 1;
-  return conn.query(block.entity ?? '', block.filter, { limit, batchSize: Math.min(limit, conn.bulkLimit), signal: opts.signal });
+  return conn.query(block.entity ?? '', block.filter, {
+    limit,
+    batchSize: Math.min(limit, conn.bulkLimit),
+    signal: opts.signal,
+  });
 }
 
 export const fetchKind: BlockKind = {
@@ -22,7 +30,8 @@ export const fetchKind: BlockKind = {
   readsRelationships: true,
   checkEntity: checkRelationships,
   check(block, cx) {
-    if (!block.filter) cx.error('MAP_MODEL_INVALID', `${block.name}: a Fetch needs a filter (use a Query to read a whole entity).`);
+    if (!block.filter)
+      cx.error('MAP_MODEL_INVALID', `${block.name}: a Fetch needs a filter (use a Query to read a whole entity).`);
   },
   source: (block, relationships) => ({
     block,

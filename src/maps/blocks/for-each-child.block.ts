@@ -13,7 +13,8 @@ export function forEachChildStep(block: Block, source: string, relationship: str
   const ordered = hasLoopExit(block.body ?? []);
   return {
     block,
-    run: (items, env) => iterate(items, { records: (item) => item.results?.get(key) ?? [], bindAs: block.name, body, ordered }, env),
+    run: (items, env) =>
+      iterate(items, { records: (item) => item.results?.get(key) ?? [], bindAs: block.name, body, ordered }, env),
   };
 }
 
@@ -22,8 +23,18 @@ export const forEachChildKind: BlockKind = {
   check(block, cx) {
     const source = block.source ?? cx.starter?.name ?? '';
     const related = cx.children.get(childrenKey(source, block.relationship ?? ''));
-    if (!related) cx.error('MAP_RELATIONSHIP_NOT_FOUND', `${block.name}: For Each Child iterates one of the relationships its Query reads; ${source} reads no relationship ${block.relationship ?? '(none given)'}.`);
-    else cx.scope.set(block.name, { fields: related.fields.map((f) => f.fullName), batched: false, blockType: 'ForEachChild' });
+    if (!related)
+      cx.error(
+        'MAP_RELATIONSHIP_NOT_FOUND',
+        `${block.name}: For Each Child iterates one of the relationships its Query reads; ${source} reads no relationship ${block.relationship ?? '(none given)'}.`,
+      );
+    else
+      cx.scope.set(block.name, {
+        fields: related.fields.map((f) => f.fullName),
+        batched: false,
+        blockType: 'ForEachChild',
+      });
   },
-  bind: (block, cx) => forEachChildStep(block, block.source ?? cx.starter.name, block.relationship ?? '', cx.steps(block.body)),
+  bind: (block, cx) =>
+    forEachChildStep(block, block.source ?? cx.starter.name, block.relationship ?? '', cx.steps(block.body)),
 };

@@ -11,7 +11,8 @@ export function forEachResultStep(block: Block, source: string, body: readonly S
   const ordered = hasLoopExit(block.body ?? []);
   return {
     block,
-    run: (items, env) => iterate(items, { records: (item) => item.results?.get(source) ?? [], bindAs: source, body, ordered }, env),
+    run: (items, env) =>
+      iterate(items, { records: (item) => item.results?.get(source) ?? [], bindAs: source, body, ordered }, env),
   };
 }
 
@@ -19,7 +20,11 @@ export const forEachResultKind: BlockKind = {
   type: 'ForEachResult',
   check(block, cx) {
     const src = block.source ? cx.scope.get(block.source) : undefined;
-    if (!src || src.blockType !== 'Lookup') cx.error('MAP_BLOCK_MISPLACED', `${block.name}: For Each Result iterates the results of an earlier Lookup Block; ${block.source ?? '(no source)'} is not one.`);
+    if (!src || src.blockType !== 'Lookup')
+      cx.error(
+        'MAP_BLOCK_MISPLACED',
+        `${block.name}: For Each Result iterates the results of an earlier Lookup Block; ${block.source ?? '(no source)'} is not one.`,
+      );
   },
   bind: (block, cx) => forEachResultStep(block, block.source ?? '', cx.steps(block.body)),
 };

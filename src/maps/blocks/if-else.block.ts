@@ -5,7 +5,12 @@ import { runSequence, type Item, type Step } from '../runtime/context.js';
 import { evaluateItems } from '../runtime/formulas.js';
 import type { BlockKind } from './registry.js';
 
-export function ifElseStep(block: Block, condition: CompiledFormulas, thenSteps: readonly Step[], elseSteps: readonly Step[]): Step {
+export function ifElseStep(
+  block: Block,
+  condition: CompiledFormulas,
+  thenSteps: readonly Step[],
+  elseSteps: readonly Step[],
+): Step {
   return {
     block,
     async run(items, env) {
@@ -29,5 +34,11 @@ export const ifElseKind: BlockKind = {
   check(block, cx) {
     if (!block.condition) cx.error('MAP_MODEL_INVALID', `${block.name}: an If/Else Block needs a condition.`);
   },
-  bind: (block, cx) => ifElseStep(block, cx.compile(block, [['condition', block.condition ?? 'false']]), cx.steps(block.then), cx.steps(block.else)),
+  bind: (block, cx) =>
+    ifElseStep(
+      block,
+      cx.compile(block, [['condition', block.condition ?? 'false']]),
+      cx.steps(block.then),
+      cx.steps(block.else),
+    ),
 };

@@ -24,7 +24,11 @@ export interface IterateSpec {
 
 /** Whether a sequence holds a Loop Exit that acts on the loop around it (not one of a nested loop). */
 export function hasLoopExit(blocks: readonly Block[]): boolean {
-  return blocks.some((b) => b.blockType === 'LoopExit' || (!LOOP_TYPES.includes(b.blockType) && hasLoopExit([...(b.then ?? []), ...(b.else ?? []), ...(b.body ?? [])])));
+  return blocks.some(
+    (b) =>
+      b.blockType === 'LoopExit' ||
+      (!LOOP_TYPES.includes(b.blockType) && hasLoopExit([...(b.then ?? []), ...(b.else ?? []), ...(b.body ?? [])])),
+  );
 }
 
 export async function iterate(items: readonly Item[], spec: IterateSpec, env: RunEnv): Promise<Item[]> {

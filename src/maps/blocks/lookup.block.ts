@@ -17,7 +17,11 @@ import type { BlockKind } from './registry.js';
 export const MAX_LOOKUP_RESULTS = 1000;
 const MAX_CACHE_KEYS = 100_000;
 
-export function lookupStep(block: Block, conditions: readonly LookupCondition[], compareValues: CompiledFormulas): Step {
+export function lookupStep(
+  block: Block,
+  conditions: readonly LookupCondition[],
+  compareValues: CompiledFormulas,
+): Step {
   const cache = block.cacheResults ? new Map<string, ConnectorRecord[]>() : undefined;
   return {
     block,
@@ -39,17 +43,25 @@ export function lookupStep(block: Block, conditions: readonly LookupCondition[],
         if (!matches) {
           const args: Filter[] = conditions.map((c, j) => {
             const v = vals[j] ?? null;
-            if (v === null) return c.comparisonOperator === '<>' ? { op: 'not', arg: { op: 'isNull', field: c.fieldName } } : { op: 'isNull', field: c.fieldName };
+            if (v === null)
+              return c.comparisonOperator === '<>'
+                ? { op: 'not', arg: { op: 'isNull', field: c.fieldName } }
+                : { op: 'isNull', field: c.fieldName };
             return { op: c.comparisonOperator, field: c.fieldName, value: v };
           });
-          const filter: Filter | undefined = args.length === 0 ? undefined : args.length === 1 ? args[0] : { op: 'and', args };
+          const filter: Filter | undefined =
+            args.length === 0 ? undefined : args.length === 1 ? args[0] : { op: 'and', args };
           matches = [];
           try {
             if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
             // A datastore that went away is waited for (and past the budget ends the run), not blamed on the record.
             matches = await env.retrying(block, async () => {
               const found: ConnectorRecord[] = [];
-              for await (const batch of conn.query(entity, filter, { limit: MAX_LOOKUP_RESULTS, batchSize: Math.min(MAX_LOOKUP_RESULTS, conn.bulkLimit), signal: env.signal })) {
+              for await (const batch of conn.query(entity, filter, {
+                limit: MAX_LOOKUP_RESULTS,
+                batchSize: Math.min(MAX_LOOKUP_RESULTS, conn.bulkLimit),
+                signal: env.signal,
+              })) {
                 for (const r of batch) found.push(r);
               }
               return found;
@@ -57,7 +69,12 @@ export function lookupStep(block: Block, conditions: readonly LookupCondition[],
           } catch (e) {
             if (env.signal.aborted || isRunFatal(e)) throw e;
             const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-            env.fail(item, block, { code: 'RUN_LOOKUP_FAILED', kind: 'transient', message: `${block.name}: the lookup in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, cause } });
+            env.fail(item, block, {
+              code: 'RUN_LOOKUP_FAILED',
+              kind: 'transient',
+              message: `${block.name}: the lookup in ${entity} failed: ${cause.message}`,
+              details: { blockId: block.blockId, cause },
+            });
             continue;
           }
           if (cache && cache.size < MAX_CACHE_KEYS) cache.set(key, matches);
@@ -76,6 +93,13 @@ export const lookupKind: BlockKind = {
   entityAction: 'Query',
   bind(block, cx) {
     const conds = block.lookupConditions ?? [];
-    return lookupStep(block, conds, cx.compile(block, conds.map((c) => [c.fieldName, c.compareValue])));
+    return lookupStep(
+      block,
+      conds,
+      cx.compile(
+        block,
+        conds.map((c) => [c.fieldName, c.compareValue]),
+      ),
+    );
   },
 };

@@ -66,5 +66,6 @@ export const loopKind: BlockKind = {
     // The condition and the body read the Loop's index.
     cx.scope.set(block.name, { fields: ['index'], batched: false, blockType: 'Loop' });
   },
-  bind: (block, cx) => loopStep(block, cx.compile(block, [['condition', block.condition ?? 'false']]), cx.steps(block.body)),
+  bind: (block, cx) =>
+    loopStep(block, cx.compile(block, [['condition', block.condition ?? 'false']]), cx.steps(block.body)),
 };

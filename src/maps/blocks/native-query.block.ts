@@ -9,7 +9,11 @@ import type { Block } from '../../protocol/map.js';
 import { openConnection } from '../runtime/context.js';
 import type { BlockKind } from './registry.js';
 
-export function nativeQueryBatches(block: Block, conn: HostConnection, opts: { batchSize: number; signal: AbortSignal }): AsyncIterable<RecordBatch> {
+export function nativeQueryBatches(
+  block: Block,
+  conn: HostConnection,
+  opts: { batchSize: number; signal: AbortSignal },
+): AsyncIterable<RecordBatch> {
   return conn.nativeQuery(block.statement ?? '', [], { batchSize: opts.batchSize, signal: opts.signal });
 }
 

@@ -9,9 +9,18 @@ import { openConnection } from '../runtime/context.js';
 import type { BlockKind } from './registry.js';
 import { checkRelationships, childrenOf } from './relationships.js';
 
-export function queryBatches(block: Block, conn: HostConnection, opts: { since: string | null; batchSize: number; fields?: string[]; signal: AbortSignal; orderBy?: OrderBy[] }): AsyncIterable<RecordBatch> {
+export function queryBatches(
+  block: Block,
+  conn: HostConnection,
+  opts: { since: string | null; batchSize: number; fields?: string[]; signal: AbortSignal; orderBy?: OrderBy[] },
+): AsyncIterable<RecordBatch> {
   const netChange = block.netChange && opts.since ? { field: block.netChange.fieldName, since: opts.since } : undefined;
-  const orderBy = block.netChange && !netChange ? [{ field: block.netChange.fieldName, direction: 'asc' as const }] : netChange ? undefined : opts.orderBy;
+  const orderBy =
+    block.netChange && !netChange
+      ? [{ field: block.netChange.fieldName, direction: 'asc' as const }]
+      : netChange
+        ? undefined
+        : opts.orderBy;
   return conn.query(block.entity ?? '', block.filter, {
     batchSize: opts.batchSize,
     signal: opts.signal,

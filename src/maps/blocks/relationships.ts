@@ -17,13 +17,22 @@ import type { CheckContext } from './registry.js';
 /** Parent keys per query of the related entity. */
 const KEYS_PER_QUERY = 500;
 
-const keyOf = (rec: ConnectorRecord | null | undefined, fields: readonly string[]): { text: string; values: Value[] } | null => {
+const keyOf = (
+  rec: ConnectorRecord | null | undefined,
+  fields: readonly string[],
+): { text: string; values: Value[] } | null => {
   const values = fields.map((f) => rec?.[f] ?? null);
   return values.some((v) => v === null) ? null : { text: JSON.stringify(values.map(String)), values };
 };
 
 /** Reads the children of every item's starter record (bound to `block.name`) for each relationship; throws when a read fails. */
-export async function readChildren(block: Block, conn: HostConnection, relationships: readonly Relationship[], items: readonly Item[], signal: AbortSignal): Promise<void> {
+export async function readChildren(
+  block: Block,
+  conn: HostConnection,
+  relationships: readonly Relationship[],
+  items: readonly Item[],
+  signal: AbortSignal,
+): Promise<void> {
   for (const rel of relationships) {
     const key = childrenKey(block.name, rel.fullName);
     const parents = new Map<string, { values: Value[]; lists: ConnectorRecord[][] }>();
@@ -41,7 +50,13 @@ export async function readChildren(block: Block, conn: HostConnection, relations
       const filter: Filter =
         fields.length === 1
           ? { op: 'in', field: fields[0] as string, values: part.map((p) => p.values[0] ?? null) }
-          : { op: 'or', args: part.map((p) => ({ op: 'and' as const, args: fields.map((f, i): Filter => ({ op: '=', field: f, value: p.values[i] ?? null })) })) };
+          : {
+              op: 'or',
+              args: part.map((p) => ({
+                op: 'and' as const,
+                args: fields.map((f, i): Filter => ({ op: '=', field: f, value: p.values[i] ?? null })),
+              })),
+            };
       for await (const batch of conn.query(rel.relatedEntityFullName, filter, { batchSize: conn.bulkLimit, signal })) {
         for (const r of batch) {
           const k = keyOf(r, fields);
@@ -63,7 +78,8 @@ export function checkRelationships(block: Block, entity: EntityMetadata, cx: Che
   for (const r of block.relationships ?? []) {
     const rel = findRelationship(entity, r);
     const related = rel ? findEntity(connectionOf(block, cx.metadata), rel.relatedEntityFullName) : undefined;
-    if (!rel || !related) cx.error('MAP_RELATIONSHIP_NOT_FOUND', `${block.name}: ${entity.fullName} has no relationship ${r}.`);
+    if (!rel || !related)
+      cx.error('MAP_RELATIONSHIP_NOT_FOUND', `${block.name}: ${entity.fullName} has no relationship ${r}.`);
     else cx.children.set(childrenKey(block.name, rel.fullName), related);
   }
 }

@@ -22,7 +22,13 @@ export function sendReplyStep(block: Block, source: string): Step {
             why = `the reply could not be handed over: ${e instanceof Error ? e.message : String(e)}`;
           }
         }
-        if (why) env.fail(item, block, { code: 'RUN_REPLY_FAILED', kind: 'config', message: `${block.name}: no reply was sent: ${why}.`, details: { blockId: block.blockId } });
+        if (why)
+          env.fail(item, block, {
+            code: 'RUN_REPLY_FAILED',
+            kind: 'config',
+            message: `${block.name}: no reply was sent: ${why}.`,
+            details: { blockId: block.blockId },
+          });
       }
       return items.filter((i) => !i.state.failed);
     },
@@ -32,9 +38,17 @@ export function sendReplyStep(block: Block, source: string): Step {
 export const sendReplyKind: BlockKind = {
   type: 'SendReply',
   check(block, cx) {
-    if (cx.starter?.blockType !== 'WaitForRequest') cx.error('MAP_BLOCK_MISPLACED', `${block.name}: Send Reply answers a request; the Map must begin with Wait For Request.`);
+    if (cx.starter?.blockType !== 'WaitForRequest')
+      cx.error(
+        'MAP_BLOCK_MISPLACED',
+        `${block.name}: Send Reply answers a request; the Map must begin with Wait For Request.`,
+      );
     const src = block.source ? cx.scope.get(block.source) : undefined;
-    if (src?.blockType !== 'BuildReply') cx.error('MAP_BLOCK_MISPLACED', `${block.name}: Send Reply sends the reply of an earlier Build Reply Block; ${block.source ?? '(no source)'} is not one.`);
+    if (src?.blockType !== 'BuildReply')
+      cx.error(
+        'MAP_BLOCK_MISPLACED',
+        `${block.name}: Send Reply sends the reply of an earlier Build Reply Block; ${block.source ?? '(no source)'} is not one.`,
+      );
   },
   bind: (block) => sendReplyStep(block, block.source ?? ''),
 };

@@ -12,14 +12,27 @@ import type { BlockKind } from './registry.js';
 /** The message as a record; RUN_MESSAGE_MISSING / RUN_MESSAGE_INVALID when there is none or it is not an object. */
 export function messageRecord(block: Block, message: unknown): ConnectorRecord {
   if (message === undefined || message === null) {
-    throw new FerryError('RUN_MESSAGE_MISSING', `The Map starts with ${block.name} (${block.blockType}) and the run was given no message.`, { details: { blockId: block.blockId } });
+    throw new FerryError(
+      'RUN_MESSAGE_MISSING',
+      `The Map starts with ${block.name} (${block.blockType}) and the run was given no message.`,
+      { details: { blockId: block.blockId } },
+    );
   }
   if (typeof message !== 'object' || Array.isArray(message)) {
-    throw new FerryError('RUN_MESSAGE_INVALID', `The message for ${block.name} must be a JSON object, not ${Array.isArray(message) ? 'an array' : typeof message}.`, { details: { blockId: block.blockId } });
+    throw new FerryError(
+      'RUN_MESSAGE_INVALID',
+      `The message for ${block.name} must be a JSON object, not ${Array.isArray(message) ? 'an array' : typeof message}.`,
+      { details: { blockId: block.blockId } },
+    );
   }
   const rec: ConnectorRecord = {};
   for (const [k, v] of Object.entries(message as Record<string, unknown>)) {
-    rec[k] = v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) ? v : v === undefined ? null : JSON.stringify(v);
+    rec[k] =
+      v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))
+        ? v
+        : v === undefined
+          ? null
+          : JSON.stringify(v);
   }
   return rec;
 }
@@ -33,7 +46,8 @@ export function messageBatches(block: Block, message: unknown): AsyncIterable<Re
 }
 
 /** Without a Connection, the message's fields are the Block's `fields`; with one, its entity's (the validator's scope). */
-export const messageFields = (block: Block): readonly string[] | undefined => (block.connectionId ? undefined : (block.fields ?? []));
+export const messageFields = (block: Block): readonly string[] | undefined =>
+  block.connectionId ? undefined : (block.fields ?? []);
 
 export const waitForMessageKind: BlockKind = {
   type: 'WaitForMessage',

@@ -15,5 +15,10 @@ export const waitForRequestKind: BlockKind = {
   type: 'WaitForRequest',
   connection: 'entity-if-named',
   fields: messageFields,
-  source: (block) => ({ block, readsConnection: false, answersRequest: true, batches: (_conn, opts) => requestBatches(block, opts.message) }),
+  source: (block) => ({
+    block,
+    readsConnection: false,
+    answersRequest: true,
+    batches: (_conn, opts) => requestBatches(block, opts.message),
+  }),
 };

@@ -44,7 +44,15 @@ export interface WriteWithSpec {
 type Outcome = { ok: true; key?: Readonly<ConnectorRecord> | undefined } | { ok: false; error: ErrorData };
 
 /** Writes records in calls of at most `size`; one outcome per record, in order. */
-async function writeAll(block: Block, conn: HostConnection | undefined, action: WriteAction, entity: string, records: readonly ConnectorRecord[], keyFields: readonly string[], env: RunEnv): Promise<Outcome[]> {
+async function writeAll(
+  block: Block,
+  conn: HostConnection | undefined,
+  action: WriteAction,
+  entity: string,
+  records: readonly ConnectorRecord[],
+  keyFields: readonly string[],
+  env: RunEnv,
+): Promise<Outcome[]> {
   const out: Outcome[] = [];
   const size = env.bulkSize(block);
   const opts = keyFields.length ? { keyFields: [...keyFields], signal: env.signal } : { signal: env.signal };
@@ -56,14 +64,29 @@ async function writeAll(block: Block, conn: HostConnection | undefined, action: 
         out.push(
           r.ok
             ? { ok: true, key: r.key }
-            : { ok: false, error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: block.onErrorMessage ?? `${block.name}: ${entity} refused the record: ${r.error.message}`, details: { blockId: block.blockId, entity, recordError: r.error } } },
+            : {
+                ok: false,
+                error: {
+                  code: 'RUN_WRITE_FAILED',
+                  kind: 'config',
+                  message: block.onErrorMessage ?? `${block.name}: ${entity} refused the record: ${r.error.message}`,
+                  details: { blockId: block.blockId, entity, recordError: r.error },
+                },
+              },
         );
       }
     } catch (e) {
       // Cancelled while writing: the batch is not checkpointed and is read again next run, so its records did not fail.
       if (env.signal.aborted || isRunFatal(e)) throw e;
       const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-      const error: ErrorData = { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${part.length} records in ${entity} failed: ${cause.message}`, details: { blockId: block.blockId, entity, cause } };
+      const error: ErrorData = {
+        code: 'RUN_BATCH_FAILED',
+        kind: 'transient',
+        message:
+          block.onErrorMessage ??
+          `${block.name}: the ${action} of ${part.length} records in ${entity} failed: ${cause.message}`,
+        details: { blockId: block.blockId, entity, cause },
+      };
       for (let k = 0; k < part.length; k++) out.push({ ok: false, error });
     }
   }
@@ -103,7 +126,13 @@ export function writeWithStep(spec: WriteWithSpec): Step {
   };
 }
 
-async function writeChildren(spec: WriteWithSpec, child: ChildWriteSpec, parents: readonly Item[], conn: HostConnection | undefined, env: RunEnv): Promise<void> {
+async function writeChildren(
+  spec: WriteWithSpec,
+  child: ChildWriteSpec,
+  parents: readonly Item[],
+  conn: HostConnection | undefined,
+  env: RunEnv,
+): Promise<void> {
   const { block } = spec;
   const rel = child.relationship;
   const forks: Item[] = [];
@@ -149,16 +178,29 @@ async function writeChildren(spec: WriteWithSpec, child: ChildWriteSpec, parents
 }
 
 /** Binds CreateWith / UpdateWith (`keys`: the conditions that find the parent; none for CreateWith): the children's formulas, then the parent's. */
-export function writeWithSpec(block: Block, cx: BindContext, keys: readonly LookupCondition[]): Omit<WriteWithSpec, 'parentAction' | 'childAction'> {
+export function writeWithSpec(
+  block: Block,
+  cx: BindContext,
+  keys: readonly LookupCondition[],
+): Omit<WriteWithSpec, 'parentAction' | 'childAction'> {
   const entity = entityOf(block, cx.metadata);
   const maps = block.fieldMappings ?? [];
   const children = (block.children ?? []).map((c): ChildWriteSpec => {
     const dot = c.source.indexOf('.');
     return {
       relationship: findRelationship(entity, c.relationship) as Relationship,
-      collection: dot < 0 ? c.source : childrenKey(c.source.slice(0, dot), findRelationship(cx.starterEntity, c.source.slice(dot + 1))?.fullName ?? c.source.slice(dot + 1)),
+      collection:
+        dot < 0
+          ? c.source
+          : childrenKey(
+              c.source.slice(0, dot),
+              findRelationship(cx.starterEntity, c.source.slice(dot + 1))?.fullName ?? c.source.slice(dot + 1),
+            ),
       bindAs: c.name ?? c.source,
-      formulas: cx.compile(block, c.fieldMappings.map((m) => [m.targetField, m.targetFormula])),
+      formulas: cx.compile(
+        block,
+        c.fieldMappings.map((m) => [m.targetField, m.targetFormula]),
+      ),
       targetFields: c.fieldMappings.map((m) => m.targetField),
     };
   });
@@ -172,32 +214,56 @@ export function writeWithSpec(block: Block, cx: BindContext, keys: readonly Look
 }
 
 /** The child writes: the relationship, its entity's fields and `childAction`, the source, the child formulas. */
-export function checkChildWrites(block: Block, entity: EntityMetadata, cx: CheckContext, childAction: 'Create' | 'Upsert'): void {
+export function checkChildWrites(
+  block: Block,
+  entity: EntityMetadata,
+  cx: CheckContext,
+  childAction: 'Create' | 'Upsert',
+): void {
   const md = connectionOf(block, cx.metadata);
   for (const c of block.children ?? []) {
     const rel = findRelationship(entity, c.relationship);
     const related = rel ? findEntity(md, rel.relatedEntityFullName) : undefined;
     if (!rel || !related || rel.relationshipType !== 'OneToMany') {
-      cx.error('MAP_RELATIONSHIP_NOT_FOUND', `${block.name}: ${entity.fullName} has no one-to-many relationship ${c.relationship}.`);
+      cx.error(
+        'MAP_RELATIONSHIP_NOT_FOUND',
+        `${block.name}: ${entity.fullName} has no one-to-many relationship ${c.relationship}.`,
+      );
       continue;
     }
-    if (!related.actions.some((a) => a.action === childAction)) cx.error('MAP_ACTION_UNSUPPORTED', `${block.name}: the entity ${related.fullName} does not support ${childAction}.`);
+    if (!related.actions.some((a) => a.action === childAction))
+      cx.error(
+        'MAP_ACTION_UNSUPPORTED',
+        `${block.name}: the entity ${related.fullName} does not support ${childAction}.`,
+      );
     const relatedFields = related.fields.map((f) => f.fullName);
     for (const m of c.fieldMappings) {
-      if (!relatedFields.includes(m.targetField)) cx.error('MAP_FIELD_NOT_FOUND', `${block.name}: ${related.fullName} has no field ${m.targetField}${didYouMean(m.targetField, relatedFields)}.`);
+      if (!relatedFields.includes(m.targetField))
+        cx.error(
+          'MAP_FIELD_NOT_FOUND',
+          `${block.name}: ${related.fullName} has no field ${m.targetField}${didYouMean(m.targetField, relatedFields)}.`,
+        );
     }
     const lookup = cx.scope.get(c.source);
-    const sourceFields = lookup?.blockType === 'Lookup' ? lookup.fields : cx.children.get(c.source)?.fields.map((f) => f.fullName);
+    const sourceFields =
+      lookup?.blockType === 'Lookup' ? lookup.fields : cx.children.get(c.source)?.fields.map((f) => f.fullName);
     if (!sourceFields) {
-      cx.error('MAP_BLOCK_MISPLACED', `${block.name}: the children of ${c.relationship} come from an earlier Lookup or a relationship its Query reads (Query.relationship); ${c.source} is neither.`);
+      cx.error(
+        'MAP_BLOCK_MISPLACED',
+        `${block.name}: the children of ${c.relationship} come from an earlier Lookup or a relationship its Query reads (Query.relationship); ${c.source} is neither.`,
+      );
       continue;
     }
     const bindAs = c.name ?? c.source;
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(bindAs)) {
-      cx.error('MAP_MODEL_INVALID', `${block.name}: give the child write of ${c.relationship} a name to read ${c.source} by.`);
+      cx.error(
+        'MAP_MODEL_INVALID',
+        `${block.name}: give the child write of ${c.relationship} a name to read ${c.source} by.`,
+      );
       continue;
     }
     const scope = new Map(cx.scope).set(bindAs, { fields: sourceFields, batched: false, blockType: 'Lookup' });
-    for (const m of c.fieldMappings) cx.formula(`children.${c.relationship}.fieldMappings.${m.targetField}.targetFormula`, m.targetFormula, scope);
+    for (const m of c.fieldMappings)
+      cx.formula(`children.${c.relationship}.fieldMappings.${m.targetField}.targetFormula`, m.targetFormula, scope);
   }
 }

@@ -5,7 +5,16 @@
  * each refused record into a record error. Also what the write kinds share when they are checked and bound.
  */
 import type { HostConnection } from '../../connectors/connection.js';
-import { slicePacked, type Checkpoint, type ConnectorRecord, type EntityMetadata, type PackedBatch, type RecordError, type WriteAction, type WriteResult } from '../../connectors/sdk.js';
+import {
+  slicePacked,
+  type Checkpoint,
+  type ConnectorRecord,
+  type EntityMetadata,
+  type PackedBatch,
+  type RecordError,
+  type WriteAction,
+  type WriteResult,
+} from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import { isWriteType, type Block, type LookupCondition } from '../../protocol/map.js';
 import type { CompiledFormulas } from '../formula/evaluator.js';
@@ -27,7 +36,8 @@ export interface WriteStepSpec {
 export function writeStep(spec: WriteStepSpec): Step {
   const { block, action, formulas, targetFields, keyFields, bulk } = spec;
   const nTargets = targetFields.length;
-  const copies = action === 'Create' && bulk && keyFields.length === 0 ? fieldCopies(block, formulas, targetFields) : undefined;
+  const copies =
+    action === 'Create' && bulk && keyFields.length === 0 ? fieldCopies(block, formulas, targetFields) : undefined;
   return {
     block,
     leading: formulas,
@@ -62,8 +72,13 @@ export function writeStep(spec: WriteStepSpec): Step {
         let results;
         try {
           if (!conn) throw new Error(`connection ${block.connectionId ?? ''} is not open`);
-          const write = (): Promise<WriteResult[]> => conn.write(action, entity, part, checkpoint ? { ...opts, checkpoint } : opts);
-          results = await env.retrying(block, write, checkpoint ? () => committed(conn, checkpoint, part.length, env.signal) : undefined);
+          const write = (): Promise<WriteResult[]> =>
+            conn.write(action, entity, part, checkpoint ? { ...opts, checkpoint } : opts);
+          results = await env.retrying(
+            block,
+            write,
+            checkpoint ? () => committed(conn, checkpoint, part.length, env.signal) : undefined,
+          );
         } catch (e) {
           // Cancelled while writing, or the target stayed away: the batch is not checkpointed and is
           // read again next run, so its records did not fail.
@@ -96,15 +111,29 @@ export function isRunFatal(e: unknown): boolean {
  * checkpoint tells. When it holds this batch's value the batch is written (every record taken:
  * which ones the target refused is not known any more, and none is written twice).
  */
-async function committed(conn: HostConnection, cp: Checkpoint, records: number, signal: AbortSignal): Promise<WriteResult[] | undefined> {
+async function committed(
+  conn: HostConnection,
+  cp: Checkpoint,
+  records: number,
+  signal: AbortSignal,
+): Promise<WriteResult[] | undefined> {
   if ((await conn.readCheckpoint(cp.key, { signal })) !== cp.value) return undefined;
   return new Array<WriteResult>(records).fill({ ok: true, affected: 1 });
 }
 
 /** The error of each record of a write call that failed as a whole (`e`, what it threw). */
 export function batchFailed(block: Block, action: WriteAction, records: number, e: unknown): ErrorData {
-  const cause: ErrorData | { message: string } = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-  return { code: 'RUN_BATCH_FAILED', kind: 'transient', message: block.onErrorMessage ?? `${block.name}: the ${action} of ${records} records in ${block.entity ?? ''} failed: ${cause.message}`, details: { blockId: block.blockId, cause } };
+  const cause: ErrorData | { message: string } = isFerryError(e)
+    ? toErrorData(e)
+    : { message: e instanceof Error ? e.message : String(e) };
+  return {
+    code: 'RUN_BATCH_FAILED',
+    kind: 'transient',
+    message:
+      block.onErrorMessage ??
+      `${block.name}: the ${action} of ${records} records in ${block.entity ?? ''} failed: ${cause.message}`,
+    details: { blockId: block.blockId, cause },
+  };
 }
 
 /** The error of a record the target refused. */
@@ -118,7 +147,11 @@ export function refused(block: Block, error: RecordError): ErrorData {
 }
 
 /** A bulk Create's mappings as {@link FieldCopies} when each is a bare field of one Block, no field copied twice. */
-function fieldCopies(block: Block, formulas: CompiledFormulas, targetFields: readonly string[]): FieldCopies | undefined {
+function fieldCopies(
+  block: Block,
+  formulas: CompiledFormulas,
+  targetFields: readonly string[],
+): FieldCopies | undefined {
   const list = formulas.formulas;
   if (list.length !== targetFields.length || list.length === 0) return undefined;
   const sourceFields: string[] = [];
@@ -129,12 +162,27 @@ function fieldCopies(block: Block, formulas: CompiledFormulas, targetFields: rea
     from = h.block;
     sourceFields.push(h.field);
   }
-  if (from === undefined || new Set(sourceFields).size !== sourceFields.length || new Set(targetFields).size !== targetFields.length) return undefined;
-  return { block: from, sourceFields, targetFields, write: (batch, env) => writeCopies(block, targetFields, batch, env) };
+  if (
+    from === undefined ||
+    new Set(sourceFields).size !== sourceFields.length ||
+    new Set(targetFields).size !== targetFields.length
+  )
+    return undefined;
+  return {
+    block: from,
+    sourceFields,
+    targetFields,
+    write: (batch, env) => writeCopies(block, targetFields, batch, env),
+  };
 }
 
 /** {@link FieldCopies.write}: the batch in calls of at most the Block's bulk size, with the target's field names. */
-async function writeCopies(block: Block, targetFields: readonly string[], b: PackedBatch, env: RunEnv): Promise<Array<[number, ErrorData]>> {
+async function writeCopies(
+  block: Block,
+  targetFields: readonly string[],
+  b: PackedBatch,
+  env: RunEnv,
+): Promise<Array<[number, ErrorData]>> {
   const conn = env.connections.get(block.connectionId ?? '');
   const started = performance.now();
   const size = env.bulkSize(block);
@@ -182,7 +230,10 @@ export function keyConditions(block: Block): LookupCondition[] {
 
 /** A write's formulas: the mappings (by targetField), then one per key condition (`key.Field`). */
 export function writeFormulas(block: Block, keys: readonly LookupCondition[]): Array<[string, string]> {
-  return [...(block.fieldMappings ?? []).map((m): [string, string] => [m.targetField, m.targetFormula]), ...keys.map((c): [string, string] => [`key.${c.fieldName}`, c.compareValue])];
+  return [
+    ...(block.fieldMappings ?? []).map((m): [string, string] => [m.targetField, m.targetFormula]),
+    ...keys.map((c): [string, string] => [`key.${c.fieldName}`, c.compareValue]),
+  ];
 }
 
 /** Binds a write Block (Create, Update, UpdateInsert, Upsert, Delete): its formulas in one program, bulk per its entity's Action. */
@@ -202,13 +253,20 @@ export function writeSpec(block: Block, cx: BindContext): Omit<WriteStepSpec, 'a
 export function checkRequiredMappings(block: Block, entity: EntityMetadata, cx: CheckContext): void {
   const mapped = new Set((block.fieldMappings ?? []).map((m) => m.targetField));
   for (const f of entity.fields) {
-    if (f.requiredInActionInput && !f.hasDefault && !mapped.has(f.fullName)) cx.warning('MAP_REQUIRED_FIELD_MISSING', `${block.name}: ${entity.fullName}.${f.fullName} is required and has no mapping.`);
+    if (f.requiredInActionInput && !f.hasDefault && !mapped.has(f.fullName))
+      cx.warning(
+        'MAP_REQUIRED_FIELD_MISSING',
+        `${block.name}: ${entity.fullName}.${f.fullName} is required and has no mapping.`,
+      );
   }
 }
 
 /** Update, UpdateInsert, Delete, UpdateWith: the record is found by lookup conditions or the entity's primary key. */
 export function checkKeyed(block: Block, cx: CheckContext, entity: EntityMetadata | undefined): void {
   if (entity && !block.lookupConditions?.length && !entity.fields.some((f) => f.isPrimaryKey)) {
-    cx.error('MAP_FIELD_NOT_FOUND', `${block.name}: ${block.blockType} needs lookup conditions or a primary key on ${entity.fullName}.`);
+    cx.error(
+      'MAP_FIELD_NOT_FOUND',
+      `${block.name}: ${block.blockType} needs lookup conditions or a primary key on ${entity.fullName}.`,
+    );
   }
 }

@@ -27,13 +27,21 @@ export function compilePlan(input: unknown, metadata: MetadataByConnection): Map
   const parsed = MapModel.safeParse(input);
   if (!parsed.success) {
     const errors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-    throw new FerryError('MAP_MODEL_INVALID', `The Map model is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`, { errors });
+    throw new FerryError(
+      'MAP_MODEL_INVALID',
+      `The Map model is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`,
+      { errors },
+    );
   }
   const model = parsed.data;
   const v = validateModel(model, metadata);
   if (!v.valid) {
     const errs = v.results.filter((r) => r.severity === 'error');
-    throw new FerryError('MAP_INVALID', `The Map ${model.name} has ${errs.length} validation error(s): ${errs.map((r) => r.message).join('; ')}`, { details: { results: v.results } });
+    throw new FerryError(
+      'MAP_INVALID',
+      `The Map ${model.name} has ${errs.length} validation error(s): ${errs.map((r) => r.message).join('; ')}`,
+      { details: { results: v.results } },
+    );
   }
   const [starter, ...rest] = model.blocks as [Block, ...Block[]];
   const starterEntity = entityOf(starter, metadata);
@@ -52,13 +60,23 @@ export function compilePlan(input: unknown, metadata: MetadataByConnection): Map
   const build = (blocks: readonly Block[]): Step[] =>
     blocks.map((b): Step => {
       const bind = kindOf(b.blockType).bind;
-      if (!bind) throw new FerryError('MAP_BLOCK_UNSUPPORTED', `${b.name}: the ${b.blockType} Block is not supported by this Agent version yet.`, { details: { blockId: b.blockId } });
+      if (!bind)
+        throw new FerryError(
+          'MAP_BLOCK_UNSUPPORTED',
+          `${b.name}: the ${b.blockType} Block is not supported by this Agent version yet.`,
+          { details: { blockId: b.blockId } },
+        );
       return bind(b, cx);
     });
   const steps = build(rest);
-  const starterRelationships = (starter.relationships ?? []).map((r) => findRelationship(starterEntity, r) as Relationship);
+  const starterRelationships = (starter.relationships ?? []).map(
+    (r) => findRelationship(starterEntity, r) as Relationship,
+  );
   const bindSource = kindOf(starter.blockType).source;
-  if (!bindSource) throw new FerryError('MAP_BLOCK_MISPLACED', `${starter.name}: a Map begins with a starter Block.`, { details: { blockId: starter.blockId } });
+  if (!bindSource)
+    throw new FerryError('MAP_BLOCK_MISPLACED', `${starter.name}: a Map begins with a starter Block.`, {
+      details: { blockId: starter.blockId },
+    });
   const source = bindSource(starter, starterRelationships);
   const sourceFields = new Set<string>();
   const names = new Set<string>();
@@ -72,5 +90,16 @@ export function compilePlan(input: unknown, metadata: MetadataByConnection): Map
   // Reprocessing reads the children again from the stored copy's keys.
   for (const r of starterRelationships) r.thisProperties.forEach((f) => sourceFields.add(f));
   const sourceKeyFields = (starterEntity?.fields ?? []).filter((f) => f.isPrimaryKey).map((f) => f.fullName);
-  return { model, starter, source, steps, starterRelationships, blocks: [...walkBlocks(model.blocks)], sourceFields: [...sourceFields], sourceKeyFields, lookupTables: { names: [...names], dynamic }, warnings: v.results };
+  return {
+    model,
+    starter,
+    source,
+    steps,
+    starterRelationships,
+    blocks: [...walkBlocks(model.blocks)],
+    sourceFields: [...sourceFields],
+    sourceKeyFields,
+    lookupTables: { names: [...names], dynamic },
+    warnings: v.results,
+  };
 }

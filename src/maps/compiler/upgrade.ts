@@ -20,7 +20,16 @@
  * name (`Equal`, `NotEqual`, …) instead of a symbol.
  */
 import type { Filter, FilterValue } from '../../protocol/filter.js';
-import { BLOCK_TYPES, DEFAULT_ACTION, MAP_MODEL_VERSION, MapModel, type BlockAction, type BlockType, type FieldMapping, type LookupCondition } from '../../protocol/map.js';
+import {
+  BLOCK_TYPES,
+  DEFAULT_ACTION,
+  MAP_MODEL_VERSION,
+  MapModel,
+  type BlockAction,
+  type BlockType,
+  type FieldMapping,
+  type LookupCondition,
+} from '../../protocol/map.js';
 import { FerryError } from '../../errors/ferry-error.js';
 
 type Obj = Record<string, unknown>;
@@ -36,7 +45,8 @@ function camel(v: unknown): unknown {
   return out;
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : undefined;
 const norm = (s: string): string => s.replace(/[^a-z0-9]/gi, '').toLowerCase();
 
 const TYPE_ALIASES: Record<string, BlockType> = {
@@ -134,7 +144,11 @@ function blockTypeOf(b: Obj): BlockType | 'Container' {
   const byAction = ACTION_TYPES[norm(str(b['actionName']) ?? '')];
   if (byType && !(raw === 'query' && byAction && byAction !== 'Query')) return byType;
   if (byAction) return byAction;
-  throw new FerryError('MAP_UPGRADE_FAILED', `The Block ${str(b['name']) ?? str(b['id']) ?? '?'} has an unknown blockType ${str(b['blockType']) ?? '(none)'}.`, { details: { blockId: str(b['id']) } });
+  throw new FerryError(
+    'MAP_UPGRADE_FAILED',
+    `The Block ${str(b['name']) ?? str(b['id']) ?? '?'} has an unknown blockType ${str(b['blockType']) ?? '(none)'}.`,
+    { details: { blockId: str(b['id']) } },
+  );
 }
 
 /** A 2.5 compare value as a filter literal: quoted text, a number, true/false/null, else the text as is. */
@@ -154,10 +168,13 @@ function filterOf(items: Obj[]): Filter | undefined {
     if (!field) continue;
     const op = operatorOf(it['comparisonOperator']);
     const value = literal(str(it['compareValue']) ?? '');
-    if (op === 'isnull' || op === 'isnotnull') args.push(op === 'isnull' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
+    if (op === 'isnull' || op === 'isnotnull')
+      args.push(op === 'isnull' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
     else if (op === 'notlike') args.push({ op: 'not', arg: { op: 'like', field, pattern: String(value) } });
-    else if (value === null && (op === '=' || op === '<>')) args.push(op === '=' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
-    else if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=') args.push({ op, field, value });
+    else if (value === null && (op === '=' || op === '<>'))
+      args.push(op === '=' ? { op: 'isNull', field } : { op: 'not', arg: { op: 'isNull', field } });
+    else if (op === '=' || op === '<>' || op === '<' || op === '<=' || op === '>' || op === '>=')
+      args.push({ op, field, value });
     else if (/^like$/i.test(op)) args.push({ op: 'like', field, pattern: String(value) });
     else if (/^contains$/i.test(op)) args.push({ op: 'contains', field, value: String(value) });
   }
@@ -172,7 +189,10 @@ function conditionOf(items: Obj[]): string | undefined {
     const left = str(it['leftValue']) ?? str(it['fieldName']) ?? 'null';
     const op = operatorOf(it['comparisonOperator']);
     const right = str(it['rightValue']) ?? str(it['compareValue']) ?? 'null';
-    const f = str(it['formula']) ?? str(it['expression']) ?? (op === 'isnull' ? `ISNULL(${left})` : op === 'isnotnull' ? `NOT ISNULL(${left})` : [left, op, right].join(' '));
+    const f =
+      str(it['formula']) ??
+      str(it['expression']) ??
+      (op === 'isnull' ? `ISNULL(${left})` : op === 'isnotnull' ? `NOT ISNULL(${left})` : [left, op, right].join(' '));
     if (i > 0) out += /^or$/i.test(str(items[i - 1]?.['logicalOperator']) ?? '') ? ' OR ' : ' AND ';
     out += `(${f})`;
   });
@@ -187,7 +207,12 @@ export function upgradeMap(input: unknown): MapModel {
   if (!isObj(m)) throw new FerryError('MAP_UPGRADE_FAILED', 'The Map model is not an object.');
   const version = str(m['version']) ?? str(m['modelVersion']) ?? '2.5';
   if (version === MAP_MODEL_VERSION) return parseModel(m);
-  if (!/^2\.\d+$/.test(version)) throw new FerryError('MAP_UPGRADE_FAILED', `The Map model version ${version} cannot be upgraded (2.x and ${MAP_MODEL_VERSION} are supported).`, { details: { version } });
+  if (!/^2\.\d+$/.test(version))
+    throw new FerryError(
+      'MAP_UPGRADE_FAILED',
+      `The Map model version ${version} cannot be upgraded (2.x and ${MAP_MODEL_VERSION} are supported).`,
+      { details: { version } },
+    );
   return parseModel(upgrade25(m));
 }
 
@@ -230,7 +255,11 @@ function parseModel(input: unknown): MapModel {
   const parsed = MapModel.safeParse(m);
   if (!parsed.success) {
     const errors = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-    throw new FerryError('MAP_MODEL_INVALID', `The Map model is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`, { errors });
+    throw new FerryError(
+      'MAP_MODEL_INVALID',
+      `The Map model is not valid: ${errors.map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ')}`,
+      { errors },
+    );
   }
   return parsed.data;
 }
@@ -262,7 +291,8 @@ function upgrade25(m: Obj): Obj {
 
   const convert = (b: Obj): Obj => {
     const type = blockTypeOf(b);
-    if (type === 'Container') throw new FerryError('MAP_UPGRADE_FAILED', `The container ${str(b['name']) ?? ''} is outside an If/Else Block.`);
+    if (type === 'Container')
+      throw new FerryError('MAP_UPGRADE_FAILED', `The container ${str(b['name']) ?? ''} is outside an If/Else Block.`);
     const out: Obj = {
       blockId: str(b['id']) ?? str(b['blockId']),
       name: (str(b['name']) ?? str(b['label']) ?? type).slice(0, 50),
@@ -295,7 +325,10 @@ function upgrade25(m: Obj): Obj {
       const f = filterOf(arr(b['filterItems']));
       if (f) out['filter'] = f;
       if (netChange && netField && type === 'Query') out['netChange'] = { fieldName: netField };
-      if (Array.isArray(b['relationships'])) out['relationships'] = (b['relationships'] as unknown[]).map((r) => (isObj(r) ? str(r['fullName']) ?? str(r['name']) : str(r))).filter(Boolean);
+      if (Array.isArray(b['relationships']))
+        out['relationships'] = (b['relationships'] as unknown[])
+          .map((r) => (isObj(r) ? (str(r['fullName']) ?? str(r['name'])) : str(r)))
+          .filter(Boolean);
     } else if (Array.isArray(b['filterItems'])) {
       out['lookupConditions'] = arr(b['filterItems']).map((it): LookupCondition => {
         const op = operatorOf(it['comparisonOperator']);
@@ -311,7 +344,11 @@ function upgrade25(m: Obj): Obj {
     if (Array.isArray(b['fieldMappings'])) {
       out['fieldMappings'] = arr(b['fieldMappings']).map((f): FieldMapping => {
         const dt = str(f['targetDataType']);
-        return { targetField: str(f['targetField']) ?? '', ...(dt ? { targetDataType: dt } : {}), targetFormula: str(f['targetFormula']) ?? 'null' };
+        return {
+          targetField: str(f['targetField']) ?? '',
+          ...(dt ? { targetDataType: dt } : {}),
+          targetFormula: str(f['targetFormula']) ?? 'null',
+        };
       });
     }
     if (type === 'Loop') {
@@ -323,7 +360,10 @@ function upgrade25(m: Obj): Obj {
         relationship: str(c['relationship']) ?? str(c['relationshipName']) ?? '',
         source: str(c['source']) ?? '',
         ...(str(c['name']) ? { name: str(c['name']) } : {}),
-        fieldMappings: arr(c['fieldMappings']).map((f) => ({ targetField: str(f['targetField']) ?? '', targetFormula: str(f['targetFormula']) ?? 'null' })),
+        fieldMappings: arr(c['fieldMappings']).map((f) => ({
+          targetField: str(f['targetField']) ?? '',
+          targetFormula: str(f['targetFormula']) ?? 'null',
+        })),
       }));
     }
     if (type === 'IfElse') {
@@ -351,6 +391,20 @@ function upgrade25(m: Obj): Obj {
 
 function actionOf(b: Obj, type: BlockType): BlockAction {
   const a = str(b['actionName']) ?? str(b['action']);
-  const known: Record<string, BlockAction> = { insert: 'Create', command: 'Create', none: 'None', create: 'Create', insertupdate: 'InsertUpdate', upsert: 'InsertUpdate', updateinsert: 'UpdateInsert', query: 'Query', update: 'Update', delete: 'Delete', nativequery: 'NativeQuery', createwith: 'CreateWith', updatewith: 'UpdateWith' };
+  const known: Record<string, BlockAction> = {
+    insert: 'Create',
+    command: 'Create',
+    none: 'None',
+    create: 'Create',
+    insertupdate: 'InsertUpdate',
+    upsert: 'InsertUpdate',
+    updateinsert: 'UpdateInsert',
+    query: 'Query',
+    update: 'Update',
+    delete: 'Delete',
+    nativequery: 'NativeQuery',
+    createwith: 'CreateWith',
+    updatewith: 'UpdateWith',
+  };
   return (a ? known[norm(a)] : undefined) ?? DEFAULT_ACTION[type];
 }

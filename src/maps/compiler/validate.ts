@@ -44,7 +44,12 @@ export function validateMap(input: unknown, metadata: MetadataByConnection): Map
   if (!parsed.success) {
     return {
       valid: false,
-      results: parsed.error.issues.map((i) => ({ blockId: null, severity: 'error', code: 'MAP_MODEL_INVALID', message: `${i.path.join('.') || '(root)'}: ${i.message}` })),
+      results: parsed.error.issues.map((i) => ({
+        blockId: null,
+        severity: 'error',
+        code: 'MAP_MODEL_INVALID',
+        message: `${i.path.join('.') || '(root)'}: ${i.message}`,
+      })),
     };
   }
   return validateModel(parsed.data, metadata);
@@ -56,7 +61,13 @@ export function validateModel(model: MapModel, metadata: MetadataByConnection): 
   const scope = new Map<string, ScopeEntry>();
   const first = model.blocks[0];
   if (!first || !STARTER_TYPES.includes(first.blockType)) {
-    results.push({ blockId: first?.blockId ?? null, ...(first ? { blockName: first.name } : {}), severity: 'error', code: 'MAP_BLOCK_MISPLACED', message: 'A Map begins with a starter Block (Query, Fetch, Native Query, Wait For Message, Wait For Request).' });
+    results.push({
+      blockId: first?.blockId ?? null,
+      ...(first ? { blockName: first.name } : {}),
+      severity: 'error',
+      code: 'MAP_BLOCK_MISPLACED',
+      message: 'A Map begins with a starter Block (Query, Fetch, Native Query, Wait For Message, Wait For Request).',
+    });
   }
   walk(model.blocks, true, { results, scope, metadata, loopDepth: 0, children: new Map(), starter: first });
   return { valid: !results.some((r) => r.severity === 'error'), results };
@@ -77,10 +88,13 @@ function walk(blocks: readonly Block[], top: boolean, st: WalkState): void {
     const add: Add = (code, message, extra = {}) => {
       st.results.push({ blockId: b.blockId, blockName: b.name, severity: 'error', code, message, ...extra });
     };
-    if (STARTER_TYPES.includes(b.blockType) && !(top && i === 0)) add('MAP_BLOCK_MISPLACED', `${b.name}: a starter Block must be the first Block of the Map.`);
-    if (!SUPPORTED_TYPES.has(b.blockType)) add('MAP_BLOCK_UNSUPPORTED', `${b.name}: the ${b.blockType} Block is not supported by this Agent version yet.`);
+    if (STARTER_TYPES.includes(b.blockType) && !(top && i === 0))
+      add('MAP_BLOCK_MISPLACED', `${b.name}: a starter Block must be the first Block of the Map.`);
+    if (!SUPPORTED_TYPES.has(b.blockType))
+      add('MAP_BLOCK_UNSUPPORTED', `${b.name}: the ${b.blockType} Block is not supported by this Agent version yet.`);
     else {
-      if (kindOf(b.blockType).inLoop && st.loopDepth === 0) add('MAP_BLOCK_MISPLACED', `${b.name}: ${b.blockType} belongs inside a Loop or For Each.`);
+      if (kindOf(b.blockType).inLoop && st.loopDepth === 0)
+        add('MAP_BLOCK_MISPLACED', `${b.name}: ${b.blockType} belongs inside a Loop or For Each.`);
       checkBlock(b, st, add);
     }
     if (b.blockType === 'IfElse') {
@@ -108,17 +122,30 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
     scope: st.scope,
     children: st.children,
     error: (code, message) => add(code, message),
-    warning: (code, message) => st.results.push({ blockId: b.blockId, blockName: b.name, severity: 'warning', code, message }),
+    warning: (code, message) =>
+      st.results.push({ blockId: b.blockId, blockName: b.name, severity: 'warning', code, message }),
     formula: (key, formula, scope) => checkFormula(b, key, formula, scope ?? st.scope, add),
   };
-  const needsEntity = kind.connection === 'entity' || (kind.connection === 'entity-if-named' && b.connectionId !== undefined);
+  const needsEntity =
+    kind.connection === 'entity' || (kind.connection === 'entity-if-named' && b.connectionId !== undefined);
   let entity: EntityMetadata | undefined;
   if (needsEntity || kind.connection === 'native-query') {
     const md = connectionOf(b, st.metadata);
-    if (!md) add('MAP_CONNECTION_NOT_FOUND', `${b.name}: ${b.connectionId ? `the Connection ${b.connectionId} is not among the Map's Connections` : 'the Block names no connectionId'}.`);
+    if (!md)
+      add(
+        'MAP_CONNECTION_NOT_FOUND',
+        `${b.name}: ${b.connectionId ? `the Connection ${b.connectionId} is not among the Map's Connections` : 'the Block names no connectionId'}.`,
+      );
     else if (needsEntity) {
       entity = findEntity(md, b.entity);
-      if (!entity) add('MAP_ENTITY_NOT_FOUND', `${b.name}: the Connection ${b.connectionId ?? ''} has no entity ${b.entity ?? '(none given)'}${didYouMean(b.entity, md.entities.map((e) => e.fullName))}.`);
+      if (!entity)
+        add(
+          'MAP_ENTITY_NOT_FOUND',
+          `${b.name}: the Connection ${b.connectionId ?? ''} has no entity ${b.entity ?? '(none given)'}${didYouMean(
+            b.entity,
+            md.entities.map((e) => e.fullName),
+          )}.`,
+        );
     } else if (!md.actions.some((a) => a.action === 'NativeQuery')) {
       add('MAP_ACTION_UNSUPPORTED', `${b.name}: the Connector of ${b.connectionId ?? ''} has no native query.`);
     }
@@ -129,19 +156,44 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
 
   if (entity && kind.connection === 'entity') {
     const action = kind.entityAction ?? t;
-    if (!entity.actions.some((a) => a.action === action)) add('MAP_ACTION_UNSUPPORTED', `${b.name}: the entity ${entity.fullName} does not support ${action}.`);
-    for (const f of filterFields(b.filter)) if (!hasField(f)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the filter reads ${f}, which ${entity.fullName} does not have${near(f)}.`);
+    if (!entity.actions.some((a) => a.action === action))
+      add('MAP_ACTION_UNSUPPORTED', `${b.name}: the entity ${entity.fullName} does not support ${action}.`);
+    for (const f of filterFields(b.filter))
+      if (!hasField(f))
+        add(
+          'MAP_FIELD_NOT_FOUND',
+          `${b.name}: the filter reads ${f}, which ${entity.fullName} does not have${near(f)}.`,
+        );
     if (b.netChange) {
       const f = entity.fields.find((x) => x.fullName === b.netChange?.fieldName);
-      if (!f) add('MAP_FIELD_NOT_FOUND', `${b.name}: the net change field ${b.netChange.fieldName} is not a field of ${entity.fullName}${near(b.netChange.fieldName)}.`);
-      else if (f.propertyType !== 'date' && f.propertyType !== 'datetime') add('MAP_NET_CHANGE_FIELD', `${b.name}: the net change field ${f.fullName} is ${f.propertyType}, not a date or datetime.`);
+      if (!f)
+        add(
+          'MAP_FIELD_NOT_FOUND',
+          `${b.name}: the net change field ${b.netChange.fieldName} is not a field of ${entity.fullName}${near(b.netChange.fieldName)}.`,
+        );
+      else if (f.propertyType !== 'date' && f.propertyType !== 'datetime')
+        add(
+          'MAP_NET_CHANGE_FIELD',
+          `${b.name}: the net change field ${f.fullName} is ${f.propertyType}, not a date or datetime.`,
+        );
     }
-    for (const m of b.fieldMappings ?? []) if (!hasField(m.targetField)) add('MAP_FIELD_NOT_FOUND', `${b.name}: ${entity.fullName} has no field ${m.targetField}${near(m.targetField)}.`);
-    for (const c of b.lookupConditions ?? []) if (!hasField(c.fieldName)) add('MAP_FIELD_NOT_FOUND', `${b.name}: the condition field ${c.fieldName} is not a field of ${entity.fullName}${near(c.fieldName)}.`);
+    for (const m of b.fieldMappings ?? [])
+      if (!hasField(m.targetField))
+        add(
+          'MAP_FIELD_NOT_FOUND',
+          `${b.name}: ${entity.fullName} has no field ${m.targetField}${near(m.targetField)}.`,
+        );
+    for (const c of b.lookupConditions ?? [])
+      if (!hasField(c.fieldName))
+        add(
+          'MAP_FIELD_NOT_FOUND',
+          `${b.name}: the condition field ${c.fieldName} is not a field of ${entity.fullName}${near(c.fieldName)}.`,
+        );
     kind.checkEntity?.(b, entity, cx);
   }
   if (b.netChange && !kind.readsNetChange) add('MAP_MODEL_INVALID', `${b.name}: only a Query reads net change.`);
-  if (b.relationships?.length && !kind.readsRelationships) add('MAP_MODEL_INVALID', `${b.name}: only a Query or a Fetch reads relationships.`);
+  if (b.relationships?.length && !kind.readsRelationships)
+    add('MAP_MODEL_INVALID', `${b.name}: only a Query or a Fetch reads relationships.`);
   kind.check?.(b, cx, entity);
 
   // Formulas see the Blocks before this one (a Lookup's compare values do not see its own output).
@@ -149,7 +201,11 @@ function checkBlock(b: Block, st: WalkState, add: Add): void {
   if (entity) kind.checkChildren?.(b, entity, cx);
 
   if (entity) {
-    st.scope.set(b.name, { fields: entity.fields.map((f) => f.fullName), batched: writesInBulk(b, entity), blockType: t });
+    st.scope.set(b.name, {
+      fields: entity.fields.map((f) => f.fullName),
+      batched: writesInBulk(b, entity),
+      blockType: t,
+    });
   } else {
     const fields = kind.fields?.(b);
     if (fields) st.scope.set(b.name, { fields, batched: false, blockType: t });
@@ -172,7 +228,11 @@ function checkFormula(b: Block, key: string, formula: string, scope: ReadonlyMap
     const compiled = compileFormulas([{ key, formula, blockId: b.blockId }], { fields: known });
     for (const ref of compiled.fields) {
       if (scope.get(ref.block)?.batched) {
-        add('MAP_BATCHED_OUTPUT_READ', `${b.name}: ${key} reads ${ref.block}.${ref.field}, the output of a write in bulk; set useBulk false on ${ref.block} to read it.`, { formula: key });
+        add(
+          'MAP_BATCHED_OUTPUT_READ',
+          `${b.name}: ${key} reads ${ref.block}.${ref.field}, the output of a write in bulk; set useBulk false on ${ref.block} to read it.`,
+          { formula: key },
+        );
       }
     }
   } catch (err) {

@@ -73,12 +73,23 @@ export interface FormulaFunction extends FunctionSpec {
 /** When the catalogue last changed; bump it with any change to an entry. */
 export const CATALOGUE_LAST_MODIFIED = '2026-11-21T00:00:00.000Z';
 
-const ex = (formula: string, result: JsonValue, given?: ExampleContext): FormulaExample => (given ? { formula, result, given } : { formula, result });
+const ex = (formula: string, result: JsonValue, given?: ExampleContext): FormulaExample =>
+  given ? { formula, result, given } : { formula, result };
 
-const STATES: ExampleContext = { lookupTables: { States: [['California', 'CA'], ['Texas', 'TX'], ['Nevada', 'NV']] } };
+const STATES: ExampleContext = {
+  lookupTables: {
+    States: [
+      ['California', 'CA'],
+      ['Texas', 'TX'],
+      ['Nevada', 'NV'],
+    ],
+  },
+};
 /** How the Lookup functions find a table and choose among duplicate pairs (src/maps/lookup/lookup-set.ts). */
-const LOOKUP_RULES = 'tableName is the table\'s name in any case, or its id. When several pairs match, the answer is the other value that comes first in code-point order, so a run answers as the REST API does. A table that does not exist fails the record (MAP_LOOKUP_TABLE_NOT_FOUND).';
-const DATE_PARTS = 'year (yyyy, yy), quarter (qq, q), month (mm, m), week (wk, ww), day (dd, d), hour (hh), minute (mi, n), second (ss, s) and millisecond (ms), in any case';
+const LOOKUP_RULES =
+  "tableName is the table's name in any case, or its id. When several pairs match, the answer is the other value that comes first in code-point order, so a run answers as the REST API does. A table that does not exist fails the record (MAP_LOOKUP_TABLE_NOT_FOUND).";
+const DATE_PARTS =
+  'year (yyyy, yy), quarter (qq, q), month (mm, m), week (wk, ww), day (dd, d), hour (hh), minute (mi, n), second (ss, s) and millisecond (ms), in any case';
 
 // A table to read down: one entry per function, its name, category, return type and signature on
 // the entry's first line. Formatted, each would spread over eight lines or more.
@@ -477,7 +488,9 @@ function fnv1a(text: string, seed: number): number {
  */
 export function functionId(name: string): string {
   const key = `ferry.formula.function:${name.toUpperCase()}`;
-  const hex = [0x811c9dc5, 0x2b7e1516, 0x9e3779b9, 0x6a09e667].map((seed) => fnv1a(key, seed).toString(16).padStart(8, '0')).join('');
+  const hex = [0x811c9dc5, 0x2b7e1516, 0x9e3779b9, 0x6a09e667]
+    .map((seed) => fnv1a(key, seed).toString(16).padStart(8, '0'))
+    .join('');
   const variant = ((parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
@@ -506,7 +519,14 @@ export function arityOf(signature: string): Arity {
 
 /** Every formula function, in catalogue order. */
 export const FORMULA_FUNCTIONS: readonly FormulaFunction[] = Object.freeze(
-  SPECS.map((spec) => Object.freeze({ ...spec, id: functionId(spec.name), lastModificationDate: CATALOGUE_LAST_MODIFIED, arity: arityOf(spec.signature) })),
+  SPECS.map((spec) =>
+    Object.freeze({
+      ...spec,
+      id: functionId(spec.name),
+      lastModificationDate: CATALOGUE_LAST_MODIFIED,
+      arity: arityOf(spec.signature),
+    }),
+  ),
 );
 
 const BY_NAME = new Map(FORMULA_FUNCTIONS.map((f) => [f.name, f]));

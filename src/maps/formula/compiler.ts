@@ -35,7 +35,12 @@ export type { FieldRef } from './ast.js';
 export const SPECIAL_FORMS: ReadonlySet<string> = new Set(['IF', 'IFERROR', 'COALESCE', 'SWITCH', 'CHOOSE']);
 
 const CALLABLE = /^[A-Z][A-Z0-9_]*$/;
-const LOOKUP_FUNCTIONS = new Set(['LOOKUPTABLEVALUE1', 'LOOKUPTABLEVALUE2', 'LOOKUPTABLEVALUE1_DEFAULT', 'LOOKUPTABLEVALUE2_DEFAULT']);
+const LOOKUP_FUNCTIONS = new Set([
+  'LOOKUPTABLEVALUE1',
+  'LOOKUPTABLEVALUE2',
+  'LOOKUPTABLEVALUE1_DEFAULT',
+  'LOOKUPTABLEVALUE2_DEFAULT',
+]);
 
 /** Library members the programs bind, by local name. */
 const HELPERS = {
@@ -99,15 +104,27 @@ export function checkTree(text: string, ast: Expr, knownFields?: ReadonlySet<str
         const fn = findFunction(e.name);
         if (!fn) {
           const hint = closestName(e.name, CATALOGUE_NAMES);
-          throw formulaError('FML_UNKNOWN_FUNCTION', `Unknown function ${e.name}${hint ? `; did you mean ${hint}?` : ''}`, text, e.nameSpan, { function: e.name });
+          throw formulaError(
+            'FML_UNKNOWN_FUNCTION',
+            `Unknown function ${e.name}${hint ? `; did you mean ${hint}?` : ''}`,
+            text,
+            e.nameSpan,
+            { function: e.name },
+          );
         }
         const { min, max } = fn.arity;
         const n = e.args.length;
         if (n < min || (max !== null && n > max)) {
           const wanted = max === null ? `at least ${min}` : min === max ? `${min}` : `${min} to ${max}`;
-          throw formulaError('FML_ARGUMENT_COUNT', `${fn.name} takes ${wanted} argument${wanted.endsWith(' 1') || wanted === '1' ? '' : 's'} (${fn.signature}), not ${n}`, text, e.nameSpan, {
-            function: fn.name,
-          });
+          throw formulaError(
+            'FML_ARGUMENT_COUNT',
+            `${fn.name} takes ${wanted} argument${wanted.endsWith(' 1') || wanted === '1' ? '' : 's'} (${fn.signature}), not ${n}`,
+            text,
+            e.nameSpan,
+            {
+              function: fn.name,
+            },
+          );
         }
         e.args.forEach(visit);
         return;
@@ -121,8 +138,15 @@ function unknownField(text: string, e: FieldNode, known: ReadonlySet<string>) {
   const wanted = fieldKey(e.block, e.field).toLowerCase();
   const sameButCase = [...known].find((k) => k.toLowerCase() === wanted);
   const near = sameButCase ?? closestName(fieldKey(e.block, e.field), known);
-  const hint = sameButCase ? `; did you mean ${sameButCase}? (names are case-sensitive)` : near ? `; did you mean ${near}?` : '';
-  return formulaError('FML_UNKNOWN_FIELD', `Unknown field ${fieldKey(e.block, e.field)}${hint}`, text, e.span, { block: e.block, field: e.field });
+  const hint = sameButCase
+    ? `; did you mean ${sameButCase}? (names are case-sensitive)`
+    : near
+      ? `; did you mean ${near}?`
+      : '';
+  return formulaError('FML_UNKNOWN_FIELD', `Unknown field ${fieldKey(e.block, e.field)}${hint}`, text, e.span, {
+    block: e.block,
+    field: e.field,
+  });
 }
 
 const CATALOGUE_NAMES: readonly string[] = FORMULA_FUNCTIONS.map((f) => f.name);
@@ -184,7 +208,10 @@ function libraryCalls(formulas: readonly { ast: Expr }[]): Set<string> {
 }
 
 /** Writes the program of a formula set. `fieldIndex` maps `Block.Field` to the position in a record's array. */
-export function generateProgram(formulas: readonly { text: string; ast: Expr }[], fieldIndex: ReadonlyMap<string, number>): { source: string; spans: Span[][] } {
+export function generateProgram(
+  formulas: readonly { text: string; ast: Expr }[],
+  fieldIndex: ReadonlyMap<string, number>,
+): { source: string; spans: Span[][] } {
   const used = new Set<string>();
   let usesTry = false;
   const spans: Span[][] = [];
@@ -203,8 +230,11 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
     const emit = (e: Expr, traced: boolean): string => {
       /** A call that can fail: direct when fast, stamped with its place when traced. */
       const call = (fn: string, args: string[], span: Span, name: string | null): string =>
-        traced ? `${h('C')}(${spanIndex(span)}, ${JSON.stringify(name)}, ${fn}, [${args.join(', ')}])` : `${fn}(${args.join(', ')})`;
-      const bool = (x: Expr, name: string, span: Span = x.span): string => call(h('BOOL'), [emit(x, traced)], span, name);
+        traced
+          ? `${h('C')}(${spanIndex(span)}, ${JSON.stringify(name)}, ${fn}, [${args.join(', ')}])`
+          : `${fn}(${args.join(', ')})`;
+      const bool = (x: Expr, name: string, span: Span = x.span): string =>
+        call(h('BOOL'), [emit(x, traced)], span, name);
 
       switch (e.kind) {
         case 'literal':
@@ -215,7 +245,8 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
           if (e.op === 'NOT') return `!${bool(e.operand, 'NOT', e.opSpan)}`;
           return call(h(e.op === '-' ? 'NEG' : 'PLUS'), [emit(e.operand, traced)], e.opSpan, null);
         case 'binary': {
-          if (e.op === 'AND' || e.op === 'OR') return `(${bool(e.left, e.op)} ${e.op === 'AND' ? '&&' : '||'} ${bool(e.right, e.op)})`;
+          if (e.op === 'AND' || e.op === 'OR')
+            return `(${bool(e.left, e.op)} ${e.op === 'AND' ? '&&' : '||'} ${bool(e.right, e.op)})`;
           const helper = h(BINARY_HELPER[e.op] as keyof typeof HELPERS);
           if (traced && (e.op === '+' || e.op === '-' || e.op === '*' || e.op === '/')) {
             // Convert each operand where it stands, so that "TWO" + 1 points at "TWO".
@@ -228,14 +259,24 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
         case 'call':
           // Only catalogue names reach here (checkTree); the pattern keeps generated identifiers safe regardless.
           if (!CALLABLE.test(e.name)) throw new Error(`Not a function name: ${e.name}`);
-          return SPECIAL_FORMS.has(e.name) ? special(e, traced) : call(`F_${e.name}`, e.args.map((a) => emit(a, traced)), e.nameSpan, e.name);
+          return SPECIAL_FORMS.has(e.name)
+            ? special(e, traced)
+            : call(
+                `F_${e.name}`,
+                e.args.map((a) => emit(a, traced)),
+                e.nameSpan,
+                e.name,
+              );
       }
     };
 
     const special = (e: Extract<Expr, { kind: 'call' }>, traced: boolean): string => {
       const args = e.args.map((a) => emit(a, traced));
       const t = `$${(temp += 1)}`;
-      const cond = (x: string, span: Span): string => (traced ? `${h('C')}(${spanIndex(span)}, ${JSON.stringify(e.name)}, ${h('BOOL')}, [${x}])` : `${h('BOOL')}(${x})`);
+      const cond = (x: string, span: Span): string =>
+        traced
+          ? `${h('C')}(${spanIndex(span)}, ${JSON.stringify(e.name)}, ${h('BOOL')}, [${x}])`
+          : `${h('BOOL')}(${x})`;
       switch (e.name) {
         case 'IF':
           return `(${cond(args[0] as string, e.nameSpan)} ? ${args[1] as string} : ${args[2] ?? 'null'})`;
@@ -248,7 +289,9 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
           return `((${t}) => ${t} !== null ? ${t} : ${rest.join('')}${args[args.length - 1] as string})(${args[0] as string})`;
         }
         case 'CHOOSE': {
-          const index = traced ? `${h('C')}(${spanIndex(e.nameSpan)}, "CHOOSE", ${h('INT')}, [${args[0] as string}])` : `${h('INT')}(${args[0] as string})`;
+          const index = traced
+            ? `${h('C')}(${spanIndex(e.nameSpan)}, "CHOOSE", ${h('INT')}, [${args[0] as string}])`
+            : `${h('INT')}(${args[0] as string})`;
           const cases = args.slice(1).map((a, i) => `${t} === ${i + 1} ? ${a} : `);
           return `((${t}) => ${cases.join('')}null)(${index})`;
         }
@@ -256,7 +299,8 @@ export function generateProgram(formulas: readonly { text: string; ast: Expr }[]
           // SWITCH(expression, match1, result1, …, [default])
           const pairs: string[] = [];
           let i = 1;
-          for (; i + 1 < args.length; i += 2) pairs.push(`${h('EQ')}(${t}, ${args[i] as string}) ? ${args[i + 1] as string} : `);
+          for (; i + 1 < args.length; i += 2)
+            pairs.push(`${h('EQ')}(${t}, ${args[i] as string}) ? ${args[i + 1] as string} : `);
           const fallback = i < args.length ? (args[i] as string) : 'null';
           return `((${t}) => ${pairs.join('')}${fallback})(${args[0] as string})`;
         }

@@ -23,7 +23,20 @@ import { checkTree, fieldsOf, generateProgram, lookupTablesOf, type FieldRef } f
 import type { ErrorTuple, WireLookupTable } from './library/types.js';
 import { parseFormula } from './parser.js';
 import { FormulaSandbox, RunFailure, type RunFailureKind } from './sandbox.js';
-import { fatalError, packColumns, readField, recordError, sliceColumns, wireColumns, type Columns, type FormulaInfo, type FormulaRecord, type FormulaRecordError, type FormulaValue, type WireValue } from './wire.js';
+import {
+  fatalError,
+  packColumns,
+  readField,
+  recordError,
+  sliceColumns,
+  wireColumns,
+  type Columns,
+  type FormulaInfo,
+  type FormulaRecord,
+  type FormulaRecordError,
+  type FormulaValue,
+  type WireValue,
+} from './wire.js';
 
 export type { FieldRef } from './compiler.js';
 export type { FormulaRecord, FormulaRecordError, FormulaValue } from './wire.js';
@@ -55,7 +68,9 @@ export interface CompiledFormula {
  * A formula whose value the host computes exactly as the sandbox would, with no call across: a
  * bare field (`Block.Field`, the field's value as the sandbox would receive it) or a literal.
  */
-export type HostFormula = { readonly kind: 'field'; readonly block: string; readonly field: string } | { readonly kind: 'literal'; readonly value: WireValue };
+export type HostFormula =
+  | { readonly kind: 'field'; readonly block: string; readonly field: string }
+  | { readonly kind: 'literal'; readonly value: WireValue };
 
 /** The formulas of a set that need the sandbox: their program, and only the fields they read. */
 export interface SandboxPart {
@@ -94,7 +109,11 @@ function hostFormula(ast: Expr): HostFormula | undefined {
 }
 
 /** Generates the program of the formulas at `indices` with only the fields they read. */
-function sandboxPart(checked: ReadonlyArray<{ source: FormulaSource; ast: Expr }>, compiled: readonly CompiledFormula[], indices: readonly number[]): SandboxPart {
+function sandboxPart(
+  checked: ReadonlyArray<{ source: FormulaSource; ast: Expr }>,
+  compiled: readonly CompiledFormula[],
+  indices: readonly number[],
+): SandboxPart {
   const fieldIndex = new Map<string, number>();
   const fields: FieldRef[] = [];
   for (const j of indices) {
@@ -113,7 +132,12 @@ function sandboxPart(checked: ReadonlyArray<{ source: FormulaSource; ast: Expr }
   );
   const info = indices.map((j, p) => {
     const c = compiled[j] as CompiledFormula;
-    return { key: c.key, formula: c.formula, ...(c.blockId !== undefined ? { blockId: c.blockId } : {}), spans: spans[p] ?? [] };
+    return {
+      key: c.key,
+      formula: c.formula,
+      ...(c.blockId !== undefined ? { blockId: c.blockId } : {}),
+      spans: spans[p] ?? [],
+    };
   });
   return Object.freeze({ indices, fields, source, info });
 }
@@ -123,11 +147,16 @@ function sandboxPart(checked: ReadonlyArray<{ source: FormulaSource; ast: Expr }
  * (FML_SYNTAX, FML_UNKNOWN_FUNCTION, FML_ARGUMENT_COUNT, FML_UNKNOWN_FIELD, FML_TOO_COMPLEX) whose
  * details carry `position` ({offset, line, column, length}) and `formula` (the key).
  */
-export function compileFormulas(formulas: ReadonlyArray<FormulaSource | string> | Readonly<Record<string, string>>, options: CompileOptions = {}): CompiledFormulas {
+export function compileFormulas(
+  formulas: ReadonlyArray<FormulaSource | string> | Readonly<Record<string, string>>,
+  options: CompileOptions = {},
+): CompiledFormulas {
   const sources: FormulaSource[] = Array.isArray(formulas)
     ? (formulas as ReadonlyArray<FormulaSource | string>).map((f) => (typeof f === 'string' ? { formula: f } : f))
     : Object.entries(formulas as Record<string, string>).map(([key, formula]) => ({ key, formula }));
-  const known = options.fields ? new Set([...options.fields].map((f) => (typeof f === 'string' ? f : fieldKey(f.block, f.field)))) : undefined;
+  const known = options.fields
+    ? new Set([...options.fields].map((f) => (typeof f === 'string' ? f : fieldKey(f.block, f.field))))
+    : undefined;
 
   const checked = sources.map((source, index) => {
     const key = source.key ?? String(index);
@@ -137,7 +166,10 @@ export function compileFormulas(formulas: ReadonlyArray<FormulaSource | string> 
       return { key, source, ast };
     } catch (err) {
       if (err instanceof FerryError) {
-        throw new FerryError(err.code, sources.length > 1 ? `Formula ${key}: ${err.message}` : err.message, { details: { ...err.details, formula: key }, cause: err });
+        throw new FerryError(err.code, sources.length > 1 ? `Formula ${key}: ${err.message}` : err.message, {
+          details: { ...err.details, formula: key },
+          cause: err,
+        });
       }
       throw err;
     }
@@ -160,17 +192,40 @@ export function compileFormulas(formulas: ReadonlyArray<FormulaSource | string> 
     lookups.names.forEach((n) => tables.add(n));
     dynamicLookupTables ||= lookups.dynamic;
     const host = hostFormula(ast);
-    return { key, formula: source.formula, ...(source.blockId !== undefined ? { blockId: source.blockId } : {}), fields: own, ...(host ? { host } : {}) };
+    return {
+      key,
+      formula: source.formula,
+      ...(source.blockId !== undefined ? { blockId: source.blockId } : {}),
+      fields: own,
+      ...(host ? { host } : {}),
+    };
   });
   const { source, spans } = generateProgram(
     checked.map((c) => ({ text: c.source.formula, ast: c.ast })),
     fieldIndex,
   );
-  const info = compiled.map((c, j) => ({ key: c.key, formula: c.formula, ...(c.blockId !== undefined ? { blockId: c.blockId } : {}), spans: spans[j] ?? [] }));
+  const info = compiled.map((c, j) => ({
+    key: c.key,
+    formula: c.formula,
+    ...(c.blockId !== undefined ? { blockId: c.blockId } : {}),
+    spans: spans[j] ?? [],
+  }));
   const indices = compiled.flatMap((c, j) => (c.host ? [] : [j]));
   const sandboxed =
-    indices.length === 0 ? null : indices.length === compiled.length ? Object.freeze({ indices, fields, source, info }) : sandboxPart(checked, compiled, indices);
-  return Object.freeze({ formulas: compiled, fields, lookupTables: [...tables], dynamicLookupTables, source, info, sandboxed });
+    indices.length === 0
+      ? null
+      : indices.length === compiled.length
+        ? Object.freeze({ indices, fields, source, info })
+        : sandboxPart(checked, compiled, indices);
+  return Object.freeze({
+    formulas: compiled,
+    fields,
+    lookupTables: [...tables],
+    dynamicLookupTables,
+    source,
+    info,
+    sandboxed,
+  });
 }
 
 /** Checks one formula without compiling a program: the compile error as plain data, or null. */
@@ -230,7 +285,11 @@ interface RunOutput {
 
 const DEFAULT_MAX_TEXT = 10_000_000;
 
-const FATAL_CODE: Record<RunFailureKind, ErrorCode> = { timeout: 'FML_TIMEOUT', memory: 'FML_MEMORY_LIMIT', error: 'FML_INTERNAL' };
+const FATAL_CODE: Record<RunFailureKind, ErrorCode> = {
+  timeout: 'FML_TIMEOUT',
+  memory: 'FML_MEMORY_LIMIT',
+  error: 'FML_INTERNAL',
+};
 
 /** Evaluates compiled formula sets over batches of records inside one sandbox. */
 export class FormulaEngine {
@@ -286,11 +345,17 @@ export class FormulaEngine {
    * wrong, with only the fields they read. Record errors are data in the result; only a broken
    * sandbox rejects.
    */
-  evaluate(formulas: CompiledFormulas, records: readonly FormulaRecord[], options: EvaluateOptions = {}): Promise<FormulaBatchResult> {
-    if (this.#sandbox.disposed) return Promise.reject(new FerryError('FML_SANDBOX', 'The formula sandbox was disposed'));
+  evaluate(
+    formulas: CompiledFormulas,
+    records: readonly FormulaRecord[],
+    options: EvaluateOptions = {},
+  ): Promise<FormulaBatchResult> {
+    if (this.#sandbox.disposed)
+      return Promise.reject(new FerryError('FML_SANDBOX', 'The formula sandbox was disposed'));
     const part = formulas.sandboxed;
     if (part === null) return Promise.resolve(this.#merge(formulas, records, null));
-    const now = options.now === undefined ? this.#clock() : typeof options.now === 'number' ? options.now : options.now.getTime();
+    const now =
+      options.now === undefined ? this.#clock() : typeof options.now === 'number' ? options.now : options.now.getTime();
     const rows = packColumns(records, part.fields);
     const run = this.#queue.then(async () => {
       const started = performance.now();
@@ -298,15 +363,23 @@ export class FormulaEngine {
       return { ...res, sandboxMs: performance.now() - started };
     });
     this.#queue = run.catch(() => undefined);
-    return part.indices.length === formulas.formulas.length ? run : run.then((res) => this.#merge(formulas, records, res));
+    return part.indices.length === formulas.formulas.length
+      ? run
+      : run.then((res) => this.#merge(formulas, records, res));
   }
 
   /** The values of the whole set: the host formulas' beside the sandbox part's (`res`, in the part's order). */
-  #merge(formulas: CompiledFormulas, records: readonly FormulaRecord[], res: FormulaBatchResult | null): FormulaBatchResult {
+  #merge(
+    formulas: CompiledFormulas,
+    records: readonly FormulaRecord[],
+    res: FormulaBatchResult | null,
+  ): FormulaBatchResult {
     const list = formulas.formulas;
     const k = list.length;
     const indices = formulas.sandboxed?.indices ?? [];
-    const errors: FormulaRecordError[] = res ? res.errors.map((e) => ({ ...e, formula: indices[e.formula] as number })) : [];
+    const errors: FormulaRecordError[] = res
+      ? res.errors.map((e) => ({ ...e, formula: indices[e.formula] as number }))
+      : [];
     const values = new Array<FormulaValue[]>(records.length);
     for (let i = 0; i < records.length; i++) {
       const o = new Array<FormulaValue>(k);
@@ -319,7 +392,9 @@ export class FormulaEngine {
         if (typeof v === 'string' && v.length > this.#maxText) {
           o[j] = null;
           const message = `The formula: the text would be ${v.length} characters long, more than the limit of ${this.#maxText}`;
-          errors.push(recordError(formulas.info[j] as FormulaInfo, [i, j, 'FML_TEXT_TOO_LONG', message, null, 0, null]));
+          errors.push(
+            recordError(formulas.info[j] as FormulaInfo, [i, j, 'FML_TEXT_TOO_LONG', message, null, 0, null]),
+          );
         } else {
           o[j] = v === 0 ? 0 : v;
         }
@@ -350,7 +425,15 @@ export class FormulaEngine {
   }
 
   /** Runs rows [start, end); on a failure of the whole run, halves the range (see the module comment). */
-  async #runRange(formulas: SandboxPart, rows: Columns, start: number, end: number, now: number, values: FormulaValue[][], errors: FormulaRecordError[]): Promise<void> {
+  async #runRange(
+    formulas: SandboxPart,
+    rows: Columns,
+    start: number,
+    end: number,
+    now: number,
+    values: FormulaValue[][],
+    errors: FormulaRecordError[],
+  ): Promise<void> {
     if (start >= end) return;
     const slice = sliceColumns(rows, start, end);
     try {
@@ -371,13 +454,29 @@ export class FormulaEngine {
   }
 
   /** One record failed the whole run: run its formulas one at a time to find which fail. */
-  async #attribute(formulas: SandboxPart, rows: Columns, index: number, now: number, failure: RunFailure, values: FormulaValue[][], errors: FormulaRecordError[]): Promise<void> {
+  async #attribute(
+    formulas: SandboxPart,
+    rows: Columns,
+    index: number,
+    now: number,
+    failure: RunFailure,
+    values: FormulaValue[][],
+    errors: FormulaRecordError[],
+  ): Promise<void> {
     const k = formulas.info.length;
     const row = sliceColumns(rows, index, index + 1);
     const result = new Array<FormulaValue>(k).fill(null);
     values[index] = result;
     const fatal = (j: number, f: RunFailure): void => {
-      errors.push(fatalError(formulas.info[j] as FormulaInfo, index, j, FATAL_CODE[f.kind], `${f.message} while evaluating this record`));
+      errors.push(
+        fatalError(
+          formulas.info[j] as FormulaInfo,
+          index,
+          j,
+          FATAL_CODE[f.kind],
+          `${f.message} while evaluating this record`,
+        ),
+      );
     };
     if (k === 1) return fatal(0, failure);
     for (let j = 0; j < k; j++) {
@@ -395,7 +494,11 @@ export class FormulaEngine {
   async #run(formulas: SandboxPart, rows: Columns, now: number, only: number): Promise<RunOutput> {
     const seed = webcrypto.getRandomValues(new Uint32Array(4));
     const timeout = this.#timeLimitMs + this.#perRecordMs * rows.n;
-    const json = await this.#sandbox.run(formulas.source, [wireColumns(rows), now, seed[0] ?? 1, seed[1] ?? 2, seed[2] ?? 3, seed[3] ?? 4, only], timeout);
+    const json = await this.#sandbox.run(
+      formulas.source,
+      [wireColumns(rows), now, seed[0] ?? 1, seed[1] ?? 2, seed[2] ?? 3, seed[3] ?? 4, only],
+      timeout,
+    );
     const [cols, errors] = JSON.parse(json) as [FormulaValue[][], ErrorTuple[]];
     const k = cols.length;
     const values = new Array<FormulaValue[]>(rows.n);

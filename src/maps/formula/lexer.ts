@@ -48,7 +48,8 @@ export function tokenize(text: string): Token[] {
         throw formulaError('FML_SYNTAX', `"${text.slice(start, i + 1)}" is not a number`, text, { start, end: i + 1 });
       }
       const value = Number(lexeme);
-      if (!Number.isFinite(value)) throw formulaError('FML_SYNTAX', `The number ${lexeme} is too large`, text, { start, end: i });
+      if (!Number.isFinite(value))
+        throw formulaError('FML_SYNTAX', `The number ${lexeme} is too large`, text, { start, end: i });
       tokens.push({ kind: 'number', text: lexeme, span: { start, end: i }, number: value });
       continue;
     }
@@ -65,18 +66,29 @@ export function tokenize(text: string): Token[] {
         const fieldStart = i + 1;
         const next = text.charAt(fieldStart);
         if (!NAME_START.test(next) && next !== '[' && !DIGIT.test(next)) {
-          throw formulaError('FML_SYNTAX', `Expected a field name after "${text.slice(start, fieldStart)}"`, text, { start: fieldStart, end: fieldStart + 1 });
+          throw formulaError('FML_SYNTAX', `Expected a field name after "${text.slice(start, fieldStart)}"`, text, {
+            start: fieldStart,
+            end: fieldStart + 1,
+          });
         }
         const [field, end] = readName(text, fieldStart, true);
         i = end;
         if (text.charAt(i) === '.') {
-          throw formulaError('FML_SYNTAX', 'A field reference has two parts, Block.Field; write a field name with a dot in brackets: Block.[a.b]', text, { start: i, end: i + 1 });
+          throw formulaError(
+            'FML_SYNTAX',
+            'A field reference has two parts, Block.Field; write a field name with a dot in brackets: Block.[a.b]',
+            text,
+            { start: i, end: i + 1 },
+          );
         }
         tokens.push({ kind: 'field', text: text.slice(start, i), span: { start, end: i }, block: first, field });
         continue;
       }
       if (c === '[') {
-        throw formulaError('FML_SYNTAX', 'A name in brackets must be part of a field reference Block.Field', text, { start, end: i });
+        throw formulaError('FML_SYNTAX', 'A name in brackets must be part of a field reference Block.Field', text, {
+          start,
+          end: i,
+        });
       }
       tokens.push({ kind: 'name', text: first, span: { start, end: i } });
       continue;
@@ -117,7 +129,8 @@ function readQuoted(text: string, start: number, close: string, what: 'text' | '
   for (;;) {
     const j = text.indexOf(close, i);
     if (j < 0) {
-      const message = what === 'text' ? 'The text is not closed: a " is missing' : 'The bracketed name is not closed: a ] is missing';
+      const message =
+        what === 'text' ? 'The text is not closed: a " is missing' : 'The bracketed name is not closed: a ] is missing';
       throw formulaError('FML_SYNTAX', message, text, { start, end: start + 1 });
     }
     out += text.slice(i, j);
@@ -126,7 +139,8 @@ function readQuoted(text: string, start: number, close: string, what: 'text' | '
       i = j + 2;
       continue;
     }
-    if (what === 'name' && out.length === 0) throw formulaError('FML_SYNTAX', 'A bracketed name cannot be empty', text, { start, end: j + 1 });
+    if (what === 'name' && out.length === 0)
+      throw formulaError('FML_SYNTAX', 'A bracketed name cannot be empty', text, { start, end: j + 1 });
     return [out, j + 1];
   }
 }

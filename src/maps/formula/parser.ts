@@ -23,7 +23,10 @@ const KEYWORDS = new Set(['AND', 'OR', 'NOT', 'TRUE', 'FALSE', 'NULL']);
 /** Parses one formula; throws FML_SYNTAX or FML_TOO_COMPLEX with the position of the problem. */
 export function parseFormula(text: string): Expr {
   if (text.length > MAX_FORMULA_LENGTH) {
-    throw formulaError('FML_TOO_COMPLEX', `The formula is longer than ${MAX_FORMULA_LENGTH} characters`, text, { start: MAX_FORMULA_LENGTH, end: MAX_FORMULA_LENGTH + 1 });
+    throw formulaError('FML_TOO_COMPLEX', `The formula is longer than ${MAX_FORMULA_LENGTH} characters`, text, {
+      start: MAX_FORMULA_LENGTH,
+      end: MAX_FORMULA_LENGTH + 1,
+    });
   }
   return new Parser(text, tokenize(text)).parse();
 }
@@ -42,7 +45,8 @@ class Parser {
     if (this.peek().kind === 'eof') throw this.error('The formula is empty', this.peek().span);
     const expr = this.parseOr();
     const rest = this.peek();
-    if (rest.kind !== 'eof') throw this.error(`Unexpected ${describe(rest)}: an operator or the end of the formula was expected`, rest.span);
+    if (rest.kind !== 'eof')
+      throw this.error(`Unexpected ${describe(rest)}: an operator or the end of the formula was expected`, rest.span);
     return expr;
   }
 
@@ -71,7 +75,10 @@ class Parser {
     if (this.isKeyword(t, 'NOT')) {
       this.next();
       const operand = this.nested(() => this.parseNot());
-      return this.node({ kind: 'unary', op: 'NOT', operand, span: { start: t.span.start, end: operand.span.end }, opSpan: t.span }, [operand]);
+      return this.node(
+        { kind: 'unary', op: 'NOT', operand, span: { start: t.span.start, end: operand.span.end }, opSpan: t.span },
+        [operand],
+      );
     }
     return this.parseComparison();
   }
@@ -154,9 +161,11 @@ class Parser {
     const upper = t.text.toUpperCase();
     const call = this.peek().kind === '(';
     if (!call && KEYWORDS.has(upper)) {
-      if (upper === 'TRUE' || upper === 'FALSE') return this.node({ kind: 'literal', value: upper === 'TRUE', span: t.span }, []);
+      if (upper === 'TRUE' || upper === 'FALSE')
+        return this.node({ kind: 'literal', value: upper === 'TRUE', span: t.span }, []);
       if (upper === 'NULL') return this.node({ kind: 'literal', value: null, span: t.span }, []);
-      if (upper === 'NOT') throw this.error('NOT applies to a whole condition: put it in parentheses here, e.g. (NOT x)', t.span);
+      if (upper === 'NOT')
+        throw this.error('NOT applies to a whole condition: put it in parentheses here, e.g. (NOT x)', t.span);
       throw this.error(`Unexpected ${upper}: a value was expected`, t.span);
     }
     if (!call) {
@@ -186,14 +195,18 @@ class Parser {
   private logicalCall(op: 'AND' | 'OR', args: Expr[], nameSpan: Span, span: Span): Expr {
     if (args.length < 2) throw this.error(`${op}(…) joins at least two conditions`, nameSpan);
     let acc = args[0] as Expr;
-    for (const arg of args.slice(1)) acc = this.node({ kind: 'binary', op, left: acc, right: arg, span, opSpan: nameSpan }, [acc, arg]);
+    for (const arg of args.slice(1))
+      acc = this.node({ kind: 'binary', op, left: acc, right: arg, span, opSpan: nameSpan }, [acc, arg]);
     return acc;
   }
 
   // ── helpers ─────────────────────────────────────────────────────────────────────────────
 
   private binary(op: BinaryOp, left: Expr, right: Expr, opSpan: Span): Expr {
-    return this.node({ kind: 'binary', op, left, right, span: { start: left.span.start, end: right.span.end }, opSpan }, [left, right]);
+    return this.node(
+      { kind: 'binary', op, left, right, span: { start: left.span.start, end: right.span.end }, opSpan },
+      [left, right],
+    );
   }
 
   /** Records a node's depth and refuses trees nested deeper than {@link MAX_FORMULA_DEPTH}. */
@@ -201,7 +214,12 @@ class Parser {
     let depth = 1;
     for (const child of children) depth = Math.max(depth, (this.#depth.get(child) ?? 1) + 1);
     if (depth > MAX_FORMULA_DEPTH) {
-      throw formulaError('FML_TOO_COMPLEX', `The formula nests deeper than ${MAX_FORMULA_DEPTH} levels of operators and calls; split it`, this.text, expr.span);
+      throw formulaError(
+        'FML_TOO_COMPLEX',
+        `The formula nests deeper than ${MAX_FORMULA_DEPTH} levels of operators and calls; split it`,
+        this.text,
+        expr.span,
+      );
     }
     this.#depth.set(expr, depth);
     return expr;
@@ -213,7 +231,12 @@ class Parser {
     this.#nesting += 1;
     if (this.#nesting > MAX_FORMULA_DEPTH) {
       const t = this.peek();
-      throw formulaError('FML_TOO_COMPLEX', `The formula nests deeper than ${MAX_FORMULA_DEPTH} levels of operators and calls; split it`, this.text, t.span);
+      throw formulaError(
+        'FML_TOO_COMPLEX',
+        `The formula nests deeper than ${MAX_FORMULA_DEPTH} levels of operators and calls; split it`,
+        this.text,
+        t.span,
+      );
     }
     try {
       return parse();

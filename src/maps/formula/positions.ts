@@ -35,13 +35,20 @@ export function positionAt(text: string, offset: number, length = 1): FormulaPos
 }
 
 /** The position a span starts at. */
-export const positionOf = (text: string, span: Span): FormulaPosition => positionAt(text, span.start, Math.max(1, span.end - span.start));
+export const positionOf = (text: string, span: Span): FormulaPosition =>
+  positionAt(text, span.start, Math.max(1, span.end - span.start));
 
 /** "line 1, column 5", as messages write a position. */
 export const describePosition = (p: FormulaPosition): string => `line ${p.line}, column ${p.column}`;
 
 /** A compile-time formula error (syntax, unknown function, argument count, unknown field, too complex). */
-export function formulaError(code: ErrorCode, message: string, text: string, span: Span, extra: Record<string, unknown> = {}): FerryError {
+export function formulaError(
+  code: ErrorCode,
+  message: string,
+  text: string,
+  span: Span,
+  extra: Record<string, unknown> = {},
+): FerryError {
   const position = positionOf(text, span);
   return new FerryError(code, `${message} (${describePosition(position)})`, { details: { ...extra, position } });
 }

@@ -31,10 +31,35 @@ import type { WireLookupTable } from './library/types.js';
  * typed arrays, Promise, WeakRef, …) is deleted before the library is loaded.
  */
 export const ALLOWED_GLOBALS: readonly string[] = [
-  'globalThis', 'undefined', 'NaN', 'Infinity',
-  'Object', 'Array', 'String', 'Number', 'Boolean', 'Symbol', 'Date', 'RegExp', 'Math', 'JSON', 'Map', 'Set',
-  'Error', 'RangeError', 'TypeError', 'SyntaxError', 'URIError', 'ReferenceError', 'EvalError',
-  'parseInt', 'parseFloat', 'isFinite', 'isNaN', 'encodeURIComponent', 'decodeURIComponent',
+  'globalThis',
+  'undefined',
+  'NaN',
+  'Infinity',
+  'Object',
+  'Array',
+  'String',
+  'Number',
+  'Boolean',
+  'Symbol',
+  'Date',
+  'RegExp',
+  'Math',
+  'JSON',
+  'Map',
+  'Set',
+  'Error',
+  'RangeError',
+  'TypeError',
+  'SyntaxError',
+  'URIError',
+  'ReferenceError',
+  'EvalError',
+  'parseInt',
+  'parseFloat',
+  'isFinite',
+  'isNaN',
+  'encodeURIComponent',
+  'decodeURIComponent',
 ];
 
 export interface SandboxOptions {
@@ -63,7 +88,6 @@ export class RunFailure extends Error {
 
 /** The arguments of a program's `run`: batch JSON in chunks (wire.ts), clock (epoch ms), four seed words, formula index or -1. */
 export type RunArguments = [input: string[], now: number, s0: number, s1: number, s2: number, s3: number, only: number];
-
 
 interface Live {
   readonly isolate: ivm.Isolate;
@@ -109,7 +133,13 @@ export class FormulaSandbox {
     const run = await this.#program(live, source);
     const started = performance.now();
     try {
-      const out: unknown = await this.#track(run.apply(undefined, args, { timeout: Math.max(1, Math.ceil(timeoutMs)), arguments: { copy: true }, result: { copy: true } }));
+      const out: unknown = await this.#track(
+        run.apply(undefined, args, {
+          timeout: Math.max(1, Math.ceil(timeoutMs)),
+          arguments: { copy: true },
+          result: { copy: true },
+        }),
+      );
       if (typeof out === 'string') return out;
       if (Array.isArray(out) && out.every((part) => typeof part === 'string')) return out.join('');
       throw new RunFailure('error', 'The formula program answered no text');
@@ -118,9 +148,13 @@ export class FormulaSandbox {
       const elapsed = performance.now() - started;
       if (live.isolate.isDisposed) {
         this.#live = undefined;
-        throw new RunFailure('memory', `The formulas exceeded the sandbox memory limit of ${this.options.memoryLimitMb} MiB`);
+        throw new RunFailure(
+          'memory',
+          `The formulas exceeded the sandbox memory limit of ${this.options.memoryLimitMb} MiB`,
+        );
       }
-      if (elapsed >= timeoutMs * 0.9) throw new RunFailure('timeout', `The formulas took longer than the limit of ${Math.round(timeoutMs)} ms`);
+      if (elapsed >= timeoutMs * 0.9)
+        throw new RunFailure('timeout', `The formulas took longer than the limit of ${Math.round(timeoutMs)} ms`);
       throw new RunFailure('error', err instanceof Error ? err.message : String(err));
     }
   }
@@ -128,7 +162,9 @@ export class FormulaSandbox {
   /** The names of the library's functions, as the isolate holds them (for tests and checks). */
   async libraryFunctions(): Promise<string[]> {
     const live = await this.#ensure();
-    const names: unknown = await this.#track(live.context.eval(`JSON.stringify(Object.keys(${LIBRARY_GLOBAL}.fn))`, { timeout: 1000 }));
+    const names: unknown = await this.#track(
+      live.context.eval(`JSON.stringify(Object.keys(${LIBRARY_GLOBAL}.fn))`, { timeout: 1000 }),
+    );
     return JSON.parse(names as string) as string[];
   }
 
@@ -183,7 +219,11 @@ export class FormulaSandbox {
       ref = await script.run(live.context, { reference: true, timeout: 5000 });
       script.release();
     } catch (err) {
-      throw new FerryError('FML_SANDBOX', `The formula program could not be loaded into the sandbox: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new FerryError(
+        'FML_SANDBOX',
+        `The formula program could not be loaded into the sandbox: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
     live.programs.set(source, ref);
     return ref;
@@ -193,7 +233,10 @@ export class FormulaSandbox {
     if (this.#disposed) throw new FerryError('FML_SANDBOX', 'The formula sandbox was disposed');
     if (this.#live && !this.#live.isolate.isDisposed) return this.#live;
     const { memoryLimitMb, maxTextLength, onCatastrophicError } = this.options;
-    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb, ...(onCatastrophicError ? { onCatastrophicError } : {}) });
+    const isolate = new ivm.Isolate({
+      memoryLimit: memoryLimitMb,
+      ...(onCatastrophicError ? { onCatastrophicError } : {}),
+    });
     try {
       const context = await isolate.createContext();
       await context.eval(PRELUDE(ALLOWED_GLOBALS), { timeout: 5000 });
@@ -207,7 +250,11 @@ export class FormulaSandbox {
       return this.#live;
     } catch (err) {
       if (!isolate.isDisposed) isolate.dispose();
-      throw new FerryError('FML_SANDBOX', `The formula sandbox could not be started: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new FerryError(
+        'FML_SANDBOX',
+        `The formula sandbox could not be started: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
   }
 }

@@ -139,13 +139,29 @@ export function recordError(info: FormulaInfo, tuple: ErrorTuple, offsetRecord =
   if (rawDetails !== null && typeof rawDetails === 'object') {
     for (const key of DETAIL_KEYS) if (hasOwn(rawDetails, key)) details[key] = rawDetails[key];
   }
-  return { record: record + offsetRecord, formula, key: info.key, error: { code, kind: ERROR_CODES[code].kind, message, details } };
+  return {
+    record: record + offsetRecord,
+    formula,
+    key: info.key,
+    error: { code, kind: ERROR_CODES[code].kind, message, details },
+  };
 }
 
 /** A record error for a failure of the whole run, pinned to one record and formula. */
-export function fatalError(info: FormulaInfo, record: number, formula: number, code: ErrorCode, message: string): FormulaRecordError {
+export function fatalError(
+  info: FormulaInfo,
+  record: number,
+  formula: number,
+  code: ErrorCode,
+  message: string,
+): FormulaRecordError {
   const position = positionOf(info.formula, info.spans[0] ?? { start: 0, end: info.formula.length });
   const details: Record<string, unknown> = { position, formula: info.key };
   if (info.blockId !== undefined) details['blockId'] = info.blockId;
-  return { record, formula, key: info.key, error: { code, kind: ERROR_CODES[code].kind, message: `${message} (${describePosition(position)})`, details } };
+  return {
+    record,
+    formula,
+    key: info.key,
+    error: { code, kind: ERROR_CODES[code].kind, message: `${message} (${describePosition(position)})`, details },
+  };
 }

@@ -137,17 +137,25 @@ export function buildLookupTableSet(tables: Iterable<LookupTableSource>): Lookup
 function tableOf(set: LookupTableSet, table: string): LookupTableIndex {
   const found = set.table(table);
   if (!found) {
-    throw new FerryError('MAP_LOOKUP_TABLE_NOT_FOUND', `The Lookup Table "${table}" was not found; create it or correct the name in the formula.`, {
-      details: { table },
-    });
+    throw new FerryError(
+      'MAP_LOOKUP_TABLE_NOT_FOUND',
+      `The Lookup Table "${table}" was not found; create it or correct the name in the formula.`,
+      {
+        details: { table },
+      },
+    );
   }
   return found;
 }
 
 function noMatch(fn: string, table: LookupTableIndex, column: 'value1' | 'value2', value: string): FerryError {
-  return new FerryError('MAP_LOOKUP_NO_MATCH', `${fn}: the Lookup Table "${table.name}" has no ${column} "${value}"; add the pair or use ${fn}_DEFAULT.`, {
-    details: { table: table.name, tableId: table.id, [column]: value },
-  });
+  return new FerryError(
+    'MAP_LOOKUP_NO_MATCH',
+    `${fn}: the Lookup Table "${table.name}" has no ${column} "${value}"; add the pair or use ${fn}_DEFAULT.`,
+    {
+      details: { table: table.name, tableId: table.id, [column]: value },
+    },
+  );
 }
 
 /**
@@ -174,11 +182,21 @@ export function lookupTableValue2(set: LookupTableSet, table: string, value1: st
  * default. A table that is not loaded is still an error: a wrong table name is a mistake in the
  * Map, not a missing value.
  */
-export function lookupTableValue1Default<D>(set: LookupTableSet, table: string, value2: string, fallback: D): string | D {
+export function lookupTableValue1Default<D>(
+  set: LookupTableSet,
+  table: string,
+  value2: string,
+  fallback: D,
+): string | D {
   return tableOf(set, table).value1(value2) ?? fallback;
 }
 
 /** LOOKUPTABLEVALUE2_DEFAULT(table, value1, default): as {@link lookupTableValue1Default}, the other way. */
-export function lookupTableValue2Default<D>(set: LookupTableSet, table: string, value1: string, fallback: D): string | D {
+export function lookupTableValue2Default<D>(
+  set: LookupTableSet,
+  table: string,
+  value1: string,
+  fallback: D,
+): string | D {
   return tableOf(set, table).value2(value1) ?? fallback;
 }

@@ -15,10 +15,16 @@ export interface BatchSizes {
   readonly bulk: (block: Block) => number;
 }
 
-const clamp = (asked: number | undefined, bulkLimit: number): number => Math.max(1, Math.min(asked ?? DEFAULT_MAP_BATCH_SIZE, bulkLimit));
+const clamp = (asked: number | undefined, bulkLimit: number): number =>
+  Math.max(1, Math.min(asked ?? DEFAULT_MAP_BATCH_SIZE, bulkLimit));
 
 /** The run's batch size and each Block's bulk write size. */
-export function batchSizes(asked: number | undefined, source: Pick<HostConnection, 'bulkLimit'> | undefined, blocks: readonly Block[], connections: ReadonlyMap<string, Pick<HostConnection, 'bulkLimit'>>): BatchSizes {
+export function batchSizes(
+  asked: number | undefined,
+  source: Pick<HostConnection, 'bulkLimit'> | undefined,
+  blocks: readonly Block[],
+  connections: ReadonlyMap<string, Pick<HostConnection, 'bulkLimit'>>,
+): BatchSizes {
   const run = clamp(asked, source?.bulkLimit ?? Number.MAX_SAFE_INTEGER);
   const bulk = new Map<string, number>();
   for (const b of blocks) {

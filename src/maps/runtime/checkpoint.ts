@@ -56,7 +56,10 @@ const MAX_KEY = 500;
 /** The key of a checkpoint in a target (see the module comment). */
 export function checkpointKeyOf(scope: CheckpointScope): CheckpointKey {
   if (scope.kind === 'map') {
-    return { key: bounded(`ferry:map:${scope.solutionId}:${scope.mapId}`, 'ferry:'), legacy: `ferry-map-${scope.solutionId}-${scope.mapId}` };
+    return {
+      key: bounded(`ferry:map:${scope.solutionId}:${scope.mapId}`, 'ferry:'),
+      legacy: `ferry-map-${scope.solutionId}-${scope.mapId}`,
+    };
   }
   const tail = `${scope.sourceConnectionId}:${scope.entity}:${scope.field}`;
   return { key: bounded(`ferry:rs:${tail}`, 'ferry:'), legacy: bounded(`rs:${tail}`, 'rs:') };
@@ -70,7 +73,10 @@ function bounded(key: string, prefix: string): string {
  * Reads a checkpoint from a target: under its key, else (nothing there yet) under the key an
  * older Agent used. A value written under the key of today, `null` included, hides the old one.
  */
-export async function readTargetCheckpoint(read: (key: string) => Promise<string | null>, key: CheckpointKey): Promise<string | null> {
+export async function readTargetCheckpoint(
+  read: (key: string) => Promise<string | null>,
+  key: CheckpointKey,
+): Promise<string | null> {
   const value = await read(key.key);
   if (value !== null || key.legacy === undefined) return value;
   return read(key.legacy);
@@ -93,14 +99,22 @@ export function parseWatermark(text: string | null, what: string): WatermarkStat
   if (typeof j !== 'object' || Array.isArray(j)) throw invalid(what);
   const { lastRunDate, processedAtLastRunDate: ids } = j as { lastRunDate?: unknown; processedAtLastRunDate?: unknown };
   if (lastRunDate === undefined || lastRunDate === null || lastRunDate === '') return null;
-  if (typeof lastRunDate !== 'string' || (ids !== undefined && !(Array.isArray(ids) && ids.every((x) => typeof x === 'string')))) throw invalid(what);
+  if (
+    typeof lastRunDate !== 'string' ||
+    (ids !== undefined && !(Array.isArray(ids) && ids.every((x) => typeof x === 'string')))
+  )
+    throw invalid(what);
   return { lastRunDate, ...(Array.isArray(ids) && ids.length > 0 ? { processedAtLastRunDate: ids } : {}) };
 }
 
 function invalid(what: string): FerryError {
-  return new FerryError('RUN_CHECKPOINT_INVALID', `The checkpoint of ${what} is not a watermark. Delete it to copy everything again (empty a target without a primary key first).`, {
-    details: { checkpoint: what },
-  });
+  return new FerryError(
+    'RUN_CHECKPOINT_INVALID',
+    `The checkpoint of ${what} is not a watermark. Delete it to copy everything again (empty a target without a primary key first).`,
+    {
+      details: { checkpoint: what },
+    },
+  );
 }
 
 /** The value a batch commits in a target: its watermark, with the counts of the run once it commits. */

@@ -167,7 +167,12 @@ export function openConnection(block: Block, conn: HostConnection | undefined): 
 }
 
 /** Runs a sequence of steps over a batch of items; `ahead` holds the first step's leading formulas. */
-export async function runSequence(steps: readonly Step[], items: Item[], env: RunEnv, ahead?: AheadValues): Promise<Item[]> {
+export async function runSequence(
+  steps: readonly Step[],
+  items: Item[],
+  env: RunEnv,
+  ahead?: AheadValues,
+): Promise<Item[]> {
   let live = items;
   for (const step of steps) {
     if (live.length === 0) break;

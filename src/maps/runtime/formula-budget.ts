@@ -30,21 +30,44 @@ export interface FormulaTimeUsed {
 const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
 
 /** Adds `ms` of the Block `blockId` to the record's time; answers the record error once a budget is spent. */
-export function chargeFormulaTime(state: { formulaTime?: FormulaTimeUsed }, blockId: string, ms: number, budget: FormulaBudget): ErrorData | undefined {
+export function chargeFormulaTime(
+  state: { formulaTime?: FormulaTimeUsed },
+  blockId: string,
+  ms: number,
+  budget: FormulaBudget,
+): ErrorData | undefined {
   const used = (state.formulaTime ??= { runMs: 0, blockMs: new Map() });
   used.runMs += ms;
   const inBlock = (used.blockMs.get(blockId) ?? 0) + ms;
   used.blockMs.set(blockId, inBlock);
   if (budget.perBlockMs > 0 && inBlock > budget.perBlockMs) {
-    return budgetError('block', blockId, inBlock, budget.perBlockMs, `The record's formulas took ${seconds(inBlock)} in this Block, more than its budget of ${seconds(budget.perBlockMs)} per record and Block`);
+    return budgetError(
+      'block',
+      blockId,
+      inBlock,
+      budget.perBlockMs,
+      `The record's formulas took ${seconds(inBlock)} in this Block, more than its budget of ${seconds(budget.perBlockMs)} per record and Block`,
+    );
   }
   if (budget.perRunMs > 0 && used.runMs > budget.perRunMs) {
-    return budgetError('run', blockId, used.runMs, budget.perRunMs, `The record's formulas took ${seconds(used.runMs)} in this run, more than its budget of ${seconds(budget.perRunMs)} per record`);
+    return budgetError(
+      'run',
+      blockId,
+      used.runMs,
+      budget.perRunMs,
+      `The record's formulas took ${seconds(used.runMs)} in this run, more than its budget of ${seconds(budget.perRunMs)} per record`,
+    );
   }
   return undefined;
 }
 
-function budgetError(scope: 'block' | 'run', blockId: string, spentMs: number, budgetMs: number, what: string): ErrorData {
+function budgetError(
+  scope: 'block' | 'run',
+  blockId: string,
+  spentMs: number,
+  budgetMs: number,
+  what: string,
+): ErrorData {
   return {
     code: 'RUN_FORMULA_TIME_BUDGET',
     kind: 'config',

@@ -6,7 +6,11 @@ import { chargeFormulaTime } from './formula-budget.js';
 
 export type { ItemValues } from './context.js';
 
-export async function evaluateItems(compiled: CompiledFormulas, items: readonly Item[], env: RunEnv): Promise<ItemValues> {
+export async function evaluateItems(
+  compiled: CompiledFormulas,
+  items: readonly Item[],
+  env: RunEnv,
+): Promise<ItemValues> {
   if (compiled.formulas.length === 0) return { values: items.map(() => []), errors: new Map() };
   const started = performance.now();
   const res = await env.engine.evaluate(
@@ -41,7 +45,12 @@ export function evaluateAhead(compiled: CompiledFormulas, items: readonly Item[]
  * over these items or a superset of them (records skipped at the watermark or failed
  * before the step), else evaluated now.
  */
-export async function evaluateOrTake(compiled: CompiledFormulas, items: readonly Item[], env: RunEnv, ahead: AheadValues | undefined): Promise<ItemValues> {
+export async function evaluateOrTake(
+  compiled: CompiledFormulas,
+  items: readonly Item[],
+  env: RunEnv,
+  ahead: AheadValues | undefined,
+): Promise<ItemValues> {
   if (!ahead || ahead.formulas !== compiled) return evaluateItems(compiled, items, env);
   if (items.length === ahead.items.length && items.every((item, i) => item === ahead.items[i])) return ahead.values;
   const index = new Map<Item, number>();

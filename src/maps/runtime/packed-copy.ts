@@ -30,12 +30,23 @@ export interface PackedCopy {
  * whose plugin writes packed batches, the source's key fields among those copied (a record
  * error names its key). Whether the source reads the query packed is its own answer (queryPacked).
  */
-export function packedCopyOf(plan: RunPlan, opts: Pick<RunOptions, 'connections' | 'source' | 'message'>, engine: FormulaEvaluator): PackedCopy | undefined {
+export function packedCopyOf(
+  plan: RunPlan,
+  opts: Pick<RunOptions, 'connections' | 'source' | 'message'>,
+  engine: FormulaEvaluator,
+): PackedCopy | undefined {
   const { starter, steps } = plan;
   const [step] = steps;
   const copies = step?.fieldCopies;
   if (!step || !copies || steps.length !== 1 || copies.block !== starter.name) return undefined;
-  if (starter.blockType !== 'Query' || starter.netChange || plan.source.children || opts.source || opts.message !== undefined) return undefined;
+  if (
+    starter.blockType !== 'Query' ||
+    starter.netChange ||
+    plan.source.children ||
+    opts.source ||
+    opts.message !== undefined
+  )
+    return undefined;
   const maxText = engine.maxTextLength;
   if (maxText === undefined || !plan.sourceKeyFields.every((f) => copies.sourceFields.includes(f))) return undefined;
   const conn = opts.connections.get(step.block.connectionId ?? '');

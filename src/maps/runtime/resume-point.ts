@@ -34,7 +34,14 @@ export function parseResumePoint(value: string | null): ResumePoint | null {
   if (value === null) return null;
   try {
     const p = (JSON.parse(value) as { resume?: unknown }).resume as Partial<ResumePoint> | null | undefined;
-    if (!p || typeof p.run !== 'string' || typeof p.last !== 'string' || !Number.isSafeInteger(p.read) || (p.read ?? 0) <= 0) return null;
+    if (
+      !p ||
+      typeof p.run !== 'string' ||
+      typeof p.last !== 'string' ||
+      !Number.isSafeInteger(p.read) ||
+      (p.read ?? 0) <= 0
+    )
+      return null;
     return { run: p.run, read: p.read as number, last: p.last };
   } catch {
     return null;
@@ -52,7 +59,11 @@ export function fingerprint(record: ConnectorRecord): string {
  * not, or the source ends before it, `onMismatch` is told and the source is read again from its
  * first record (`open` opens it anew), every record yielded.
  */
-export async function* pastPoint(open: () => AsyncIterable<RecordBatch>, point: ResumePoint, onMismatch: () => void): AsyncGenerator<RecordBatch, void, undefined> {
+export async function* pastPoint(
+  open: () => AsyncIterable<RecordBatch>,
+  point: ResumePoint,
+  onMismatch: () => void,
+): AsyncGenerator<RecordBatch, void, undefined> {
   let seen = 0;
   let matched = false;
   for await (const batch of open()) {

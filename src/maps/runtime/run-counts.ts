@@ -38,7 +38,14 @@ export function countsOf(value: string | null): RunCounts | null {
   } catch {
     return null;
   }
-  if (!c || typeof c.run !== 'string' || typeof c.at !== 'string' || !Number.isSafeInteger(c.processed) || !Number.isSafeInteger(c.failed)) return null;
+  if (
+    !c ||
+    typeof c.run !== 'string' ||
+    typeof c.at !== 'string' ||
+    !Number.isSafeInteger(c.processed) ||
+    !Number.isSafeInteger(c.failed)
+  )
+    return null;
   if ((c.processed as number) < 0 || (c.failed as number) < 0) return null;
   return { run: c.run, processed: c.processed as number, failed: c.failed as number, at: c.at };
 }

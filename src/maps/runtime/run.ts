@@ -33,7 +33,14 @@ import { isWriteType, type Block } from '../../protocol/map.js';
 import { FormulaEngine } from '../formula/evaluator.js';
 import { batchSizes } from './batching.js';
 import { readAhead } from '../../connectors/read-ahead.js';
-import { connectionNotOpen, runSequence, type AheadValues, type FormulaEvaluator, type Item, type RunEnv } from './context.js';
+import {
+  connectionNotOpen,
+  runSequence,
+  type AheadValues,
+  type FormulaEvaluator,
+  type Item,
+  type RunEnv,
+} from './context.js';
 import { evaluateAhead } from './formulas.js';
 import { DEFAULT_FORMULA_BUDGET } from './formula-budget.js';
 import { StatsCollector } from './stats.js';
@@ -48,7 +55,15 @@ import { countsOf, type RunCounts } from './run-counts.js';
 import { DEFAULT_TARGET_RETRY, withTargetRetry, type TargetRetry } from './target-retry.js';
 import type { MapRecordError, RunOptions, RunPlan, RunResult } from './run-types.js';
 
-export type { FailedRecordInput, FailedRecordSink, MapRecordError, RunOptions, RunPlan, RunProgress, RunResult } from './run-types.js';
+export type {
+  FailedRecordInput,
+  FailedRecordSink,
+  MapRecordError,
+  RunOptions,
+  RunPlan,
+  RunProgress,
+  RunResult,
+} from './run-types.js';
 
 /** A batch as the starter read it, with its items and the first step's formulas evaluating ahead. */
 interface Prepared {
@@ -101,7 +116,10 @@ class MapRun {
   readonly #cut = new AbortController();
   #graceTimer: NodeJS.Timeout | undefined;
   readonly #onStop = (): void => {
-    this.#graceTimer = setTimeout(() => this.#cut.abort(this.opts.stop?.reason ?? new Error('stopped')), this.opts.stopGraceMs ?? 2_500);
+    this.#graceTimer = setTimeout(
+      () => this.#cut.abort(this.opts.stop?.reason ?? new Error('stopped')),
+      this.opts.stopGraceMs ?? 2_500,
+    );
   };
   readonly #retry: TargetRetry;
   readonly #sourceConn: HostConnection | undefined;
@@ -153,26 +171,50 @@ class MapRun {
     const key = opts.source ? undefined : opts.checkpoint;
     const createIn = key !== undefined ? transactionalCreate(plan, opts.connections) : undefined;
     // Without net change, a Create into a table without a key resumes a run cut short at its resume point (resume-point.ts).
-    this.#byPosition = !starter.netChange && starter.blockType === 'Query' && createIn && (await resumesByPosition(plan, createIn, signal)) ? createIn : undefined;
+    this.#byPosition =
+      !starter.netChange &&
+      starter.blockType === 'Query' &&
+      createIn &&
+      (await resumesByPosition(plan, createIn, signal))
+        ? createIn
+        : undefined;
     this.#inTarget = starter.netChange ? createIn : undefined;
     // Each batch must be one write call to commit its point with it.
     const batchSize = this.#byPosition ? Math.min(sizes.run, sizes.bulk(this.#byPosition.block)) : sizes.run;
-    this.#owned = opts.engine ? null : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
+    this.#owned = opts.engine
+      ? null
+      : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
     this.#env = this.#makeEnv(opts.engine ?? (this.#owned as FormulaEngine), batchSize, sizes.bulk);
     const committing = this.#inTarget ?? this.#byPosition;
     // The target's checkpoint (waited for while the target is away: target-retry.ts) wins over the Agent's file (checkpoint.ts).
     const targetValue =
-      committing && key ? await readTargetCheckpoint((k) => this.#env.retrying(committing.block, () => committing.conn.readCheckpoint(k, { signal })), key) : null;
+      committing && key
+        ? await readTargetCheckpoint(
+            (k) => this.#env.retrying(committing.block, () => committing.conn.readCheckpoint(k, { signal })),
+            key,
+          )
+        : null;
     const wm = opts.source ? undefined : opts.watermark;
-    const { saved, earlier } = await loadCheckpoint({ local: wm, targetValue: this.#inTarget ? targetValue : null, what: `the Map ${model.name}`, runId: this.executionId });
+    const { saved, earlier } = await loadCheckpoint({
+      local: wm,
+      targetValue: this.#inTarget ? targetValue : null,
+      what: `the Map ${model.name}`,
+      runId: this.executionId,
+    });
     if (this.#byPosition) this.#resumeFrom = parseResumePoint(targetValue);
     const counted = this.#byPosition ? countsOf(targetValue) : earlier;
     if (counted && counted.run !== this.executionId) opts.onEarlierRun?.(counted);
     // Without a checkpoint, the Map's lastRunDate.
     this.#since = opts.source ? null : (saved?.lastRunDate ?? model.lastRunDate ?? null);
     this.#netField = starter.netChange?.fieldName;
-    this.#tracker = new MarkTracker(this.#since, saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [], this.#netField ?? '', plan.sourceKeyFields);
-    if (committing) this.#env.checkpointFor = (block) => (block === committing.block ? this.#batchCheckpoint : undefined);
+    this.#tracker = new MarkTracker(
+      this.#since,
+      saved?.lastRunDate ? (saved.processedAtLastRunDate ?? []) : [],
+      this.#netField ?? '',
+      plan.sourceKeyFields,
+    );
+    if (committing)
+      this.#env.checkpointFor = (block) => (block === committing.block ? this.#batchCheckpoint : undefined);
   }
 
   #makeEnv(engine: FormulaEvaluator, batchSize: number, bulkSize: (block: Block) => number): RunEnv {
@@ -228,7 +270,17 @@ class MapRun {
       const { mapId, name } = plan.model;
       this.#captures.push(
         opts.failures
-          .capture({ executionId: this.executionId, ...(mapId !== undefined ? { mapId } : {}), mapName: name, entity: this.#entity, blockId: block.blockId, blockName: block.name, error, errorDetail, source: copy })
+          .capture({
+            executionId: this.executionId,
+            ...(mapId !== undefined ? { mapId } : {}),
+            mapName: name,
+            entity: this.#entity,
+            blockId: block.blockId,
+            blockName: block.name,
+            error,
+            errorDetail,
+            source: copy,
+          })
           .then((id) => {
             // The error is not out yet: complete it in place rather than copy it for every refused record.
             rec.failedRecordId = id;
@@ -244,7 +296,11 @@ class MapRun {
   /** A batch as read, its items, and the first step's leading formulas started for them. */
   #prepare(read: RecordBatch): Prepared {
     const starter = this.plan.starter.name;
-    const items: Item[] = read.map((source) => ({ ctx: { [starter]: source }, results: undefined, state: { source, failed: false, row: ++this.#rowsRead } }));
+    const items: Item[] = read.map((source) => ({
+      ctx: { [starter]: source },
+      results: undefined,
+      state: { source, failed: false, row: ++this.#rowsRead },
+    }));
     let ahead: AheadValues | undefined;
     const first = this.plan.steps[0];
     if (first?.leading && items.length > 0 && !this.#stopped && !this.signal.aborted) {
@@ -274,7 +330,15 @@ class MapRun {
     if (this.#byPosition) {
       // Every record read through this batch is done once it commits: written, or reported refused.
       const last = next.items[next.items.length - 1]?.state;
-      return last?.row !== undefined ? { key, value: resumeValue({ run: this.executionId, read: last.row, last: fingerprint(last.source) }, this.#counts(this.stats.processed + size)) } : undefined;
+      return last?.row !== undefined
+        ? {
+            key,
+            value: resumeValue(
+              { run: this.executionId, read: last.row, last: fingerprint(last.source) },
+              this.#counts(this.stats.processed + size),
+            ),
+          }
+        : undefined;
     }
     return undefined;
   }
@@ -318,7 +382,13 @@ class MapRun {
     // batch in this run and again in the next (it is written twice), never in neither.
     const wm = opts.watermark;
     const saving = wm !== undefined && Boolean(state);
-    opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: this.#tracker.value, ...(saving ? { saving } : {}) });
+    opts.onProgress?.({
+      processed: stats.processed,
+      failed: stats.failed,
+      batches: stats.batches,
+      lastRunDate: this.#tracker.value,
+      ...(saving ? { saving } : {}),
+    });
     if (wm && state) await wm.save(state);
     return true;
   }
@@ -333,7 +403,13 @@ class MapRun {
       } catch (e) {
         if (this.signal.aborted) return false;
         const cause = isFerryError(e) ? toErrorData(e) : { message: e instanceof Error ? e.message : String(e) };
-        for (const item of items) this.#fail(item, starter, { code: 'RUN_CHILDREN_READ_FAILED', kind: 'transient', message: `${starter.name}: the child records could not be read: ${cause.message}`, details: { blockId: starter.blockId, cause } });
+        for (const item of items)
+          this.#fail(item, starter, {
+            code: 'RUN_CHILDREN_READ_FAILED',
+            kind: 'transient',
+            message: `${starter.name}: the child records could not be read: ${cause.message}`,
+            details: { blockId: starter.blockId, cause },
+          });
       }
     }
     this.stats.block(starter, size, performance.now() - tc);
@@ -355,11 +431,17 @@ class MapRun {
    */
   async #reportPacked(w: Written, copy: PackedCopy): Promise<void> {
     const { stats } = this;
-    for (const [row, error] of w.failures) this.#fail(packedItem(w.b, row, this.plan.starter.name, w.firstRow + row + 1), copy.block, error);
+    for (const [row, error] of w.failures)
+      this.#fail(packedItem(w.b, row, this.plan.starter.name, w.firstRow + row + 1), copy.block, error);
     await Promise.all(this.#captures.splice(0));
     if (w.cut) return;
     stats.batch(w.b.rows, w.failures.length, performance.now() - w.t0);
-    this.opts.onProgress?.({ processed: stats.processed, failed: stats.failed, batches: stats.batches, lastRunDate: this.#tracker.value });
+    this.opts.onProgress?.({
+      processed: stats.processed,
+      failed: stats.failed,
+      batches: stats.batches,
+      lastRunDate: this.#tracker.value,
+    });
   }
 
   /**
@@ -383,7 +465,11 @@ class MapRun {
       for await (const b of readAhead(batches)) {
         if (this.#halted()) break;
         if (b.rows === 0) continue;
-        if (!fitsCopy(b, copy.maxText) || b.fields.length !== asked.length || !b.fields.every((f, j) => f === asked[j])) {
+        if (
+          !fitsCopy(b, copy.maxText) ||
+          b.fields.length !== asked.length ||
+          !b.fields.every((f, j) => f === asked[j])
+        ) {
           await flush();
           if (!(await this.#runBatch(this.#prepare(unpackRecords(b, recordMaker(b.fields)))))) break;
           continue;
@@ -415,7 +501,13 @@ class MapRun {
     const byPosition = this.#byPosition;
     const resumeFrom = this.#resumeFrom;
     const open = (): AsyncIterable<RecordBatch> =>
-      plan.source.batches(this.#sourceConn, { since: this.#since, batchSize: this.#env.batchSize, signal, message: opts.message, ...(byPosition ? { orderBy: positionOrder(plan, this.#sourceConn) } : {}) });
+      plan.source.batches(this.#sourceConn, {
+        since: this.#since,
+        batchSize: this.#env.batchSize,
+        signal,
+        message: opts.message,
+        ...(byPosition ? { orderBy: positionOrder(plan, this.#sourceConn) } : {}),
+      });
     let batches = opts.source ?? open();
     if (resumeFrom) {
       batches = pastPoint(open, resumeFrom, () => {
@@ -434,8 +526,13 @@ class MapRun {
     // Read to its end: the next run reads everything again, as a Map without net change does.
     if (byPosition && completed && !signal.aborted && (resumeFrom || this.#rowsRead > 0)) {
       // With the run's final counts: a kill after this commit and before the last batch was counted is still told (run-counts.ts).
-      const clear: Checkpoint = { key: opts.checkpoint?.key ?? '', value: resumeValue(null, this.#counts(this.stats.processed)) };
-      await this.#env.retrying(byPosition.block, () => byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }));
+      const clear: Checkpoint = {
+        key: opts.checkpoint?.key ?? '',
+        value: resumeValue(null, this.#counts(this.stats.processed)),
+      };
+      await this.#env.retrying(byPosition.block, () =>
+        byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }),
+      );
     }
   }
 
@@ -452,7 +549,14 @@ class MapRun {
     try {
       // A packed copy commits no resume point with its batches: a run that resumes by one goes the records way.
       const copy = this.#sourceConn && !this.#byPosition ? packedCopyOf(this.plan, opts, this.#env.engine) : undefined;
-      const packed = copy && this.#sourceConn ? this.#sourceConn.queryPacked(this.#entity, this.plan.starter.filter, { batchSize: this.#env.batchSize, signal, fields: [...copy.copies.sourceFields] }) : undefined;
+      const packed =
+        copy && this.#sourceConn
+          ? this.#sourceConn.queryPacked(this.#entity, this.plan.starter.filter, {
+              batchSize: this.#env.batchSize,
+              signal,
+              fields: [...copy.copies.sourceFields],
+            })
+          : undefined;
       if (copy && packed) await this.#runPacked(packed, copy);
       else await this.#runRecords();
     } catch (err) {
@@ -481,7 +585,13 @@ class MapRun {
   #result(): RunResult {
     const { model, starter, source } = this.plan;
     return {
-      stats: this.stats.result({ ...(model.mapId !== undefined ? { mapId: model.mapId } : {}), mapName: model.name, entity: this.#entity, ...(starter.netChange ? { lastRunDate: this.#tracker.value } : {}), cancelled: this.#cancelled }),
+      stats: this.stats.result({
+        ...(model.mapId !== undefined ? { mapId: model.mapId } : {}),
+        mapName: model.name,
+        entity: this.#entity,
+        ...(starter.netChange ? { lastRunDate: this.#tracker.value } : {}),
+        cancelled: this.#cancelled,
+      }),
       errors: this.#errors,
       ...(source.answersRequest ? { reply: this.#reply } : {}),
       ...(this.#notice ? { notice: this.#notice } : {}),
@@ -515,7 +625,12 @@ function positionOrder(plan: RunPlan, conn: HostConnection | undefined): OrderBy
  * checkpoint file is all there is.
  */
 function transactionalCreate(plan: RunPlan, connections: ReadonlyMap<string, HostConnection>): Committing | undefined {
-  const writes = plan.blocks.filter((b) => isWriteType(b.blockType) || (b.children?.length ?? 0) > 0 || (b.blockType === 'NativeQuery' && b !== plan.starter));
+  const writes = plan.blocks.filter(
+    (b) =>
+      isWriteType(b.blockType) ||
+      (b.children?.length ?? 0) > 0 ||
+      (b.blockType === 'NativeQuery' && b !== plan.starter),
+  );
   const [only] = writes;
   if (writes.length !== 1 || !only || only.blockType !== 'Create' || only.action !== 'Create') return undefined;
   const conn = connections.get(only.connectionId ?? '');

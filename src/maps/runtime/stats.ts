@@ -63,7 +63,12 @@ export class RecordTiming {
   /** min, max and average time of one record, and the total (ms, to the microsecond). */
   view(): Pick<TimingStats, 'minMs' | 'maxMs' | 'avgMs' | 'totalMs'> {
     const some = this.records > 0;
-    return { minMs: some ? round(this.#min) : 0, maxMs: some ? round(this.#max) : 0, avgMs: some ? round(this.#total / this.records) : 0, totalMs: round(this.#total) };
+    return {
+      minMs: some ? round(this.#min) : 0,
+      maxMs: some ? round(this.#max) : 0,
+      avgMs: some ? round(this.#total / this.records) : 0,
+      totalMs: round(this.#total),
+    };
   }
 }
 
@@ -111,7 +116,13 @@ export class StatsCollector {
     return this.map.failed;
   }
 
-  result(extra: { mapId?: number; mapName: string; entity?: string; lastRunDate?: string | null; cancelled: boolean }): MapStats {
+  result(extra: {
+    mapId?: number;
+    mapName: string;
+    entity?: string;
+    lastRunDate?: string | null;
+    cancelled: boolean;
+  }): MapStats {
     const m = view(this.map);
     return {
       ...(extra.mapId !== undefined ? { mapId: extra.mapId } : {}),
@@ -122,7 +133,12 @@ export class StatsCollector {
       batches: this.batches,
       ...(extra.lastRunDate !== undefined ? { lastRunDate: extra.lastRunDate } : {}),
       cancelled: extra.cancelled,
-      blocks: [...this.blocks.values()].map(({ block, a }) => ({ blockId: block.blockId, name: block.name, blockType: block.blockType, ...view(a) })),
+      blocks: [...this.blocks.values()].map(({ block, a }) => ({
+        blockId: block.blockId,
+        name: block.name,
+        blockType: block.blockType,
+        ...view(a),
+      })),
     };
   }
 }

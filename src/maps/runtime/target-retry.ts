@@ -21,7 +21,13 @@
 import { FerryError, isFerryError } from '../../errors/ferry-error.js';
 import type { ErrorCode } from '../../errors/codes.js';
 
-const TARGET_FAILURES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['CON_UNREACHABLE', 'CON_TIMEOUT', 'CON_AUTH_FAILED', 'CON_DATASTORE_ERROR', 'CON_ABORTED']);
+const TARGET_FAILURES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'CON_UNREACHABLE',
+  'CON_TIMEOUT',
+  'CON_AUTH_FAILED',
+  'CON_DATASTORE_ERROR',
+  'CON_ABORTED',
+]);
 
 /** How long a run waits for a target that went away, and how it spaces its tries. */
 export interface TargetRetry {
@@ -89,7 +95,14 @@ function unavailable(what: string, err: FerryError, ms: number, attempts: number
   return new FerryError(
     'RUN_TARGET_UNAVAILABLE',
     `${what}: the datastore stayed unavailable for ${s} s (${attempts} tries). ${cause} The run stopped at the last written batch; the next run writes the rest.`,
-    { details: { cause: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) }, attempts, seconds: s }, cause: err },
+    {
+      details: {
+        cause: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) },
+        attempts,
+        seconds: s,
+      },
+      cause: err,
+    },
   );
 }
 

@@ -141,7 +141,10 @@ export class FileWatermark implements WatermarkStore {
   async save(state: WatermarkState): Promise<void> {
     const tmp = `${this.file}.${process.pid}.tmp`;
     const ids = state.processedAtLastRunDate ?? [];
-    await fs.writeFile(tmp, JSON.stringify({ lastRunDate: state.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) }) + '\n');
+    await fs.writeFile(
+      tmp,
+      JSON.stringify({ lastRunDate: state.lastRunDate, ...(ids.length ? { processedAtLastRunDate: ids } : {}) }) + '\n',
+    );
     await fs.rename(tmp, this.file);
   }
 }

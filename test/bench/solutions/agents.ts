@@ -32,13 +32,17 @@ export interface AgentProc {
 export async function spawnAgent(home: string, instance: number): Promise<AgentProc> {
   const { ROOT } = await harness();
   const flags = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(CPU_PROF)}`] : [])];
-  const p = spawn(process.execPath, [...flags, '--import', 'tsx', 'src/cli/main.ts', 'agent', 'run', '--home', home, '--instance', String(instance)], {
-    cwd: ROOT,
-    // The Agent's production settings (heartbeat, ping, back-off, watchdog), at the info log level.
-    env: { ...ENV, FERRY_AGENT_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const p = spawn(
+    process.execPath,
+    [...flags, '--import', 'tsx', 'src/cli/main.ts', 'agent', 'run', '--home', home, '--instance', String(instance)],
+    {
+      cwd: ROOT,
+      // The Agent's production settings (heartbeat, ping, back-off, watchdog), at the info log level.
+      env: { ...ENV, FERRY_AGENT_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   agentProcs.add(p);
   let out = '';
   p.stdout?.on('data', (c: Buffer) => (out += c.toString()));
@@ -69,7 +73,10 @@ export async function runAgent(sut: ServiceUnderTest, home: string, instance: nu
     await h.until(
       'the three connectors on the Agent',
       async () => {
-        const res = await sut.request<{ installedConnectors: unknown[] }>('GET', `/v1/orgs/${sut.orgId}/agents/${agentId}`);
+        const res = await sut.request<{ installedConnectors: unknown[] }>(
+          'GET',
+          `/v1/orgs/${sut.orgId}/agents/${agentId}`,
+        );
         return res.body.installedConnectors.length === 3 ? true : undefined;
       },
       180_000,
@@ -82,7 +89,10 @@ export async function runAgent(sut: ServiceUnderTest, home: string, instance: nu
   return { agentId, home, instance, proc, workerPid };
 }
 
-export async function installAgent(sut: ServiceUnderTest, home: string): Promise<{ agentId: string; instance: number }> {
+export async function installAgent(
+  sut: ServiceUnderTest,
+  home: string,
+): Promise<{ agentId: string; instance: number }> {
   const h = await harness();
   const inst = await h.install(sut, home);
   return { agentId: inst.agentId, instance: Number(/(\d+)$/.exec(inst.serviceName)?.[1] ?? 1) };

@@ -32,13 +32,19 @@ export interface ChildConfig {
 export function runChild(name: string, cfg: ChildConfig): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', ENTRY, '--child', name], { env: { ...ENV, FERRY_BENCH_CFG: JSON.stringify(cfg) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', ENTRY, '--child', name], {
+      env: { ...ENV, FERRY_BENCH_CFG: JSON.stringify(cfg) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.on('error', reject);
     p.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`child ${name} failed (${code})`));
-      resolve({ ...(JSON.parse(out.trim().split('\n').pop() ?? '{}') as ChildResult), processMs: round(performance.now() - t0) });
+      resolve({
+        ...(JSON.parse(out.trim().split('\n').pop() ?? '{}') as ChildResult),
+        processMs: round(performance.now() - t0),
+      });
     });
   });
 }
@@ -56,13 +62,23 @@ export async function child(name: string): Promise<void> {
     const { transfer } = await import('../../../src/connectors/transfer.js');
     const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'warn' }) });
     await host.loadAll();
-    const src = await host.open({ connectorId: 'SQLite', connectionId: 'bench-sqlite', properties: { file: cfg.sqliteFile ?? '' } });
-    const dst = await host.open({ connectorId: 'PostgreSQL', connectionId: 'bench-pg', properties: { connectionString: cfg.pgUrl ?? '' } });
+    const src = await host.open({
+      connectorId: 'SQLite',
+      connectionId: 'bench-sqlite',
+      properties: { file: cfg.sqliteFile ?? '' },
+    });
+    const dst = await host.open({
+      connectorId: 'PostgreSQL',
+      connectionId: 'bench-pg',
+      properties: { connectionString: cfg.pgUrl ?? '' },
+    });
     await src.metadata();
     await dst.metadata();
     t0 = performance.now();
     cpu0 = process.cpuUsage();
-    const stats = await transfer(src.query('rows', undefined, { batchSize: BATCH }), (b) => dst.write('Create', cfg.table ?? 'rows', b));
+    const stats = await transfer(src.query('rows', undefined, { batchSize: BATCH }), (b) =>
+      dst.write('Create', cfg.table ?? 'rows', b),
+    );
     rows = stats.written;
     failed = stats.failed;
     await host.close();
@@ -75,14 +91,30 @@ export async function child(name: string): Promise<void> {
     await host.loadAll();
     // Timed like transfer(): from after both Connections are open with their metadata loaded (the
     // replication creates the target table and so reloads the target's metadata inside the time).
-    const src = await host.open({ connectorId: 'SQLite', connectionId: 'bench-sqlite', properties: { file: cfg.sqliteFile ?? '' } });
-    const dst = await host.open({ connectorId: 'PostgreSQL', connectionId: 'bench-pg', properties: { connectionString: cfg.pgUrl ?? '', schemas: 'public' } });
+    const src = await host.open({
+      connectorId: 'SQLite',
+      connectionId: 'bench-sqlite',
+      properties: { file: cfg.sqliteFile ?? '' },
+    });
+    const dst = await host.open({
+      connectorId: 'PostgreSQL',
+      connectionId: 'bench-pg',
+      properties: { connectionString: cfg.pgUrl ?? '', schemas: 'public' },
+    });
     await src.metadata();
     await dst.metadata();
     t0 = performance.now();
     cpu0 = process.cpuUsage();
     const state = new FileReplicationState(cfg.stateDir ?? '');
-    const r = await replicate({ source: src, target: dst, entities: [cfg.table ?? 'rows'], checkForBulk: true, signal: new AbortController().signal, state, log: pino({ level: 'warn' }) });
+    const r = await replicate({
+      source: src,
+      target: dst,
+      entities: [cfg.table ?? 'rows'],
+      checkForBulk: true,
+      signal: new AbortController().signal,
+      state,
+      log: pino({ level: 'warn' }),
+    });
     if (r.fatal) throw new Error(r.fatal);
     rows = r.processed;
     failed = r.failed;
@@ -97,7 +129,11 @@ export async function child(name: string): Promise<void> {
     const model = MapModel.parse(cfg.map);
     t0 = performance.now();
     cpu0 = process.cpuUsage();
-    const run = await openRun(model, { connectorsDir: CONNECTORS_DIR, log: pino({ level: 'silent' }), connections: cfg.connections ?? {} });
+    const run = await openRun(model, {
+      connectorsDir: CONNECTORS_DIR,
+      log: pino({ level: 'silent' }),
+      connections: cfg.connections ?? {},
+    });
     try {
       const { stats } = await runMap(run.plan, { connections: run.connections });
       rows = stats.processed;
@@ -110,7 +146,15 @@ export async function child(name: string): Promise<void> {
   }
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  const result: ChildResult = { case: name, rows, failed, ms: round(ms), rowsPerSec: round((rows / ms) * 1000), cpuMs: round((cpu.user + cpu.system) / 1000), peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024) };
+  const result: ChildResult = {
+    case: name,
+    rows,
+    failed,
+    ms: round(ms),
+    rowsPerSec: round((rows / ms) * 1000),
+    cpuMs: round((cpu.user + cpu.system) / 1000),
+    peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+  };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
@@ -119,7 +163,17 @@ export function psqlCopy(pgUrl: string, table: string, csvFile: string): Promise
   const file = csvFile.replace(/'/g, "''");
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn('psql', [pgUrl, '-v', 'ON_ERROR_STOP=1', '-c', `\\copy ${table} (${COLUMNS.join(', ')}) FROM '${file}' WITH (FORMAT csv, HEADER)`], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const p = spawn(
+      'psql',
+      [
+        pgUrl,
+        '-v',
+        'ON_ERROR_STOP=1',
+        '-c',
+        `\\copy ${table} (${COLUMNS.join(', ')}) FROM '${file}' WITH (FORMAT csv, HEADER)`,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
     p.on('error', reject);
     p.on('exit', (code) => {
       const ms = performance.now() - t0;

@@ -19,20 +19,40 @@ export interface Ctx {
 export const S_OF = (ctx: Ctx, id: string): string => `/v1/orgs/${ctx.sut.orgId}/solutions/${id}`;
 
 export async function createSolution(ctx: Ctx, body: Record<string, unknown>): Promise<string> {
-  return (await api<{ id: string }>(ctx.sut, 'POST', `/v1/orgs/${ctx.sut.orgId}/solutions`, { agentId: ctx.agent.agentId, ...body })).body.id;
+  return (
+    await api<{ id: string }>(ctx.sut, 'POST', `/v1/orgs/${ctx.sut.orgId}/solutions`, {
+      agentId: ctx.agent.agentId,
+      ...body,
+    })
+  ).body.id;
 }
 
 export const block = (n: number): string => `5e1f0000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
 /** Query the CSV entity → Create into the table, every mapping a plain field copy. */
-export function copyMap(name: string, csvConn: string, entity: string, pgConn: string, table: string, fields: readonly string[]): Record<string, unknown> {
+export function copyMap(
+  name: string,
+  csvConn: string,
+  entity: string,
+  pgConn: string,
+  table: string,
+  fields: readonly string[],
+): Record<string, unknown> {
   return {
     version: '3.0',
     name,
     batchSize: BATCH,
     blocks: [
       { blockId: block(1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: csvConn, entity },
-      { blockId: block(2), name: 'W', blockType: 'Create', action: 'Create', connectionId: pgConn, entity: table, fieldMappings: fields.map((f) => ({ targetField: f, targetFormula: `Q.${f}` })) },
+      {
+        blockId: block(2),
+        name: 'W',
+        blockType: 'Create',
+        action: 'Create',
+        connectionId: pgConn,
+        entity: table,
+        fieldMappings: fields.map((f) => ({ targetField: f, targetFormula: `Q.${f}` })),
+      },
     ],
   };
 }

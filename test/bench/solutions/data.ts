@@ -16,7 +16,13 @@ export interface Data {
 
 /** The same ROWS rows into SQLite (the RS source) and a CSV file (the IS source and the anchors'). */
 export function generate(dir: string): Data {
-  const data: Data = { dir, sqliteFile: path.join(dir, 'source.db'), csvFolder: path.join(dir, 'csv'), csvFile: path.join(dir, 'csv', 'rows.csv'), tinyFolder: path.join(dir, 'tiny') };
+  const data: Data = {
+    dir,
+    sqliteFile: path.join(dir, 'source.db'),
+    csvFolder: path.join(dir, 'csv'),
+    csvFile: path.join(dir, 'csv', 'rows.csv'),
+    tinyFolder: path.join(dir, 'tiny'),
+  };
   fs.mkdirSync(data.csvFolder);
   fs.mkdirSync(data.tinyFolder);
   const db = new Database(data.sqliteFile);
@@ -34,7 +40,18 @@ export function generate(dir: string): Data {
       const note = i % 20 === 0 ? `note, with a comma ${i}` : `note ${i}`;
       const amount = `${Math.floor(i % 100_000) / 100}`;
       const price = Number(((i * 0.37) % 1000).toFixed(3));
-      ins.run(i, `name_${i}`, `user${i}@example.com`, amount, i % 1000, price, i % 2 === 0 ? 1 : 0, created, updated, note);
+      ins.run(
+        i,
+        `name_${i}`,
+        `user${i}@example.com`,
+        amount,
+        i % 1000,
+        price,
+        i % 2 === 0 ? 1 : 0,
+        created,
+        updated,
+        note,
+      );
       buf += `${i},name_${i},user${i}@example.com,${amount},${i % 1000},${price},${i % 2 === 0},${created},${updated},"${note}"\n`;
       if (buf.length > 1 << 20) {
         fs.writeSync(fd, buf);
@@ -46,7 +63,9 @@ export function generate(dir: string): Data {
   fs.closeSync(fd);
   if (RS_SOURCE_INDEX) db.exec('CREATE INDEX rows_updated_at ON rows (julianday(updated_at))');
   db.close();
-  const schema = (file: string, fields: ReadonlyArray<readonly [string, string]>) => ({ entities: { [file]: { fields: fields.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } } });
+  const schema = (file: string, fields: ReadonlyArray<readonly [string, string]>) => ({
+    entities: { [file]: { fields: fields.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } },
+  });
   // head.csv: the first FAILING_ROWS rows, for the failing run (when it reads fewer than all).
   if (FAILING_ROWS < ROWS) {
     const text = fs.readFileSync(data.csvFile, 'utf8');
@@ -55,8 +74,19 @@ export function generate(dir: string): Data {
     fs.writeFileSync(path.join(data.csvFolder, 'head.csv'), text.slice(0, end));
   }
   const described = schema('rows.csv', FIELDS);
-  fs.writeFileSync(path.join(data.csvFolder, 'schema.json'), JSON.stringify({ entities: { ...described.entities, ...(FAILING_ROWS < ROWS ? { 'head.csv': described.entities['rows.csv'] } : {}) } }));
-  fs.writeFileSync(path.join(data.tinyFolder, 'tiny.csv'), `id\n${Array.from({ length: 10 }, (_, i) => i + 1).join('\n')}\n`);
+  fs.writeFileSync(
+    path.join(data.csvFolder, 'schema.json'),
+    JSON.stringify({
+      entities: {
+        ...described.entities,
+        ...(FAILING_ROWS < ROWS ? { 'head.csv': described.entities['rows.csv'] } : {}),
+      },
+    }),
+  );
+  fs.writeFileSync(
+    path.join(data.tinyFolder, 'tiny.csv'),
+    `id\n${Array.from({ length: 10 }, (_, i) => i + 1).join('\n')}\n`,
+  );
   fs.writeFileSync(path.join(data.tinyFolder, 'schema.json'), JSON.stringify(schema('tiny.csv', [['id', 'integer']])));
   return data;
 }

@@ -76,7 +76,13 @@ export function cpuMeter(agentPid?: number): () => StepUse {
     return {
       pgCpuMs: pg0 ? pg0() : 0,
       serviceCpuMs: round((self.user + self.system) / 1000),
-      ...(agentPid ? { agentCpuMs: procCpuMs(agentPid) - agent0, agentPeakRssMiB: procRssMiB(agentPid), agentRssAfterMiB: procRssMiB(agentPid, 'VmRSS') } : {}),
+      ...(agentPid
+        ? {
+            agentCpuMs: procCpuMs(agentPid) - agent0,
+            agentPeakRssMiB: procRssMiB(agentPid),
+            agentRssAfterMiB: procRssMiB(agentPid, 'VmRSS'),
+          }
+        : {}),
     };
   };
 }

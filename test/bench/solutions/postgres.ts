@@ -10,7 +10,11 @@ export async function pgExec(url: string, sql: string): Promise<void> {
     await c.end();
   }
 }
-export async function pgRows<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function pgRows<T extends pg.QueryResultRow>(
+  url: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {

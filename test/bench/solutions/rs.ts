@@ -9,7 +9,12 @@ import { createConnection, prepare, startAndWait } from './service.js';
 import { loadavg, log, median, r3, round, ROUNDS, ROWS, SQLITE_CONNECTOR } from './settings.js';
 
 /** One round: psql \copy, transfer(), replicate() in a child, then the Solution with and without checkForBulk. */
-async function rsRound(ctx: Ctx, i: number, solutionId: string, defaultId: string): Promise<Record<string, Step | number>> {
+async function rsRound(
+  ctx: Ctx,
+  i: number,
+  solutionId: string,
+  defaultId: string,
+): Promise<Record<string, Step | number>> {
   await pgExec(ctx.pgUrl, 'TRUNCATE rows');
   await checkpoint(ctx);
   let meter = cpuMeter();
@@ -21,9 +26,18 @@ async function rsRound(ctx: Ctx, i: number, solutionId: string, defaultId: strin
   await checkpoint(ctx);
   meter = cpuMeter();
   const t = await runChild('transfer', { sqliteFile: ctx.data.sqliteFile, pgUrl: ctx.pgUrl, table: 'rows' });
-  const transfer: Step = { ms: t.ms, rowsPerSec: t.rowsPerSec, processMs: t.processMs, nodeCpuMs: t.cpuMs, peakRssMiB: t.peakRssMiB, pgCpuMs: meter().pgCpuMs };
+  const transfer: Step = {
+    ms: t.ms,
+    rowsPerSec: t.rowsPerSec,
+    processMs: t.processMs,
+    nodeCpuMs: t.cpuMs,
+    peakRssMiB: t.peakRssMiB,
+    pgCpuMs: meter().pgCpuMs,
+  };
   if (t.rows !== ROWS) throw new Error(`transfer wrote ${t.rows} rows`);
-  log(`rs round ${i + 1}: transfer ${transfer.rowsPerSec.toLocaleString('en')} rows/s (${transfer.ms} ms, Node CPU ${t.cpuMs} ms)`);
+  log(
+    `rs round ${i + 1}: transfer ${transfer.rowsPerSec.toLocaleString('en')} rows/s (${transfer.ms} ms, Node CPU ${t.cpuMs} ms)`,
+  );
 
   // replicate() in a child process, into a database without the table, as the Agent's run does it.
   await pgExec(ctx.pgUrl, 'DROP TABLE rows');
@@ -32,27 +46,59 @@ async function rsRound(ctx: Ctx, i: number, solutionId: string, defaultId: strin
   const stateDir = path.join(ctx.data.dir, `rs-state-${i}`);
   const e = await runChild('replicate', { sqliteFile: ctx.data.sqliteFile, pgUrl: ctx.pgUrl, table: 'rows', stateDir });
   fs.rmSync(stateDir, { recursive: true, force: true });
-  const engine: Step = { ms: e.ms, rowsPerSec: e.rowsPerSec, processMs: e.processMs, nodeCpuMs: e.cpuMs, peakRssMiB: e.peakRssMiB, pgCpuMs: meter().pgCpuMs };
+  const engine: Step = {
+    ms: e.ms,
+    rowsPerSec: e.rowsPerSec,
+    processMs: e.processMs,
+    nodeCpuMs: e.cpuMs,
+    peakRssMiB: e.peakRssMiB,
+    pgCpuMs: meter().pgCpuMs,
+  };
   if (e.rows !== ROWS) throw new Error(`replicate copied ${e.rows} rows`);
-  log(`rs round ${i + 1}: replicate() ${engine.rowsPerSec.toLocaleString('en')} rows/s (${engine.ms} ms, Node CPU ${e.cpuMs} ms)`);
+  log(
+    `rs round ${i + 1}: replicate() ${engine.rowsPerSec.toLocaleString('en')} rows/s (${engine.ms} ms, Node CPU ${e.cpuMs} ms)`,
+  );
 
   // A target made anew: the replication copies everything again (its checkpoint goes with the table).
   await pgExec(ctx.pgUrl, 'DROP TABLE rows');
   await checkpoint(ctx);
   meter = cpuMeter(ctx.agent.workerPid);
   const run = await startAndWait(ctx.sut, solutionId);
-  const rs: Step = { ms: run.wallMs, rowsPerSec: run.rowsPerSec, toStopRowsPerSec: run.toStopRowsPerSec, startCallMs: run.startCallMs, startLagMs: run.startLagMs, execMs: run.execMs, execRowsPerSec: round((run.processed / run.execMs) * 1000), endLagMs: run.endLagMs, result: run.result, ...meter() };
-  if (run.processed !== ROWS || run.failed !== 0 || (await count(ctx.pgUrl, 'rows')) !== ROWS) throw new Error(`the RS run did not copy the ${ROWS} rows: ${JSON.stringify(run.execution)}`);
-  log(`rs round ${i + 1}: RS through the API ${rs.rowsPerSec.toLocaleString('en')} rows/s (${rs.ms} ms; execution ${run.execMs} ms; start lag ${run.startLagMs} ms, end lag ${run.endLagMs} ms)`);
+  const rs: Step = {
+    ms: run.wallMs,
+    rowsPerSec: run.rowsPerSec,
+    toStopRowsPerSec: run.toStopRowsPerSec,
+    startCallMs: run.startCallMs,
+    startLagMs: run.startLagMs,
+    execMs: run.execMs,
+    execRowsPerSec: round((run.processed / run.execMs) * 1000),
+    endLagMs: run.endLagMs,
+    result: run.result,
+    ...meter(),
+  };
+  if (run.processed !== ROWS || run.failed !== 0 || (await count(ctx.pgUrl, 'rows')) !== ROWS)
+    throw new Error(`the RS run did not copy the ${ROWS} rows: ${JSON.stringify(run.execution)}`);
+  log(
+    `rs round ${i + 1}: RS through the API ${rs.rowsPerSec.toLocaleString('en')} rows/s (${rs.ms} ms; execution ${run.execMs} ms; start lag ${run.startLagMs} ms, end lag ${run.endLagMs} ms)`,
+  );
 
   // The default path: the same copy without checkForBulk (records, a batch per write call).
   await pgExec(ctx.pgUrl, 'DROP TABLE rows');
   await checkpoint(ctx);
   meter = cpuMeter(ctx.agent.workerPid);
   const plain = await startAndWait(ctx.sut, defaultId);
-  const rsDefault: Step = { ms: plain.wallMs, rowsPerSec: plain.rowsPerSec, execMs: plain.execMs, result: plain.result, ...meter() };
-  if (plain.processed !== ROWS || plain.failed !== 0 || (await count(ctx.pgUrl, 'rows')) !== ROWS) throw new Error(`the default RS run did not copy the ${ROWS} rows: ${JSON.stringify(plain.execution)}`);
-  log(`rs round ${i + 1}: RS without checkForBulk ${rsDefault.rowsPerSec.toLocaleString('en')} rows/s (${rsDefault.ms} ms)`);
+  const rsDefault: Step = {
+    ms: plain.wallMs,
+    rowsPerSec: plain.rowsPerSec,
+    execMs: plain.execMs,
+    result: plain.result,
+    ...meter(),
+  };
+  if (plain.processed !== ROWS || plain.failed !== 0 || (await count(ctx.pgUrl, 'rows')) !== ROWS)
+    throw new Error(`the default RS run did not copy the ${ROWS} rows: ${JSON.stringify(plain.execution)}`);
+  log(
+    `rs round ${i + 1}: RS without checkForBulk ${rsDefault.rowsPerSec.toLocaleString('en')} rows/s (${rsDefault.ms} ms)`,
+  );
   return {
     psql,
     transfer,
@@ -96,7 +142,10 @@ export async function scenarioRs(ctx: Ctx): Promise<Record<string, unknown>> {
   const warm = await startAndWait(ctx.sut, solutionId);
   log(`rs warm-up: ${warm.rowsPerSec.toLocaleString('en')} rows/s (${warm.wallMs} ms, ${warm.result})`);
   if (warm.processed !== ROWS) throw new Error(`the RS run processed ${warm.processed} rows, not ${ROWS}`);
-  const ddl = await pgRows<{ column_name: string; data_type: string }>(ctx.pgUrl, `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'rows' ORDER BY ordinal_position`);
+  const ddl = await pgRows<{ column_name: string; data_type: string }>(
+    ctx.pgUrl,
+    `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'rows' ORDER BY ordinal_position`,
+  );
   const rounds: Array<Record<string, Step | number>> = [];
   for (let i = 0; i < ROUNDS; i++) rounds.push(await rsRound(ctx, i, solutionId, defaultId));
   const med = (k: string): number => r3(median(rounds.map((r) => r[k] as number)));

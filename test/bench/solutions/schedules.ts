@@ -80,14 +80,26 @@ async function eightAtATime(n: number, work: (i: number) => Promise<void>): Prom
 }
 
 /** Creates, prepares and schedules SCHED.solutions Solutions, spread over the Agents; answers their ids. */
-async function scheduleSolutions(sut: ServiceUnderTest, agents: readonly Agent[], csvConn: string, pgConn: string): Promise<string[]> {
+async function scheduleSolutions(
+  sut: ServiceUnderTest,
+  agents: readonly Agent[],
+  csvConn: string,
+  pgConn: string,
+): Promise<string[]> {
   const O = `/v1/orgs/${sut.orgId}`;
   const ids: string[] = Array.from({ length: SCHED.solutions }, () => '');
   const names: string[] = ids.map((_, i) => `S${String(i).padStart(5, '0')}`);
   await eightAtATime(SCHED.solutions, async (i) => {
     const name = names[i] as string;
     const agent = agents[i % agents.length] as Agent;
-    const id = (await api<{ id: string }>(sut, 'POST', `${O}/solutions`, { name, solutionType: 'Integration', agentId: agent.agentId, mapLinks: [] })).body.id;
+    const id = (
+      await api<{ id: string }>(sut, 'POST', `${O}/solutions`, {
+        name,
+        solutionType: 'Integration',
+        agentId: agent.agentId,
+        mapLinks: [],
+      })
+    ).body.id;
     ids[i] = id;
     await api(sut, 'POST', `${O}/solutions/${id}/maps/advanced`, runsMap(name, csvConn, pgConn));
     await prepare(sut, id);
@@ -101,7 +113,11 @@ async function scheduleSolutions(sut: ServiceUnderTest, agents: readonly Agent[]
  * The middle: the Service down across one due time, then one Agent down across the next (it
  * notices that due time late, at its start, and must run it once). Replaces the Agent in `agents`.
  */
-async function restartInTheMiddle(sut: ServiceUnderTest, agents: Agent[], { dues, lastDue }: DueTimes): Promise<Array<{ at: string; event: string }>> {
+async function restartInTheMiddle(
+  sut: ServiceUnderTest,
+  agents: Agent[],
+  { dues, lastDue }: DueTimes,
+): Promise<Array<{ at: string; event: string }>> {
   const mid = dues[Math.floor(SCHED.minutes / 2)] as number;
   const events: Array<{ at: string; event: string }> = [];
   const note = (event: string): void => {
@@ -128,9 +144,20 @@ async function restartInTheMiddle(sut: ServiceUnderTest, agents: Agent[], { dues
 }
 
 /** Every Solution's History once the last due time's runs are in it (or after 3 minutes of waiting). */
-async function settledHistory(sut: ServiceUnderTest, ids: readonly string[], { firstDue, lastDue }: DueTimes): Promise<Map<string, Execution[]>> {
+async function settledHistory(
+  sut: ServiceUnderTest,
+  ids: readonly string[],
+  { firstDue, lastDue }: DueTimes,
+): Promise<Map<string, Execution[]>> {
   const O = `/v1/orgs/${sut.orgId}`;
-  const history = async (id: string): Promise<Execution[]> => (await api<Execution[]>(sut, 'GET', `${O}/solutions/${id}/history?limit=1000&laterThanDate=${encodeURIComponent(new Date(firstDue - 3_600_000).toISOString())}`)).body;
+  const history = async (id: string): Promise<Execution[]> =>
+    (
+      await api<Execution[]>(
+        sut,
+        'GET',
+        `${O}/solutions/${id}/history?limit=1000&laterThanDate=${encodeURIComponent(new Date(firstDue - 3_600_000).toISOString())}`,
+      )
+    ).body;
   const settled = async (): Promise<Map<string, Execution[]>> => {
     const all = new Map<string, Execution[]>();
     await eightAtATime(ids.length, async (i) => {
@@ -143,9 +170,13 @@ async function settledHistory(sut: ServiceUnderTest, ids: readonly string[], { f
   const deadline = Date.now() + 180_000;
   for (;;) {
     const open = [...byId.values()].flat().filter((e) => e.trigger === 'schedule' && e.result === 'InProgress').length;
-    const atLast = [...byId.values()].filter((ex) => ex.some((e) => e.trigger === 'schedule' && Date.parse(e.dueAt ?? '') === lastDue)).length;
+    const atLast = [...byId.values()].filter((ex) =>
+      ex.some((e) => e.trigger === 'schedule' && Date.parse(e.dueAt ?? '') === lastDue),
+    ).length;
     if ((open === 0 && atLast === ids.length) || Date.now() > deadline) break;
-    log(`schedules: waiting for History (${open} runs in progress, ${atLast}/${ids.length} Solutions with the last due time)`);
+    log(
+      `schedules: waiting for History (${open} runs in progress, ${atLast}/${ids.length} Solutions with the last due time)`,
+    );
     await sleep(10_000);
     byId = await settled();
   }
@@ -153,8 +184,21 @@ async function settledHistory(sut: ServiceUnderTest, ids: readonly string[], { f
 }
 
 /** Each due time's runs and reported skips over every Solution, and the totals. */
-function tally(ids: readonly string[], byId: Map<string, Execution[]>, skips: Map<string, Skip[]>, { firstDue, lastDue, dues }: DueTimes) {
-  const perDue: DueTally[] = dues.map((d) => ({ dueAt: new Date(d).toISOString(), fired: 0, doubles: 0, skipped: 0, missedUnreported: 0, lateMs: [], endMs: [] }));
+function tally(
+  ids: readonly string[],
+  byId: Map<string, Execution[]>,
+  skips: Map<string, Skip[]>,
+  { firstDue, lastDue, dues }: DueTimes,
+) {
+  const perDue: DueTally[] = dues.map((d) => ({
+    dueAt: new Date(d).toISOString(),
+    fired: 0,
+    doubles: 0,
+    skipped: 0,
+    missedUnreported: 0,
+    lateMs: [],
+    endMs: [],
+  }));
   let doubles = 0;
   let missing = 0;
   let skippedReported = 0;
@@ -163,7 +207,13 @@ function tally(ids: readonly string[], byId: Map<string, Execution[]>, skips: Ma
   for (const id of ids) {
     const ex = (byId.get(id) ?? []).filter((e) => e.trigger === 'schedule');
     const sk = skips.get(id) ?? [];
-    for (const e of ex) if (e.result !== 'CompletedSuccessfully' && Date.parse(e.dueAt ?? '') >= firstDue && Date.parse(e.dueAt ?? '') <= lastDue) failedRuns++;
+    for (const e of ex)
+      if (
+        e.result !== 'CompletedSuccessfully' &&
+        Date.parse(e.dueAt ?? '') >= firstDue &&
+        Date.parse(e.dueAt ?? '') <= lastDue
+      )
+        failedRuns++;
     dues.forEach((d, k) => {
       const at = perDue[k] as DueTally;
       const fired = ex.filter((e) => Date.parse(e.dueAt ?? '') === d);
@@ -192,14 +242,25 @@ function tally(ids: readonly string[], byId: Map<string, Execution[]>, skips: Ma
 }
 
 /** What the Solutions' History and skips say about the due times, against the target's own count. */
-async function outcome(sut: ServiceUnderTest, pgUrl: string, ids: readonly string[], byId: Map<string, Execution[]>, due: DueTimes) {
+async function outcome(
+  sut: ServiceUnderTest,
+  pgUrl: string,
+  ids: readonly string[],
+  byId: Map<string, Execution[]>,
+  due: DueTimes,
+) {
   const O = `/v1/orgs/${sut.orgId}`;
   // Skipped due times as reported, per Solution.
   const skips = new Map<string, Skip[]>();
-  for (const id of ids) skips.set(id, (await api<Skip[]>(sut, 'GET', `${O}/solutions/${id}/history/skipped?limit=1000`)).body);
+  for (const id of ids)
+    skips.set(id, (await api<Skip[]>(sut, 'GET', `${O}/solutions/${id}/history/skipped?limit=1000`)).body);
   const { perDue, doubles, missing, skippedReported, failedRuns, skipReasons } = tally(ids, byId, skips, due);
   // The target's own count: one row per run that wrote.
-  const rowsPerSol = await pgRows<{ n: string }>(pgUrl, `SELECT count(*) AS n FROM sched_runs WHERE inserted_at >= to_timestamp($1 / 1000.0) AND inserted_at < to_timestamp($2 / 1000.0)`, [due.firstDue, due.lastDue + 60_000]);
+  const rowsPerSol = await pgRows<{ n: string }>(
+    pgUrl,
+    `SELECT count(*) AS n FROM sched_runs WHERE inserted_at >= to_timestamp($1 / 1000.0) AND inserted_at < to_timestamp($2 / 1000.0)`,
+    [due.firstDue, due.lastDue + 60_000],
+  );
   const late = perDue.flatMap((p) => p.lateMs);
   const ends = perDue.flatMap((p) => p.endMs);
   return {
@@ -212,7 +273,16 @@ async function outcome(sut: ServiceUnderTest, pgUrl: string, ids: readonly strin
     targetRowsInWindow: Number(rowsPerSol[0]?.n ?? 0),
     startAfterDueMs: { median: median(late), p99: quantile(late, 0.99), max: Math.max(0, ...late) },
     endAfterDueMs: { median: median(ends), p99: quantile(ends, 0.99), max: Math.max(0, ...ends) },
-    perDueTime: perDue.map((p) => ({ dueAt: p.dueAt, fired: p.fired, doubles: p.doubles, skipped: p.skipped, missedUnreported: p.missedUnreported, startAfterDueMsMedian: median(p.lateMs), startAfterDueMsMax: Math.max(0, ...p.lateMs), endAfterDueMsMax: Math.max(0, ...p.endMs) })),
+    perDueTime: perDue.map((p) => ({
+      dueAt: p.dueAt,
+      fired: p.fired,
+      doubles: p.doubles,
+      skipped: p.skipped,
+      missedUnreported: p.missedUnreported,
+      startAfterDueMsMedian: median(p.lateMs),
+      startAfterDueMsMax: Math.max(0, ...p.lateMs),
+      endAfterDueMsMax: Math.max(0, ...p.endMs),
+    })),
   };
 }
 
@@ -225,8 +295,14 @@ export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Rec
   const folder = path.join(dir, 'one');
   fs.mkdirSync(folder);
   fs.writeFileSync(path.join(folder, 'one.csv'), 'id\n1\n');
-  fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify({ entities: { 'one.csv': { fields: [{ name: 'id', type: 'integer' }] } } }));
-  await pgExec(pgUrl, 'DROP TABLE IF EXISTS sched_runs; CREATE TABLE sched_runs (sol text NOT NULL, id integer, inserted_at timestamptz NOT NULL DEFAULT clock_timestamp())');
+  fs.writeFileSync(
+    path.join(folder, 'schema.json'),
+    JSON.stringify({ entities: { 'one.csv': { fields: [{ name: 'id', type: 'integer' }] } } }),
+  );
+  await pgExec(
+    pgUrl,
+    'DROP TABLE IF EXISTS sched_runs; CREATE TABLE sched_runs (sol text NOT NULL, id integer, inserted_at timestamptz NOT NULL DEFAULT clock_timestamp())',
+  );
   const loads: number[] = [];
   const loadTimer = setInterval(() => loads.push(loadavg()[0] ?? 0), 10_000);
   try {
@@ -235,7 +311,11 @@ export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Rec
     for (let i = 0; i < SCHED.agents; i++) installed.push(await installAgent(sut, home));
     agents.push(...(await Promise.all(installed.map((inst) => runAgent(sut, home, inst.instance, inst.agentId)))));
     const csvConn = await createConnection(sut, 'One row', CSV_CONNECTOR, { folder });
-    const pgConn = await createConnection(sut, 'Runs table', POSTGRES_CONNECTOR, { connectionString: pgUrl, schemas: 'public', poolSize: '2' });
+    const pgConn = await createConnection(sut, 'Runs table', POSTGRES_CONNECTOR, {
+      connectionString: pgUrl,
+      schemas: 'public',
+      poolSize: '2',
+    });
     log(`schedules: creating and preparing ${SCHED.solutions} Solutions`);
     const tPrep = performance.now();
     const ids = await scheduleSolutions(sut, agents, csvConn, pgConn);
@@ -243,7 +323,9 @@ export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Rec
     const firstDue = Math.ceil((Date.now() + 20_000) / 60_000) * 60_000;
     const dues = Array.from({ length: SCHED.minutes }, (_, k) => firstDue + k * 60_000);
     const due: DueTimes = { firstDue, lastDue: dues.at(-1) as number, dues };
-    log(`schedules: ${SCHED.solutions} Solutions ready in ${Math.round(prepMs / 1000)} s; counting due times ${new Date(firstDue).toISOString()} … ${new Date(due.lastDue).toISOString()}`);
+    log(
+      `schedules: ${SCHED.solutions} Solutions ready in ${Math.round(prepMs / 1000)} s; counting due times ${new Date(firstDue).toISOString()} … ${new Date(due.lastDue).toISOString()}`,
+    );
     const events = await restartInTheMiddle(sut, agents, due);
     const byId = await settledHistory(sut, ids, due);
     const seen = await outcome(sut, pgUrl, ids, byId, due);
@@ -258,7 +340,9 @@ export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Rec
       load1: { min: Math.min(...loads), max: Math.max(...loads) },
       goal: { everyDueTimeOnce: seen.doubles === 0 && seen.missedUnreported === 0 && seen.skippedReported === 0 },
     };
-    log(`schedules: ${result.fired}/${result.dueTimesExpected} due times fired, ${seen.doubles} doubles, ${seen.skippedReported} skipped (reported), ${seen.missedUnreported} missing without a report`);
+    log(
+      `schedules: ${result.fired}/${result.dueTimesExpected} due times fired, ${seen.doubles} doubles, ${seen.skippedReported} skipped (reported), ${seen.missedUnreported} missing without a report`,
+    );
     return result;
   } finally {
     clearInterval(loadTimer);

@@ -17,13 +17,25 @@ export interface Execution {
   dueAt?: string | null;
 }
 
-export async function api<T>(sut: ServiceUnderTest, method: string, p: string, body?: unknown, expected: number[] = [200, 201, 204]): Promise<{ body: T; headers: Record<string, string | string[] | undefined> }> {
+export async function api<T>(
+  sut: ServiceUnderTest,
+  method: string,
+  p: string,
+  body?: unknown,
+  expected: number[] = [200, 201, 204],
+): Promise<{ body: T; headers: Record<string, string | string[] | undefined> }> {
   const res = await sut.request<T>(method, p, body === undefined ? {} : { body });
-  if (!expected.includes(res.status)) throw new Error(`${method} ${p} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
+  if (!expected.includes(res.status))
+    throw new Error(`${method} ${p} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
   return { body: res.body, headers: res.headers };
 }
 
-export async function poll<T>(what: string, probe: () => Promise<T | undefined>, ms: number, every = POLL_MS): Promise<T> {
+export async function poll<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms: number,
+  every = POLL_MS,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -34,9 +46,15 @@ export async function poll<T>(what: string, probe: () => Promise<T | undefined>,
 }
 
 /** Creates a Connection with its properties encrypted under the Organization's crypto token, as clients do. */
-export async function createConnection(sut: ServiceUnderTest, name: string, connectorId: string, properties: Record<string, string>): Promise<string> {
+export async function createConnection(
+  sut: ServiceUnderTest,
+  name: string,
+  connectorId: string,
+  properties: Record<string, string>,
+): Promise<string> {
   const { encryptProperty } = await import('../../../service/connections/properties-crypto.js');
-  const token = (await api<{ apiCryptoToken: string }>(sut, 'GET', `/v1/orgs/${sut.orgId}/SecuritySettings`)).body.apiCryptoToken;
+  const token = (await api<{ apiCryptoToken: string }>(sut, 'GET', `/v1/orgs/${sut.orgId}/SecuritySettings`)).body
+    .apiCryptoToken;
   const res = await api<{ id: string }>(sut, 'POST', `/v1/orgs/${sut.orgId}/connections`, {
     name,
     connectorId,
@@ -53,13 +71,18 @@ export async function prepare(sut: ServiceUnderTest, solutionId: string): Promis
   const done = await poll(
     'the prepare job',
     async () => {
-      const res = await api<{ isComplete: boolean; hasError: boolean; message: string; mapErrorModels: unknown[] }>(sut, 'GET', `${S}/prepare/${job.body.id}`);
+      const res = await api<{ isComplete: boolean; hasError: boolean; message: string; mapErrorModels: unknown[] }>(
+        sut,
+        'GET',
+        `${S}/prepare/${job.body.id}`,
+      );
       return res.body.isComplete ? res.body : undefined;
     },
     300_000,
     100,
   );
-  if (done.hasError) throw new Error(`prepare of ${solutionId} failed: ${done.message} ${JSON.stringify(done.mapErrorModels)}`);
+  if (done.hasError)
+    throw new Error(`prepare of ${solutionId} failed: ${done.message} ${JSON.stringify(done.mapErrorModels)}`);
 }
 
 /**
@@ -69,7 +92,10 @@ export async function prepare(sut: ServiceUnderTest, solutionId: string): Promis
  */
 export async function benchService(): Promise<ServiceUnderTest> {
   const h = await harness();
-  const [{ buildService }, { parseServiceConfig }] = await Promise.all([import('../../../service/build-service.js'), import('../../../service/config.js')]);
+  const [{ buildService }, { parseServiceConfig }] = await Promise.all([
+    import('../../../service/build-service.js'),
+    import('../../../service/config.js'),
+  ]);
   const base = h.serviceUnderTest();
   const sut: ServiceUnderTest = {
     ...base,

@@ -17,7 +17,11 @@ export const STARTS = Number(ENV['BENCH_STARTS'] ?? 20);
  */
 export const FAILING_ROWS = Number(ENV['BENCH_FAILING_ROWS'] ?? ROWS);
 export const FAILING_ROUNDS = Number(ENV['BENCH_FAILING_ROUNDS'] ?? ROUNDS);
-export const SCENARIOS = new Set((ENV['BENCH_SCENARIOS'] ?? `rs,is,failing,latency${ENV['BENCH_SCHEDULES'] === '1' ? ',schedules' : ''}`).split(',').filter(Boolean));
+export const SCENARIOS = new Set(
+  (ENV['BENCH_SCENARIOS'] ?? `rs,is,failing,latency${ENV['BENCH_SCHEDULES'] === '1' ? ',schedules' : ''}`)
+    .split(',')
+    .filter(Boolean),
+);
 export const SCHED = {
   solutions: Number(ENV['BENCH_SCHEDULE_SOLUTIONS'] ?? 1000),
   agents: Number(ENV['BENCH_SCHEDULE_AGENTS'] ?? 10),
@@ -30,7 +34,8 @@ export const CPU_PROF = ENV['BENCH_AGENT_CPU_PROF'];
  * orders datetimes by julianday() — so the replication's ordered first read needs no sort.
  */
 export const RS_SOURCE_INDEX = ENV['BENCH_RS_SOURCE_INDEX'] === '1';
-export const ADMIN_URL = ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const ADMIN_URL =
+  ENV['FERRY_BENCH_DATABASE_URL'] ?? ENV['FERRY_TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The bulkLimit of the csv, sqlite and postgres Connectors: what the Maps and the transfer use. */
 export const BATCH = 10_000;
 /**
@@ -62,7 +67,8 @@ export const SQLITE_DDL = `CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT,
 export const PG_COLUMNS = `id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer, price double precision,
   active boolean, created date, updated_at timestamp, note text`;
 
-export const log = (msg: string): void => void process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+export const log = (msg: string): void =>
+  void process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 export const r3 = (n: number): number => Math.round(n * 1000) / 1000;
 export const round = (n: number): number => Math.round(n);

@@ -29,7 +29,11 @@ export const FAST_AGENT_ENV: Record<string, string> = {
 };
 
 /** Polls `probe` until it returns a value other than undefined, or throws after `ms`. */
-export async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 45_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 45_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   let last: unknown;
   for (;;) {
@@ -39,7 +43,10 @@ export async function until<T>(what: string, probe: () => T | undefined | Promis
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last instanceof Error ? `; last error: ${last.message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${ms} ms waiting for ${what}${last instanceof Error ? `; last error: ${last.message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -56,7 +63,11 @@ export interface ServiceUnderTest {
   start(): Promise<void>;
   /** Stops the Service; the data folder stays. */
   stop(): Promise<void>;
-  request<T = unknown>(method: string, pathAndQuery: string, opts?: { body?: unknown; from?: string }): Promise<{ status: number; body: T; raw: Buffer; headers: http.IncomingHttpHeaders }>;
+  request<T = unknown>(
+    method: string,
+    pathAndQuery: string,
+    opts?: { body?: unknown; from?: string },
+  ): Promise<{ status: number; body: T; raw: Buffer; headers: http.IncomingHttpHeaders }>;
   /** Rows of the store (SQLite), read with a separate read-only connection. */
   query<T>(sql: string, ...params: unknown[]): T[];
   dispose(): Promise<void>;
@@ -72,21 +83,24 @@ export function serviceUnderTest(): ServiceUnderTest {
     orgId: 0,
     service: undefined,
     async start() {
-      const config = parseServiceConfig({}, {
-        port: sut.port,
-        host: '127.0.0.1',
-        dataDir,
-        adminEmail: ADMIN.email,
-        adminPassword: ADMIN.password,
-        bootstrapAllow: '127.0.0.1-127.0.0.9,::1',
-        rateLimitPerMinute: 1_000_000,
-        rateLimitPerDay: 100_000_000,
-        logLevel: 'silent',
-        agentHeartbeatMs: 200,
-        heartbeatLateAfter: 1.5,
-        heartbeatFailedAfter: 3,
-        cloudAgents: 'off',
-      });
+      const config = parseServiceConfig(
+        {},
+        {
+          port: sut.port,
+          host: '127.0.0.1',
+          dataDir,
+          adminEmail: ADMIN.email,
+          adminPassword: ADMIN.password,
+          bootstrapAllow: '127.0.0.1-127.0.0.9,::1',
+          rateLimitPerMinute: 1_000_000,
+          rateLimitPerDay: 100_000_000,
+          logLevel: 'silent',
+          agentHeartbeatMs: 200,
+          heartbeatLateAfter: 1.5,
+          heartbeatFailedAfter: 3,
+          cloudAgents: 'off',
+        },
+      );
       const service = await buildService(config, { logger: pino({ level: 'silent' }) });
       sut.url = await service.listen();
       sut.port = Number(new URL(sut.url).port);
@@ -99,24 +113,31 @@ export function serviceUnderTest(): ServiceUnderTest {
       await s?.close();
     },
     request(method, pathAndQuery, opts = {}) {
-      const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}` };
+      const headers: Record<string, string> = {
+        authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`,
+      };
       let payload: string | undefined;
       if (opts.body !== undefined) {
         payload = JSON.stringify(opts.body);
         headers['content-type'] = 'application/json';
       }
       return new Promise((resolve, reject) => {
-        const req = http.request(new URL(pathAndQuery, sut.url), { method, headers, agent, ...(opts.from ? { localAddress: opts.from } : {}) }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const raw = Buffer.concat(chunks);
-            const text = raw.toString('utf8');
-            const body = /json/.test(res.headers['content-type'] ?? '') && text ? (JSON.parse(text) as unknown) : text;
-            resolve({ status: res.statusCode ?? 0, body: body as never, raw, headers: res.headers });
-          });
-          res.on('error', reject);
-        });
+        const req = http.request(
+          new URL(pathAndQuery, sut.url),
+          { method, headers, agent, ...(opts.from ? { localAddress: opts.from } : {}) },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => {
+              const raw = Buffer.concat(chunks);
+              const text = raw.toString('utf8');
+              const body =
+                /json/.test(res.headers['content-type'] ?? '') && text ? (JSON.parse(text) as unknown) : text;
+              resolve({ status: res.statusCode ?? 0, body: body as never, raw, headers: res.headers });
+            });
+            res.on('error', reject);
+          },
+        );
         req.on('error', reject);
         if (payload !== undefined) req.write(payload);
         req.end();
@@ -141,7 +162,10 @@ export function serviceUnderTest(): ServiceUnderTest {
 
 /** A single-use installation key of the bootstrap Organization, through the REST API. */
 export async function provisionKey(sut: ServiceUnderTest): Promise<string> {
-  const res = await sut.request<{ agentInstallationKey: string }>('POST', `/v1/orgs/${sut.orgId}/agents/provision_onpremise_agent`);
+  const res = await sut.request<{ agentInstallationKey: string }>(
+    'POST',
+    `/v1/orgs/${sut.orgId}/agents/provision_onpremise_agent`,
+  );
   if (res.status !== 200) throw new Error(`provision answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body.agentInstallationKey;
 }
@@ -166,17 +190,31 @@ export async function getAgent(sut: ServiceUnderTest, agentId: string): Promise<
 
 /** Polls the Agent until its status is `status`. */
 export function untilStatus(sut: ServiceUnderTest, agentId: string, status: string, ms = 45_000): Promise<AgentView> {
-  return until(`agent ${agentId} to be ${status}`, async () => {
-    const agent = await getAgent(sut, agentId);
-    return agent.status === status ? agent : undefined;
-  }, ms);
+  return until(
+    `agent ${agentId} to be ${status}`,
+    async () => {
+      const agent = await getAgent(sut, agentId);
+      return agent.status === status ? agent : undefined;
+    },
+    ms,
+  );
 }
 
 /** The reports the Service stored for an Agent, oldest first. */
-export function reportsOf(sut: ServiceUnderTest, agentId: string): Array<{ messageId: string; kind: string; status: string | undefined }> {
+export function reportsOf(
+  sut: ServiceUnderTest,
+  agentId: string,
+): Array<{ messageId: string; kind: string; status: string | undefined }> {
   return sut
-    .query<{ message_id: string; kind: string; body: string }>('SELECT message_id, kind, body FROM agent_reports WHERE agent_id = ? ORDER BY received_at, rowid', agentId)
-    .map((r) => ({ messageId: r.message_id, kind: r.kind, status: (JSON.parse(r.body) as { report: { status?: string } }).report.status }));
+    .query<{ message_id: string; kind: string; body: string }>(
+      'SELECT message_id, kind, body FROM agent_reports WHERE agent_id = ? ORDER BY received_at, rowid',
+      agentId,
+    )
+    .map((r) => ({
+      messageId: r.message_id,
+      kind: r.kind,
+      status: (JSON.parse(r.body) as { report: { status?: string } }).report.status,
+    }));
 }
 
 // ── the CLI as child processes ─────────────────────────────────────────────────
@@ -223,7 +261,8 @@ export function ferry(args: string[], env: Record<string, string> = {}): Proc {
       for (;;) {
         const m = out.match(pattern);
         if (m) return m;
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`exited (${child.exitCode ?? child.signalCode}) before ${pattern}; output:\n${out}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`exited (${child.exitCode ?? child.signalCode}) before ${pattern}; output:\n${out}`);
         if (Date.now() > deadline) throw new Error(`no match for ${pattern} within ${ms} ms; output:\n${out}`);
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -237,7 +276,10 @@ export function ferry(args: string[], env: Record<string, string> = {}): Proc {
 }
 
 /** Runs `ferry <args>` to its end. */
-export async function ferryDone(args: string[], env: Record<string, string> = {}): Promise<{ code: number | string; output: string }> {
+export async function ferryDone(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | string; output: string }> {
   const p = ferry(args, env);
   const code = await p.exited;
   return { code, output: p.output() };
@@ -262,9 +304,24 @@ export function workerPids(proc: Proc): number[] {
 }
 
 /** Installs an instance through the real CLI and returns its agent ID (from config.json). */
-export async function install(sut: ServiceUnderTest, home: string, extra: string[] = []): Promise<{ agentId: string; serviceName: string; dir: string; output: string }> {
+export async function install(
+  sut: ServiceUnderTest,
+  home: string,
+  extra: string[] = [],
+): Promise<{ agentId: string; serviceName: string; dir: string; output: string }> {
   const key = await provisionKey(sut);
-  const { code, output } = await ferryDone(['agent', 'install', '--home', home, '--key', key, '--service', sut.url, '--no-service', ...extra]);
+  const { code, output } = await ferryDone([
+    'agent',
+    'install',
+    '--home',
+    home,
+    '--key',
+    key,
+    '--service',
+    sut.url,
+    '--no-service',
+    ...extra,
+  ]);
   if (code !== 0) throw new Error(`install exited ${code}:\n${output}`);
   const m = /as (ferry-agent-\d+) in (\S+)/.exec(output);
   if (!m?.[1] || !m[2]) throw new Error(`unexpected install output:\n${output}`);

@@ -63,7 +63,8 @@ export function chaosSeed(env: NodeJS.ProcessEnv = process.env): number {
   const given = env['FERRY_CHAOS_SEED'];
   if (given !== undefined && given !== '') {
     const n = Number(given);
-    if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new Error(`FERRY_CHAOS_SEED must be an integer from 0 to 4294967295, not ${given}`);
+    if (!Number.isInteger(n) || n < 0 || n > 0xffffffff)
+      throw new Error(`FERRY_CHAOS_SEED must be an integer from 0 to 4294967295, not ${given}`);
     return n;
   }
   return Math.floor(Math.random() * 0xffffffff);
@@ -98,7 +99,9 @@ export interface FaultRecord {
 }
 
 /** Terminates every session of the target database except the harness' own; answers how many. */
-export async function terminateTargetSessions(t: Pick<FaultTargets, 'admin' | 'database' | 'keepPids'>): Promise<number> {
+export async function terminateTargetSessions(
+  t: Pick<FaultTargets, 'admin' | 'database' | 'keepPids'>,
+): Promise<number> {
   const { rows } = await t.admin.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND NOT (pid = ANY($2::int[]))) t',
     [t.database, t.keepPids()],
@@ -108,7 +111,9 @@ export async function terminateTargetSessions(t: Pick<FaultTargets, 'admin' | 'd
 
 /** Sets whether the target database accepts new connections. */
 export async function allowConnections(t: Pick<FaultTargets, 'admin' | 'database'>, allow: boolean): Promise<void> {
-  await t.admin.query(`ALTER DATABASE ${pg.escapeIdentifier(t.database)} ALLOW_CONNECTIONS ${allow ? 'true' : 'false'}`);
+  await t.admin.query(
+    `ALTER DATABASE ${pg.escapeIdentifier(t.database)} ALLOW_CONNECTIONS ${allow ? 'true' : 'false'}`,
+  );
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -118,7 +123,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * Connectors, the Service answers and the target database accepts connections again.
  * `refuseMs` is how long target-refuse refuses.
  */
-export async function strike(kind: FaultKind, t: FaultTargets, opts: { refuseMs: number }): Promise<{ detail: string; recoveryMs: number }> {
+export async function strike(
+  kind: FaultKind,
+  t: FaultTargets,
+  opts: { refuseMs: number },
+): Promise<{ detail: string; recoveryMs: number }> {
   const t0 = Date.now();
   let detail = '';
   switch (kind) {
@@ -159,9 +168,13 @@ export async function strike(kind: FaultKind, t: FaultTargets, opts: { refuseMs:
 
 /** Waits until the Service shows the Agent's channel open again (a restarted Service knows no channel until the Agent reconnects). */
 export async function untilConnected(sut: ServiceUnderTest, agentId: string): Promise<void> {
-  await until(`agent ${agentId} connected`, async () => {
-    const res = await sut.request<{ isConnected: boolean }>('GET', `/v1/orgs/${sut.orgId}/agents/${agentId}`);
-    return res.status === 200 && res.body.isConnected ? true : undefined;
-  }, 90_000);
+  await until(
+    `agent ${agentId} connected`,
+    async () => {
+      const res = await sut.request<{ isConnected: boolean }>('GET', `/v1/orgs/${sut.orgId}/agents/${agentId}`);
+      return res.status === 200 && res.body.isConnected ? true : undefined;
+    },
+    90_000,
+  );
   await untilReady(sut, agentId);
 }

@@ -44,10 +44,30 @@ export interface Scenario {
 }
 
 export const SCENARIOS: Record<ScenarioName, Scenario> = {
-  'is-keyed-nc': { name: 'is-keyed-nc', label: 'IS CSV → keyed table, Upsert, net change', tables: [{ table: 'is_keyed_nc', key: 'id', keyed: true }], netChange: true },
-  'is-keyed-full': { name: 'is-keyed-full', label: 'IS CSV → keyed table, Upsert, no net change', tables: [{ table: 'is_keyed_full', key: 'id', keyed: true }], netChange: false },
-  'is-keyless-nc': { name: 'is-keyless-nc', label: 'IS CSV → keyless table, Create, net change', tables: [{ table: 'is_keyless_nc', key: 'id', keyed: false }], netChange: true },
-  'is-keyless-full': { name: 'is-keyless-full', label: 'IS CSV → keyless table, Create, no net change', tables: [{ table: 'is_keyless_full', key: 'id', keyed: false }], netChange: false },
+  'is-keyed-nc': {
+    name: 'is-keyed-nc',
+    label: 'IS CSV → keyed table, Upsert, net change',
+    tables: [{ table: 'is_keyed_nc', key: 'id', keyed: true }],
+    netChange: true,
+  },
+  'is-keyed-full': {
+    name: 'is-keyed-full',
+    label: 'IS CSV → keyed table, Upsert, no net change',
+    tables: [{ table: 'is_keyed_full', key: 'id', keyed: true }],
+    netChange: false,
+  },
+  'is-keyless-nc': {
+    name: 'is-keyless-nc',
+    label: 'IS CSV → keyless table, Create, net change',
+    tables: [{ table: 'is_keyless_nc', key: 'id', keyed: false }],
+    netChange: true,
+  },
+  'is-keyless-full': {
+    name: 'is-keyless-full',
+    label: 'IS CSV → keyless table, Create, no net change',
+    tables: [{ table: 'is_keyless_full', key: 'id', keyed: false }],
+    netChange: false,
+  },
   rs: {
     name: 'rs',
     label: 'RS SQLite → PostgreSQL (keyed orders, keyless events)',
@@ -139,7 +159,11 @@ export async function writeReference(client: pg.Client, rows: number): Promise<v
       names.push(r.name);
       amounts.push(r.amount);
     }
-    await client.query('INSERT INTO source SELECT * FROM unnest($1::int[], $2::text[], $3::int[])', [ids, names, amounts]);
+    await client.query('INSERT INTO source SELECT * FROM unnest($1::int[], $2::text[], $3::int[])', [
+      ids,
+      names,
+      amounts,
+    ]);
   }
 }
 
@@ -179,7 +203,13 @@ export interface Comparison {
 }
 
 export function compare(target: Figures, source: Figures): Comparison {
-  return { lost: source.keys - target.known, doubled: target.rows - target.keys, foreign: target.keys - target.known, checksumEqual: target.checksum === source.checksum, target };
+  return {
+    lost: source.keys - target.known,
+    doubled: target.rows - target.keys,
+    foreign: target.keys - target.known,
+    checksumEqual: target.checksum === source.checksum,
+    target,
+  };
 }
 
 /** Rows in the tables (0 for one not created yet): how far the trial's runs have got. */
@@ -202,7 +232,10 @@ export interface Sources {
 }
 
 export async function createSources(sut: ServiceUnderTest, folder: string, file: string): Promise<Sources> {
-  return { csvId: await createConnection(sut, 'Chaos CSV', CSV, { folder }), sqliteId: await createConnection(sut, 'Chaos SQLite', SQLITE, { file }) };
+  return {
+    csvId: await createConnection(sut, 'Chaos CSV', CSV, { folder }),
+    sqliteId: await createConnection(sut, 'Chaos SQLite', SQLITE, { file }),
+  };
 }
 
 /** The IS target tables of a trial's database. */
@@ -214,11 +247,20 @@ export async function createIsTables(client: pg.Client): Promise<void> {
 }
 
 /** A Solution of a trial, prepared; or the reason prepare refused it. */
-export type PreparedSolution = { scenario: Scenario; id: string; refused?: undefined } | { scenario: Scenario; id: string; refused: string };
+export type PreparedSolution =
+  { scenario: Scenario; id: string; refused?: undefined } | { scenario: Scenario; id: string; refused: string };
 
 /** The Map of an IS scenario: a Query of the CSV (with net change on updated_at when the scenario has it) and an Upsert or a Create. */
 function isMap(s: Scenario, n: number, csvId: string, targetId: string, batchSize: number): unknown {
-  const model = copyMap({ n, csvId, entity: 'rows', targetId, table: s.tables[0]?.table as string, fields: { amount: 'Q.amount' }, batchSize }) as {
+  const model = copyMap({
+    n,
+    csvId,
+    entity: 'rows',
+    targetId,
+    table: s.tables[0]?.table as string,
+    fields: { amount: 'Q.amount' },
+    batchSize,
+  }) as {
     blocks: Array<Record<string, unknown>>;
   };
   const [query, write] = model.blocks as [Record<string, unknown>, Record<string, unknown>];
@@ -251,18 +293,29 @@ export async function createScenario(
         checkForBulk: true,
       },
     });
-    if (created.status !== 201) throw new Error(`RS create answered ${created.status}: ${JSON.stringify(created.body)}`);
-    const status = await until(`${name} prepared`, async () => {
-      const st = await statusOf(sut, created.body.id);
-      return st === 'OnDemand' || st === 'ProvisionError' ? st : undefined;
-    }, 180_000);
-    return status === 'OnDemand' ? { scenario: s, id: created.body.id } : { scenario: s, id: created.body.id, refused: `status ${status}` };
+    if (created.status !== 201)
+      throw new Error(`RS create answered ${created.status}: ${JSON.stringify(created.body)}`);
+    const status = await until(
+      `${name} prepared`,
+      async () => {
+        const st = await statusOf(sut, created.body.id);
+        return st === 'OnDemand' || st === 'ProvisionError' ? st : undefined;
+      },
+      180_000,
+    );
+    return status === 'OnDemand'
+      ? { scenario: s, id: created.body.id }
+      : { scenario: s, id: created.body.id, refused: `status ${status}` };
   }
   const n = SCENARIO_NAMES.indexOf(s.name) + 1;
   const sol = await createSolution(sut, o.agentId, name, [isMap(s, n, o.sources.csvId, o.targetId, o.batchSize)]);
   const job = await prepared(sut, sol.id);
   if (job.hasError || job.mapErrorModels.length > 0) {
-    return { scenario: s, id: sol.id, refused: [job.message, ...job.mapErrorModels.map((m) => m.message)].filter(Boolean).join(' | ') };
+    return {
+      scenario: s,
+      id: sol.id,
+      refused: [job.message, ...job.mapErrorModels.map((m) => m.message)].filter(Boolean).join(' | '),
+    };
   }
   return { scenario: s, id: sol.id };
 }

@@ -51,7 +51,11 @@ export function serviceProcess(): ServiceProcess {
     sut.url = m[1] as string;
     sut.port = Number(new URL(sut.url).port);
     sut.orgId = Number(m[2]);
-    await until('the Service answering', async () => ((await sut.request('GET', `/v1/orgs/${sut.orgId}`)).status === 200 ? true : undefined), 30_000);
+    await until(
+      'the Service answering',
+      async () => ((await sut.request('GET', `/v1/orgs/${sut.orgId}`)).status === 200 ? true : undefined),
+      30_000,
+    );
   };
   sut.stop = async () => {
     const proc = sut.proc;

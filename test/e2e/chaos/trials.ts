@@ -21,7 +21,14 @@ import path from 'node:path';
 import pg from 'pg';
 import { createTestDatabase } from '../../helpers/stores.js';
 import { killAll, until } from '../agent/harness.js';
-import { historyOf, runAgents, solutionPath, untilDelivered, type AgentUnderTest, type Run } from '../solutions/faults-helpers.js';
+import {
+  historyOf,
+  runAgents,
+  solutionPath,
+  untilDelivered,
+  type AgentUnderTest,
+  type Run,
+} from '../solutions/faults-helpers.js';
 import { FAULT_KINDS, strike, type FaultKind, type FaultRecord, type Random } from './faults.js';
 import {
   compare,
@@ -80,7 +87,11 @@ export interface ScenarioOutcome {
   /** The refusal of prepare, when prepare refused the Solution. */
   refused?: string;
   /** The runs in History, oldest first; with record errors, the first one's code and message. */
-  runs: Array<Pick<Run, 'processExecutionId' | 'result' | 'recordsProcessed' | 'recordsFailed' | 'details'> & { firstError?: string }>;
+  runs: Array<
+    Pick<Run, 'processExecutionId' | 'result' | 'recordsProcessed' | 'recordsFailed' | 'details'> & {
+      firstError?: string;
+    }
+  >;
   /** The driver stopped starting runs again (MAX_RESTARTS), or the trial timed out. */
   gaveUp: boolean;
   tables: Array<{ table: string } & Comparison>;
@@ -122,7 +133,10 @@ export interface World {
 }
 
 /** The Service and Agent processes, the sources (CSV, SQLite) and the reference database. */
-export async function startWorld(cfg: Pick<ChaosConfig, 'rows' | 'targetRetryMs' | 'log'>, adminUrl: string): Promise<World> {
+export async function startWorld(
+  cfg: Pick<ChaosConfig, 'rows' | 'targetRetryMs' | 'log'>,
+  adminUrl: string,
+): Promise<World> {
   const { rows, log } = cfg;
   const sut = serviceProcess();
   const cleanup: Array<() => Promise<unknown>> = [];
@@ -146,7 +160,10 @@ export async function startWorld(cfg: Pick<ChaosConfig, 'rows' | 'targetRetryMs'
     await admin.connect();
     cleanup.push(() => admin.end());
     // Every Solution of a trial runs at once, so that one fault strikes them all mid-run.
-    const agentEnv = { FERRY_AGENT_RUN_CONCURRENCY: String(Object.keys(SCENARIOS).length + 1), FERRY_AGENT_TARGET_RETRY_MS: String(cfg.targetRetryMs) };
+    const agentEnv = {
+      FERRY_AGENT_RUN_CONCURRENCY: String(Object.keys(SCENARIOS).length + 1),
+      FERRY_AGENT_TARGET_RETRY_MS: String(cfg.targetRetryMs),
+    };
     const started = await runAgents(sut, 1, agentEnv);
     const agent = started.agents[0] as AgentUnderTest;
     const sources = await createSources(sut, folder, file);
@@ -192,7 +209,10 @@ async function ended(w: World, solutionId: string, runId: string, deadline: numb
 async function startAccepted(w: World, solutionId: string, deadline: number): Promise<string> {
   for (;;) {
     try {
-      const res = await w.sut.request<{ runId: string; started: boolean }>('POST', `${solutionPath(w.sut, solutionId)}/start`);
+      const res = await w.sut.request<{ runId: string; started: boolean }>(
+        'POST',
+        `${solutionPath(w.sut, solutionId)}/start`,
+      );
       if (res.status === 200 && res.body.runId) return res.body.runId;
     } catch {
       // The Service is down or restarting.
@@ -204,7 +224,10 @@ async function startAccepted(w: World, solutionId: string, deadline: number): Pr
 
 /** The first record error History holds for an execution, as `CODE: message`. */
 async function firstRecordError(w: World, solutionId: string, historyId: number): Promise<string | undefined> {
-  const res = await w.sut.request<Array<{ code: string; errorMessage: string }>>('GET', `${solutionPath(w.sut, solutionId)}/history/${historyId}/errors?limit=1`);
+  const res = await w.sut.request<Array<{ code: string; errorMessage: string }>>(
+    'GET',
+    `${solutionPath(w.sut, solutionId)}/history/${historyId}/errors?limit=1`,
+  );
   const e = Array.isArray(res.body) ? res.body[0] : undefined;
   return e ? `${e.code}: ${e.errorMessage}` : undefined;
 }
@@ -221,14 +244,23 @@ interface Driver {
  * Follows a Solution's runs until one ends other than FatalError, starting it again after each that
  * did — as an operator would: once the fault being struck is over (`calm`), not during the outage.
  */
-function drive(w: World, solution: PreparedSolution, firstRunId: string, deadline: number, calm: () => Promise<void>, log: (line: string) => void): Driver {
+function drive(
+  w: World,
+  solution: PreparedSolution,
+  firstRunId: string,
+  deadline: number,
+  calm: () => Promise<void>,
+  log: (line: string) => void,
+): Driver {
   const d: Driver = { solution, done: false, gaveUp: false, faults: [], finished: Promise.resolve() };
   d.finished = (async () => {
     let runId = firstRunId;
     try {
       for (let restarts = 0; ; restarts++) {
         const run = await ended(w, solution.id, runId, deadline);
-        log(`  ${solution.scenario.name}: run ${runId.slice(0, 8)} ${run.result} processed ${run.recordsProcessed} failed ${run.recordsFailed}${run.details ? ` — ${run.details.slice(0, 160)}` : ''}`);
+        log(
+          `  ${solution.scenario.name}: run ${runId.slice(0, 8)} ${run.result} processed ${run.recordsProcessed} failed ${run.recordsFailed}${run.details ? ` — ${run.details.slice(0, 160)}` : ''}`,
+        );
         if (!FATAL.has(run.result)) break;
         if (restarts >= MAX_RESTARTS) {
           d.gaveUp = true;
@@ -248,9 +280,17 @@ function drive(w: World, solution: PreparedSolution, firstRunId: string, deadlin
 }
 
 /** The seeded plan of a trial: which faults, at which shares of the rows, how long a refusal lasts. */
-export function planTrial(cfg: ChaosConfig, rnd: Random, kinds: readonly FaultKind[]): Array<{ kind: FaultKind; share: number; refuseMs: number }> {
+export function planTrial(
+  cfg: ChaosConfig,
+  rnd: Random,
+  kinds: readonly FaultKind[],
+): Array<{ kind: FaultKind; share: number; refuseMs: number }> {
   const shares = kinds.map(() => rnd.between(cfg.moments[0], cfg.moments[1])).sort((a, b) => a - b);
-  return kinds.map((kind, i) => ({ kind, share: shares[i] as number, refuseMs: Math.round(rnd.between(cfg.refuseMs[0], cfg.refuseMs[1])) }));
+  return kinds.map((kind, i) => ({
+    kind,
+    share: shares[i] as number,
+    refuseMs: Math.round(rnd.between(cfg.refuseMs[0], cfg.refuseMs[1])),
+  }));
 }
 
 /** The fault kinds of every trial: each kind equally often when trials × faults allow, in a seeded order. */
@@ -269,7 +309,12 @@ export function faultSchedule(cfg: ChaosConfig, rnd: Random): FaultKind[][] {
 }
 
 /** One trial: a new target database, the Solutions, the runs under the planned faults, the checks. */
-export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: Array<{ kind: FaultKind; share: number; refuseMs: number }>): Promise<TrialOutcome> {
+export async function runTrial(
+  w: World,
+  cfg: ChaosConfig,
+  trial: number,
+  plan: Array<{ kind: FaultKind; share: number; refuseMs: number }>,
+): Promise<TrialOutcome> {
   const log = cfg.log;
   const db = await createTestDatabase();
   const database = new URL(db.url).pathname.slice(1);
@@ -282,13 +327,22 @@ export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: 
     await createIsTables(checker);
     const targetId = await createTarget(w.sut, trial, db.url);
     const solutions = await Promise.all(
-      cfg.scenarios.map((name) => createScenario(w.sut, { agentId: w.agent.agentId, sources: w.sources, targetId, trial, batchSize: cfg.batchSize }, SCENARIOS[name])),
+      cfg.scenarios.map((name) =>
+        createScenario(
+          w.sut,
+          { agentId: w.agent.agentId, sources: w.sources, targetId, trial, batchSize: cfg.batchSize },
+          SCENARIOS[name],
+        ),
+      ),
     );
-    for (const s of solutions) if (s.refused !== undefined) log(`  ${s.scenario.name}: prepare refused it — ${s.refused}`);
+    for (const s of solutions)
+      if (s.refused !== undefined) log(`  ${s.scenario.name}: prepare refused it — ${s.refused}`);
     const running = solutions.filter((s) => s.refused === undefined);
     const tables = running.flatMap((s) => s.scenario.tables.map((t) => t.table));
     const total = tables.length * w.rows;
-    log(`trial ${trial}: ${running.map((s) => s.scenario.name).join(', ')}; faults ${plan.map((p) => `${p.kind}@${Math.round(p.share * 100)}%`).join(', ') || 'none'}`);
+    log(
+      `trial ${trial}: ${running.map((s) => s.scenario.name).join(', ')}; faults ${plan.map((p) => `${p.kind}@${Math.round(p.share * 100)}%`).join(', ') || 'none'}`,
+    );
 
     const deadline = Date.now() + cfg.trialTimeoutMs;
     const t0 = Date.now();
@@ -308,18 +362,34 @@ export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: 
     const faults: FaultRecord[] = [];
     for (const p of plan) {
       // The moment: the share of all rows written, or every run done (the fault then strikes nothing).
-      const atRows = await until(`${Math.round(p.share * 100)}% of the rows written`, async () => {
-        if (drivers.every((d) => d.done)) return -1;
-        const n = await rowsIn(checker, tables);
-        return n >= p.share * total ? n : undefined;
-      }, Math.max(1000, deadline - Date.now()));
+      const atRows = await until(
+        `${Math.round(p.share * 100)}% of the rows written`,
+        async () => {
+          if (drivers.every((d) => d.done)) return -1;
+          const n = await rowsIn(checker, tables);
+          return n >= p.share * total ? n : undefined;
+        },
+        Math.max(1000, deadline - Date.now()),
+      );
       if (atRows < 0) {
         log(`  ${p.kind}: every run had ended before ${Math.round(p.share * 100)}% of the rows — not struck`);
         continue;
       }
       const atMs = Date.now() - t0;
       for (const d of drivers) if (!d.done) d.faults.push(p.kind);
-      const struck = strike(p.kind, { sut: w.sut, home: w.home, agent: w.agent, agentEnv: w.agentEnv, admin: w.admin, database, keepPids: () => [checkerPid] }, { refuseMs: p.refuseMs });
+      const struck = strike(
+        p.kind,
+        {
+          sut: w.sut,
+          home: w.home,
+          agent: w.agent,
+          agentEnv: w.agentEnv,
+          admin: w.admin,
+          database,
+          keepPids: () => [checkerPid],
+        },
+        { refuseMs: p.refuseMs },
+      );
       striking = struck;
       const { detail, recoveryMs } = await struck;
       faults.push({ kind: p.kind, atMs, atRows, detail, recoveryMs });
@@ -336,10 +406,21 @@ export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: 
       const runs: ScenarioOutcome['runs'] = [];
       for (const r of history) {
         const firstError = r.recordsFailed > 0 ? await firstRecordError(w, s.id, r.id) : undefined;
-        runs.push({ processExecutionId: r.processExecutionId, result: r.result, recordsProcessed: r.recordsProcessed, recordsFailed: r.recordsFailed, details: r.details, ...(firstError ? { firstError } : {}) });
+        runs.push({
+          processExecutionId: r.processExecutionId,
+          result: r.result,
+          recordsProcessed: r.recordsProcessed,
+          recordsFailed: r.recordsFailed,
+          details: r.details,
+          ...(firstError ? { firstError } : {}),
+        });
       }
       const checked = [];
-      for (const t of s.scenario.tables) checked.push({ table: t.table, ...compare(await figures(checker, t.table, t.key, w.rows), w.reference.figures) });
+      for (const t of s.scenario.tables)
+        checked.push({
+          table: t.table,
+          ...compare(await figures(checker, t.table, t.key, w.rows), w.reference.figures),
+        });
       outcomes.push({
         trial,
         scenario: s.scenario.name,
@@ -361,44 +442,102 @@ export async function runTrial(w: World, cfg: ChaosConfig, trial: number, plan: 
 /** One line about a scenario's outcome in a trial. */
 export function describeOutcome(o: ScenarioOutcome): string {
   if (o.refused !== undefined) return `${o.scenario}: refused at prepare (${o.refused})`;
-  const t = o.tables.map((x) => `${x.table} rows ${x.target.rows} lost ${x.lost} doubled ${x.doubled}${x.foreign ? ` foreign ${x.foreign}` : ''} md5 ${x.checksumEqual ? 'equal' : 'DIFFERS'}`).join('; ');
+  const t = o.tables
+    .map(
+      (x) =>
+        `${x.table} rows ${x.target.rows} lost ${x.lost} doubled ${x.doubled}${x.foreign ? ` foreign ${x.foreign}` : ''} md5 ${x.checksumEqual ? 'equal' : 'DIFFERS'}`,
+    )
+    .join('; ');
   return `${o.scenario}: ${t}; runs ${o.runs.map((r) => (r.recordsFailed ? `${r.result} (${r.recordsFailed} record errors, the first ${r.firstError ?? '?'})` : r.result)).join(' → ')}; History Σ written ${historyAgainstTarget(o).written}, the target holds ${historyAgainstTarget(o).held}${o.gaveUp ? '; GAVE UP' : ''}`;
 }
 
 /** The ways an outcome falls short of what issue 29 demands: no row lost, doubled or changed, no record error, the last run complete. */
-export function problemsOf(o: ScenarioOutcome, acceptRefusal: (scenario: ScenarioName, message: string) => boolean): string[] {
-  if (o.refused !== undefined) return acceptRefusal(o.scenario, o.refused) ? [] : [`${o.scenario}, trial ${o.trial}: prepare refused it: ${o.refused}`];
+export function problemsOf(
+  o: ScenarioOutcome,
+  acceptRefusal: (scenario: ScenarioName, message: string) => boolean,
+): string[] {
+  if (o.refused !== undefined)
+    return acceptRefusal(o.scenario, o.refused)
+      ? []
+      : [`${o.scenario}, trial ${o.trial}: prepare refused it: ${o.refused}`];
   const out: string[] = [];
   const at = `${o.scenario}, trial ${o.trial} (faults ${o.faults.join(', ') || 'none'})`;
   for (const t of o.tables) {
     if (t.lost) out.push(`${at}: ${t.table} lost ${t.lost} rows`);
     if (t.doubled) out.push(`${at}: ${t.table} has ${t.doubled} rows written twice`);
     if (t.foreign) out.push(`${at}: ${t.table} has ${t.foreign} keys the source does not have`);
-    if (!t.checksumEqual && !t.lost && !t.doubled && !t.foreign) out.push(`${at}: ${t.table}'s values differ from the source (md5)`);
+    if (!t.checksumEqual && !t.lost && !t.doubled && !t.foreign)
+      out.push(`${at}: ${t.table}'s values differ from the source (md5)`);
   }
   for (const r of o.runs) {
     if (r.recordsFailed > 0 || r.result === 'CompletedWithErrors') {
-      out.push(`${at}: run ${r.processExecutionId} ended ${r.result} with ${r.recordsFailed} record errors (${r.firstError ?? ''}${r.details ? `; ${r.details.slice(0, 160)}` : ''})`);
+      out.push(
+        `${at}: run ${r.processExecutionId} ended ${r.result} with ${r.recordsFailed} record errors (${r.firstError ?? ''}${r.details ? `; ${r.details.slice(0, 160)}` : ''})`,
+      );
     }
   }
   // History counts what the target holds: never less (a batch committed and not counted), and for
   // Creates into a table without a key never more (nothing there is written over).
   const h = historyAgainstTarget(o);
   if (h.written < h.held) out.push(`${at}: History counts ${h.written} records written, the target holds ${h.held}`);
-  if (h.written > h.held && o.tables.every((t) => !SCENARIOS[o.scenario].tables.find((x) => x.table === t.table)?.keyed)) out.push(`${at}: History counts ${h.written} records written, more than the ${h.held} the target holds`);
+  if (
+    h.written > h.held &&
+    o.tables.every((t) => !SCENARIOS[o.scenario].tables.find((x) => x.table === t.table)?.keyed)
+  )
+    out.push(`${at}: History counts ${h.written} records written, more than the ${h.held} the target holds`);
   const last = o.runs.at(-1);
-  if (o.gaveUp || !last || FATAL.has(last.result) || last.result === 'InProgress') out.push(`${at}: the runs did not complete (${o.runs.map((r) => r.result).join(' → ') || 'no run'})`);
+  if (o.gaveUp || !last || FATAL.has(last.result) || last.result === 'InProgress')
+    out.push(`${at}: the runs did not complete (${o.runs.map((r) => r.result).join(' → ') || 'no run'})`);
   return out;
 }
 
 /** The figures table per scenario (and target table): trials, faults, rows lost, rows doubled, and History's count against the source. */
-export function summarize(trials: readonly TrialOutcome[]): Array<{ scenario: string; table: string; trials: number; faults: number; refused: number; lost: number; doubled: number; checksumDiffers: number; recordErrorRuns: number; historyOver: number; historyUnder: number }> {
-  const rows = new Map<string, { scenario: string; table: string; trials: number; faults: number; refused: number; lost: number; doubled: number; checksumDiffers: number; recordErrorRuns: number; historyOver: number; historyUnder: number }>();
+export function summarize(trials: readonly TrialOutcome[]): Array<{
+  scenario: string;
+  table: string;
+  trials: number;
+  faults: number;
+  refused: number;
+  lost: number;
+  doubled: number;
+  checksumDiffers: number;
+  recordErrorRuns: number;
+  historyOver: number;
+  historyUnder: number;
+}> {
+  const rows = new Map<
+    string,
+    {
+      scenario: string;
+      table: string;
+      trials: number;
+      faults: number;
+      refused: number;
+      lost: number;
+      doubled: number;
+      checksumDiffers: number;
+      recordErrorRuns: number;
+      historyOver: number;
+      historyUnder: number;
+    }
+  >();
   for (const t of trials) {
     for (const o of t.scenarios) {
       for (const tab of o.tables) {
         const k = `${o.scenario}/${tab.table}`;
-        const r = rows.get(k) ?? { scenario: o.scenario, table: tab.table, trials: 0, faults: 0, refused: 0, lost: 0, doubled: 0, checksumDiffers: 0, recordErrorRuns: 0, historyOver: 0, historyUnder: 0 };
+        const r = rows.get(k) ?? {
+          scenario: o.scenario,
+          table: tab.table,
+          trials: 0,
+          faults: 0,
+          refused: 0,
+          lost: 0,
+          doubled: 0,
+          checksumDiffers: 0,
+          recordErrorRuns: 0,
+          historyOver: 0,
+          historyUnder: 0,
+        };
         r.trials += 1;
         r.faults += o.faults.length;
         if (o.refused !== undefined) {
@@ -428,13 +567,24 @@ export function formatTable(trials: readonly TrialOutcome[]): string {
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of summarize(trials)) {
-    const history = r.table === SCENARIOS[r.scenario as ScenarioName].tables[0]?.table ? `${r.historyOver} / ${r.historyUnder}` : '(above)';
-    lines.push(`| ${r.scenario} | ${r.table} | ${r.trials} | ${r.faults} | ${r.refused} | ${r.lost} | ${r.doubled} | ${r.checksumDiffers} | ${r.recordErrorRuns} | ${history} |`);
+    const history =
+      r.table === SCENARIOS[r.scenario as ScenarioName].tables[0]?.table
+        ? `${r.historyOver} / ${r.historyUnder}`
+        : '(above)';
+    lines.push(
+      `| ${r.scenario} | ${r.table} | ${r.trials} | ${r.faults} | ${r.refused} | ${r.lost} | ${r.doubled} | ${r.checksumDiffers} | ${r.recordErrorRuns} | ${history} |`,
+    );
   }
   const byKind = new Map<string, number>();
   for (const t of trials) for (const f of t.faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
   lines.push('', `Faults struck: ${FAULT_KINDS.map((k) => `${k} ${byKind.get(k) ?? 0}`).join(', ')}.`);
-  lines.push('', 'Trials with a single fault, by its kind (rows lost / doubled over every scenario):', '', '| fault | trials | rows lost | rows doubled | scenarios that lost or doubled rows |', '|---|---:|---:|---:|---|');
+  lines.push(
+    '',
+    'Trials with a single fault, by its kind (rows lost / doubled over every scenario):',
+    '',
+    '| fault | trials | rows lost | rows doubled | scenarios that lost or doubled rows |',
+    '|---|---:|---:|---:|---|',
+  );
   for (const k of FAULT_KINDS) {
     const alone = trials.filter((t) => t.faults.length === 1 && t.faults[0]?.kind === k);
     const outcomes = alone.flatMap((t) => t.scenarios.filter((o) => o.refused === undefined));

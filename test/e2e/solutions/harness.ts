@@ -8,7 +8,15 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { encryptProperty } from '../../../service/connections/properties-crypto.js';
-import { ferry, install, killAll, serviceUnderTest, until, untilStatus, type ServiceUnderTest } from '../agent/harness.js';
+import {
+  ferry,
+  install,
+  killAll,
+  serviceUnderTest,
+  until,
+  untilStatus,
+  type ServiceUnderTest,
+} from '../agent/harness.js';
 
 export const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 export const POSTGRES = '18cc2a91-e317-4972-9c24-be9fc63775ab';
@@ -25,7 +33,10 @@ export interface Execution {
 }
 
 /** Installs an Agent under the Service's data folder, runs it, and waits until it has the three built-in Connectors. */
-export async function runningAgent(sut: ServiceUnderTest, env: Record<string, string> = {}): Promise<{ agentId: string; home: string; dir: string; proc: ReturnType<typeof ferry> }> {
+export async function runningAgent(
+  sut: ServiceUnderTest,
+  env: Record<string, string> = {},
+): Promise<{ agentId: string; home: string; dir: string; proc: ReturnType<typeof ferry> }> {
   const home = path.join(sut.dataDir, 'agents');
   const agent = await install(sut, home);
   const proc = ferry(['agent', 'run', '--home', home], env);
@@ -33,7 +44,10 @@ export async function runningAgent(sut: ServiceUnderTest, env: Record<string, st
   await until(
     'the three connectors on the Agent',
     async () => {
-      const res = await sut.request<{ installedConnectors: unknown[] }>('GET', `/v1/orgs/${sut.orgId}/agents/${agent.agentId}`);
+      const res = await sut.request<{ installedConnectors: unknown[] }>(
+        'GET',
+        `/v1/orgs/${sut.orgId}/agents/${agent.agentId}`,
+      );
       return res.body.installedConnectors.length === 3 ? true : undefined;
     },
     90_000,
@@ -42,10 +56,21 @@ export async function runningAgent(sut: ServiceUnderTest, env: Record<string, st
 }
 
 /** Creates a Connection with its properties encrypted under the Organization's crypto token, as clients do. */
-export async function createConnection(sut: ServiceUnderTest, name: string, connectorId: string, properties: Record<string, string>): Promise<string> {
-  const token = (await sut.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${sut.orgId}/SecuritySettings`)).body.apiCryptoToken;
+export async function createConnection(
+  sut: ServiceUnderTest,
+  name: string,
+  connectorId: string,
+  properties: Record<string, string>,
+): Promise<string> {
+  const token = (await sut.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${sut.orgId}/SecuritySettings`)).body
+    .apiCryptoToken;
   const res = await sut.request<{ id: string }>('POST', `/v1/orgs/${sut.orgId}/connections`, {
-    body: { name, connectorId, color: '#FF112233', properties: Object.entries(properties).map(([key, value]) => ({ key, value: encryptProperty(value, token) })) },
+    body: {
+      name,
+      connectorId,
+      color: '#FF112233',
+      properties: Object.entries(properties).map(([key, value]) => ({ key, value: encryptProperty(value, token) })),
+    },
   });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id;
@@ -60,14 +85,26 @@ export interface MapBlockError {
   message: string;
 }
 
-export async function prepared(sut: ServiceUnderTest, solutionId: string): Promise<{ hasError: boolean; message: string; mapErrorModels: Array<{ mapId: number; message: string; errors: MapBlockError[] }> }> {
+export async function prepared(
+  sut: ServiceUnderTest,
+  solutionId: string,
+): Promise<{
+  hasError: boolean;
+  message: string;
+  mapErrorModels: Array<{ mapId: number; message: string; errors: MapBlockError[] }>;
+}> {
   const S = `/v1/orgs/${sut.orgId}/solutions/${solutionId}`;
   const job = await sut.request<{ id: string }>('POST', `${S}/prepare`);
   expect(job.status, JSON.stringify(job.body)).toBe(200);
   return until(
     'the prepare job',
     async () => {
-      const res = await sut.request<{ isComplete: boolean; hasError: boolean; message: string; mapErrorModels: Array<{ mapId: number; message: string; errors: MapBlockError[] }> }>('GET', `${S}/prepare/${job.body.id}`);
+      const res = await sut.request<{
+        isComplete: boolean;
+        hasError: boolean;
+        message: string;
+        mapErrorModels: Array<{ mapId: number; message: string; errors: MapBlockError[] }>;
+      }>('GET', `${S}/prepare/${job.body.id}`);
       return res.body.isComplete ? res.body : undefined;
     },
     120_000,
@@ -75,7 +112,12 @@ export async function prepared(sut: ServiceUnderTest, solutionId: string): Promi
 }
 
 /** The execution of a run once it has ended. */
-export async function finished(sut: ServiceUnderTest, solutionId: string, runId: string, ms = 180_000): Promise<Execution> {
+export async function finished(
+  sut: ServiceUnderTest,
+  solutionId: string,
+  runId: string,
+  ms = 180_000,
+): Promise<Execution> {
   const S = `/v1/orgs/${sut.orgId}/solutions/${solutionId}`;
   return until(
     `the end of run ${runId}`,
@@ -119,7 +161,10 @@ export function idNameCsv(count: number, prefix = 'name'): string {
  * three built-in Connectors. A set-up that fails half-way stops what it started; otherwise
  * {@link stopAll} does.
  */
-export async function startWithAgent(opts: { csv: Record<string, string>; fields?: CsvField[] }): Promise<{ sut: ServiceUnderTest; agent: RunningAgent; folder: string }> {
+export async function startWithAgent(opts: {
+  csv: Record<string, string>;
+  fields?: CsvField[];
+}): Promise<{ sut: ServiceUnderTest; agent: RunningAgent; folder: string }> {
   const sut = serviceUnderTest();
   try {
     await sut.start();
@@ -166,9 +211,11 @@ export function sqliteTarget(file: string, tables: string[], opts: { primaryKey?
     }
   };
   withDb(false, (db) => {
-    for (const t of tables) db.exec(`CREATE TABLE ${t} (id INTEGER${opts.primaryKey ? ' PRIMARY KEY' : ''}, name TEXT NOT NULL)`);
+    for (const t of tables)
+      db.exec(`CREATE TABLE ${t} (id INTEGER${opts.primaryKey ? ' PRIMARY KEY' : ''}, name TEXT NOT NULL)`);
   });
-  const count = (table: string): number => withDb(true, (db) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n);
+  const count = (table: string): number =>
+    withDb(true, (db) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n);
   return {
     file,
     count,
@@ -185,16 +232,36 @@ const blockId = (n: number, k: number): string => `44444444-4444-4444-8444-${Str
  * `csvId` and a Create into `table` on `targetId`, copying `id` and `name` unless `fields` (target
  * field → formula) says otherwise or more. `n` numbers its Block IDs: each Map of a Solution its own.
  */
-export function copyMap(o: { n: number; csvId: string; entity: string; targetId: string; table: string; fields?: Record<string, string>; batchSize?: number }) {
+export function copyMap(o: {
+  n: number;
+  csvId: string;
+  entity: string;
+  targetId: string;
+  table: string;
+  fields?: Record<string, string>;
+  batchSize?: number;
+}) {
   const fields = { id: 'Q.id', name: 'Q.name', ...o.fields };
   return {
     version: '3.0',
     name: `Copy ${o.entity} to ${o.table}`,
     ...(o.batchSize === undefined ? {} : { batchSize: o.batchSize }),
     blocks: [
-      { blockId: blockId(o.n, 1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: o.csvId, entity: o.entity },
       {
-        blockId: blockId(o.n, 2), name: 'Put', blockType: 'Create', action: 'Create', connectionId: o.targetId, entity: o.table,
+        blockId: blockId(o.n, 1),
+        name: 'Q',
+        blockType: 'Query',
+        action: 'Query',
+        connectionId: o.csvId,
+        entity: o.entity,
+      },
+      {
+        blockId: blockId(o.n, 2),
+        name: 'Put',
+        blockType: 'Create',
+        action: 'Create',
+        connectionId: o.targetId,
+        entity: o.table,
         fieldMappings: Object.entries(fields).map(([targetField, targetFormula]) => ({ targetField, targetFormula })),
       },
     ],
@@ -205,8 +272,16 @@ export function copyMap(o: { n: number; csvId: string; entity: string; targetId:
  * Creates a Solution on the Agent with `maps` (advanced Map models), in order, and when `prepare`
  * prepares it, expecting no error. Answers its ID, its API path and its Map IDs.
  */
-export async function createSolution(sut: ServiceUnderTest, agentId: string, name: string, maps: unknown[], opts: { prepare?: boolean } = {}): Promise<{ id: string; S: string; mapIds: number[] }> {
-  const sol = await sut.request<{ id: string }>('POST', `/v1/orgs/${sut.orgId}/solutions`, { body: { name, solutionType: 'Integration', agentId } });
+export async function createSolution(
+  sut: ServiceUnderTest,
+  agentId: string,
+  name: string,
+  maps: unknown[],
+  opts: { prepare?: boolean } = {},
+): Promise<{ id: string; S: string; mapIds: number[] }> {
+  const sol = await sut.request<{ id: string }>('POST', `/v1/orgs/${sut.orgId}/solutions`, {
+    body: { name, solutionType: 'Integration', agentId },
+  });
   expect(sol.status, JSON.stringify(sol.body)).toBe(201);
   const S = `/v1/orgs/${sut.orgId}/solutions/${sol.body.id}`;
   const mapIds: number[] = [];
@@ -224,7 +299,10 @@ export async function createSolution(sut: ServiceUnderTest, agentId: string, nam
 
 /** Starts a run of the Solution, which must start; answers its run ID. */
 export async function startRun(sut: ServiceUnderTest, solutionId: string): Promise<string> {
-  const res = await sut.request<{ runId: string; started: boolean }>('POST', `/v1/orgs/${sut.orgId}/solutions/${solutionId}/start`);
+  const res = await sut.request<{ runId: string; started: boolean }>(
+    'POST',
+    `/v1/orgs/${sut.orgId}/solutions/${solutionId}/start`,
+  );
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body.started, JSON.stringify(res.body)).toBe(true);
   return res.body.runId;

@@ -1,7 +1,20 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceUnderTest } from '../agent/harness.js';
-import { copyMap, createConnection, createSolution, CSV, PEOPLE_CSV, prepared, runToEnd, SQLITE, sqliteTarget, startWithAgent, stopAll, type SqliteTarget } from './harness.js';
+import {
+  copyMap,
+  createConnection,
+  createSolution,
+  CSV,
+  PEOPLE_CSV,
+  prepared,
+  runToEnd,
+  SQLITE,
+  sqliteTarget,
+  startWithAgent,
+  stopAll,
+  type SqliteTarget,
+} from './harness.js';
 
 /**
  * Enable state on a real Agent process: a Map disabled after prepare is skipped by the next run of
@@ -26,24 +39,32 @@ describe('a disabled Map on a real Agent: CSV → SQLite', () => {
 
   afterAll(() => stopAll(sut));
 
-  it('skips a Map disabled after prepare, and runs it again once enabled, without a new prepare', { timeout: 240_000 }, async () => {
-    const job = await prepared(sut, solutionId);
-    expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
-    const [first, second] = mapIds as [number, number];
+  it(
+    'skips a Map disabled after prepare, and runs it again once enabled, without a new prepare',
+    { timeout: 240_000 },
+    async () => {
+      const job = await prepared(sut, solutionId);
+      expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
+      const [first, second] = mapIds as [number, number];
 
-    const off = await sut.request<{ enabled: boolean }>('PUT', `${S}/maps/${second}/enable?enableState=false`);
-    expect(off.status, JSON.stringify(off.body)).toBe(200);
-    expect(off.body.enabled).toBe(false);
-    expect((await sut.request<{ status: string }>('GET', S)).body.status).not.toBe('Incomplete');
+      const off = await sut.request<{ enabled: boolean }>('PUT', `${S}/maps/${second}/enable?enableState=false`);
+      expect(off.status, JSON.stringify(off.body)).toBe(200);
+      expect(off.body.enabled).toBe(false);
+      expect((await sut.request<{ status: string }>('GET', S)).body.status).not.toBe('Incomplete');
 
-    const run1 = await runToEnd(sut, solutionId);
-    expect(run1, JSON.stringify(run1)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 3, recordsFailed: 0 });
-    expect([target.count('a'), target.count('b')]).toEqual([3, 0]);
+      const run1 = await runToEnd(sut, solutionId);
+      expect(run1, JSON.stringify(run1)).toMatchObject({
+        result: 'CompletedSuccessfully',
+        recordsProcessed: 3,
+        recordsFailed: 0,
+      });
+      expect([target.count('a'), target.count('b')]).toEqual([3, 0]);
 
-    expect((await sut.request('PUT', `${S}/maps/${second}/enable`)).status).toBe(200);
-    expect((await sut.request('PUT', `${S}/maps/${first}/enable?enableState=false`)).status).toBe(200);
-    const run2 = await runToEnd(sut, solutionId);
-    expect(run2, JSON.stringify(run2)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 3 });
-    expect([target.count('a'), target.count('b')]).toEqual([3, 3]);
-  });
+      expect((await sut.request('PUT', `${S}/maps/${second}/enable`)).status).toBe(200);
+      expect((await sut.request('PUT', `${S}/maps/${first}/enable?enableState=false`)).status).toBe(200);
+      const run2 = await runToEnd(sut, solutionId);
+      expect(run2, JSON.stringify(run2)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 3 });
+      expect([target.count('a'), target.count('b')]).toEqual([3, 3]);
+    },
+  );
 });

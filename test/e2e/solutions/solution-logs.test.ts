@@ -4,7 +4,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOGS_NOT_AVAILABLE } from '../../helpers/log-archives.js';
 import { unzip } from '../../helpers/unzip.js';
 import { until, type ServiceUnderTest } from '../agent/harness.js';
-import { copyMap, createConnection, createSolution, CSV, PEOPLE_CSV, runToEnd, SQLITE, sqliteTarget, startWithAgent, stopAll, type Execution, type RunningAgent } from './harness.js';
+import {
+  copyMap,
+  createConnection,
+  createSolution,
+  CSV,
+  PEOPLE_CSV,
+  runToEnd,
+  SQLITE,
+  sqliteTarget,
+  startWithAgent,
+  stopAll,
+  type Execution,
+  type RunningAgent,
+} from './harness.js';
 
 type Line = Record<string, unknown> & { msg: string };
 
@@ -16,7 +29,10 @@ type Line = Record<string, unknown> & { msg: string };
 describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", () => {
   let sut: ServiceUnderTest;
   let agent: RunningAgent;
-  const solutions: Record<'alpha' | 'beta', { id: string; runs: Execution[] }> = { alpha: { id: '', runs: [] }, beta: { id: '', runs: [] } };
+  const solutions: Record<'alpha' | 'beta', { id: string; runs: Execution[] }> = {
+    alpha: { id: '', runs: [] },
+    beta: { id: '', runs: [] },
+  };
 
   const S = (id: string): string => `/v1/orgs/${sut.orgId}/solutions/${id}`;
   const run = async (id: string): Promise<Execution> => {
@@ -29,12 +45,17 @@ describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", (
     const post = await sut.request<{ logId: string }>('POST', `${S(id)}/logs${query}`);
     expect(post.status, JSON.stringify(post.body)).toBe(201);
     const url = `${S(id)}/logs/${post.body.logId}`;
-    const zip = await until('the log archive', async () => {
-      const res = await sut.request<{ detail?: string }>('GET', url);
-      if (res.status === 404 && typeof res.body === 'object' && res.body.detail === LOGS_NOT_AVAILABLE) return undefined;
-      expect(res.status, res.raw.toString('utf8')).toBe(200);
-      return res.raw;
-    }, 60_000);
+    const zip = await until(
+      'the log archive',
+      async () => {
+        const res = await sut.request<{ detail?: string }>('GET', url);
+        if (res.status === 404 && typeof res.body === 'object' && res.body.detail === LOGS_NOT_AVAILABLE)
+          return undefined;
+        expect(res.status, res.raw.toString('utf8')).toBe(200);
+        return res.raw;
+      },
+      60_000,
+    );
     expect((await sut.request<{ code: string }>('GET', url)).body.code).toBe('AGT_LOGS_USED');
     const entries = unzip(zip);
     expect(entries.size).toBeGreaterThan(0);
@@ -81,29 +102,39 @@ describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", (
     }
   });
 
-  it("zips only the Solution's own lines: its runner's and its Connectors', from every run", { timeout: 120_000 }, async () => {
-    const { alpha, beta } = solutions;
-    const lines = await logsOf(alpha.id);
-    for (const l of lines) expect(l['solutionId'], JSON.stringify(l)).toBe(alpha.id);
-    expect(JSON.stringify(lines)).not.toContain(beta.id);
-    expect(JSON.stringify(lines)).not.toContain(beta.runs[0]?.processExecutionId);
-    for (const r of alpha.runs) {
-      const own = lines.filter((l) => l['runId'] === r.processExecutionId);
-      expect(own.map((l) => l.msg)).toEqual(expect.arrayContaining(['solution run started', 'solution run finished']));
-      // The Map's reads and writes, logged by the Connector host under the run's logger.
-      expect(own.some((l) => l['connector'] === 'CSV' && l['verb'] === 'query' && l['records'] === 3), JSON.stringify(own)).toBe(true);
-    }
-    // Oldest first.
-    const times = lines.map((l) => Date.parse(String(l['time'])));
-    expect([...times].sort((a, b) => a - b)).toEqual(times);
-  });
+  it(
+    "zips only the Solution's own lines: its runner's and its Connectors', from every run",
+    { timeout: 120_000 },
+    async () => {
+      const { alpha, beta } = solutions;
+      const lines = await logsOf(alpha.id);
+      for (const l of lines) expect(l['solutionId'], JSON.stringify(l)).toBe(alpha.id);
+      expect(JSON.stringify(lines)).not.toContain(beta.id);
+      expect(JSON.stringify(lines)).not.toContain(beta.runs[0]?.processExecutionId);
+      for (const r of alpha.runs) {
+        const own = lines.filter((l) => l['runId'] === r.processExecutionId);
+        expect(own.map((l) => l.msg)).toEqual(
+          expect.arrayContaining(['solution run started', 'solution run finished']),
+        );
+        // The Map's reads and writes, logged by the Connector host under the run's logger.
+        expect(
+          own.some((l) => l['connector'] === 'CSV' && l['verb'] === 'query' && l['records'] === 3),
+          JSON.stringify(own),
+        ).toBe(true);
+      }
+      // Oldest first.
+      const times = lines.map((l) => Date.parse(String(l['time'])));
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
+    },
+  );
 
   it('narrows to one execution by its History id, and to lines since an instant', { timeout: 120_000 }, async () => {
     const { alpha } = solutions;
     const [first, second] = alpha.runs as [Execution, Execution];
     const one = await logsOf(alpha.id, `?historyId=${first.id}`);
     expect(one.length).toBeGreaterThan(0);
-    for (const l of one) expect(l, JSON.stringify(l)).toMatchObject({ solutionId: alpha.id, runId: first.processExecutionId });
+    for (const l of one)
+      expect(l, JSON.stringify(l)).toMatchObject({ solutionId: alpha.id, runId: first.processExecutionId });
     expect(one.some((l) => l['connector'] === 'CSV')).toBe(true);
 
     const history = (await sut.request<Array<{ id: number; start: string }>>('GET', `${S(alpha.id)}/history`)).body;
@@ -111,6 +142,9 @@ describe("a Solution's logs from a real Agent: two Solutions, CSV → SQLite", (
     const later = await logsOf(alpha.id, `?since=${encodeURIComponent(secondStart)}`);
     expect(later.length).toBeGreaterThan(0);
     expect(later.some((l) => l['runId'] === second.processExecutionId)).toBe(true);
-    expect(later.some((l) => l['runId'] === first.processExecutionId), secondStart).toBe(false);
+    expect(
+      later.some((l) => l['runId'] === first.processExecutionId),
+      secondStart,
+    ).toBe(false);
   });
 });

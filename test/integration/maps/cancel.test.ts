@@ -9,7 +9,13 @@ import { describe, expect, it } from 'vitest';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
-import { runMap, type FailedRecordSink, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
+import {
+  runMap,
+  type FailedRecordSink,
+  type MapRecordError,
+  type RunOptions,
+  type RunProgress,
+} from '../../../src/maps/runtime/run.js';
 import type { MapStats } from '../../../src/maps/runtime/stats.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 
@@ -30,7 +36,11 @@ function setUp(): Promise<Env> {
   return newCase({ csv, model: { batchSize: BATCH } });
 }
 
-async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ stats: MapStats; errors: MapRecordError[]; progress: RunProgress[] }> {
+async function run(
+  env: Env,
+  wm: MemoryWatermark,
+  extra: Partial<RunOptions> = {},
+): Promise<{ stats: MapStats; errors: MapRecordError[]; progress: RunProgress[] }> {
   const errors: MapRecordError[] = [];
   const progress: RunProgress[] = [];
   const { stats } = await runMap(env.plan, {
@@ -67,14 +77,28 @@ describe('cancelling a run', () => {
     const wm = new MemoryWatermark('2024-01-01T12:00:00Z');
     const ac = new AbortController();
     const first = await run(env, wm, { signal: ac.signal, onProgress: (p) => p.batches === 3 && ac.abort() });
-    expect(first.stats).toMatchObject({ cancelled: true, processed: 3 * BATCH, failed: 0, batches: 3, lastRunDate: at(3 * BATCH) });
-    expect(first.stats.blocks.find((b) => b.name === 'CreateContact')).toMatchObject({ processed: 3 * BATCH, failed: 0 });
+    expect(first.stats).toMatchObject({
+      cancelled: true,
+      processed: 3 * BATCH,
+      failed: 0,
+      batches: 3,
+      lastRunDate: at(3 * BATCH),
+    });
+    expect(first.stats.blocks.find((b) => b.name === 'CreateContact')).toMatchObject({
+      processed: 3 * BATCH,
+      failed: 0,
+    });
     expect(first.progress).toHaveLength(3);
     expect(ids(env.dbFile)).toEqual(range(1, 3 * BATCH));
     expect(await wm.load()).toEqual({ lastRunDate: at(3 * BATCH), processedAtLastRunDate: [`k:[${3 * BATCH}]`] });
 
     const resumed = await run(env, wm);
-    expect(resumed.stats).toMatchObject({ cancelled: false, processed: RECORDS - 3 * BATCH, failed: 1, lastRunDate: at(RECORDS) });
+    expect(resumed.stats).toMatchObject({
+      cancelled: false,
+      processed: RECORDS - 3 * BATCH,
+      failed: 1,
+      lastRunDate: at(RECORDS),
+    });
     expect(resumed.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
     expect(ids(env.dbFile)).toEqual(allButBad);
     await env.close();
@@ -87,7 +111,12 @@ describe('cancelling a run', () => {
     // The bad record's error is reported while its batch (401–500) is being evaluated, before the write.
     const first = await run(env, wm, { signal: ac.signal, onRecordError: () => ac.abort() });
     expect(first.errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
-    expect(first.stats).toMatchObject({ cancelled: true, processed: 4 * BATCH, batches: 4, lastRunDate: at(4 * BATCH) });
+    expect(first.stats).toMatchObject({
+      cancelled: true,
+      processed: 4 * BATCH,
+      batches: 4,
+      lastRunDate: at(4 * BATCH),
+    });
     expect(first.progress.map((p) => p.processed)).toEqual([100, 200, 300, 400]);
     expect(ids(env.dbFile)).toEqual(range(1, 4 * BATCH));
     expect(await wm.load()).toMatchObject({ lastRunDate: at(4 * BATCH) });
@@ -118,7 +147,17 @@ describe('cancelling a run', () => {
     const stored: unknown[] = [];
     const failures: FailedRecordSink = { capture: async (rec) => (stored.push(rec.source['id']), 'f') };
     const wm = new MemoryWatermark('2024-01-01T12:00:00Z');
-    const first = await run({ ...env, conns: new Map([['src', env.conns.get('src') as HostConnection], ['db', cancelling]]) }, wm, { signal: ac.signal, failures });
+    const first = await run(
+      {
+        ...env,
+        conns: new Map([
+          ['src', env.conns.get('src') as HostConnection],
+          ['db', cancelling],
+        ]),
+      },
+      wm,
+      { signal: ac.signal, failures },
+    );
     expect(first.errors).toEqual([]);
     expect(stored).toEqual([]);
     expect(first.stats).toMatchObject({ cancelled: true, processed: 2 * BATCH, failed: 0 });
@@ -155,10 +194,26 @@ describe('cancelling a run', () => {
         return 'failed-1';
       },
     };
-    const first = await run({ ...env, conns: new Map([['src', env.conns.get('src') as HostConnection], ['db', counted]]) }, wm, { signal: ac.signal, failures });
+    const first = await run(
+      {
+        ...env,
+        conns: new Map([
+          ['src', env.conns.get('src') as HostConnection],
+          ['db', counted],
+        ]),
+      },
+      wm,
+      { signal: ac.signal, failures },
+    );
     expect(stored).toEqual([BAD]);
     expect(first.errors.map((e) => [e.code, e.failedRecordId])).toEqual([['FML_NOT_A_NUMBER', 'failed-1']]);
-    expect(first.stats).toMatchObject({ cancelled: true, processed: 5 * BATCH, failed: 1, batches: 5, lastRunDate: at(5 * BATCH) });
+    expect(first.stats).toMatchObject({
+      cancelled: true,
+      processed: 5 * BATCH,
+      failed: 1,
+      batches: 5,
+      lastRunDate: at(5 * BATCH),
+    });
     expect(ids(env.dbFile)).toEqual(range(1, 5 * BATCH).filter((i) => i !== BAD));
     expect(await wm.load()).toMatchObject({ lastRunDate: at(5 * BATCH) });
 

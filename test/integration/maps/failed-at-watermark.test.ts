@@ -26,9 +26,18 @@ const newCase = useQueryCreateMap('failed-wm');
 const setUp = (csv: string) => newCase({ csv });
 type Env = QueryCreateCase;
 
-async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ processed: number; failed: number; codes: string[] }> {
+async function run(
+  env: Env,
+  wm: MemoryWatermark,
+  extra: Partial<RunOptions> = {},
+): Promise<{ processed: number; failed: number; codes: string[] }> {
   const codes: string[] = [];
-  const { stats } = await runMap(env.plan, { connections: env.conns, watermark: wm, onRecordError: (e) => codes.push(e.code), ...extra });
+  const { stats } = await runMap(env.plan, {
+    connections: env.conns,
+    watermark: wm,
+    onRecordError: (e) => codes.push(e.code),
+    ...extra,
+  });
   return { processed: stats.processed, failed: stats.failed, codes };
 }
 
@@ -46,7 +55,11 @@ describe('failed records and the net-change watermark', () => {
     const env = await setUp(CSV);
     const store = new FailedRecordStore(path.join(env.dir, 'failures'));
     const wm = new MemoryWatermark('2024-01-01T00:00:00Z');
-    expect(await run(env, wm, { failures: store })).toEqual({ processed: 4, failed: 2, codes: ['FML_NOT_A_NUMBER', 'FML_NOT_A_NUMBER'] });
+    expect(await run(env, wm, { failures: store })).toEqual({
+      processed: 4,
+      failed: 2,
+      codes: ['FML_NOT_A_NUMBER', 'FML_NOT_A_NUMBER'],
+    });
     expect(store.list().map((r) => r.source['id'])).toEqual([3, 4]);
     expect(await wm.load()).toEqual({ lastRunDate: T3, processedAtLastRunDate: ['k:[4]'] });
     for (let k = 0; k < 2; k++) {
@@ -78,10 +91,13 @@ describe('failed records and the net-change watermark', () => {
     await run(env, wm, { failures: store });
     const [three] = store.list();
     store.mark([three?.id ?? '']);
-    const fixed = compilePlan(JSON.parse(JSON.stringify(env.plan.model).replace('Q.age + 1', 'IFERROR(Q.age + 1, 0)')) as unknown, {
-      src: await (env.conns.get('src') as HostConnection).metadata(),
-      db: await (env.conns.get('db') as HostConnection).metadata(),
-    });
+    const fixed = compilePlan(
+      JSON.parse(JSON.stringify(env.plan.model).replace('Q.age + 1', 'IFERROR(Q.age + 1, 0)')) as unknown,
+      {
+        src: await (env.conns.get('src') as HostConnection).metadata(),
+        db: await (env.conns.get('db') as HostConnection).metadata(),
+      },
+    );
     const re = await reprocessFailed(fixed, store, { connections: env.conns });
     expect(re.succeeded).toEqual([three?.id]);
     expect(ids(env.dbFile)).toEqual([1, 2, 3]);

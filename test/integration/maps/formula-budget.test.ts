@@ -24,7 +24,14 @@ const MAP = {
   name: 'Busy loop',
   batchSize: 10,
   blocks: [
-    { blockId: '99999999-1111-4111-8111-000000000001', name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'src', entity: 'people' },
+    {
+      blockId: '99999999-1111-4111-8111-000000000001',
+      name: 'Q',
+      blockType: 'Query',
+      action: 'Query',
+      connectionId: 'src',
+      entity: 'people',
+    },
     {
       blockId: '99999999-1111-4111-8111-000000000002',
       name: 'L',
@@ -63,7 +70,17 @@ async function setUp(name: string): Promise<{ src: HostConnection; dst: HostConn
   await fsp.mkdir(path.join(dir, 'src'), { recursive: true });
   await fsp.writeFile(
     path.join(dir, 'src', 'schema.json'),
-    JSON.stringify({ entities: { 'people.csv': { fields: [{ name: 'id', type: 'integer', primaryKey: true }, { name: 'n', type: 'integer' }, { name: 'text', type: 'string' }] } } }),
+    JSON.stringify({
+      entities: {
+        'people.csv': {
+          fields: [
+            { name: 'id', type: 'integer', primaryKey: true },
+            { name: 'n', type: 'integer' },
+            { name: 'text', type: 'string' },
+          ],
+        },
+      },
+    }),
   );
   const rows = [1, 2, 3, 4, 5].map((id) => (id === 3 ? `${id},100000,${SLOW}` : `${id},3,x`));
   await fsp.writeFile(path.join(dir, 'src', 'people.csv'), `id,n,text\n${rows.join('\n')}\n`);
@@ -71,7 +88,11 @@ async function setUp(name: string): Promise<{ src: HostConnection; dst: HostConn
   const db = new Database(dbFile);
   db.exec('CREATE TABLE done (id INTEGER PRIMARY KEY)');
   db.close();
-  const src = await host.open({ connectorId: 'CSV', connectionId: 'src', properties: { folder: path.join(dir, 'src') } });
+  const src = await host.open({
+    connectorId: 'CSV',
+    connectionId: 'src',
+    properties: { folder: path.join(dir, 'src') },
+  });
   const dst = await host.open({ connectorId: 'SQLite', connectionId: 'db', properties: { file: dbFile } });
   return { src, dst, dbFile };
 }
@@ -82,7 +103,14 @@ async function run(name: string, formulaBudget: { perBlockMs?: number; perRunMs?
     const plan = compilePlan(MAP, { src: await src.metadata(), db: await dst.metadata() });
     const errors: MapRecordError[] = [];
     const started = performance.now();
-    const { stats } = await runMap(plan, { connections: new Map([['src', src], ['db', dst]]), formulaBudget, onRecordError: (e) => errors.push(e) });
+    const { stats } = await runMap(plan, {
+      connections: new Map([
+        ['src', src],
+        ['db', dst],
+      ]),
+      formulaBudget,
+      onRecordError: (e) => errors.push(e),
+    });
     const ms = performance.now() - started;
     const db = new Database(dbFile, { readonly: true });
     const done = db.prepare('SELECT id FROM done ORDER BY id').all();

@@ -46,7 +46,12 @@ afterAll(async () => {
   await fsp.rm(tmp, { recursive: true, force: true });
 });
 
-async function setUp(name: string): Promise<{ conns: Map<string, HostConnection>; metadata: Record<string, ConnectionMetadata>; dbFile: string; dir: string }> {
+async function setUp(name: string): Promise<{
+  conns: Map<string, HostConnection>;
+  metadata: Record<string, ConnectionMetadata>;
+  dbFile: string;
+  dir: string;
+}> {
   const dir = path.join(tmp, name);
   await fsp.cp(path.join(FIXTURES, name, 'input'), path.join(dir, 'src'), { recursive: true });
   const dbFile = path.join(dir, 'target.db');
@@ -54,9 +59,16 @@ async function setUp(name: string): Promise<{ conns: Map<string, HostConnection>
   db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
   db.close();
   await fsp.rm(path.join(dir, 'src', 'target.sql'));
-  const src = await host.open({ connectorId: 'CSV', connectionId: `src-${name}`, properties: { folder: path.join(dir, 'src') } });
+  const src = await host.open({
+    connectorId: 'CSV',
+    connectionId: `src-${name}`,
+    properties: { folder: path.join(dir, 'src') },
+  });
   const dst = await host.open({ connectorId: 'SQLite', connectionId: `db-${name}`, properties: { file: dbFile } });
-  const conns = new Map([['src', src], ['db', dst]]);
+  const conns = new Map([
+    ['src', src],
+    ['db', dst],
+  ]);
   return { conns, metadata: { src: await src.metadata(), db: await dst.metadata() }, dbFile, dir };
 }
 
@@ -72,7 +84,9 @@ function tables(dbFile: string, names: string[]): Record<string, unknown[]> {
 describe.each(cases)('golden Map %s', (name) => {
   it('writes the expected records, errors and statistics', async () => {
     const expected = JSON.parse(await fsp.readFile(path.join(FIXTURES, name, 'expected.json'), 'utf8')) as Expected;
-    const model = JSON.parse(await fsp.readFile(path.join(FIXTURES, name, 'map.json'), 'utf8')) as { lastRunDate?: string };
+    const model = JSON.parse(await fsp.readFile(path.join(FIXTURES, name, 'map.json'), 'utf8')) as {
+      lastRunDate?: string;
+    };
     const { conns, metadata, dbFile, dir } = await setUp(name);
     const plan = compilePlan(model, metadata);
     const errors: MapRecordError[] = [];
@@ -80,7 +94,9 @@ describe.each(cases)('golden Map %s', (name) => {
     const store = new FailedRecordStore(path.join(dir, 'failures'));
     const wm = new MemoryWatermark(model.lastRunDate ?? null);
     const messageFile = path.join(FIXTURES, name, 'message.json');
-    const message = fs.existsSync(messageFile) ? (JSON.parse(await fsp.readFile(messageFile, 'utf8')) as unknown) : undefined;
+    const message = fs.existsSync(messageFile)
+      ? (JSON.parse(await fsp.readFile(messageFile, 'utf8')) as unknown)
+      : undefined;
     const replies: ConnectorRecord[] = [];
     const { stats, reply } = await runMap(plan, {
       connections: conns,
@@ -96,7 +112,9 @@ describe.each(cases)('golden Map %s', (name) => {
     expect(errors.map((e) => ({ blockName: e.blockName, code: e.code }))).toEqual(expected.errors);
     expect(progress.at(-1)).toBe(expected.stats.processed);
     if (expected.blocks) {
-      const byName = Object.fromEntries(stats.blocks.map((b) => [b.name, { processed: b.processed, failed: b.failed }]));
+      const byName = Object.fromEntries(
+        stats.blocks.map((b) => [b.name, { processed: b.processed, failed: b.failed }]),
+      );
       expect(byName).toEqual(expected.blocks);
     }
     if (expected.reply !== undefined) {
@@ -116,7 +134,9 @@ describe.each(cases)('golden Map %s', (name) => {
       store.mark(failed.map((f) => f.id));
       const again = await reprocessFailed(plan, store, { connections: conns });
       expect(again.reprocessed).toHaveLength(failed.length);
-      await expect(reprocessFailed(plan, store, { connections: conns, ids: [failed[0]?.id ?? ''] })).rejects.toMatchObject({ code: 'RUN_ALREADY_REPROCESSED' });
+      await expect(
+        reprocessFailed(plan, store, { connections: conns, ids: [failed[0]?.id ?? ''] }),
+      ).rejects.toMatchObject({ code: 'RUN_ALREADY_REPROCESSED' });
     }
     store.close();
     for (const c of conns.values()) await c.close();

@@ -13,12 +13,22 @@ import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 
 /** The query-create fixture's Map over `csv` (the fixture's own input when absent), into a fresh target. */
 const newCase = useQueryCreateMap('netchange');
-const setUp = (csv?: string, schema?: string) => newCase({ ...(csv !== undefined ? { csv } : {}), ...(schema !== undefined ? { schema } : {}) });
+const setUp = (csv?: string, schema?: string) =>
+  newCase({ ...(csv !== undefined ? { csv } : {}), ...(schema !== undefined ? { schema } : {}) });
 type Env = QueryCreateCase;
 
-async function run(env: Env, wm: MemoryWatermark, extra: Partial<RunOptions> = {}): Promise<{ processed: number; failed: number; errors: MapRecordError[] }> {
+async function run(
+  env: Env,
+  wm: MemoryWatermark,
+  extra: Partial<RunOptions> = {},
+): Promise<{ processed: number; failed: number; errors: MapRecordError[] }> {
   const errors: MapRecordError[] = [];
-  const { stats } = await runMap(env.plan, { connections: env.conns, watermark: wm, onRecordError: (e) => errors.push(e), ...extra });
+  const { stats } = await runMap(env.plan, {
+    connections: env.conns,
+    watermark: wm,
+    onRecordError: (e) => errors.push(e),
+    ...extra,
+  });
   return { processed: stats.processed, failed: stats.failed, errors };
 }
 
@@ -32,9 +42,19 @@ function ids(dbFile: string): number[] {
 }
 
 const HEADER = 'id,first,last,age,updated_at\n';
-const NO_KEY_SCHEMA = JSON.stringify({ entities: { 'people.csv': { fields: [
-  { name: 'id', type: 'integer' }, { name: 'first', type: 'string' }, { name: 'last', type: 'string' },
-  { name: 'age', type: 'string' }, { name: 'updated_at', type: 'datetime' }] } } });
+const NO_KEY_SCHEMA = JSON.stringify({
+  entities: {
+    'people.csv': {
+      fields: [
+        { name: 'id', type: 'integer' },
+        { name: 'first', type: 'string' },
+        { name: 'last', type: 'string' },
+        { name: 'age', type: 'string' },
+        { name: 'updated_at', type: 'datetime' },
+      ],
+    },
+  },
+});
 
 describe('net change across runs', () => {
   it('a second run of the query-create fixture processes nothing and fails nothing', async () => {

@@ -38,8 +38,11 @@ function counted(conn: HostConnection, calls: Map<string, number[]>): HostConnec
 describe('a write that is not bulk', () => {
   it('goes a batch per call, a refused record failing alone, its written records readable by the next Block', async () => {
     let csv = 'id,first,last,age,updated_at\n';
-    for (let i = 1; i <= RECORDS; i++) csv += `${i},${i === DUP ? 'p5' : `p${i}`},l${i},${i % 90},2024-01-02T00:00:00Z\n`;
-    const fixture = JSON.parse(fs.readFileSync(new URL('../../fixtures/maps/query-create/map.json', import.meta.url), 'utf8')) as { blocks: Array<Record<string, unknown>> };
+    for (let i = 1; i <= RECORDS; i++)
+      csv += `${i},${i === DUP ? 'p5' : `p${i}`},l${i},${i % 90},2024-01-02T00:00:00Z\n`;
+    const fixture = JSON.parse(
+      fs.readFileSync(new URL('../../fixtures/maps/query-create/map.json', import.meta.url), 'utf8'),
+    ) as { blocks: Array<Record<string, unknown>> };
     const [query, create] = fixture.blocks;
     const blocks = [
       { ...query, netChange: undefined },
@@ -60,7 +63,8 @@ describe('a write that is not bulk', () => {
     const env = await newCase({
       csv,
       model: { batchSize: BATCH, blocks },
-      targetSql: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL UNIQUE, age_next INTEGER); CREATE TABLE log (id INTEGER, line TEXT);',
+      targetSql:
+        'CREATE TABLE contacts (id INTEGER PRIMARY KEY, full_name TEXT NOT NULL UNIQUE, age_next INTEGER); CREATE TABLE log (id INTEGER, line TEXT);',
     });
     const calls = new Map<string, number[]>();
     const conns = new Map([...env.conns].map(([id, c]) => [id, counted(c, calls)]));

@@ -19,7 +19,13 @@ import { CELL_NUMBER, CELL_TEXT, CELL_VALUE, packRecords, type PackedBatch } fro
 import { compilePlan } from '../../../src/maps/compiler/plan.js';
 import { FormulaEngine } from '../../../src/maps/formula/evaluator.js';
 import { fitsCopy, packedCopyOf } from '../../../src/maps/runtime/packed-copy.js';
-import { runMap, type FailedRecordInput, type MapRecordError, type RunOptions, type RunProgress } from '../../../src/maps/runtime/run.js';
+import {
+  runMap,
+  type FailedRecordInput,
+  type MapRecordError,
+  type RunOptions,
+  type RunProgress,
+} from '../../../src/maps/runtime/run.js';
 
 const CONNECTORS = new URL('../../../connectors/', import.meta.url).pathname;
 const URL_SET = Boolean(process.env['FERRY_TEST_DATABASE_URL']);
@@ -28,14 +34,37 @@ const BATCH = 500;
 
 const block = (n: number): string => `7a1f0000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 /** Query `src.people` → Create into `table`: target field ← source field, as given. */
-function copyMap(table: string, pairs: ReadonlyArray<readonly [string, string]>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function copyMap(
+  table: string,
+  pairs: ReadonlyArray<readonly [string, string]>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     version: '3.0',
     name: 'people',
     batchSize: BATCH,
     blocks: [
-      { blockId: block(1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'src', entity: 'people', ...extra },
-      { blockId: block(2), name: 'W', blockType: 'Create', action: 'Create', connectionId: 'pg', entity: table, fieldMappings: pairs.map(([t, s]) => ({ targetField: t, targetFormula: s.includes('(') || s.includes('+') ? s : `Q.${s}` })) },
+      {
+        blockId: block(1),
+        name: 'Q',
+        blockType: 'Query',
+        action: 'Query',
+        connectionId: 'src',
+        entity: 'people',
+        ...extra,
+      },
+      {
+        blockId: block(2),
+        name: 'W',
+        blockType: 'Create',
+        action: 'Create',
+        connectionId: 'pg',
+        entity: table,
+        fieldMappings: pairs.map(([t, s]) => ({
+          targetField: t,
+          targetFormula: s.includes('(') || s.includes('+') ? s : `Q.${s}`,
+        })),
+      },
     ],
   };
 }
@@ -57,7 +86,11 @@ describe('fitsCopy', () => {
       expect(b.tags[1]).toBe(CELL_NUMBER);
       expect(fitsCopy(b, 10)).toBe(false);
     }
-    const value: PackedBatch = { ...packRecords([{ a: 'x' }], ['a']), tags: Uint8Array.of(CELL_VALUE), values: ['a long one'] };
+    const value: PackedBatch = {
+      ...packRecords([{ a: 'x' }], ['a']),
+      tags: Uint8Array.of(CELL_VALUE),
+      values: ['a long one'],
+    };
     expect(fitsCopy(value, 100)).toBe(true);
     expect(fitsCopy(value, 5)).toBe(false);
     expect(packRecords([{ a: 'Zoë' }], ['a']).tags[0]).toBe(CELL_TEXT);
@@ -79,12 +112,21 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-packed-copy-'));
     const file = path.join(tmp, 'source.db');
     const s = new Database(file);
-    s.exec('CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, score REAL, born DATE, updated_at DATETIME, note TEXT)');
+    s.exec(
+      'CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, score REAL, born DATE, updated_at DATETIME, note TEXT)',
+    );
     const ins = s.prepare('INSERT INTO people VALUES (?, ?, ?, ?, ?, ?)');
     s.transaction(() => {
       for (let i = 1; i <= ROWS; i++) {
         const name = i === 1234 ? 'x'.repeat(40) : i % 9 === 0 ? `Zoë ${i} 😀` : i % 13 === 0 ? null : `name ${i}`;
-        ins.run(i, name, i % 17 === 0 ? null : i / 4, `2024-01-${String((i % 28) + 1).padStart(2, '0')}`, `2024-02-01 10:00:${String(i % 60).padStart(2, '0')}`, `n${i}`);
+        ins.run(
+          i,
+          name,
+          i % 17 === 0 ? null : i / 4,
+          `2024-01-${String((i % 28) + 1).padStart(2, '0')}`,
+          `2024-02-01 10:00:${String(i % 60).padStart(2, '0')}`,
+          `n${i}`,
+        );
       }
     })();
     s.close();
@@ -105,12 +147,19 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
   });
 
   const table = async (name: string, constraint = ''): Promise<void> => {
-    await client.query(`DROP TABLE IF EXISTS ${name}; CREATE TABLE ${name} (person_id integer, full_name text, score double precision, born date, seen_at timestamp${constraint})`);
+    await client.query(
+      `DROP TABLE IF EXISTS ${name}; CREATE TABLE ${name} (person_id integer, full_name text, score double precision, born date, seen_at timestamp${constraint})`,
+    );
   };
-  const rows = async (name: string): Promise<unknown[]> => (await client.query(`SELECT * FROM ${name} ORDER BY person_id`)).rows;
+  const rows = async (name: string): Promise<unknown[]> =>
+    (await client.query(`SELECT * FROM ${name} ORDER BY person_id`)).rows;
 
   /** Counts the packed and record calls a run makes of both Connections; `written` hears each write's end, `events` each write's start and end. */
-  function counted(packed: boolean, written?: (call: number) => void, events: string[] = []): { connections: Map<string, HostConnection>; calls: Record<string, number> } {
+  function counted(
+    packed: boolean,
+    written?: (call: number) => void,
+    events: string[] = [],
+  ): { connections: Map<string, HostConnection>; calls: Record<string, number> } {
     const calls = { query: 0, queryPacked: 0, write: 0, writePacked: 0 };
     const source = Object.assign(Object.create(src) as HostConnection, {
       query: (...a: Parameters<HostConnection['query']>) => (calls.query++, src.query(...a)),
@@ -129,9 +178,18 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     };
     Object.assign(target, {
       write: (...a: Parameters<HostConnection['write']>) => (calls.write++, hear(dst.write(...a))),
-      writePacked: (...a: Parameters<HostConnection['writePacked']>) => (calls.writePacked++, hear(dst.writePacked(...a))),
+      writePacked: (...a: Parameters<HostConnection['writePacked']>) => (
+        calls.writePacked++,
+        hear(dst.writePacked(...a))
+      ),
     });
-    return { connections: new Map([['src', source], ['pg', target]]), calls };
+    return {
+      connections: new Map([
+        ['src', source],
+        ['pg', target],
+      ]),
+      calls,
+    };
   }
 
   interface Outcome {
@@ -141,7 +199,12 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     progress: RunProgress[];
     calls: Record<string, number>;
   }
-  async function run(model: Record<string, unknown>, packed: boolean, opts: Partial<RunOptions> = {}, written?: (call: number) => void): Promise<Outcome> {
+  async function run(
+    model: Record<string, unknown>,
+    packed: boolean,
+    opts: Partial<RunOptions> = {},
+    written?: (call: number) => void,
+  ): Promise<Outcome> {
     const plan = compilePlan(model, { src: await src.metadata(), pg: await dst.metadata({ reload: true }) });
     const { connections, calls } = counted(packed, written);
     const errors: MapRecordError[] = [];
@@ -161,10 +224,23 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
   }
   /** What two runs into two tables share: no times, no error ids, the tables' names as T. */
   const comparable = (o: Outcome): unknown => {
-    const counts = ({ name, processed, failed }: { name: string; processed: number; failed: number }) => ({ name, processed, failed });
+    const counts = ({ name, processed, failed }: { name: string; processed: number; failed: number }) => ({
+      name,
+      processed,
+      failed,
+    });
     const { processed, failed, batches, cancelled } = o.stats;
-    const shared = { stats: { processed, failed, batches, cancelled, blocks: o.stats.blocks.map(counts) }, errors: o.errors.map((e) => ({ ...e, id: '' })), captured: o.captured, progress: o.progress };
-    return JSON.parse(JSON.stringify(shared).replace(/(packed|records)_([a-z])\b/g, 'T_$2').replace(/(packed|records)_([a-z])_/g, 'T_$2_'));
+    const shared = {
+      stats: { processed, failed, batches, cancelled, blocks: o.stats.blocks.map(counts) },
+      errors: o.errors.map((e) => ({ ...e, id: '' })),
+      captured: o.captured,
+      progress: o.progress,
+    };
+    return JSON.parse(
+      JSON.stringify(shared)
+        .replace(/(packed|records)_([a-z])\b/g, 'T_$2')
+        .replace(/(packed|records)_([a-z])_/g, 'T_$2_'),
+    );
   };
 
   it('copies every row packed, with the statistics and progress of the records way', async () => {
@@ -191,11 +267,25 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     expect(packed.calls.queryPacked).toBe(1);
     expect(packed.calls.writePacked).toBe(ROWS / BATCH);
     // Both CHECKs refuse rows.
-    const refused = Array.from({ length: ROWS }, (_, i) => i + 1).filter((i) => i % 10 === 0 || (i % 13 === 0 && i % 9 !== 0 && i !== 1234));
+    const refused = Array.from({ length: ROWS }, (_, i) => i + 1).filter(
+      (i) => i % 10 === 0 || (i % 13 === 0 && i % 9 !== 0 && i !== 1234),
+    );
     expect(packed.stats).toMatchObject({ processed: ROWS, failed: refused.length });
     expect(packed.errors.map((e) => e.sourceRow)).toEqual(refused);
-    expect(packed.errors[0]).toMatchObject({ code: 'RUN_WRITE_FAILED', blockName: 'W', sourceKey: { id: 10 }, canReprocess: true, failedRecordId: 'f1' });
-    expect(packed.captured[0]?.source).toEqual({ id: 10, name: 'name 10', score: 2.5, born: '2024-01-11', updated_at: '2024-02-01T10:00:10' });
+    expect(packed.errors[0]).toMatchObject({
+      code: 'RUN_WRITE_FAILED',
+      blockName: 'W',
+      sourceKey: { id: 10 },
+      canReprocess: true,
+      failedRecordId: 'f1',
+    });
+    expect(packed.captured[0]?.source).toEqual({
+      id: 10,
+      name: 'name 10',
+      score: 2.5,
+      born: '2024-01-11',
+      updated_at: '2024-02-01T10:00:10',
+    });
     expect(comparable(packed)).toEqual(comparable(records));
     expect(await rows('packed_b')).toEqual(await rows('records_b'));
   });
@@ -206,7 +296,10 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
       await table('packed_c');
       const out = await run(copyMap('packed_c', COPY), true, { engine: short });
       expect(out.stats).toMatchObject({ processed: ROWS, failed: 1 });
-      expect(out.errors.find((e) => e.code === 'FML_TEXT_TOO_LONG')).toMatchObject({ sourceRow: 1234, sourceKey: { id: 1234 } });
+      expect(out.errors.find((e) => e.code === 'FML_TEXT_TOO_LONG')).toMatchObject({
+        sourceRow: 1234,
+        sourceKey: { id: 1234 },
+      });
       // Four batches packed, the one with row 1234 as records.
       expect(out.calls).toMatchObject({ queryPacked: 1, writePacked: ROWS / BATCH - 1, write: 1 });
     } finally {
@@ -218,7 +311,10 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     await table('packed_d');
     const stop = new AbortController();
     const seen: number[] = [];
-    const out = await run(copyMap('packed_d', COPY), true, { stop: stop.signal, onProgress: (p) => (seen.push(p.processed), p.batches === 2 && stop.abort()) });
+    const out = await run(copyMap('packed_d', COPY), true, {
+      stop: stop.signal,
+      onProgress: (p) => (seen.push(p.processed), p.batches === 2 && stop.abort()),
+    });
     // The batch being written when the stop came (the third: a batch is written while the one before it is reported) finishes.
     expect(out.stats).toMatchObject({ processed: 3 * BATCH, batches: 3, cancelled: true });
     expect(seen).toEqual([BATCH, 2 * BATCH, 3 * BATCH]);
@@ -231,23 +327,36 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
       const name = packed ? 'packed_f' : 'records_f';
       await table(name, ', CHECK (person_id % 10 <> 0)');
       const ctl = new AbortController();
-      outcomes.push(await run(copyMap(name, COPY), packed, { signal: ctl.signal }, (call) => call === 2 && ctl.abort()));
+      outcomes.push(
+        await run(copyMap(name, COPY), packed, { signal: ctl.signal }, (call) => call === 2 && ctl.abort()),
+      );
     }
     const [packed, records] = outcomes as [Outcome, Outcome];
     expect(packed.calls.writePacked).toBe(2);
     expect(packed.stats).toMatchObject({ processed: BATCH, batches: 1, failed: BATCH / 10, cancelled: true });
     // The second batch's refused rows are reported, though the batch is not counted.
-    expect(packed.errors.map((e) => e.sourceRow)).toEqual(Array.from({ length: (2 * BATCH) / 10 }, (_, i) => 10 * (i + 1)));
+    expect(packed.errors.map((e) => e.sourceRow)).toEqual(
+      Array.from({ length: (2 * BATCH) / 10 }, (_, i) => 10 * (i + 1)),
+    );
     expect(packed.captured).toHaveLength((2 * BATCH) / 10);
     expect(comparable(packed)).toEqual(comparable(records));
   });
 
   it('a failed-record store that fails ends the run with its error, and no write is still out when it has ended', async () => {
     await table('packed_g', ', CHECK (person_id % 10 <> 0)');
-    const plan = compilePlan(copyMap('packed_g', COPY), { src: await src.metadata(), pg: await dst.metadata({ reload: true }) });
+    const plan = compilePlan(copyMap('packed_g', COPY), {
+      src: await src.metadata(),
+      pg: await dst.metadata({ reload: true }),
+    });
     const events: string[] = [];
     const { connections } = counted(true, undefined, events);
-    await expect(runMap(plan, { connections, engine, failures: { capture: () => Promise.reject(new Error('the store is down')) } })).rejects.toThrow('the store is down');
+    await expect(
+      runMap(plan, {
+        connections,
+        engine,
+        failures: { capture: () => Promise.reject(new Error('the store is down')) },
+      }),
+    ).rejects.toThrow('the store is down');
     events.push('ended');
     // The second batch was being written when the first one's report failed: it ended first.
     expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'ended']);
@@ -263,6 +372,8 @@ describe.skipIf(!URL_SET)('packed copies into PostgreSQL', () => {
     expect(of(copyMap('packed_e', COPY.slice(1)))).toBeUndefined(); // the key id is not copied
     expect(of(copyMap('packed_e', [...COPY.slice(0, 4), ['seen_at', 'name']]))).toBeUndefined(); // a field copied twice
     expect(of(copyMap('packed_e', COPY, { netChange: { fieldName: 'updated_at' } }))).toBeUndefined();
-    expect(packedCopyOf(compilePlan(copyMap('packed_e', COPY), md), { connections: counted(false).connections }, engine)).toBeUndefined();
+    expect(
+      packedCopyOf(compilePlan(copyMap('packed_e', COPY), md), { connections: counted(false).connections }, engine),
+    ).toBeUndefined();
   });
 });

@@ -48,13 +48,18 @@ describe('the run pipeline', () => {
     db.exec(await fsp.readFile(path.join(dir, 'src', 'target.sql'), 'utf8'));
     db.close();
     await fsp.rm(path.join(dir, 'src', 'target.sql'));
-    const src = await host.open({ connectorId: 'CSV', connectionId: 'src', properties: { folder: path.join(dir, 'src') } });
+    const src = await host.open({
+      connectorId: 'CSV',
+      connectionId: 'src',
+      properties: { folder: path.join(dir, 'src') },
+    });
     const dst = await host.open({ connectorId: 'SQLite', connectionId: 'db', properties: { file: dbFile } });
     const model = JSON.parse(await fsp.readFile(path.join(FIXTURE, 'map.json'), 'utf8')) as Record<string, unknown>;
     const plan = compilePlan({ ...model, batchSize: BATCH }, { src: await src.metadata(), db: await dst.metadata() });
 
     const events: string[] = [];
-    const firstId = (records: readonly { [k: string]: unknown }[]): number => Number((records[0]?.['Q'] as Record<string, unknown> | undefined)?.['id'] ?? records[0]?.['id']);
+    const firstId = (records: readonly { [k: string]: unknown }[]): number =>
+      Number((records[0]?.['Q'] as Record<string, unknown> | undefined)?.['id'] ?? records[0]?.['id']);
     const real = await FormulaEngine.create();
     // A batch's values are handed over only once the next batch's formulas were asked for (the last batch's at once).
     let asked = 0;
@@ -82,13 +87,22 @@ describe('the run pipeline', () => {
     const checkpoints: string[] = [];
     try {
       const { stats } = await runMap(plan, {
-        connections: new Map([['src', src], ['db', writing]]),
+        connections: new Map([
+          ['src', src],
+          ['db', writing],
+        ]),
         engine,
         watermark: wm,
         onRecordError: (e) => errors.push(e),
         onProgress: (p) => checkpoints.push(`${p.processed}/${p.failed} ${p.lastRunDate ?? ''}`),
       });
-      expect(stats).toMatchObject({ processed: RECORDS, failed: 1, batches: RECORDS / BATCH, cancelled: false, lastRunDate: at(RECORDS) });
+      expect(stats).toMatchObject({
+        processed: RECORDS,
+        failed: 1,
+        batches: RECORDS / BATCH,
+        cancelled: false,
+        lastRunDate: at(RECORDS),
+      });
     } finally {
       real.dispose();
       await src.close();
@@ -101,7 +115,9 @@ describe('the run pipeline', () => {
       `write ${RECORDS - BATCH + 1}`,
     ]);
     expect(errors.map((e) => e.code)).toEqual(['FML_NOT_A_NUMBER']);
-    expect(checkpoints).toEqual(starts.map((s) => `${s + BATCH - 1}/${s + BATCH - 1 >= BAD ? 1 : 0} ${at(s + BATCH - 1)}`));
+    expect(checkpoints).toEqual(
+      starts.map((s) => `${s + BATCH - 1}/${s + BATCH - 1 >= BAD ? 1 : 0} ${at(s + BATCH - 1)}`),
+    );
     const out = new Database(dbFile, { readonly: true });
     const ids = (out.prepare('SELECT id FROM contacts ORDER BY id').all() as { id: number }[]).map((r) => r.id);
     out.close();

@@ -30,20 +30,32 @@ function people(n: number, tag = 'p'): string {
 
 /** The query-create Map without net change, into a keyless contacts table. */
 async function setUp(): Promise<QueryCreateCase> {
-  const model = JSON.parse(fs.readFileSync(new URL('../../fixtures/maps/query-create/map.json', import.meta.url), 'utf8')) as { blocks: Array<Record<string, unknown>> };
+  const model = JSON.parse(
+    fs.readFileSync(new URL('../../fixtures/maps/query-create/map.json', import.meta.url), 'utf8'),
+  ) as { blocks: Array<Record<string, unknown>> };
   const blocks = model.blocks.map((b) => {
     if (b['blockType'] !== 'Query') return b;
     const { netChange: _drop, ...rest } = b;
     return rest;
   });
-  return newCase({ csv: people(RECORDS), model: { batchSize: BATCH, blocks }, targetSql: KEYLESS, target: { busyTimeoutMs: '20' } });
+  return newCase({
+    csv: people(RECORDS),
+    model: { batchSize: BATCH, blocks },
+    targetSql: KEYLESS,
+    target: { busyTimeoutMs: '20' },
+  });
 }
 
 function table(dbFile: string): { rows: number; distinct: number; names: string[] } {
   const db = new Database(dbFile, { readonly: true });
   try {
-    const r = db.prepare('SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM contacts').get() as { rows: number; distinct_ids: number };
-    const names = (db.prepare('SELECT DISTINCT substr(full_name, 1, 1) AS t FROM contacts ORDER BY t').all() as { t: string }[]).map((x) => x.t);
+    const r = db.prepare('SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM contacts').get() as {
+      rows: number;
+      distinct_ids: number;
+    };
+    const names = (
+      db.prepare('SELECT DISTINCT substr(full_name, 1, 1) AS t FROM contacts ORDER BY t').all() as { t: string }[]
+    ).map((x) => x.t);
     return { rows: r.rows, distinct: r.distinct_ids, names };
   } finally {
     db.close();
@@ -53,17 +65,26 @@ function table(dbFile: string): { rows: number; distinct: number; names: string[
 function point(dbFile: string): ReturnType<typeof parseResumePoint> {
   const db = new Database(dbFile, { readonly: true });
   try {
-    const row = db.prepare(`SELECT value FROM "${CHECKPOINT_TABLE}" WHERE key = ?`).get(KEY) as { value: string } | undefined;
+    const row = db.prepare(`SELECT value FROM "${CHECKPOINT_TABLE}" WHERE key = ?`).get(KEY) as
+      { value: string } | undefined;
     return parseResumePoint(row?.value ?? null);
   } finally {
     db.close();
   }
 }
 
-async function run(env: QueryCreateCase, extra: Partial<RunOptions> = {}): Promise<{ result?: RunResult; error?: unknown; errors: MapRecordError[] }> {
+async function run(
+  env: QueryCreateCase,
+  extra: Partial<RunOptions> = {},
+): Promise<{ result?: RunResult; error?: unknown; errors: MapRecordError[] }> {
   const errors: MapRecordError[] = [];
   try {
-    const result = await runMap(env.plan, { connections: env.conns, checkpoint: { key: KEY }, onRecordError: (e) => errors.push(e), ...extra });
+    const result = await runMap(env.plan, {
+      connections: env.conns,
+      checkpoint: { key: KEY },
+      onRecordError: (e) => errors.push(e),
+      ...extra,
+    });
     return { result, errors };
   } catch (error) {
     return { error, errors };
@@ -125,7 +146,9 @@ describe('resuming a Map without net change into a table without a key', () => {
     fs.writeFileSync(path.join(env.dir, 'src', 'people.csv'), people(RECORDS, 'q'));
     const next = await run(env);
     expect(next.result?.stats).toMatchObject({ processed: RECORDS, failed: 0 });
-    expect(next.result?.notice).toMatch(/had written the first 200 records of people; the source no longer reads the same records/);
+    expect(next.result?.notice).toMatch(
+      /had written the first 200 records of people; the source no longer reads the same records/,
+    );
     expect(table(env.dbFile)).toMatchObject({ rows: RECORDS + 2 * BATCH, names: ['P', 'Q'] });
     await env.close();
   });

@@ -45,8 +45,14 @@ describe('escape attempts', () => {
   });
 
   it('reads fields named like prototype members as absent fields', async () => {
-    const record = JSON.parse('{"Q": {"__proto__": {"polluted": 1}}, "__proto__": {"Q": {"constructor": 1}}}') as Record<string, unknown>;
-    const out = await evaluateOne(engine, 'CONCATENATE(Q.[constructor], "|", Q.[toString], "|", Q.[__proto__], "|", [__proto__].[polluted])', record);
+    const record = JSON.parse(
+      '{"Q": {"__proto__": {"polluted": 1}}, "__proto__": {"Q": {"constructor": 1}}}',
+    ) as Record<string, unknown>;
+    const out = await evaluateOne(
+      engine,
+      'CONCATENATE(Q.[constructor], "|", Q.[toString], "|", Q.[__proto__], "|", [__proto__].[polluted])',
+      record,
+    );
     expect(out).toEqual({ value: '||{"polluted":1}|' });
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
   });
@@ -56,7 +62,9 @@ describe('escape attempts', () => {
       'JSON.stringify(["require", "process", "setTimeout", "setInterval", "queueMicrotask", "eval", "Function", "WebAssembly", "SharedArrayBuffer", "Atomics", "Proxy", "Reflect", "Promise", "console", "fetch"].map((n) => typeof globalThis[n]))',
     );
     expect(JSON.parse(seen as string)).toEqual(Array(15).fill('undefined'));
-    const globals = JSON.parse((await engine.sandbox.evaluateScript('JSON.stringify(Object.getOwnPropertyNames(globalThis))')) as string) as string[];
+    const globals = JSON.parse(
+      (await engine.sandbox.evaluateScript('JSON.stringify(Object.getOwnPropertyNames(globalThis))')) as string,
+    ) as string[];
     for (const name of globals) expect([...ALLOWED_GLOBALS, '__name'], name).toContain(name);
   });
 
@@ -79,7 +87,10 @@ describe('escape attempts', () => {
       return '[[[{"__proto__": {"polluted": true}}]], [[0, 0, "NOT_A_CODE", "m", {"__proto__": {"polluted": true}, "value": "v", "secret": "s"}, 99, null]]]';
     }; })()`;
     const json = await engine.sandbox.run(payload, [['[]'], 0, 1, 2, 3, 4, -1], 1000);
-    const [values, errors] = JSON.parse(json) as [unknown[][], [number, number, string, string, Record<string, unknown>, number, null][]];
+    const [values, errors] = JSON.parse(json) as [
+      unknown[][],
+      [number, number, string, string, Record<string, unknown>, number, null][],
+    ];
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     expect(Object.getPrototypeOf(values[0]?.[0])).toBe(Object.prototype);
     const { recordError } = await import('../../../src/maps/formula/wire.js');
@@ -98,7 +109,13 @@ describe('limits', () => {
 
   it('stops an endless program at the time limit and keeps the isolate usable', async () => {
     const started = performance.now();
-    await expect(engine.sandbox.run('(function () { return function run() { for (;;) {} }; })()', [['[]'], 0, 1, 2, 3, 4, -1], 300)).rejects.toMatchObject({
+    await expect(
+      engine.sandbox.run(
+        '(function () { return function run() { for (;;) {} }; })()',
+        [['[]'], 0, 1, 2, 3, 4, -1],
+        300,
+      ),
+    ).rejects.toMatchObject({
       kind: 'timeout',
     });
     expect(performance.now() - started).toBeLessThan(5000);
@@ -107,7 +124,8 @@ describe('limits', () => {
 
   it('stops a program that allocates without end at the memory limit, then builds a new isolate', async () => {
     const before = engine.isolatesCreated;
-    const bomb = '(function () { return function run() { const a = []; for (;;) a.push(new Array(100000).fill(Math.random())); }; })()';
+    const bomb =
+      '(function () { return function run() { const a = []; for (;;) a.push(new Array(100000).fill(Math.random())); }; })()';
     const failure = await engine.sandbox.run(bomb, [['[]'], 0, 1, 2, 3, 4, -1], 30_000).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(RunFailure);
     expect(failure).toMatchObject({ kind: 'memory' });
@@ -131,7 +149,9 @@ describe('a batch with records that exceed the limits', () => {
   afterAll(() => engine.dispose());
 
   const batch = (bad: ReadonlySet<number>, n = 40) =>
-    Array.from({ length: n }, (_, i) => ({ Q: { Text: bad.has(i) ? SLOW_TEXT : 'aaa', N: bad.has(i) ? 4_000_000 : 3, I: i } }));
+    Array.from({ length: n }, (_, i) => ({
+      Q: { Text: bad.has(i) ? SLOW_TEXT : 'aaa', N: bad.has(i) ? 4_000_000 : 3, I: i },
+    }));
 
   it('fails only the records that run out of time', async () => {
     const compiled = compileFormulas({ Slow: CATASTROPHIC, Id: 'Q.I * 10' });
@@ -140,7 +160,10 @@ describe('a batch with records that exceed the limits', () => {
       [3, 'Slow', 'FML_TIMEOUT'],
       [31, 'Slow', 'FML_TIMEOUT'],
     ]);
-    expect(errors[0]?.error).toMatchObject({ kind: 'config', details: { formula: 'Slow', position: { line: 1, column: 1 } } });
+    expect(errors[0]?.error).toMatchObject({
+      kind: 'config',
+      details: { formula: 'Slow', position: { line: 1, column: 1 } },
+    });
     // The other formula of a failed record still has its value; every other record has both.
     expect(values[3]).toEqual([null, 30]);
     values.forEach((v, i) => {
@@ -152,7 +175,9 @@ describe('a batch with records that exceed the limits', () => {
     const before = engine.isolatesCreated;
     const compiled = compileFormulas([{ key: 'Len', formula: MEMORY_BOMB, blockId: 'blk' }]);
     const { values, errors } = await engine.evaluate(compiled, batch(new Set([17]), 24));
-    expect(errors.map((e) => [e.record, e.error.code, e.error.details?.['blockId']])).toEqual([[17, 'FML_MEMORY_LIMIT', 'blk']]);
+    expect(errors.map((e) => [e.record, e.error.code, e.error.details?.['blockId']])).toEqual([
+      [17, 'FML_MEMORY_LIMIT', 'blk'],
+    ]);
     values.forEach((v, i) => expect(v).toEqual([i === 17 ? null : 6]));
     expect(engine.isolatesCreated).toBeGreaterThan(before);
     expect(await evaluateOne(engine, 'LEN("ok")')).toEqual({ value: 2 });
@@ -160,13 +185,23 @@ describe('a batch with records that exceed the limits', () => {
 
   it('keeps evaluating batches one after another when called concurrently', async () => {
     const compiled = compileFormulas(['Q.I + 1']);
-    const results = await Promise.all([0, 1, 2, 3].map((k) => engine.evaluate(compiled, Array.from({ length: 50 }, (_, i) => ({ Q: { I: k * 100 + i } })))));
-    results.forEach((r, k) => expect(r.values.map((v) => v[0])).toEqual(Array.from({ length: 50 }, (_, i) => k * 100 + i + 1)));
+    const results = await Promise.all(
+      [0, 1, 2, 3].map((k) =>
+        engine.evaluate(
+          compiled,
+          Array.from({ length: 50 }, (_, i) => ({ Q: { I: k * 100 + i } })),
+        ),
+      ),
+    );
+    results.forEach((r, k) =>
+      expect(r.values.map((v) => v[0])).toEqual(Array.from({ length: 50 }, (_, i) => k * 100 + i + 1)),
+    );
   });
 
   it('keeps host memory flat over many batches (no external strings left for a full GC)', async () => {
     const compiled = compileFormulas(['REPEAT(Q.Name, 4) & Q.I']);
-    const batchOf = (b: number) => Array.from({ length: 1000 }, (_, i) => ({ Q: { Name: `name-${i}-padding-to-make-it-longer`, I: b * 1000 + i } }));
+    const batchOf = (b: number) =>
+      Array.from({ length: 1000 }, (_, i) => ({ Q: { Name: `name-${i}-padding-to-make-it-longer`, I: b * 1000 + i } }));
     await engine.evaluate(compiled, batchOf(0));
     const before = process.memoryUsage().external;
     for (let b = 0; b < 300; b++) await engine.evaluate(compiled, batchOf(b));

@@ -9,7 +9,13 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { useQueryCreateMap, type QueryCreateCase } from '../../helpers/query-create-map.js';
-import { partialResult, runMap, type MapRecordError, type RunOptions, type RunResult } from '../../../src/maps/runtime/run.js';
+import {
+  partialResult,
+  runMap,
+  type MapRecordError,
+  type RunOptions,
+  type RunResult,
+} from '../../../src/maps/runtime/run.js';
 import { MemoryWatermark } from '../../../src/maps/runtime/watermark.js';
 import type { RetryNotice } from '../../../src/maps/runtime/target-retry.js';
 
@@ -47,11 +53,22 @@ function ids(dbFile: string): number[] {
   }
 }
 
-async function run(env: QueryCreateCase, wm: MemoryWatermark, extra: Partial<RunOptions>): Promise<{ result?: RunResult; error?: unknown; errors: MapRecordError[]; retries: RetryNotice[] }> {
+async function run(
+  env: QueryCreateCase,
+  wm: MemoryWatermark,
+  extra: Partial<RunOptions>,
+): Promise<{ result?: RunResult; error?: unknown; errors: MapRecordError[]; retries: RetryNotice[] }> {
   const errors: MapRecordError[] = [];
   const retries: RetryNotice[] = [];
   try {
-    const result = await runMap(env.plan, { connections: env.conns, watermark: wm, checkpoint: { key: 'outage-map' }, onRecordError: (e) => errors.push(e), onRetry: (n) => retries.push(n), ...extra });
+    const result = await runMap(env.plan, {
+      connections: env.conns,
+      watermark: wm,
+      checkpoint: { key: 'outage-map' },
+      onRecordError: (e) => errors.push(e),
+      onRetry: (n) => retries.push(n),
+      ...extra,
+    });
     return { result, errors, retries };
   } catch (error) {
     return { error, errors, retries };
@@ -75,7 +92,12 @@ describe('a target that goes away during a run', () => {
     expect(r.errors).toEqual([]);
     expect(r.retries.length).toBeGreaterThan(0);
     expect(r.retries[0]?.error.code).toBe('CON_DATASTORE_ERROR');
-    expect(r.result?.stats).toMatchObject({ processed: RECORDS, failed: 0, cancelled: false, lastRunDate: at(RECORDS) });
+    expect(r.result?.stats).toMatchObject({
+      processed: RECORDS,
+      failed: 0,
+      cancelled: false,
+      lastRunDate: at(RECORDS),
+    });
     expect(ids(env.dbFile)).toEqual(range(1, RECORDS));
     await env.close();
   });

@@ -40,7 +40,12 @@ describe('a Replication checkpoint kept under the key of an older Agent', () => 
     expect(await count(conns.target, 'events')).toBe(2100);
 
     // The checkpoint row as an older Agent named it; the Agent's own files are gone too (a new home).
-    const key = checkpointKeyOf({ kind: 'entity', sourceConnectionId: conns.source.connectionId, entity: 'events', field: 'changed_on' });
+    const key = checkpointKeyOf({
+      kind: 'entity',
+      sourceConnectionId: conns.source.connectionId,
+      entity: 'events',
+      field: 'changed_on',
+    });
     expect(key.key).toMatch(/^ferry:rs:/);
     expect(key.legacy).toMatch(/^rs:/);
     const db = new Database(targetFile);

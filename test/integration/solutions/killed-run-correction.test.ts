@@ -19,7 +19,17 @@ import type { ReportBody } from '../../../src/protocol/channel.js';
 import type { PreparedSolution } from '../../../src/protocol/solutions.js';
 import { SolutionRunner } from '../../../src/solutions/runner.js';
 import { SolutionStore } from '../../../src/solutions/solution-store.js';
-import { NO_CAPTURE, peopleMap, peopleSolution, rowCount, SQLITE_CONNECTOR, sqliteTarget, stamp, usePluginHost, writePeople } from '../../helpers/people-solution.js';
+import {
+  NO_CAPTURE,
+  peopleMap,
+  peopleSolution,
+  rowCount,
+  SQLITE_CONNECTOR,
+  sqliteTarget,
+  stamp,
+  usePluginHost,
+  writePeople,
+} from '../../helpers/people-solution.js';
 
 const log = pino({ level: 'silent' });
 type Of<K extends ReportBody['kind']> = Extract<ReportBody, { kind: K }>;
@@ -36,14 +46,29 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
   };
 
   function runner(store: SolutionStore, dataDir: string, report: (b: ReportBody) => void): SolutionRunner {
-    return new SolutionRunner({ store, host: () => Promise.resolve(plugins.host()), work: new WorkRegistry(), log, dataDir, runsOn: 'local', progressMs: 0, report });
+    return new SolutionRunner({
+      store,
+      host: () => Promise.resolve(plugins.host()),
+      work: new WorkRegistry(),
+      log,
+      dataDir,
+      runsOn: 'local',
+      progressMs: 0,
+      report,
+    });
   }
 
   /**
    * Runs the Solution once to its end; keeps the Agent's folder at the `k`-th progress report and
    * the target's folder at the next one; recovers the killed run from those and runs again.
    */
-  async function killedBetweenCommitAndCount(solution: PreparedSolution, targetDir: string, targetFile: string, table: string, k: number) {
+  async function killedBetweenCommitAndCount(
+    solution: PreparedSolution,
+    targetDir: string,
+    targetFile: string,
+    table: string,
+    k: number,
+  ) {
     const tmp = plugins.tmp();
     const dataDir = fs.mkdtempSync(path.join(tmp, 'agent-'));
     const agentAtK = fs.mkdtempSync(path.join(tmp, 'agent-k-'));
@@ -59,7 +84,8 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
         copyFiles(dataDir, agentAtK, ['solutions.db', 'solutions.db-wal']);
         copyDir(path.join(dataDir, 'checkpoints'), path.join(agentAtK, 'checkpoints'));
       }
-      if (progress === k + 1) copyFiles(targetDir, targetAtNext, [path.basename(targetFile), `${path.basename(targetFile)}-wal`]);
+      if (progress === k + 1)
+        copyFiles(targetDir, targetAtNext, [path.basename(targetFile), `${path.basename(targetFile)}-wal`]);
     });
     const killedRun = crypto.randomUUID();
     expect(first.start(solution.solutionId, killedRun, 'start').started).toBe(true);
@@ -70,7 +96,8 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
 
     // The target as the kill left it: committed through batch k + 1.
     copyFiles(targetAtNext, targetDir, [path.basename(targetFile), `${path.basename(targetFile)}-wal`]);
-    if (!fs.existsSync(path.join(targetAtNext, `${path.basename(targetFile)}-wal`))) fs.rmSync(`${targetFile}-wal`, { force: true });
+    if (!fs.existsSync(path.join(targetAtNext, `${path.basename(targetFile)}-wal`)))
+      fs.rmSync(`${targetFile}-wal`, { force: true });
     const held = rowCount(targetFile, table);
 
     const reports: ReportBody[] = [];
@@ -91,21 +118,43 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
     return { held, killedRun, nextRun, ends, corrections };
   }
 
-  it('an IS Map creating into a keyless table with net change: the next run reports the killed run\'s last batch', async () => {
+  it("an IS Map creating into a keyless table with net change: the next run reports the killed run's last batch", async () => {
     const PEOPLE = 3_000;
     const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'is-'));
     writePeople(dir, PEOPLE);
     const targetDir = fs.mkdtempSync(path.join(plugins.tmp(), 'is-target-'));
     const targetFile = path.join(targetDir, 'target.db');
     sqliteTarget(targetFile, 'CREATE TABLE people_log (id INTEGER, name TEXT)');
-    const solution = peopleSolution(dir, targetFile, [peopleMap(7, 'people_log', { name: 'People into the log', batchSize: 250 })], 'Log');
+    const solution = peopleSolution(
+      dir,
+      targetFile,
+      [peopleMap(7, 'people_log', { name: 'People into the log', batchSize: 250 })],
+      'Log',
+    );
 
-    const { held, killedRun, nextRun, ends, corrections } = await killedBetweenCommitAndCount(solution, targetDir, targetFile, 'people_log', 4);
+    const { held, killedRun, nextRun, ends, corrections } = await killedBetweenCommitAndCount(
+      solution,
+      targetDir,
+      targetFile,
+      'people_log',
+      4,
+    );
     expect(held).toBe(5 * 250);
     const killed = ends.find((e) => e.runId === killedRun);
     expect(killed, 'the killed run ended at recovery').toMatchObject({ result: 'FatalError', processed: 4 * 250 });
     // The next run read the target's checkpoint and told what the killed run had really written.
-    expect(corrections).toEqual([{ kind: 'runCommitted', runId: killedRun, solutionId: solution.solutionId, mapId: 7, mapName: 'People into the log', processed: held, failed: 0, at: expect.any(String) }]);
+    expect(corrections).toEqual([
+      {
+        kind: 'runCommitted',
+        runId: killedRun,
+        solutionId: solution.solutionId,
+        mapId: 7,
+        mapName: 'People into the log',
+        processed: held,
+        failed: 0,
+        at: expect.any(String),
+      },
+    ]);
     // Between them the runs wrote every record once, and History's counts (corrected) say so.
     const second = ends.find((e) => e.runId === nextRun);
     expect(second?.processed).toBe(PEOPLE - held);
@@ -113,7 +162,7 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
     expect((corrections[0]?.processed ?? 0) + (second?.processed ?? 0)).toBe(PEOPLE);
   });
 
-  it('an RS entity created into a keyless table: the next run reports the killed run\'s last batch', async () => {
+  it("an RS entity created into a keyless table: the next run reports the killed run's last batch", async () => {
     const NOTES = 6_000;
     const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'rs-'));
     const sourceFile = path.join(dir, 'source.db');
@@ -140,15 +189,38 @@ describe('a batch the target committed with its checkpoint but the killed Agent 
         { connectionId: 'tgt', connectorId: SQLITE_CONNECTOR, name: 'Target', properties: { file: targetFile } },
       ],
       maps: [],
-      replication: { sourceConnectionId: 'src', targetConnectionId: 'tgt', selectionType: 'Selected', entities: ['notes'], checkForBulk: false },
+      replication: {
+        sourceConnectionId: 'src',
+        targetConnectionId: 'tgt',
+        selectionType: 'Selected',
+        entities: ['notes'],
+        checkForBulk: false,
+      },
       capture: NO_CAPTURE,
       lookupTables: [],
     };
 
-    const { held, killedRun, nextRun, ends, corrections } = await killedBetweenCommitAndCount(solution, targetDir, targetFile, 'notes', 1);
+    const { held, killedRun, nextRun, ends, corrections } = await killedBetweenCommitAndCount(
+      solution,
+      targetDir,
+      targetFile,
+      'notes',
+      1,
+    );
     const killed = ends.find((e) => e.runId === killedRun);
     expect(killed?.processed).toBeLessThan(held);
-    expect(corrections).toEqual([{ kind: 'runCommitted', runId: killedRun, solutionId: solution.solutionId, mapName: 'notes', entity: 'notes', processed: held, failed: 0, at: expect.any(String) }]);
+    expect(corrections).toEqual([
+      {
+        kind: 'runCommitted',
+        runId: killedRun,
+        solutionId: solution.solutionId,
+        mapName: 'notes',
+        entity: 'notes',
+        processed: held,
+        failed: 0,
+        at: expect.any(String),
+      },
+    ]);
     const second = ends.find((e) => e.runId === nextRun);
     expect(rowCount(targetFile, 'notes')).toBe(NOTES);
     expect(held + (second?.processed ?? 0)).toBe(NOTES);

@@ -15,7 +15,17 @@ import type { ReportBody } from '../../../src/protocol/channel.js';
 import type { PreparedSolution } from '../../../src/protocol/solutions.js';
 import { SolutionRunner } from '../../../src/solutions/runner.js';
 import { SolutionStore } from '../../../src/solutions/solution-store.js';
-import { NO_CAPTURE, peopleMap, peopleSolution, rowCount, SQLITE_CONNECTOR, sqliteTarget, stamp, usePluginHost, writePeople } from '../../helpers/people-solution.js';
+import {
+  NO_CAPTURE,
+  peopleMap,
+  peopleSolution,
+  rowCount,
+  SQLITE_CONNECTOR,
+  sqliteTarget,
+  stamp,
+  usePluginHost,
+  writePeople,
+} from '../../helpers/people-solution.js';
 
 const log = pino({ level: 'silent' });
 type Finished = Extract<ReportBody, { kind: 'runFinished' }>;
@@ -30,7 +40,11 @@ describe('the end recovered for a run killed mid-way counts what its target held
    * `when` holds, copies the folder's Solution store as a kill at that instant would leave it and
    * counts the target's rows. Then recovers the run from the copy, as the next process would.
    */
-  async function killedAt(solution: PreparedSolution, when: (processed: number) => boolean, target: { file: string; tables: readonly string[] }) {
+  async function killedAt(
+    solution: PreparedSolution,
+    when: (processed: number) => boolean,
+    target: { file: string; tables: readonly string[] },
+  ) {
     const host = plugins.host();
     const tmp = plugins.tmp();
     const dataDir = fs.mkdtempSync(path.join(tmp, 'agent-'));
@@ -64,7 +78,15 @@ describe('the end recovered for a run killed mid-way counts what its target held
 
     const reports: ReportBody[] = [];
     const next = new SolutionStore(path.join(copy, 'solutions.db'), 'agent-secret');
-    const recovered = new SolutionRunner({ store: next, host: () => Promise.resolve(host), work: new WorkRegistry(), log, dataDir: copy, runsOn: 'local', report: (b) => void reports.push(b) });
+    const recovered = new SolutionRunner({
+      store: next,
+      host: () => Promise.resolve(host),
+      work: new WorkRegistry(),
+      log,
+      dataDir: copy,
+      runsOn: 'local',
+      report: (b) => void reports.push(b),
+    });
     expect(recovered.recover()).toBe(1);
     next.close();
     const end = reports[0] as Finished;
@@ -72,15 +94,26 @@ describe('the end recovered for a run killed mid-way counts what its target held
     return { end, atKill: atKill as { rows: number; processed: number; at: number } };
   }
 
-  it('an IS run killed in its second Map: both Maps\' records, the first Map\'s own statistics, the second\'s so far', async () => {
+  it("an IS run killed in its second Map: both Maps' records, the first Map's own statistics, the second's so far", async () => {
     const PEOPLE = 5_000;
     const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'is-'));
     writePeople(dir, PEOPLE);
     const targetFile = path.join(dir, 'target.db');
-    sqliteTarget(targetFile, 'CREATE TABLE first_copy (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE second_copy (id INTEGER PRIMARY KEY, name TEXT);');
-    const solution = peopleSolution(dir, targetFile, [peopleMap(1, 'first_copy'), peopleMap(2, 'second_copy')], 'Two copies');
+    sqliteTarget(
+      targetFile,
+      'CREATE TABLE first_copy (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE second_copy (id INTEGER PRIMARY KEY, name TEXT);',
+    );
+    const solution = peopleSolution(
+      dir,
+      targetFile,
+      [peopleMap(1, 'first_copy'), peopleMap(2, 'second_copy')],
+      'Two copies',
+    );
 
-    const { end, atKill } = await killedAt(solution, (n) => n >= PEOPLE + 1_500, { file: targetFile, tables: ['first_copy', 'second_copy'] });
+    const { end, atKill } = await killedAt(solution, (n) => n >= PEOPLE + 1_500, {
+      file: targetFile,
+      tables: ['first_copy', 'second_copy'],
+    });
     expect(atKill.rows).toBeGreaterThan(PEOPLE);
     expect(atKill.rows).toBeLessThan(2 * PEOPLE);
     expect(end.processed).toBe(atKill.rows);
@@ -103,7 +136,9 @@ describe('the end recovered for a run killed mid-way counts what its target held
     const dir = fs.mkdtempSync(path.join(plugins.tmp(), 'rs-'));
     const sourceFile = path.join(dir, 'source.db');
     const src = new Database(sourceFile);
-    src.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME NOT NULL); CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT, updated_at DATETIME NOT NULL);');
+    src.exec(
+      'CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, updated_at DATETIME NOT NULL); CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT, updated_at DATETIME NOT NULL);',
+    );
     src.transaction(() => {
       const o = src.prepare('INSERT INTO orders VALUES (?, ?, ?)');
       const n = src.prepare('INSERT INTO notes VALUES (?, ?, ?)');
@@ -126,12 +161,21 @@ describe('the end recovered for a run killed mid-way counts what its target held
         { connectionId: 'tgt', connectorId: SQLITE_CONNECTOR, name: 'Target', properties: { file: targetFile } },
       ],
       maps: [],
-      replication: { sourceConnectionId: 'src', targetConnectionId: 'tgt', selectionType: 'Selected', entities: ['orders', 'notes'], checkForBulk: true },
+      replication: {
+        sourceConnectionId: 'src',
+        targetConnectionId: 'tgt',
+        selectionType: 'Selected',
+        entities: ['orders', 'notes'],
+        checkForBulk: true,
+      },
       capture: NO_CAPTURE,
       lookupTables: [],
     };
 
-    const { end, atKill } = await killedAt(solution, (n) => n > ORDERS, { file: targetFile, tables: ['orders', 'notes'] });
+    const { end, atKill } = await killedAt(solution, (n) => n > ORDERS, {
+      file: targetFile,
+      tables: ['orders', 'notes'],
+    });
     expect(atKill.rows).toBeGreaterThan(ORDERS);
     expect(atKill.rows).toBeLessThan(ORDERS + NOTES);
     expect(end.processed).toBe(atKill.rows);

@@ -12,7 +12,12 @@ import { ConnectorHost } from '../../../src/connectors/host.js';
 import type { HostConnection } from '../../../src/connectors/connection.js';
 import type { ConnectorRecord, ConnectionProperties } from '../../../src/connectors/sdk.js';
 import type { RunRecordError } from '../../../src/protocol/solutions.js';
-import { replicate, type ReplicateOptions, type ReplicateResult, type ReplicationStateStore } from '../../../src/solutions/replicate.js';
+import {
+  replicate,
+  type ReplicateOptions,
+  type ReplicateResult,
+  type ReplicationStateStore,
+} from '../../../src/solutions/replicate.js';
 
 export const CONNECTORS_DIR = path.resolve(import.meta.dirname, '../../../connectors');
 export const ORDERS = 20_000;
@@ -44,7 +49,8 @@ export function makeSource(file: string): void {
   const insC = db.prepare('INSERT INTO customers VALUES (?, ?, ?)');
   const insE = db.prepare('INSERT INTO events VALUES (?, ?, ?)');
   db.transaction(() => {
-    for (let i = 1; i <= ORDERS; i++) ins.run(i, `c${i % 300}`, `${i % 1000}.${String(i % 100).padStart(2, '0')}`, i % 17, (i * 0.25) % 100, stamp(i));
+    for (let i = 1; i <= ORDERS; i++)
+      ins.run(i, `c${i % 300}`, `${i % 1000}.${String(i % 100).padStart(2, '0')}`, i % 17, (i * 0.25) % 100, stamp(i));
     for (let i = 0; i < 300; i++) insC.run(`c${i}`, `Customer ${i}`, stamp(i * 3));
     // Keyless and with repeated rows: identical kind and payload at different times.
     for (let i = 1; i <= EVENTS; i++) insE.run(`k${i % 5}`, `p${i % 50}`, stamp(i));
@@ -73,7 +79,10 @@ export interface Conns {
   close(): Promise<void>;
 }
 
-export async function open(sourceFile: string, target: { connector: string; properties: ConnectionProperties }): Promise<Conns> {
+export async function open(
+  sourceFile: string,
+  target: { connector: string; properties: ConnectionProperties },
+): Promise<Conns> {
   const host = new ConnectorHost({ dir: CONNECTORS_DIR, log: pino({ level: 'silent' }) });
   await host.loadAll();
   const source = await host.open({ connectorId: 'SQLite', connectionId: 'src', properties: { file: sourceFile } });
@@ -87,7 +96,12 @@ export interface Run extends ReplicateResult {
   by: Record<string, number>;
 }
 
-export async function run(c: Conns, state: ReplicationStateStore, entities: string[], extra: Partial<ReplicateOptions> = {}): Promise<Run> {
+export async function run(
+  c: Conns,
+  state: ReplicationStateStore,
+  entities: string[],
+  extra: Partial<ReplicateOptions> = {},
+): Promise<Run> {
   const errors: RunRecordError[] = [];
   const res = await replicate({
     source: c.source,
@@ -119,7 +133,14 @@ function line(rec: ConnectorRecord, types: Map<string, string>): string {
   for (const k of Object.keys(rec).sort()) {
     const v = rec[k] ?? null;
     const t = types.get(k);
-    norm[k] = v === null ? null : t === 'datetime' ? Date.parse(String(v).endsWith('Z') || /[+-]\d\d:?\d\d$/.test(String(v)) ? String(v) : `${String(v)}Z`) : t === 'decimal' || t === 'integer' || t === 'double' ? Number(v) : v;
+    norm[k] =
+      v === null
+        ? null
+        : t === 'datetime'
+          ? Date.parse(String(v).endsWith('Z') || /[+-]\d\d:?\d\d$/.test(String(v)) ? String(v) : `${String(v)}Z`)
+          : t === 'decimal' || t === 'integer' || t === 'double'
+            ? Number(v)
+            : v;
   }
   return JSON.stringify(norm);
 }

@@ -23,7 +23,8 @@ describe.each(TARGETS)('replication sqlite → $name when the target goes away',
     const made = await kind.make(dir, targets.length);
     targets.push(made);
     // A short busy time-out: a held lock fails the SQLite write call soon instead of after 5 s.
-    const target = made.connector === 'SQLite' ? { ...made, properties: { ...made.properties, busyTimeoutMs: '20' } } : made;
+    const target =
+      made.connector === 'SQLite' ? { ...made, properties: { ...made.properties, busyTimeoutMs: '20' } } : made;
     const conns = await open(sourceFile, target);
     opened.push(conns);
     return { conns, target };
@@ -43,7 +44,10 @@ describe.each(TARGETS)('replication sqlite → $name when the target goes away',
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
       const db = (await admin.query<{ d: string }>('SELECT current_database() AS d')).rows[0]?.d as string;
-      const killed = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db]);
+      const killed = await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [db],
+      );
       expect(killed.rowCount).toBeGreaterThan(0);
       await admin.end();
       return () => Promise.resolve();
@@ -82,33 +86,37 @@ describe.each(TARGETS)('replication sqlite → $name when the target goes away',
 
   // On SQLite alone: a lock held as long as the test wants is a target away for good. PostgreSQL
   // refusing connections past the budget is the chaos suite's target-refuse (test/e2e/chaos).
-  it.runIf(kind.name === 'sqlite')('past the budget ends the entity RUN_TARGET_UNAVAILABLE at its last written batch, leaves the next entities, and the next run copies exactly the rest', async () => {
-    const { conns, target } = await fresh();
-    const st = new MemoryReplicationState();
-    let back: (() => Promise<void>) | undefined;
-    let struck: Promise<void> | undefined;
-    let written = 0;
-    const r = await run(conns, st, ['orders', 'events'], {
-      batchSize: 1000,
-      checkForBulk: false,
-      targetRetry: { budgetMs: 600, firstDelayMs: 100 },
-      onProgress: (p) => {
-        if (p.entity !== 'orders' || p.processed < 3000 || struck) return;
-        written = p.processed;
-        struck = takeAway(target).then((b) => void (back = b));
-      },
-    });
-    await struck;
-    await back?.();
-    expect(r.errors).toEqual([]);
-    expect(r.fatal).toMatch(/^orders: .*the datastore stayed unavailable/);
-    expect(r.fatal).toContain('Not copied in this run, as the target was unavailable: events.');
-    expect(r.statistics.map((s) => s.entity)).toEqual(['orders']);
-    // What was written stands; nothing after the last written batch.
-    expect(await count(conns.target, 'orders')).toBeGreaterThanOrEqual(written);
-    const again = await run(conns, st, ['orders', 'events']);
-    expect(again.fatal).toBeUndefined();
-    await expectEqual(conns, 'orders');
-    await expectEqual(conns, 'events');
-  }, 60_000);
+  it.runIf(kind.name === 'sqlite')(
+    'past the budget ends the entity RUN_TARGET_UNAVAILABLE at its last written batch, leaves the next entities, and the next run copies exactly the rest',
+    async () => {
+      const { conns, target } = await fresh();
+      const st = new MemoryReplicationState();
+      let back: (() => Promise<void>) | undefined;
+      let struck: Promise<void> | undefined;
+      let written = 0;
+      const r = await run(conns, st, ['orders', 'events'], {
+        batchSize: 1000,
+        checkForBulk: false,
+        targetRetry: { budgetMs: 600, firstDelayMs: 100 },
+        onProgress: (p) => {
+          if (p.entity !== 'orders' || p.processed < 3000 || struck) return;
+          written = p.processed;
+          struck = takeAway(target).then((b) => void (back = b));
+        },
+      });
+      await struck;
+      await back?.();
+      expect(r.errors).toEqual([]);
+      expect(r.fatal).toMatch(/^orders: .*the datastore stayed unavailable/);
+      expect(r.fatal).toContain('Not copied in this run, as the target was unavailable: events.');
+      expect(r.statistics.map((s) => s.entity)).toEqual(['orders']);
+      // What was written stands; nothing after the last written batch.
+      expect(await count(conns.target, 'orders')).toBeGreaterThanOrEqual(written);
+      const again = await run(conns, st, ['orders', 'events']);
+      expect(again.fatal).toBeUndefined();
+      await expectEqual(conns, 'orders');
+      await expectEqual(conns, 'events');
+    },
+    60_000,
+  );
 });

@@ -9,12 +9,29 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FileReplicationState, MemoryReplicationState, type ReplicationStateStore } from '../../../src/solutions/replicate.js';
-import { ORDERS, count, later, makeSource, open, run, sqlite, stamp, tempDir, type Conns, type Run } from './replicate-helpers.js';
+import {
+  FileReplicationState,
+  MemoryReplicationState,
+  type ReplicationStateStore,
+} from '../../../src/solutions/replicate.js';
+import {
+  ORDERS,
+  count,
+  later,
+  makeSource,
+  open,
+  run,
+  sqlite,
+  stamp,
+  tempDir,
+  type Conns,
+  type Run,
+} from './replicate-helpers.js';
 import { TARGETS, expectEqual, type Target } from './replicate-targets.js';
 
 /** Marks 1,000 orders (every twentieth id, all over the key range) changed at `at`. */
-const CHANGE_1000 = (at: string): string => `UPDATE orders SET qty = qty + 1000, modified_at = '${at}' WHERE id % 20 = 0`;
+const CHANGE_1000 = (at: string): string =>
+  `UPDATE orders SET qty = qty + 1000, modified_at = '${at}' WHERE id % 20 = 0`;
 
 describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
   const dir = tempDir();
@@ -22,7 +39,9 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
   const opened: Conns[] = [];
   let n = 0;
   /** A new source (orders: 20,000 rows, customers: 300 with text keys) and an empty target. */
-  const fresh = async (opts: { wal?: boolean } = {}): Promise<{ conns: Conns; source: string; target: Target; stateDir: string }> => {
+  const fresh = async (
+    opts: { wal?: boolean } = {},
+  ): Promise<{ conns: Conns; source: string; target: Target; stateDir: string }> => {
     const i = n++;
     const source = path.join(dir, `source-${i}.db`);
     makeSource(source);
@@ -40,7 +59,13 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
     checkForBulk?: boolean;
     during?: (processed: number) => void;
   }
-  const partUntil = async (conns: Conns, state: ReplicationStateStore, entity: string, at: number, o: PartOptions): Promise<Run> => {
+  const partUntil = async (
+    conns: Conns,
+    state: ReplicationStateStore,
+    entity: string,
+    at: number,
+    o: PartOptions,
+  ): Promise<Run> => {
     const stop = new AbortController();
     return run(conns, state, [entity], {
       batchSize: o.batchSize,
@@ -92,7 +117,8 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
     // change, and two are added.
     sqlite(source, `UPDATE orders SET qty = 4242, modified_at = '${later(1)}' WHERE id IN (10, 2500, 8000, 19000)`);
     sqlite(source, `UPDATE orders SET qty = 4343, modified_at = '${firstMark}' WHERE id = 100`);
-    for (const id of [ORDERS + 1, ORDERS + 2]) sqlite(source, 'INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)', id, 'between', '1.50', 1, 2.5, later(2));
+    for (const id of [ORDERS + 1, ORDERS + 2])
+      sqlite(source, 'INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)', id, 'between', '1.50', 1, 2.5, later(2));
 
     const part2 = await run(conns, st, ['orders']);
     // The rest (15,000 and the 2 added) and the 3 copied records that changed: 10, 2500 and 100.
@@ -151,7 +177,10 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
       expect(r.cancelled).toBe(true);
       processed += r.by['customers'] ?? 0;
       const codes = (between[part] ?? []).map((c) => `'${c}'`).join(', ');
-      sqlite(source, `UPDATE customers SET name = 'changed ${part}', updated = '${later(part + 1)}' WHERE code IN (${codes})`);
+      sqlite(
+        source,
+        `UPDATE customers SET name = 'changed ${part}', updated = '${later(part + 1)}' WHERE code IN (${codes})`,
+      );
     }
     const last = await run(conns, st, ['customers'], opts);
     expect(last.cancelled).toBe(false);
@@ -160,7 +189,10 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
     expect(processed).toBe(300 + 15);
     await expectEqual(conns, 'customers');
 
-    sqlite(source, `UPDATE customers SET name = 'later', updated = '${later(9)}' WHERE code IN (SELECT code FROM customers ORDER BY code LIMIT 30)`);
+    sqlite(
+      source,
+      `UPDATE customers SET name = 'later', updated = '${later(9)}' WHERE code IN (SELECT code FROM customers ORDER BY code LIMIT 30)`,
+    );
     expect((await run(conns, st, ['customers'], opts)).by).toEqual({ customers: 30 });
     await expectEqual(conns, 'customers');
   });
@@ -169,7 +201,11 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
     const { conns, source, target, stateDir } = await fresh();
     for (const goal of [4000, 12_000]) {
       const args = JSON.stringify({ sourceFile: source, target, stateDir, entities: ['orders'], batchSize: 400 });
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'replicate-child.ts'), args], { stdio: ['ignore', 'ignore', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', path.join(import.meta.dirname, 'replicate-child.ts'), args],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       const deadline = Date.now() + 60_000;
       let seen = 0;
@@ -183,7 +219,10 @@ describe.each(TARGETS)('a resumed first copy, sqlite → $name', (kind) => {
       expect(seen).toBeGreaterThanOrEqual(goal);
       expect(seen).toBeLessThan(ORDERS);
       // Changed between the parts: a copied record and one not copied yet.
-      sqlite(source, `UPDATE orders SET qty = 777, modified_at = '${later(goal)}' WHERE id IN (${goal / 4}, ${ORDERS - goal / 4})`);
+      sqlite(
+        source,
+        `UPDATE orders SET qty = 777, modified_at = '${later(goal)}' WHERE id IN (${goal / 4}, ${ORDERS - goal / 4})`,
+      );
     }
     const st = new FileReplicationState(stateDir);
     const rest = await run(conns, st, ['orders']);

@@ -10,7 +10,10 @@ import type { ConnectionProperties } from '../../../src/connectors/sdk.js';
 import { snapshot, type Conns } from './replicate-helpers.js';
 
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
-if (!PG_URL) process.stderr.write('FERRY_TEST_DATABASE_URL is not set: replication into PostgreSQL is skipped (SQLite → SQLite still runs).\n');
+if (!PG_URL)
+  process.stderr.write(
+    'FERRY_TEST_DATABASE_URL is not set: replication into PostgreSQL is skipped (SQLite → SQLite still runs).\n',
+  );
 
 export interface Target {
   connector: string;
@@ -25,15 +28,25 @@ export interface TargetKind {
 }
 
 export const TARGETS: TargetKind[] = [
-  { name: 'sqlite', make: (dir, n) => Promise.resolve({ connector: 'SQLite', properties: { file: path.join(dir, `target-${n}.db`), create: 'true' }, drop: () => Promise.resolve() }) },
+  {
+    name: 'sqlite',
+    make: (dir, n) =>
+      Promise.resolve({
+        connector: 'SQLite',
+        properties: { file: path.join(dir, `target-${n}.db`), create: 'true' },
+        drop: () => Promise.resolve(),
+      }),
+  },
   ...(PG_URL
-    ? [{
-        name: 'postgres',
-        async make(): Promise<Target> {
-          const db = await createTestDatabase();
-          return { connector: 'PostgreSQL', properties: { connectionString: db.url }, drop: db.drop };
+    ? [
+        {
+          name: 'postgres',
+          async make(): Promise<Target> {
+            const db = await createTestDatabase();
+            return { connector: 'PostgreSQL', properties: { connectionString: db.url }, drop: db.drop };
+          },
         },
-      }]
+      ]
     : []),
 ];
 

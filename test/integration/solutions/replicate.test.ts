@@ -10,7 +10,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FileReplicationState, MemoryReplicationState } from '../../../src/solutions/replicate.js';
-import { EVENTS, ORDERS, count, later, makeSource, open, run, snapshot, sqlite, tempDir, type Conns } from './replicate-helpers.js';
+import {
+  EVENTS,
+  ORDERS,
+  count,
+  later,
+  makeSource,
+  open,
+  run,
+  snapshot,
+  sqlite,
+  tempDir,
+  type Conns,
+} from './replicate-helpers.js';
 import { TARGETS, expectEqual, type Target } from './replicate-targets.js';
 
 const ALL = ['orders', 'customers', 'events', 'regions', 'codes'];
@@ -68,8 +80,12 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
   });
 
   it('a second run copies exactly the 10 changed and 5 added records; an entity without a stamp is copied again, not doubled', async () => {
-    sqlite(sourceFile, `UPDATE orders SET qty = 999, modified_at = '${later(1)}' WHERE id IN (3, 500, 501, 502, 7000, 9999, 12000, 15000, 19999, 20000)`);
-    for (let i = 1; i <= 5; i++) sqlite(sourceFile, 'INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)', ORDERS + i, 'new', '1.50', 1, 2.5, later(2));
+    sqlite(
+      sourceFile,
+      `UPDATE orders SET qty = 999, modified_at = '${later(1)}' WHERE id IN (3, 500, 501, 502, 7000, 9999, 12000, 15000, 19999, 20000)`,
+    );
+    for (let i = 1; i <= 5; i++)
+      sqlite(sourceFile, 'INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)', ORDERS + i, 'new', '1.50', 1, 2.5, later(2));
     const r = await run(c, state, ALL);
     expect(r.by).toEqual({ orders: 15, customers: 0, events: 0, regions: 20, codes: 0 });
     for (const e of ['orders', 'customers', 'events', 'regions']) await expectEqual(c, e);
@@ -92,8 +108,11 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
       await alter[Symbol.asyncIterator]().next();
     } else {
       const file = targets[0]?.properties['file'] as string;
-      sqlite(file, `CREATE TRIGGER not_bad_i BEFORE INSERT ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;
-        CREATE TRIGGER not_bad_u BEFORE UPDATE ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;`);
+      sqlite(
+        file,
+        `CREATE TRIGGER not_bad_i BEFORE INSERT ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;
+        CREATE TRIGGER not_bad_u BEFORE UPDATE ON customers WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'bad name'); END;`,
+      );
     }
     sqlite(sourceFile, `UPDATE customers SET name = 'bad', updated = '${later(4)}' WHERE code = 'c1'`);
     sqlite(sourceFile, `UPDATE customers SET name = 'good', updated = '${later(4)}' WHERE code IN ('c2', 'c3')`);
@@ -105,13 +124,23 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     expect(r.fatal).toBeUndefined();
     expect(r.errors).toHaveLength(2);
     for (const e of r.errors) {
-      expect(e).toMatchObject({ mapName: 'customers', sourceEntity: 'customers', code: 'RUN_WRITE_FAILED', canReprocess: false });
+      expect(e).toMatchObject({
+        mapName: 'customers',
+        sourceEntity: 'customers',
+        code: 'RUN_WRITE_FAILED',
+        canReprocess: false,
+      });
       expect(e.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
       expect(e.errorMessage).toMatch(/refused the record/);
     }
-    expect(r.errors.map((e) => (JSON.parse(e.errorDetail) as { key: { code: string } }).key.code).sort()).toEqual(['c1', 'c900']);
+    expect(r.errors.map((e) => (JSON.parse(e.errorDetail) as { key: { code: string } }).key.code).sort()).toEqual([
+      'c1',
+      'c900',
+    ]);
     // Which records: their key, as History shows it.
-    expect(r.errors.map((e) => e.sourceKey).sort((a, b) => String(a?.['code']).localeCompare(String(b?.['code'])))).toEqual([{ code: 'c1' }, { code: 'c900' }]);
+    expect(
+      r.errors.map((e) => e.sourceKey).sort((a, b) => String(a?.['code']).localeCompare(String(b?.['code']))),
+    ).toEqual([{ code: 'c1' }, { code: 'c900' }]);
     const target = await snapshot(c.target, 'customers');
     expect(target.filter((l) => l.includes('"good"'))).toHaveLength(2);
     expect(target.some((l) => l.includes('"c901"'))).toBe(true);
@@ -155,46 +184,54 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     await expectEqual(conns, 'events');
   });
 
-  it('a stop while a write waits on a lock ends the run within seconds, the write cancelled; the next run copies exactly the rest', { timeout: 60_000 }, async () => {
-    const { conns, target } = await fresh();
-    const st = new MemoryReplicationState();
-    const stop1 = new AbortController();
-    await run(conns, st, ['orders'], { batchSize: 1000, signal: stop1.signal, onProgress: (p) => p.processed >= 2000 && stop1.abort() });
-    const before = await count(conns.target, 'orders');
-    // Another session holds the table (PostgreSQL) or the file (SQLite) while the run writes.
-    let release: () => Promise<void>;
-    if (target.connector === 'PostgreSQL') {
-      const pg = (await import('pg')).default;
-      const locker = new pg.Client({ connectionString: target.properties['connectionString'] as string });
-      await locker.connect();
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE orders IN EXCLUSIVE MODE');
-      release = async () => {
-        await locker.query('ROLLBACK');
-        await locker.end();
-      };
-    } else {
-      const db = new Database(target.properties['file']);
-      db.exec('BEGIN IMMEDIATE');
-      release = () => {
-        db.exec('ROLLBACK');
-        db.close();
-        return Promise.resolve();
-      };
-    }
-    const stop2 = new AbortController();
-    setTimeout(() => stop2.abort(), 300);
-    const t0 = performance.now();
-    const cut = await run(conns, st, ["orders"], { batchSize: 1000, signal: stop2.signal });
-    const took = performance.now() - t0;
-    await release();
-    expect(cut.cancelled).toBe(true);
-    // Not the 600 s write time-out: the grace (2.5 s) and the cancel.
-    expect(took).toBeLessThan(10_000);
-    expect(await count(conns.target, 'orders')).toBe(before);
-    await run(conns, st, ['orders']);
-    await expectEqual(conns, 'orders');
-  });
+  it(
+    'a stop while a write waits on a lock ends the run within seconds, the write cancelled; the next run copies exactly the rest',
+    { timeout: 60_000 },
+    async () => {
+      const { conns, target } = await fresh();
+      const st = new MemoryReplicationState();
+      const stop1 = new AbortController();
+      await run(conns, st, ['orders'], {
+        batchSize: 1000,
+        signal: stop1.signal,
+        onProgress: (p) => p.processed >= 2000 && stop1.abort(),
+      });
+      const before = await count(conns.target, 'orders');
+      // Another session holds the table (PostgreSQL) or the file (SQLite) while the run writes.
+      let release: () => Promise<void>;
+      if (target.connector === 'PostgreSQL') {
+        const pg = (await import('pg')).default;
+        const locker = new pg.Client({ connectionString: target.properties['connectionString'] as string });
+        await locker.connect();
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE orders IN EXCLUSIVE MODE');
+        release = async () => {
+          await locker.query('ROLLBACK');
+          await locker.end();
+        };
+      } else {
+        const db = new Database(target.properties['file']);
+        db.exec('BEGIN IMMEDIATE');
+        release = () => {
+          db.exec('ROLLBACK');
+          db.close();
+          return Promise.resolve();
+        };
+      }
+      const stop2 = new AbortController();
+      setTimeout(() => stop2.abort(), 300);
+      const t0 = performance.now();
+      const cut = await run(conns, st, ['orders'], { batchSize: 1000, signal: stop2.signal });
+      const took = performance.now() - t0;
+      await release();
+      expect(cut.cancelled).toBe(true);
+      // Not the 600 s write time-out: the grace (2.5 s) and the cancel.
+      expect(took).toBeLessThan(10_000);
+      expect(await count(conns.target, 'orders')).toBe(before);
+      await run(conns, st, ['orders']);
+      await expectEqual(conns, 'orders');
+    },
+  );
 
   it('killed with SIGKILL part-way, the copy resumes from its last finished batch without doubling a record', async () => {
     const target = await kind.make(dir, targets.length);
@@ -203,7 +240,16 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     const conns = await open(sourceFile, target);
     opened.push(conns);
     for (const entity of ['events', 'orders']) {
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'replicate-child.ts'), JSON.stringify({ sourceFile, target, stateDir, entities: [entity], batchSize: 400 })], { stdio: ['ignore', 'ignore', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          path.join(import.meta.dirname, 'replicate-child.ts'),
+          JSON.stringify({ sourceFile, target, stateDir, entities: [entity], batchSize: 400 }),
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       // Killed once a fifth of the entity is in the target.
       const deadline = Date.now() + 60_000;
@@ -226,7 +272,10 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
   it('without bulk writes the copy is the same, a batch per write call (not a record per call)', async () => {
     const { conns } = await fresh();
     const write = vi.spyOn(conns.target, 'write');
-    const r = await run(conns, new MemoryReplicationState(), ['customers', 'notes'], { checkForBulk: false, batchSize: 50 });
+    const r = await run(conns, new MemoryReplicationState(), ['customers', 'notes'], {
+      checkForBulk: false,
+      batchSize: 50,
+    });
     const customers = await count(conns.source, 'customers');
     const sizes = write.mock.calls.map((call) => call[2].length).filter((n) => n > 0);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(customers + 120);
@@ -254,7 +303,9 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     });
     expect(part1.cancelled).toBe(true);
     // Key order: exactly the first 3,000 ids, whatever their stamps (ids 1–3 carry the newest ones).
-    const ids = (await snapshot(conns.target, 'orders')).map((l) => (JSON.parse(l) as { id: number }).id).sort((a, b) => a - b);
+    const ids = (await snapshot(conns.target, 'orders'))
+      .map((l) => (JSON.parse(l) as { id: number }).id)
+      .sort((a, b) => a - b);
     expect(ids).toEqual(Array.from({ length: 3000 }, (_, i) => i + 1));
     const progress = await st.entity('orders', 'modified_at').loadInitial();
     expect(progress?.parts).toEqual([{ upTo: 3000, since: progress?.mark }]);
@@ -262,7 +313,16 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
     // Between the parts: a copied record changes (a stamp newer than any the first part read), and
     // a record is added whose stamp is newer still.
     sqlite(sourceFile, `UPDATE orders SET qty = 4242, modified_at = '${later(20)}' WHERE id = 10`);
-    sqlite(sourceFile, 'INSERT INTO orders (id, customer, amount, qty, price, modified_at) VALUES (?, ?, ?, ?, ?, ?)', ORDERS + 50, 'between', '2.00', 2, 2.5, later(21));
+    sqlite(
+      sourceFile,
+      'INSERT INTO orders (id, customer, amount, qty, price, modified_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ORDERS + 50,
+      'between',
+      '2.00',
+      2,
+      2.5,
+      later(21),
+    );
     const part2 = await run(conns, st, ['orders']);
     const total = await count(conns.source, 'orders');
     // The rest, and of the first 3,000 only the one that changed: ids 1–3, copied at the first

@@ -5,7 +5,10 @@ import { Components, type Component } from '../../../src/agent/components.js';
 /** A logger that keeps the lines it writes. */
 function warnings() {
   const lines: Array<Record<string, unknown>> = [];
-  const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const log = pino(
+    { level: 'warn' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { lines, log };
 }
 
@@ -38,7 +41,10 @@ describe('components', () => {
     const { log } = warnings();
     let release: () => void = () => undefined;
     const slow = new Promise<void>((resolve) => (release = resolve));
-    const components = new Components(log).add(recorded('first', events), recorded('slow', events, () => slow));
+    const components = new Components(log).add(
+      recorded('first', events),
+      recorded('slow', events, () => slow),
+    );
     const stopped = components.stop();
     expect(events).toEqual(['stop slow']);
     await Promise.resolve();

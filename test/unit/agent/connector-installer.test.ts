@@ -17,7 +17,17 @@ const silent = pino({ level: 'silent' });
 
 /** A self-contained plugin whose preconnect answers with its version (so a test sees which module is loaded). */
 function pluginPackage(version: string, opts: { manifestVersion?: string } = {}): Buffer {
-  const manifest = { id: ID, name: 'Echo', vendor: 'Test', version: opts.manifestVersion ?? version, sdkVersion: '^1.0.0', main: 'index.mjs', solutionRoles: ['Svc.IS2.Source'], isCloudSupported: false, uiDecorations: [] };
+  const manifest = {
+    id: ID,
+    name: 'Echo',
+    vendor: 'Test',
+    version: opts.manifestVersion ?? version,
+    sdkVersion: '^1.0.0',
+    main: 'index.mjs',
+    solutionRoles: ['Svc.IS2.Source'],
+    isCloudSupported: false,
+    uiDecorations: [],
+  };
   const code = `export default { preconnect: async () => ({ reply: 'v${version}' }), connect: async () => { throw new Error('no datastore'); } };\n`;
   return packFiles([
     { name: 'manifest.json', data: Buffer.from(JSON.stringify(manifest)) },
@@ -25,7 +35,7 @@ function pluginPackage(version: string, opts: { manifestVersion?: string } = {})
   ]);
 }
 
-describe('the Agent\'s Connector installer', () => {
+describe("the Agent's Connector installer", () => {
   const packages = new Map<string, Buffer>();
   let server: http.Server;
   let base: string;
@@ -56,20 +66,42 @@ describe('the Agent\'s Connector installer', () => {
     seenAuth = [];
     work = new WorkRegistry();
     status = new StatusMachine();
-    installer = new ConnectorInstaller({ dir, host: () => Promise.resolve(host), work, status, log: silent, report: (r) => reports.push(r), authorization: 'Bearer a.s' });
+    installer = new ConnectorInstaller({
+      dir,
+      host: () => Promise.resolve(host),
+      work,
+      status,
+      log: silent,
+      report: (r) => reports.push(r),
+      authorization: 'Bearer a.s',
+    });
     installer.prepare();
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  const command = (version: string, data: Buffer, over: Partial<InstallConnectorCommand> = {}): InstallConnectorCommand => {
+  const command = (
+    version: string,
+    data: Buffer,
+    over: Partial<InstallConnectorCommand> = {},
+  ): InstallConnectorCommand => {
     const url = `/pkg/${version}-${Math.random()}`;
     packages.set(url, data);
-    return { id: `c-${version}`, type: 'installConnector', connectorId: ID, name: 'Echo', version, sha256: sha256(data), size: data.length, packageUrl: `${base}${url}`, ...over };
+    return {
+      id: `c-${version}`,
+      type: 'installConnector',
+      connectorId: ID,
+      name: 'Echo',
+      version,
+      sha256: sha256(data),
+      size: data.length,
+      packageUrl: `${base}${url}`,
+      ...over,
+    };
   };
   const statuses = () => reports.map((r) => (r.kind === 'connectorInstall' ? r.status : r.kind));
   const pluginFolders = () => fs.readdirSync(dir).filter((f) => f !== 'node_modules');
 
-  it('downloads with the Agent\'s credentials, checks the SHA-256, unpacks and loads the plugin, and reports', async () => {
+  it("downloads with the Agent's credentials, checks the SHA-256, unpacks and loads the plugin, and reports", async () => {
     await installer.install(command('1.0.0', pluginPackage('1.0.0')));
     expect(statuses()).toEqual(['AgentDownloadingConnectorUpdate', 'Installed']);
     expect(seenAuth).toEqual(['Bearer a.s']);
@@ -78,11 +110,16 @@ describe('the Agent\'s Connector installer', () => {
     expect(pluginFolders()).toEqual([expect.stringMatching(/^echo-1\.0\.0-[0-9a-f]{6}$/) as string]);
     expect(fs.readlinkSync(path.join(dir, 'node_modules'))).toMatch(/node_modules$/);
     const last = reports.at(-1);
-    expect(last).toMatchObject({ kind: 'connectorInstall', operation: 'install', installed: [{ connectorId: ID, version: '1.0.0' }] });
+    expect(last).toMatchObject({
+      kind: 'connectorInstall',
+      operation: 'install',
+      installed: [{ connectorId: ID, version: '1.0.0' }],
+    });
     // The plugin's folder and files are the Agent's user's alone, like the rest of its home.
     const plugin = path.join(dir, pluginFolders()[0] as string);
     expect(fs.statSync(plugin).mode & 0o777).toBe(0o700);
-    for (const f of fs.readdirSync(plugin)) expect({ f, mode: fs.statSync(path.join(plugin, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 });
+    for (const f of fs.readdirSync(plugin))
+      expect({ f, mode: fs.statSync(path.join(plugin, f)).mode & 0o777 }).toEqual({ f, mode: 0o600 });
   });
 
   it('installs nothing from a package whose checksum or manifest is wrong, and keeps the version it had', async () => {
@@ -124,7 +161,12 @@ describe('the Agent\'s Connector installer', () => {
   it('uninstalls: the plugin is unloaded and its folder removed', async () => {
     await installer.install(command('1.0.0', pluginPackage('1.0.0')));
     await installer.uninstall({ id: 'u', type: 'uninstallConnector', connectorId: ID });
-    expect(reports.at(-1)).toMatchObject({ kind: 'connectorInstall', operation: 'uninstall', status: 'Installed', installed: [] });
+    expect(reports.at(-1)).toMatchObject({
+      kind: 'connectorInstall',
+      operation: 'uninstall',
+      status: 'Installed',
+      installed: [],
+    });
     await expect(host.preconnect(ID, {})).rejects.toMatchObject({ code: 'CON_NOT_FOUND' });
     expect(pluginFolders()).toEqual([]);
   });

@@ -18,12 +18,16 @@ describe('installation fingerprint', () => {
 
   it('reads /etc/machine-id, then the D-Bus copy, then falls back to the host name', () => {
     expect(readMachineId((f) => (f === '/etc/machine-id' ? 'abc\n' : ''))).toBe('abc');
-    expect(readMachineId((f) => {
-      if (f === '/etc/machine-id') throw new Error('ENOENT');
-      return 'dbus-id';
-    })).toBe('dbus-id');
-    expect(readMachineId(() => {
-      throw new Error('ENOENT');
-    }).length).toBeGreaterThan(0);
+    expect(
+      readMachineId((f) => {
+        if (f === '/etc/machine-id') throw new Error('ENOENT');
+        return 'dbus-id';
+      }),
+    ).toBe('dbus-id');
+    expect(
+      readMachineId(() => {
+        throw new Error('ENOENT');
+      }).length,
+    ).toBeGreaterThan(0);
   });
 });

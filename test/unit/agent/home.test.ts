@@ -42,14 +42,16 @@ describe('instance folders', () => {
     const first = claimInstanceFolder(home);
     const second = claimInstanceFolder(home);
     expect([first.serviceName, second.serviceName]).toEqual(['ferry-agent-1', 'ferry-agent-2']);
-    for (const sub of ['data', 'logs', 'connectors']) expect(fs.statSync(path.join(second.dir, sub)).isDirectory()).toBe(true);
+    for (const sub of ['data', 'logs', 'connectors'])
+      expect(fs.statSync(path.join(second.dir, sub)).isDirectory()).toBe(true);
   });
 
   it('creates the home and every instance folder private (0700), with config.json 0600', () => {
     const fresh = path.join(home, 'new', 'agents');
     const paths = claimInstanceFolder(fresh);
     writeInstanceConfig(paths, sample(paths.serviceName));
-    for (const dir of [fresh, paths.dir, paths.data, paths.logs, paths.connectors]) expect({ dir, mode: modeOf(dir) }).toEqual({ dir, mode: 0o700 });
+    for (const dir of [fresh, paths.dir, paths.data, paths.logs, paths.connectors])
+      expect({ dir, mode: modeOf(dir) }).toEqual({ dir, mode: 0o700 });
     expect(modeOf(paths.config)).toBe(0o600);
     // Parents are shared places (~/.local/share, /var/lib/ferry): they keep the usual modes.
     expect(modeOf(path.join(home, 'new')) & 0o055).toBe(0o055 & ~process.umask());
@@ -66,9 +68,17 @@ describe('instance folders', () => {
       fs.mkdirSync(plugin);
       fs.writeFileSync(path.join(plugin, 'index.mjs'), '');
       fs.symlinkSync(outside, path.join(paths.connectors, 'node_modules'));
-      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(paths.logs, 'agent.2025-01-01.1.log')]) fs.writeFileSync(f, '');
+      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(paths.logs, 'agent.2025-01-01.1.log')])
+        fs.writeFileSync(f, '');
       for (const d of [home, paths.dir, paths.data, paths.logs, paths.connectors, plugin]) fs.chmodSync(d, 0o755);
-      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(paths.logs, 'agent.2025-01-01.1.log'), path.join(plugin, 'index.mjs'), paths.config]) fs.chmodSync(f, 0o644);
+      for (const f of [
+        paths.outbox,
+        `${paths.outbox}-wal`,
+        path.join(paths.logs, 'agent.2025-01-01.1.log'),
+        path.join(plugin, 'index.mjs'),
+        paths.config,
+      ])
+        fs.chmodSync(f, 0o644);
 
       const repair = secureInstance(home, paths);
       expect(repair.failed).toEqual([]);
@@ -77,8 +87,10 @@ describe('instance folders', () => {
       expect(repair.repaired).toHaveLength(11);
       // The home keeps its traverse bits: an instance run by a dedicated account passes through it.
       expect(modeOf(home)).toBe(0o711);
-      for (const d of [paths.dir, paths.data, paths.logs, paths.connectors, plugin]) expect({ d, mode: modeOf(d) }).toEqual({ d, mode: 0o700 });
-      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(plugin, 'index.mjs'), paths.config]) expect({ f, mode: modeOf(f) }).toEqual({ f, mode: 0o600 });
+      for (const d of [paths.dir, paths.data, paths.logs, paths.connectors, plugin])
+        expect({ d, mode: modeOf(d) }).toEqual({ d, mode: 0o700 });
+      for (const f of [paths.outbox, `${paths.outbox}-wal`, path.join(plugin, 'index.mjs'), paths.config])
+        expect({ f, mode: modeOf(f) }).toEqual({ f, mode: 0o600 });
       expect(modeOf(outside)).toBe(0o644);
       expect(secureInstance(home, paths)).toEqual({ repaired: [], failed: [], truncated: false });
     } finally {
@@ -145,7 +157,9 @@ describe('defaults', () => {
   it('puts the home in the platform service data location', () => {
     expect(defaultHome({ platform: 'linux', uid: 0 })).toBe('/var/lib/ferry/agents');
     expect(defaultHome({ platform: 'linux', uid: 1000, homedir: '/home/u' })).toBe('/home/u/.local/share/ferry/agents');
-    expect(defaultHome({ platform: 'linux', uid: 1000, homedir: '/home/u', env: { XDG_DATA_HOME: '/data' } })).toBe('/data/ferry/agents');
+    expect(defaultHome({ platform: 'linux', uid: 1000, homedir: '/home/u', env: { XDG_DATA_HOME: '/data' } })).toBe(
+      '/data/ferry/agents',
+    );
     expect(defaultHome({ platform: 'darwin', uid: 0, homedir: '/Users/u' })).toBe('/Users/u/.local/share/ferry/agents');
     expect(defaultHome({ platform: 'win32', env: { ProgramData: 'D:\\PD' } })).toBe('D:\\PD\\Ferry\\agents');
   });

@@ -22,7 +22,12 @@ const SOLUTION: PreparedSolution = {
   connections: [],
   maps: [],
   replication: null,
-  capture: { captureOnFailedRecordsForReprocessing: false, captureDuringCloudAppRuns: false, captureDuringLocalAgentAppRuns: false, isSourceDataLocal: true },
+  capture: {
+    captureOnFailedRecordsForReprocessing: false,
+    captureDuringCloudAppRuns: false,
+    captureDuringLocalAgentAppRuns: false,
+    isSourceDataLocal: true,
+  },
   lookupTables: [],
 };
 const MAPS = [{ mapId: 7, records: 2 }];
@@ -66,7 +71,13 @@ describe('knownRuns on the Agent', () => {
 
   it('knows a run open in its store, one a waiting report names and one a report set aside names; gives up the others', async () => {
     // Left open by a killed process (its end not reported yet).
-    store.openRun({ runId: 'open-run', solutionId: SOLUTION.solutionId, trigger: 'start', startedAt: new Date().toISOString(), dueAt: null });
+    store.openRun({
+      runId: 'open-run',
+      solutionId: SOLUTION.solutionId,
+      trigger: 'start',
+      startedAt: new Date().toISOString(),
+      dueAt: null,
+    });
     // Ended, its end not yet acknowledged by the Service.
     outbox.enqueue(finished('reported-run'));
     // Ended, its end refused by the Service as invalid and set aside: never delivered.
@@ -74,13 +85,19 @@ describe('knownRuns on the Agent', () => {
     // Acknowledged: the Service has its end, and the Agent forgets it.
     outbox.acknowledge(outbox.enqueue(finished('delivered-run')).id);
 
-    const answer = await ask({ id: 'c1', type: 'knownRuns', runIds: ['OPEN-RUN', 'reported-run', 'dead-run', 'delivered-run', 'never-arrived'] });
+    const answer = await ask({
+      id: 'c1',
+      type: 'knownRuns',
+      runIds: ['OPEN-RUN', 'reported-run', 'dead-run', 'delivered-run', 'never-arrived'],
+    });
     expect(answer).toEqual({ known: ['OPEN-RUN', 'reported-run', 'dead-run'] });
   });
 
   it('knows a run it has started, and never starts a run it said it does not know', async () => {
     expect(runner.reprocess(SOLUTION.solutionId, 'started-run', MAPS)).toEqual({ started: true, runId: 'started-run' });
-    expect(await ask({ id: 'c1', type: 'knownRuns', runIds: ['started-run', 'lost-run'] })).toEqual({ known: ['started-run'] });
+    expect(await ask({ id: 'c1', type: 'knownRuns', runIds: ['started-run', 'lost-run'] })).toEqual({
+      known: ['started-run'],
+    });
     await runner.idle();
 
     // The reprocessRun for the lost run arrives after the answer: refused, with nothing reported.

@@ -45,7 +45,10 @@ describe('restart', () => {
 
   it('restartNow=true interrupts running work, then restarts', async () => {
     const { work, events, restart } = setup();
-    const running = work.run('solution', (w) => new Promise((_r, reject) => w.signal.addEventListener('abort', () => reject(w.signal.reason as Error))));
+    const running = work.run(
+      'solution',
+      (w) => new Promise((_r, reject) => w.signal.addEventListener('abort', () => reject(w.signal.reason as Error))),
+    );
     await restart.request('user', true);
     await expect(running).rejects.toMatchObject({ code: 'AGT_INTERRUPTED' });
     expect(events).toEqual(['WaitingToRestartAgentUserRequest', 'Restarting', 'flush', `exit ${RESTART_EXIT_CODE}`]);
@@ -53,7 +56,10 @@ describe('restart', () => {
 
   it('a restartNow=true request escalates a waiting restart; the restart happens once', async () => {
     const { work, events, restart } = setup();
-    const running = work.run('solution', (w) => new Promise((_r, reject) => w.signal.addEventListener('abort', () => reject(w.signal.reason as Error))));
+    const running = work.run(
+      'solution',
+      (w) => new Promise((_r, reject) => w.signal.addEventListener('abort', () => reject(w.signal.reason as Error))),
+    );
     const first = restart.request('memory', false);
     expect(events).toEqual(['WaitingToRestartAgentMemoryLimit']);
     const second = restart.request('user', true);

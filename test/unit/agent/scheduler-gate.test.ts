@@ -42,7 +42,10 @@ function setup(opts: { requestTimeoutMs?: number; graceMs?: number } = {}) {
   const scheduler = new FakeScheduler();
   let held: HeldSolution[] = [];
   const lines: Array<Record<string, unknown>> = [];
-  const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const log = pino(
+    { level: 'info' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   const gate = new SchedulerGate({
     scheduler,
     held: () => held,
@@ -68,7 +71,7 @@ describe('the scheduler gate', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  it('starts the scheduler once the Service\'s first list is held at the versions it names', () => {
+  it("starts the scheduler once the Service's first list is held at the versions it names", () => {
     const { scheduler, gate, hold, lines } = setup();
     hold(solution('a', 'v1'), solution('b', 'v1'));
     gate.start();
@@ -83,7 +86,9 @@ describe('the scheduler gate', () => {
     hold(solution('a', 'v2'), solution('b', 'v1'));
     gate.assigned();
     expect(scheduler.starts).toBe(1);
-    expect(lines.map((l) => [l['msg'], l['why']])).toEqual([['scheduler starting', 'holding the assignment of the Service']]);
+    expect(lines.map((l) => [l['msg'], l['why']])).toEqual([
+      ['scheduler starting', 'holding the assignment of the Service'],
+    ]);
   });
 
   it('starts at once on an empty list', () => {

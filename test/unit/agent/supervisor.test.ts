@@ -32,7 +32,16 @@ describe('the run supervisor', () => {
   const pids = () => (fs.existsSync(runs) ? fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean) : []);
   const start = (codes: string[], signal?: AbortSignal) => {
     const lines: string[] = [];
-    const done = supervise({ paths, command: process.execPath, args: ['-e', WORKER, runs, ...codes], env: process.env, say: (l) => lines.push(l), crashBaseMs: 20, crashMaxMs: 50, ...(signal ? { signal } : {}) });
+    const done = supervise({
+      paths,
+      command: process.execPath,
+      args: ['-e', WORKER, runs, ...codes],
+      env: process.env,
+      say: (l) => lines.push(l),
+      crashBaseMs: 20,
+      crashMaxMs: 50,
+      ...(signal ? { signal } : {}),
+    });
     return { done, lines };
   };
   const until = async (cond: () => boolean) => {
@@ -64,47 +73,57 @@ describe('the run supervisor', () => {
 
   it('refuses to run an instance another live process runs, and takes over a stale pid file', async () => {
     fs.writeFileSync(paths.pidFile, `${process.ppid}\n`);
-    await expect(supervise({ paths, command: process.execPath, args: ['-e', ''], env: process.env, say: () => undefined })).rejects.toMatchObject({ code: 'AGT_ALREADY_RUNNING' });
+    await expect(
+      supervise({ paths, command: process.execPath, args: ['-e', ''], env: process.env, say: () => undefined }),
+    ).rejects.toMatchObject({ code: 'AGT_ALREADY_RUNNING' });
     fs.writeFileSync(paths.pidFile, '999999999\n');
     expect(runningPid(paths)).toBeUndefined();
     const { done } = start(['0']);
     expect(await done).toBe(0);
   });
 
-  it.runIf(process.platform === 'linux')('takes over the pid file of a run that has exited but is not reaped (a zombie)', async () => {
-    const z = await zombie();
-    try {
-      fs.writeFileSync(paths.pidFile, `${z.pid}\n`);
-      expect(runningPid(paths)).toBeUndefined();
-      const { done, lines } = start(['0']);
+  it.runIf(process.platform === 'linux')(
+    'takes over the pid file of a run that has exited but is not reaped (a zombie)',
+    async () => {
+      const z = await zombie();
+      try {
+        fs.writeFileSync(paths.pidFile, `${z.pid}\n`);
+        expect(runningPid(paths)).toBeUndefined();
+        const { done, lines } = start(['0']);
+        expect(await done).toBe(0);
+        expect(lines).toContain('worker exited');
+      } finally {
+        z.end();
+      }
+    },
+  );
+
+  it.runIf(process.platform === 'linux')(
+    'records its start in the pid file, so that a PID given to another process since is not taken for it',
+    async () => {
+      const stop = new AbortController();
+      const { done } = start(['wait'], stop.signal);
+      await until(() => pids().length === 1);
+      expect(fs.readFileSync(paths.pidFile, 'utf8')).toBe(`${process.pid}\n${processStartId(process.pid)}\n`);
+      expect(runningPid(paths)).toBe(process.pid);
+      stop.abort();
       expect(await done).toBe(0);
-      expect(lines).toContain('worker exited');
-    } finally {
-      z.end();
-    }
-  });
 
-  it.runIf(process.platform === 'linux')('records its start in the pid file, so that a PID given to another process since is not taken for it', async () => {
-    const stop = new AbortController();
-    const { done } = start(['wait'], stop.signal);
-    await until(() => pids().length === 1);
-    expect(fs.readFileSync(paths.pidFile, 'utf8')).toBe(`${process.pid}\n${processStartId(process.pid)}\n`);
-    expect(runningPid(paths)).toBe(process.pid);
-    stop.abort();
-    expect(await done).toBe(0);
-
-    // The file of a run that died without removing it, whose PID now names another live process.
-    const [boot, ticks] = (processStartId(process.ppid) ?? '').split(' ');
-    for (const recorded of [`${boot} ${Number(ticks) + 1}`, `00000000-0000-0000-0000-000000000000 ${ticks}`]) {
-      fs.writeFileSync(paths.pidFile, `${process.ppid}\n${recorded}\n`);
-      expect(runningPid(paths), recorded).toBeUndefined();
-    }
-    // Its worker is the second run the stand-in counts: the scripted code at index 1.
-    const again = start(['0', '0']);
-    expect(await again.done).toBe(0);
-    // The process the file names, started when the file says: still refused.
-    fs.writeFileSync(paths.pidFile, `${process.ppid}\n${processStartId(process.ppid)}\n`);
-    expect(runningPid(paths)).toBe(process.ppid);
-    await expect(supervise({ paths, command: process.execPath, args: ['-e', ''], env: process.env, say: () => undefined })).rejects.toMatchObject({ code: 'AGT_ALREADY_RUNNING' });
-  });
+      // The file of a run that died without removing it, whose PID now names another live process.
+      const [boot, ticks] = (processStartId(process.ppid) ?? '').split(' ');
+      for (const recorded of [`${boot} ${Number(ticks) + 1}`, `00000000-0000-0000-0000-000000000000 ${ticks}`]) {
+        fs.writeFileSync(paths.pidFile, `${process.ppid}\n${recorded}\n`);
+        expect(runningPid(paths), recorded).toBeUndefined();
+      }
+      // Its worker is the second run the stand-in counts: the scripted code at index 1.
+      const again = start(['0', '0']);
+      expect(await again.done).toBe(0);
+      // The process the file names, started when the file says: still refused.
+      fs.writeFileSync(paths.pidFile, `${process.ppid}\n${processStartId(process.ppid)}\n`);
+      expect(runningPid(paths)).toBe(process.ppid);
+      await expect(
+        supervise({ paths, command: process.execPath, args: ['-e', ''], env: process.env, say: () => undefined }),
+      ).rejects.toMatchObject({ code: 'AGT_ALREADY_RUNNING' });
+    },
+  );
 });

@@ -15,7 +15,16 @@ describe('the systemd unit', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   const home = path.join(dir, 'agents');
   const paths = instancePaths(home, 2);
-  const execStart = [process.execPath, path.join(ROOT, 'src/cli/main.ts'), 'agent', 'run', '--home', home, '--instance', '2'];
+  const execStart = [
+    process.execPath,
+    path.join(ROOT, 'src/cli/main.ts'),
+    'agent',
+    'run',
+    '--home',
+    home,
+    '--instance',
+    '2',
+  ];
 
   it('renders one unit per instance: supervised run, restart on failure except on configuration errors', () => {
     const unit = renderUnit(template, { paths, home, execStart, user: 'ferry' });
@@ -40,7 +49,11 @@ describe('the systemd unit', () => {
     const file = path.join(dir, `${paths.serviceName}.service`);
     fs.writeFileSync(file, renderUnit(template, { paths, home, execStart }));
     const res = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' });
-    expect(res.stderr.split('\n').filter((l) => l.includes(paths.serviceName) && !/Unit ferry-agent-2.service not found|multi-user/.test(l))).toEqual([]);
+    expect(
+      res.stderr
+        .split('\n')
+        .filter((l) => l.includes(paths.serviceName) && !/Unit ferry-agent-2.service not found|multi-user/.test(l)),
+    ).toEqual([]);
     expect(res.status).toBe(0);
   });
 

@@ -23,20 +23,33 @@ describe('the testConnection command', () => {
   it('loads the plugin with the host, tests, and answers ok', async () => {
     const work = new WorkRegistry();
     const handle = testConnectionCommand({ work, log, host: () => loaded });
-    await expect(handle({ id: 'c1', type: 'testConnection', connectorId: CSV, properties: { folder } })).resolves.toEqual({ ok: true });
+    await expect(
+      handle({ id: 'c1', type: 'testConnection', connectorId: CSV, properties: { folder } }),
+    ).resolves.toEqual({ ok: true });
     expect(work.count).toBe(0);
   });
 
-  it('fails with the plugin\'s error for a bad Connection, and CON_NOT_FOUND for an unknown Connector', async () => {
+  it("fails with the plugin's error for a bad Connection, and CON_NOT_FOUND for an unknown Connector", async () => {
     const handle = testConnectionCommand({ work: new WorkRegistry(), log, host: () => loaded });
-    await expect(handle({ id: 'c2', type: 'testConnection', connectorId: CSV, properties: { folder: path.join(folder, 'missing') } })).rejects.toMatchObject({ code: expect.stringMatching(/^CON_/) as string });
-    await expect(handle({ id: 'c3', type: 'testConnection', connectorId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', properties: {} })).rejects.toMatchObject({ code: 'CON_NOT_FOUND' });
+    await expect(
+      handle({
+        id: 'c2',
+        type: 'testConnection',
+        connectorId: CSV,
+        properties: { folder: path.join(folder, 'missing') },
+      }),
+    ).rejects.toMatchObject({ code: expect.stringMatching(/^CON_/) as string });
+    await expect(
+      handle({ id: 'c3', type: 'testConnection', connectorId: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', properties: {} }),
+    ).rejects.toMatchObject({ code: 'CON_NOT_FOUND' });
   });
 
   it('refuses while the Agent drains for a restart', async () => {
     const work = new WorkRegistry();
     work.drain('restart');
     const handle = testConnectionCommand({ work, log, host: () => loaded });
-    await expect(handle({ id: 'c4', type: 'testConnection', connectorId: CSV, properties: { folder } })).rejects.toMatchObject({ code: 'AGT_DRAINING' });
+    await expect(
+      handle({ id: 'c4', type: 'testConnection', connectorId: CSV, properties: { folder } }),
+    ).rejects.toMatchObject({ code: 'AGT_DRAINING' });
   });
 });

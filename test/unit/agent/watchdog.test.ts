@@ -8,7 +8,12 @@ describe('the memory watchdog', () => {
   it('samples every interval and fires once above the limit', () => {
     let rss = 100;
     const fired: number[] = [];
-    const dog = new MemoryWatchdog({ limitBytes: 500, intervalMs: 1000, readRss: () => rss, onExceeded: (r) => fired.push(r) });
+    const dog = new MemoryWatchdog({
+      limitBytes: 500,
+      intervalMs: 1000,
+      readRss: () => rss,
+      onExceeded: (r) => fired.push(r),
+    });
     dog.start();
     vi.advanceTimersByTime(5000);
     expect(fired).toEqual([]);
@@ -25,7 +30,12 @@ describe('the memory watchdog', () => {
   it('does nothing at the limit itself or after stop', () => {
     const fired: number[] = [];
     let rss = 500;
-    const dog = new MemoryWatchdog({ limitBytes: 500, intervalMs: 100, readRss: () => rss, onExceeded: (r) => fired.push(r) });
+    const dog = new MemoryWatchdog({
+      limitBytes: 500,
+      intervalMs: 100,
+      readRss: () => rss,
+      onExceeded: (r) => fired.push(r),
+    });
     dog.start();
     vi.advanceTimersByTime(1000);
     dog.stop();

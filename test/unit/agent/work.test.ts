@@ -36,7 +36,11 @@ describe('the work registry', () => {
 
   it('interrupts running work through its signal with AGT_INTERRUPTED', async () => {
     const work = new WorkRegistry();
-    const running = work.run('long', (w) => new Promise((_resolve, reject) => w.signal.addEventListener('abort', () => reject(w.signal.reason as Error))));
+    const running = work.run(
+      'long',
+      (w) =>
+        new Promise((_resolve, reject) => w.signal.addEventListener('abort', () => reject(w.signal.reason as Error))),
+    );
     work.interruptAll('restartNow');
     await expect(running).rejects.toMatchObject({ code: 'AGT_INTERRUPTED' });
     expect(work.count).toBe(0);

@@ -11,7 +11,13 @@ import { Outbox } from '../../../src/channel/outbox.js';
 import type { FerryError } from '../../../src/errors/ferry-error.js';
 import { CLOSE, FromAgent } from '../../../src/protocol/channel.js';
 import type { ServiceRequest } from '../../../src/protocol/commands.js';
-import { errorsOf, RUN_COMMITTED_FEATURE, SHARED_ERRORS_FEATURE, shareErrorFields, type RunErrorsReport } from '../../../src/protocol/solutions.js';
+import {
+  errorsOf,
+  RUN_COMMITTED_FEATURE,
+  SHARED_ERRORS_FEATURE,
+  shareErrorFields,
+  type RunErrorsReport,
+} from '../../../src/protocol/solutions.js';
 
 /** A stand-in Service: answers hello and reports, and lets a test script the socket. */
 class FakeService {
@@ -57,7 +63,19 @@ class FakeService {
       if (msg.type === 'pong') return;
       if (msg.type === 'hello') {
         if (this.onHello) return this.onHello(ws, msg.id);
-        return void ws.send(JSON.stringify({ re: msg.id, ok: true, result: { serverTime: new Date().toISOString(), heartbeatMs: 40, agentName: 'a', orgId: 1, ...(this.features ? { features: this.features } : {}) } }));
+        return void ws.send(
+          JSON.stringify({
+            re: msg.id,
+            ok: true,
+            result: {
+              serverTime: new Date().toISOString(),
+              heartbeatMs: 40,
+              agentName: 'a',
+              orgId: 1,
+              ...(this.features ? { features: this.features } : {}),
+            },
+          }),
+        );
       }
       if (msg.type === 'report' && this.dropFirstReportAck) {
         this.dropFirstReportAck = false;
@@ -122,7 +140,17 @@ describe('the channel client', () => {
       agentSecret: 's3cret',
       log: pino({ level: 'silent' }),
       outbox,
-      hello: () => ({ protocolVersion: 1, version: '0.1.0', machineName: 'm', serviceName: 'ferry-agent-1', fingerprint: 'f'.repeat(64), pid: 1, startedAt: new Date().toISOString(), status: 'Running', installedConnectors: [] }),
+      hello: () => ({
+        protocolVersion: 1,
+        version: '0.1.0',
+        machineName: 'm',
+        serviceName: 'ferry-agent-1',
+        fingerprint: 'f'.repeat(64),
+        pid: 1,
+        startedAt: new Date().toISOString(),
+        status: 'Running',
+        installedConnectors: [],
+      }),
       heartbeat: () => ({ status: 'Running', rssBytes: 1, runningWork: 0 }),
       onCommand: async (c) => {
         commands.push(c);
@@ -157,7 +185,15 @@ describe('the channel client', () => {
 
   it('sends a report as the message the outbox stored, and sets aside one too large for a message instead of sending it again and again', async () => {
     const runId = randomUUID();
-    const errors = Array.from({ length: 200 }, () => ({ id: randomUUID(), mapName: 'm', sourceEntity: 'e', code: 'RUN_WRITE_FAILED', errorMessage: 'x'.repeat(10_000), errorDetail: '{}', canReprocess: false }));
+    const errors = Array.from({ length: 200 }, () => ({
+      id: randomUUID(),
+      mapName: 'm',
+      sourceEntity: 'e',
+      code: 'RUN_WRITE_FAILED',
+      errorMessage: 'x'.repeat(10_000),
+      errorDetail: '{}',
+      canReprocess: false,
+    }));
     outbox.enqueue({ kind: 'runErrors', runId, solutionId: randomUUID(), errors });
     const next = outbox.enqueue({ kind: 'status', status: 'Running', at: 'now' });
     connect();
@@ -171,12 +207,24 @@ describe('the channel client', () => {
   it('sends record errors with shared fields to a Service that takes them, and whole to one that does not', async () => {
     const runId = randomUUID();
     const solutionId = randomUUID();
-    const errors = Array.from({ length: 3 }, (_, i) => ({ id: randomUUID(), mapName: 'm', sourceEntity: 'e', code: 'CON_WRITE_REFUSED', errorMessage: 'refused', errorDetail: '{}', canReprocess: true, failedRecordId: `f${i}` }));
+    const errors = Array.from({ length: 3 }, (_, i) => ({
+      id: randomUUID(),
+      mapName: 'm',
+      sourceEntity: 'e',
+      code: 'CON_WRITE_REFUSED',
+      errorMessage: 'refused',
+      errorDetail: '{}',
+      canReprocess: true,
+      failedRecordId: `f${i}`,
+    }));
     const stored = outbox.enqueue({ kind: 'runErrors', runId, solutionId, ...shareErrorFields(errors) });
     connect();
     await until(() => outbox.size === 0);
     // No features stated: the errors go whole, as protocol version 1 first had them.
-    const whole = JSON.parse(service.texts.find((t) => t.includes(stored.id)) ?? '{}') as { id: string; report: Record<string, unknown> };
+    const whole = JSON.parse(service.texts.find((t) => t.includes(stored.id)) ?? '{}') as {
+      id: string;
+      report: Record<string, unknown>;
+    };
     expect(whole).toMatchObject({ id: stored.id, report: { kind: 'runErrors', runId, solutionId, errors } });
     expect(whole.report).not.toHaveProperty('shared');
     await client?.stop();
@@ -187,13 +235,29 @@ describe('the channel client', () => {
     connect();
     await until(() => outbox.size === 0);
     const shared = JSON.parse(service.texts.find((t) => t.includes(again.id)) ?? '{}') as { report: RunErrorsReport };
-    expect(shared.report.shared).toEqual({ mapName: 'm', sourceEntity: 'e', code: 'CON_WRITE_REFUSED', errorMessage: 'refused', errorDetail: '{}', canReprocess: true });
+    expect(shared.report.shared).toEqual({
+      mapName: 'm',
+      sourceEntity: 'e',
+      code: 'CON_WRITE_REFUSED',
+      errorMessage: 'refused',
+      errorDetail: '{}',
+      canReprocess: true,
+    });
     expect(shared.report.errors).toEqual(errors.map((e) => ({ id: e.id, failedRecordId: e.failedRecordId })));
     expect(errorsOf(shared.report)).toEqual(errors);
   });
 
-  it('sends a killed run\'s corrected counts only to a Service that takes them', async () => {
-    const correction = { kind: 'runCommitted' as const, runId: randomUUID(), solutionId: randomUUID(), mapId: 7, mapName: 'm', processed: 4_000, failed: 0, at: new Date().toISOString() };
+  it("sends a killed run's corrected counts only to a Service that takes them", async () => {
+    const correction = {
+      kind: 'runCommitted' as const,
+      runId: randomUUID(),
+      solutionId: randomUUID(),
+      mapId: 7,
+      mapName: 'm',
+      processed: 4_000,
+      failed: 0,
+      at: new Date().toISOString(),
+    };
     const dropped = outbox.enqueue(correction);
     const after = outbox.enqueue({ kind: 'status', status: 'Running', at: 'now' });
     connect();
@@ -228,7 +292,13 @@ describe('the channel client', () => {
     ws.send(JSON.stringify({ id: 'cmd-1', type: 'restart', restartNow: false }));
     await until(() => service.received.some((m) => 're' in m && m.re === 'cmd-1'));
     const replies = service.received.filter((m) => 're' in m);
-    expect(replies).toContainEqual(expect.objectContaining({ re: 'bad-1', ok: false, error: expect.objectContaining({ code: 'CHN_INVALID_MESSAGE' }) }));
+    expect(replies).toContainEqual(
+      expect.objectContaining({
+        re: 'bad-1',
+        ok: false,
+        error: expect.objectContaining({ code: 'CHN_INVALID_MESSAGE' }),
+      }),
+    );
     expect(replies).toContainEqual({ re: 'cmd-1', ok: true, result: { accepted: true } });
     expect(commands).toEqual([{ id: 'cmd-1', type: 'restart', restartNow: false }]);
     expect(c.connected).toBe(true);
@@ -257,7 +327,9 @@ describe('the channel client', () => {
 
   it('stops for good on close 4409 (a cloned installation)', async () => {
     service.onHello = (ws, id) => {
-      ws.send(JSON.stringify({ re: id, ok: false, error: { code: 'AGT_CLONED_INSTALL', kind: 'config', message: 'clone' } }));
+      ws.send(
+        JSON.stringify({ re: id, ok: false, error: { code: 'AGT_CLONED_INSTALL', kind: 'config', message: 'clone' } }),
+      );
       ws.close(CLOSE.clonedInstall, 'cloned installation');
     };
     connect();

@@ -38,7 +38,9 @@ describe('the durable outbox', () => {
     const box = new Outbox(path.join(dir, 'o.db'));
     let wakes = 0;
     const off = box.onEnqueue(() => wakes++);
-    const ids = new Set(Array.from({ length: 20 }, () => box.enqueue({ kind: 'status', status: 'Running', at: 'now' }).id));
+    const ids = new Set(
+      Array.from({ length: 20 }, () => box.enqueue({ kind: 'status', status: 'Running', at: 'now' }).id),
+    );
     expect(ids.size).toBe(20);
     expect(wakes).toBe(20);
     off();
@@ -76,7 +78,12 @@ describe('the durable outbox', () => {
     reopened.acknowledge(first.id);
     const m2 = reopened.next();
     expect(m2?.id).toBe(last);
-    expect(JSON.parse(m2?.text ?? '')).toEqual({ id: last, type: 'report', at: expect.any(String), report: { kind: 'started', at: 'd', version: '1' } });
+    expect(JSON.parse(m2?.text ?? '')).toEqual({
+      id: last,
+      type: 'report',
+      at: expect.any(String),
+      report: { kind: 'started', at: 'd', version: '1' },
+    });
     reopened.acknowledge(last ?? '');
     expect(reopened.next()).toBeUndefined();
     reopened.close();
@@ -92,7 +99,12 @@ describe('the durable outbox', () => {
       { kind: 'started', at: 'b', version: '1' },
     ]);
     expect(box.pending().map((p) => p.report.id)).toEqual(ids);
-    expect(() => box.enqueueAll([{ kind: 'status', status: 'Running', at: 'c' }, { kind: 'status', status: 'Sleeping', at: 'd' } as never])).toThrow();
+    expect(() =>
+      box.enqueueAll([
+        { kind: 'status', status: 'Running', at: 'c' },
+        { kind: 'status', status: 'Sleeping', at: 'd' } as never,
+      ]),
+    ).toThrow();
     expect(box.size).toBe(2);
     expect(box.enqueueAll([])).toEqual([]);
     box.close();

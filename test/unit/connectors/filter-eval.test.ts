@@ -4,7 +4,8 @@ import type { Filter } from '../../../src/protocol/filter.js';
 import type { PropertyType } from '../../../src/connectors/value.js';
 
 const types: Record<string, PropertyType> = { n: 'integer', d: 'decimal', s: 'string', b: 'boolean', t: 'datetime' };
-const test = (f: Filter, r: Record<string, string | number | boolean | null>): boolean => compileFilter(f, (x) => types[x])(r);
+const test = (f: Filter, r: Record<string, string | number | boolean | null>): boolean =>
+  compileFilter(f, (x) => types[x])(r);
 
 describe('compileFilter', () => {
   it('uses three-valued logic: a comparison with null is unknown, and NOT unknown is unknown', () => {
@@ -12,7 +13,9 @@ describe('compileFilter', () => {
     expect(test(eq, { n: null })).toBe(false);
     expect(test({ op: 'not', arg: eq }, { n: null })).toBe(false);
     expect(test({ op: 'or', args: [eq, { op: 'isNull', field: 'n' }] }, { n: null })).toBe(true);
-    expect(test({ op: 'not', arg: { op: 'and', args: [eq, { op: '=', field: 's', value: 'x' }] } }, { n: null, s: 'y' })).toBe(true);
+    expect(
+      test({ op: 'not', arg: { op: 'and', args: [eq, { op: '=', field: 's', value: 'x' }] } }, { n: null, s: 'y' }),
+    ).toBe(true);
     expect(test({ op: 'in', field: 'n', values: [2, null] }, { n: 1 })).toBe(false);
     expect(test({ op: 'not', arg: { op: 'in', field: 'n', values: [2, null] } }, { n: 1 })).toBe(false);
   });
@@ -38,6 +41,12 @@ describe('compileFilter', () => {
   });
 
   it('refuses unknown fields through the given error', () => {
-    expect(() => compileFilter({ op: 'isNull', field: 'zz' }, (x) => types[x], (f) => new Error(`no ${f}`))).toThrow('no zz');
+    expect(() =>
+      compileFilter(
+        { op: 'isNull', field: 'zz' },
+        (x) => types[x],
+        (f) => new Error(`no ${f}`),
+      ),
+    ).toThrow('no zz');
   });
 });

@@ -81,11 +81,13 @@ const lines: string[] = [];
 async function plugin(folder: string, man: unknown, code: string | undefined): Promise<void> {
   const dir = path.join(root, folder);
   await fsp.mkdir(dir, { recursive: true });
-  if (man !== undefined) await fsp.writeFile(path.join(dir, 'manifest.json'), typeof man === 'string' ? man : JSON.stringify(man));
+  if (man !== undefined)
+    await fsp.writeFile(path.join(dir, 'manifest.json'), typeof man === 'string' ? man : JSON.stringify(man));
   if (code !== undefined) await fsp.writeFile(path.join(dir, 'index.mjs'), code);
 }
 
-const open = (mode: string, extra: Record<string, string> = {}) => host.open({ connectorId: 'Toy', connectionId: `c-${mode}`, properties: { mode, password: 'S3cret-pw', ...extra } });
+const open = (mode: string, extra: Record<string, string> = {}) =>
+  host.open({ connectorId: 'Toy', connectionId: `c-${mode}`, properties: { mode, password: 'S3cret-pw', ...extra } });
 
 beforeAll(async () => {
   root = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-host-'));
@@ -93,16 +95,49 @@ beforeAll(async () => {
   await plugin('bad-json', '{ "id": ', undefined);
   await plugin('bad-schema', manifest({ id: 'not-a-guid', solutionRoles: [], extra: true }), TOY);
   await plugin('no-manifest', undefined, TOY);
-  await plugin('throws-on-load', manifest({ id: '21111111-2222-4333-8444-555555555555', name: 'Thrower' }), `throw new Error('exploded while loading');`);
-  await plugin('syntax-error', manifest({ id: '31111111-2222-4333-8444-555555555555', name: 'Broken' }), `export default {{{`);
-  await plugin('no-export', manifest({ id: '41111111-2222-4333-8444-555555555555', name: 'Empty' }), `export const x = 1;`);
-  await plugin('future-sdk', manifest({ id: '51111111-2222-4333-8444-555555555555', name: 'Future', sdkVersion: '^2.0.0' }), TOY);
-  await plugin('old-agent', manifest({ id: '61111111-2222-4333-8444-555555555555', name: 'OldAgent', agentVersion: '<0.1.0' }), TOY);
+  await plugin(
+    'throws-on-load',
+    manifest({ id: '21111111-2222-4333-8444-555555555555', name: 'Thrower' }),
+    `throw new Error('exploded while loading');`,
+  );
+  await plugin(
+    'syntax-error',
+    manifest({ id: '31111111-2222-4333-8444-555555555555', name: 'Broken' }),
+    `export default {{{`,
+  );
+  await plugin(
+    'no-export',
+    manifest({ id: '41111111-2222-4333-8444-555555555555', name: 'Empty' }),
+    `export const x = 1;`,
+  );
+  await plugin(
+    'future-sdk',
+    manifest({ id: '51111111-2222-4333-8444-555555555555', name: 'Future', sdkVersion: '^2.0.0' }),
+    TOY,
+  );
+  await plugin(
+    'old-agent',
+    manifest({ id: '61111111-2222-4333-8444-555555555555', name: 'OldAgent', agentVersion: '<0.1.0' }),
+    TOY,
+  );
   await plugin('twin', manifest({ name: 'Twin' }), TOY);
-  await plugin('missing-module', manifest({ id: '71111111-2222-4333-8444-555555555555', name: 'NoModule', main: 'gone.js' }), undefined);
-  await plugin('slow-load', manifest({ id: '81111111-2222-4333-8444-555555555555', name: 'Slow' }), `await new Promise(() => {}); export default {};`);
+  await plugin(
+    'missing-module',
+    manifest({ id: '71111111-2222-4333-8444-555555555555', name: 'NoModule', main: 'gone.js' }),
+    undefined,
+  );
+  await plugin(
+    'slow-load',
+    manifest({ id: '81111111-2222-4333-8444-555555555555', name: 'Slow' }),
+    `await new Promise(() => {}); export default {};`,
+  );
   const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => (lines.push(chunk.toString()), cb()) });
-  host = new ConnectorHost({ dir: root, log: pino({ level: 'debug' }, sink), agentVersion: '0.1.0', loadTimeoutMs: 500 });
+  host = new ConnectorHost({
+    dir: root,
+    log: pino({ level: 'debug' }, sink),
+    agentVersion: '0.1.0',
+    loadTimeoutMs: 500,
+  });
 });
 
 afterAll(async () => {
@@ -130,12 +165,18 @@ describe('loading plugins', () => {
     });
     const schemaErrors = report.failed.find((f) => f.folder.endsWith('bad-schema'))?.error.errors?.map((e) => e.path);
     expect(schemaErrors).toEqual(expect.arrayContaining(['id', 'solutionRoles']));
-    expect(report.failed.find((f) => f.folder.endsWith('throws-on-load'))?.error.message).toContain('exploded while loading');
+    expect(report.failed.find((f) => f.folder.endsWith('throws-on-load'))?.error.message).toContain(
+      'exploded while loading',
+    );
   });
 
   it('answers calls to a plugin that failed to load with CON_UNAVAILABLE, and to an unknown one with CON_NOT_FOUND', async () => {
-    await expect(host.open({ connectorId: 'Thrower', connectionId: 'x', properties: {} })).rejects.toMatchObject({ code: 'CON_UNAVAILABLE' });
-    await expect(host.open({ connectorId: 'Nobody', connectionId: 'x', properties: {} })).rejects.toMatchObject({ code: 'CON_NOT_FOUND' });
+    await expect(host.open({ connectorId: 'Thrower', connectionId: 'x', properties: {} })).rejects.toMatchObject({
+      code: 'CON_UNAVAILABLE',
+    });
+    await expect(host.open({ connectorId: 'Nobody', connectionId: 'x', properties: {} })).rejects.toMatchObject({
+      code: 'CON_NOT_FOUND',
+    });
     expect(host.manifest('11111111-2222-4333-8444-555555555555').name).toBe('Toy');
     expect(host.manifest('toy').bulkLimit).toBe(5);
   });
@@ -146,7 +187,12 @@ describe('loading plugins', () => {
     expect(m.bulkLimit).toBe(2000);
     expect(ConnectorManifest.safeParse({ ...manifest(), colour: 'red' }).success).toBe(false);
     expect(ConnectorManifest.safeParse({ ...manifest(), main: '../escape.js' }).success).toBe(false);
-    expect(ConnectorManifest.safeParse({ ...manifest(), uiDecorations: [{ propertyName: 'a', label: 'A', inputType: 'PickList' }] }).success).toBe(false);
+    expect(
+      ConnectorManifest.safeParse({
+        ...manifest(),
+        uiDecorations: [{ propertyName: 'a', label: 'A', inputType: 'PickList' }],
+      }).success,
+    ).toBe(false);
   });
 });
 
@@ -154,13 +200,21 @@ describe('calls into a plugin', () => {
   it('turns a synchronous throw, a rejection and a thrown non-Error into CON_PLUGIN_FAILED', async () => {
     for (const mode of ['throwSync', 'reject', 'nonError']) {
       const c = await open(mode);
-      await expect(c.test()).rejects.toMatchObject({ code: 'CON_PLUGIN_FAILED', kind: 'system', details: { connector: 'Toy', verb: 'test', connectionId: `c-${mode}` } });
+      await expect(c.test()).rejects.toMatchObject({
+        code: 'CON_PLUGIN_FAILED',
+        kind: 'system',
+        details: { connector: 'Toy', verb: 'test', connectionId: `c-${mode}` },
+      });
       await c.close();
     }
   });
 
   it("maps a plugin's ConnectorError reason to its code and keeps the native code", async () => {
-    await expect(open('connectAuth')).rejects.toMatchObject({ code: 'CON_AUTH_FAILED', kind: 'config', details: { nativeCode: 'X1' } });
+    await expect(open('connectAuth')).rejects.toMatchObject({
+      code: 'CON_AUTH_FAILED',
+      kind: 'config',
+      details: { nativeCode: 'X1' },
+    });
   });
 
   it('fails a hanging call with CON_TIMEOUT after its time-out, and tells a polite plugin through its signal', async () => {
@@ -201,11 +255,21 @@ describe('calls into a plugin', () => {
 
   it('enforces the contract: batch sizes, iterables, one result per record', async () => {
     const big = await open('queryTooBig');
-    await expect((async () => { for await (const _ of big.query('things', undefined, { batchSize: 2 })) void _; })()).rejects.toMatchObject({ code: 'CON_PROTOCOL_VIOLATION' });
+    await expect(
+      (async () => {
+        for await (const _ of big.query('things', undefined, { batchSize: 2 })) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'CON_PROTOCOL_VIOLATION' });
     const notIterable = await open('queryNotIterable');
-    await expect((async () => { for await (const _ of notIterable.query('things')) void _; })()).rejects.toMatchObject({ code: 'CON_PROTOCOL_VIOLATION' });
+    await expect(
+      (async () => {
+        for await (const _ of notIterable.query('things')) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'CON_PROTOCOL_VIOLATION' });
     const short = await open('writeShort');
-    await expect(short.write('Create', 'things', [{ a: 1 }, { a: 2 }])).rejects.toMatchObject({ code: 'CON_PROTOCOL_VIOLATION' });
+    await expect(short.write('Create', 'things', [{ a: 1 }, { a: 2 }])).rejects.toMatchObject({
+      code: 'CON_PROTOCOL_VIOLATION',
+    });
     const junk = await open('writeJunk');
     await expect(junk.write('Create', 'things', [{ a: 1 }])).rejects.toMatchObject({ code: 'CON_PROTOCOL_VIOLATION' });
   });
@@ -218,7 +282,20 @@ describe('calls into a plugin', () => {
     const progress: number[] = [];
     const records = Array.from({ length: 12 }, (_, i) => ({ i, bad: i === 7 }));
     const res = await c.write('Create', 'things', records, { onProgress: (p) => progress.push(p.records ?? 0) });
-    expect(res.map((r) => (r.ok ? (r.key?.['size'] as number) : 'bad'))).toEqual([5, 5, 5, 5, 5, 5, 5, 'bad', 5, 5, 2, 2]);
+    expect(res.map((r) => (r.ok ? (r.key?.['size'] as number) : 'bad'))).toEqual([
+      5,
+      5,
+      5,
+      5,
+      5,
+      5,
+      5,
+      'bad',
+      5,
+      5,
+      2,
+      2,
+    ]);
     expect(progress).toEqual([5, 5, 2]);
     await expect(c.write('Explode' as never, 'things', [])).rejects.toMatchObject({ code: 'CON_UNSUPPORTED' });
   });
@@ -230,7 +307,11 @@ describe('calls into a plugin', () => {
     const reloaded = await a.metadata({ reload: true });
     expect(reloaded).not.toBe(first);
     expect(host.metadataCache.loadedAt('c-ok')).toBeInstanceOf(Date);
-    const b = await host.open({ connectorId: 'Toy', connectionId: 'c-ok', properties: { mode: 'ok', password: 'changed' } });
+    const b = await host.open({
+      connectorId: 'Toy',
+      connectionId: 'c-ok',
+      properties: { mode: 'ok', password: 'changed' },
+    });
     expect(await b.metadata()).not.toBe(reloaded);
     host.reloadMetadata('c-ok');
     expect(host.metadataCache.loadedAt('c-ok')).toBeUndefined();
@@ -254,12 +335,25 @@ describe('calls into a plugin', () => {
 
   it("logs a connection opened for a run under the run's logger (its solutionId and runId), still redacted", async () => {
     const runLines: string[] = [];
-    const runLog = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _enc, cb) => (runLines.push(chunk.toString()), cb()) })).child({ solutionId: 's-1', runId: 'r-1' });
-    const c = await host.open({ connectorId: 'Toy', connectionId: 'c-run', properties: { mode: 'ok', password: 'S3cret-pw' }, log: runLog });
+    const runLog = pino(
+      { level: 'debug' },
+      new Writable({ write: (chunk: Buffer, _enc, cb) => (runLines.push(chunk.toString()), cb()) }),
+    ).child({ solutionId: 's-1', runId: 'r-1' });
+    const c = await host.open({
+      connectorId: 'Toy',
+      connectionId: 'c-run',
+      properties: { mode: 'ok', password: 'S3cret-pw' },
+      log: runLog,
+    });
     await c.test();
     await c.close();
     const entries = runLines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(entries.find((e) => e['msg'] === 'connecting')).toMatchObject({ solutionId: 's-1', runId: 'r-1', connector: 'Toy', connectionId: 'c-run' });
+    expect(entries.find((e) => e['msg'] === 'connecting')).toMatchObject({
+      solutionId: 's-1',
+      runId: 'r-1',
+      connector: 'Toy',
+      connectionId: 'c-run',
+    });
     expect(runLines.join('')).not.toContain('S3cret-pw');
     expect(lines.join('')).not.toContain('c-run');
   });

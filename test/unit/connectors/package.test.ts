@@ -39,7 +39,9 @@ describe('Connector packages (.tgz)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-pkg-'));
     try {
       fs.writeFileSync(path.join(dir, 'p.tgz'), packed);
-      const listed = execFileSync('tar', ['tzf', path.join(dir, 'p.tgz')], { encoding: 'utf8' }).trim().split('\n');
+      const listed = execFileSync('tar', ['tzf', path.join(dir, 'p.tgz')], { encoding: 'utf8' })
+        .trim()
+        .split('\n');
       expect(listed).toEqual(files.map((f) => f.name));
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -47,7 +49,8 @@ describe('Connector packages (.tgz)', () => {
   });
 
   it('refuses paths outside the folder, links, bad checksums, and what is not gzip', () => {
-    const bad = (data: Buffer) => expect(() => unpackFiles(data)).toThrow(expect.objectContaining({ code: 'CON_PACKAGE_INVALID' }) as Error);
+    const bad = (data: Buffer) =>
+      expect(() => unpackFiles(data)).toThrow(expect.objectContaining({ code: 'CON_PACKAGE_INVALID' }) as Error);
     bad(tgz(entry('../evil.js', Buffer.from('x'))));
     bad(tgz(entry('/etc/passwd', Buffer.from('x'))));
     bad(tgz(entry('a/../../b', Buffer.from('x'))));
@@ -58,7 +61,9 @@ describe('Connector packages (.tgz)', () => {
     bad(tgz(corrupt));
     bad(Buffer.from('not a package'));
     bad(tgz());
-    expect(() => packFiles([{ name: '../x', data: Buffer.alloc(0) }])).toThrow(expect.objectContaining({ code: 'CON_PACKAGE_INVALID' }) as Error);
+    expect(() => packFiles([{ name: '../x', data: Buffer.alloc(0) }])).toThrow(
+      expect.objectContaining({ code: 'CON_PACKAGE_INVALID' }) as Error,
+    );
   });
 
   it('writes the files into a new folder and never over an existing one', async () => {

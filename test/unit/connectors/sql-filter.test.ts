@@ -11,7 +11,14 @@ describe('filterToSql', () => {
   it('binds every literal and never writes values into the SQL text', () => {
     const { params, d } = dialect();
     const sql = filterToSql(
-      { op: 'and', args: [{ op: '=', field: 'name', value: "x' OR '1'='1" }, { op: 'not', arg: { op: 'in', field: 'id', values: [1, 2] } }, { op: 'contains', field: 'note', value: '50%_off\\' }] },
+      {
+        op: 'and',
+        args: [
+          { op: '=', field: 'name', value: "x' OR '1'='1" },
+          { op: 'not', arg: { op: 'in', field: 'id', values: [1, 2] } },
+          { op: 'contains', field: 'note', value: '50%_off\\' },
+        ],
+      },
       d,
     );
     expect(sql).toBe(`(("name" = $1) AND (NOT ("id" = $2 OR "id" = $3)) AND ("note" LIKE $4 ESCAPE '\\'))`);
@@ -20,7 +27,19 @@ describe('filterToSql', () => {
 
   it('keeps SQL semantics for the edge cases: empty IN is false, a null literal is unknown', () => {
     const { params, d } = dialect();
-    expect(filterToSql({ op: 'or', args: [{ op: 'in', field: 'a', values: [] }, { op: '=', field: 'a', value: null }, { op: 'isNull', field: 'b' }] }, d)).toBe('((1 = 0) OR (NULL) OR ("b" IS NULL))');
+    expect(
+      filterToSql(
+        {
+          op: 'or',
+          args: [
+            { op: 'in', field: 'a', values: [] },
+            { op: '=', field: 'a', value: null },
+            { op: 'isNull', field: 'b' },
+          ],
+        },
+        d,
+      ),
+    ).toBe('((1 = 0) OR (NULL) OR ("b" IS NULL))');
     expect(params).toEqual([]);
   });
 });

@@ -10,7 +10,10 @@ describe('transfer', () => {
       try {
         for (let b = 0; b < 3; b++) {
           events.push(`read ${b}`);
-          yield [{ b, i: 0 }, { b, i: 1 }];
+          yield [
+            { b, i: 0 },
+            { b, i: 1 },
+          ];
         }
       } finally {
         released = true;
@@ -20,7 +23,9 @@ describe('transfer', () => {
       events.push(`write ${String(batch[0]?.['b'])} start`);
       await new Promise((r) => setTimeout(r, 10));
       events.push(`write ${String(batch[0]?.['b'])} end`);
-      return batch.map((r): WriteResult => (r['i'] === 1 ? { ok: false, error: { code: 'InvalidValue', message: 'x' } } : { ok: true, affected: 1 }));
+      return batch.map((r): WriteResult =>
+        r['i'] === 1 ? { ok: false, error: { code: 'InvalidValue', message: 'x' } } : { ok: true, affected: 1 },
+      );
     });
     expect(stats).toEqual({ read: 6, written: 3, failed: 3, batches: 3 });
     // Batch 1 is read after the write of batch 0 started and before it ended.
@@ -37,7 +42,9 @@ describe('transfer', () => {
         released = true;
       }
     }
-    await expect(transfer(source(), async () => Promise.reject(new Error('target down')))).rejects.toThrow('target down');
+    await expect(transfer(source(), async () => Promise.reject(new Error('target down')))).rejects.toThrow(
+      'target down',
+    );
     await expect.poll(() => released).toBe(true);
   });
 });

@@ -9,11 +9,18 @@ describe('the error code table', () => {
   const codes = Object.keys(ERROR_CODES) as ErrorCode[];
   const doc = fs.readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
   const documented = new Map(
-    [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| (\w+) \|/gm)].map((m) => [m[1], { status: Number(m[2]), kind: m[3] }]),
+    [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| (\w+) \|/gm)].map((m) => [
+      m[1],
+      { status: Number(m[2]), kind: m[3] },
+    ]),
   );
 
   it('prefixes every code with its area', () => {
-    for (const code of codes) expect(PREFIXES.some((p) => code.startsWith(p)), code).toBe(true);
+    for (const code of codes)
+      expect(
+        PREFIXES.some((p) => code.startsWith(p)),
+        code,
+      ).toBe(true);
   });
 
   it('gives every code a kind, an HTTP status and a title', () => {
@@ -28,7 +35,10 @@ describe('the error code table', () => {
 
   it('documents each code in docs/errors.md with the same status and kind, and nothing else', () => {
     for (const code of codes) {
-      expect(documented.get(code), `${code} missing from docs/errors.md`).toEqual({ status: ERROR_CODES[code].status, kind: ERROR_CODES[code].kind });
+      expect(documented.get(code), `${code} missing from docs/errors.md`).toEqual({
+        status: ERROR_CODES[code].status,
+        kind: ERROR_CODES[code].kind,
+      });
     }
     expect([...documented.keys()].sort()).toEqual([...codes].sort());
   });

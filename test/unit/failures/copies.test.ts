@@ -19,7 +19,16 @@ describe('the stored copies a reprocess run reads', () => {
   });
 
   const capture = (n: number) =>
-    store.capture({ executionId: 'ex', mapId: 1, mapName: 'M', entity: 'e', blockId: 'b', blockName: 'B', error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'no' }, source: { n } });
+    store.capture({
+      executionId: 'ex',
+      mapId: 1,
+      mapName: 'M',
+      entity: 'e',
+      blockId: 'b',
+      blockName: 'B',
+      error: { code: 'RUN_WRITE_FAILED', kind: 'config', message: 'no' },
+      source: { n },
+    });
 
   it('takes each copy from the page (cloud) or the local store, in order, in batches of the Map, pulling the next page only when needed; a record without a copy is missing', async () => {
     const local = await Promise.all([capture(1), capture(3)]);
@@ -40,7 +49,15 @@ describe('the stored copies a reprocess run reads', () => {
       return Promise.resolve({ records: pages[i] ?? [], next: i === 0 ? 2 : null });
     };
     const missing: string[] = [];
-    const copies = reprocessCopies({ runId: 'r', mapId: 1, pages: read, local: store, signal: new AbortController().signal, batchSize: 2, onMissing: (r) => missing.push(r.errorId) });
+    const copies = reprocessCopies({
+      runId: 'r',
+      mapId: 1,
+      pages: read,
+      local: store,
+      signal: new AbortController().signal,
+      batchSize: 2,
+      onMissing: (r) => missing.push(r.errorId),
+    });
     const batches = [];
     for await (const b of copies.batches) batches.push(b);
     expect(batches).toEqual([[{ n: 1 }, { n: 2 }], [{ n: 3 }]]);

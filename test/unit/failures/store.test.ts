@@ -154,9 +154,7 @@ describe('the failed-record store', () => {
   it('closes with every capture settled: those the thread committed resolve, none is rejected for the close', async () => {
     const folder = path.join(dir, 'data');
     const store = new FailedRecordStore(folder);
-    const captures = Array.from({ length: 500 }, (_, n) =>
-      store.capture(failed('ex-6', { n })),
-    );
+    const captures = Array.from({ length: 500 }, (_, n) => store.capture(failed('ex-6', { n })));
     await Promise.resolve();
     store.close();
     const settled = await Promise.allSettled(captures);

@@ -26,14 +26,27 @@ describe('logFormatOf', () => {
 describe('the pretty format', () => {
   it('prints time, level, message and fields on one line, and redacts', () => {
     const s = sink();
-    const log = createConsoleLogger({ level: 'info', format: 'pretty', redact: ['*.password'], out: s.out, colors: false });
+    const log = createConsoleLogger({
+      level: 'info',
+      format: 'pretty',
+      redact: ['*.password'],
+      out: s.out,
+      colors: false,
+    });
     log.info({ signal: 'SIGTERM', user: { password: 'secret' } }, 'shutting down');
     log.debug('not shown');
-    expect(s.text()).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}shutting down {2}signal=SIGTERM user=\{"password":"\[redacted\]"\}\n$/);
+    expect(s.text()).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} INFO {2}shutting down {2}signal=SIGTERM user=\{"password":"\[redacted\]"\}\n$/,
+    );
   });
 
   it('puts an error stack under its line', () => {
-    const line = formatEntry({ level: 50, time: 0, msg: 'failed', err: { type: 'Error', message: 'boom', stack: 'Error: boom\n    at x', code: 'E1' } });
+    const line = formatEntry({
+      level: 50,
+      time: 0,
+      msg: 'failed',
+      err: { type: 'Error', message: 'boom', stack: 'Error: boom\n    at x', code: 'E1' },
+    });
     expect(line).toMatch(/ERROR failed {2}err=\{"code":"E1"\}\n {4}Error: boom\n {8}at x$/);
   });
 

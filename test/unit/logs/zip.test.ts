@@ -12,7 +12,10 @@ describe('zipping the logs folder', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-zip-'));
     fs.mkdirSync(path.join(dir, 'logs'));
     fs.writeFileSync(path.join(dir, 'logs', 'agent.2025-01-01.1.log'), '{"msg":"a","solutionId":"s1"}\n{"msg":"b"}\n');
-    fs.writeFileSync(path.join(dir, 'logs', 'agent.2025-01-02.1.log'), '{"msg":"c","solutionId":"s2"}\n{"msg":"d","solutionId":"s1"}\ntorn li');
+    fs.writeFileSync(
+      path.join(dir, 'logs', 'agent.2025-01-02.1.log'),
+      '{"msg":"c","solutionId":"s2"}\n{"msg":"d","solutionId":"s1"}\ntorn li',
+    );
     fs.writeFileSync(path.join(dir, 'logs', 'notes.txt'), 'not a log');
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -29,7 +32,12 @@ describe('zipping the logs folder', () => {
   it("keeps only one Solution's lines when asked for a Solution's logs", async () => {
     const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { solutionId: 's1' });
     const text = [...unzip(fs.readFileSync(zip.file)).values()].map((b) => b.toString()).join('');
-    expect(text.trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['a', 'd']);
+    expect(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { msg: string }).msg),
+    ).toEqual(['a', 'd']);
   });
 });
 
@@ -40,7 +48,10 @@ describe("narrowing a Solution's lines", () => {
     const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), opts);
     const text = [...unzip(fs.readFileSync(zip.file)).values()].map((b) => b.toString()).join('');
     fs.rmSync(zip.file);
-    return text.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg);
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
   };
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-zip-'));
@@ -59,8 +70,16 @@ describe("narrowing a Solution's lines", () => {
         line({ time: '2025-01-01T12:00:01.000Z', solutionId: 's2', runId: 'r3', msg: 'other' }),
     );
     // Written last at the times of their last lines.
-    fs.utimesSync(path.join(logs, 'agent.2025-01-01.2.log'), new Date('2025-01-01T10:00:02Z'), new Date('2025-01-01T10:00:02Z'));
-    fs.utimesSync(path.join(logs, 'agent.2025-01-01.10.log'), new Date('2025-01-01T12:00:01Z'), new Date('2025-01-01T12:00:01Z'));
+    fs.utimesSync(
+      path.join(logs, 'agent.2025-01-01.2.log'),
+      new Date('2025-01-01T10:00:02Z'),
+      new Date('2025-01-01T10:00:02Z'),
+    );
+    fs.utimesSync(
+      path.join(logs, 'agent.2025-01-01.10.log'),
+      new Date('2025-01-01T12:00:01Z'),
+      new Date('2025-01-01T12:00:01Z'),
+    );
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -71,9 +90,16 @@ describe("narrowing a Solution's lines", () => {
 
   it('keeps one run, and lines since an instant (skipping files last written before it)', async () => {
     expect(await msgs({ solutionId: 's1', runId: 'r1' })).toEqual(['r1 start', 'r1 end']);
-    expect(await msgs({ solutionId: 's1', since: '2025-01-01T10:00:01.000Z' })).toEqual(['schedule fired', 'r1 end', 'r2 start']);
+    expect(await msgs({ solutionId: 's1', since: '2025-01-01T10:00:01.000Z' })).toEqual([
+      'schedule fired',
+      'r1 end',
+      'r2 start',
+    ]);
     expect(await msgs({ solutionId: 's1', runId: 'r1', since: '2025-01-01T10:30:00Z' })).toEqual(['r1 end']);
-    const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { solutionId: 's1', since: '2025-01-01T11:30:00Z' });
+    const zip = await zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), {
+      solutionId: 's1',
+      since: '2025-01-01T11:30:00Z',
+    });
     expect(zip.entries).toEqual(['agent.2025-01-01.10.log']);
   });
 
@@ -95,7 +121,8 @@ describe('zipping under faults', () => {
 
   it('rejects (never hangs, never crashes) when interrupted mid-zip, and leaves no partial zip', async () => {
     const line = `${JSON.stringify({ msg: 'x'.repeat(200), solutionId: 's1', n: Math.random() })}\n`;
-    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(dir, 'logs', `agent.2025-01-0${i + 1}.1.log`), line.repeat(40_000));
+    for (let i = 0; i < 4; i++)
+      fs.writeFileSync(path.join(dir, 'logs', `agent.2025-01-0${i + 1}.1.log`), line.repeat(40_000));
     const controller = new AbortController();
     const zipping = zipLogs(path.join(dir, 'logs'), path.join(dir, 'out.zip'), { signal: controller.signal });
     setTimeout(() => controller.abort(), 20);
@@ -103,7 +130,9 @@ describe('zipping under faults', () => {
     expect(fs.existsSync(path.join(dir, 'out.zip'))).toBe(false);
     const already = new AbortController();
     already.abort();
-    await expect(zipLogs(path.join(dir, 'logs'), path.join(dir, 'out2.zip'), { signal: already.signal })).rejects.toThrow();
+    await expect(
+      zipLogs(path.join(dir, 'logs'), path.join(dir, 'out2.zip'), { signal: already.signal }),
+    ).rejects.toThrow();
   });
 
   it("skips a log file rotated away between the listing and the read of a Solution's lines", async () => {
@@ -131,12 +160,20 @@ describe('zipping under faults', () => {
 
 describe('the upload address', () => {
   it('resolves paths against the Service and accepts the same origin', () => {
-    expect(resolveUploadUrl('/v1/agent/logs/x', 'http://127.0.0.1:8780').href).toBe('http://127.0.0.1:8780/v1/agent/logs/x');
-    expect(resolveUploadUrl('http://127.0.0.1:8780/v1/agent/logs/x', 'http://127.0.0.1:8780/').pathname).toBe('/v1/agent/logs/x');
+    expect(resolveUploadUrl('/v1/agent/logs/x', 'http://127.0.0.1:8780').href).toBe(
+      'http://127.0.0.1:8780/v1/agent/logs/x',
+    );
+    expect(resolveUploadUrl('http://127.0.0.1:8780/v1/agent/logs/x', 'http://127.0.0.1:8780/').pathname).toBe(
+      '/v1/agent/logs/x',
+    );
   });
 
   it('refuses to send the credentials to another origin', () => {
-    expect(() => resolveUploadUrl('http://evil.example/v1/agent/logs/x', 'http://127.0.0.1:8780')).toThrowError(expect.objectContaining({ code: 'AGT_UPLOAD_URL_REFUSED' }));
-    expect(() => resolveUploadUrl('https://127.0.0.1:8780/x', 'http://127.0.0.1:8780')).toThrowError(expect.objectContaining({ code: 'AGT_UPLOAD_URL_REFUSED' }));
+    expect(() => resolveUploadUrl('http://evil.example/v1/agent/logs/x', 'http://127.0.0.1:8780')).toThrowError(
+      expect.objectContaining({ code: 'AGT_UPLOAD_URL_REFUSED' }),
+    );
+    expect(() => resolveUploadUrl('https://127.0.0.1:8780/x', 'http://127.0.0.1:8780')).toThrowError(
+      expect.objectContaining({ code: 'AGT_UPLOAD_URL_REFUSED' }),
+    );
   });
 });

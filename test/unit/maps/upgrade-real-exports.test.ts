@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { upgradeMap } from '../../../src/maps/compiler/upgrade.js';
 import { MapModel, walkBlocks } from '../../../src/protocol/map.js';
 
-const ORDER_HUB = JSON.parse(fs.readFileSync(new URL('../../fixtures/maps-2.5/OrderHub.json', import.meta.url), 'utf8')) as unknown[];
+const ORDER_HUB = JSON.parse(
+  fs.readFileSync(new URL('../../fixtures/maps-2.5/OrderHub.json', import.meta.url), 'utf8'),
+) as unknown[];
 const g = (k: number): string => `00000000-0000-4000-8000-${String(k).padStart(12, '0')}`;
 
 describe('upgradeMap on what real 2.5 exports hold', () => {
@@ -22,10 +24,42 @@ describe('upgradeMap on what real 2.5 exports hold', () => {
       StartingBlockId: g(1),
       Blocks: [
         { Id: g(1), BlockType: 'Query', Name: 'Q', ConnectionId: 'c', Entity: 'a', NextBlockId: g(2) },
-        { Id: g(2), BlockType: 'Group', Category: 'Container', Name: 'Outer', PrevBlockId: g(1), NextBlockId: g(6), FirstChildBlockId: g(3) },
-        { Id: g(3), BlockType: 'Insert', ActionName: 'Command', Name: 'Cmd', ConnectionId: 'c', Entity: 'run_job', ParentBlockId: g(2), NextBlockId: g(4) },
-        { Id: g(4), BlockType: 'Group', Name: 'Inner', ParentBlockId: g(2), PrevBlockId: g(3), FirstChildBlockId: g(5) },
-        { Id: g(5), BlockType: 'Operation', ActionName: 'Delete', Name: 'Del', ConnectionId: 'c', Entity: 'a', ParentBlockId: g(4) },
+        {
+          Id: g(2),
+          BlockType: 'Group',
+          Category: 'Container',
+          Name: 'Outer',
+          PrevBlockId: g(1),
+          NextBlockId: g(6),
+          FirstChildBlockId: g(3),
+        },
+        {
+          Id: g(3),
+          BlockType: 'Insert',
+          ActionName: 'Command',
+          Name: 'Cmd',
+          ConnectionId: 'c',
+          Entity: 'run_job',
+          ParentBlockId: g(2),
+          NextBlockId: g(4),
+        },
+        {
+          Id: g(4),
+          BlockType: 'Group',
+          Name: 'Inner',
+          ParentBlockId: g(2),
+          PrevBlockId: g(3),
+          FirstChildBlockId: g(5),
+        },
+        {
+          Id: g(5),
+          BlockType: 'Operation',
+          ActionName: 'Delete',
+          Name: 'Del',
+          ConnectionId: 'c',
+          Entity: 'a',
+          ParentBlockId: g(4),
+        },
         { Id: g(6), BlockType: 'MapExit', Name: 'Done', PrevBlockId: g(2) },
       ],
     });
@@ -43,7 +77,12 @@ describe('upgradeMap on what real 2.5 exports hold', () => {
       StartingBlockId: g(1),
       Blocks: [
         {
-          Id: g(1), BlockType: 'Query', Name: 'Q', ConnectionId: 'c', Entity: 'a', NextBlockId: g(2),
+          Id: g(1),
+          BlockType: 'Query',
+          Name: 'Q',
+          ConnectionId: 'c',
+          Entity: 'a',
+          NextBlockId: g(2),
           FilterItems: [
             { FieldName: 'a', ComparisonOperator: 0, CompareValue: '1' },
             { FieldName: 'b', ComparisonOperator: 1, CompareValue: '"x"' },
@@ -55,9 +94,30 @@ describe('upgradeMap on what real 2.5 exports hold', () => {
             { FieldName: 'h', ComparisonOperator: 'LessThan', CompareValue: '2' },
           ],
         },
-        { Id: g(2), BlockType: 'Lookup', Name: 'L', ConnectionId: 'c', Entity: 'b', PrevBlockId: g(1), NextBlockId: g(3),
-          FilterItems: [{ FieldName: 'id', ComparisonOperator: 2, CompareValue: 'Q.a' }, { FieldName: 'x', ComparisonOperator: 6 }, { FieldName: 'y', ComparisonOperator: 'NotEqual', CompareValue: 'Q.b' }] },
-        { Id: g(3), BlockType: 'IfElse', Name: 'I', PrevBlockId: g(2), ExpressionItems: [{ LeftValue: 'L.id', ComparisonOperator: 7 }, { LeftValue: 'Q.a', ComparisonOperator: 3, RightValue: '5' }] },
+        {
+          Id: g(2),
+          BlockType: 'Lookup',
+          Name: 'L',
+          ConnectionId: 'c',
+          Entity: 'b',
+          PrevBlockId: g(1),
+          NextBlockId: g(3),
+          FilterItems: [
+            { FieldName: 'id', ComparisonOperator: 2, CompareValue: 'Q.a' },
+            { FieldName: 'x', ComparisonOperator: 6 },
+            { FieldName: 'y', ComparisonOperator: 'NotEqual', CompareValue: 'Q.b' },
+          ],
+        },
+        {
+          Id: g(3),
+          BlockType: 'IfElse',
+          Name: 'I',
+          PrevBlockId: g(2),
+          ExpressionItems: [
+            { LeftValue: 'L.id', ComparisonOperator: 7 },
+            { LeftValue: 'Q.a', ComparisonOperator: 3, RightValue: '5' },
+          ],
+        },
       ],
     });
     const [q, l, i] = m.blocks;

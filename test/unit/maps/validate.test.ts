@@ -4,21 +4,71 @@ import { validateMap } from '../../../src/maps/compiler/validate.js';
 import { compilePlan } from '../../../src/maps/compiler/plan.js';
 
 const field = (fullName: string, extra: Partial<Field> = {}): Field => ({
-  name: fullName, fullName, originalName: fullName, description: '', isPrimaryKey: false, nullable: true, size: 0, ordinal: 1,
-  propertyType: 'string', nativeType: 'TEXT', hasDefault: false, requiredInActionInput: false, usedInLookupCondition: true,
-  usedInActionInput: true, usedInQueryConstraint: true, usedInQuerySelect: true, ...extra,
+  name: fullName,
+  fullName,
+  originalName: fullName,
+  description: '',
+  isPrimaryKey: false,
+  nullable: true,
+  size: 0,
+  ordinal: 1,
+  propertyType: 'string',
+  nativeType: 'TEXT',
+  hasDefault: false,
+  requiredInActionInput: false,
+  usedInLookupCondition: true,
+  usedInActionInput: true,
+  usedInQueryConstraint: true,
+  usedInQuerySelect: true,
+  ...extra,
 });
 const entity = (fullName: string, fields: Field[]) => ({
-  id: fullName, name: fullName, fullName, originalName: fullName, description: '', isHidden: false, relationships: [], fields,
-  actions: [action('Query'), action('Create'), action('Update'), action('Delete'), action('Upsert'), action('UpdateInsert')],
+  id: fullName,
+  name: fullName,
+  fullName,
+  originalName: fullName,
+  description: '',
+  isHidden: false,
+  relationships: [],
+  fields,
+  actions: [
+    action('Query'),
+    action('Create'),
+    action('Update'),
+    action('Delete'),
+    action('Upsert'),
+    action('UpdateInsert'),
+  ],
 });
 const MD: Record<string, ConnectionMetadata> = {
-  c: { actions: [], entities: [entity('people', [field('id', { isPrimaryKey: true, propertyType: 'integer' }), field('name'), field('at', { propertyType: 'datetime' })]), entity('out', [field('id', { isPrimaryKey: true, requiredInActionInput: true }), field('name')])] },
+  c: {
+    actions: [],
+    entities: [
+      entity('people', [
+        field('id', { isPrimaryKey: true, propertyType: 'integer' }),
+        field('name'),
+        field('at', { propertyType: 'datetime' }),
+      ]),
+      entity('out', [field('id', { isPrimaryKey: true, requiredInActionInput: true }), field('name')]),
+    ],
+  },
 };
 let n = 0;
 const id = (): string => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
 const query = { blockId: id(), name: 'Q', blockType: 'Query', action: 'Query', connectionId: 'c', entity: 'people' };
-const create = (name: string, formula: string, extra: object = {}) => ({ blockId: id(), name, blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'out', fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }, { targetField: 'name', targetFormula: formula }], ...extra });
+const create = (name: string, formula: string, extra: object = {}) => ({
+  blockId: id(),
+  name,
+  blockType: 'Create',
+  action: 'Create',
+  connectionId: 'c',
+  entity: 'out',
+  fieldMappings: [
+    { targetField: 'id', targetFormula: 'Q.id' },
+    { targetField: 'name', targetFormula: formula },
+  ],
+  ...extra,
+});
 const map = (...blocks: object[]) => ({ version: '3.0', name: 'M', blocks: [query, ...blocks] });
 
 describe('validateMap', () => {
@@ -29,11 +79,26 @@ describe('validateMap', () => {
   it('reports formula errors per Block with the position', () => {
     const v = validateMap(map(create('C', 'UPPER(Q.nope)')), MD);
     expect(v.valid).toBe(false);
-    expect(v.results[0]).toMatchObject({ blockName: 'C', code: 'FML_UNKNOWN_FIELD', formula: 'fieldMappings.name.targetFormula', position: { line: 1, column: 7 } });
+    expect(v.results[0]).toMatchObject({
+      blockName: 'C',
+      code: 'FML_UNKNOWN_FIELD',
+      formula: 'fieldMappings.name.targetFormula',
+      position: { line: 1, column: 7 },
+    });
   });
 
   it('accepts every Block kind of the model', () => {
-    const v = validateMap(map({ blockId: id(), name: 'L', blockType: 'Loop', action: 'None', condition: 'L.index < 2', body: [{ blockId: id(), name: 'X', blockType: 'LoopExit', action: 'None' }] }), MD);
+    const v = validateMap(
+      map({
+        blockId: id(),
+        name: 'L',
+        blockType: 'Loop',
+        action: 'None',
+        condition: 'L.index < 2',
+        body: [{ blockId: id(), name: 'X', blockType: 'LoopExit', action: 'None' }],
+      }),
+      MD,
+    );
     expect(v).toEqual({ valid: true, results: [] });
   });
 
@@ -57,16 +122,47 @@ describe('validateMap', () => {
   });
 
   it('checks the starters: Fetch needs a filter, Native Query a Connector with one, messages their fields', () => {
-    const fetch = { blockId: id(), name: 'F', blockType: 'Fetch', action: 'Query', connectionId: 'c', entity: 'people' };
-    expect(validateMap({ version: '3.0', name: 'M', blocks: [fetch] }, MD).results.map((r) => r.code)).toEqual(['MAP_MODEL_INVALID']);
-    const nq = { blockId: id(), name: 'N', blockType: 'NativeQuery', action: 'NativeQuery', connectionId: 'c', statement: 'SELECT 1 AS one', fields: ['one'] };
-    expect(validateMap({ version: '3.0', name: 'M', blocks: [nq] }, MD).results.map((r) => r.code)).toEqual(['MAP_ACTION_UNSUPPORTED']);
-    const withNq: Record<string, ConnectionMetadata> = { c: { ...(MD['c'] as ConnectionMetadata), actions: [action('NativeQuery')] } };
+    const fetch = {
+      blockId: id(),
+      name: 'F',
+      blockType: 'Fetch',
+      action: 'Query',
+      connectionId: 'c',
+      entity: 'people',
+    };
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [fetch] }, MD).results.map((r) => r.code)).toEqual([
+      'MAP_MODEL_INVALID',
+    ]);
+    const nq = {
+      blockId: id(),
+      name: 'N',
+      blockType: 'NativeQuery',
+      action: 'NativeQuery',
+      connectionId: 'c',
+      statement: 'SELECT 1 AS one',
+      fields: ['one'],
+    };
+    expect(validateMap({ version: '3.0', name: 'M', blocks: [nq] }, MD).results.map((r) => r.code)).toEqual([
+      'MAP_ACTION_UNSUPPORTED',
+    ]);
+    const withNq: Record<string, ConnectionMetadata> = {
+      c: { ...(MD['c'] as ConnectionMetadata), actions: [action('NativeQuery')] },
+    };
     expect(validateMap({ version: '3.0', name: 'M', blocks: [nq] }, withNq).valid).toBe(true);
     const msg = { blockId: id(), name: 'W', blockType: 'WaitForMessage', action: 'None', fields: ['a'] };
-    const read = (f: string) => ({ blockId: id(), name: `C${n}`, blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'out', fieldMappings: [{ targetField: 'id', targetFormula: f }] });
+    const read = (f: string) => ({
+      blockId: id(),
+      name: `C${n}`,
+      blockType: 'Create',
+      action: 'Create',
+      connectionId: 'c',
+      entity: 'out',
+      fieldMappings: [{ targetField: 'id', targetFormula: f }],
+    });
     expect(validateMap({ version: '3.0', name: 'M', blocks: [msg, read('W.a')] }, MD).valid).toBe(true);
-    expect(validateMap({ version: '3.0', name: 'M', blocks: [msg, read('W.b')] }, MD).results.map((r) => r.code)).toEqual(['FML_UNKNOWN_FIELD']);
+    expect(
+      validateMap({ version: '3.0', name: 'M', blocks: [msg, read('W.b')] }, MD).results.map((r) => r.code),
+    ).toEqual(['FML_UNKNOWN_FIELD']);
   });
 
   it('refuses reading the output of a batched write, allows it when the write is not bulk', () => {
@@ -81,7 +177,15 @@ describe('validateMap', () => {
       map(
         { blockId: id(), name: 'X', blockType: 'Create', action: 'Create', connectionId: 'nope', entity: 'out' },
         { blockId: id(), name: 'Y', blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'ghost' },
-        { blockId: id(), name: 'Z', blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'out', fieldMappings: [{ targetField: 'bogus', targetFormula: '1' }] },
+        {
+          blockId: id(),
+          name: 'Z',
+          blockType: 'Create',
+          action: 'Create',
+          connectionId: 'c',
+          entity: 'out',
+          fieldMappings: [{ targetField: 'bogus', targetFormula: '1' }],
+        },
       ),
       MD,
     );
@@ -98,8 +202,28 @@ describe('validateMap', () => {
   it('suggests the nearest entity and field name for a near miss, and nothing for a far one', () => {
     const v = validateMap(
       map(
-        { blockId: id(), name: 'Y', blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'ouut', fieldMappings: [] },
-        { blockId: id(), name: 'Z', blockType: 'Create', action: 'Create', connectionId: 'c', entity: 'out', fieldMappings: [{ targetField: 'id', targetFormula: '1' }, { targetField: 'nmae', targetFormula: '1' }, { targetField: 'zzzzzz', targetFormula: '1' }] },
+        {
+          blockId: id(),
+          name: 'Y',
+          blockType: 'Create',
+          action: 'Create',
+          connectionId: 'c',
+          entity: 'ouut',
+          fieldMappings: [],
+        },
+        {
+          blockId: id(),
+          name: 'Z',
+          blockType: 'Create',
+          action: 'Create',
+          connectionId: 'c',
+          entity: 'out',
+          fieldMappings: [
+            { targetField: 'id', targetFormula: '1' },
+            { targetField: 'nmae', targetFormula: '1' },
+            { targetField: 'zzzzzz', targetFormula: '1' },
+          ],
+        },
         create('C', 'UPPER(Q.nam)'),
       ),
       MD,
@@ -112,7 +236,12 @@ describe('validateMap', () => {
   });
 
   it('enforces the limits: 250 Blocks, names of 50 characters, unique names', () => {
-    const many = Array.from({ length: 250 }, (_, i) => ({ blockId: id(), name: `E${i}`, blockType: 'MapExit', action: 'None' }));
+    const many = Array.from({ length: 250 }, (_, i) => ({
+      blockId: id(),
+      name: `E${i}`,
+      blockType: 'MapExit',
+      action: 'None',
+    }));
     expect(validateMap(map(...many), MD).results[0]).toMatchObject({ code: 'MAP_MODEL_INVALID' });
     expect(validateMap(map(create('x'.repeat(51), '1')), MD).valid).toBe(false);
     expect(validateMap(map(create('Q', '1')), MD).results[0]?.message).toContain('unique');

@@ -26,7 +26,10 @@ describe('docs/maps.md, the blockType/action pairs', () => {
       doc = doc.slice(0, at) + renderTable() + doc.slice(end + END.length);
       fs.writeFileSync(DOC, doc);
     }
-    expect(doc.slice(doc.indexOf(START), doc.indexOf(END) + END.length), 'run with UPDATE_MAP_DOCS=1 to regenerate').toBe(renderTable());
+    expect(
+      doc.slice(doc.indexOf(START), doc.indexOf(END) + END.length),
+      'run with UPDATE_MAP_DOCS=1 to regenerate',
+    ).toBe(renderTable());
   });
 
   it('pairs every Block kind with an action the model accepts', () => {

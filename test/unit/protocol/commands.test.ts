@@ -4,7 +4,19 @@ import { COMMANDS, FromService, ServiceRequest, isCommandKind } from '../../../s
 import { LoadMetadataResult, packMetadata, type ConnectionMetadata } from '../../../src/protocol/metadata.js';
 
 const DOC: ConnectionMetadata = {
-  entities: [{ id: 'items', name: 'items', fullName: 'items', originalName: 'items', description: '', isHidden: false, actions: [], fields: [], relationships: [] }],
+  entities: [
+    {
+      id: 'items',
+      name: 'items',
+      fullName: 'items',
+      originalName: 'items',
+      description: '',
+      isHidden: false,
+      actions: [],
+      fields: [],
+      relationships: [],
+    },
+  ],
   actions: [],
 };
 
@@ -53,7 +65,9 @@ describe('command table', () => {
     expect(plain.success && plain.data.entities[0]?.fullName).toBe('items');
     const packed = packMetadata(DOC, 10);
     expect(packed.packed).toBe(true);
-    expect(LoadMetadataResult.parse(JSON.parse(JSON.stringify(packed.answer)))).toEqual(plain.success ? plain.data : undefined);
+    expect(LoadMetadataResult.parse(JSON.parse(JSON.stringify(packed.answer)))).toEqual(
+      plain.success ? plain.data : undefined,
+    );
     expect(LoadMetadataResult.safeParse({ encoding: 'gzip+base64', data: 'not gzip' }).success).toBe(false);
     const wrongShape = gzipSync(JSON.stringify({ entities: 'none' })).toString('base64');
     expect(LoadMetadataResult.safeParse({ encoding: 'gzip+base64', data: wrongShape }).success).toBe(false);

@@ -3,7 +3,12 @@ import { Filter, filterFields, MAX_FILTER_DEPTH, and, cmp, not, isNull } from '.
 
 describe('the filter model', () => {
   it('accepts the operators and names the fields a filter uses', () => {
-    const f = and(cmp('a', '>=', 1), not(isNull('b')), { op: 'in', field: 'a', values: ['x', null] }, { op: 'like', field: 'c', pattern: 'x%' });
+    const f = and(
+      cmp('a', '>=', 1),
+      not(isNull('b')),
+      { op: 'in', field: 'a', values: ['x', null] },
+      { op: 'like', field: 'c', pattern: 'x%' },
+    );
     expect(Filter.parse(f)).toEqual(f);
     expect(filterFields(f)).toEqual(['a', 'b', 'c']);
   });

@@ -88,14 +88,18 @@ const DOC: ConnectionMetadata = {
 /** A document of `n` entities with long descriptions: its JSON is about `n` × 2.3 kB. */
 const wide = (n: number): ConnectionMetadata => ({
   actions: [QUERY],
-  entities: Array.from({ length: n }, (_, i) => entity(`t${i}`, [field('id', 1), field('name', 2)], `table ${i} `.repeat(200))),
+  entities: Array.from({ length: n }, (_, i) =>
+    entity(`t${i}`, [field('id', 1), field('name', 2)], `table ${i} `.repeat(200)),
+  ),
 });
 
 describe('the metadata contract on the channel', () => {
   it('sends a document that fits in one message as is', () => {
     const out = packMetadata(DOC);
     expect(out).toEqual({ packed: false, answer: DOC, bytes: Buffer.byteLength(JSON.stringify(DOC)) });
-    expect(ConnectionMetadata.parse(unpackMetadata(JSON.parse(JSON.stringify(out.answer)))).entities).toEqual(DOC.entities);
+    expect(ConnectionMetadata.parse(unpackMetadata(JSON.parse(JSON.stringify(out.answer)))).entities).toEqual(
+      DOC.entities,
+    );
   });
 
   it('packs a document larger than one message as gzip+base64, and unpacking gives back every member', () => {
@@ -147,7 +151,9 @@ describe('the metadata contract on the channel', () => {
 describe('the metadata contract as the Service parses it', () => {
   it('reads a document cached before nativeType, hasDefault, scale, parentId and uniqueId were kept, with their defaults', () => {
     // What the Service stored until then: the members it knew, nothing more.
-    const old = JSON.parse(JSON.stringify(DOC), (key: string, value: unknown) => (['nativeType', 'hasDefault', 'scale', 'parentId', 'uniqueId'].includes(key) ? undefined : value)) as unknown;
+    const old = JSON.parse(JSON.stringify(DOC), (key: string, value: unknown) =>
+      ['nativeType', 'hasDefault', 'scale', 'parentId', 'uniqueId'].includes(key) ? undefined : value,
+    ) as unknown;
     expect(JSON.stringify(old)).not.toMatch(/nativeType|hasDefault|scale|parentId|uniqueId/);
     const [e] = ConnectionMetadata.parse(old).entities;
     expect(e?.fields.map((f) => [f.fullName, f.nativeType, f.hasDefault, f.scale])).toEqual([
@@ -157,10 +163,15 @@ describe('the metadata contract as the Service parses it', () => {
     ]);
     expect(e?.relationships.map((r) => [r.parentId, r.uniqueId])).toEqual([['', '']]);
     // Everything else reads as it was sent.
-    const strip = <T extends object>(o: T, keys: string[]) => Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
+    const strip = <T extends object>(o: T, keys: string[]) =>
+      Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
     const [sent] = DOC.entities;
-    expect(e?.fields.map((f) => strip(f, ['nativeType', 'hasDefault', 'scale']))).toEqual(sent?.fields.map((f) => strip(f, ['nativeType', 'hasDefault', 'scale'])));
-    expect(e?.relationships.map((r) => strip(r, ['parentId', 'uniqueId']))).toEqual(sent?.relationships.map((r) => strip(r, ['parentId', 'uniqueId'])));
+    expect(e?.fields.map((f) => strip(f, ['nativeType', 'hasDefault', 'scale']))).toEqual(
+      sent?.fields.map((f) => strip(f, ['nativeType', 'hasDefault', 'scale'])),
+    );
+    expect(e?.relationships.map((r) => strip(r, ['parentId', 'uniqueId']))).toEqual(
+      sent?.relationships.map((r) => strip(r, ['parentId', 'uniqueId'])),
+    );
   });
 
   it('keeps every member a Connector sends, and drops none', () => {
@@ -168,15 +179,25 @@ describe('the metadata contract as the Service parses it', () => {
   });
 
   it("refuses values outside the SDK's enumerations and beyond the bounds", () => {
-    const bad = (over: Record<string, unknown>) => ({ actions: [], entities: [{ ...entity('x', []), fields: [{ ...field('id', 1), ...over }] }] });
+    const bad = (over: Record<string, unknown>) => ({
+      actions: [],
+      entities: [{ ...entity('x', []), fields: [{ ...field('id', 1), ...over }] }],
+    });
     expect(ConnectionMetadata.safeParse(bad({})).success).toBe(true);
     expect(ConnectionMetadata.safeParse(bad({ propertyType: 'Int64' })).success).toBe(false);
     expect(ConnectionMetadata.safeParse(bad({ name: 'n'.repeat(1001) })).success).toBe(false);
     expect(ConnectionMetadata.safeParse(bad({ nativeType: 't'.repeat(1001) })).success).toBe(false);
     expect(ConnectionMetadata.safeParse(bad({ scale: 1.5 })).success).toBe(false);
-    expect(ConnectionMetadata.safeParse({ actions: [{ ...QUERY, blockType: 'Source' }], entities: [] }).success).toBe(false);
-    expect(ConnectionMetadata.safeParse({ actions: [{ ...QUERY, action: 'Merge' }], entities: [] }).success).toBe(false);
-    const many = { actions: [], entities: Array.from({ length: MAX_METADATA_ENTITIES + 1 }, (_, i) => entity(`t${i}`, [])) };
+    expect(ConnectionMetadata.safeParse({ actions: [{ ...QUERY, blockType: 'Source' }], entities: [] }).success).toBe(
+      false,
+    );
+    expect(ConnectionMetadata.safeParse({ actions: [{ ...QUERY, action: 'Merge' }], entities: [] }).success).toBe(
+      false,
+    );
+    const many = {
+      actions: [],
+      entities: Array.from({ length: MAX_METADATA_ENTITIES + 1 }, (_, i) => entity(`t${i}`, [])),
+    };
     expect(ConnectionMetadata.safeParse(many).success).toBe(false);
     expect(ConnectionMetadata.safeParse({ ...many, entities: many.entities.slice(1) }).success).toBe(true);
   });

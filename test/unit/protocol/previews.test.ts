@@ -4,7 +4,11 @@ import { FromService } from '../../../src/protocol/commands.js';
 import { PREVIEW_LIMIT, PreviewResult } from '../../../src/protocol/previews.js';
 import { StartSolutionCommand } from '../../../src/protocol/solutions.js';
 
-async function* batches(total: number, size: number, pulled: { n: number }): AsyncGenerator<Array<Record<string, string | number>>> {
+async function* batches(
+  total: number,
+  size: number,
+  pulled: { n: number },
+): AsyncGenerator<Array<Record<string, string | number>>> {
   for (let i = 0; i < total; i += size) {
     pulled.n++;
     yield Array.from({ length: Math.min(size, total - i) }, (_, k) => ({ id: i + k + 1, name: `r${i + k + 1}` }));
@@ -14,15 +18,30 @@ async function* batches(total: number, size: number, pulled: { n: number }): Asy
 describe('preview commands on the channel', () => {
   it('accepts previewQuery and nativeQueryTest as Service requests, with at most 100 records asked', () => {
     const base = { id: 'c1', connectionId: 'x', connectorId: 'y', properties: { file: '/tmp/a.db' } };
-    expect(FromService.safeParse({ ...base, type: 'previewQuery', entity: 'items', filter: { op: '=', field: 'id', value: 1 }, limit: 100 }).success).toBe(true);
-    expect(FromService.safeParse({ ...base, type: 'nativeQueryTest', statement: 'SELECT 1', limit: 5 }).success).toBe(true);
+    expect(
+      FromService.safeParse({
+        ...base,
+        type: 'previewQuery',
+        entity: 'items',
+        filter: { op: '=', field: 'id', value: 1 },
+        limit: 100,
+      }).success,
+    ).toBe(true);
+    expect(FromService.safeParse({ ...base, type: 'nativeQueryTest', statement: 'SELECT 1', limit: 5 }).success).toBe(
+      true,
+    );
     expect(FromService.safeParse({ ...base, type: 'previewQuery', entity: 'items', limit: 101 }).success).toBe(false);
     expect(FromService.safeParse({ ...base, type: 'nativeQueryTest', statement: '', limit: 5 }).success).toBe(false);
   });
 
   it('carries the Maps of a single-Map run in startSolution', () => {
-    expect(StartSolutionCommand.parse({ id: 'c', type: 'startSolution', solutionId: 's', runId: 'r', mapIds: [12] }).mapIds).toEqual([12]);
-    expect(StartSolutionCommand.safeParse({ id: 'c', type: 'startSolution', solutionId: 's', runId: 'r', mapIds: [] }).success).toBe(false);
+    expect(
+      StartSolutionCommand.parse({ id: 'c', type: 'startSolution', solutionId: 's', runId: 'r', mapIds: [12] }).mapIds,
+    ).toEqual([12]);
+    expect(
+      StartSolutionCommand.safeParse({ id: 'c', type: 'startSolution', solutionId: 's', runId: 'r', mapIds: [] })
+        .success,
+    ).toBe(false);
   });
 });
 

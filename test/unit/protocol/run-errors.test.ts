@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ReportBody } from '../../../src/protocol/channel.js';
-import { errorsOf, MAX_SOURCE_KEY_FIELDS, MAX_SOURCE_KEY_TEXT, RunErrorsReport, RunRecordError, shareErrorFields, SourceKey, sourceKeyOf } from '../../../src/protocol/solutions.js';
+import {
+  errorsOf,
+  MAX_SOURCE_KEY_FIELDS,
+  MAX_SOURCE_KEY_TEXT,
+  RunErrorsReport,
+  RunRecordError,
+  shareErrorFields,
+  SourceKey,
+  sourceKeyOf,
+} from '../../../src/protocol/solutions.js';
 
 const refused = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError => ({
   id: randomUUID(),
@@ -20,11 +29,33 @@ const refused = (n: number, extra: Partial<RunRecordError> = {}): RunRecordError
 
 describe('runErrors reports with shared fields', () => {
   it('sends the fields every error has alike once, and reads back the same errors', () => {
-    const errors = [refused(1), refused(2, { errorMessage: 'other text' }), refused(3, { failedRecordId: undefined, canReprocess: false })];
+    const errors = [
+      refused(1),
+      refused(2, { errorMessage: 'other text' }),
+      refused(3, { failedRecordId: undefined, canReprocess: false }),
+    ];
     delete errors[2]?.failedRecordId;
-    const report = { kind: 'runErrors' as const, runId: randomUUID(), solutionId: randomUUID(), ...shareErrorFields(errors) };
-    expect(report.shared).toEqual({ mapId: 3, mapName: 'CSV to orders', sourceEntity: 'orders', blockId: 'b2', blockName: 'Create orders', code: 'CON_WRITE_REFUSED', errorDetail: '{"nativeCode":"23514"}' });
-    expect(report.errors[0]).toEqual({ id: errors[0]?.id, errorMessage: errors[0]?.errorMessage, canReprocess: true, failedRecordId: errors[0]?.failedRecordId });
+    const report = {
+      kind: 'runErrors' as const,
+      runId: randomUUID(),
+      solutionId: randomUUID(),
+      ...shareErrorFields(errors),
+    };
+    expect(report.shared).toEqual({
+      mapId: 3,
+      mapName: 'CSV to orders',
+      sourceEntity: 'orders',
+      blockId: 'b2',
+      blockName: 'Create orders',
+      code: 'CON_WRITE_REFUSED',
+      errorDetail: '{"nativeCode":"23514"}',
+    });
+    expect(report.errors[0]).toEqual({
+      id: errors[0]?.id,
+      errorMessage: errors[0]?.errorMessage,
+      canReprocess: true,
+      failedRecordId: errors[0]?.failedRecordId,
+    });
     // Through JSON and validation, as the Service receives it.
     const parsed = ReportBody.parse(JSON.parse(JSON.stringify(report)));
     expect(parsed.kind).toBe('runErrors');
@@ -49,7 +80,11 @@ describe('runErrors reports with shared fields', () => {
 
   it('refuses an error that lacks a required field in itself and in shared, naming it', () => {
     const base = { kind: 'runErrors', runId: randomUUID(), solutionId: randomUUID() };
-    const bad = RunErrorsReport.safeParse({ ...base, shared: { mapName: 'm', sourceEntity: 'e', code: 'c', errorDetail: '{}', canReprocess: false }, errors: [{ id: '1', errorMessage: 'x' }, { id: '2' }] });
+    const bad = RunErrorsReport.safeParse({
+      ...base,
+      shared: { mapName: 'm', sourceEntity: 'e', code: 'c', errorDetail: '{}', canReprocess: false },
+      errors: [{ id: '1', errorMessage: 'x' }, { id: '2' }],
+    });
     expect(bad.success).toBe(false);
     expect(bad.error?.issues.map((i) => i.path.join('.'))).toEqual(['errors.1.errorMessage']);
     // Errors sent whole, as older Agents send them, are taken as before.
@@ -60,11 +95,22 @@ describe('runErrors reports with shared fields', () => {
 
 describe('the source record of a record error', () => {
   it('travels with each error, never in shared, and reads back whole; an older Service drops it', () => {
-    const errors = [refused(1, { sourceKey: { id: 7 }, sourceRow: 1 }), refused(2, { sourceKey: { id: 7 }, sourceRow: 2 })];
-    const report = { kind: 'runErrors' as const, runId: randomUUID(), solutionId: randomUUID(), ...shareErrorFields(errors) };
+    const errors = [
+      refused(1, { sourceKey: { id: 7 }, sourceRow: 1 }),
+      refused(2, { sourceKey: { id: 7 }, sourceRow: 2 }),
+    ];
+    const report = {
+      kind: 'runErrors' as const,
+      runId: randomUUID(),
+      solutionId: randomUUID(),
+      ...shareErrorFields(errors),
+    };
     expect(report.shared).not.toHaveProperty('sourceKey');
     expect(report.shared).not.toHaveProperty('sourceRow');
-    expect(report.errors.map((e) => [e.sourceKey, e.sourceRow])).toEqual([[{ id: 7 }, 1], [{ id: 7 }, 2]]);
+    expect(report.errors.map((e) => [e.sourceKey, e.sourceRow])).toEqual([
+      [{ id: 7 }, 1],
+      [{ id: 7 }, 2],
+    ]);
     const parsed = ReportBody.parse(JSON.parse(JSON.stringify(report)));
     if (parsed.kind !== 'runErrors') throw new Error('not runErrors');
     expect(JSON.parse(JSON.stringify(errorsOf(parsed)))).toEqual(errors);
@@ -73,7 +119,7 @@ describe('the source record of a record error', () => {
     expect(old.parse(errors[0])).not.toHaveProperty('sourceKey');
   });
 
-  it('is the entity\'s key fields within the protocol\'s bounds', () => {
+  it("is the entity's key fields within the protocol's bounds", () => {
     expect(sourceKeyOf([], { id: 1 })).toBeUndefined();
     expect(sourceKeyOf(['id', 'region'], { id: 1, name: 'x' })).toEqual({ id: 1, region: null });
     const long = sourceKeyOf(['code'], { code: 'y'.repeat(5000) });

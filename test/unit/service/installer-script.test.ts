@@ -6,7 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { installerScript } from '../../../service/http/agent-package.js';
 
 describe('the Agent installer script', () => {
-  const script = installerScript({ serviceUrl: 'https://ferry.example.com', installerUrl: 'https://ferry.example.com/i.sh', packageUrl: 'https://ferry.example.com/p.tgz' });
+  const script = installerScript({
+    serviceUrl: 'https://ferry.example.com',
+    installerUrl: 'https://ferry.example.com/i.sh',
+    packageUrl: 'https://ferry.example.com/p.tgz',
+  });
 
   it('registers into one Agent home and names it in the commands it prints last', () => {
     expect(script).toContain('agent install --home "$FERRY_AGENT_HOME"');

@@ -13,8 +13,19 @@ const SOLUTION = 'a0000000-0000-4000-8000-000000000001';
 const log = pino({ level: 'silent' });
 
 const finishedMap = (mapId: number, processed: number, failed: number): RunMapStats => ({
-  mapId, mapName: `Map ${mapId}`, entity: 'people', processed, failed, minMs: 1, maxMs: 3, avgMs: 2, totalMs: 40, totalTime: '00:00:00',
-  blocks: [{ blockId: 'b1', name: 'Q', blockType: 'Query', processed, failed: 0, minMs: 1, maxMs: 2, avgMs: 1.5, totalMs: 15 }],
+  mapId,
+  mapName: `Map ${mapId}`,
+  entity: 'people',
+  processed,
+  failed,
+  minMs: 1,
+  maxMs: 3,
+  avgMs: 2,
+  totalMs: 40,
+  totalTime: '00:00:00',
+  blocks: [
+    { blockId: 'b1', name: 'Q', blockType: 'Query', processed, failed: 0, minMs: 1, maxMs: 2, avgMs: 1.5, totalMs: 15 },
+  ],
 });
 
 /**
@@ -31,7 +42,13 @@ describe('committed counts of an open run', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-committed-'));
     file = path.join(dir, 'solutions.db');
     store = new SolutionStore(file, 'agent-secret');
-    store.openRun({ runId: RUN, solutionId: SOLUTION, trigger: 'start', startedAt: '2024-05-01T10:00:00.000Z', dueAt: null });
+    store.openRun({
+      runId: RUN,
+      solutionId: SOLUTION,
+      trigger: 'start',
+      startedAt: '2024-05-01T10:00:00.000Z',
+      dueAt: null,
+    });
   });
   afterEach(() => {
     vi.useRealTimers();
@@ -42,7 +59,7 @@ describe('committed counts of an open run', () => {
   /** The store as the next process opens it. */
   const reopened = (): SolutionStore => new SolutionStore(file, 'agent-secret');
 
-  it('keeps each Map\'s counts as its batches are counted, the finished ones whole, and the time of the last batch', () => {
+  it("keeps each Map's counts as its batches are counted, the finished ones whole, and the time of the last batch", () => {
     const counts = new CommittedCounts(store, RUN, log, 0);
     counts.begin({ mapId: 1, mapName: 'Map 1', entity: 'people' });
     counts.batch(2000, 0);
@@ -58,7 +75,14 @@ describe('committed counts of an open run', () => {
       const done = next.committed(RUN);
       expect(done.statistics).toHaveLength(2);
       expect(done.statistics[0]).toEqual(finishedMap(1, 5000, 1));
-      expect(done.statistics[1]).toMatchObject({ mapId: 2, mapName: 'Map 2', entity: 'orders', processed: 6000, failed: 2, blocks: [] });
+      expect(done.statistics[1]).toMatchObject({
+        mapId: 2,
+        mapName: 'Map 2',
+        entity: 'orders',
+        processed: 6000,
+        failed: 2,
+        blocks: [],
+      });
       expect(Date.parse(done.at ?? '')).toBeGreaterThanOrEqual(lastBatch - 1);
       expect(Date.parse(done.at ?? '')).toBeLessThanOrEqual(Date.now());
     } finally {
@@ -69,7 +93,10 @@ describe('committed counts of an open run', () => {
   it('writes at most once per gap, and the counts held back when the gap ends or at flush', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] });
     const writes: Array<{ seq: number; stats: RunMapStats }> = [];
-    const counting = { saveCommitted: (_run: string, seq: number, _at: string, stats: string) => void writes.push({ seq, stats: JSON.parse(stats) as RunMapStats }) };
+    const counting = {
+      saveCommitted: (_run: string, seq: number, _at: string, stats: string) =>
+        void writes.push({ seq, stats: JSON.parse(stats) as RunMapStats }),
+    };
     const counts = new CommittedCounts(counting, RUN, log, 100);
     counts.begin({ mapId: 1, mapName: 'Map 1' });
     expect(writes.map((w) => w.stats.processed)).toEqual([0]);
@@ -90,10 +117,13 @@ describe('committed counts of an open run', () => {
     counts.close();
   });
 
-  it('writes at once, within the gap, counts a checkpoint of the Agent\'s own is saved after', () => {
+  it("writes at once, within the gap, counts a checkpoint of the Agent's own is saved after", () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] });
     const writes: number[] = [];
-    const counting = { saveCommitted: (_run: string, _seq: number, _at: string, stats: string) => void writes.push((JSON.parse(stats) as RunMapStats).processed) };
+    const counting = {
+      saveCommitted: (_run: string, _seq: number, _at: string, stats: string) =>
+        void writes.push((JSON.parse(stats) as RunMapStats).processed),
+    };
     const counts = new CommittedCounts(counting, RUN, log, 100);
     counts.begin({ mapId: 1, mapName: 'Map 1' });
     counts.batch(100, 0);
@@ -129,12 +159,22 @@ describe('committed counts of an open run', () => {
     counts.batch(4000, 0);
     expect(store.committed(RUN)).toEqual({ at: null, statistics: [] });
     // The same run ID opened again starts from nothing.
-    store.openRun({ runId: RUN, solutionId: SOLUTION, trigger: 'start', startedAt: '2024-05-01T11:00:00.000Z', dueAt: null });
+    store.openRun({
+      runId: RUN,
+      solutionId: SOLUTION,
+      trigger: 'start',
+      startedAt: '2024-05-01T11:00:00.000Z',
+      dueAt: null,
+    });
     expect(store.committed(RUN)).toEqual({ at: null, statistics: [] });
   });
 
   it('never fails the run when the count cannot be written', () => {
-    const failing = { saveCommitted: () => { throw new Error('disk I/O error'); } };
+    const failing = {
+      saveCommitted: () => {
+        throw new Error('disk I/O error');
+      },
+    };
     const counts = new CommittedCounts(failing, RUN, log, 0);
     expect(() => {
       counts.begin({ mapId: 1, mapName: 'Map 1' });
@@ -149,7 +189,12 @@ describe('committed counts of an open run', () => {
     const db = new Database(old);
     db.exec(`CREATE TABLE solutions (solution_id TEXT PRIMARY KEY, version TEXT NOT NULL, body BLOB NOT NULL);
              CREATE TABLE open_runs (run_id TEXT PRIMARY KEY, solution_id TEXT NOT NULL, trigger TEXT NOT NULL, started_at TEXT NOT NULL, due_at TEXT);`);
-    db.prepare('INSERT INTO open_runs VALUES (?, ?, ?, ?, NULL)').run(RUN, SOLUTION, 'start', '2024-05-01T10:00:00.000Z');
+    db.prepare('INSERT INTO open_runs VALUES (?, ?, ?, ?, NULL)').run(
+      RUN,
+      SOLUTION,
+      'start',
+      '2024-05-01T10:00:00.000Z',
+    );
     db.close();
     store = new SolutionStore(old, 'agent-secret');
     expect(store.openRuns().map((r) => r.runId)).toEqual([RUN]);

@@ -5,17 +5,35 @@ import { nextDueTimes } from '../../../src/solutions/schedule.js';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
-const everyMinute: ScheduleRule = { kind: 'Recurring', days: { kind: 'interval', every: 1, start: '2020-01-01' }, times: { kind: 'every', minutes: 1 }, timeZone: 'UTC' };
-const monthly: ScheduleRule = { kind: 'Recurring', days: { kind: 'monthdays', days: [15], lastDay: true }, times: { kind: 'at', minute: 9 * 60 }, timeZone: 'Europe/Berlin' };
+const everyMinute: ScheduleRule = {
+  kind: 'Recurring',
+  days: { kind: 'interval', every: 1, start: '2020-01-01' },
+  times: { kind: 'every', minutes: 1 },
+  timeZone: 'UTC',
+};
+const monthly: ScheduleRule = {
+  kind: 'Recurring',
+  days: { kind: 'monthdays', days: [15], lastDay: true },
+  times: { kind: 'at', minute: 9 * 60 },
+  timeZone: 'Europe/Berlin',
+};
 const t = (iso: string): number => Date.parse(iso);
 
 describe('the due times since the last one handled', () => {
   it('finds the one due time of a timer that fired on time', () => {
-    expect(dueSince(everyMinute, t('2026-03-02T10:00Z'), t('2026-03-02T10:01:00.005Z'), 101, 1000)).toEqual({ latest: [t('2026-03-02T10:01Z')], earlier: 0, exact: true });
+    expect(dueSince(everyMinute, t('2026-03-02T10:00Z'), t('2026-03-02T10:01:00.005Z'), 101, 1000)).toEqual({
+      latest: [t('2026-03-02T10:01Z')],
+      earlier: 0,
+      exact: true,
+    });
   });
 
   it('finds none before the first due time', () => {
-    expect(dueSince(everyMinute, t('2026-03-02T10:00Z'), t('2026-03-02T10:00:59Z'), 101, 1000)).toEqual({ latest: [], earlier: 0, exact: true });
+    expect(dueSince(everyMinute, t('2026-03-02T10:00Z'), t('2026-03-02T10:00:59Z'), 101, 1000)).toEqual({
+      latest: [],
+      earlier: 0,
+      exact: true,
+    });
   });
 
   it('lists the latest ones and counts the others exactly within the scan limit', () => {
@@ -52,7 +70,9 @@ describe('the due times since the last one handled', () => {
   it('reaches back as far as a sparse rule needs, and counts exactly when a window covers the gap', () => {
     const after = t('2020-01-01T00:00Z');
     const now = t('2026-03-02T10:00Z');
-    const all = nextDueTimes(monthly, new Date(after), 1000).map((d) => d.getTime()).filter((x) => x <= now);
+    const all = nextDueTimes(monthly, new Date(after), 1000)
+      .map((d) => d.getTime())
+      .filter((x) => x <= now);
     const found = dueSince(monthly, after, now, 101, 10);
     expect(found.latest).toEqual(all.slice(-101));
     expect(all.length).toBeGreaterThan(140);
@@ -62,6 +82,10 @@ describe('the due times since the last one handled', () => {
 
   it('ends with a rule that ends: a RunOnce long past is one due time', () => {
     const once: ScheduleRule = { kind: 'RunOnce', date: '2026-01-10', second: 3600, offsetMinutes: 0, timeZone: 'UTC' };
-    expect(dueSince(once, t('2026-01-01T00:00Z'), t('2026-03-01T00:00Z'), 101, 1000)).toEqual({ latest: [t('2026-01-10T01:00Z')], earlier: 0, exact: true });
+    expect(dueSince(once, t('2026-01-01T00:00Z'), t('2026-03-01T00:00Z'), 101, 1000)).toEqual({
+      latest: [t('2026-01-10T01:00Z')],
+      earlier: 0,
+      exact: true,
+    });
   });
 });

@@ -21,7 +21,16 @@ const error = (over: Partial<RunRecordError> = {}): RunRecordError => ({
 
 /** The report message's size in bytes, as the channel sends it. */
 const messageBytes = (errors: RunRecordError[]): number =>
-  Buffer.byteLength(JSON.stringify(Report.parse({ id: randomUUID(), type: 'report', at: new Date().toISOString(), report: { kind: 'runErrors', runId: randomUUID(), solutionId: randomUUID(), errors } })));
+  Buffer.byteLength(
+    JSON.stringify(
+      Report.parse({
+        id: randomUUID(),
+        type: 'report',
+        at: new Date().toISOString(),
+        report: { kind: 'runErrors', runId: randomUUID(), solutionId: randomUUID(), errors },
+      }),
+    ),
+  );
 
 /** Lets the microtasks queued so far run. */
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -44,7 +53,9 @@ describe('record errors in reports', () => {
     const writes: RunRecordError[][] = [];
     const batcher = new ErrorBatcher((reports) => writes.push(...reports));
     // Long texts of 3-byte characters and a detail full of quotes: 200 of them would be ~20 MB.
-    const errors = Array.from({ length: MAX_ERRORS_PER_REPORT }, () => error({ errorMessage: '\u6f22'.repeat(10_000), errorDetail: '"'.repeat(20_000) }));
+    const errors = Array.from({ length: MAX_ERRORS_PER_REPORT }, () =>
+      error({ errorMessage: '\u6f22'.repeat(10_000), errorDetail: '"'.repeat(20_000) }),
+    );
     for (const e of errors) batcher.add(e);
     batcher.flush();
     expect(writes.length).toBeGreaterThan(1);

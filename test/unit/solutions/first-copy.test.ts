@@ -7,7 +7,11 @@ import { FirstCopy } from '../../../src/solutions/first-copy.js';
 import { FileReplicationState } from '../../../src/solutions/replication-state.js';
 
 const at = (s: number): string => new Date(Date.UTC(2024, 0, 1, 0, 0, s)).toISOString();
-const rec = (id: number | string, s: number | null): ConnectorRecord => ({ id, m: s === null ? null : at(s), v: `r${id}` });
+const rec = (id: number | string, s: number | null): ConnectorRecord => ({
+  id,
+  m: s === null ? null : at(s),
+  v: `r${id}`,
+});
 
 describe('FirstCopy', () => {
   it('a first part reads everything and saves the last key it wrote with the newest stamp it read', () => {
@@ -30,7 +34,13 @@ describe('FirstCopy', () => {
 
   it('a part that read no stamp asks only that a record has one', () => {
     const part = new FirstCopy('id', 'm', { parts: [{ upTo: 'k', since: null }], mark: null, atMark: [] });
-    expect(part.filter()).toEqual({ op: 'or', args: [{ op: '>', field: 'id', value: 'k' }, { op: 'not', arg: { op: 'isNull', field: 'm' } }] });
+    expect(part.filter()).toEqual({
+      op: 'or',
+      args: [
+        { op: '>', field: 'id', value: 'k' },
+        { op: 'not', arg: { op: 'isNull', field: 'm' } },
+      ],
+    });
   });
 
   it('with integer keys a part that passes an earlier one replaces it; one that stops short of it keeps it', () => {
@@ -42,13 +52,28 @@ describe('FirstCopy', () => {
     const short = new FirstCopy('id', 'm', first);
     short.batch([rec(3, 30), rec(50, 31)]);
     const s = short.state();
-    expect(s.parts).toEqual([{ upTo: 100, since: at(10) }, { upTo: 50, since: at(31) }]);
+    expect(s.parts).toEqual([
+      { upTo: 100, since: at(10) },
+      { upTo: 50, since: at(31) },
+    ]);
     // Both terms: up to 50 what changed since 31, from 50 to 100 what changed since 10, all after 100.
     expect(new FirstCopy('id', 'm', s).filter()).toEqual({
       op: 'and',
       args: [
-        { op: 'or', args: [{ op: '>', field: 'id', value: 100 }, { op: '>=', field: 'm', value: at(10) }] },
-        { op: 'or', args: [{ op: '>', field: 'id', value: 50 }, { op: '>=', field: 'm', value: at(31) }] },
+        {
+          op: 'or',
+          args: [
+            { op: '>', field: 'id', value: 100 },
+            { op: '>=', field: 'm', value: at(10) },
+          ],
+        },
+        {
+          op: 'or',
+          args: [
+            { op: '>', field: 'id', value: 50 },
+            { op: '>=', field: 'm', value: at(31) },
+          ],
+        },
       ],
     });
   });
@@ -56,7 +81,10 @@ describe('FirstCopy', () => {
   it('with text keys every part stays: JavaScript does not know the datastore’s order of them', () => {
     const part = new FirstCopy('id', 'm', { parts: [{ upTo: 'b', since: at(10) }], mark: at(10), atMark: [] });
     part.batch([rec('c', 11)]);
-    expect(part.state().parts).toEqual([{ upTo: 'b', since: at(10) }, { upTo: 'c', since: at(11) }]);
+    expect(part.state().parts).toEqual([
+      { upTo: 'b', since: at(10) },
+      { upTo: 'c', since: at(11) },
+    ]);
   });
 
   it('a part that has written nothing saves what it found', () => {
@@ -94,7 +122,14 @@ describe('FileReplicationState: a first copy’s progress', () => {
 
   it('round-trips its parts', async () => {
     const cp = new FileReplicationState(dir).entity('orders', 'm');
-    const state = { parts: [{ upTo: 'b', since: at(1) }, { upTo: 'a', since: null }], mark: at(1), atMark: ['k:["b"]'] };
+    const state = {
+      parts: [
+        { upTo: 'b', since: at(1) },
+        { upTo: 'a', since: null },
+      ],
+      mark: at(1),
+      atMark: ['k:["b"]'],
+    };
     await cp.saveInitial(state);
     expect(await new FileReplicationState(dir).entity('orders', 'm').loadInitial()).toEqual(state);
   });
@@ -104,14 +139,21 @@ describe('FileReplicationState: a first copy’s progress', () => {
     await cp.saveInitial({ parts: [], mark: null, atMark: [] });
     const file = fs.readdirSync(dir).find((f) => f.startsWith('old.m.') && f.endsWith('.initial.json')) as string;
     fs.writeFileSync(path.join(dir, file), JSON.stringify({ afterKey: 3000, mark: at(4), atMark: ['k:[2999]'] }));
-    expect(await cp.loadInitial()).toEqual({ parts: [{ upTo: 3000, since: at(4) }], mark: at(4), atMark: ['k:[2999]'] });
+    expect(await cp.loadInitial()).toEqual({
+      parts: [{ upTo: 3000, since: at(4) }],
+      mark: at(4),
+      atMark: ['k:[2999]'],
+    });
   });
 
   it('a file that is not progress starts the copy over', async () => {
     const cp = new FileReplicationState(dir).entity('bad', 'm');
     await cp.saveInitial({ parts: [], mark: null, atMark: [] });
     const file = fs.readdirSync(dir).find((f) => f.startsWith('bad.m.') && f.endsWith('.initial.json')) as string;
-    fs.writeFileSync(path.join(dir, file), JSON.stringify({ parts: [{ upTo: null, since: at(1) }], mark: at(1), atMark: [] }));
+    fs.writeFileSync(
+      path.join(dir, file),
+      JSON.stringify({ parts: [{ upTo: null, since: at(1) }], mark: at(1), atMark: [] }),
+    );
     expect(await cp.loadInitial()).toBeNull();
   });
 });

@@ -46,6 +46,14 @@ describe('fetchLookupTables', () => {
   it('fails with AGT_SERVICE_UNREACHABLE when the Service is unreachable and no copy exists', async () => {
     const svc = await serve({});
     await svc.close();
-    await expect(fetchLookupTables({ serviceUrl: svc.url, authorization: 'Bearer a.b', names: ['Other'], cacheDir: tmp(), timeoutMs: 2_000 })).rejects.toMatchObject({ code: 'AGT_SERVICE_UNREACHABLE' });
+    await expect(
+      fetchLookupTables({
+        serviceUrl: svc.url,
+        authorization: 'Bearer a.b',
+        names: ['Other'],
+        cacheDir: tmp(),
+        timeoutMs: 2_000,
+      }),
+    ).rejects.toMatchObject({ code: 'AGT_SERVICE_UNREACHABLE' });
   });
 });

@@ -8,13 +8,40 @@ const field = (fullName: string, propertyType: F['propertyType'] = 'datetime'): 
 
 describe('netChangeField', () => {
   it('accepts the usual names of a modification stamp, in any case and spelling', () => {
-    for (const n of ['modified', 'ModifiedOn', 'modified_date', 'LastModified', 'lastmodifieddate', 'LAST_MODIFIED_AT', 'updated', 'updated_at', 'UpdatedOn', 'last_update', 'date_modified', 'DateLastModified', 'changed_at', 'SystemModstamp', 'modification_time', 'updated-utc']) {
+    for (const n of [
+      'modified',
+      'ModifiedOn',
+      'modified_date',
+      'LastModified',
+      'lastmodifieddate',
+      'LAST_MODIFIED_AT',
+      'updated',
+      'updated_at',
+      'UpdatedOn',
+      'last_update',
+      'date_modified',
+      'DateLastModified',
+      'changed_at',
+      'SystemModstamp',
+      'modification_time',
+      'updated-utc',
+    ]) {
       expect(modificationStampRank(n), n).toBeDefined();
     }
   });
 
   it('refuses names that are not a modification stamp', () => {
-    for (const n of ['created_at', 'modified_by', 'updates_count', 'date', 'timestamp', 'mode', 'mod', 'lastmod_user', 'unmodified']) {
+    for (const n of [
+      'created_at',
+      'modified_by',
+      'updates_count',
+      'date',
+      'timestamp',
+      'mode',
+      'mod',
+      'lastmod_user',
+      'unmodified',
+    ]) {
       expect(modificationStampRank(n), n).toBeUndefined();
     }
   });
@@ -25,7 +52,11 @@ describe('netChangeField', () => {
   });
 
   it('prefers modified over updated over changed, then the first in field order', () => {
-    expect(netChangeField({ fields: [field('changed_at'), field('updated_at'), field('LastModified'), field('modified_on')] })).toBe('LastModified');
+    expect(
+      netChangeField({
+        fields: [field('changed_at'), field('updated_at'), field('LastModified'), field('modified_on')],
+      }),
+    ).toBe('LastModified');
     expect(netChangeField({ fields: [field('changed_at'), field('updated'), field('updated_at')] })).toBe('updated');
     expect(netChangeField({ fields: [field('id', 'integer'), field('created_at')] })).toBeUndefined();
   });

@@ -21,15 +21,41 @@ const SOLUTION: PreparedSolution = {
   connections: [],
   maps: [],
   replication: null,
-  capture: { captureOnFailedRecordsForReprocessing: true, captureDuringCloudAppRuns: false, captureDuringLocalAgentAppRuns: true, isSourceDataLocal: false },
+  capture: {
+    captureOnFailedRecordsForReprocessing: true,
+    captureDuringCloudAppRuns: false,
+    captureDuringLocalAgentAppRuns: true,
+    isSourceDataLocal: false,
+  },
   lookupTables: [],
 };
 const STARTED = new Date(Date.now() - 4_000).toISOString();
 const log = pino({ level: 'silent' });
 
 const FIRST: RunMapStats = {
-  mapId: 1, mapName: 'Accounts', entity: 'accounts', processed: 30_000, failed: 2, minMs: 5, maxMs: 30, avgMs: 8, totalMs: 1200, totalTime: '00:00:01',
-  blocks: [{ blockId: 'b1', name: 'Put', blockType: 'Create', processed: 30_000, failed: 2, minMs: 4, maxMs: 25, avgMs: 6, totalMs: 900 }],
+  mapId: 1,
+  mapName: 'Accounts',
+  entity: 'accounts',
+  processed: 30_000,
+  failed: 2,
+  minMs: 5,
+  maxMs: 30,
+  avgMs: 8,
+  totalMs: 1200,
+  totalTime: '00:00:01',
+  blocks: [
+    {
+      blockId: 'b1',
+      name: 'Put',
+      blockType: 'Create',
+      processed: 30_000,
+      failed: 2,
+      minMs: 4,
+      maxMs: 25,
+      avgMs: 6,
+      totalMs: 900,
+    },
+  ],
 };
 
 /**
@@ -69,7 +95,13 @@ describe('recover() of runs a killed Agent left open', () => {
     // The killed process: one Map done, the second one 12,000 records in, two of them refused.
     const killed = new SolutionStore(file, 'agent-secret');
     killed.put(SOLUTION);
-    killed.openRun({ runId: 'killed-run', solutionId: SOLUTION.solutionId, trigger: 'schedule', startedAt: STARTED, dueAt: STARTED });
+    killed.openRun({
+      runId: 'killed-run',
+      solutionId: SOLUTION.solutionId,
+      trigger: 'schedule',
+      startedAt: STARTED,
+      dueAt: STARTED,
+    });
     const counts = new CommittedCounts(killed, 'killed-run', log, 0);
     counts.begin({ mapId: 1, mapName: 'Accounts', entity: 'accounts' });
     counts.batch(30_000, 2);
@@ -87,8 +119,16 @@ describe('recover() of runs a killed Agent left open', () => {
     expect(reports).toHaveLength(1);
     const end = reports[0] as Extract<ReportBody, { kind: 'runFinished' }>;
     expect(end).toMatchObject({
-      kind: 'runFinished', runId: 'killed-run', solutionId: SOLUTION.solutionId, trigger: 'schedule', startedAt: STARTED,
-      result: 'RecordErrorsAndFatalErrors', processed: 42_000, failed: 4, stopped: false, sourceDataLocal: false,
+      kind: 'runFinished',
+      runId: 'killed-run',
+      solutionId: SOLUTION.solutionId,
+      trigger: 'schedule',
+      startedAt: STARTED,
+      result: 'RecordErrorsAndFatalErrors',
+      processed: 42_000,
+      failed: 4,
+      stopped: false,
+      sourceDataLocal: false,
     });
     expect(end.at).toBe(lastBatch);
     expect(Date.parse(end.at)).toBeLessThan(restart.getTime() - 90_000);
@@ -96,7 +136,14 @@ describe('recover() of runs a killed Agent left open', () => {
     expect(end.details).not.toMatch(/no record is lost or written twice/);
     expect(end.statistics).toHaveLength(2);
     expect(end.statistics[0]).toEqual(FIRST);
-    expect(end.statistics[1]).toMatchObject({ mapId: 2, mapName: 'Contacts', entity: 'contacts', processed: 12_000, failed: 2, blocks: [] });
+    expect(end.statistics[1]).toMatchObject({
+      mapId: 2,
+      mapName: 'Contacts',
+      entity: 'contacts',
+      processed: 12_000,
+      failed: 2,
+      blocks: [],
+    });
     // Closed: a second start reports nothing again.
     expect(store.openRuns()).toEqual([]);
     expect(store.committed('killed-run')).toEqual({ at: null, statistics: [] });
@@ -107,10 +154,24 @@ describe('recover() of runs a killed Agent left open', () => {
 
   it('ends a run killed before its first batch at its start, with nothing counted', () => {
     const killed = new SolutionStore(file, 'agent-secret');
-    killed.openRun({ runId: 'early-run', solutionId: SOLUTION.solutionId, trigger: 'start', startedAt: STARTED, dueAt: null });
+    killed.openRun({
+      runId: 'early-run',
+      solutionId: SOLUTION.solutionId,
+      trigger: 'start',
+      startedAt: STARTED,
+      dueAt: null,
+    });
     killed.close();
     const { store } = nextProcess();
-    expect(reports[0]).toMatchObject({ kind: 'runFinished', runId: 'early-run', at: STARTED, result: 'FatalError', processed: 0, failed: 0, statistics: [] });
+    expect(reports[0]).toMatchObject({
+      kind: 'runFinished',
+      runId: 'early-run',
+      at: STARTED,
+      result: 'FatalError',
+      processed: 0,
+      failed: 0,
+      statistics: [],
+    });
     store.close();
   });
 });

@@ -9,7 +9,14 @@ import type { ReportBody } from '../../../src/protocol/channel.js';
 import type { PreparedMap, PreparedSolution } from '../../../src/protocol/solutions.js';
 import { SolutionRunner, type SolutionRunnerOptions } from '../../../src/solutions/runner.js';
 import { SolutionStore } from '../../../src/solutions/solution-store.js';
-import { peopleMap, peopleSolution, rowCount, sqliteTarget, usePluginHost, writePeople } from '../../helpers/people-solution.js';
+import {
+  peopleMap,
+  peopleSolution,
+  rowCount,
+  sqliteTarget,
+  usePluginHost,
+  writePeople,
+} from '../../helpers/people-solution.js';
 
 const log = pino({ level: 'silent' });
 type Of<K extends ReportBody['kind']> = Extract<ReportBody, { kind: K }>;
@@ -89,7 +96,10 @@ describe('SolutionRunner', () => {
    * An Agent's runner on its own data folder (or `dataDir`, as the next process on the same
    * folder), holding `solutions`. With `gated`, runs wait for the host until `gate.open()`.
    */
-  function agent(solutions: PreparedSolution[], opts: { gated?: boolean; dataDir?: string } & Partial<SolutionRunnerOptions> = {}): Agent {
+  function agent(
+    solutions: PreparedSolution[],
+    opts: { gated?: boolean; dataDir?: string } & Partial<SolutionRunnerOptions> = {},
+  ): Agent {
     const { gated, dataDir: reuse, ...options } = opts;
     const dataDir = reuse ?? fs.mkdtempSync(path.join(plugins.tmp(), 'agent-'));
     const store = new SolutionStore(path.join(dataDir, 'solutions.db'), 'agent-secret');
@@ -129,7 +139,11 @@ describe('SolutionRunner', () => {
    * A Solution of `maps` over `people` people, and its SQLite target made with `ddl` (by default,
    * for each Map, its table keyed by id).
    */
-  function solutionOf(people: number, maps: PreparedMap[], ddl = maps.map((m) => `CREATE TABLE ${tableOf(m)} (id INTEGER PRIMARY KEY, name TEXT);`).join('\n')): { solution: PreparedSolution; target: string } {
+  function solutionOf(
+    people: number,
+    maps: PreparedMap[],
+    ddl = maps.map((m) => `CREATE TABLE ${tableOf(m)} (id INTEGER PRIMARY KEY, name TEXT);`).join('\n'),
+  ): { solution: PreparedSolution; target: string } {
     const folder = fs.mkdtempSync(path.join(plugins.tmp(), 'data-'));
     writePeople(folder, people);
     const target = path.join(folder, 'target.db');
@@ -137,17 +151,32 @@ describe('SolutionRunner', () => {
     return { solution: peopleSolution(folder, target, maps), target };
   }
 
-  const finished = (reports: readonly ReportBody[]): Array<Of<'runFinished'>> => reports.filter((r): r is Of<'runFinished'> => r.kind === 'runFinished');
-  const kinds = (reports: readonly ReportBody[], runId: string): string[] => reports.filter((r) => 'runId' in r && r.runId === runId).map((r) => r.kind);
+  const finished = (reports: readonly ReportBody[]): Array<Of<'runFinished'>> =>
+    reports.filter((r): r is Of<'runFinished'> => r.kind === 'runFinished');
+  const kinds = (reports: readonly ReportBody[], runId: string): string[] =>
+    reports.filter((r) => 'runId' in r && r.runId === runId).map((r) => r.kind);
 
-  it('runs the enabled Maps in order and reports the run: started at once, progress counting up, then its end with each Map\'s statistics', async () => {
-    const { solution, target } = solutionOf(1_200, [peopleMap(1, 'first_copy'), peopleMap(2, 'skipped', { enabled: false }), peopleMap(3, 'third_copy', { batchSize: 300 })]);
+  it("runs the enabled Maps in order and reports the run: started at once, progress counting up, then its end with each Map's statistics", async () => {
+    const { solution, target } = solutionOf(1_200, [
+      peopleMap(1, 'first_copy'),
+      peopleMap(2, 'skipped', { enabled: false }),
+      peopleMap(3, 'third_copy', { batchSize: 300 }),
+    ]);
     const a = agent([solution]);
     const dueAt = new Date(Date.UTC(2024, 5, 1, 8, 0));
 
     expect(a.runner.start(solution.solutionId, 'run-1', 'schedule', dueAt)).toEqual({ started: true, runId: 'run-1' });
     // Reported before the run leaves the queue, with why it started and the due time it fired for.
-    expect(a.reports).toEqual([{ kind: 'runStarted', runId: 'run-1', solutionId: solution.solutionId, trigger: 'schedule', dueAt: dueAt.toISOString(), at: expect.any(String) }]);
+    expect(a.reports).toEqual([
+      {
+        kind: 'runStarted',
+        runId: 'run-1',
+        solutionId: solution.solutionId,
+        trigger: 'schedule',
+        dueAt: dueAt.toISOString(),
+        at: expect.any(String),
+      },
+    ]);
     expect(a.runner.isRunning(solution.solutionId)).toBe(true);
     expect(a.runner.runningCount).toBe(1);
     await a.runner.idle();
@@ -164,7 +193,16 @@ describe('SolutionRunner', () => {
 
     const [end] = finished(a.reports);
     const started = a.reports[0] as Of<'runStarted'>;
-    expect(end).toMatchObject({ runId: 'run-1', solutionId: solution.solutionId, trigger: 'schedule', startedAt: started.at, result: 'CompletedSuccessfully', processed: 2_400, failed: 0, stopped: false });
+    expect(end).toMatchObject({
+      runId: 'run-1',
+      solutionId: solution.solutionId,
+      trigger: 'schedule',
+      startedAt: started.at,
+      result: 'CompletedSuccessfully',
+      processed: 2_400,
+      failed: 0,
+      stopped: false,
+    });
     expect(end?.details).toBeUndefined();
     expect(Date.parse(end?.at ?? '')).toBeGreaterThanOrEqual(Date.parse(started.at));
     expect(end?.statistics.map((s) => [s.mapId, s.mapName, s.processed, s.failed])).toEqual([
@@ -172,25 +210,36 @@ describe('SolutionRunner', () => {
       [3, 'People into third_copy', 1_200, 0],
     ]);
     expect(end?.statistics[0]?.blocks.map((b) => b.name)).toEqual(['Q', 'Put']);
-    expect([rowCount(target, 'first_copy'), rowCount(target, 'skipped'), rowCount(target, 'third_copy')]).toEqual([1_200, 0, 1_200]);
+    expect([rowCount(target, 'first_copy'), rowCount(target, 'skipped'), rowCount(target, 'third_copy')]).toEqual([
+      1_200, 0, 1_200,
+    ]);
     // The end is reported, so the next process has no run of this one to end.
     expect(agent([], { dataDir: a.dataDir }).runner.recover()).toBe(0);
   });
 
   it('runs only the Maps a start names, a disabled one too', async () => {
-    const { solution, target } = solutionOf(100, [peopleMap(1, 'first_copy'), peopleMap(2, 'second_copy', { enabled: false })]);
+    const { solution, target } = solutionOf(100, [
+      peopleMap(1, 'first_copy'),
+      peopleMap(2, 'second_copy', { enabled: false }),
+    ]);
     const a = agent([solution]);
 
     expect(a.runner.start(solution.solutionId, 'run-1', 'start', undefined, undefined, [2]).started).toBe(true);
     await a.runner.idle();
 
-    expect(finished(a.reports)).toMatchObject([{ runId: 'run-1', result: 'CompletedSuccessfully', processed: 100, statistics: [{ mapId: 2, processed: 100 }] }]);
+    expect(finished(a.reports)).toMatchObject([
+      { runId: 'run-1', result: 'CompletedSuccessfully', processed: 100, statistics: [{ mapId: 2, processed: 100 }] },
+    ]);
     expect([rowCount(target, 'first_copy'), rowCount(target, 'second_copy')]).toEqual([0, 100]);
   });
 
   it('reports the records the target refuses in runErrors, before the end, which counts them', async () => {
     // Every 50th person breaks the target's CHECK.
-    const { solution, target } = solutionOf(500, [peopleMap(1, 'first_copy', { batchSize: 100 })], 'CREATE TABLE first_copy (id INTEGER PRIMARY KEY, name TEXT, CHECK (id % 50 <> 0));');
+    const { solution, target } = solutionOf(
+      500,
+      [peopleMap(1, 'first_copy', { batchSize: 100 })],
+      'CREATE TABLE first_copy (id INTEGER PRIMARY KEY, name TEXT, CHECK (id % 50 <> 0));',
+    );
     const a = agent([solution]);
 
     a.runner.start(solution.solutionId, 'run-1', 'start');
@@ -203,12 +252,23 @@ describe('SolutionRunner', () => {
     expect(new Set(errors.map((e) => e.id)).size).toBe(10);
     const ks = kinds(a.reports, 'run-1');
     expect(ks.lastIndexOf('runErrors')).toBeLessThan(ks.indexOf('runFinished'));
-    expect(finished(a.reports)).toMatchObject([{ result: 'CompletedWithErrors', processed: 500, failed: 10, statistics: [{ mapId: 1, processed: 500, failed: 10 }] }]);
+    expect(finished(a.reports)).toMatchObject([
+      {
+        result: 'CompletedWithErrors',
+        processed: 500,
+        failed: 10,
+        statistics: [{ mapId: 1, processed: 500, failed: 10 }],
+      },
+    ]);
     expect(rowCount(target, 'first_copy')).toBe(490);
   });
 
   it('goes on with the next Map when one cannot run, and ends with a fatal error that names it', async () => {
-    const { solution, target } = solutionOf(200, [peopleMap(1, 'nowhere'), peopleMap(2, 'second_copy')], 'CREATE TABLE second_copy (id INTEGER PRIMARY KEY, name TEXT);');
+    const { solution, target } = solutionOf(
+      200,
+      [peopleMap(1, 'nowhere'), peopleMap(2, 'second_copy')],
+      'CREATE TABLE second_copy (id INTEGER PRIMARY KEY, name TEXT);',
+    );
     const a = agent([solution]);
 
     a.runner.start(solution.solutionId, 'run-1', 'start');
@@ -229,16 +289,29 @@ describe('SolutionRunner', () => {
     const a = agent([solution], { gated: true });
 
     expect(a.runner.start(solution.solutionId, 'run-1', 'start')).toEqual({ started: true, runId: 'run-1' });
-    expect(a.runner.start(solution.solutionId, 'run-2', 'schedule', new Date())).toEqual({ started: false, runId: 'run-1' });
-    expect(a.runner.start(solution.solutionId, 'run-3', 'start', undefined, undefined, [1])).toEqual({ started: false, runId: 'run-1' });
-    expect(a.runner.reprocess(solution.solutionId, 'run-4', [{ mapId: 1, records: 1 }])).toEqual({ started: false, runId: 'run-1' });
+    expect(a.runner.start(solution.solutionId, 'run-2', 'schedule', new Date())).toEqual({
+      started: false,
+      runId: 'run-1',
+    });
+    expect(a.runner.start(solution.solutionId, 'run-3', 'start', undefined, undefined, [1])).toEqual({
+      started: false,
+      runId: 'run-1',
+    });
+    expect(a.runner.reprocess(solution.solutionId, 'run-4', [{ mapId: 1, records: 1 }])).toEqual({
+      started: false,
+      runId: 'run-1',
+    });
     expect(a.runner.monitor(solution.solutionId)).toMatchObject({ running: true, runId: 'run-1' });
     expect(a.runner.runningCount).toBe(1);
     a.gate.open();
     await a.runner.idle();
 
     // The ignored starts left no trace: one run, reported once, and every record written once.
-    expect(a.reports.filter((r) => r.kind === 'runStarted' || r.kind === 'runFinished').map((r) => [r.kind, 'runId' in r ? r.runId : ''])).toEqual([
+    expect(
+      a.reports
+        .filter((r) => r.kind === 'runStarted' || r.kind === 'runFinished')
+        .map((r) => [r.kind, 'runId' in r ? r.runId : '']),
+    ).toEqual([
       ['runStarted', 'run-1'],
       ['runFinished', 'run-1'],
     ]);
@@ -258,7 +331,8 @@ describe('SolutionRunner', () => {
     const solutions = [1, 2, 3].map((n) => solutionOf(200, [peopleMap(n, `copy_${n}`)]).solution);
     const a = agent(solutions, { gated: true });
 
-    for (const [i, s] of solutions.entries()) expect(a.runner.start(s.solutionId, `run-${i + 1}`, 'start').started).toBe(true);
+    for (const [i, s] of solutions.entries())
+      expect(a.runner.start(s.solutionId, `run-${i + 1}`, 'start').started).toBe(true);
     // Each start is reported at once, queued or not.
     expect(a.reports.map((r) => r.kind)).toEqual(['runStarted', 'runStarted', 'runStarted']);
     expect(a.runner.runningCount).toBe(3);
@@ -270,7 +344,11 @@ describe('SolutionRunner', () => {
     a.gate.open();
     await a.runner.idle();
     expect(a.runner.runningCount).toBe(0);
-    expect(finished(a.reports).map((e) => e.result)).toEqual(['CompletedSuccessfully', 'CompletedSuccessfully', 'CompletedSuccessfully']);
+    expect(finished(a.reports).map((e) => e.result)).toEqual([
+      'CompletedSuccessfully',
+      'CompletedSuccessfully',
+      'CompletedSuccessfully',
+    ]);
     // The third asked for the host only after a run had ended.
     const third = a.events.lastIndexOf('host asked');
     expect(a.events.findIndex((e) => e.startsWith('finished '))).toBeLessThan(third);
@@ -314,7 +392,8 @@ describe('SolutionRunner', () => {
       report: (body) => {
         a.reports.push(body);
         // A user's stop arrives while the first batches are written.
-        if (body.kind === 'runProgress' && body.processed > 0 && !stopAnswer) stopAnswer = a.runner.stop(solution.solutionId);
+        if (body.kind === 'runProgress' && body.processed > 0 && !stopAnswer)
+          stopAnswer = a.runner.stop(solution.solutionId);
       },
     });
 
@@ -332,7 +411,13 @@ describe('SolutionRunner', () => {
     a.runner.start(solution.solutionId, 'run-2', 'start');
     await a.runner.idle();
     // The people left, each once: a record written twice would fail on the key.
-    expect(finished(a.reports)[1]).toMatchObject({ runId: 'run-2', stopped: false, result: 'CompletedSuccessfully', processed: PEOPLE - written, failed: 0 });
+    expect(finished(a.reports)[1]).toMatchObject({
+      runId: 'run-2',
+      stopped: false,
+      result: 'CompletedSuccessfully',
+      processed: PEOPLE - written,
+      failed: 0,
+    });
     expect(rowCount(target, 'first_copy')).toBe(PEOPLE);
   });
 
@@ -363,9 +448,15 @@ describe('SolutionRunner', () => {
     const { solution } = solutionOf(10, [peopleMap(1, 'first_copy')]);
     const a = agent([solution]);
 
-    expect(codeOf(() => a.runner.start('b0000000-0000-4000-8000-000000000009', 'run-1', 'start'))).toBe('AGT_SOLUTION_NOT_HELD');
-    expect(codeOf(() => a.runner.start(solution.solutionId, 'run-2', 'start', undefined, 'an older version'))).toBe('AGT_SOLUTION_NOT_HELD');
-    expect(codeOf(() => a.runner.start(solution.solutionId, 'run-3', 'start', undefined, undefined, [1, 99]))).toBe('AGT_SOLUTION_NOT_HELD');
+    expect(codeOf(() => a.runner.start('b0000000-0000-4000-8000-000000000009', 'run-1', 'start'))).toBe(
+      'AGT_SOLUTION_NOT_HELD',
+    );
+    expect(codeOf(() => a.runner.start(solution.solutionId, 'run-2', 'start', undefined, 'an older version'))).toBe(
+      'AGT_SOLUTION_NOT_HELD',
+    );
+    expect(codeOf(() => a.runner.start(solution.solutionId, 'run-3', 'start', undefined, undefined, [1, 99]))).toBe(
+      'AGT_SOLUTION_NOT_HELD',
+    );
     a.work.drain('restarting');
     expect(codeOf(() => a.runner.start(solution.solutionId, 'run-4', 'start'))).toBe('AGT_DRAINING');
 
@@ -383,7 +474,17 @@ describe('SolutionRunner', () => {
 
     const next = agent([], { dataDir: first.dataDir });
     expect(next.runner.recover()).toBe(1);
-    expect(finished(next.reports)).toMatchObject([{ runId: 'run-1', solutionId: solution.solutionId, trigger: 'schedule', result: 'FatalError', processed: 0, failed: 0, stopped: false }]);
+    expect(finished(next.reports)).toMatchObject([
+      {
+        runId: 'run-1',
+        solutionId: solution.solutionId,
+        trigger: 'schedule',
+        result: 'FatalError',
+        processed: 0,
+        failed: 0,
+        stopped: false,
+      },
+    ]);
     expect(finished(next.reports)[0]?.details).toMatch(/^RUN_AGENT_ENDED: /);
 
     // The Solution it holds runs again on the next process, and a later start recovers nothing more.

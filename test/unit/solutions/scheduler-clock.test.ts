@@ -1,7 +1,16 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { ScheduleRule } from '../../../src/protocol/schedule.js';
 import { nextDueTimes } from '../../../src/solutions/schedule.js';
-import { DAY, MINUTE, at, daily, everyMinute, everyMinutes, solution, useSchedulerHarness } from '../../helpers/scheduler.js';
+import {
+  DAY,
+  MINUTE,
+  at,
+  daily,
+  everyMinute,
+  everyMinutes,
+  solution,
+  useSchedulerHarness,
+} from '../../helpers/scheduler.js';
 
 describe('the Agent scheduler and clocks', () => {
   const { make } = useSchedulerHarness();
@@ -15,7 +24,9 @@ describe('the Agent scheduler and clocks', () => {
     vi.setSystemTime(new Date('2026-03-02T10:06:30Z'));
     vi.advanceTimersByTime(30_000);
     expect(a.fired.map((f) => f.dueAt)).toEqual(['2026-03-02T10:01:00.000Z', '2026-03-02T10:07:00.000Z']);
-    expect(a.skipped.map((s) => s.dueAt)).toEqual(['10:02', '10:03', '10:04', '10:05', '10:06'].map((t) => `2026-03-02T${t}:00.000Z`));
+    expect(a.skipped.map((s) => s.dueAt)).toEqual(
+      ['10:02', '10:03', '10:04', '10:05', '10:06'].map((t) => `2026-03-02T${t}:00.000Z`),
+    );
     // The clock set back 5 minutes: the due times already handled do not fire again.
     vi.setSystemTime(new Date('2026-03-02T10:02:00Z'));
     vi.advanceTimersByTime(6 * MINUTE);
@@ -33,7 +44,13 @@ describe('the Agent scheduler and clocks', () => {
   });
 
   it('waits longer than setTimeout can: a RunOnce 60 days ahead fires once, on time', () => {
-    const once: ScheduleRule = { kind: 'RunOnce', date: '2026-05-01', second: 8 * 3600, offsetMinutes: 0, timeZone: 'UTC' };
+    const once: ScheduleRule = {
+      kind: 'RunOnce',
+      date: '2026-05-01',
+      second: 8 * 3600,
+      offsetMinutes: 0,
+      timeZone: 'UTC',
+    };
     const a = make();
     a.scheduler.set([solution('s1', once)]);
     a.scheduler.start();
@@ -59,7 +76,9 @@ describe('the Agent scheduler and clocks', () => {
     const expected = nextDueTimes(rule, new Date(from), 7).map((d) => d.toISOString());
     expect(a.fired.map((f) => f.dueAt)).toEqual(expected);
     // One a day: seven distinct local days.
-    const days = new Set(a.fired.map((f) => new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date(f.dueAt))));
+    const days = new Set(
+      a.fired.map((f) => new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date(f.dueAt))),
+    );
     expect(days.size).toBe(7);
     expect(a.skipped).toEqual([]);
   });
@@ -72,7 +91,9 @@ describe('the Agent scheduler and clocks', () => {
     a.scheduler.set([solution('s1', rule)]);
     a.scheduler.start();
     vi.advanceTimersByTime(2 * DAY);
-    const expected = nextDueTimes(rule, new Date(from), 1000).filter((d) => d.getTime() <= Date.now()).map((d) => d.toISOString());
+    const expected = nextDueTimes(rule, new Date(from), 1000)
+      .filter((d) => d.getTime() <= Date.now())
+      .map((d) => d.toISOString());
     expect(a.fired.map((f) => f.dueAt)).toEqual(expected);
     expect(new Set(expected).size).toBe(expected.length);
   });

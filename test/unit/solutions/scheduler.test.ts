@@ -1,6 +1,18 @@
 import { describe, expect, it, vi } from 'vitest';
 import { MAX_MISSED_REPORTED } from '../../../src/solutions/scheduler.js';
-import { DAY, HOUR, MINUTE, at, daily, everyMinute, everyMinutes, hourlyAt, iso, solution, useSchedulerHarness } from '../../helpers/scheduler.js';
+import {
+  DAY,
+  HOUR,
+  MINUTE,
+  at,
+  daily,
+  everyMinute,
+  everyMinutes,
+  hourlyAt,
+  iso,
+  solution,
+  useSchedulerHarness,
+} from '../../helpers/scheduler.js';
 
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -12,7 +24,9 @@ describe('the Agent scheduler', () => {
     a.scheduler.set([solution('s1', everyMinute)]);
     a.scheduler.start();
     vi.advanceTimersByTime(10 * MINUTE);
-    expect(a.fired.map((f) => f.dueAt)).toEqual(Array.from({ length: 10 }, (_, i) => iso(at('2026-03-02T10:01Z') + i * MINUTE)));
+    expect(a.fired.map((f) => f.dueAt)).toEqual(
+      Array.from({ length: 10 }, (_, i) => iso(at('2026-03-02T10:01Z') + i * MINUTE)),
+    );
     expect(new Set(a.fired.map((f) => f.runId)).size).toBe(10);
     for (const f of a.fired) expect(f.runId).toMatch(GUID);
     expect(a.skipped).toEqual([]);
@@ -25,7 +39,9 @@ describe('the Agent scheduler', () => {
     a.scheduler.start();
     vi.advanceTimersByTime(MINUTE);
     const [f] = a.fired;
-    expect(seen).toEqual([{ recorded: { dueAt: new Date(f?.dueAt ?? ''), runId: f?.runId, at: new Date('2026-03-02T10:01:00Z') }, f }]);
+    expect(seen).toEqual([
+      { recorded: { dueAt: new Date(f?.dueAt ?? ''), runId: f?.runId, at: new Date('2026-03-02T10:01:00Z') }, f },
+    ]);
   });
 
   it('fires nothing twice across a restart on the same file', () => {
@@ -77,7 +93,13 @@ describe('the Agent scheduler', () => {
     b.scheduler.set([solution('s1', everyMinute)]);
     b.scheduler.start();
     expect(b.fired.map((f) => f.dueAt)).toEqual(['2026-03-02T10:08:00.000Z']);
-    expect(b.skipped).toEqual(['10:04', '10:05', '10:06', '10:07'].map((t) => ({ solutionId: 's1', dueAt: `2026-03-02T${t}:00.000Z`, reason: 'missed' })));
+    expect(b.skipped).toEqual(
+      ['10:04', '10:05', '10:06', '10:07'].map((t) => ({
+        solutionId: 's1',
+        dueAt: `2026-03-02T${t}:00.000Z`,
+        reason: 'missed',
+      })),
+    );
     b.scheduler.stop();
     const c = make();
     c.scheduler.set([solution('s1', everyMinute)]);
@@ -97,7 +119,9 @@ describe('the Agent scheduler', () => {
     b.scheduler.set([solution('s1', hourlyAt(0))]);
     b.scheduler.start();
     expect(b.fired).toEqual([]);
-    expect(b.skipped.map((s) => [s.dueAt, s.reason])).toEqual(['08', '09', '10'].map((h) => [`2026-03-02T${h}:00:00.000Z`, 'missed']));
+    expect(b.skipped.map((s) => [s.dueAt, s.reason])).toEqual(
+      ['08', '09', '10'].map((h) => [`2026-03-02T${h}:00:00.000Z`, 'missed']),
+    );
     vi.advanceTimersByTime(HOUR);
     expect(b.fired.map((f) => f.dueAt)).toEqual(['2026-03-02T11:00:00.000Z']);
   });
@@ -115,7 +139,9 @@ describe('the Agent scheduler', () => {
     const newest = at('2026-03-02T10:00Z') + 30 * DAY;
     expect(b.fired.map((f) => f.dueAt)).toEqual([iso(newest)]);
     expect(b.skipped).toHaveLength(MAX_MISSED_REPORTED);
-    expect(b.skipped.map((s) => s.dueAt)).toEqual(Array.from({ length: 100 }, (_, i) => iso(newest - (100 - i) * MINUTE)));
+    expect(b.skipped.map((s) => s.dueAt)).toEqual(
+      Array.from({ length: 100 }, (_, i) => iso(newest - (100 - i) * MINUTE)),
+    );
     // One Solution catching up may count them all: 43,200 due times, one run, 100 reported.
     expect(b.skipped[0]?.earlier).toEqual({ count: 43_200 - 1 - 100, exact: true });
     expect(b.skipped.slice(1).every((s) => s.earlier === undefined)).toBe(true);
@@ -133,10 +159,16 @@ describe('the Agent scheduler', () => {
     a.state.paused = true;
     vi.advanceTimersByTime(MINUTE);
     expect(a.fired).toHaveLength(1);
-    expect(a.skipped.slice(1).map((s) => [s.solutionId, s.reason])).toEqual([['s1', 'paused'], ['s2', 'paused']]);
+    expect(a.skipped.slice(1).map((s) => [s.solutionId, s.reason])).toEqual([
+      ['s1', 'paused'],
+      ['s2', 'paused'],
+    ]);
     a.state.paused = false;
     vi.advanceTimersByTime(MINUTE);
-    expect(a.fired.slice(1).map((f) => [f.solutionId, f.dueAt])).toEqual([['s1', '2026-03-02T10:03:00.000Z'], ['s2', '2026-03-02T10:03:00.000Z']]);
+    expect(a.fired.slice(1).map((f) => [f.solutionId, f.dueAt])).toEqual([
+      ['s1', '2026-03-02T10:03:00.000Z'],
+      ['s2', '2026-03-02T10:03:00.000Z'],
+    ]);
   });
 
   it('never fires a disabled Solution, and once enabled again starts from that moment', () => {

@@ -39,7 +39,16 @@ describe('time zone names', () => {
     expect(resolveTimeZone('Asia/Kolkata')).toBe(resolveTimeZone('India Standard Time'));
   });
 
-  it.each(['', 'Mars Standard Time', 'Mars/Olympus_Mons', '+05:00', 'UTC+05:00', '../etc/passwd', 'x'.repeat(200), 'America/New York'])('refuses %j', (name) => {
+  it.each([
+    '',
+    'Mars Standard Time',
+    'Mars/Olympus_Mons',
+    '+05:00',
+    'UTC+05:00',
+    '../etc/passwd',
+    'x'.repeat(200),
+    'America/New York',
+  ])('refuses %j', (name) => {
     expect(resolveTimeZone(name)).toBeUndefined();
   });
 });

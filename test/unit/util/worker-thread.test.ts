@@ -7,7 +7,10 @@ import { WorkerThread, workerFailure } from '../../../src/util/worker-thread.js'
 const threads: Array<WorkerThread<unknown, unknown>> = [];
 
 /** A thread of `factory`, closed after the test. */
-function start<Req = unknown, Res = unknown>(factory: string, opts: { data?: unknown; graceful?: boolean } = {}): WorkerThread<Req, Res> {
+function start<Req = unknown, Res = unknown>(
+  factory: string,
+  opts: { data?: unknown; graceful?: boolean } = {},
+): WorkerThread<Req, Res> {
   const t = new WorkerThread<Req, Res>({ name: 'test', factory, ...opts });
   threads.push(t);
   return t;
@@ -26,7 +29,9 @@ describe('WorkerThread', () => {
   });
 
   it('moves transferred buffers both ways instead of copying them', async () => {
-    const t = start<Uint8Array, Uint8Array>('() => (bytes) => { bytes[0] += 1; return { reply: bytes, transfer: [bytes.buffer] }; }');
+    const t = start<Uint8Array, Uint8Array>(
+      '() => (bytes) => { bytes[0] += 1; return { reply: bytes, transfer: [bytes.buffer] }; }',
+    );
     const sent = new Uint8Array([41, 1]);
     const back = await t.call(sent, [sent.buffer]);
     expect(sent.byteLength).toBe(0);
@@ -34,10 +39,17 @@ describe('WorkerThread', () => {
   });
 
   it('fails the call whose handler throws, with its code, and goes on answering', async () => {
-    const t = start<string, string>('() => (s) => { if (s === "bad") throw Object.assign(new TypeError("refused " + s), { code: "E_BAD" }); return { reply: s }; }');
+    const t = start<string, string>(
+      '() => (s) => { if (s === "bad") throw Object.assign(new TypeError("refused " + s), { code: "E_BAD" }); return { reply: s }; }',
+    );
     const bad = t.call('bad');
     const good = t.call('good');
-    await expect(bad).rejects.toMatchObject({ failure: 'thrown', code: 'E_BAD', thrownName: 'TypeError', message: 'refused bad' });
+    await expect(bad).rejects.toMatchObject({
+      failure: 'thrown',
+      code: 'E_BAD',
+      thrownName: 'TypeError',
+      message: 'refused bad',
+    });
     expect(await good).toBe('good');
     expect(t.alive).toBe(true);
   });
@@ -50,7 +62,9 @@ describe('WorkerThread', () => {
   });
 
   it('fails the pending calls and every later one when the thread throws outside a call', async () => {
-    const t = start<number, number>('() => (n) => { if (n === 2) process.nextTick(() => { throw new Error("boom"); }); return { reply: n }; }');
+    const t = start<number, number>(
+      '() => (n) => { if (n === 2) process.nextTick(() => { throw new Error("boom"); }); return { reply: n }; }',
+    );
     const two = t.call(2);
     const three = t.call(3);
     expect(await two).toBe(2);
@@ -61,7 +75,12 @@ describe('WorkerThread', () => {
 
   it('settles the calls answered before the thread exited mid-call, and fails the rest', async () => {
     const t = start<number, number>('() => (n) => { if (n === 2) process.exit(7); return { reply: n }; }');
-    const calls = [1, 2, 3].map((n) => t.call(n).then((r) => ({ r }), (e: unknown) => ({ e })));
+    const calls = [1, 2, 3].map((n) =>
+      t.call(n).then(
+        (r) => ({ r }),
+        (e: unknown) => ({ e }),
+      ),
+    );
     const [one, two, three] = await Promise.all(calls);
     expect(one).toEqual({ r: 1 });
     expect(two).toMatchObject({ e: { failure: 'exited', message: 'The test thread stopped (exit code 7).' } });
@@ -85,7 +104,9 @@ describe('WorkerThread', () => {
   });
 
   it('fails a call whose signal fires, and goes on answering the others', async () => {
-    const t = start<number, number>('() => (ms) => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms); return { reply: ms }; }');
+    const t = start<number, number>(
+      '() => (ms) => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms); return { reply: ms }; }',
+    );
     const ac = new AbortController();
     const slow = t.call(300, undefined, ac.signal);
     setTimeout(() => ac.abort(), 20);
@@ -97,7 +118,9 @@ describe('WorkerThread', () => {
   });
 
   it('waitSync delivers every answer before it returns', () => {
-    const t = start<number, number>('() => (ms) => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms); return { reply: ms }; }');
+    const t = start<number, number>(
+      '() => (ms) => { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms); return { reply: ms }; }',
+    );
     const got: number[] = [];
     for (const ms of [30, 10, 0]) t.send(ms, { resolve: (r) => got.push(r), reject: () => got.push(-1) });
     expect(t.waitSync(10_000)).toBe(true);
@@ -119,7 +142,10 @@ describe('WorkerThread', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-worker-thread-'));
     try {
       const file = path.join(dir, 'disposed');
-      const t = start<number, number>('(require, data) => ({ handle: (n) => ({ reply: n }), dispose: () => require("node:fs").writeFileSync(data.file, "yes") })', { data: { file }, graceful: true });
+      const t = start<number, number>(
+        '(require, data) => ({ handle: (n) => ({ reply: n }), dispose: () => require("node:fs").writeFileSync(data.file, "yes") })',
+        { data: { file }, graceful: true },
+      );
       expect(await t.call(5)).toBe(5);
       await t.close();
       expect(fs.readFileSync(file, 'utf8')).toBe('yes');

@@ -47,7 +47,15 @@ export function installCore(L: FormulaLibrary): void {
     const tagged = e as { pos?: number; fn?: string | null } | null;
     const pos = typeof tagged?.pos === 'number' ? tagged.pos : -1;
     const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-    return [record, formula, 'FML_INTERNAL', `The formula failed unexpectedly: ${message}`, null, pos, tagged?.fn ?? null];
+    return [
+      record,
+      formula,
+      'FML_INTERNAL',
+      `The formula failed unexpectedly: ${message}`,
+      null,
+      pos,
+      tagged?.fn ?? null,
+    ];
   };
 
   L.call = (pos: number, name: string | null, f: (...args: FValue[]) => FValue, args: FValue[]): FValue => {
@@ -134,9 +142,13 @@ export function installCore(L: FormulaLibrary): void {
       return n === undefined ? fail('FML_NOT_A_NUMBER', `${show(v)} is not a number`, { value: v.slice(0, 200) }) : n;
     }
     if (typeof v === 'boolean') return v ? 1 : 0;
-    return fail('FML_NOT_A_NUMBER', `The date ${v.toISOString()} is not a number; use DATEDIFF or TOUNIXTIME to turn dates into numbers`, {
-      value: v.toISOString(),
-    });
+    return fail(
+      'FML_NOT_A_NUMBER',
+      `The date ${v.toISOString()} is not a number; use DATEDIFF or TOUNIXTIME to turn dates into numbers`,
+      {
+        value: v.toISOString(),
+      },
+    );
   };
   L.num = num;
   L.int = (v: FValue): number => Math.trunc(num(v)) + 0;
@@ -152,7 +164,12 @@ export function installCore(L: FormulaLibrary): void {
   L.text = text;
 
   const checkText = (s: string, fn: string): string =>
-    s.length <= L.maxText ? s : fail('FML_TEXT_TOO_LONG', `${fn}: the text would be ${s.length} characters long, more than the limit of ${L.maxText}`);
+    s.length <= L.maxText
+      ? s
+      : fail(
+          'FML_TEXT_TOO_LONG',
+          `${fn}: the text would be ${s.length} characters long, more than the limit of ${L.maxText}`,
+        );
   L.checkText = checkText;
 
   const TRUE_WORDS = new Set(['true', 'yes', 'y', 'on', '1']);
@@ -165,7 +182,9 @@ export function installCore(L: FormulaLibrary): void {
       const t = v.trim().toLowerCase();
       if (TRUE_WORDS.has(t)) return true;
       if (FALSE_WORDS.has(t)) return false;
-      return fail('FML_NOT_A_BOOLEAN', `${show(v)} is not a boolean (true/false, yes/no, y/n, on/off, 1/0)`, { value: v.slice(0, 200) });
+      return fail('FML_NOT_A_BOOLEAN', `${show(v)} is not a boolean (true/false, yes/no, y/n, on/off, 1/0)`, {
+        value: v.slice(0, 200),
+      });
     }
     return fail('FML_NOT_A_BOOLEAN', `The date ${v.toISOString()} is not a boolean`, { value: v.toISOString() });
   };
@@ -178,13 +197,15 @@ export function installCore(L: FormulaLibrary): void {
 
   const utc = (year: number, month: number, day: number, hour = 0, minute = 0, second = 0, ms = 0): number => {
     // Date.UTC reads years 0–99 as 1900–1999: compute 400 years (146,097 days, exactly) later instead.
-    if (year >= 0 && year < 100) return Date.UTC(year + 400, month - 1, day, hour, minute, second, ms) - 146_097 * DAY_MS;
+    if (year >= 0 && year < 100)
+      return Date.UTC(year + 400, month - 1, day, hour, minute, second, ms) - 146_097 * DAY_MS;
     return Date.UTC(year, month - 1, day, hour, minute, second, ms);
   };
   L.utc = utc;
 
   const mkDate = (ms: number): Date => {
-    if (!Number.isFinite(ms) || Math.abs(ms) > MAX_MS) return fail('FML_OUT_OF_RANGE', 'The date is out of range (years -271821 to 275760)');
+    if (!Number.isFinite(ms) || Math.abs(ms) > MAX_MS)
+      return fail('FML_OUT_OF_RANGE', 'The date is out of range (years -271821 to 275760)');
     return new Date(ms);
   };
   L.mkDate = mkDate;
@@ -201,7 +222,8 @@ export function installCore(L: FormulaLibrary): void {
     const minute = m[5] === undefined ? 0 : Number(m[5]);
     const second = m[6] === undefined ? 0 : Number(m[6]);
     const ms = m[7] === undefined ? 0 : Math.floor(Number(`0.${m[7]}`) * 1000 + 1e-6);
-    if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+    if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59)
+      return undefined;
     let offset = 0;
     const zone = m[8];
     if (zone !== undefined && zone !== 'Z' && zone !== 'z') {
@@ -220,7 +242,12 @@ export function installCore(L: FormulaLibrary): void {
     if (v === null) return null;
     if (v instanceof Date) return v;
     if (typeof v === 'string') {
-      return parseDate(v) ?? fail('FML_NOT_A_DATE', `${show(v)} is not a date: write ISO-8601, e.g. 2024-03-05 or 2024-03-05T14:07:09Z`, { value: v.slice(0, 200) });
+      return (
+        parseDate(v) ??
+        fail('FML_NOT_A_DATE', `${show(v)} is not a date: write ISO-8601, e.g. 2024-03-05 or 2024-03-05T14:07:09Z`, {
+          value: v.slice(0, 200),
+        })
+      );
     }
     const hint = typeof v === 'number' ? '; use FROMUNIXTIME for Unix time' : '';
     return fail('FML_NOT_A_DATE', `The ${typeof v} ${show(v)} is not a date${hint}`, { value: v });
@@ -244,11 +271,13 @@ export function installCore(L: FormulaLibrary): void {
   };
 
   L.add = (a: FValue, b: FValue): number => {
-    if (typeof a === 'number' && typeof b === 'number' && Number.isInteger(a) && Number.isInteger(b)) return finite(a + b, '+');
+    if (typeof a === 'number' && typeof b === 'number' && Number.isInteger(a) && Number.isInteger(b))
+      return finite(a + b, '+');
     return finite(addNums(num(a), num(b), 1), '+');
   };
   L.sub = (a: FValue, b: FValue): number => {
-    if (typeof a === 'number' && typeof b === 'number' && Number.isInteger(a) && Number.isInteger(b)) return finite(a - b, '-');
+    if (typeof a === 'number' && typeof b === 'number' && Number.isInteger(a) && Number.isInteger(b))
+      return finite(a - b, '-');
     return finite(addNums(num(a), num(b), -1), '-');
   };
   L.mul = (a: FValue, b: FValue): number => {
@@ -262,7 +291,8 @@ export function installCore(L: FormulaLibrary): void {
         const xi = Math.round(x * (POW10[da] as number));
         const yi = Math.round(y * (POW10[db] as number));
         const p = xi * yi;
-        if (Math.abs(xi) < EXACT && Math.abs(yi) < EXACT && Math.abs(p) < Number.MAX_SAFE_INTEGER) return finite(p / (POW10[da + db] as number), '*');
+        if (Math.abs(xi) < EXACT && Math.abs(yi) < EXACT && Math.abs(p) < Number.MAX_SAFE_INTEGER)
+          return finite(p / (POW10[da + db] as number), '*');
       }
     }
     return finite(r, '*');
@@ -288,7 +318,9 @@ export function installCore(L: FormulaLibrary): void {
     const x = text(a);
     const y = text(b);
     const length = x.length + y.length;
-    return length > L.maxText ? fail('FML_TEXT_TOO_LONG', `&: the text would be ${length} characters long, more than the limit of ${L.maxText}`) : x + y;
+    return length > L.maxText
+      ? fail('FML_TEXT_TOO_LONG', `&: the text would be ${length} characters long, more than the limit of ${L.maxText}`)
+      : x + y;
   };
 
   /** Orders two values: dates as instants, else numbers, else booleans, else text by code unit. */

@@ -13,7 +13,20 @@ import type { FormulaLibrary, FValue } from './types.js';
 // eslint-disable-next-line max-lines-per-function -- shipped as source text into the isolate; it cannot call helpers outside its body
 export function installDateFormat(L: FormulaLibrary): void {
   const { text, fail, utc, show } = L;
-  const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+  const MONTHS = [
+    'January',
+    'February',
+    'March',
+    'April',
+    'May',
+    'June',
+    'July',
+    'August',
+    'September',
+    'October',
+    'November',
+    'December',
+  ];
   const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
   const CODES = 'yMdHhmsft';
 
@@ -77,7 +90,14 @@ export function installDateFormat(L: FormulaLibrary): void {
           out += n === 1 ? String(y % 100) : n === 2 ? pad(y % 100, 2) : pad(y, n);
           break;
         case 'M':
-          out += n === 1 ? String(mo + 1) : n === 2 ? pad(mo + 1, 2) : n === 3 ? (MONTHS[mo] as string).slice(0, 3) : (MONTHS[mo] as string);
+          out +=
+            n === 1
+              ? String(mo + 1)
+              : n === 2
+                ? pad(mo + 1, 2)
+                : n === 3
+                  ? (MONTHS[mo] as string).slice(0, 3)
+                  : (MONTHS[mo] as string);
           break;
         case 'd': {
           const wd = DAYS[d.getUTCDay()] as string;
@@ -108,7 +128,8 @@ export function installDateFormat(L: FormulaLibrary): void {
   };
 
   const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const names = (list: string[], short: boolean): string => `(${list.map((x) => (short ? x.slice(0, 3) : x)).join('|')})`;
+  const names = (list: string[], short: boolean): string =>
+    `(${list.map((x) => (short ? x.slice(0, 3) : x)).join('|')})`;
   interface Parser {
     re: RegExp;
     fields: { code: string; n: number }[];
@@ -138,7 +159,8 @@ export function installDateFormat(L: FormulaLibrary): void {
     parsers.set(format, parser);
     return parser;
   };
-  const indexOfName = (list: string[], name: string): number => list.findIndex((x) => x.toLowerCase().startsWith(name.toLowerCase()));
+  const indexOfName = (list: string[], name: string): number =>
+    list.findIndex((x) => x.toLowerCase().startsWith(name.toLowerCase()));
 
   L.parseWithFormat = (s: string, format: string): Date | undefined => {
     const { re, fields } = parserOf(format);
@@ -182,6 +204,12 @@ export function installDateFormat(L: FormulaLibrary): void {
     if (v instanceof Date) return v;
     const f = text(format);
     const d = typeof v === 'string' ? L.parseWithFormat(v, f) : undefined;
-    return d ?? fail('FML_NOT_A_DATE', `TODATETIME: ${show(v)} is not a date in the format ${show(f)}`, { value: typeof v === 'string' ? v.slice(0, 200) : v, format: f });
+    return (
+      d ??
+      fail('FML_NOT_A_DATE', `TODATETIME: ${show(v)} is not a date in the format ${show(f)}`, {
+        value: typeof v === 'string' ? v.slice(0, 200) : v,
+        format: f,
+      })
+    );
   };
 }

@@ -20,25 +20,61 @@ export function installDateTime(L: FormulaLibrary): void {
     ['millisecond', 1],
   ]);
   const PARTS = new Map<string, string>([
-    ['year', 'year'], ['yyyy', 'year'], ['yy', 'year'],
-    ['quarter', 'quarter'], ['qq', 'quarter'], ['q', 'quarter'],
-    ['month', 'month'], ['mm', 'month'], ['m', 'month'],
-    ['week', 'week'], ['wk', 'week'], ['ww', 'week'],
-    ['day', 'day'], ['dd', 'day'], ['d', 'day'],
-    ['hour', 'hour'], ['hh', 'hour'],
-    ['minute', 'minute'], ['mi', 'minute'], ['n', 'minute'],
-    ['second', 'second'], ['ss', 'second'], ['s', 'second'],
-    ['millisecond', 'millisecond'], ['ms', 'millisecond'],
+    ['year', 'year'],
+    ['yyyy', 'year'],
+    ['yy', 'year'],
+    ['quarter', 'quarter'],
+    ['qq', 'quarter'],
+    ['q', 'quarter'],
+    ['month', 'month'],
+    ['mm', 'month'],
+    ['m', 'month'],
+    ['week', 'week'],
+    ['wk', 'week'],
+    ['ww', 'week'],
+    ['day', 'day'],
+    ['dd', 'day'],
+    ['d', 'day'],
+    ['hour', 'hour'],
+    ['hh', 'hour'],
+    ['minute', 'minute'],
+    ['mi', 'minute'],
+    ['n', 'minute'],
+    ['second', 'second'],
+    ['ss', 'second'],
+    ['s', 'second'],
+    ['millisecond', 'millisecond'],
+    ['ms', 'millisecond'],
   ]);
-  const EXTRA_PARTS = new Map<string, string>([['dayofyear', 'dayofyear'], ['dy', 'dayofyear'], ['weekday', 'weekday'], ['dw', 'weekday']]);
-  const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+  const EXTRA_PARTS = new Map<string, string>([
+    ['dayofyear', 'dayofyear'],
+    ['dy', 'dayofyear'],
+    ['weekday', 'weekday'],
+    ['dw', 'weekday'],
+  ]);
+  const MONTHS = [
+    'January',
+    'February',
+    'March',
+    'April',
+    'May',
+    'June',
+    'July',
+    'August',
+    'September',
+    'October',
+    'November',
+    'December',
+  ];
   const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 
   const partOf = (v: FValue, fn: string, extra: boolean): string => {
     const key = text(v).trim().toLowerCase();
     const part = PARTS.get(key) ?? (extra ? EXTRA_PARTS.get(key) : undefined);
     if (part !== undefined) return part;
-    const known = extra ? 'year, quarter, month, week, day, hour, minute, second, millisecond, dayofyear or weekday' : 'year, quarter, month, week, day, hour, minute, second or millisecond';
+    const known = extra
+      ? 'year, quarter, month, week, day, hour, minute, second, millisecond, dayofyear or weekday'
+      : 'year, quarter, month, week, day, hour, minute, second or millisecond';
     return fail('FML_INVALID_ARGUMENT', `${fn}: ${show(v)} is not a date part; use ${known}`);
   };
   const daysIn = (year: number, month: number): number => new Date(utc(year, month + 1, 0)).getUTCDate();
@@ -163,7 +199,9 @@ export function installDateTime(L: FormulaLibrary): void {
   F.ADDMINUTES = adder('minute');
   F.ADDSECONDS = adder('second');
   F.STARTOFMONTH = ofDate((d) => mkDate(utc(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)));
-  F.ENDOFMONTH = ofDate((d) => mkDate(utc(d.getUTCFullYear(), d.getUTCMonth() + 1, daysIn(d.getUTCFullYear(), d.getUTCMonth() + 1))));
+  F.ENDOFMONTH = ofDate((d) =>
+    mkDate(utc(d.getUTCFullYear(), d.getUTCMonth() + 1, daysIn(d.getUTCFullYear(), d.getUTCMonth() + 1))),
+  );
   F.DAYSINMONTH = ofDate((d) => daysIn(d.getUTCFullYear(), d.getUTCMonth() + 1));
   F.ISLEAPYEAR = (v: FValue): boolean | null => {
     if (typeof v === 'number') return isLeap(Math.trunc(v));

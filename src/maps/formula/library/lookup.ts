@@ -61,14 +61,25 @@ export function installLookup(L: FormulaLibrary): void {
   const tableOf = (ref: FValue): Table => {
     const name = text(ref);
     const table = (GUID.test(name) ? byId.get(name.toLowerCase()) : undefined) ?? byName.get(name.trim().toLowerCase());
-    return table ?? fail('MAP_LOOKUP_TABLE_NOT_FOUND', `The Lookup Table "${name}" was not found; create it or correct the name in the formula.`, { table: name });
+    return (
+      table ??
+      fail(
+        'MAP_LOOKUP_TABLE_NOT_FOUND',
+        `The Lookup Table "${name}" was not found; create it or correct the name in the formula.`,
+        { table: name },
+      )
+    );
   };
   const noMatch = (fn: string, t: Table, column: 'value1' | 'value2', value: string): never =>
-    fail('MAP_LOOKUP_NO_MATCH', `${fn}: the Lookup Table "${t.name}" has no ${column} "${value}"; add the pair or use ${fn}_DEFAULT.`, {
-      table: t.name,
-      tableId: t.id,
-      [column]: value,
-    });
+    fail(
+      'MAP_LOOKUP_NO_MATCH',
+      `${fn}: the Lookup Table "${t.name}" has no ${column} "${value}"; add the pair or use ${fn}_DEFAULT.`,
+      {
+        table: t.name,
+        tableId: t.id,
+        [column]: value,
+      },
+    );
 
   F.LOOKUPTABLEVALUE1 = (table: FValue, value2: FValue): string => {
     const t = tableOf(table);

@@ -61,7 +61,9 @@ export function installMath(L: FormulaLibrary): void {
   };
   F.POWER = (v: FValue, e: FValue): number => {
     const r = Math.pow(num(v), num(e));
-    return Number.isNaN(r) ? fail('FML_INVALID_ARGUMENT', 'POWER: the result is not a real number (a negative number raised to a fraction)') : finite(r, 'POWER');
+    return Number.isNaN(r)
+      ? fail('FML_INVALID_ARGUMENT', 'POWER: the result is not a real number (a negative number raised to a fraction)')
+      : finite(r, 'POWER');
   };
   F.SQRT = (v: FValue): number => {
     const n = num(v);

@@ -67,6 +67,9 @@ export function installNumberFormat(L: FormulaLibrary): void {
       wholeText = placeDigits(intPattern, whole);
     }
     const negative = n < 0 && rounded !== 0;
-    return L.checkText(`${negative ? '-' : ''}${prefix}${wholeText}${frac === '' ? '' : `.${frac}`}${suffix}`, 'FORMAT');
+    return L.checkText(
+      `${negative ? '-' : ''}${prefix}${wholeText}${frac === '' ? '' : `.${frac}`}${suffix}`,
+      'FORMAT',
+    );
   };
 }

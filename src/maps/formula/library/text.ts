@@ -15,7 +15,10 @@ export function installText(L: FormulaLibrary): void {
     return n < 0 ? fail('FML_INVALID_ARGUMENT', `${fn}: ${what} must not be negative (it is ${n})`) : n;
   };
   const tooLong = (fn: string, length: number): never =>
-    fail('FML_TEXT_TOO_LONG', `${fn}: the text would be ${length} characters long, more than the limit of ${L.maxText}`);
+    fail(
+      'FML_TEXT_TOO_LONG',
+      `${fn}: the text would be ${length} characters long, more than the limit of ${L.maxText}`,
+    );
   /** Fails when a text of `length` would pass the limit: called before the text is built wherever its length is known ahead. */
   const fits = (fn: string, length: number): void => {
     if (length > L.maxText) tooLong(fn, length);
@@ -34,7 +37,10 @@ export function installText(L: FormulaLibrary): void {
       try {
         re = new RegExp(pattern, flags);
       } catch (e) {
-        return fail('FML_INVALID_ARGUMENT', `${fn}: ${show(pattern)} is not a valid regular expression (${e instanceof Error ? e.message : String(e)})`);
+        return fail(
+          'FML_INVALID_ARGUMENT',
+          `${fn}: ${show(pattern)} is not a valid regular expression (${e instanceof Error ? e.message : String(e)})`,
+        );
       }
       if (regexCache.size >= 500) regexCache.clear();
       regexCache.set(key, re);
@@ -49,7 +55,10 @@ export function installText(L: FormulaLibrary): void {
   // can reach a function over the limit (a long field), so even those that never lengthen check.
   F.CONCATENATE = (...parts: FValue[]): string => {
     const texts = parts.map(text);
-    fits('CONCATENATE', texts.reduce((n, s) => n + s.length, 0));
+    fits(
+      'CONCATENATE',
+      texts.reduce((n, s) => n + s.length, 0),
+    );
     return texts.join('');
   };
   F.LEFT = (t: FValue, n: FValue): string => checkText(text(t).slice(0, count(n, 'LEFT')), 'LEFT');
@@ -158,7 +167,9 @@ export function installText(L: FormulaLibrary): void {
   F.EXACT = (a: FValue, b: FValue): boolean => text(a) === text(b);
   F.CHAR = (code: FValue): string => {
     const c = int(code);
-    return c < 0 || c > 0x10ffff ? fail('FML_INVALID_ARGUMENT', `CHAR: ${c} is not a Unicode code point (0 to 1114111)`) : checkText(String.fromCodePoint(c), 'CHAR');
+    return c < 0 || c > 0x10ffff
+      ? fail('FML_INVALID_ARGUMENT', `CHAR: ${c} is not a Unicode code point (0 to 1114111)`)
+      : checkText(String.fromCodePoint(c), 'CHAR');
   };
   F.CODE = (t: FValue): number => {
     const s = text(t);
@@ -185,7 +196,8 @@ export function installText(L: FormulaLibrary): void {
     const s = text(t);
     const d = text(delimiter);
     const i = int(index);
-    if (i === 0) return fail('FML_INVALID_ARGUMENT', 'SPLITPART: index counts from 1 (or from -1 at the end); it cannot be 0');
+    if (i === 0)
+      return fail('FML_INVALID_ARGUMENT', 'SPLITPART: index counts from 1 (or from -1 at the end); it cannot be 0');
     const parts = d === '' ? [s] : s.split(d);
     const part = i > 0 ? parts[i - 1] : parts[parts.length + i];
     return checkText(part ?? '', 'SPLITPART');
@@ -201,7 +213,8 @@ export function installText(L: FormulaLibrary): void {
     const m = re.exec(text(t));
     if (m === null) return null;
     const g = group === undefined ? 0 : count(group, 'REGEXEXTRACT', 'group');
-    if (g >= m.length) return fail('FML_INVALID_ARGUMENT', `REGEXEXTRACT: the pattern has no group ${g} (it has ${m.length - 1})`);
+    if (g >= m.length)
+      return fail('FML_INVALID_ARGUMENT', `REGEXEXTRACT: the pattern has no group ${g} (it has ${m.length - 1})`);
     const found = m[g];
     return found === undefined ? null : checkText(found, 'REGEXEXTRACT');
   };
@@ -213,7 +226,10 @@ export function installText(L: FormulaLibrary): void {
       return encodeURIComponent(s);
     } catch (e) {
       if (L.isFailure(e)) throw e;
-      return fail('FML_INVALID_ARGUMENT', 'URLENCODE: the text holds a broken surrogate pair and cannot be encoded as UTF-8');
+      return fail(
+        'FML_INVALID_ARGUMENT',
+        'URLENCODE: the text holds a broken surrogate pair and cannot be encoded as UTF-8',
+      );
     }
   };
   F.URLDECODE = (t: FValue): string => {
@@ -248,7 +264,8 @@ export function installText(L: FormulaLibrary): void {
       const c = s.charCodeAt(i);
       if (c < 0x80) n += UNRESERVED.test(s.charAt(i)) ? 1 : 3;
       else if (c < 0x800) n += 6;
-      else if (c >= 0xd800 && c <= 0xdbff) n += 6; // half of a pair's four UTF-8 bytes, 12 characters
+      else if (c >= 0xd800 && c <= 0xdbff)
+        n += 6; // half of a pair's four UTF-8 bytes, 12 characters
       else if (c >= 0xdc00 && c <= 0xdfff) n += 6;
       else n += 9;
     }
@@ -330,7 +347,8 @@ export function installText(L: FormulaLibrary): void {
   const replaceCounted = (s: string, re: RegExp, replacement: string, fn: string): string => {
     // At most s.length + 1 matches, each replaced by the literal text and, per `$`, at most all of s.
     const dollars = replacement.split('$').length - 1;
-    if (s.length + (s.length + 1) * (replacement.length + dollars * s.length) <= L.maxText) return s.replace(re, replacement);
+    if (s.length + (s.length + 1) * (replacement.length + dollars * s.length) <= L.maxText)
+      return s.replace(re, replacement);
     let pieces: Piece[] | undefined;
     let built = 0;
     let end = 0;
@@ -341,7 +359,8 @@ export function installText(L: FormulaLibrary): void {
       let added = 0;
       for (const p of pieces) {
         if (typeof p === 'string') added += p.length;
-        else if ('ref' in p) added += p.ref === 'match' ? match.length : p.ref === 'before' ? m.index : s.length - m.index - match.length;
+        else if ('ref' in p)
+          added += p.ref === 'match' ? match.length : p.ref === 'before' ? m.index : s.length - m.index - match.length;
         else added += ('group' in p ? m[p.group] : m.groups?.[p.name])?.length ?? 0;
       }
       built += m.index - end + added;

@@ -69,7 +69,15 @@ export interface FormulaLibrary {
   /** A Date from epoch milliseconds; out of range fails the record. */
   mkDate: (ms: number) => Date;
   /** Epoch milliseconds of a UTC calendar instant; any year, parts carry over. */
-  utc: (year: number, month: number, day: number, hour?: number, minute?: number, second?: number, ms?: number) => number;
+  utc: (
+    year: number,
+    month: number,
+    day: number,
+    hour?: number,
+    minute?: number,
+    second?: number,
+    ms?: number,
+  ) => number;
   /** Reads text in a date format (the codes of FORMATDATE), or undefined when it does not fit. */
   parseWithFormat: (s: string, format: string) => Date | undefined;
   /** TODATETIME with a format: null stays null, a date stays itself, text must fit the format. */

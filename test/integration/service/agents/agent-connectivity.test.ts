@@ -15,14 +15,20 @@ describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target)
   const channels = new OpenChannels();
   beforeAll(async () => {
     // A short channel timeout, so that a frozen Agent is noticed in seconds rather than a minute.
-    svc = await startService(target, { cloudAgents: 'off', agentChannelTimeout: 2, heartbeatLateAfter: 5, heartbeatFailedAfter: 600 });
+    svc = await startService(target, {
+      cloudAgents: 'off',
+      agentChannelTimeout: 2,
+      heartbeatLateAfter: 5,
+      heartbeatFailedAfter: 600,
+    });
   });
   afterAll(async () => {
     await channels.closeAll();
     await svc?.close();
   });
 
-  const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
+  const getAgent = async (id: string) =>
+    (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
   const connect = async (agent: TestAgent) => {
     // A TestChannel answers the Service's pings, as a live Agent does.
     const ch = await channels.connect(svc, agent);
@@ -44,12 +50,19 @@ describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target)
     const ch = await connect(agent);
     expect(await getAgent(agent.agentId)).toMatchObject({ status: 'Running', isConnected: true });
     ch.ws.terminate(); // no close frame: the cable is pulled, the process killed
-    const shown = await until(async () => {
-      const model = await getAgent(agent.agentId);
-      return model.isConnected ? undefined : model;
-    }, 'the Agent shown not connected', 5_000);
+    const shown = await until(
+      async () => {
+        const model = await getAgent(agent.agentId);
+        return model.isConnected ? undefined : model;
+      },
+      'the Agent shown not connected',
+      5_000,
+    );
     expect(shown.status).toBe('Unknown');
-    const restart = await svc.request<{ code: string }>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`);
+    const restart = await svc.request<{ code: string }>(
+      'POST',
+      `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`,
+    );
     expect(restart.status).toBe(409);
     expect(restart.body.code).toBe('AGT_NOT_CONNECTED');
 
@@ -69,7 +82,11 @@ describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target)
       frozenCh.ws.pause();
       const frozenAt = Date.now();
       expect(await getAgent(frozen.agentId)).toMatchObject({ status: 'Running', isConnected: true });
-      await until(async () => ((await getAgent(frozen.agentId)).isConnected ? undefined : true), 'the frozen Agent dropped', 2_000 + 5_000);
+      await until(
+        async () => ((await getAgent(frozen.agentId)).isConnected ? undefined : true),
+        'the frozen Agent dropped',
+        2_000 + 5_000,
+      );
       const after = Date.now() - frozenAt;
       // Dropped by the channel timeout (2 s of silence, checked every 1/12 of it), not earlier.
       expect(after).toBeGreaterThanOrEqual(1_500);
@@ -81,10 +98,14 @@ describe.each(STORE_TARGETS)('whether an Agent is connected, on $name', (target)
       expect(await getAgent(live.agentId)).toMatchObject({ status: 'Running', isConnected: true });
 
       // No contact for FERRY_HEARTBEAT_LATE_AFTER: the sweeper's status wins over Unknown.
-      const late = await until(async () => {
-        const model = await getAgent(frozen.agentId);
-        return model.status === 'HeartbeatLate' ? model : undefined;
-      }, 'HeartbeatLate', 20_000);
+      const late = await until(
+        async () => {
+          const model = await getAgent(frozen.agentId);
+          return model.status === 'HeartbeatLate' ? model : undefined;
+        },
+        'HeartbeatLate',
+        20_000,
+      );
       expect(late.isConnected).toBe(false);
     } finally {
       clearInterval(beat);

@@ -25,9 +25,14 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     await svc?.close();
   });
 
-  const zipLogsFor = (logId: string): Promise<Incoming> => ch.next((m) => m['type'] === 'zipLogs' && m['logId'] === logId);
-  const upload = (url: string, body: Buffer, auth = `Bearer ${agent.agentId}.${agent.agentSecret}`, type = 'application/zip') =>
-    raw(url, { method: 'PUT', headers: { authorization: auth, 'content-type': type }, body });
+  const zipLogsFor = (logId: string): Promise<Incoming> =>
+    ch.next((m) => m['type'] === 'zipLogs' && m['logId'] === logId);
+  const upload = (
+    url: string,
+    body: Buffer,
+    auth = `Bearer ${agent.agentId}.${agent.agentSecret}`,
+    type = 'application/zip',
+  ) => raw(url, { method: 'PUT', headers: { authorization: auth, 'content-type': type }, body });
 
   it('asks the Agent for its logs, answers "not available" until the zip arrives, then returns it once', async () => {
     const post = await svc.request<{ logId: string }>('POST', L);
@@ -51,7 +56,9 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const file = path.join(svc.dataDir, 'log-archives', `${logId}.zip`);
     expect(fs.existsSync(file)).toBe(true);
     // A HEAD does not use up the one download.
-    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status).toBe(404);
+    expect(
+      (await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status,
+    ).toBe(404);
     const got = await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: ADMIN_BASIC } });
     expect(got.status).toBe(200);
     expect(got.type).toBe('application/zip');
@@ -66,7 +73,12 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
   it('refuses a GET from another IP address than the POST, even one a Security Rule admits', async () => {
     const from = '127.0.0.2';
     const rule = await svc.request('POST', `/v1/orgs/${svc.orgId}/securityrules`, {
-      body: { name: 'second loopback', allowedIpRangeStartAddress: from, allowedIpRangeEndAddress: from, apiAccessEnabled: true },
+      body: {
+        name: 'second loopback',
+        allowedIpRangeStartAddress: from,
+        allowedIpRangeEndAddress: from,
+        apiAccessEnabled: true,
+      },
     });
     expect(rule.status).toBe(201);
     const { logId } = (await svc.request<{ logId: string }>('POST', L)).body;
@@ -76,18 +88,24 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     expect(elsewhere.status).toBe(403);
     expect(elsewhere.body.code).toBe('AGT_LOGS_OTHER_IP');
     // The refusal did not use the logId up.
-    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: ADMIN_BASIC } })).status).toBe(200);
+    expect(
+      (await raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: ADMIN_BASIC } })).status,
+    ).toBe(200);
     // And the other address can have its own.
     const own = await svc.request<{ logId: string }>('POST', L, { from });
     expect(own.status).toBe(201);
-    expect((await svc.request<Problem>('GET', `${L}/${own.body.logId}`, { from })).body.detail).toBe(LOGS_NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${own.body.logId}`, { from })).body.detail).toBe(
+      LOGS_NOT_AVAILABLE,
+    );
   });
 
   it('takes uploads only from the Agent asked, as a zip, with its credentials', async () => {
     const { logId } = (await svc.request<{ logId: string }>('POST', L)).body;
     const url = String((await zipLogsFor(logId))['uploadUrl']);
     const zip = await logZip('y');
-    expect((await raw(url, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: zip })).status).toBe(401);
+    expect((await raw(url, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: zip })).status).toBe(
+      401,
+    );
     expect((await upload(url, zip, `Bearer ${agent.agentId}.not-the-secret`)).status).toBe(401);
     expect((await upload(url, zip, ADMIN_BASIC)).status).toBe(401);
     const other = await registerTestAgent(svc);
@@ -102,7 +120,11 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
   it('reports an archive the Agent could not make, and refuses Agents that are not connected', async () => {
     const { logId } = (await svc.request<{ logId: string }>('POST', L)).body;
     await zipLogsFor(logId);
-    const ack = await ch.report({ kind: 'logArchiveFailed', logId, error: { code: 'AGT_LOG_UPLOAD_FAILED', kind: 'transient', message: 'disk full' } });
+    const ack = await ch.report({
+      kind: 'logArchiveFailed',
+      logId,
+      error: { code: 'AGT_LOG_UPLOAD_FAILED', kind: 'transient', message: 'disk full' },
+    });
     expect(ack).toMatchObject({ ok: true });
     const failed = await svc.request<Problem>('GET', `${L}/${logId}`);
     expect(failed.status).toBe(409);
@@ -113,7 +135,14 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const refused = await svc.request<Problem>('POST', `/v1/orgs/${svc.orgId}/agents/${offline.agentId}/logs`);
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('AGT_NOT_CONNECTED');
-    expect((await svc.request('GET', `/v1/orgs/${svc.orgId}/agents/${offline.agentId}/logs/3f2504e0-4f89-41d3-9a0c-0305e82c3301`)).status).toBe(404);
+    expect(
+      (
+        await svc.request(
+          'GET',
+          `/v1/orgs/${svc.orgId}/agents/${offline.agentId}/logs/3f2504e0-4f89-41d3-9a0c-0305e82c3301`,
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it('passes on the Agent refusing to zip its logs', async () => {
@@ -121,7 +150,11 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const sch = await TestChannel.connect(svc, stubborn);
     try {
       await sch.hello(stubborn);
-      sch.autoReply = (cmd) => ({ re: cmd['id'], ok: false, error: { code: 'AGT_DRAINING', kind: 'transient', message: 'restarting now' } });
+      sch.autoReply = (cmd) => ({
+        re: cmd['id'],
+        ok: false,
+        error: { code: 'AGT_DRAINING', kind: 'transient', message: 'restarting now' },
+      });
       const res = await svc.request<Problem>('POST', `/v1/orgs/${svc.orgId}/agents/${stubborn.agentId}/logs`);
       expect(res.status).toBe(502);
       expect(res.body.code).toBe('AGT_COMMAND_FAILED');
@@ -137,6 +170,8 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const post = await svc.request<{ logId: string }>('POST', L, { auth: user });
     expect(post.status).toBe(201);
     expect((await svc.request('GET', `${L}/${post.body.logId}`, { auth: reader })).status).toBe(403);
-    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(LOGS_NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(
+      LOGS_NOT_AVAILABLE,
+    );
   });
 });

@@ -30,8 +30,10 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
   });
   afterAll(async () => svc?.close());
 
-  const provision = async () => (await svc.request<Provisioned>('POST', `/v1/orgs/${svc.orgId}/agents/provision_onpremise_agent`)).body;
-  const register = (body: unknown) => svc.request<RegisterResponse & Problem>('POST', '/v1/agent/register', { auth: null, body });
+  const provision = async () =>
+    (await svc.request<Provisioned>('POST', `/v1/orgs/${svc.orgId}/agents/provision_onpremise_agent`)).body;
+  const register = (body: unknown) =>
+    svc.request<RegisterResponse & Problem>('POST', '/v1/agent/register', { auth: null, body });
   const request = (key: string, extra: Record<string, unknown> = {}) => ({
     agentInstallationKey: key,
     machineName: 'reg-host',
@@ -47,7 +49,9 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
     expect(res.status).toBe(200);
     expect(res.body.agentInstallationKey).toMatch(GUID_RE);
     expect(res.body.agentInstallerLocation).toBe(`${svc.url}/v1/agent/installer`);
-    expect(res.body.installCommand).toBe(`curl -fsSL ${svc.url}/v1/agent/installer | sh -s -- ${res.body.agentInstallationKey}`);
+    expect(res.body.installCommand).toBe(
+      `curl -fsSL ${svc.url}/v1/agent/installer | sh -s -- ${res.body.agentInstallationKey}`,
+    );
     const ttl = Date.parse(res.body.expiresAt) - before;
     expect(ttl).toBeGreaterThan(86_399_000);
     expect(ttl).toBeLessThan(86_401_000);
@@ -78,15 +82,29 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
 
   it('lets exactly one of two simultaneous registrations with a key through', async () => {
     const key = (await provision()).agentInstallationKey;
-    const results = await Promise.all([register(request(key, { machineName: 'race-a' })), register(request(key, { machineName: 'race-b' }))]);
+    const results = await Promise.all([
+      register(request(key, { machineName: 'race-a' })),
+      register(request(key, { machineName: 'race-b' })),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
   });
 
   it('gives Agents of one machine registering at the same moment numbered names instead of refusing one', async () => {
     const keys = await Promise.all(Array.from({ length: 6 }, () => provision()));
-    const results = await Promise.all(keys.map((k, i) => register(request(k.agentInstallationKey, { machineName: 'twin-host', fingerprint: `fingerprint-twin-${i}` }))));
+    const results = await Promise.all(
+      keys.map((k, i) =>
+        register(request(k.agentInstallationKey, { machineName: 'twin-host', fingerprint: `fingerprint-twin-${i}` })),
+      ),
+    );
     expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201, 201]);
-    expect(results.map((r) => r.body.name).sort()).toEqual(['twin-host', 'twin-host 2', 'twin-host 3', 'twin-host 4', 'twin-host 5', 'twin-host 6']);
+    expect(results.map((r) => r.body.name).sort()).toEqual([
+      'twin-host',
+      'twin-host 2',
+      'twin-host 3',
+      'twin-host 4',
+      'twin-host 5',
+      'twin-host 6',
+    ]);
   });
 
   it('refuses an unknown key with 401', async () => {
@@ -109,7 +127,10 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
     for (const [body, field] of cases) {
       const res = await register(body);
       expect(res.status, field).toBe(400);
-      expect(res.body.errors?.map((e) => e.path), field).toContain(field);
+      expect(
+        res.body.errors?.map((e) => e.path),
+        field,
+      ).toContain(field);
     }
     for (const raw of ['{bad', '[]', 'null', '"x"']) expect((await register(raw)).status, raw).toBe(400);
     // None of that used the key.
@@ -132,7 +153,10 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
       const noKey = spawnSync('/bin/sh', [script], { encoding: 'utf8' });
       expect(noKey.status).toBe(1);
       expect(noKey.stderr).toContain('usage');
-      const noNode = spawnSync('/bin/sh', [script, '3f2504e0-4f89-41d3-9a0c-0305e82c3301'], { encoding: 'utf8', env: { PATH: dir } });
+      const noNode = spawnSync('/bin/sh', [script, '3f2504e0-4f89-41d3-9a0c-0305e82c3301'], {
+        encoding: 'utf8',
+        env: { PATH: dir },
+      });
       expect(noNode.status).toBe(1);
       expect(noNode.stderr).toContain('Node.js 20 or newer is required');
       const evilKey = spawnSync('/bin/sh', [script, 'x;rm -rf /'], { encoding: 'utf8' });
@@ -144,10 +168,14 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
 
   it('refuses a Host header that is not a host name instead of writing it into the script', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request(`${svc.url}/v1/agent/installer`, { headers: { host: "evil';touch /tmp/x;'" } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        `${svc.url}/v1/agent/installer`,
+        { headers: { host: "evil';touch /tmp/x;'" } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -159,11 +187,13 @@ describe.each(STORE_TARGETS)('Agent provisioning and registration on $name', (ta
     try {
       const file = path.join(dir, 'ferry.tgz');
       const { status, type } = await new Promise<{ status: number; type: string }>((resolve, reject) => {
-        http.get(`${svc.url}/v1/agent/package.tgz`, (res) => {
-          const out = fs.createWriteStream(file);
-          res.pipe(out);
-          out.on('finish', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']) }));
-        }).on('error', reject);
+        http
+          .get(`${svc.url}/v1/agent/package.tgz`, (res) => {
+            const out = fs.createWriteStream(file);
+            res.pipe(out);
+            out.on('finish', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']) }));
+          })
+          .on('error', reject);
       });
       expect(status).toBe(200);
       expect(type).toBe('application/gzip');
@@ -190,7 +220,13 @@ describe.each(STORE_TARGETS)('installation key expiry on $name', (target) => {
     await until(async () => (Date.now() > Date.parse(key.body.expiresAt) ? true : undefined), 'the key to expire');
     const res = await svc.request<Problem>('POST', '/v1/agent/register', {
       auth: null,
-      body: { agentInstallationKey: key.body.agentInstallationKey, machineName: 'late', serviceName: 'ferry-agent-1', version: '1.0.0', fingerprint: 'fingerprint-late' },
+      body: {
+        agentInstallationKey: key.body.agentInstallationKey,
+        machineName: 'late',
+        serviceName: 'ferry-agent-1',
+        version: '1.0.0',
+        fingerprint: 'fingerprint-late',
+      },
     });
     expect(res.status).toBe(410);
     expect(res.body.code).toBe('AGT_INSTALLATION_KEY_EXPIRED');

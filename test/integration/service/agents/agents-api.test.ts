@@ -122,7 +122,9 @@ describe.each(STORE_TARGETS)('the Agents API on $name', (target) => {
     expect(renamed.status).toBe(200);
     expect(renamed.body.name).toBe('Renamed');
     const got = await svc.request<AgentModel>('GET', `${A}/${agent.agentId}`);
-    const same = await svc.request<AgentModel>('PUT', `${A}/${agent.agentId}`, { body: { ...got.body, status: 'Running', isCloudAgent: true } });
+    const same = await svc.request<AgentModel>('PUT', `${A}/${agent.agentId}`, {
+      body: { ...got.body, status: 'Running', isCloudAgent: true },
+    });
     expect(same.status).toBe(200);
     expect(same.body).toMatchObject({ name: 'Renamed', status: 'Unknown', isCloudAgent: false });
 
@@ -146,13 +148,31 @@ describe.each(STORE_TARGETS)('the Agents API on $name', (target) => {
     const now = nowIso();
     const id = newId();
     await insertAgent(svc.service.store.db, {
-      id, orgId: svc.orgId, name: 'Cloud Agent', nameKey: 'cloud agent', machineName: 'svc', serviceName: '', isCloudAgent: 1, isUpdating: 0,
-      status: 'ShutdownCloud', lastContactTime: null, lastShutdownTime: null, lastStartTime: null, version: null, installedConnectors: '[]',
-      secretHash: null, fingerprint: null, createdAt: now, modifiedAt: now,
+      id,
+      orgId: svc.orgId,
+      name: 'Cloud Agent',
+      nameKey: 'cloud agent',
+      machineName: 'svc',
+      serviceName: '',
+      isCloudAgent: 1,
+      isUpdating: 0,
+      status: 'ShutdownCloud',
+      lastContactTime: null,
+      lastShutdownTime: null,
+      lastStartTime: null,
+      version: null,
+      installedConnectors: '[]',
+      secretHash: null,
+      fingerprint: null,
+      createdAt: now,
+      modifiedAt: now,
     });
     const res = await svc.request<Problem>('PUT', `${A}/${id}`, { body: { name: 'My Cloud' } });
     expect(res.status).toBe(400);
-    expect((await svc.request<AgentModel>('PUT', `${A}/${id}`, { body: { name: 'Cloud Agent' } })).body).toMatchObject({ isCloudAgent: true, status: 'ShutdownCloud' });
+    expect((await svc.request<AgentModel>('PUT', `${A}/${id}`, { body: { name: 'Cloud Agent' } })).body).toMatchObject({
+      isCloudAgent: true,
+      status: 'ShutdownCloud',
+    });
     const logs = await svc.request<Problem>('POST', `${A}/${id}/logs`);
     expect(logs.status).toBe(400);
     expect(logs.body.code).toBe('API_UNSUPPORTED');
@@ -185,9 +205,13 @@ describe.each(STORE_TARGETS)('the Agents API on $name', (target) => {
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(res.body.code).toBe('API_FORBIDDEN_ROLE');
     }
-    expect((await svc.request('PUT', `${A}/${agent.agentId}`, { auth: user, body: { name: 'By User' } })).status).toBe(200);
+    expect((await svc.request('PUT', `${A}/${agent.agentId}`, { auth: user, body: { name: 'By User' } })).status).toBe(
+      200,
+    );
     expect((await svc.request('POST', `${A}/provision_onpremise_agent`, { auth: user })).status).toBe(200);
-    expect((await svc.request<Problem>('POST', `${A}/${agent.agentId}/restart`, { auth: user })).body.code).toBe('AGT_NOT_CONNECTED');
+    expect((await svc.request<Problem>('POST', `${A}/${agent.agentId}/restart`, { auth: user })).body.code).toBe(
+      'AGT_NOT_CONNECTED',
+    );
     expect((await svc.request('DELETE', `${A}/${agent.agentId}`, { auth: user })).status).toBe(403);
     expect((await svc.request('POST', `${A}/provision_cloud_agent`, { auth: user })).status).toBe(403);
     expect((await svc.request('GET', A, { auth: null })).status).toBe(401);
@@ -203,8 +227,24 @@ describe.each(STORE_TARGETS)('the Agents API on $name', (target) => {
   });
 
   it('documents every Agent status of SPEC.md in the schema', async () => {
-    const doc = await svc.request<{ components?: unknown; paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: { items?: { properties?: { status?: { enum?: string[] } } } } }> }> }>> }>('GET', '/v1/openapi.json', { auth: null });
-    const list = doc.body.paths['/v1/orgs/{orgId}/agents']?.['get']?.responses?.['200']?.content?.['application/json']?.schema?.items?.properties?.status?.enum;
+    const doc = await svc.request<{
+      components?: unknown;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses?: Record<
+              string,
+              { content?: Record<string, { schema?: { items?: { properties?: { status?: { enum?: string[] } } } } }> }
+            >;
+          }
+        >
+      >;
+    }>('GET', '/v1/openapi.json', { auth: null });
+    const list =
+      doc.body.paths['/v1/orgs/{orgId}/agents']?.['get']?.responses?.['200']?.content?.['application/json']?.schema
+        ?.items?.properties?.status?.enum;
     expect(list).toEqual([...AGENT_STATUSES]);
     expect(list).toHaveLength(15);
   });

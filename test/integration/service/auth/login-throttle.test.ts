@@ -70,7 +70,11 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
       const out: Array<[number, string | undefined, string]> = [];
       for (let i = 0; i < 12; i++) {
         const r = await login(s, c);
-        out.push([r.status, r.headers['retry-after'] === undefined ? undefined : 'set', r.body.detail.replace(/\d+ seconds/, 'N seconds')]);
+        out.push([
+          r.status,
+          r.headers['retry-after'] === undefined ? undefined : 'set',
+          r.body.detail.replace(/\d+ seconds/, 'N seconds'),
+        ]);
       }
       return out;
     };
@@ -83,14 +87,19 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
   const spray = async (s: TestService): Promise<number[]> => {
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) {
-      for (let j = 0; j < 2; j++) statuses.push((await login(s, { email: `target${i}@ferry.test`, password: `Guess-${j}` })).status);
+      for (let j = 0; j < 2; j++)
+        statuses.push((await login(s, { email: `target${i}@ferry.test`, password: `Guess-${j}` })).status);
     }
     return statuses;
   };
 
   it('slow an address that sprays many accounts without refusing anyone there', async () => {
     const clock = testClock();
-    const s = (svc = await startService(target, {}, { loginThrottle: new LoginThrottle({ perAddress: 20, pauseMs: 0 }, clock.now) }));
+    const s = (svc = await startService(
+      target,
+      {},
+      { loginThrottle: new LoginThrottle({ perAddress: 20, pauseMs: 0 }, clock.now) },
+    ));
     // A colleague the Service has never verified (nothing cached since it started).
     const c = await addUser(s, s.orgId, 'User');
 
@@ -100,7 +109,8 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
     expect((await login(s, s.admin)).status).toBe(200);
     // Wrong passwords verified in turn still lock their pair at 10.
     const guesses: number[] = [];
-    for (let i = 0; i < 11; i++) guesses.push((await login(s, { email: 'target0@ferry.test', password: `More-${i}` })).status);
+    for (let i = 0; i < 11; i++)
+      guesses.push((await login(s, { email: 'target0@ferry.test', password: `More-${i}` })).status);
     expect(guesses).toEqual([...Array(8).fill(401), 429, 429, 429]);
 
     clock.advance(FIFTEEN_MINUTES);
@@ -158,8 +168,12 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
     const a = await addUser(s, s.orgId, 'User');
     /** A call with Basic credentials given as raw bytes (what a client may send, valid UTF-8 or not). */
     const basic = (bytes: Buffer): Promise<ApiResponse<Problem>> =>
-      s.request<Problem>('GET', '/v1/users', { auth: null, headers: { authorization: `Basic ${bytes.toString('base64')}` } });
-    const bytes = (...parts: Array<string | number[]>): Buffer => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+      s.request<Problem>('GET', '/v1/users', {
+        auth: null,
+        headers: { authorization: `Basic ${bytes.toString('base64')}` },
+      });
+    const bytes = (...parts: Array<string | number[]>): Buffer =>
+      Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
     const expected = await login(s, { email: 'nobody@ferry.test', password: 'Whatever-1' });
     expect(expected.status).toBe(401);
 
@@ -180,7 +194,10 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
       expect(r.body, what).toEqual(expected.body);
     }
     // An Organization route refuses them the same way, before its Organization is looked up.
-    const org = await s.request<Problem>('GET', `/v1/orgs/${s.orgId}/agents`, { auth: null, headers: { authorization: 'Basic ADoA' } });
+    const org = await s.request<Problem>('GET', `/v1/orgs/${s.orgId}/agents`, {
+      auth: null,
+      headers: { authorization: 'Basic ADoA' },
+    });
     expect(org.status).toBe(401);
     expect([org.body.code, org.body.detail]).toEqual([expected.body.code, expected.body.detail]);
 
@@ -191,7 +208,9 @@ describe.each(STORE_TARGETS)('Failed logins on $name', (target) => {
     // Passwords no account can have count on their account's pair: ten lock it, right password included.
     const passwords = [bytes('x\u0000y'), bytes([0xff, 0xfe]), bytes('p'.repeat(1025))];
     for (let i = 0; i < 10; i++) {
-      expect((await basic(Buffer.concat([bytes(`${a.email}:`), passwords[i % passwords.length] as Buffer]))).status).toBe(401);
+      expect(
+        (await basic(Buffer.concat([bytes(`${a.email}:`), passwords[i % passwords.length] as Buffer]))).status,
+      ).toBe(401);
     }
     const locked = await login(s, a);
     expect(locked.status).toBe(429);

@@ -134,7 +134,11 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
           ch.send({ re: cmd['id'], ok: false, error: { code: 'CON_AUTH_FAILED', kind: 'config', message } });
         } else if (packNext) {
           packNext = false;
-          ch.send({ re: cmd['id'], ok: true, result: { encoding: 'gzip+base64', data: gzipSync(JSON.stringify(METADATA)).toString('base64') } });
+          ch.send({
+            re: cmd['id'],
+            ok: true,
+            result: { encoding: 'gzip+base64', data: gzipSync(JSON.stringify(METADATA)).toString('base64') },
+          });
         } else ch.send({ re: cmd['id'], ok: true, result: METADATA });
       };
       void (gate ?? Promise.resolve()).then(answer);
@@ -158,29 +162,74 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     expect(first.status).toBe(404);
     expect(first.body).toMatchObject({ code: 'API_METADATA_LOADING', detail: 'Metadata is loading; repeat the call' });
     await until(async () => (commands.length > 0 ? true : undefined), 'the loadMetadata command');
-    expect(commands[0]).toMatchObject({ type: 'loadMetadata', connectorId: SQLITE, connectionId: conn.split('/').pop(), reload: false });
+    expect(commands[0]).toMatchObject({
+      type: 'loadMetadata',
+      connectorId: SQLITE,
+      connectionId: conn.split('/').pop(),
+      reload: false,
+    });
     // Still loading: the same answer, and no second command.
     expect((await svc.request<Problem>('GET', `${conn}/actions`)).body.code).toBe('API_METADATA_LOADING');
-    const running = await svc.request<Array<{ state: string; agentId: string; objectName: string }>>('GET', `${conn}/metadatarequests`);
-    expect(running.body).toEqual([expect.objectContaining({ state: 'Requested', agentId: agent.agentId, objectName: 'Meta', endDate: null })]);
+    const running = await svc.request<Array<{ state: string; agentId: string; objectName: string }>>(
+      'GET',
+      `${conn}/metadatarequests`,
+    );
+    expect(running.body).toEqual([
+      expect.objectContaining({ state: 'Requested', agentId: agent.agentId, objectName: 'Meta', endDate: null }),
+    ]);
     release?.();
     gate = undefined;
 
-    const entities = await poll<Array<{ fullName: string; fields?: Array<Record<string, unknown>>; relationships?: unknown[] }>>(`${conn}/entities`);
+    const entities = await poll<
+      Array<{ fullName: string; fields?: Array<Record<string, unknown>>; relationships?: unknown[] }>
+    >(`${conn}/entities`);
     expect(entities.status).toBe(200);
     expect(entities.headers['total-count']).toBe('2');
     expect(entities.body.map((e) => e.fullName)).toEqual(['customers', 'Orders']);
     expect(entities.body[0]?.fields?.[0]).toEqual({
-      name: 'id', fullName: 'id', originalName: 'id', description: '', isPrimaryKey: true, nullable: false, size: 8, ordinal: 1, presentationType: '', propertyType: 'integer',
-      minOccurs: 0, maxOccurs: 0, requiredInActionInput: false, usedInLookupCondition: true, usedInActionInput: true, usedInQueryConstraint: true, usedInQuerySelect: true,
-      usedInActionOutput: false, usedInQuerySequence: false, nativeType: 'INTEGER', hasDefault: true,
+      name: 'id',
+      fullName: 'id',
+      originalName: 'id',
+      description: '',
+      isPrimaryKey: true,
+      nullable: false,
+      size: 8,
+      ordinal: 1,
+      presentationType: '',
+      propertyType: 'integer',
+      minOccurs: 0,
+      maxOccurs: 0,
+      requiredInActionInput: false,
+      usedInLookupCondition: true,
+      usedInActionInput: true,
+      usedInQueryConstraint: true,
+      usedInQuerySelect: true,
+      usedInActionOutput: false,
+      usedInQuerySequence: false,
+      nativeType: 'INTEGER',
+      hasDefault: true,
     });
     expect(commands).toHaveLength(1);
     // The Agent that loaded the metadata is the Connection's lastTestedAgentId.
-    expect((await svc.request<{ lastTestedAgentId: string | null }>('GET', conn)).body.lastTestedAgentId).toBe(agent.agentId);
+    expect((await svc.request<{ lastTestedAgentId: string | null }>('GET', conn)).body.lastTestedAgentId).toBe(
+      agent.agentId,
+    );
 
-    const bare = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/entities?expand=false&limit=1&offset=1`);
-    expect(bare.body).toEqual([{ id: 'orders', name: 'Orders', fullName: 'Orders', originalName: 'Orders', description: 'table', isHidden: false, actions: [QUERY] }]);
+    const bare = await svc.request<Array<Record<string, unknown>>>(
+      'GET',
+      `${conn}/entities?expand=false&limit=1&offset=1`,
+    );
+    expect(bare.body).toEqual([
+      {
+        id: 'orders',
+        name: 'Orders',
+        fullName: 'Orders',
+        originalName: 'Orders',
+        description: 'table',
+        isHidden: false,
+        actions: [QUERY],
+      },
+    ]);
     expect(bare.headers['total-count']).toBe('2');
 
     expect((await svc.request<string[]>('GET', `${conn}/entitynames`)).body).toEqual(['customers', 'Orders']);
@@ -193,34 +242,70 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     expect(past.headers['total-count']).toBe('2');
     expect((await page('limit=0')).body).toEqual([]);
     for (const bad of ['limit=1001', 'offset=-1', 'limit=x']) expect((await page(bad)).status, bad).toBe(400);
-    const actions = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/actions?expand=true&mapType=IntegrationServicesMap`);
-    expect(actions.body).toEqual([{ ...QUERY, entities: ['customers', 'Orders'] }, { ...CREATE, entities: ['customers'] }]);
+    const actions = await svc.request<Array<Record<string, unknown>>>(
+      'GET',
+      `${conn}/actions?expand=true&mapType=IntegrationServicesMap`,
+    );
+    expect(actions.body).toEqual([
+      { ...QUERY, entities: ['customers', 'Orders'] },
+      { ...CREATE, entities: ['customers'] },
+    ]);
     expect((await svc.request<Problem>('GET', `${conn}/actions?mapType=IntegrationServicesBasicMap`)).status).toBe(400);
-    const supported = await svc.request<{ actions: unknown[]; entities: Array<{ fullName: string; fields?: unknown }> }>('GET', `${conn}/supportedactions`);
+    const supported = await svc.request<{
+      actions: unknown[];
+      entities: Array<{ fullName: string; fields?: unknown }>;
+    }>('GET', `${conn}/supportedactions`);
     expect(supported.body.actions).toEqual([QUERY, CREATE]);
-    expect(supported.body.entities.map((e) => [e.fullName, e.fields])).toEqual([['customers', undefined], ['Orders', undefined]]);
+    expect(supported.body.entities.map((e) => [e.fullName, e.fields])).toEqual([
+      ['customers', undefined],
+      ['Orders', undefined],
+    ]);
 
-    const one = await svc.request<{ fullName: string; fields: unknown[]; relationships: unknown[] }>('GET', `${conn}/entities/ORDERS`);
+    const one = await svc.request<{ fullName: string; fields: unknown[]; relationships: unknown[] }>(
+      'GET',
+      `${conn}/entities/ORDERS`,
+    );
     expect(one.status).toBe(200);
     expect(one.body.fullName).toBe('Orders');
     expect(one.body.fields).toHaveLength(2);
-    expect((await svc.request<{ fullName: string }>('GET', `${conn}/entities/customers`)).body.fullName).toBe('customers');
+    expect((await svc.request<{ fullName: string }>('GET', `${conn}/entities/customers`)).body.fullName).toBe(
+      'customers',
+    );
     expect((await svc.request<Problem>('GET', `${conn}/entities/nope`)).status).toBe(404);
     const fields = await svc.request<Array<{ fullName: string }>>('GET', `${conn}/entities/orders/fields`);
     expect(fields.body.map((f) => f.fullName)).toEqual(['id', 'customer_id']);
 
     const rels = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/entities/Orders/relationships`);
     expect(rels.body).toEqual([
-      expect.objectContaining({ path: 'Orders.customers', thisEntityFullName: 'Orders', relatedEntityFullName: 'customers', thisProperties: ['customer_id'], relatedProperties: ['id'], relationshipType: 'ManyToOne' }),
+      expect.objectContaining({
+        path: 'Orders.customers',
+        thisEntityFullName: 'Orders',
+        relatedEntityFullName: 'customers',
+        thisProperties: ['customer_id'],
+        relatedProperties: ['id'],
+        relationshipType: 'ManyToOne',
+      }),
     ]);
-    const again = await svc.request<Array<{ uniqueId: string }>>('GET', `${conn}/entities/Orders/relationships?nestedPropertyRelations=10`);
+    const again = await svc.request<Array<{ uniqueId: string }>>(
+      'GET',
+      `${conn}/entities/Orders/relationships?nestedPropertyRelations=10`,
+    );
     expect(again.status).toBe(200);
     expect(again.body[0]?.uniqueId).not.toBe(rels.body[0]?.['uniqueId']);
-    expect((await svc.request<Problem>('GET', `${conn}/entities/Orders/relationships?nestedPropertyRelations=11`)).status).toBe(400);
-    expect((await svc.request<Problem>('GET', `${conn}/entities/Orders/relationships?nestedPropertyRelations=-1`)).status).toBe(400);
+    expect(
+      (await svc.request<Problem>('GET', `${conn}/entities/Orders/relationships?nestedPropertyRelations=11`)).status,
+    ).toBe(400);
+    expect(
+      (await svc.request<Problem>('GET', `${conn}/entities/Orders/relationships?nestedPropertyRelations=-1`)).status,
+    ).toBe(400);
 
-    const done = await svc.request<Array<{ state: string; endDate: string | null; objectDefinitionId: string }>>('GET', `${conn}/metadatarequests`);
-    expect(done.body).toEqual([expect.objectContaining({ state: 'Completed', errorMessage: null, objectDefinitionId: conn.split('/').pop() })]);
+    const done = await svc.request<Array<{ state: string; endDate: string | null; objectDefinitionId: string }>>(
+      'GET',
+      `${conn}/metadatarequests`,
+    );
+    expect(done.body).toEqual([
+      expect.objectContaining({ state: 'Completed', errorMessage: null, objectDefinitionId: conn.split('/').pop() }),
+    ]);
     expect(done.body[0]?.endDate).not.toBeNull();
   });
 
@@ -259,7 +344,10 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     // The next call starts again, and this time the load succeeds.
     const names = await poll<string[]>(`${conn}/entitynames`);
     expect(names.body).toEqual(['customers', 'Orders']);
-    const reqs = await svc.request<Array<{ state: string; errorMessage: string | null }>>('GET', `${conn}/metadatarequests?limit=2`);
+    const reqs = await svc.request<Array<{ state: string; errorMessage: string | null }>>(
+      'GET',
+      `${conn}/metadatarequests?limit=2`,
+    );
     expect(reqs.body.map((r) => r.state)).toEqual(['Completed', 'Failed']);
     expect(reqs.headers['total-count']).toBe('3');
   });
@@ -270,7 +358,11 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     const names = await poll<string[]>(`${conn}/entitynames?agentId=${agent.agentId}`);
     expect(names.body).toEqual(['customers', 'Orders']);
     expect(packNext).toBe(false);
-    expect((await svc.request<Array<{ fullName: string }>>('GET', `${conn}/entities/Orders/fields`)).body.map((f) => f.fullName)).toEqual(['id', 'customer_id']);
+    expect(
+      (await svc.request<Array<{ fullName: string }>>('GET', `${conn}/entities/Orders/fields`)).body.map(
+        (f) => f.fullName,
+      ),
+    ).toEqual(['id', 'customer_id']);
   });
 
   it('refuses an unknown Connection or Agent, and an Agent that is not connected', async () => {
@@ -278,7 +370,9 @@ describe.each(STORE_TARGETS)('Connection metadata on $name', (target) => {
     expect((await svc.request<Problem>('GET', `${C}/${UNKNOWN}/entities?agentId=${agent.agentId}`)).status).toBe(404);
     expect((await svc.request<Problem>('GET', `${conn}/entities?agentId=${UNKNOWN}`)).status).toBe(404);
     const offline = await registerTestAgent(svc, { name: 'Offline' });
-    expect((await svc.request<Problem>('GET', `${conn}/entities?agentId=${offline.agentId}`)).body.code).toBe('AGT_NOT_CONNECTED');
+    expect((await svc.request<Problem>('GET', `${conn}/entities?agentId=${offline.agentId}`)).body.code).toBe(
+      'AGT_NOT_CONNECTED',
+    );
     expect((await svc.request<Problem>('GET', `${conn}/entities?agentId=not-a-guid`)).status).toBe(400);
     expect((await svc.request<Problem>('DELETE', `${C}/${UNKNOWN}/metadata`)).status).toBe(404);
   });

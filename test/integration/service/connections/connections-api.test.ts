@@ -46,13 +46,15 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
   let token: string;
   const channels: TestChannel[] = [];
   const enc = (v: string) => encryptProperty(v, token);
-  const plain = (c: Connection) => Object.fromEntries(c.properties.map((p) => [p.key, p.value === '' ? '' : decryptProperty(p.value, token)]));
+  const plain = (c: Connection) =>
+    Object.fromEntries(c.properties.map((p) => [p.key, p.value === '' ? '' : decryptProperty(p.value, token)]));
 
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     C = `/v1/orgs/${svc.orgId}/connections`;
     K = `/v1/orgs/${svc.orgId}/connectors`;
-    token = (await svc.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${svc.orgId}/SecuritySettings`)).body.apiCryptoToken;
+    token = (await svc.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${svc.orgId}/SecuritySettings`)).body
+      .apiCryptoToken;
   });
   afterAll(async () => {
     await Promise.all(channels.map((c) => c.close()));
@@ -64,7 +66,13 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     expect(all.status).toBe(200);
     expect(all.body.map((c) => c.name)).toEqual(['CSV', 'PostgreSQL', 'SQLite']);
     expect(all.headers['total-count']).toBe('3');
-    expect(all.body[1]).toMatchObject({ id: POSTGRES, isCloudSupported: true, uiName: 'SvcOnline.GenericConnectionUI', vendorName: 'Ferry', connectionLimitReached: false });
+    expect(all.body[1]).toMatchObject({
+      id: POSTGRES,
+      isCloudSupported: true,
+      uiName: 'SvcOnline.GenericConnectionUI',
+      vendorName: 'Ferry',
+      connectionLimitReached: false,
+    });
     expect((await svc.request<Connector[]>('GET', `${K}?name=postgresql`)).body.map((c) => c.id)).toEqual([POSTGRES]);
     const page = await svc.request<Connector[]>('GET', `${K}?limit=1&offset=2`);
     expect(page.body.map((c) => c.name)).toEqual(['SQLite']);
@@ -74,29 +82,63 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     const ch = await TestChannel.connect(svc, agent);
     channels.push(ch);
     await ch.hello(agent, { installedConnectors: [{ connectorId: CSV, version: '1.0.0' }] });
-    expect((await svc.request<Connector[]>('GET', `${K}?AgentId=${agent.agentId}`)).body.map((c) => c.id)).toEqual([CSV]);
+    expect((await svc.request<Connector[]>('GET', `${K}?AgentId=${agent.agentId}`)).body.map((c) => c.id)).toEqual([
+      CSV,
+    ]);
     expect((await svc.request<Problem>('GET', `${K}?agentId=${UNKNOWN}`)).status).toBe(404);
   });
 
   it('returns one Connector, its uioptions, and 404 for an unknown one', async () => {
     expect((await svc.request<Connector>('GET', `${K}/${CSV}`)).body.name).toBe('CSV');
     expect((await svc.request<Problem>('GET', `${K}/${UNKNOWN}`)).status).toBe(404);
-    const ui = await svc.request<{ uiDecorations: Array<{ propertyName: string; inputType: string; order: number; isRequired: boolean }> }>('GET', `${K}/${POSTGRES}/uioptions`);
+    const ui = await svc.request<{
+      uiDecorations: Array<{ propertyName: string; inputType: string; order: number; isRequired: boolean }>;
+    }>('GET', `${K}/${POSTGRES}/uioptions`);
     expect(ui.status).toBe(200);
-    expect(ui.body.uiDecorations.find((d) => d.propertyName === 'password')).toMatchObject({ inputType: 'Password', order: 4, isRequired: false });
+    expect(ui.body.uiDecorations.find((d) => d.propertyName === 'password')).toMatchObject({
+      inputType: 'Password',
+      order: 4,
+      isRequired: false,
+    });
     expect((await svc.request<Problem>('GET', `${K}/${UNKNOWN}/uioptions`)).status).toBe(404);
     expect(NO_GENERIC_UI).toBe('The connector type does not support getting generic UI Elements.');
   });
 
   it('creates a Connection: alias from the name, properties decrypted and stored sealed, omitted ones blank, protected never returned', async () => {
     const res = await svc.request<Connection>('POST', C, {
-      body: { Name: 'Sales DB #1 (prod)', ConnectorId: POSTGRES, Color: '#FF336699', Properties: [{ Key: 'Host', Value: enc('db.local') }, { key: 'password', value: enc('s3cret!') }, { key: 'port', value: enc('5433') }] },
+      body: {
+        Name: 'Sales DB #1 (prod)',
+        ConnectorId: POSTGRES,
+        Color: '#FF336699',
+        Properties: [
+          { Key: 'Host', Value: enc('db.local') },
+          { key: 'password', value: enc('s3cret!') },
+          { key: 'port', value: enc('5433') },
+        ],
+      },
     });
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`${C}/${res.body.id}`);
-    expect(res.body).toMatchObject({ name: 'Sales DB #1 (prod)', alias: 'SalesDB1prod', connectorId: POSTGRES, connectorType: 'PostgreSQL', color: '#FF336699', connectionId: res.body.id, usedInSolutions: '', modificationBy: expect.any(String) as string, lastTestedAgentId: null });
+    expect(res.body).toMatchObject({
+      name: 'Sales DB #1 (prod)',
+      alias: 'SalesDB1prod',
+      connectorId: POSTGRES,
+      connectorType: 'PostgreSQL',
+      color: '#FF336699',
+      connectionId: res.body.id,
+      usedInSolutions: '',
+      modificationBy: expect.any(String) as string,
+      lastTestedAgentId: null,
+    });
     const props = plain(res.body);
-    expect(props).toMatchObject({ host: 'db.local', port: '5433', password: '', connectionString: '', database: '', user: '' });
+    expect(props).toMatchObject({
+      host: 'db.local',
+      port: '5433',
+      password: '',
+      connectionString: '',
+      database: '',
+      user: '',
+    });
     expect(res.body.properties.map((p) => p.key)).toHaveLength(12);
     // Protected properties: blank, not even encrypted.
     expect(res.body.properties.find((p) => p.key === 'password')?.value).toBe('');
@@ -104,7 +146,11 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     expect(res.body.properties.find((p) => p.key === 'host')?.value).toMatch(/^[A-Za-z0-9+/]{22}==[A-Za-z0-9+/=]+$/);
 
     // Never stored in plain text.
-    const raw = await svc.service.store.db.selectFrom('connections').select('properties').where('id', '=', res.body.id).executeTakeFirstOrThrow();
+    const raw = await svc.service.store.db
+      .selectFrom('connections')
+      .select('properties')
+      .where('id', '=', res.body.id)
+      .executeTakeFirstOrThrow();
     expect(raw.properties).not.toContain('s3cret');
     expect(raw.properties).not.toContain('db.local');
     expect(raw.properties.startsWith('v1.')).toBe(true);
@@ -116,11 +162,24 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
 
   it('updates: omitted protected properties keep their value, omitted others become blank, an encrypted empty string clears a password', async () => {
     const created = await svc.request<Connection>('POST', C, {
-      body: { name: 'Upd', connectorId: POSTGRES, color: 'FF000000', properties: [{ key: 'host', value: enc('h1') }, { key: 'user', value: enc('u1') }, { key: 'password', value: enc('pw1') }] },
+      body: {
+        name: 'Upd',
+        connectorId: POSTGRES,
+        color: 'FF000000',
+        properties: [
+          { key: 'host', value: enc('h1') },
+          { key: 'user', value: enc('u1') },
+          { key: 'password', value: enc('pw1') },
+        ],
+      },
     });
     const id = created.body.id;
     const stored = async () => {
-      const row = await svc.service.store.db.selectFrom('connections').select('properties').where('id', '=', id).executeTakeFirstOrThrow();
+      const row = await svc.service.store.db
+        .selectFrom('connections')
+        .select('properties')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
       return JSON.parse(SecretBox.fromDataDir(svc.dataDir).open(row.properties)) as Record<string, string>;
     };
     // A model read with GET and sent back unchanged keeps everything, the password included.
@@ -129,22 +188,51 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     expect(back.body.alias).toBe('NewAlias');
     expect(await stored()).toMatchObject({ host: 'h1', user: 'u1', password: 'pw1' });
 
-    const upd = await svc.request<Connection>('PUT', `${C}/${id}`, { body: { name: 'Upd 2', connectorId: POSTGRES, color: '#80FFFFFF', properties: [{ key: 'host', value: enc('h2') }] } });
+    const upd = await svc.request<Connection>('PUT', `${C}/${id}`, {
+      body: {
+        name: 'Upd 2',
+        connectorId: POSTGRES,
+        color: '#80FFFFFF',
+        properties: [{ key: 'host', value: enc('h2') }],
+      },
+    });
     expect(upd.status).toBe(200);
     expect(upd.body).toMatchObject({ name: 'Upd 2', color: '#80FFFFFF', alias: 'NewAlias' });
     expect(upd.body.lastModificationDateTime >= created.body.lastModificationDateTime).toBe(true);
     expect(await stored()).toMatchObject({ host: 'h2', user: '', password: 'pw1' });
 
-    await svc.request('PUT', `${C}/${id}`, { body: { name: 'Upd 2', connectorId: POSTGRES, color: '#80FFFFFF', properties: [{ key: 'password', value: enc('') }] } });
+    await svc.request('PUT', `${C}/${id}`, {
+      body: {
+        name: 'Upd 2',
+        connectorId: POSTGRES,
+        color: '#80FFFFFF',
+        properties: [{ key: 'password', value: enc('') }],
+      },
+    });
     expect(await stored()).toMatchObject({ host: '', password: '' });
 
-    const other = await svc.request<Problem>('PUT', `${C}/${id}`, { body: { id: UNKNOWN, name: 'x', connectorId: POSTGRES, color: '#80FFFFFF' } });
+    const other = await svc.request<Problem>('PUT', `${C}/${id}`, {
+      body: { id: UNKNOWN, name: 'x', connectorId: POSTGRES, color: '#80FFFFFF' },
+    });
     expect(other.status).toBe(400);
-    expect((await svc.request<Problem>('PUT', `${C}/${UNKNOWN}`, { body: { name: 'x', connectorId: POSTGRES, color: '#80FFFFFF' } })).status).toBe(404);
+    expect(
+      (
+        await svc.request<Problem>('PUT', `${C}/${UNKNOWN}`, {
+          body: { name: 'x', connectorId: POSTGRES, color: '#80FFFFFF' },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('lists, pages, filters by name and by the Agent that has the Connector, and deletes', async () => {
-    const a = await svc.request<Connection>('POST', C, { body: { name: 'List CSV', connectorId: CSV, color: '#FF00FF00', properties: [{ key: 'folder', value: enc('/data') }] } });
+    const a = await svc.request<Connection>('POST', C, {
+      body: {
+        name: 'List CSV',
+        connectorId: CSV,
+        color: '#FF00FF00',
+        properties: [{ key: 'folder', value: enc('/data') }],
+      },
+    });
     const all = await svc.request<Connection[]>('GET', C);
     expect(all.status).toBe(200);
     expect(Number(all.headers['total-count'])).toBe(all.body.length);
@@ -167,10 +255,24 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     const base = { name: 'Bad', connectorId: POSTGRES, color: '#FF000000' };
     const cases: Array<[unknown, number, string]> = [
       [{ ...base, properties: [{ key: 'password', value: 'plain-text-password' }] }, 400, 'API_PROPERTY_ENCRYPTION'],
-      [{ ...base, properties: [{ key: 'host', value: encryptProperty('h', 'another-token') + 'AAAA' }] }, 400, 'API_PROPERTY_ENCRYPTION'],
+      [
+        { ...base, properties: [{ key: 'host', value: encryptProperty('h', 'another-token') + 'AAAA' }] },
+        400,
+        'API_PROPERTY_ENCRYPTION',
+      ],
       [{ ...base, connectorId: UNKNOWN }, 400, 'API_VALIDATION'],
       [{ ...base, properties: [{ key: 'nosuch', value: enc('x') }] }, 400, 'API_VALIDATION'],
-      [{ ...base, properties: [{ key: 'host', value: enc('x') }, { key: 'HOST', value: enc('y') }] }, 400, 'API_VALIDATION'],
+      [
+        {
+          ...base,
+          properties: [
+            { key: 'host', value: enc('x') },
+            { key: 'HOST', value: enc('y') },
+          ],
+        },
+        400,
+        'API_VALIDATION',
+      ],
       [{ ...base, color: 'red' }, 400, 'API_VALIDATION'],
       [{ ...base, color: '#FFF' }, 400, 'API_VALIDATION'],
       [{ ...base, color: '#FF00000' }, 400, 'API_VALIDATION'],
@@ -184,7 +286,9 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
       expect(res.status, JSON.stringify(body)).toBe(status);
       expect(res.body.code, JSON.stringify(body)).toBe(code);
     }
-    const res = await svc.request<Problem>('POST', C, { body: { ...base, properties: [{ key: 'password', value: 'plain-text-password' }] } });
+    const res = await svc.request<Problem>('POST', C, {
+      body: { ...base, properties: [{ key: 'password', value: 'plain-text-password' }] },
+    });
     expect(res.text).not.toContain('plain-text-password');
   });
 
@@ -214,7 +318,17 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     const ch = await TestChannel.connect(svc, agent);
     channels.push(ch);
     await ch.hello(agent, { installedConnectors: [{ connectorId: POSTGRES, version: '1.0.0' }] });
-    const conn = await svc.request<Connection>('POST', C, { body: { name: 'To test', connectorId: POSTGRES, color: '#FF000000', properties: [{ key: 'host', value: enc('pg') }, { key: 'password', value: enc('pw') }] } });
+    const conn = await svc.request<Connection>('POST', C, {
+      body: {
+        name: 'To test',
+        connectorId: POSTGRES,
+        color: '#FF000000',
+        properties: [
+          { key: 'host', value: enc('pg') },
+          { key: 'password', value: enc('pw') },
+        ],
+      },
+    });
     expect(conn.body.lastTestedAgentId).toBeNull();
 
     let release: (() => void) | undefined;
@@ -224,20 +338,51 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
       if (cmd['type'] !== 'testConnection') return undefined;
       commands.push(cmd);
       const props = cmd['properties'] as Record<string, string>;
-      void gate.then(() => ch.send(props['host'] === 'pg' ? { re: cmd['id'], ok: true, result: { ok: true } } : { re: cmd['id'], ok: false, error: { code: 'CON_UNREACHABLE', kind: 'transient', message: 'connect ECONNREFUSED bad:5432' } }));
+      void gate.then(() =>
+        ch.send(
+          props['host'] === 'pg'
+            ? { re: cmd['id'], ok: true, result: { ok: true } }
+            : {
+                re: cmd['id'],
+                ok: false,
+                error: { code: 'CON_UNREACHABLE', kind: 'transient', message: 'connect ECONNREFUSED bad:5432' },
+              },
+        ),
+      );
       return undefined;
     };
 
-    const started = await svc.request<{ commandId: string }>('POST', `${C}/${conn.body.id}/test?agentId=${agent.agentId}`);
+    const started = await svc.request<{ commandId: string }>(
+      'POST',
+      `${C}/${conn.body.id}/test?agentId=${agent.agentId}`,
+    );
     expect(started.status).toBe(200);
     // Clients of the original service read the test's ID as `id`.
     expect(started.body).toEqual({ id: started.body.commandId, commandId: expect.any(String) as string });
     const status = `${C}/test/${started.body.commandId}`;
     await until(async () => (commands.length > 0 ? true : undefined), 'the command');
-    expect(commands[0]).toMatchObject({ type: 'testConnection', connectorId: POSTGRES, properties: { host: 'pg', password: 'pw', port: '' } });
-    expect((await svc.request<{ status: string }>('GET', status)).body).toEqual({ id: started.body.commandId, commandId: started.body.commandId, name: 'To test', status: 'Requested', reply: null, replyData: [] });
+    expect(commands[0]).toMatchObject({
+      type: 'testConnection',
+      connectorId: POSTGRES,
+      properties: { host: 'pg', password: 'pw', port: '' },
+    });
+    expect((await svc.request<{ status: string }>('GET', status)).body).toEqual({
+      id: started.body.commandId,
+      commandId: started.body.commandId,
+      name: 'To test',
+      status: 'Requested',
+      reply: null,
+      replyData: [],
+    });
 
-    const unsaved = await svc.request<{ commandId: string }>('POST', `${C}/test?AgentId=${agent.agentId}`, { body: { name: 'Unsaved', connectorId: POSTGRES, color: '#FF000000', properties: [{ key: 'host', value: enc('bad') }] } });
+    const unsaved = await svc.request<{ commandId: string }>('POST', `${C}/test?AgentId=${agent.agentId}`, {
+      body: {
+        name: 'Unsaved',
+        connectorId: POSTGRES,
+        color: '#FF000000',
+        properties: [{ key: 'host', value: enc('bad') }],
+      },
+    });
     expect(unsaved.status).toBe(200);
     release?.();
     const done = await until(async () => {
@@ -248,11 +393,16 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     // The Agent that answered SUCCESS is the Connection's lastTestedAgentId; the model sent back with it is accepted.
     const tested = await svc.request<Connection>('GET', `${C}/${conn.body.id}`);
     expect(tested.body.lastTestedAgentId).toBe(agent.agentId);
-    const echoed = await svc.request<Connection>('PUT', `${C}/${conn.body.id}`, { body: { ...tested.body, properties: [] } });
+    const echoed = await svc.request<Connection>('PUT', `${C}/${conn.body.id}`, {
+      body: { ...tested.body, properties: [] },
+    });
     expect(echoed.status).toBe(200);
     expect(echoed.body.lastTestedAgentId).toBe(agent.agentId);
     const failed = await until(async () => {
-      const r = await svc.request<{ name: string; status: string; reply: string }>('GET', `${C}/test/${unsaved.body.commandId}`);
+      const r = await svc.request<{ name: string; status: string; reply: string }>(
+        'GET',
+        `${C}/test/${unsaved.body.commandId}`,
+      );
       return r.body.status === 'Completed' ? r.body : undefined;
     }, 'the failed test result');
     expect(failed).toMatchObject({ name: 'Unsaved', reply: 'connect ECONNREFUSED bad:5432' });
@@ -261,7 +411,9 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
     expect((await svc.request<Problem>('POST', `${C}/${conn.body.id}/test`)).status).toBe(400);
     expect((await svc.request<Problem>('POST', `${C}/${conn.body.id}/test?agentId=${UNKNOWN}`)).status).toBe(404);
     const offline = await registerTestAgent(svc, { name: 'Offline' });
-    expect((await svc.request<Problem>('POST', `${C}/${conn.body.id}/test?agentId=${offline.agentId}`)).body.code).toBe('AGT_NOT_CONNECTED');
+    expect((await svc.request<Problem>('POST', `${C}/${conn.body.id}/test?agentId=${offline.agentId}`)).body.code).toBe(
+      'AGT_NOT_CONNECTED',
+    );
     // A failed test leaves the last Agent that succeeded; a deleted Agent is no longer named.
     expect((await svc.request<Connection>('GET', `${C}/${conn.body.id}`)).body.lastTestedAgentId).toBe(agent.agentId);
     await ch.close();

@@ -30,12 +30,20 @@ const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 const POSTGRES = '18cc2a91-e317-4972-9c24-be9fc63775ab';
 
-const PG_SKIP = process.env['FERRY_TEST_DATABASE_URL'] ? undefined : 'FERRY_TEST_DATABASE_URL is not set: the postgres metadata round trip needs a PostgreSQL server (postgres://…) and is skipped.';
+const PG_SKIP = process.env['FERRY_TEST_DATABASE_URL']
+  ? undefined
+  : 'FERRY_TEST_DATABASE_URL is not set: the postgres metadata round trip needs a PostgreSQL server (postgres://…) and is skipped.';
 if (PG_SKIP) process.stderr.write(`${PG_SKIP}\n`);
 
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** The SPEC.md Field members no Connector sets: constants in the API model. */
-const SPEC_CONSTANTS = { presentationType: '', minOccurs: 0, maxOccurs: 0, usedInActionOutput: false, usedInQuerySequence: false };
+const SPEC_CONSTANTS = {
+  presentationType: '',
+  minOccurs: 0,
+  maxOccurs: 0,
+  usedInActionOutput: false,
+  usedInQuerySequence: false,
+};
 
 interface ApiEntity {
   [key: string]: unknown;
@@ -61,7 +69,8 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
   beforeAll(async () => {
     await host.loadAll();
     svc = await startService({ name: 'sqlite' }, { cloudAgents: 'off' });
-    token = (await svc.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${svc.orgId}/SecuritySettings`)).body.apiCryptoToken;
+    token = (await svc.request<{ apiCryptoToken: string }>('GET', `/v1/orgs/${svc.orgId}/SecuritySettings`)).body
+      .apiCryptoToken;
     agent = await registerTestAgent(svc, { name: 'Contract agent' });
     ch = await TestChannel.connect(svc, agent);
     const installed = [CSV, SQLITE, POSTGRES].map((connectorId) => ({ connectorId, version: '1.0.0' }));
@@ -77,7 +86,14 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
           answered.push({ command: msg, packed: 'encoding' in result });
           ch.send({ re: command.id, ok: true, result });
         },
-        (err: unknown) => ch.send({ re: command.id, ok: false, error: isFerryError(err) ? toErrorData(err) : { code: 'AGT_INTERNAL', kind: 'system', message: String(err) } }),
+        (err: unknown) =>
+          ch.send({
+            re: command.id,
+            ok: false,
+            error: isFerryError(err)
+              ? toErrorData(err)
+              : { code: 'AGT_INTERNAL', kind: 'system', message: String(err) },
+          }),
       );
       return undefined;
     };
@@ -91,8 +107,17 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
   });
 
   /** A Connection with these (encrypted) properties; its path. */
-  const newConnection = async (name: string, connectorId: string, properties: Record<string, string>): Promise<string> => {
-    const body = { name, connectorId, color: '#FF112233', properties: Object.entries(properties).map(([key, value]) => ({ key, value: encryptProperty(value, token) })) };
+  const newConnection = async (
+    name: string,
+    connectorId: string,
+    properties: Record<string, string>,
+  ): Promise<string> => {
+    const body = {
+      name,
+      connectorId,
+      color: '#FF112233',
+      properties: Object.entries(properties).map(([key, value]) => ({ key, value: encryptProperty(value, token) })),
+    };
     const r = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, { body });
     expect(r.status).toBe(201);
     return `/v1/orgs/${svc.orgId}/connections/${r.body.id}`;
@@ -100,23 +125,35 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
 
   /** Polls a POLL operation until the metadata is loaded. */
   const poll = <T>(url: string) =>
-    until(async () => {
-      const r = await svc.request<T>('GET', url);
-      return r.status === 404 && (r.body as { code?: string }).code === 'API_METADATA_LOADING' ? undefined : r;
-    }, `${url} to be loaded`, 30_000);
+    until(
+      async () => {
+        const r = await svc.request<T>('GET', url);
+        return r.status === 404 && (r.body as { code?: string }).code === 'API_METADATA_LOADING' ? undefined : r;
+      },
+      `${url} to be loaded`,
+      30_000,
+    );
 
   /**
    * Loads the Connection's metadata through the API and checks it against what the plugin reported:
    * the document the Agent's host holds for the Connection (the one it sent).
    */
-  async function roundTrip(name: string, connectorId: string, properties: Record<string, string>): Promise<{ conn: string; sent: ConnectionMetadata; packed: boolean }> {
+  async function roundTrip(
+    name: string,
+    connectorId: string,
+    properties: Record<string, string>,
+  ): Promise<{ conn: string; sent: ConnectionMetadata; packed: boolean }> {
     const conn = await newConnection(name, connectorId, properties);
     const connectionId = conn.split('/').pop() as string;
     const entities = await poll<ApiEntity[]>(`${conn}/entities?expand=true&limit=1000&agentId=${agent.agentId}`);
     expect(entities.status, JSON.stringify(entities.body).slice(0, 500)).toBe(200);
     const answer = answered.find((a) => a.command['connectionId'] === connectionId);
     expect(answer).toBeDefined();
-    const opened = await host.open({ connectorId, connectionId, properties: (answer?.command['properties'] ?? {}) as Record<string, string> });
+    const opened = await host.open({
+      connectorId,
+      connectionId,
+      properties: (answer?.command['properties'] ?? {}) as Record<string, string>,
+    });
     const sent = await opened.metadata();
     await opened.close();
 
@@ -141,7 +178,10 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
     // And one entity's fields read alone, from the cache again.
     const first = sent.entities[0];
     if (first) {
-      const fields = await svc.request<unknown[]>('GET', `${conn}/entities/${encodeURIComponent(first.fullName)}/fields`);
+      const fields = await svc.request<unknown[]>(
+        'GET',
+        `${conn}/entities/${encodeURIComponent(first.fullName)}/fields`,
+      );
       expect(fields.body).toEqual(first.fields.map((f) => ({ ...f, ...SPEC_CONSTANTS })));
     }
     return { conn, sent, packed: answer?.packed ?? false };
@@ -153,7 +193,10 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
   it('csv: files with inferred types and files a schema file describes', async () => {
     const dir = path.join(folder, 'csv');
     fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, 'people.csv'), 'id,name,score,born,active\n1,Ann,1.5,1990-01-02,true\n2,Bob,2.25,1985-12-31,false\n');
+    fs.writeFileSync(
+      path.join(dir, 'people.csv'),
+      'id,name,score,born,active\n1,Ann,1.5,1990-01-02,true\n2,Bob,2.25,1985-12-31,false\n',
+    );
     fs.writeFileSync(path.join(dir, 'orders.csv'), 'order_no,total,note\n10,12.50,first\n');
     fs.writeFileSync(
       path.join(dir, 'schema.json'),
@@ -191,13 +234,21 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
     expect(packed).toBe(false);
     expect(allFields(sent).some((f) => f.scale !== undefined)).toBe(true);
     expect(allFields(sent).some((f) => f.hasDefault)).toBe(true);
-    expect(sent.entities.flatMap((e) => e.relationships.map((r) => r.relationshipType)).sort()).toEqual(['ManyToOne', 'ManyToOne', 'OneToMany', 'OneToMany']);
+    expect(sent.entities.flatMap((e) => e.relationships.map((r) => r.relationshipType)).sort()).toEqual([
+      'ManyToOne',
+      'ManyToOne',
+      'OneToMany',
+      'OneToMany',
+    ]);
   });
 
   it('sqlite: a catalogue too large for one channel message travels packed and arrives whole', async () => {
     const file = path.join(folder, 'wide.db');
     const db = new SQLite(file);
-    const columns = Array.from({ length: 12 }, (_, i) => `c${i} ${['TEXT', 'INTEGER NOT NULL DEFAULT 0', 'DECIMAL(14,4)', 'DATETIME', 'REAL'][i % 5]}`).join(', ');
+    const columns = Array.from(
+      { length: 12 },
+      (_, i) => `c${i} ${['TEXT', 'INTEGER NOT NULL DEFAULT 0', 'DECIMAL(14,4)', 'DATETIME', 'REAL'][i % 5]}`,
+    ).join(', ');
     db.transaction(() => {
       for (let t = 0; t < 250; t++) {
         const parent = t > 0 ? `, parent_id INTEGER REFERENCES table_${t - 1}(id)` : '';
@@ -218,18 +269,39 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
     db.close();
     const { conn, sent } = await roundTrip('SQLite cached', SQLITE, { file });
     const connectionId = conn.split('/').pop() as string;
-    const cache = (doc: unknown) => putMetadataCache(svc.service.store.db, { connectionId, orgId: svc.orgId, agentId: agent.agentId, metadata: JSON.stringify(doc), loadedAt: new Date().toISOString() });
+    const cache = (doc: unknown) =>
+      putMetadataCache(svc.service.store.db, {
+        connectionId,
+        orgId: svc.orgId,
+        agentId: agent.agentId,
+        metadata: JSON.stringify(doc),
+        loadedAt: new Date().toISOString(),
+      });
     const loads = answered.length;
 
     // As the Service stored it before: without the members it did not know.
-    await cache(JSON.parse(JSON.stringify(sent), (key: string, value: unknown) => (['nativeType', 'hasDefault', 'scale', 'parentId', 'uniqueId'].includes(key) ? undefined : value)));
+    await cache(
+      JSON.parse(JSON.stringify(sent), (key: string, value: unknown) =>
+        ['nativeType', 'hasDefault', 'scale', 'parentId', 'uniqueId'].includes(key) ? undefined : value,
+      ),
+    );
     const fields = await svc.request<Array<Record<string, unknown>>>('GET', `${conn}/entities/items/fields`);
     expect(fields.status).toBe(200);
-    expect(fields.body).toEqual(sent.entities[0]?.fields.map(({ scale: _s, ...f }) => ({ ...f, ...SPEC_CONSTANTS, nativeType: '', hasDefault: false })));
+    expect(fields.body).toEqual(
+      sent.entities[0]?.fields.map(({ scale: _s, ...f }) => ({
+        ...f,
+        ...SPEC_CONSTANTS,
+        nativeType: '',
+        hasDefault: false,
+      })),
+    );
     expect(answered).toHaveLength(loads);
 
     // A document no Connector of the SDK could send: loaded again (reload), then served whole.
-    await cache({ ...sent, entities: sent.entities.map((e) => ({ ...e, fields: e.fields.map((f) => ({ ...f, propertyType: 'Int64' })) })) });
+    await cache({
+      ...sent,
+      entities: sent.entities.map((e) => ({ ...e, fields: e.fields.map((f) => ({ ...f, propertyType: 'Int64' })) })),
+    });
     const again = await svc.request<{ code: string }>('GET', `${conn}/entities/items/fields`);
     expect(again.body.code).toBe('API_METADATA_LOADING');
     const reloaded = await poll<Array<Record<string, unknown>>>(`${conn}/entities/items/fields`);
@@ -237,12 +309,14 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
     expect(answered.slice(loads).map((a) => a.command['reload'])).toEqual([true]);
   });
 
-  it.skipIf(PG_SKIP !== undefined)('postgres: schemas, identities, numerics with scale, composite foreign keys, comments and a view', async () => {
-    pgDb = await createTestDatabase();
-    const c = new pg.Client({ connectionString: pgDb.url });
-    await c.connect();
-    try {
-      await c.query(`
+  it.skipIf(PG_SKIP !== undefined)(
+    'postgres: schemas, identities, numerics with scale, composite foreign keys, comments and a view',
+    async () => {
+      pgDb = await createTestDatabase();
+      const c = new pg.Client({ connectionString: pgDb.url });
+      await c.connect();
+      try {
+        await c.query(`
         CREATE SCHEMA sales;
         CREATE TYPE mood AS ENUM ('happy', 'sad');
         CREATE TABLE customers (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "Full Name" text NOT NULL, email varchar(100) UNIQUE, mood mood, doc jsonb, photo bytea, uid uuid, seen timestamptz DEFAULT now(), tags text[]);
@@ -252,14 +326,15 @@ describe('Connection metadata from each real plugin, through the Agent, the chan
         CREATE TABLE sales.shipments (id serial PRIMARY KEY, order_no int, line int, FOREIGN KEY (order_no, line) REFERENCES sales.orders (order_no, line));
         CREATE VIEW sales.big_orders AS SELECT * FROM sales.orders WHERE total > 100;
       `);
-    } finally {
-      await c.end();
-    }
-    const { sent, packed } = await roundTrip('PostgreSQL shop', POSTGRES, { connectionString: pgDb.url });
-    expect(packed).toBe(false);
-    expect(allFields(sent).some((f) => f.scale === 2)).toBe(true);
-    expect(allFields(sent).some((f) => f.hasDefault && f.requiredInActionInput === false && !f.nullable)).toBe(true);
-    expect(sent.entities.some((e) => e.description === 'people who buy')).toBe(true);
-    expect(sent.entities.flatMap((e) => e.relationships)).not.toHaveLength(0);
-  });
+      } finally {
+        await c.end();
+      }
+      const { sent, packed } = await roundTrip('PostgreSQL shop', POSTGRES, { connectionString: pgDb.url });
+      expect(packed).toBe(false);
+      expect(allFields(sent).some((f) => f.scale === 2)).toBe(true);
+      expect(allFields(sent).some((f) => f.hasDefault && f.requiredInActionInput === false && !f.nullable)).toBe(true);
+      expect(sent.entities.some((e) => e.description === 'people who buy')).toBe(true);
+      expect(sent.entities.flatMap((e) => e.relationships)).not.toHaveLength(0);
+    },
+  );
 });

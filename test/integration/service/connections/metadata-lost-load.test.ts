@@ -14,14 +14,41 @@ interface Problem {
 }
 
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
-const action = { action: 'Query', operationName: 'Query', blockType: 'Starter', supportsBulk: true, supportsConstraints: true, supportsInput: false, supportsLookupConditions: false, supportsRelations: false, supportsMultipleRecordOperations: false, supportsSequences: false };
+const action = {
+  action: 'Query',
+  operationName: 'Query',
+  blockType: 'Starter',
+  supportsBulk: true,
+  supportsConstraints: true,
+  supportsInput: false,
+  supportsLookupConditions: false,
+  supportsRelations: false,
+  supportsMultipleRecordOperations: false,
+  supportsSequences: false,
+};
 const METADATA = {
   actions: [action],
-  entities: [{ id: 'customers', name: 'customers', fullName: 'customers', originalName: 'customers', description: '', isHidden: false, actions: [action], relationships: [], fields: [] }],
+  entities: [
+    {
+      id: 'customers',
+      name: 'customers',
+      fullName: 'customers',
+      originalName: 'customers',
+      description: '',
+      isHidden: false,
+      actions: [action],
+      relationships: [],
+      fields: [],
+    },
+  ],
 };
 
 /** A simulated Agent on `svc`: records loadMetadata commands and answers them only when `answer` is set. */
-async function agentOn(svc: TestService, agent: TestAgent, answer: boolean): Promise<{ ch: TestChannel; loads: Incoming[] }> {
+async function agentOn(
+  svc: TestService,
+  agent: TestAgent,
+  answer: boolean,
+): Promise<{ ch: TestChannel; loads: Incoming[] }> {
   const ch = await TestChannel.connect(svc, agent);
   const loads: Incoming[] = [];
   ch.autoReply = (cmd) => {
@@ -35,10 +62,14 @@ async function agentOn(svc: TestService, agent: TestAgent, answer: boolean): Pro
 
 /** Creates a Connection and starts its first load with `agent`; resolves once the Agent has the command. */
 async function startLoad(svc: TestService, agent: TestAgent, loads: Incoming[]): Promise<string> {
-  const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, { body: { name: 'Lost', connectorId: SQLITE, color: '#FF000000' } });
+  const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, {
+    body: { name: 'Lost', connectorId: SQLITE, color: '#FF000000' },
+  });
   expect(conn.status).toBe(201);
   const base = `/v1/orgs/${svc.orgId}/connections/${conn.body.id}`;
-  expect((await svc.request<Problem>('GET', `${base}/entitynames?agentId=${agent.agentId}`)).body.code).toBe('API_METADATA_LOADING');
+  expect((await svc.request<Problem>('GET', `${base}/entitynames?agentId=${agent.agentId}`)).body.code).toBe(
+    'API_METADATA_LOADING',
+  );
   await until(async () => (loads.length === 1 ? true : undefined), 'the first loadMetadata command');
   return base;
 }

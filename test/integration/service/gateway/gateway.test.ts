@@ -25,14 +25,21 @@ describe.each(STORE_TARGETS)('the Agent channel on $name', (target) => {
   });
   afterAll(async () => svc?.close());
 
-  const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
+  const getAgent = async (id: string) =>
+    (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
   const channels = new OpenChannels();
   const connect = (agent: TestAgent) => channels.connect(svc, agent);
   afterAll(() => channels.closeAll());
 
   it('refuses an upgrade without credentials, with a wrong secret, or for an unknown agent with 401', async () => {
     const agent = await registerTestAgent(svc);
-    for (const auth of [undefined, `Bearer ${agent.agentId}.wrong-secret`, `Bearer ${agent.agentId}`, `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`, `Bearer 3f2504e0-4f89-41d3-9a0c-0305e82c3301.${agent.agentSecret}`]) {
+    for (const auth of [
+      undefined,
+      `Bearer ${agent.agentId}.wrong-secret`,
+      `Bearer ${agent.agentId}`,
+      `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`,
+      `Bearer 3f2504e0-4f89-41d3-9a0c-0305e82c3301.${agent.agentSecret}`,
+    ]) {
       await expect(TestChannel.open(svc, auth)).rejects.toMatchObject({ status: 401 });
     }
     const health = await svc.request('GET', '/healthz', { auth: null });
@@ -44,10 +51,20 @@ describe.each(STORE_TARGETS)('the Agent channel on $name', (target) => {
     expect((await getAgent(agent.agentId)).status).toBe('Unknown');
     const ch = await connect(agent);
     const startedAt = new Date(Date.now() - 5000).toISOString();
-    const reply = await ch.hello(agent, { version: '2.0.0', startedAt, installedConnectors: [{ connectorId: 'csv', version: '1.0' }] });
+    const reply = await ch.hello(agent, {
+      version: '2.0.0',
+      startedAt,
+      installedConnectors: [{ connectorId: 'csv', version: '1.0' }],
+    });
     expect(reply).toMatchObject({ ok: true, result: { heartbeatMs: 30_000, agentName: agent.name, orgId: svc.orgId } });
     const model = await getAgent(agent.agentId);
-    expect(model).toMatchObject({ status: 'Running', version: '2.0.0', machineName: agent.machineName, lastStartTime: startedAt, installedConnectors: [{ connectorId: 'csv', version: '1.0' }] });
+    expect(model).toMatchObject({
+      status: 'Running',
+      version: '2.0.0',
+      machineName: agent.machineName,
+      lastStartTime: startedAt,
+      installedConnectors: [{ connectorId: 'csv', version: '1.0' }],
+    });
     expect(model.lastContactTime).not.toBeNull();
     const byConnector = await svc.request<AgentModel[]>('GET', `/v1/orgs/${svc.orgId}/agents?connectorId=CSV`);
     expect(byConnector.body.map((a) => a.id)).toContain(agent.agentId);
@@ -149,9 +166,14 @@ describe.each(STORE_TARGETS)('the Agent channel on $name', (target) => {
     const later = await svc.request<AgentModel>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`);
     expect(later.status).toBe(200);
     expect(later.body.status).toBe('WaitingToRestartAgentUserRequest');
-    const now = await svc.request<AgentModel>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart?restartNow=true`);
+    const now = await svc.request<AgentModel>(
+      'POST',
+      `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart?restartNow=true`,
+    );
     expect(now.status).toBe(200);
-    const body = await svc.request<AgentModel>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`, { body: { RestartNow: true } });
+    const body = await svc.request<AgentModel>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`, {
+      body: { RestartNow: true },
+    });
     expect(body.status).toBe(200);
     const restarts = ch.received.filter((m) => m['type'] === 'restart');
     expect(restarts.map((m) => m['restartNow'])).toEqual([false, true, true]);
@@ -160,14 +182,24 @@ describe.each(STORE_TARGETS)('the Agent channel on $name', (target) => {
 
   it('answers restart of an Agent that is not connected with 409, and one that refuses with 502', async () => {
     const agent = await registerTestAgent(svc);
-    const offline = await svc.request<{ code: string; detail: string }>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`);
+    const offline = await svc.request<{ code: string; detail: string }>(
+      'POST',
+      `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`,
+    );
     expect(offline.status).toBe(409);
     expect(offline.body.code).toBe('AGT_NOT_CONNECTED');
     expect(offline.body.detail).toContain(`Agent ${agent.agentId} is not connected`);
     const ch = await connect(agent);
     await ch.hello(agent);
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: false, error: { code: 'AGT_DRAINING', kind: 'transient', message: 'already restarting' } });
-    const refused = await svc.request<{ code: string; detail: string }>('POST', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`);
+    ch.autoReply = (cmd) => ({
+      re: cmd['id'],
+      ok: false,
+      error: { code: 'AGT_DRAINING', kind: 'transient', message: 'already restarting' },
+    });
+    const refused = await svc.request<{ code: string; detail: string }>(
+      'POST',
+      `/v1/orgs/${svc.orgId}/agents/${agent.agentId}/restart`,
+    );
     expect(refused.status).toBe(502);
     expect(refused.body).toMatchObject({ code: 'AGT_COMMAND_FAILED' });
     expect(refused.body.detail).toContain('already restarting');
@@ -195,7 +227,8 @@ describe.each(STORE_TARGETS)('the heartbeat sweeper on $name', (target) => {
     await channels.closeAll();
     await svc?.close();
   });
-  const getAgent = async (id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
+  const getAgent = async (id: string) =>
+    (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
   const connect = (agent: TestAgent) => channels.connect(svc, agent);
 
   it('sweeps a silent Agent to HeartbeatLate, then HeartbeatFailed, and leaves a stopped one alone', async () => {
@@ -206,8 +239,16 @@ describe.each(STORE_TARGETS)('the heartbeat sweeper on $name', (target) => {
     const ch2 = await connect(stopped);
     await ch2.hello(stopped);
     await ch2.report({ kind: 'shutdown', at: new Date(Date.now() + 1000).toISOString(), status: 'Shutdown' });
-    await until(async () => ((await getAgent(silent.agentId)).status === 'HeartbeatLate' ? true : undefined), 'HeartbeatLate', 10_000);
-    await until(async () => ((await getAgent(silent.agentId)).status === 'HeartbeatFailed' ? true : undefined), 'HeartbeatFailed', 10_000);
+    await until(
+      async () => ((await getAgent(silent.agentId)).status === 'HeartbeatLate' ? true : undefined),
+      'HeartbeatLate',
+      10_000,
+    );
+    await until(
+      async () => ((await getAgent(silent.agentId)).status === 'HeartbeatFailed' ? true : undefined),
+      'HeartbeatFailed',
+      10_000,
+    );
     expect((await getAgent(stopped.agentId)).status).toBe('Shutdown');
     // A heartbeat brings it back.
     await ch.heartbeat('Running');
@@ -223,7 +264,9 @@ describe.each(STORE_TARGETS)('a Service restart on $name', (target) => {
       const agent = await registerTestAgent(first);
       const ch = await TestChannel.connect(first, agent);
       await ch.hello(agent);
-      expect(await ch.report({ kind: 'status', at: new Date().toISOString(), status: 'Running' }, 'durable-1')).toMatchObject({ ok: true });
+      expect(
+        await ch.report({ kind: 'status', at: new Date().toISOString(), status: 'Running' }, 'durable-1'),
+      ).toMatchObject({ ok: true });
       const closedDuring = ch.closed;
       await first.close();
       expect((await closedDuring).code).toBe(1001);
@@ -233,7 +276,9 @@ describe.each(STORE_TARGETS)('a Service restart on $name', (target) => {
         const again = await TestChannel.connect(second, agent);
         expect(await again.hello(agent)).toMatchObject({ ok: true });
         // The outbox sends what it never saw acknowledged: stored once all the same.
-        expect(await again.report({ kind: 'status', at: new Date().toISOString(), status: 'Running' }, 'durable-1')).toMatchObject({ ok: true });
+        expect(
+          await again.report({ kind: 'status', at: new Date().toISOString(), status: 'Running' }, 'durable-1'),
+        ).toMatchObject({ ok: true });
         expect(await countReports(second.service.store.db, agent.agentId)).toBe(1);
         const got = await second.request<AgentModel>('GET', `/v1/orgs/${second.orgId}/agents/${agent.agentId}`);
         expect(got.body).toMatchObject({ id: agent.agentId, status: 'Running' });

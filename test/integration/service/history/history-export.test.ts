@@ -31,12 +31,18 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
   const channels = new OpenChannels();
 
   const solution = async (name: string): Promise<string> => {
-    const res = await svc.request<{ id: string }>('POST', S, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', S, {
+      body: { name, solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     return res.body.id;
   };
   /** A finished run with these errors (and, when `cloud`, their failed records kept by the Service); answers its execution ID. */
-  const run = async (solutionId: string, errors: RunRecordError[], cloud: Map<string, Record<string, unknown>> = new Map()): Promise<number> => {
+  const run = async (
+    solutionId: string,
+    errors: RunRecordError[],
+    cloud: Map<string, Record<string, unknown>> = new Map(),
+  ): Promise<number> => {
     const failedRecords = errors.flatMap((e) => {
       const source = e.failedRecordId ? cloud.get(e.failedRecordId) : undefined;
       return source ? [failedRecordOf(e, source)] : [];
@@ -53,7 +59,8 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
     expect(Number.isInteger(res.body.exportId)).toBe(true);
     return res.body.exportId;
   };
-  const download = (path: string, exportId: number | string) => svc.request<string>('GET', `${path}/export/${exportId}`);
+  const download = (path: string, exportId: number | string) =>
+    svc.request<string>('GET', `${path}/export/${exportId}`);
   const rowsOf = (csv: string): Array<Record<string, string>> => parse(csv, { columns: true, bom: true });
 
   beforeAll(async () => {
@@ -75,7 +82,14 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
     errors[0] = bare;
     const cloud = new Map<string, Record<string, unknown>>();
     errors.forEach((e, i) => {
-      if (e.failedRecordId && i % 5 !== 1) cloud.set(e.failedRecordId, { Name: `Account ${i}`, Note: AWKWARD, Amount: i * 1.5, Active: i % 2 === 0, Missing: null });
+      if (e.failedRecordId && i % 5 !== 1)
+        cloud.set(e.failedRecordId, {
+          Name: `Account ${i}`,
+          Note: AWKWARD,
+          Amount: i * 1.5,
+          Active: i % 2 === 0,
+          Missing: null,
+        });
     });
     const executionId = await run(id, errors, cloud);
     const H = `${S}/${id}/history/${executionId}`;
@@ -121,7 +135,7 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
     expect((await download(H, exportId + 1000)).status).toBe(404);
   });
 
-  it('answers the older clients\' POST form, by execution id or processExecutionId, to Read-only users too', async () => {
+  it("answers the older clients' POST form, by execution id or processExecutionId, to Read-only users too", async () => {
     const id = await solution('Export local');
     const errors = [recordError(1), recordError(2, { errorMessage: '=SUM(A1:A2)' })];
     const executionId = await run(id, errors);
@@ -130,13 +144,18 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
     const posted = await svc.request<{ exportId: number }>('POST', `${H}/export`);
     expect(posted.status, posted.text).toBe(200);
     // A POST with an empty JSON body, as the older clients send it.
-    const empty = await svc.request<{ exportId: number }>('POST', `${H}/export`, { body: '', headers: { 'content-type': 'application/json' } });
+    const empty = await svc.request<{ exportId: number }>('POST', `${H}/export`, {
+      body: '',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(empty.status, empty.text).toBe(200);
     expect(empty.body.exportId).not.toBe(posted.body.exportId);
 
     // The failed records stay on the Agent: the record column is empty.
     const rows = rowsOf((await download(H, posted.body.exportId)).text);
-    expect(rows.map((r) => [r['id'], r['errorMessage'], r['record']])).toEqual(errors.map((e) => [e.id, e.errorMessage, '']));
+    expect(rows.map((r) => [r['id'], r['errorMessage'], r['record']])).toEqual(
+      errors.map((e) => [e.id, e.errorMessage, '']),
+    );
 
     const runId = (await svc.request<{ processExecutionId: string }>('GET', H)).body.processExecutionId;
     const byRunId = `${S}/${id}/history/${runId.toUpperCase()}`;
@@ -173,7 +192,11 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
 
     // Past its hour, an exportId is a 404.
     const late = await requestExport(A);
-    await svc.service.store.db.updateTable('historyExports').set({ expiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', late).execute();
+    await svc.service.store.db
+      .updateTable('historyExports')
+      .set({ expiresAt: new Date(Date.now() - 1000).toISOString() })
+      .where('id', '=', late)
+      .execute();
     const expired = await download(A, late);
     expect(expired.status).toBe(404);
     expect(expired.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -188,7 +211,11 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
     expect((await svc.request('POST', `${S}/${id}/history/999999/export`)).status).toBe(404);
     expect((await svc.request('GET', `${S}/${randomUUID()}/history/${a}/export`)).status).toBe(404);
     // Nothing was created by the refused requests.
-    const pending = await svc.service.store.db.selectFrom('historyExports').select('id').where('executionId', '=', 999999).execute();
+    const pending = await svc.service.store.db
+      .selectFrom('historyExports')
+      .select('id')
+      .where('executionId', '=', 999999)
+      .execute();
     expect(pending).toEqual([]);
   });
 
@@ -197,7 +224,15 @@ describe.each(STORE_TARGETS)('History export on $name', (target) => {
     const errors = Array.from({ length: 1_050 }, (_, i) => recordError(i + 1));
     const executionId = await run(id, errors);
     const E = `${S}/${id}/history/${executionId}/errors`;
-    for (const [offset, limit] of [[0, 100], [500, 100], [1_000, 100], [1_049, 10], [1_050, 10], [5_000, 10], [10, 0]] as const) {
+    for (const [offset, limit] of [
+      [0, 100],
+      [500, 100],
+      [1_000, 100],
+      [1_049, 10],
+      [1_050, 10],
+      [5_000, 10],
+      [10, 0],
+    ] as const) {
       const res = await svc.request<RecordError[]>('GET', `${E}?offset=${offset}&limit=${limit}`);
       expect(res.status).toBe(200);
       expect(res.headers['total-count']).toBe('1050');

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import type { RunRecordError } from '../../../../src/protocol/solutions.js';
 import { historyMarkDefault } from '../../../../service/store/migrations/023-history-mark-default.js';
-import { OpenChannels, registerTestAgent, type Incoming, type TestAgent, type TestChannel } from '../../../helpers/agent-client.js';
+import {
+  OpenChannels,
+  registerTestAgent,
+  type Incoming,
+  type TestAgent,
+  type TestChannel,
+} from '../../../helpers/agent-client.js';
 import { recordError as defaultRecordError, seedRun } from '../../../helpers/history.js';
 import { startService, type TestService } from '../../../helpers/service.js';
 import { STORE_TARGETS } from '../../../helpers/stores.js';
@@ -26,7 +32,8 @@ interface ReprocessAnswer {
 /** 12 record errors; every fourth (0, 4, 8) cannot be reprocessed, so 9 can. */
 const ERRORS = 12;
 const REPROCESSABLE = 9;
-const recordError = (n: number): RunRecordError => defaultRecordError(n, n % 4 === 0 ? { canReprocess: false, failedRecordId: undefined } : { canReprocess: true });
+const recordError = (n: number): RunRecordError =>
+  defaultRecordError(n, n % 4 === 0 ? { canReprocess: false, failedRecordId: undefined } : { canReprocess: true });
 
 /**
  * The execution's mark default (migration 023): marking every error of an execution sets it and
@@ -43,8 +50,14 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
   let reprocessStarts = true;
 
   /** A Solution with one run whose errors are `errors` (ended unless `finish` is false). */
-  const runWithErrors = async (name: string, errors: RunRecordError[], finish = true): Promise<{ S: string; H: string; runId: string; solutionId: string }> => {
-    const sol = await svc.request<{ id: string }>('POST', `${O}/solutions`, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+  const runWithErrors = async (
+    name: string,
+    errors: RunRecordError[],
+    finish = true,
+  ): Promise<{ S: string; H: string; runId: string; solutionId: string }> => {
+    const sol = await svc.request<{ id: string }>('POST', `${O}/solutions`, {
+      body: { name, solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(sol.status, sol.text).toBe(201);
     await svc.service.store.db.updateTable('solutions').set({ prepared: 1 }).where('id', '=', sol.body.id).execute();
     const runId = await seedRun(ch, { solutionId: sol.body.id, errors, ...(finish ? {} : { finish: false }) });
@@ -62,7 +75,8 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     expect(res.status, res.text).toBe(200);
     return res.body;
   };
-  const listed = async (H: string): Promise<RecordError[]> => (await svc.request<RecordError[]>('GET', `${H}/errors?limit=1000`)).body;
+  const listed = async (H: string): Promise<RecordError[]> =>
+    (await svc.request<RecordError[]>('GET', `${H}/errors?limit=1000`)).body;
   const markedIds = async (H: string): Promise<string[]> => (await listed(H)).filter((e) => e.marked).map((e) => e.id);
   /** The `marked` column of the CSV export, by error ID. */
   const exported = async (H: string): Promise<Map<string, string>> => {
@@ -82,7 +96,12 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     agent = await registerTestAgent(svc, { name: 'Mark default agent' });
     ch = await channels.connect(svc, agent);
     ch.autoReply = (cmd): Incoming => {
-      if (cmd['type'] === 'reprocessRun') return { re: cmd['id'], ok: true, result: reprocessStarts ? { started: true } : { started: false, runId: cmd['runId'] } };
+      if (cmd['type'] === 'reprocessRun')
+        return {
+          re: cmd['id'],
+          ok: true,
+          result: reprocessStarts ? { started: true } : { started: false, runId: cmd['runId'] },
+        };
       return { re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} };
     };
     expect(await ch.hello(agent)).toMatchObject({ ok: true });
@@ -96,22 +115,37 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     const errors = Array.from({ length: ERRORS }, (_, n) => recordError(n));
     const { H } = await runWithErrors('Mark all, unmark one', errors);
     const [one, ...others] = reprocessable(errors);
-    expect(await markAll(H, true)).toMatchObject({ mark: true, changed: REPROCESSABLE, reprocessRecordsRemaining: REPROCESSABLE });
+    expect(await markAll(H, true)).toMatchObject({
+      mark: true,
+      changed: REPROCESSABLE,
+      reprocessRecordsRemaining: REPROCESSABLE,
+    });
 
     expect(await markOne(H, one?.id ?? '', false)).toMatchObject({ id: one?.id, marked: false, canReprocess: true });
     expect(await markedIds(H)).toEqual(others.map((e) => e.id));
     expect((await svc.request<RecordError>('GET', `${H}/errors/${one?.id}`)).body.marked).toBe(false);
     expect((await svc.request<RecordError>('GET', `${H}/errors/${others[0]?.id}`)).body.marked).toBe(true);
     // Those that cannot be reprocessed are never marked, whatever the default.
-    expect((await svc.request<RecordError>('GET', `${H}/errors/${errors[0]?.id}`)).body).toMatchObject({ canReprocess: false, marked: false });
+    expect((await svc.request<RecordError>('GET', `${H}/errors/${errors[0]?.id}`)).body).toMatchObject({
+      canReprocess: false,
+      marked: false,
+    });
     const csv = await exported(H);
-    expect(errors.map((e) => csv.get(e.id))).toEqual(errors.map((e) => (e.canReprocess && e.id !== one?.id ? 'true' : 'false')));
-    expect((await svc.request<{ reprocessRecordsRemaining: number }>('GET', H)).body.reprocessRecordsRemaining).toBe(REPROCESSABLE);
+    expect(errors.map((e) => csv.get(e.id))).toEqual(
+      errors.map((e) => (e.canReprocess && e.id !== one?.id ? 'true' : 'false')),
+    );
+    expect((await svc.request<{ reprocessRecordsRemaining: number }>('GET', H)).body.reprocessRecordsRemaining).toBe(
+      REPROCESSABLE,
+    );
 
     // Marking all again changes that one only; unmarking all, every reprocessable one.
     expect((await markAll(H, true)).changed).toBe(1);
     expect(await markedIds(H)).toHaveLength(REPROCESSABLE);
-    expect(await markAll(H, false)).toMatchObject({ mark: false, changed: REPROCESSABLE, reprocessRecordsRemaining: REPROCESSABLE });
+    expect(await markAll(H, false)).toMatchObject({
+      mark: false,
+      changed: REPROCESSABLE,
+      reprocessRecordsRemaining: REPROCESSABLE,
+    });
     expect(await markedIds(H)).toEqual([]);
   });
 
@@ -142,14 +176,19 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     const answer = await svc.request<ReprocessAnswer>('POST', `${H}/reprocess`);
     expect(answer.status, answer.text).toBe(200);
     expect(answer.body).toMatchObject({ started: true, records: REPROCESSABLE });
-    expect(await ch.next((m) => m['type'] === 'reprocessRun')).toMatchObject({ maps: [{ mapId: 7, records: REPROCESSABLE }] });
+    expect(await ch.next((m) => m['type'] === 'reprocessRun')).toMatchObject({
+      maps: [{ mapId: 7, records: REPROCESSABLE }],
+    });
 
     const after = await listed(H);
     expect(after.map((e) => [e.canReprocess, e.marked])).toEqual(errors.map(() => [false, false]));
     expect((await svc.request<{ reprocessRecordsRemaining: number }>('GET', H)).body.reprocessRecordsRemaining).toBe(0);
     expect(await markAll(H, true)).toMatchObject({ changed: 0, reprocessRecordsRemaining: 0 });
     expect(await markedIds(H)).toEqual([]);
-    expect((await svc.request<ReprocessAnswer>('POST', `${H}/reprocess`)).body).toMatchObject({ started: false, records: 0 });
+    expect((await svc.request<ReprocessAnswer>('POST', `${H}/reprocess`)).body).toMatchObject({
+      started: false,
+      records: 0,
+    });
     // The reprocess run is an execution of its own, whose errors start unmarked.
     const runs = (await svc.request<Array<{ isReprocessJob: boolean }>>('GET', `${S}/history`)).body;
     expect(runs.filter((r) => r.isReprocessJob)).toHaveLength(1);
@@ -163,7 +202,10 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     await markOne(H, one?.id ?? '', false);
     reprocessStarts = false;
     try {
-      expect((await svc.request<ReprocessAnswer>('POST', `${H}/reprocess`)).body).toMatchObject({ started: false, records: 0 });
+      expect((await svc.request<ReprocessAnswer>('POST', `${H}/reprocess`)).body).toMatchObject({
+        started: false,
+        records: 0,
+      });
     } finally {
       reprocessStarts = true;
     }
@@ -179,7 +221,10 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     await markAll(H, true);
     const late = recordError(13);
     expect(await ch.report({ kind: 'runErrors', runId, solutionId, errors: [late] })).toMatchObject({ ok: true });
-    expect((await svc.request<RecordError>('GET', `${H}/errors/${late.id}`)).body).toMatchObject({ canReprocess: true, marked: false });
+    expect((await svc.request<RecordError>('GET', `${H}/errors/${late.id}`)).body).toMatchObject({
+      canReprocess: true,
+      marked: false,
+    });
     expect(await markedIds(H)).toHaveLength(REPROCESSABLE);
     expect((await markAll(H, true)).changed).toBe(1);
   });
@@ -188,8 +233,14 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     const { store } = svc.service;
     const raw = store.db.withoutPlugins();
     const migration = historyMarkDefault(store.dialect);
-    const a = await runWithErrors('Migrated, marked one by one', Array.from({ length: ERRORS }, (_, n) => recordError(n)));
-    const b = await runWithErrors('Migrated, marked all', Array.from({ length: ERRORS }, (_, n) => recordError(n)));
+    const a = await runWithErrors(
+      'Migrated, marked one by one',
+      Array.from({ length: ERRORS }, (_, n) => recordError(n)),
+    );
+    const b = await runWithErrors(
+      'Migrated, marked all',
+      Array.from({ length: ERRORS }, (_, n) => recordError(n)),
+    );
     const firstOf = async (H: string): Promise<string> => (await listed(H)).find((e) => e.canReprocess)?.id ?? '';
     await markOne(a.H, await firstOf(a.H), true);
     await markAll(b.H, true);
@@ -198,13 +249,19 @@ describe.each(STORE_TARGETS)('the mark default of an execution on $name', (targe
     const ids = [a.H, b.H].map((H) => Number(H.split('/').pop()));
 
     await migration.down?.(raw);
-    const flags = await sql<{ n: number }>`select count(*) as n from execution_errors where marked = 1 and execution_id in (${sql.join(ids)})`.execute(raw);
+    const flags = await sql<{
+      n: number;
+    }>`select count(*) as n from execution_errors where marked = 1 and execution_id in (${sql.join(ids)})`.execute(raw);
     expect(Number(flags.rows[0]?.n)).toBe(1 + REPROCESSABLE - 1);
     await migration.up(raw);
 
     expect({ a: await listed(a.H), b: await listed(b.H) }).toEqual(before);
     // Every error's own 0 went: only the 1s the down migration wrote are marks of their own.
-    const own = await sql<{ n: number }>`select count(*) as n from execution_errors where marked is not null and execution_id in (${sql.join(ids)})`.execute(raw);
+    const own = await sql<{
+      n: number;
+    }>`select count(*) as n from execution_errors where marked is not null and execution_id in (${sql.join(ids)})`.execute(
+      raw,
+    );
     expect(Number(own.rows[0]?.n)).toBe(REPROCESSABLE);
     expect((await markAll(b.H, false)).changed).toBe(REPROCESSABLE - 1);
   });

@@ -33,7 +33,9 @@ describe.each(STORE_TARGETS)('History reads on $name', (target) => {
     expect(reply, JSON.stringify(reply)).toMatchObject({ ok: true });
   };
   const solution = async (name: string): Promise<string> => {
-    const res = await svc.request<{ id: string }>('POST', S, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', S, {
+      body: { name, solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     // Prepare is not what this suite tests: a prepared Solution shows the run statuses.
     await svc.service.store.db.updateTable('solutions').set({ prepared: 1 }).where('id', '=', res.body.id).execute();
@@ -76,16 +78,37 @@ describe.each(STORE_TARGETS)('History reads on $name', (target) => {
     expect(await page('?offset=450')).toEqual([]);
     expect(await page('?limit=0')).toEqual([]);
     // A page whose numbers have a gap (an error removed from the store) still holds `limit` errors.
-    await svc.service.store.db.deleteFrom('executionErrors').where('id', 'in', sent.slice(195, 200).map((e) => e.id)).execute();
-    expect(await page('?offset=190&limit=20')).toEqual([...sent.slice(190, 195), ...sent.slice(200, 215)].map((e) => e.id));
+    await svc.service.store.db
+      .deleteFrom('executionErrors')
+      .where(
+        'id',
+        'in',
+        sent.slice(195, 200).map((e) => e.id),
+      )
+      .execute();
+    expect(await page('?offset=190&limit=20')).toEqual(
+      [...sent.slice(190, 195), ...sent.slice(200, 215)].map((e) => e.id),
+    );
 
     const one = sent[3];
     const got = await svc.request<RecordError>('GET', `${E}/${one?.id}`);
     expect(got.status).toBe(200);
     expect(got.body).toEqual({
-      id: one?.id, failedRecordId: one?.failedRecordId, mapName: 'Accounts', sourceEntity: 'account', errorMessage: 'record 3 refused', errorDetail: 'detail 3',
-      additionalErrorDetails: '', canReprocess: false, marked: false, mapId: 7, blockName: 'Create contact', code: 'RUN_WRITE_FAILED', created: expect.any(String),
-      sourceKey: null, sourceRow: null,
+      id: one?.id,
+      failedRecordId: one?.failedRecordId,
+      mapName: 'Accounts',
+      sourceEntity: 'account',
+      errorMessage: 'record 3 refused',
+      errorDetail: 'detail 3',
+      additionalErrorDetails: '',
+      canReprocess: false,
+      marked: false,
+      mapId: 7,
+      blockName: 'Create contact',
+      code: 'RUN_WRITE_FAILED',
+      created: expect.any(String),
+      sourceKey: null,
+      sourceRow: null,
     });
     expect((await svc.request('GET', `${E}/${randomUUID()}`)).status).toBe(404);
   });
@@ -119,13 +142,28 @@ describe.each(STORE_TARGETS)('History reads on $name', (target) => {
     expect(await ids('?result=inprogress')).toEqual([going]);
     expect(await ids('?result=FATALERROR')).toEqual([fatal]);
     expect(await ids('?sortOrder=desc')).toEqual([going, mixed, fine, fatal]);
-    expect(await ids('?executionHistoryColumnSort=RecordsProcessed&sortOrder=desc')).toEqual([fine, mixed, fatal, going]);
+    expect(await ids('?executionHistoryColumnSort=RecordsProcessed&sortOrder=desc')).toEqual([
+      fine,
+      mixed,
+      fatal,
+      going,
+    ]);
     expect(await ids('?executionHistoryColumnSort=3')).toEqual([fine, going, fatal, mixed]);
     expect(await ids('?executionHistoryColumnSort=result')).toEqual([fine, fatal, going, mixed]);
     expect(await ids('?executionHistoryColumnSort=1&sortOrder=DESC&limit=2&offset=1')).toEqual([going, fatal]);
 
-    for (const bad of ['result=Happy', 'executionHistoryColumnSort=4', 'sortOrder=up', 'laterThanDate=yesterday', 'laterThanDate=2024-2-30', 'limit=1001']) {
-      const res = await svc.request<{ code: string; errors: Array<{ path: string }> }>('GET', `${S}/${id}/history?${bad}`);
+    for (const bad of [
+      'result=Happy',
+      'executionHistoryColumnSort=4',
+      'sortOrder=up',
+      'laterThanDate=yesterday',
+      'laterThanDate=2024-2-30',
+      'limit=1001',
+    ]) {
+      const res = await svc.request<{ code: string; errors: Array<{ path: string }> }>(
+        'GET',
+        `${S}/${id}/history?${bad}`,
+      );
       expect(res.status, bad).toBe(400);
       expect(res.body.code).toBe('API_VALIDATION');
       expect(res.body.errors[0]?.path).toBe(`query.${bad.split('=')[0]}`);
@@ -165,7 +203,10 @@ describe.each(STORE_TARGETS)('History reads on $name', (target) => {
     const res = await svc.request<Array<{ dueAt: string; reason: string }>>('GET', `${S}/${id}/history/skipped`);
     expect(res.status).toBe(200);
     expect(res.headers['total-count']).toBe('2');
-    expect(res.body.map((s) => [s.dueAt, s.reason])).toEqual([[due[1], 'running'], [due[0], 'missed']]);
+    expect(res.body.map((s) => [s.dueAt, s.reason])).toEqual([
+      [due[1], 'running'],
+      [due[0], 'missed'],
+    ]);
   });
 
   it('lets a Read-only member read it', async () => {

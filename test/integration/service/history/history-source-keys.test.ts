@@ -33,21 +33,39 @@ describe.each(STORE_TARGETS)('Record errors name their source record on $name', 
     expect(reply, JSON.stringify(reply)).toMatchObject({ ok: true });
   };
   const solution = async (name: string): Promise<string> => {
-    const res = await svc.request<{ id: string }>('POST', S, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', S, {
+      body: { name, solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     return res.body.id;
   };
   /** A run whose errors go in one runErrors report (shared fields or whole), its failed records kept in the cloud when given; answers `H/{id}`. */
-  const run = async (solutionId: string, errors: RunRecordError[], opts: { shared: boolean; cloud?: Map<string, Record<string, unknown>> }): Promise<{ H: string; runId: string }> => {
+  const run = async (
+    solutionId: string,
+    errors: RunRecordError[],
+    opts: { shared: boolean; cloud?: Map<string, Record<string, unknown>> },
+  ): Promise<{ H: string; runId: string }> => {
     const runId = randomUUID();
     const start = new Date(Date.now() - 60_000).toISOString();
     await send({ kind: 'runStarted', runId, solutionId, trigger: 'start', at: start });
     await send({ kind: 'runErrors', runId, solutionId, ...(opts.shared ? shareErrorFields(errors) : { errors }) });
-    const records = [...(opts.cloud ?? new Map<string, Record<string, unknown>>())].map(([id, source]) => failedRecordOf(errors.find((e) => e.failedRecordId === id) as RunRecordError, source));
+    const records = [...(opts.cloud ?? new Map<string, Record<string, unknown>>())].map(([id, source]) =>
+      failedRecordOf(errors.find((e) => e.failedRecordId === id) as RunRecordError, source),
+    );
     if (records.length > 0) await send({ kind: 'runFailedRecords', runId, solutionId, records });
     await send({
-      kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt: start, at: new Date().toISOString(), result: 'CompletedWithErrors',
-      processed: errors.length, failed: errors.length, stopped: false, sourceDataLocal: records.length === 0, statistics: [],
+      kind: 'runFinished',
+      runId,
+      solutionId,
+      trigger: 'start',
+      startedAt: start,
+      at: new Date().toISOString(),
+      result: 'CompletedWithErrors',
+      processed: errors.length,
+      failed: errors.length,
+      stopped: false,
+      sourceDataLocal: records.length === 0,
+      statistics: [],
     });
     const list = await svc.request<Array<{ id: number }>>('GET', `${S}/${solutionId}/history?sortOrder=desc&limit=1`);
     return { H: `${S}/${solutionId}/history/${list.body[0]?.id}`, runId };
@@ -72,7 +90,7 @@ describe.each(STORE_TARGETS)('Record errors name their source record on $name', 
   it.each([
     { form: 'shared fields', shared: true },
     { form: 'every error whole', shared: false },
-  ])('carries each error\'s key and row to the list, the one-error read and the export ($form)', async ({ shared }) => {
+  ])("carries each error's key and row to the list, the one-error read and the export ($form)", async ({ shared }) => {
     const id = await solution(`Keys ${shared ? 'shared' : 'whole'}`);
     const errors = [
       recordError(1, { sourceKey: { AccountId: 'A-1', Region: 3 }, sourceRow: 1 }),
@@ -104,21 +122,35 @@ describe.each(STORE_TARGETS)('Record errors name their source record on $name', 
     expect(rows.slice(1).map((r) => r['record'])).toEqual(['', '']);
   });
 
-  it('stores an older Agent\'s errors, without key or row, whole and shared, and reads them as null', async () => {
+  it("stores an older Agent's errors, without key or row, whole and shared, and reads them as null", async () => {
     const id = await solution('Keys old agent');
     const errors = [recordError(1), recordError(2)];
     const { H } = await run(id, errors, { shared: false });
     const list = await svc.request<RecordErrorModel[]>('GET', `${H}/errors`);
-    expect(list.body.map((e) => [e.sourceKey, e.sourceRow])).toEqual([[null, null], [null, null]]);
+    expect(list.body.map((e) => [e.sourceKey, e.sourceRow])).toEqual([
+      [null, null],
+      [null, null],
+    ]);
     const again = await run(id, [recordError(3), recordError(4)], { shared: true });
-    expect((await svc.request<RecordErrorModel[]>('GET', `${again.H}/errors`)).body.map((e) => e.sourceKey)).toEqual([null, null]);
-    expect((await exported(H)).map((r) => [r['sourceKey'], r['sourceRow']])).toEqual([['', ''], ['', '']]);
+    expect((await svc.request<RecordErrorModel[]>('GET', `${again.H}/errors`)).body.map((e) => e.sourceKey)).toEqual([
+      null,
+      null,
+    ]);
+    expect((await exported(H)).map((r) => [r['sourceKey'], r['sourceRow']])).toEqual([
+      ['', ''],
+      ['', ''],
+    ]);
   });
 
-  it('refuses a key beyond the protocol\'s bounds', async () => {
+  it("refuses a key beyond the protocol's bounds", async () => {
     const id = await solution('Keys too long');
     const runId = randomUUID();
-    const reply = await ch.report({ kind: 'runErrors', runId, solutionId: id, errors: [recordError(1, { sourceKey: { Id: 'x'.repeat(1001) } })] });
+    const reply = await ch.report({
+      kind: 'runErrors',
+      runId,
+      solutionId: id,
+      errors: [recordError(1, { sourceKey: { Id: 'x'.repeat(1001) } })],
+    });
     expect(reply).toMatchObject({ ok: false, error: { code: 'CHN_INVALID_MESSAGE' } });
   });
 
@@ -129,7 +161,9 @@ describe.each(STORE_TARGETS)('Record errors name their source record on $name', 
     const res = await svc.request<{ detail: string; code: string }>('GET', `${H}/failedrecords/${errors[0]?.id}`);
     expect(res.status, res.text).toBe(409);
     expect(res.body.code).toBe('API_CONFLICT');
-    expect(res.body.detail).toContain(`ferry agent failures show ${errors[0]?.failedRecordId} [--home DIR] [--instance N]`);
+    expect(res.body.detail).toContain(
+      `ferry agent failures show ${errors[0]?.failedRecordId} [--home DIR] [--instance N]`,
+    );
     expect(res.body.detail).toContain(`ferry agent failures list --execution ${runId}`);
     expect(res.body.detail).toContain(agent.agentId);
   });

@@ -16,7 +16,12 @@ interface Parameter {
 }
 interface Operation {
   parameters?: Parameter[];
-  requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, unknown>; anyOf?: Array<{ properties?: Record<string, unknown> }> } }> };
+  requestBody?: {
+    content?: Record<
+      string,
+      { schema?: { properties?: Record<string, unknown>; anyOf?: Array<{ properties?: Record<string, unknown> }> } }
+    >;
+  };
 }
 type Paths = Record<string, Record<string, Operation>>;
 interface Problem {
@@ -27,15 +32,59 @@ interface Problem {
 
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 const RANDOM = '0b8e1f0e-6a53-4f59-9f55-0c2e7a4d1e11';
-const loopbackRule = { name: 'lo', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+const loopbackRule = {
+  name: 'lo',
+  allowedIpRangeStartAddress: '127.0.0.1',
+  allowedIpRangeEndAddress: '127.0.0.1',
+  apiAccessEnabled: true,
+};
 
-const action = { action: 'Query', operationName: 'Query', blockType: 'Starter', supportsBulk: true, supportsConstraints: true, supportsInput: false, supportsLookupConditions: false, supportsRelations: false, supportsMultipleRecordOperations: false, supportsSequences: false };
+const action = {
+  action: 'Query',
+  operationName: 'Query',
+  blockType: 'Starter',
+  supportsBulk: true,
+  supportsConstraints: true,
+  supportsInput: false,
+  supportsLookupConditions: false,
+  supportsRelations: false,
+  supportsMultipleRecordOperations: false,
+  supportsSequences: false,
+};
 const METADATA = {
   actions: [action],
-  entities: [{
-    id: 'customers', name: 'customers', fullName: 'customers', originalName: 'customers', description: '', isHidden: false, actions: [action], relationships: [],
-    fields: [{ name: 'id', fullName: 'id', originalName: 'id', description: '', isPrimaryKey: true, nullable: false, size: 8, ordinal: 1, propertyType: 'integer', nativeType: 'INTEGER', hasDefault: false, requiredInActionInput: false, usedInLookupCondition: true, usedInActionInput: true, usedInQueryConstraint: true, usedInQuerySelect: true }],
-  }],
+  entities: [
+    {
+      id: 'customers',
+      name: 'customers',
+      fullName: 'customers',
+      originalName: 'customers',
+      description: '',
+      isHidden: false,
+      actions: [action],
+      relationships: [],
+      fields: [
+        {
+          name: 'id',
+          fullName: 'id',
+          originalName: 'id',
+          description: '',
+          isPrimaryKey: true,
+          nullable: false,
+          size: 8,
+          ordinal: 1,
+          propertyType: 'integer',
+          nativeType: 'INTEGER',
+          hasDefault: false,
+          requiredInActionInput: false,
+          usedInLookupCondition: true,
+          usedInActionInput: true,
+          usedInQueryConstraint: true,
+          usedInQuerySelect: true,
+        },
+      ],
+    },
+  ],
 };
 
 /** Bodies that pass validation, so that what answers is the Agent check and not a 400. */
@@ -49,7 +98,10 @@ const BODIES: Record<string, unknown> = {
 
 const bodyProperties = (op: Operation): string[] => {
   const schema = op.requestBody?.content?.['application/json']?.schema;
-  return [...Object.keys(schema?.properties ?? {}), ...(schema?.anyOf ?? []).flatMap((s) => Object.keys(s.properties ?? {}))];
+  return [
+    ...Object.keys(schema?.properties ?? {}),
+    ...(schema?.anyOf ?? []).flatMap((s) => Object.keys(s.properties ?? {})),
+  ];
 };
 /** Paths of the properties named agentId (any case) below the top level of a JSON schema. */
 function nestedAgentIds(schema: unknown, path: string, depth: number): string[] {
@@ -61,7 +113,8 @@ function nestedAgentIds(schema: unknown, path: string, depth: number): string[] 
     found.push(...nestedAgentIds(sub, `${path}.${key}`, depth + 1));
   }
   for (const key of ['items', 'additionalProperties']) found.push(...nestedAgentIds(s[key], `${path}[]`, depth + 1));
-  for (const key of ['anyOf', 'oneOf', 'allOf']) for (const sub of (s[key] ?? []) as unknown[]) found.push(...nestedAgentIds(sub, path, depth));
+  for (const key of ['anyOf', 'oneOf', 'allOf'])
+    for (const sub of (s[key] ?? []) as unknown[]) found.push(...nestedAgentIds(sub, path, depth));
   return found;
 }
 
@@ -84,30 +137,45 @@ describe.each(STORE_TARGETS)('agentId parameters on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     orgA = svc.orgId;
-    const b = await svc.request<{ id: number }>('POST', '/v1/orgs', { body: { name: 'Tenant B', parentId: orgA, securityRules: [loopbackRule] } });
+    const b = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+      body: { name: 'Tenant B', parentId: orgA, securityRules: [loopbackRule] },
+    });
     expect(b.status).toBe(201);
     orgB = b.body.id;
     agentA = await registerTestAgent(svc, { name: 'A' });
     agentB = await registerTestAgent(svc, { orgId: orgB, name: 'B' });
     ch = await TestChannel.connect(svc, agentA);
     await ch.hello(agentA, { installedConnectors: [{ connectorId: SQLITE, version: '1.0.0' }] });
-    ch.autoReply = (cmd) => (cmd['type'] === 'loadMetadata' ? { re: cmd['id'], ok: true, result: METADATA } : undefined);
+    ch.autoReply = (cmd) =>
+      cmd['type'] === 'loadMetadata' ? { re: cmd['id'], ok: true, result: METADATA } : undefined;
 
-    const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${orgA}/connections`, { body: { name: 'Cached', connectorId: SQLITE, color: '#FF000000' } });
+    const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${orgA}/connections`, {
+      body: { name: 'Cached', connectorId: SQLITE, color: '#FF000000' },
+    });
     expect(conn.status).toBe(201);
     connection = conn.body.id;
     // Prime the cache: from now on the metadata routes answer without asking any Agent.
     await until(async () => {
-      const r = await svc.request('GET', `/v1/orgs/${orgA}/connections/${connection}/entitynames?agentId=${agentA.agentId}`);
+      const r = await svc.request(
+        'GET',
+        `/v1/orgs/${orgA}/connections/${connection}/entitynames?agentId=${agentA.agentId}`,
+      );
       return r.status === 200 ? r : undefined;
     }, 'the metadata to be cached');
 
     const doc = await svc.request<{ paths: Paths }>('GET', '/v1/openapi.json', { auth: null });
     const all = Object.entries(doc.body.paths).flatMap(([path, methods]) =>
-      Object.entries(methods).map(([method, op]) => ({ method: method.toUpperCase(), path, op, where: takesAgentId(op) })),
+      Object.entries(methods).map(([method, op]) => ({
+        method: method.toUpperCase(),
+        path,
+        op,
+        where: takesAgentId(op),
+      })),
     );
     ops = all.filter((o) => o.where.length > 0);
-    nested = all.flatMap((o) => nestedAgentIds(o.op.requestBody?.content?.['application/json']?.schema, `${o.method} ${o.path} body`, 0));
+    nested = all.flatMap((o) =>
+      nestedAgentIds(o.op.requestBody?.content?.['application/json']?.schema, `${o.method} ${o.path} body`, 0),
+    );
   }, 60_000);
   afterAll(async () => {
     await ch?.close();
@@ -140,7 +208,8 @@ describe.each(STORE_TARGETS)('agentId parameters on $name', (target) => {
       'POST /v1/orgs/{orgId}/connections/{connectionId}/test',
       'GET /v1/orgs/{orgId}/connections',
       'GET /v1/orgs/{orgId}/agents/{agentId}',
-    ]) expect(names).toContain(expected);
+    ])
+      expect(names).toContain(expected);
     // The check applies to the path's Organization; a route elsewhere would need its own rule.
     for (const name of names) expect(name).toMatch(/^[A-Z]+ \/v1\/orgs\/\{orgId\}\//);
     // The check reads top-level fields; an agentId deeper in a body needs the check extended first.
@@ -164,11 +233,13 @@ describe.each(STORE_TARGETS)('agentId parameters on $name', (target) => {
     expect((await svc.request('GET', `/v1/orgs/${orgB}/agents/${agentB.agentId}`)).status).toBe(200);
   });
 
-  it('still serves cached metadata without an agentId or with its own Organization\'s Agent', async () => {
+  it("still serves cached metadata without an agentId or with its own Organization's Agent", async () => {
     const entities = `/v1/orgs/${orgA}/connections/${connection}/entities`;
     expect((await svc.request('GET', entities)).status).toBe(200);
     expect((await svc.request('GET', `${entities}?agentId=${agentA.agentId}`)).status).toBe(200);
     expect((await svc.request('GET', `${entities}?AgentId=${agentB.agentId}`)).status).toBe(404);
-    expect((await svc.request('GET', `/v1/orgs/${orgA}/connectors/${SQLITE}/uioptions?agentId=${agentA.agentId}`)).status).toBe(200);
+    expect(
+      (await svc.request('GET', `/v1/orgs/${orgA}/connectors/${SQLITE}/uioptions?agentId=${agentA.agentId}`)).status,
+    ).toBe(200);
   });
 });

@@ -10,7 +10,14 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlayedAgent, OpenChannels, until, type Incoming, type TestAgent, type TestChannel } from '../../../helpers/agent-client.js';
+import {
+  connectPlayedAgent,
+  OpenChannels,
+  until,
+  type Incoming,
+  type TestAgent,
+  type TestChannel,
+} from '../../../helpers/agent-client.js';
 import { startService, type TestService } from '../../../helpers/service.js';
 import { STORE_TARGETS } from '../../../helpers/stores.js';
 
@@ -79,7 +86,11 @@ function axiosOf(svc: TestService): <T>(method: string, path: string, data?: unk
   const auth = `Basic ${Buffer.from(`${svc.admin.email}:${svc.admin.password}`).toString('base64')}`;
   return <T>(method: string, path: string, data?: unknown) =>
     new Promise<AxiosResponse<T>>((resolve, reject) => {
-      const headers: Record<string, string> = { Accept: 'application/json, text/plain, */*', 'User-Agent': 'axios/0.21.4', Authorization: auth };
+      const headers: Record<string, string> = {
+        Accept: 'application/json, text/plain, */*',
+        'User-Agent': 'axios/0.21.4',
+        Authorization: auth,
+      };
       let payload: Buffer | undefined;
       if (method === 'POST' || method === 'PUT' || method === 'PATCH') {
         headers['Content-Type'] = 'application/x-www-form-urlencoded';
@@ -142,66 +153,84 @@ describe.each(STORE_TARGETS)('the axios 0.21 client of the original service, unc
     await svc?.close();
   });
 
-  it('creates, edits by read-modify-write, prepares and starts a Solution, tests a Connection and pages entity names', { timeout: 60_000 }, async () => {
-    const axios = axiosOf(svc);
-    const O = `/v1/orgs/${svc.orgId}`;
-    // Connections made beforehand, as a person would in the UI.
-    const connection = async (name: string) => (await axios<{ id: string }>('POST', `${O}/connections`, { name, connectorId: SQLITE, color: '#FF00FF00' })).data.id;
-    const source = await connection('Source DB');
-    const target = await connection('Target DB');
+  it(
+    'creates, edits by read-modify-write, prepares and starts a Solution, tests a Connection and pages entity names',
+    { timeout: 60_000 },
+    async () => {
+      const axios = axiosOf(svc);
+      const O = `/v1/orgs/${svc.orgId}`;
+      // Connections made beforehand, as a person would in the UI.
+      const connection = async (name: string) =>
+        (await axios<{ id: string }>('POST', `${O}/connections`, { name, connectorId: SQLITE, color: '#FF00FF00' }))
+          .data.id;
+      const source = await connection('Source DB');
+      const target = await connection('Target DB');
 
-    const created = await axios<Solution>('POST', `${O}/solutions`, {
-      name: 'Nightly copy',
-      solutionType: 'Replication',
-      agentId: agent.agentId,
-      connectionIdForSource: source,
-      connectionIdForTarget: target,
-      replicationSettings: { selectionType: 'Selected', entities: ['customers'] },
-    });
-    expect(created.status).toBe(201);
-    const S = `${O}/solutions/${created.data.id}`;
+      const created = await axios<Solution>('POST', `${O}/solutions`, {
+        name: 'Nightly copy',
+        solutionType: 'Replication',
+        agentId: agent.agentId,
+        connectionIdForSource: source,
+        connectionIdForTarget: target,
+        replicationSettings: { selectionType: 'Selected', entities: ['customers'] },
+      });
+      expect(created.status).toBe(201);
+      const S = `${O}/solutions/${created.data.id}`;
 
-    // Read, change replicationSettings.entities, send the whole model back (`entities` echoed as read).
-    const read = await axios<Solution>('GET', S);
-    expect(read.data.entities).toEqual(['customers']);
-    const edited = await axios<Solution>('PUT', S, { ...read.data, replicationSettings: { ...read.data.replicationSettings, entities: ['customers', 'orders'] } });
-    expect(edited.status).toBe(200);
-    expect(edited.data.replicationSettings).toEqual({ selectionType: 'Selected', entities: ['customers', 'orders'] });
+      // Read, change replicationSettings.entities, send the whole model back (`entities` echoed as read).
+      const read = await axios<Solution>('GET', S);
+      expect(read.data.entities).toEqual(['customers']);
+      const edited = await axios<Solution>('PUT', S, {
+        ...read.data,
+        replicationSettings: { ...read.data.replicationSettings, entities: ['customers', 'orders'] },
+      });
+      expect(edited.status).toBe(200);
+      expect(edited.data.replicationSettings).toEqual({ selectionType: 'Selected', entities: ['customers', 'orders'] });
 
-    const prepare = await axios<{ id: string }>('POST', `${S}/prepare`);
-    expect(prepare.status).toBe(200);
-    const job = await until(async () => {
-      const r = await axios<{ isComplete: boolean; hasError: boolean; message: string }>('GET', `${S}/prepare/${prepare.data.id}`);
-      return r.data.isComplete ? r.data : undefined;
-    }, 'the prepare');
-    expect(job).toMatchObject({ hasError: false });
+      const prepare = await axios<{ id: string }>('POST', `${S}/prepare`);
+      expect(prepare.status).toBe(200);
+      const job = await until(async () => {
+        const r = await axios<{ isComplete: boolean; hasError: boolean; message: string }>(
+          'GET',
+          `${S}/prepare/${prepare.data.id}`,
+        );
+        return r.data.isComplete ? r.data : undefined;
+      }, 'the prepare');
+      expect(job).toMatchObject({ hasError: false });
 
-    const start = await axios<{ started: boolean; runId: string }>('POST', `${S}/start`);
-    expect(start.status).toBe(200);
-    expect(start.data.started).toBe(true);
-    expect(commands.find((c) => c['type'] === 'startSolution')).toMatchObject({ solutionId: created.data.id, runId: start.data.runId });
+      const start = await axios<{ started: boolean; runId: string }>('POST', `${S}/start`);
+      expect(start.status).toBe(200);
+      expect(start.data.started).toBe(true);
+      expect(commands.find((c) => c['type'] === 'startSolution')).toMatchObject({
+        solutionId: created.data.id,
+        runId: start.data.runId,
+      });
 
-    // The prepare loaded the metadata through the Solution's Agent: the Connection names it.
-    const conn = await axios<{ lastTestedAgentId: string | null }>('GET', `${O}/connections/${source}`);
-    expect(conn.data.lastTestedAgentId).toBe(agent.agentId);
-    const agentId = conn.data.lastTestedAgentId ?? 'undefined';
-    const test = await axios<{ id: string }>('POST', `${O}/connections/${source}/test?agentId=${agentId}`);
-    expect(test.status).toBe(200);
-    const tested = await until(async () => {
-      const r = await axios<{ status: string; reply: string }>('GET', `${O}/connections/test/${test.data.id}`);
-      return r.data.status === 'Completed' ? r.data : undefined;
-    }, 'the test');
-    expect(tested.reply).toBe('SUCCESS');
+      // The prepare loaded the metadata through the Solution's Agent: the Connection names it.
+      const conn = await axios<{ lastTestedAgentId: string | null }>('GET', `${O}/connections/${source}`);
+      expect(conn.data.lastTestedAgentId).toBe(agent.agentId);
+      const agentId = conn.data.lastTestedAgentId ?? 'undefined';
+      const test = await axios<{ id: string }>('POST', `${O}/connections/${source}/test?agentId=${agentId}`);
+      expect(test.status).toBe(200);
+      const tested = await until(async () => {
+        const r = await axios<{ status: string; reply: string }>('GET', `${O}/connections/test/${test.data.id}`);
+        return r.data.status === 'Completed' ? r.data : undefined;
+      }, 'the test');
+      expect(tested.reply).toBe('SUCCESS');
 
-    // Pages until an empty page, as the client does.
-    const names: string[] = [];
-    for (let offset = 0, calls = 0; ; offset += 2, calls++) {
-      expect(calls).toBeLessThan(10);
-      const page = await axios<string[]>('GET', `${O}/connections/${source}/entitynames?agentId=${agentId}&offset=${offset}&limit=2`);
-      expect(page.status).toBe(200);
-      if (page.data.length === 0) break;
-      names.push(...page.data);
-    }
-    expect(names).toEqual(ENTITIES);
-  });
+      // Pages until an empty page, as the client does.
+      const names: string[] = [];
+      for (let offset = 0, calls = 0; ; offset += 2, calls++) {
+        expect(calls).toBeLessThan(10);
+        const page = await axios<string[]>(
+          'GET',
+          `${O}/connections/${source}/entitynames?agentId=${agentId}&offset=${offset}&limit=2`,
+        );
+        expect(page.status).toBe(200);
+        if (page.data.length === 0) break;
+        names.push(...page.data);
+      }
+      expect(names).toEqual(ENTITIES);
+    },
+  );
 });

@@ -13,7 +13,9 @@ describe('a closing Service', () => {
       const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
       // A request whose body has not all arrived keeps the connection busy, so closing waits for it.
-      socket.write('POST /v1/agent/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{');
+      socket.write(
+        'POST /v1/agent/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{',
+      );
       await new Promise((resolve) => setTimeout(resolve, 100));
       const closing = svc.service.app.close();
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -28,8 +28,12 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
 
   it('tells refused credentials from missing ones, with one text for an unknown login and a wrong password', async () => {
     const none = await svc.request<Problem>('GET', '/v1/orgs', { auth: null });
-    const wrong = await svc.request<Problem>('GET', '/v1/orgs', { auth: { email: svc.admin.email, password: 'Not-the-password' } });
-    const unknown = await svc.request<Problem>('GET', '/v1/orgs', { auth: { email: 'nobody@ferry.test', password: 'Not-the-password' } });
+    const wrong = await svc.request<Problem>('GET', '/v1/orgs', {
+      auth: { email: svc.admin.email, password: 'Not-the-password' },
+    });
+    const unknown = await svc.request<Problem>('GET', '/v1/orgs', {
+      auth: { email: 'nobody@ferry.test', password: 'Not-the-password' },
+    });
     for (const r of [none, wrong, unknown]) {
       expect(r.status).toBe(401);
       expect(r.body.code).toBe('API_UNAUTHENTICATED');
@@ -49,16 +53,22 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
     });
     expect(res.status).toBe(415);
     expect(res.body.code).toBe('API_UNSUPPORTED_MEDIA_TYPE');
-    for (const type of ['text/csv', 'application/csv', 'text/plain', 'application/json']) expect(res.body.detail).toContain(type);
+    for (const type of ['text/csv', 'application/csv', 'text/plain', 'application/json'])
+      expect(res.body.detail).toContain(type);
     expect(res.body.detail).toContain('application/x-www-form-urlencoded');
     expect(res.body.detail).toContain("-H 'Content-Type: text/csv'");
   });
 
   it('says the content type is wrong for JSON sent as text/plain where a JSON object is expected', async () => {
-    const res = await svc.request<Problem>('POST', `${O}/lookuptables`, { body: JSON.stringify({ name: 'Plain' }), headers: { 'content-type': 'text/plain' } });
+    const res = await svc.request<Problem>('POST', `${O}/lookuptables`, {
+      body: JSON.stringify({ name: 'Plain' }),
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(res.status).toBe(415);
     expect(res.body.code).toBe('API_UNSUPPORTED_MEDIA_TYPE');
-    expect(res.body.detail).toBe('The body is sent as text/plain, which this operation does not take; send it as application/json.');
+    expect(res.body.detail).toBe(
+      'The body is sent as text/plain, which this operation does not take; send it as application/json.',
+    );
   });
 
   it('says a missing field is required, at any depth', async () => {
@@ -66,7 +76,9 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
     expect(res.status).toBe(400);
     expect(res.body.detail).toBe('The request is not valid: body.name is required.');
     expect(res.body.errors).toEqual([{ path: 'body.name', message: 'is required' }]);
-    const nested = await svc.request<Problem>('POST', `${O}/lookuptables`, { body: { name: 'Nested', lookupTableValues: [{ value2: 'a' }] } });
+    const nested = await svc.request<Problem>('POST', `${O}/lookuptables`, {
+      body: { name: 'Nested', lookupTableValues: [{ value2: 'a' }] },
+    });
     expect(nested.body.errors).toEqual([{ path: 'body.lookupTableValues.0.value1', message: 'is required' }]);
     // A value of the wrong type is not "required".
     const typed = await svc.request<Problem>('POST', `${O}/lookuptables`, { body: { name: 5 } });
@@ -78,8 +90,15 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
     expect(miss.status).toBe(400);
     expect(miss.body.code).toBe('API_VALIDATION');
     expect(miss.body.detail).toContain('did you mean includeLookupTableValues?');
-    expect(miss.body.errors).toEqual([{ path: 'query.includeLookupTableValue', message: expect.stringContaining('did you mean includeLookupTableValues?') as string }]);
-    expect((await svc.request<Problem>('GET', `${O}/lookuptables?limt=5`)).body.detail).toContain('did you mean limit?');
+    expect(miss.body.errors).toEqual([
+      {
+        path: 'query.includeLookupTableValue',
+        message: expect.stringContaining('did you mean includeLookupTableValues?') as string,
+      },
+    ]);
+    expect((await svc.request<Problem>('GET', `${O}/lookuptables?limt=5`)).body.detail).toContain(
+      'did you mean limit?',
+    );
     // Another letter case is the same parameter; an unrelated extra is ignored.
     expect((await svc.request('GET', `${O}/lookuptables?IncludeLookupTableValues=true`)).status).toBe(200);
     expect((await svc.request('GET', `${O}/lookuptables?expand=false&_=12345`)).status).toBe(200);
@@ -87,9 +106,16 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
   });
 
   it('treats an empty body sent as application/json as no body: provision, connector install, solution start', async () => {
-    const variants: Array<Record<string, string>> = [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', 'content-length': '0' }];
+    const variants: Array<Record<string, string>> = [
+      { 'content-type': 'application/json' },
+      { 'content-type': 'application/json', 'content-length': '0' },
+    ];
     for (const headers of variants) {
-      const provision = await svc.request<{ agentInstallationKey: string }>('POST', `${O}/agents/provision_onpremise_agent`, { body: '', headers });
+      const provision = await svc.request<{ agentInstallationKey: string }>(
+        'POST',
+        `${O}/agents/provision_onpremise_agent`,
+        { body: '', headers },
+      );
       expect(provision.status).toBe(200);
       expect(provision.body.agentInstallationKey).toEqual(expect.any(String));
       const install = await svc.request<Problem>('POST', `${O}/connectors/${SQLITE}/install`, { body: '', headers });
@@ -119,16 +145,32 @@ describe.each(STORE_TARGETS)('errors that say what to do on $name', (target) => 
       expect(provision.status, JSON.stringify(headers)).toBe(200);
     }
     // A route that needs a body says so, as for no body at all.
-    const noBody = await svc.request<Problem>('POST', `${O}/lookuptables`, { body: '', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' } });
+    const noBody = await svc.request<Problem>('POST', `${O}/lookuptables`, {
+      body: '',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' },
+    });
     expect(noBody.status).toBe(400);
     expect(noBody.body.code).toBe('API_VALIDATION');
-    const form = await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, {
+      body: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(form.status).toBe(415);
     expect(form.body.code).toBe('API_UNSUPPORTED_MEDIA_TYPE');
     expect(form.body.detail).toContain('application/x-www-form-urlencoded');
-    expect((await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, { body: 'a', headers: { 'content-type': 'not a media type' } })).status).toBe(415);
+    expect(
+      (
+        await svc.request<Problem>('POST', `${O}/solutions/${MISSING}/start`, {
+          body: 'a',
+          headers: { 'content-type': 'not a media type' },
+        })
+      ).status,
+    ).toBe(415);
     // A path no route serves stays a 404, whatever its body.
-    const nowhere = await svc.request<Problem>('POST', `${O}/no-such-thing`, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const nowhere = await svc.request<Problem>('POST', `${O}/no-such-thing`, {
+      body: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(nowhere.status).toBe(404);
     expect(nowhere.body.code).toBe('API_ROUTE_NOT_FOUND');
   });
@@ -146,7 +188,9 @@ describe.each(STORE_TARGETS)('POLL answers on $name', (target) => {
     await ch.hello(agent, { installedConnectors: [{ connectorId: SQLITE, version: '1.0.0' }] });
     // Metadata loads are never answered: every POLL call sees "not ready yet".
     ch.autoReply = () => undefined;
-    const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, { body: { name: 'Polled', connectorId: SQLITE, color: '#FF000000' } });
+    const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, {
+      body: { name: 'Polled', connectorId: SQLITE, color: '#FF000000' },
+    });
     expect(conn.status).toBe(201);
     connection = `/v1/orgs/${svc.orgId}/connections/${conn.body.id}`;
     agentId = agent.agentId;

@@ -27,10 +27,14 @@ describe.each(STORE_TARGETS)('Functions on $name', (target) => {
     expect(res.body.length).toBe(FORMULA_FUNCTIONS.length);
     expect(res.body.length).toBeGreaterThanOrEqual(80);
     expect(res.headers['total-count']).toBe(String(res.body.length));
-    const order = (f: FunctionModel) => FUNCTION_CATEGORIES.indexOf(f.categoryName as (typeof FUNCTION_CATEGORIES)[number]);
+    const order = (f: FunctionModel) =>
+      FUNCTION_CATEGORIES.indexOf(f.categoryName as (typeof FUNCTION_CATEGORIES)[number]);
     for (let i = 1; i < res.body.length; i += 1) {
       const [a, b] = [res.body[i - 1] as FunctionModel, res.body[i] as FunctionModel];
-      expect(order(a) < order(b) || (order(a) === order(b) && a.name.localeCompare(b.name, 'en') < 0), `${a.name} before ${b.name}`).toBe(true);
+      expect(
+        order(a) < order(b) || (order(a) === order(b) && a.name.localeCompare(b.name, 'en') < 0),
+        `${a.name} before ${b.name}`,
+      ).toBe(true);
     }
     expect(new Set(res.body.map((f) => f.id)).size).toBe(res.body.length);
     const left = res.body.find((f) => f.name === 'LEFT');
@@ -78,7 +82,9 @@ describe.each(STORE_TARGETS)('Functions on $name', (target) => {
     expect(res.status).toBe(404);
     expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(res.body.code).toBe('API_NOT_FOUND');
-    const script = await svc.request('GET', `/functions/${encodeURIComponent('<script>alert(1)</script>')}`, { auth: null });
+    const script = await svc.request('GET', `/functions/${encodeURIComponent('<script>alert(1)</script>')}`, {
+      auth: null,
+    });
     expect(script.status).toBe(404);
     expect(script.headers['content-type']).not.toMatch(/html/);
   });

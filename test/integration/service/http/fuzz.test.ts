@@ -46,7 +46,7 @@ const basic = (...parts: Array<string | number[]>): string =>
 const BAD_AUTHORIZATIONS: Array<[string, string]> = [
   ['Basic NUL:NUL', 'Basic ADoA'],
   ['Basic NUL in the login', basic('admin\u0000@ferry.test:x')],
-  ['Basic NUL in a real login\'s password', basic(`${ADMIN.email}:\u0000${ADMIN.password}`)],
+  ["Basic NUL in a real login's password", basic(`${ADMIN.email}:\u0000${ADMIN.password}`)],
   ['Basic login not UTF-8', basic([0xff, 0xfe], ':x')],
   ['Basic password not UTF-8', basic(`${ADMIN.email}:`, [0xc3, 0x28])],
   ['Basic surrogate encoded in UTF-8', basic('a', [0xed, 0xa0, 0x80], ':x')],
@@ -87,7 +87,10 @@ describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
 
   it('refuses every route without credentials, but the public ones', async () => {
     for (const { method, path } of ops) {
-      const res = await svc.request(method, fill(path, svc.orgId, GUID), { auth: null, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+      const res = await svc.request(method, fill(path, svc.orgId, GUID), {
+        auth: null,
+        body: method === 'GET' || method === 'DELETE' ? undefined : {},
+      });
       if (PUBLIC.some((re) => re.test(path))) expectNo5xx(res.status, `${method} ${path}`);
       else expect(res.status, `${method} ${path}`).toBe(401);
     }
@@ -97,7 +100,11 @@ describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
     for (const { method, path } of ops) {
       const url = fill(path, svc.orgId, GUID);
       for (const [shape, authorization] of BAD_AUTHORIZATIONS) {
-        const res = await svc.request(method, url, { auth: null, headers: { authorization }, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        const res = await svc.request(method, url, {
+          auth: null,
+          headers: { authorization },
+          body: method === 'GET' || method === 'DELETE' ? undefined : {},
+        });
         const what = `${method} ${path} ${shape}`;
         if (PUBLIC.some((re) => re.test(path))) {
           expectNo5xx(res.status, what);
@@ -133,13 +140,21 @@ describe.each(STORE_TARGETS)('fuzzing every route on $name', (target) => {
       }
       const unknown = await svc.request(method, url, { body: { definitelyNotAField: 1, nested: { deep: [1, 2] } } });
       expect4xx(unknown, `${what} unknown fields`);
-      const huge = await svc.request(method, url, { body: { name: HUGE, email: HUGE, value1: HUGE, description: HUGE } });
+      const huge = await svc.request(method, url, {
+        body: { name: HUGE, email: HUGE, value1: HUGE, description: HUGE },
+      });
       expectNo5xx(huge.status, `${what} huge strings`);
-      const types = await svc.request(method, url, { body: { name: 42, email: [], securityRules: 'x', parentId: 'y', limit: {} } });
+      const types = await svc.request(method, url, {
+        body: { name: 42, email: [], securityRules: 'x', parentId: 'y', limit: {} },
+      });
       expectNo5xx(types.status, `${what} wrong types`);
-      const nul = await svc.request(method, url, { body: { name: 'a\u0000b', email: 'x\u0000@y.z', value1: '\u0000' } });
+      const nul = await svc.request(method, url, {
+        body: { name: 'a\u0000b', email: 'x\u0000@y.z', value1: '\u0000' },
+      });
       expect4xx(nul, `${what} NUL characters`);
-      const proto = await svc.request(method, url, { body: '{"__proto__": {"x": 1}, "constructor": {"prototype": {"y": 1}}}' });
+      const proto = await svc.request(method, url, {
+        body: '{"__proto__": {"x": 1}, "constructor": {"prototype": {"y": 1}}}',
+      });
       expect4xx(proto, `${what} prototype keys`);
       const xml = await svc.request(method, url, { body: '<a/>', headers: { 'content-type': 'application/xml' } });
       expect4xx(xml, `${what} xml`);

@@ -27,7 +27,10 @@ function expectProblem(res: ApiResponse, status: number, code: string, what = ''
 }
 
 /** Sends raw bytes and reads the answer until the Service closes the connection. */
-function rawRequest(url: string, bytes: string): Promise<{ status: number; contentType: string; body: { code?: string } }> {
+function rawRequest(
+  url: string,
+  bytes: string,
+): Promise<{ status: number; contentType: string; body: { code?: string } }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () => socket.write(bytes));
@@ -59,11 +62,29 @@ describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
       ['an array 101 deep inside a field', `{"name":${nestedArrays(101)}}`],
     ];
 
-    it.each(deepBodies)('refuses %s with 400 API_BODY_TOO_DEEP on routes with and without credentials', async (what, body) => {
-      expectProblem(await svc.request('POST', '/v1/orgs', { body }), 400, 'API_BODY_TOO_DEEP', `POST /v1/orgs ${what}`);
-      expectProblem(await svc.request('PUT', `/v1/orgs/${svc.orgId}/SecuritySettings`, { body }), 400, 'API_BODY_TOO_DEEP', `PUT SecuritySettings ${what}`);
-      expectProblem(await svc.request('POST', '/v1/agent/register', { body, auth: null }), 400, 'API_BODY_TOO_DEEP', `POST /v1/agent/register ${what}`);
-    });
+    it.each(deepBodies)(
+      'refuses %s with 400 API_BODY_TOO_DEEP on routes with and without credentials',
+      async (what, body) => {
+        expectProblem(
+          await svc.request('POST', '/v1/orgs', { body }),
+          400,
+          'API_BODY_TOO_DEEP',
+          `POST /v1/orgs ${what}`,
+        );
+        expectProblem(
+          await svc.request('PUT', `/v1/orgs/${svc.orgId}/SecuritySettings`, { body }),
+          400,
+          'API_BODY_TOO_DEEP',
+          `PUT SecuritySettings ${what}`,
+        );
+        expectProblem(
+          await svc.request('POST', '/v1/agent/register', { body, auth: null }),
+          400,
+          'API_BODY_TOO_DEEP',
+          `POST /v1/agent/register ${what}`,
+        );
+      },
+    );
 
     it('reads a body nested exactly 100 levels (brackets inside strings do not count)', async () => {
       // 99 levels of arrays inside the body object: 100 in all. The field is not valid, but the
@@ -83,7 +104,9 @@ describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
     });
 
     it('refuses a lone low surrogate deep in an array and in a key', async () => {
-      const inArray = await svc.request('PUT', `/v1/orgs/${svc.orgId}/SecuritySettings`, { body: '{"securityRules":[{"name":"ok"},{"name":"x\\udc00"}]}' });
+      const inArray = await svc.request('PUT', `/v1/orgs/${svc.orgId}/SecuritySettings`, {
+        body: '{"securityRules":[{"name":"ok"},{"name":"x\\udc00"}]}',
+      });
       expect(expectProblem(inArray, 400, 'API_VALIDATION').errors?.[0]?.path).toBe('body.securityRules.1.name');
       const inKey = await svc.request('POST', '/v1/orgs', { body: '{"name":"ok","k\\ud800":1}' });
       expect(expectProblem(inKey, 400, 'API_VALIDATION').errors?.[0]?.path).toBe('body.k\uFFFD');
@@ -92,7 +115,18 @@ describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
     it('accepts well-formed text beyond the Basic Multilingual Plane and stores it unchanged', async () => {
       const name = `emoji \u{1F600} ${Date.now()}`;
       const created = await svc.request<{ id: number; name: string }>('POST', '/v1/orgs', {
-        body: { name, parentId: svc.orgId, securityRules: [{ name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true }] },
+        body: {
+          name,
+          parentId: svc.orgId,
+          securityRules: [
+            {
+              name: 'loopback',
+              allowedIpRangeStartAddress: '127.0.0.1',
+              allowedIpRangeEndAddress: '127.0.0.1',
+              apiAccessEnabled: true,
+            },
+          ],
+        },
       });
       expect(created.status, created.text).toBe(201);
       expect(created.body.name).toBe(name);
@@ -102,13 +136,16 @@ describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
   });
 
   describe('integer parameters', () => {
-    it.each(['0x2', '1e1', '1.0', '+2', ' 2', '', '2a', '0b1', 'Infinity'])('refuses limit=%j with 400 API_VALIDATION', async (bad) => {
-      for (const list of ['/v1/orgs', `/v1/orgs/${svc.orgId}/securityrules`, `/v1/orgs/${svc.orgId}/users`]) {
-        const res = await svc.request('GET', `${list}?limit=${encodeURIComponent(bad)}`);
-        const problem = expectProblem(res, 400, 'API_VALIDATION', `${list}?limit=${bad}`);
-        expect(problem.errors?.[0]?.path).toBe('query.limit');
-      }
-    });
+    it.each(['0x2', '1e1', '1.0', '+2', ' 2', '', '2a', '0b1', 'Infinity'])(
+      'refuses limit=%j with 400 API_VALIDATION',
+      async (bad) => {
+        for (const list of ['/v1/orgs', `/v1/orgs/${svc.orgId}/securityrules`, `/v1/orgs/${svc.orgId}/users`]) {
+          const res = await svc.request('GET', `${list}?limit=${encodeURIComponent(bad)}`);
+          const problem = expectProblem(res, 400, 'API_VALIDATION', `${list}?limit=${bad}`);
+          expect(problem.errors?.[0]?.path).toBe('query.limit');
+        }
+      },
+    );
 
     it('refuses offset and other integer parameters given as hex or exponent', async () => {
       expectProblem(await svc.request('GET', `/v1/orgs?offset=0x1`), 400, 'API_VALIDATION');
@@ -143,13 +180,28 @@ describe.each(STORE_TARGETS)('HTTP input limits on $name', (target) => {
       ['a 10,000-character Organization ID', (): string => `/v1/orgs/${'1'.repeat(10_000)}`, 414, 'API_URI_TOO_LONG'],
     ] as const)('answers %s with a problem', async (_what, path, status, code) => {
       expectProblem(await svc.request('GET', path()), status, code, path().slice(0, 80));
-      expectProblem(await svc.request('GET', path(), { auth: null }), status, code, `${path().slice(0, 80)} without credentials`);
+      expectProblem(
+        await svc.request('GET', path(), { auth: null }),
+        status,
+        code,
+        `${path().slice(0, 80)} without credentials`,
+      );
     });
 
     it.each([
-      ['a header line without a colon', 'GET /v1/orgs HTTP/1.1\r\nHost: x\r\nnot a header\r\n\r\n', 400, 'API_MALFORMED_REQUEST'],
+      [
+        'a header line without a colon',
+        'GET /v1/orgs HTTP/1.1\r\nHost: x\r\nnot a header\r\n\r\n',
+        400,
+        'API_MALFORMED_REQUEST',
+      ],
       ['a request line that is not HTTP', 'HELLO\r\n\r\n', 400, 'API_MALFORMED_REQUEST'],
-      ['headers over 16 KiB', `GET /v1/orgs HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'API_HEADERS_TOO_LARGE'],
+      [
+        'headers over 16 KiB',
+        `GET /v1/orgs HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'API_HEADERS_TOO_LARGE',
+      ],
     ] as const)('answers %s, refused by the HTTP parser, with a problem', async (_what, bytes, status, code) => {
       const res = await rawRequest(svc.url, bytes);
       expect(res.status).toBe(status);

@@ -13,11 +13,24 @@ const QUERY_CREATE = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps/query-
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 
 /** What a save may change by itself: when and by whom, and a Map's revision. */
-const STAMPS = new Set(['lastModificationDate', 'lastModificationDateTime', 'modificationBy', 'modifiedBy', 'revision', 'revisionDate', 'revisionComment', 'lastModified']);
+const STAMPS = new Set([
+  'lastModificationDate',
+  'lastModificationDateTime',
+  'modificationBy',
+  'modifiedBy',
+  'revision',
+  'revisionDate',
+  'revisionComment',
+  'lastModified',
+]);
 const unstamped = (v: unknown): unknown => {
   if (Array.isArray(v)) return v.map(unstamped);
   if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(Object.entries(v as Model).filter(([k]) => !STAMPS.has(k)).map(([k, x]) => [k, unstamped(x)]));
+  return Object.fromEntries(
+    Object.entries(v as Model)
+      .filter(([k]) => !STAMPS.has(k))
+      .map(([k, x]) => [k, unstamped(x)]),
+  );
 };
 
 /**
@@ -55,7 +68,8 @@ describe.each(STORE_TARGETS)('a model read and sent back unchanged on $name', (t
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     ({ agent } = await connectPlayedAgent(svc, channels, { name: 'Round trip agent' }));
-    for (const name of ['Source', 'Target']) ids[name] = String((await create(`${O()}/connections`, { name, connectorId: CSV, color: '#FF00FF00' }))['id']);
+    for (const name of ['Source', 'Target'])
+      ids[name] = String((await create(`${O()}/connections`, { name, connectorId: CSV, color: '#FF00FF00' }))['id']);
   });
   afterAll(async () => {
     await channels.closeAll();
@@ -67,7 +81,12 @@ describe.each(STORE_TARGETS)('a model read and sent back unchanged on $name', (t
   });
 
   it('Security Rule', async () => {
-    const rule = await create(`${O()}/securityrules`, { name: 'office', allowedIpRangeStartAddress: '10.0.0.0', allowedIpRangeEndAddress: '10.0.0.255', apiAccessEnabled: true });
+    const rule = await create(`${O()}/securityrules`, {
+      name: 'office',
+      allowedIpRangeStartAddress: '10.0.0.0',
+      allowedIpRangeEndAddress: '10.0.0.255',
+      apiAccessEnabled: true,
+    });
     await roundTrip(`${O()}/securityrules/${String(rule['id'])}`);
   });
 
@@ -75,7 +94,10 @@ describe.each(STORE_TARGETS)('a model read and sent back unchanged on $name', (t
     // Property values come encrypted with a fresh IV each time: compared as the text they hold.
     const token = String((await svc.request<Model>('GET', `${O()}/SecuritySettings`)).body['apiCryptoToken']);
     const plain = (m: Model) => {
-      const properties = (m['properties'] as Array<{ key: string; value: string }>).map((p) => ({ key: p.key, value: p.value === '' ? '' : decryptProperty(p.value, token) }));
+      const properties = (m['properties'] as Array<{ key: string; value: string }>).map((p) => ({
+        key: p.key,
+        value: p.value === '' ? '' : decryptProperty(p.value, token),
+      }));
       return unstamped({ ...m, properties });
     };
     await roundTrip(`${O()}/connections/${ids['Source']}`, undefined, plain);
@@ -86,25 +108,46 @@ describe.each(STORE_TARGETS)('a model read and sent back unchanged on $name', (t
   });
 
   it('Lookup Table', async () => {
-    const table = await create(`${O()}/lookuptables`, { name: 'Countries', description: 'ISO codes', lookupTableValues: [{ value1: 'NO', value2: 'Norway' }, { value1: 'DK', value2: null }] });
+    const table = await create(`${O()}/lookuptables`, {
+      name: 'Countries',
+      description: 'ISO codes',
+      lookupTableValues: [
+        { value1: 'NO', value2: 'Norway' },
+        { value1: 'DK', value2: null },
+      ],
+    });
     await roundTrip(`${O()}/lookuptables/${String(table['id'])}`);
   });
 
   it('Solution (Replication and Integration) and its Schedule', async () => {
     const rs = await create(`${O()}/solutions`, {
-      name: 'Copy', solutionType: 'Replication', agentId: agent.agentId, connectionIdForSource: ids['Source'], connectionIdForTarget: ids['Target'],
+      name: 'Copy',
+      solutionType: 'Replication',
+      agentId: agent.agentId,
+      connectionIdForSource: ids['Source'],
+      connectionIdForTarget: ids['Target'],
       replicationSettings: { selectionType: 'Selected', entities: ['orders'] },
     });
     await roundTrip(`${O()}/solutions/${String(rs['id'])}`, undefined, solutionShown);
-    const is = await create(`${O()}/solutions`, { name: 'Integrate', solutionType: 'Integration', agentId: agent.agentId });
+    const is = await create(`${O()}/solutions`, {
+      name: 'Integrate',
+      solutionType: 'Integration',
+      agentId: agent.agentId,
+    });
     const S = `${O()}/solutions/${String(is['id'])}`;
     await create(`${S}/maps/advanced`, QUERY_CREATE);
     await roundTrip(S, undefined, solutionShown);
     await roundTrip(`${S}/schedule`);
     const set = await svc.request('PUT', `${S}/schedule`, {
       body: {
-        scheduleOption: 'Recurring', solutionId: is['id'], runOnceOptions: null,
-        recurringOptions: { days: { daysOption: 'DaysOfWeek', daysOfWeek: ['Monday'] }, times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' }, timeZone: 'W. Europe Standard Time' },
+        scheduleOption: 'Recurring',
+        solutionId: is['id'],
+        runOnceOptions: null,
+        recurringOptions: {
+          days: { daysOption: 'DaysOfWeek', daysOfWeek: ['Monday'] },
+          times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' },
+          timeZone: 'W. Europe Standard Time',
+        },
       },
     });
     expect(set.status, set.text).toBe(200);
@@ -112,7 +155,11 @@ describe.each(STORE_TARGETS)('a model read and sent back unchanged on $name', (t
   });
 
   it('Map: saved as it was read, and validated as it was read', async () => {
-    const is = await create(`${O()}/solutions`, { name: 'Mapped', solutionType: 'Integration', agentId: agent.agentId });
+    const is = await create(`${O()}/solutions`, {
+      name: 'Mapped',
+      solutionType: 'Integration',
+      agentId: agent.agentId,
+    });
     const S = `${O()}/solutions/${String(is['id'])}`;
     const map = await create(`${S}/maps/advanced`, QUERY_CREATE);
     const M = `${S}/maps/${String(map['id'])}`;
@@ -125,10 +172,23 @@ describe.each(STORE_TARGETS)('a model read and sent back unchanged on $name', (t
     await roundTrip(`${S}/maps/${String(bare['id'])}`, `${S}/maps/advanced/${String(bare['id'])}`);
     // What a .NET client sends for the fields it leaves unset: null, in the Map, its Blocks and their mappings.
     const blocks = (QUERY_CREATE['blocks'] as Model[]).map((b) => ({
-      ...b, label: null, operationName: null, relationships: null, then: null,
-      fieldMappings: Array.isArray(b['fieldMappings']) ? (b['fieldMappings'] as Model[]).map((f) => ({ ...f, targetDataType: null })) : null,
+      ...b,
+      label: null,
+      operationName: null,
+      relationships: null,
+      then: null,
+      fieldMappings: Array.isArray(b['fieldMappings'])
+        ? (b['fieldMappings'] as Model[]).map((f) => ({ ...f, targetDataType: null }))
+        : null,
     }));
-    const nulls = await create(`${S}/maps/advanced`, { ...QUERY_CREATE, name: 'Nulls', description: null, mapType: null, batchSize: null, blocks });
+    const nulls = await create(`${S}/maps/advanced`, {
+      ...QUERY_CREATE,
+      name: 'Nulls',
+      description: null,
+      mapType: null,
+      batchSize: null,
+      blocks,
+    });
     expect(nulls['blocks']).toEqual(QUERY_CREATE['blocks']);
     expect(nulls['batchSize']).toBeNull();
   });

@@ -54,16 +54,26 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
       return undefined;
     }
   };
-  const statusOf = async (svc: TestService, id: string) => (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
+  const statusOf = async (svc: TestService, id: string) =>
+    (await svc.request<AgentModel>('GET', `/v1/orgs/${svc.orgId}/agents/${id}`)).body;
   /** Waits for a process other than `before` whose hello the Service recorded (a newer lastStartTime). */
   const runningWith = (svc: TestService, id: string, before?: { pid: number; lastStartTime: string | null }) =>
-    until(async () => {
-      const pid = currentPid(id);
-      if (pid === undefined || pid === before?.pid) return undefined;
-      const model = await statusOf(svc, id);
-      if (model.status !== 'Running' || model.lastStartTime === null || (before?.lastStartTime && model.lastStartTime <= before.lastStartTime)) return undefined;
-      return { pid, lastStartTime: model.lastStartTime };
-    }, 'the Cloud Agent to run', 40_000);
+    until(
+      async () => {
+        const pid = currentPid(id);
+        if (pid === undefined || pid === before?.pid) return undefined;
+        const model = await statusOf(svc, id);
+        if (
+          model.status !== 'Running' ||
+          model.lastStartTime === null ||
+          (before?.lastStartTime && model.lastStartTime <= before.lastStartTime)
+        )
+          return undefined;
+        return { pid, lastStartTime: model.lastStartTime };
+      },
+      'the Cloud Agent to run',
+      40_000,
+    );
 
   it('provisions one Cloud Agent per Organization, runs it as a supervised child, restarts it, stops it with ShutdownCloud', async () => {
     data = await serviceData(target, { cloudAgentEntry: FAKE_FERRY });
@@ -81,7 +91,11 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
 
       // It installs itself with a key bound to its record, then connects.
       const first = await runningWith(svc, id);
-      expect(await statusOf(svc, id)).toMatchObject({ name: 'Cloud Agent', version: '9.9.9-fake', serviceName: 'ferry-agent-1' });
+      expect(await statusOf(svc, id)).toMatchObject({
+        name: 'Cloud Agent',
+        version: '9.9.9-fake',
+        serviceName: 'ferry-agent-1',
+      });
       const all = await svc.request<AgentModel[]>('GET', `/v1/orgs/${svc.orgId}/agents`);
       expect(all.body.filter((a) => a.isCloudAgent)).toHaveLength(1);
       const config = fs.statSync(path.join(data.dataDir, 'cloud-agents', id, 'ferry-agent-1', 'config.json'));
@@ -93,7 +107,10 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
       expect(second.pid).not.toBe(first.pid);
 
       // A restart through the API: the Agent exits, the supervisor starts it again.
-      const restart = await svc.request<AgentModel>('POST', `/v1/orgs/${svc.orgId}/agents/${id}/restart?restartNow=true`);
+      const restart = await svc.request<AgentModel>(
+        'POST',
+        `/v1/orgs/${svc.orgId}/agents/${id}/restart?restartNow=true`,
+      );
       expect(restart.status).toBe(200);
       await runningWith(svc, id, second);
     } finally {
@@ -102,7 +119,11 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
     // The Service stopped it gracefully: the Agent reported ShutdownCloud before the Service closed.
     const last = currentPid(id);
     expect(last).toBeUndefined();
-    const store = await openStore({ dataDir: data.dataDir, databaseUrl: data.databaseUrl, preinstalledConnectors: preinstalledConnectors() });
+    const store = await openStore({
+      dataDir: data.dataDir,
+      databaseUrl: data.databaseUrl,
+      preinstalledConnectors: preinstalledConnectors(),
+    });
     try {
       expect((await getAgentById(store.db, id))?.status).toBe('ShutdownCloud');
     } finally {
@@ -135,16 +156,31 @@ describe.each(STORE_TARGETS)('the Cloud Agent on $name', (target) => {
     const svc = await data.start();
     try {
       const child = await svc.request<{ id: number }>('POST', '/v1/orgs', {
-        body: { name: 'Short-lived', parentId: svc.orgId, securityRules: [{ name: 'lo', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true }] },
+        body: {
+          name: 'Short-lived',
+          parentId: svc.orgId,
+          securityRules: [
+            {
+              name: 'lo',
+              allowedIpRangeStartAddress: '127.0.0.1',
+              allowedIpRangeEndAddress: '127.0.0.1',
+              apiAccessEnabled: true,
+            },
+          ],
+        },
       });
       const cloud = await svc.request<AgentModel>('POST', `/v1/orgs/${child.body.id}/agents/provision_cloud_agent`);
       expect(cloud.status).toBe(201);
       const id = cloud.body.id;
-      const pid = await until(async () => {
-        const p = currentPid(id);
-        const model = (await svc.request<AgentModel>('GET', `/v1/orgs/${child.body.id}/agents/${id}`)).body;
-        return p !== undefined && model.status === 'Running' ? p : undefined;
-      }, 'the child Organization\'s Cloud Agent to run', 40_000);
+      const pid = await until(
+        async () => {
+          const p = currentPid(id);
+          const model = (await svc.request<AgentModel>('GET', `/v1/orgs/${child.body.id}/agents/${id}`)).body;
+          return p !== undefined && model.status === 'Running' ? p : undefined;
+        },
+        "the child Organization's Cloud Agent to run",
+        40_000,
+      );
       expect((await svc.request('DELETE', `/v1/orgs/${child.body.id}`)).status).toBe(204);
       expect(alive(pid)).toBe(false);
       expect(fs.existsSync(path.join(data.dataDir, 'cloud-agents', id))).toBe(false);

@@ -39,16 +39,29 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
   afterAll(async () => svc?.close());
 
   let counter = 0;
-  const create = async (values: Array<{ value1: string; value2?: string | null }> = [], extra: Record<string, unknown> = {}) => {
+  const create = async (
+    values: Array<{ value1: string; value2?: string | null }> = [],
+    extra: Record<string, unknown> = {},
+  ) => {
     counter += 1;
-    const res = await svc.request<Table>('POST', L, { body: { name: `Table ${counter}`, lookupTableValues: values, ...extra } });
+    const res = await svc.request<Table>('POST', L, {
+      body: { name: `Table ${counter}`, lookupTableValues: values, ...extra },
+    });
     expect(res.status, res.text).toBe(201);
     return res.body;
   };
 
   it('creates a table with its values: 201, Location, and the fields the Service sets', async () => {
     const res = await svc.request<Table>('POST', L, {
-      body: { name: '  Countries  ', description: 'ISO codes', lookupTableValues: [{ value1: 'NO', value2: 'Norway' }, { value1: 'SE', value2: '' }, { value1: 'DK', value2: null }] },
+      body: {
+        name: '  Countries  ',
+        description: 'ISO codes',
+        lookupTableValues: [
+          { value1: 'NO', value2: 'Norway' },
+          { value1: 'SE', value2: '' },
+          { value1: 'DK', value2: null },
+        ],
+      },
     });
     expect(res.status).toBe(201);
     expect(res.headers['content-type']).toMatch(/application\/json/);
@@ -57,7 +70,11 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
     expect(res.body).toMatchObject({ name: 'Countries', description: 'ISO codes', modificationBy: svc.admin.email });
     expect(Date.parse(res.body.creationDate)).not.toBeNaN();
     expect(res.body.lastModificationDate).toBe(res.body.creationDate);
-    expect(res.body.lookupTableValues?.map((v) => [v.value1, v.value2])).toEqual([['NO', 'Norway'], ['SE', ''], ['DK', '']]);
+    expect(res.body.lookupTableValues?.map((v) => [v.value1, v.value2])).toEqual([
+      ['NO', 'Norway'],
+      ['SE', ''],
+      ['DK', ''],
+    ]);
     for (const v of res.body.lookupTableValues ?? []) {
       expect(v.id).toMatch(GUID);
       expect(v.creationDate).toBe(res.body.creationDate);
@@ -69,7 +86,13 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
 
   it('ignores the fields the Service owns and matches keys case-insensitively', async () => {
     const res = await svc.request<Table>('POST', L, {
-      body: { Id: '11111111-1111-4111-8111-111111111111', Name: 'Pascal', ModificationBy: 'Cloud', CreationDate: '2000-01-01T00:00:00Z', LookupTableValues: [{ Value1: 'a', Value2: 'b', Id: 'x' }] },
+      body: {
+        Id: '11111111-1111-4111-8111-111111111111',
+        Name: 'Pascal',
+        ModificationBy: 'Cloud',
+        CreationDate: '2000-01-01T00:00:00Z',
+        LookupTableValues: [{ Value1: 'a', Value2: 'b', Id: 'x' }],
+      },
     });
     expect(res.status).toBe(201);
     expect(res.body.id).not.toBe('11111111-1111-4111-8111-111111111111');
@@ -85,9 +108,22 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
     expect(dup.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(dup.body.code).toBe('API_DUPLICATE_NAME');
     const child = await svc.request<{ id: number }>('POST', '/v1/orgs', {
-      body: { name: 'Lookup child', parentId: svc.orgId, securityRules: [{ name: 'lo', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true }] },
+      body: {
+        name: 'Lookup child',
+        parentId: svc.orgId,
+        securityRules: [
+          {
+            name: 'lo',
+            allowedIpRangeStartAddress: '127.0.0.1',
+            allowedIpRangeEndAddress: '127.0.0.1',
+            apiAccessEnabled: true,
+          },
+        ],
+      },
     });
-    const other = await svc.request('POST', `/v1/orgs/${child.body.id}/lookuptables`, { body: { name: 'Unique name' } });
+    const other = await svc.request('POST', `/v1/orgs/${child.body.id}/lookuptables`, {
+      body: { name: 'Unique name' },
+    });
     expect(other.status).toBe(201);
     const concurrent = await Promise.all([1, 2, 3].map(() => svc.request('POST', L, { body: { name: 'Raced name' } })));
     expect(concurrent.map((r) => r.status).sort()).toEqual([201, 409, 409]);
@@ -115,26 +151,46 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
   });
 
   it('modifies: PUT replaces every value, or keeps them when lookupTableValues is absent', async () => {
-    const table = await create([{ value1: 'a', value2: '1' }, { value1: 'b', value2: '2' }]);
+    const table = await create([
+      { value1: 'a', value2: '1' },
+      { value1: 'b', value2: '2' },
+    ]);
     const user = await addUser(svc, svc.orgId, 'User');
-    const put = await svc.request<Table>('PUT', `${L}/${table.id}`, { auth: user, body: { name: 'Renamed', description: 'd', lookupTableValues: [{ value1: 'c', value2: '3' }] } });
+    const put = await svc.request<Table>('PUT', `${L}/${table.id}`, {
+      auth: user,
+      body: { name: 'Renamed', description: 'd', lookupTableValues: [{ value1: 'c', value2: '3' }] },
+    });
     expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ id: table.id, name: 'Renamed', description: 'd', modificationBy: user.email, creationDate: table.creationDate });
+    expect(put.body).toMatchObject({
+      id: table.id,
+      name: 'Renamed',
+      description: 'd',
+      modificationBy: user.email,
+      creationDate: table.creationDate,
+    });
     expect(put.body.lastModificationDate >= table.lastModificationDate).toBe(true);
     expect(put.body.lookupTableValues?.map((v) => [v.value1, v.value2])).toEqual([['c', '3']]);
     const keep = await svc.request<Table>('PUT', `${L}/${table.id}`, { body: { name: 'Renamed again' } });
     expect(keep.body.lookupTableValues?.map((v) => v.value1)).toEqual(['c']);
     expect(keep.body.description).toBeNull();
-    const clear = await svc.request<Table>('PUT', `${L}/${table.id}`, { body: { name: 'Renamed again', lookupTableValues: [] } });
+    const clear = await svc.request<Table>('PUT', `${L}/${table.id}`, {
+      body: { name: 'Renamed again', lookupTableValues: [] },
+    });
     expect(clear.body.lookupTableValues).toEqual([]);
   });
 
   it('accepts a model read with GET back on PUT unchanged', async () => {
-    const table = await create([{ value1: 'x', value2: 'y' }, { value1: 'z', value2: '' }]);
+    const table = await create([
+      { value1: 'x', value2: 'y' },
+      { value1: 'z', value2: '' },
+    ]);
     const got = await svc.request<Table>('GET', `${L}/${table.id}`);
     const put = await svc.request<Table>('PUT', `${L}/${table.id}`, { body: got.body });
     expect(put.status).toBe(200);
-    expect(put.body.lookupTableValues?.map((v) => [v.value1, v.value2])).toEqual([['x', 'y'], ['z', '']]);
+    expect(put.body.lookupTableValues?.map((v) => [v.value1, v.value2])).toEqual([
+      ['x', 'y'],
+      ['z', ''],
+    ]);
   });
 
   it('refuses a rename onto another table, an ID that differs from the path, and unknown tables', async () => {
@@ -145,7 +201,9 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
     expect(clash.body.code).toBe('API_DUPLICATE_NAME');
     const sameNameOtherCase = await svc.request<Table>('PUT', `${L}/${a.id}`, { body: { name: 'RENAME A' } });
     expect(sameNameOtherCase.status).toBe(200);
-    const wrongId = await svc.request<Problem>('PUT', `${L}/${a.id}`, { body: { id: '11111111-1111-4111-8111-111111111111', name: 'x' } });
+    const wrongId = await svc.request<Problem>('PUT', `${L}/${a.id}`, {
+      body: { id: '11111111-1111-4111-8111-111111111111', name: 'x' },
+    });
     expect(wrongId.status).toBe(400);
     expect(wrongId.body.errors?.[0]?.path).toBe('body.id');
     const missing = '11111111-1111-4111-8111-111111111111';
@@ -189,8 +247,20 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
       [{ name: 'ok', lookupTableValues: 'x' }, 'body.lookupTableValues'],
       [{ name: 'ok', lookupTableValues: [{ value2: 'no value1' }] }, 'body.lookupTableValues.0.value1'],
       [{ name: 'ok', lookupTableValues: [{ value1: '', value2: 'x' }] }, 'body.lookupTableValues.0.value1'],
-      [{ name: 'ok', lookupTableValues: [{ value1: 'a', value2: 'b' }, { value1: 'x'.repeat(401), value2: 'b' }] }, 'body.lookupTableValues.1.value1'],
-      [{ name: 'ok', lookupTableValues: [{ value1: 'a', value2: 'é'.repeat(401) }] }, 'body.lookupTableValues.0.value2'],
+      [
+        {
+          name: 'ok',
+          lookupTableValues: [
+            { value1: 'a', value2: 'b' },
+            { value1: 'x'.repeat(401), value2: 'b' },
+          ],
+        },
+        'body.lookupTableValues.1.value1',
+      ],
+      [
+        { name: 'ok', lookupTableValues: [{ value1: 'a', value2: 'é'.repeat(401) }] },
+        'body.lookupTableValues.0.value2',
+      ],
       [{ name: 'ok', lookupTableValues: [{ value1: 1, value2: 'b' }] }, 'body.lookupTableValues.0.value1'],
       [{ name: 'ok', lookupTableValues: [{ value1: 'a', value2: 'b', extra: 1 }] }, 'body.lookupTableValues.0.extra'],
       [{ name: 'ok', nmae: 'typo' }, 'body.nmae'],
@@ -198,7 +268,10 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
     for (const [body, path] of cases) {
       const res = await svc.request<Problem>('POST', L, { body });
       expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(400);
-      expect(res.body.errors?.map((e) => e.path), JSON.stringify(body).slice(0, 80)).toContain(path);
+      expect(
+        res.body.errors?.map((e) => e.path),
+        JSON.stringify(body).slice(0, 80),
+      ).toContain(path);
     }
     const list = await svc.request<Table[]>('GET', `${L}?limit=1000`);
     expect(list.body.some((t) => t.name === 'ok')).toBe(false);
@@ -239,8 +312,16 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
 
   it('refuses calls from an address no Security Rule opens', async () => {
     const table = await create();
-    for (const [method, path] of [['GET', L], ['GET', `${L}/${table.id}`], ['POST', L], ['DELETE', `${L}/${table.id}`]] as const) {
-      const res = await svc.request<Problem>(method, path, { from: '127.0.0.2', body: method === 'POST' ? { name: 'from afar' } : undefined });
+    for (const [method, path] of [
+      ['GET', L],
+      ['GET', `${L}/${table.id}`],
+      ['POST', L],
+      ['DELETE', `${L}/${table.id}`],
+    ] as const) {
+      const res = await svc.request<Problem>(method, path, {
+        from: '127.0.0.2',
+        body: method === 'POST' ? { name: 'from afar' } : undefined,
+      });
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(res.body.code).toBe('API_FORBIDDEN_IP');
     }
@@ -252,10 +333,19 @@ describe.each(STORE_TARGETS)('Lookup Tables on $name', (target) => {
     if (target.name === 'postgres') {
       const cols = await sql<{ column_name: string; collation_name: string | null }>`
         SELECT column_name, collation_name FROM information_schema.columns
-        WHERE table_name = 'lookup_table_values' AND column_name IN ('value1', 'value2') ORDER BY column_name`.execute(db);
-      expect(cols.rows).toEqual([{ column_name: 'value1', collation_name: 'C' }, { column_name: 'value2', collation_name: 'C' }]);
+        WHERE table_name = 'lookup_table_values' AND column_name IN ('value1', 'value2') ORDER BY column_name`.execute(
+        db,
+      );
+      expect(cols.rows).toEqual([
+        { column_name: 'value1', collation_name: 'C' },
+        { column_name: 'value2', collation_name: 'C' },
+      ]);
     } else {
-      const order = await sql<{ v: string }>`SELECT v FROM (SELECT 'b' AS v UNION ALL SELECT 'B' UNION ALL SELECT 'é' UNION ALL SELECT 'a') ORDER BY v`.execute(db);
+      const order = await sql<{
+        v: string;
+      }>`SELECT v FROM (SELECT 'b' AS v UNION ALL SELECT 'B' UNION ALL SELECT 'é' UNION ALL SELECT 'a') ORDER BY v`.execute(
+        db,
+      );
       expect(order.rows.map((r) => r.v)).toEqual(['B', 'a', 'b', 'é']);
     }
   });

@@ -59,8 +59,10 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
   });
   afterAll(async () => svc?.close());
 
-  const value2For = (ref: string, value1: string) => svc.request<Value & Problem>('GET', `${L}/${encodeURIComponent(ref)}/values/value2/${encodeURIComponent(value1)}`);
-  const value1For = (ref: string, value2: string) => svc.request<Value & Problem>('GET', `${L}/${encodeURIComponent(ref)}/values/value1/${encodeURIComponent(value2)}`);
+  const value2For = (ref: string, value1: string) =>
+    svc.request<Value & Problem>('GET', `${L}/${encodeURIComponent(ref)}/values/value2/${encodeURIComponent(value1)}`);
+  const value1For = (ref: string, value2: string) =>
+    svc.request<Value & Problem>('GET', `${L}/${encodeURIComponent(ref)}/values/value1/${encodeURIComponent(value2)}`);
 
   describe('lookups', () => {
     it('return the matching Lookup Table Value: value2 for a value1 and value1 for a value2', async () => {
@@ -88,12 +90,18 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
     });
 
     it('try a GUID as an ID first, then as a name', async () => {
-      const other = await svc.request<Table>('POST', L, { body: { name: 'Other', lookupTableValues: [{ value1: 'k', value2: 'from Other' }] } });
-      const guidNamed = await svc.request<Table>('POST', L, { body: { name: other.body.id, lookupTableValues: [{ value1: 'k', value2: 'from the GUID-named table' }] } });
+      const other = await svc.request<Table>('POST', L, {
+        body: { name: 'Other', lookupTableValues: [{ value1: 'k', value2: 'from Other' }] },
+      });
+      const guidNamed = await svc.request<Table>('POST', L, {
+        body: { name: other.body.id, lookupTableValues: [{ value1: 'k', value2: 'from the GUID-named table' }] },
+      });
       expect(guidNamed.status).toBe(201);
       expect((await value2For(other.body.id, 'k')).body.value2).toBe('from Other');
       const unusedGuid = '22222222-2222-4222-8222-222222222222';
-      await svc.request('POST', L, { body: { name: unusedGuid, lookupTableValues: [{ value1: 'k', value2: 'by name' }] } });
+      await svc.request('POST', L, {
+        body: { name: unusedGuid, lookupTableValues: [{ value1: 'k', value2: 'by name' }] },
+      });
       expect((await value2For(unusedGuid, 'k')).body.value2).toBe('by name');
     });
 
@@ -128,7 +136,18 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
 
     it('do not see the tables of another Organization', async () => {
       const child = await svc.request<{ id: number }>('POST', '/v1/orgs', {
-        body: { name: 'Other org', parentId: svc.orgId, securityRules: [{ name: 'lo', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true }] },
+        body: {
+          name: 'Other org',
+          parentId: svc.orgId,
+          securityRules: [
+            {
+              name: 'lo',
+              allowedIpRangeStartAddress: '127.0.0.1',
+              allowedIpRangeEndAddress: '127.0.0.1',
+              apiAccessEnabled: true,
+            },
+          ],
+        },
       });
       const res = await svc.request('GET', `/v1/orgs/${child.body.id}/lookuptables/${table.id}/values/value2/SE`);
       expect(res.status).toBe(404);
@@ -152,11 +171,15 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
       expect(set.value1('Countries', '')).toBe('empty');
       expect(lookupTableValue2(set, 'Countries', 'NO')).toBe('Noreg');
       expect(lookupTableValue2Default(set, 'Countries', 'XX', 'default')).toBe('default');
-      expect(() => lookupTableValue2(set, 'Missing table', 'NO')).toThrow(expect.objectContaining({ code: 'MAP_LOOKUP_TABLE_NOT_FOUND' }));
-      expect(() => lookupTableValue2(set, 'Countries', 'XX')).toThrow(expect.objectContaining({ code: 'MAP_LOOKUP_NO_MATCH' }));
+      expect(() => lookupTableValue2(set, 'Missing table', 'NO')).toThrow(
+        expect.objectContaining({ code: 'MAP_LOOKUP_TABLE_NOT_FOUND' }),
+      );
+      expect(() => lookupTableValue2(set, 'Countries', 'XX')).toThrow(
+        expect.objectContaining({ code: 'MAP_LOOKUP_NO_MATCH' }),
+      );
     });
 
-    it('reads large tables in pages and only the Organization\'s own', async () => {
+    it("reads large tables in pages and only the Organization's own", async () => {
       const values = Array.from({ length: 23_456 }, (_, i) => ({ value1: `k${i % 20_000}`, value2: `v${i}` }));
       const big = await svc.request<Table>('POST', L, { body: { name: 'Load big', lookupTableValues: values } });
       expect(big.status).toBe(201);
@@ -182,9 +205,16 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
     });
 
     it('creates, reads, modifies and deletes a value, stamping the table', async () => {
-      const t = (await svc.request<Table>('POST', L, { body: { name: 'One by one', lookupTableValues: [{ value1: 'first', value2: '1' }] } })).body;
+      const t = (
+        await svc.request<Table>('POST', L, {
+          body: { name: 'One by one', lookupTableValues: [{ value1: 'first', value2: '1' }] },
+        })
+      ).body;
       const user = await addUser(svc, svc.orgId, 'User');
-      const created = await svc.request<Value>('POST', `${L}/${t.id}/values`, { auth: user, body: { Value1: 'second', Value2: '2' } });
+      const created = await svc.request<Value>('POST', `${L}/${t.id}/values`, {
+        auth: user,
+        body: { Value1: 'second', Value2: '2' },
+      });
       expect(created.status).toBe(201);
       expect(created.body.id).toMatch(GUID);
       expect(created.headers['location']).toBe(`${L}/${t.id}/values/${created.body.id}`);
@@ -195,20 +225,31 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
 
       const got = await svc.request<Value>('GET', `${L}/${t.id}/values/${created.body.id}`);
       expect(got.body).toEqual(created.body);
-      const put = await svc.request<Value>('PUT', `${L}/${t.id}/values/${created.body.id}`, { body: { ...got.body, value2: '' } });
+      const put = await svc.request<Value>('PUT', `${L}/${t.id}/values/${created.body.id}`, {
+        body: { ...got.body, value2: '' },
+      });
       expect(put.status).toBe(200);
-      expect(put.body).toMatchObject({ id: created.body.id, value1: 'second', value2: '', creationDate: created.body.creationDate });
+      expect(put.body).toMatchObject({
+        id: created.body.id,
+        value1: 'second',
+        value2: '',
+        creationDate: created.body.creationDate,
+      });
       expect(put.body.lastModificationDate >= created.body.lastModificationDate).toBe(true);
       expect((await value2For(t.id, 'second')).body.value2).toBe('');
       expect((await svc.request<Table>('GET', `${L}/${t.id}`)).body.modificationBy).toBe(svc.admin.email);
 
-      const wrongId = await svc.request<Problem>('PUT', `${L}/${t.id}/values/${created.body.id}`, { body: { id: MISSING, value1: 'x', value2: 'y' } });
+      const wrongId = await svc.request<Problem>('PUT', `${L}/${t.id}/values/${created.body.id}`, {
+        body: { id: MISSING, value1: 'x', value2: 'y' },
+      });
       expect(wrongId.status).toBe(400);
       const del = await svc.request('DELETE', `${L}/${t.id}/values/${created.body.id}`);
       expect(del.status).toBe(204);
       expect((await svc.request('GET', `${L}/${t.id}/values/${created.body.id}`)).status).toBe(404);
       expect((await svc.request('DELETE', `${L}/${t.id}/values/${created.body.id}`)).status).toBe(404);
-      const appended = await svc.request<Value>('POST', `${L}/${t.id}/values`, { body: { value1: 'third', value2: '3' } });
+      const appended = await svc.request<Value>('POST', `${L}/${t.id}/values`, {
+        body: { value1: 'third', value2: '3' },
+      });
       const after = await svc.request<Value[]>('GET', `${L}/${t.id}/values`);
       expect(after.body.map((v) => v.value1)).toEqual(['first', 'third']);
       expect(after.body[1]?.id).toBe(appended.body.id);
@@ -218,15 +259,28 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
       const other = (await svc.request<Table>('POST', L, { body: { name: 'Separate' } })).body;
       const valueId = table.lookupTableValues[0]?.id ?? '';
       expect((await svc.request('GET', `${L}/${other.id}/values/${valueId}`)).status).toBe(404);
-      expect((await svc.request('PUT', `${L}/${other.id}/values/${valueId}`, { body: { value1: 'x', value2: 'y' } })).status).toBe(404);
+      expect(
+        (await svc.request('PUT', `${L}/${other.id}/values/${valueId}`, { body: { value1: 'x', value2: 'y' } })).status,
+      ).toBe(404);
       expect((await svc.request('DELETE', `${L}/${other.id}/values/${valueId}`)).status).toBe(404);
-      expect((await svc.request('POST', `${L}/${MISSING}/values`, { body: { value1: 'x', value2: 'y' } })).status).toBe(404);
+      expect((await svc.request('POST', `${L}/${MISSING}/values`, { body: { value1: 'x', value2: 'y' } })).status).toBe(
+        404,
+      );
       expect((await svc.request('GET', `${L}/${table.id}/values/${valueId}`)).status).toBe(200);
     });
 
     it('answers bad input with 400, never 500', async () => {
       const url = `${L}/${table.id}/values`;
-      for (const body of [{}, { value1: '' }, { value1: 'x'.repeat(401), value2: '' }, { value1: 'a', value2: 'x'.repeat(401) }, { value1: 'a', value2: 3 }, { value1: 'a', other: 1 }, [], 'text']) {
+      for (const body of [
+        {},
+        { value1: '' },
+        { value1: 'x'.repeat(401), value2: '' },
+        { value1: 'a', value2: 'x'.repeat(401) },
+        { value1: 'a', value2: 3 },
+        { value1: 'a', other: 1 },
+        [],
+        'text',
+      ]) {
         const res = await svc.request<Problem>('POST', url, { body });
         expect(res.status, JSON.stringify(body).slice(0, 60)).toBe(400);
       }
@@ -242,20 +296,34 @@ describe.each(STORE_TARGETS)('Lookup Table values and lookups on $name', (target
       expect((await svc.request('GET', `${L}/Countries/values/value2/SE`, { auth: reader })).status).toBe(200);
       expect((await svc.request('GET', `${L}/${table.id}/values`, { auth: reader })).status).toBe(200);
       const valueId = table.lookupTableValues[0]?.id ?? '';
-      for (const [method, path] of [['POST', `${L}/${table.id}/values`], ['PUT', `${L}/${table.id}/values/${valueId}`], ['DELETE', `${L}/${table.id}/values/${valueId}`]] as const) {
-        const res = await svc.request<Problem>(method, path, { auth: reader, body: method === 'DELETE' ? undefined : { value1: 'x', value2: 'y' } });
+      for (const [method, path] of [
+        ['POST', `${L}/${table.id}/values`],
+        ['PUT', `${L}/${table.id}/values/${valueId}`],
+        ['DELETE', `${L}/${table.id}/values/${valueId}`],
+      ] as const) {
+        const res = await svc.request<Problem>(method, path, {
+          auth: reader,
+          body: method === 'DELETE' ? undefined : { value1: 'x', value2: 'y' },
+        });
         expect(res.status, `${method} ${path}`).toBe(403);
         expect(res.body.code).toBe('API_FORBIDDEN_ROLE');
       }
     });
 
     it('refuses lookups and value calls from an address no Security Rule opens', async () => {
-      for (const path of [`${L}/Countries/values/value2/SE`, `${L}/Countries/values/value1/Sweden`, `${L}/${table.id}/values`]) {
+      for (const path of [
+        `${L}/Countries/values/value2/SE`,
+        `${L}/Countries/values/value1/Sweden`,
+        `${L}/${table.id}/values`,
+      ]) {
         const res = await svc.request<Problem>('GET', path, { from: '127.0.0.2' });
         expect(res.status, path).toBe(403);
         expect(res.body.code).toBe('API_FORBIDDEN_IP');
       }
-      const post = await svc.request<Problem>('POST', `${L}/${table.id}/values`, { from: '127.0.0.2', body: { value1: 'x', value2: 'y' } });
+      const post = await svc.request<Problem>('POST', `${L}/${table.id}/values`, {
+        from: '127.0.0.2',
+        body: { value1: 'x', value2: 'y' },
+      });
       expect(post.status).toBe(403);
     });
   });

@@ -101,12 +101,19 @@ interface LoggedService extends TestService {
   readonly logs: string[];
 }
 
-async function startLoggedService(target: StoreTarget, overrides: Partial<ServiceConfigInput>, opts: Omit<BuildOptions, 'logger'> = {}): Promise<LoggedService> {
+async function startLoggedService(
+  target: StoreTarget,
+  overrides: Partial<ServiceConfigInput>,
+  opts: Omit<BuildOptions, 'logger'> = {},
+): Promise<LoggedService> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-test-'));
   const database = target.name === 'postgres' ? await createTestDatabase() : undefined;
   const config = testServiceConfig(dataDir, database?.url, { cloudAgents: 'off', ...overrides });
   const logs: string[] = [];
-  const logger = pino({ level: 'debug', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, { write: (line: string) => void logs.push(line) });
+  const logger = pino(
+    { level: 'debug', redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+    { write: (line: string) => void logs.push(line) },
+  );
   const service = await buildService(config, { ...opts, logger });
   const url = await service.listen();
   const agent = new http.Agent({ keepAlive: true });
@@ -127,24 +134,52 @@ async function startLoggedService(target: StoreTarget, overrides: Partial<Servic
   };
 }
 
-type Switches = Partial<Record<'connectorActivationEmail' | 'eventFailedJobEmail' | 'failedJobEmail' | 'failedRowsEmail' | 'heartbeatEmail', boolean>>;
-const ALL_OFF: Required<Switches> = { connectorActivationEmail: false, eventFailedJobEmail: false, failedJobEmail: false, failedRowsEmail: false, heartbeatEmail: false };
+type Switches = Partial<
+  Record<
+    'connectorActivationEmail' | 'eventFailedJobEmail' | 'failedJobEmail' | 'failedRowsEmail' | 'heartbeatEmail',
+    boolean
+  >
+>;
+const ALL_OFF: Required<Switches> = {
+  connectorActivationEmail: false,
+  eventFailedJobEmail: false,
+  failedJobEmail: false,
+  failedRowsEmail: false,
+  heartbeatEmail: false,
+};
 
 /** Sets a user's switches in the Service's Organization through the API (`alertsettings`: the older clients' path). */
-async function setSwitches(svc: TestService, who: Credentials & { id?: string }, switches: Switches, pathName = 'notificationsettings'): Promise<void> {
+async function setSwitches(
+  svc: TestService,
+  who: Credentials & { id?: string },
+  switches: Switches,
+  pathName = 'notificationsettings',
+): Promise<void> {
   const me = await svc.request<{ id: string }>('GET', '/v1/users', { auth: who });
-  const list = await svc.request<Array<{ orgId: number; orgName: string; tenantId: string }>>('GET', `/v1/users/${me.body.id}/${pathName}`, { auth: who });
+  const list = await svc.request<Array<{ orgId: number; orgName: string; tenantId: string }>>(
+    'GET',
+    `/v1/users/${me.body.id}/${pathName}`,
+    { auth: who },
+  );
   expect(list.status, list.text).toBe(200);
   const membership = list.body.find((m) => m.orgId === svc.orgId);
   expect(membership).toBeDefined();
-  const res = await svc.request<Switches>('PUT', `/v1/users/${me.body.id}/${pathName}`, { auth: who, body: { orgName: membership?.orgName, tenantId: membership?.tenantId, ...ALL_OFF, ...switches } });
+  const res = await svc.request<Switches>('PUT', `/v1/users/${me.body.id}/${pathName}`, {
+    auth: who,
+    body: { orgName: membership?.orgName, tenantId: membership?.tenantId, ...ALL_OFF, ...switches },
+  });
   expect(res.status, res.text).toBe(200);
   expect(res.body).toMatchObject({ ...ALL_OFF, ...switches });
 }
 
 /** Whether every queued mail of the Service was sent. */
 async function outboxSettled(svc: TestService): Promise<true | undefined> {
-  const open = await svc.service.store.db.selectFrom('mailOutbox').select('id').where('sentAt', 'is', null).where('failedAt', 'is', null).execute();
+  const open = await svc.service.store.db
+    .selectFrom('mailOutbox')
+    .select('id')
+    .where('sentAt', 'is', null)
+    .where('failedAt', 'is', null)
+    .execute();
   return open.length === 0 ? true : undefined;
 }
 
@@ -169,28 +204,58 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
     return res.body.id;
   };
   /** A run of the Solution reported by its Agent: started, errors, finished; resolves to its History ID. */
-  const run = async (solutionId: string, result: RunResult, failed: number, runId = randomUUID()): Promise<{ runId: string; historyId: number; end: ReportBody }> => {
+  const run = async (
+    solutionId: string,
+    result: RunResult,
+    failed: number,
+    runId = randomUUID(),
+  ): Promise<{ runId: string; historyId: number; end: ReportBody }> => {
     const startedAt = new Date(Date.now() - 60_000).toISOString();
     await send({ kind: 'runStarted', runId, solutionId, trigger: 'start', at: startedAt });
     if (failed > 0) {
       const errors = Array.from({ length: failed }, (_, i) => ({
-        id: randomUUID(), mapId: 1, mapName: 'Accounts', sourceEntity: 'account', code: 'RUN_WRITE_FAILED', errorMessage: `record ${i} refused`, errorDetail: '', canReprocess: true,
+        id: randomUUID(),
+        mapId: 1,
+        mapName: 'Accounts',
+        sourceEntity: 'account',
+        code: 'RUN_WRITE_FAILED',
+        errorMessage: `record ${i} refused`,
+        errorDetail: '',
+        canReprocess: true,
       }));
       await send({ kind: 'runErrors', runId, solutionId, errors });
     }
     const end: ReportBody = {
-      kind: 'runFinished', runId, solutionId, trigger: 'start', startedAt, at: new Date().toISOString(), result, processed: 10, failed,
-      ...(result.includes('Fatal') ? { details: 'the target refused the connection' } : {}), stopped: false, sourceDataLocal: true, statistics: [],
+      kind: 'runFinished',
+      runId,
+      solutionId,
+      trigger: 'start',
+      startedAt,
+      at: new Date().toISOString(),
+      result,
+      processed: 10,
+      failed,
+      ...(result.includes('Fatal') ? { details: 'the target refused the connection' } : {}),
+      stopped: false,
+      sourceDataLocal: true,
+      statistics: [],
     };
     await send(end);
-    const row = await svc.service.store.db.selectFrom('executions').select('id').where('runId', '=', runId).executeTakeFirstOrThrow();
+    const row = await svc.service.store.db
+      .selectFrom('executions')
+      .select('id')
+      .where('runId', '=', runId)
+      .executeTakeFirstOrThrow();
     return { runId, historyId: row.id, end };
   };
   /** The mails that arrive from now until the outbox is empty and `expected` arrived. */
   const mailsAfter = async (action: () => Promise<void>, expected: number): Promise<ReceivedMail[]> => {
     const before = smtp.mails.length;
     await action();
-    await until(async () => ((await outboxSettled(svc)) && smtp.mails.length - before >= expected ? true : undefined), `${expected} mails`);
+    await until(
+      async () => ((await outboxSettled(svc)) && smtp.mails.length - before >= expected ? true : undefined),
+      `${expected} mails`,
+    );
     // Anything extra would have been queued with the event, so it is sent by now too.
     return smtp.mails.slice(before);
   };
@@ -201,14 +266,29 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
     S = `/v1/orgs/${svc.orgId}/solutions`;
     agent = await registerTestAgent(svc, { name: 'Mail agent' });
     ch = await channels.connect(svc, agent);
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
+    ch.autoReply = (cmd) => ({
+      re: cmd['id'],
+      ok: true,
+      result: cmd['type'] === 'assignSolutions' ? { need: [] } : {},
+    });
     expect(await ch.hello(agent)).toMatchObject({ ok: true });
     alice = await addUser(svc, svc.orgId, 'Administrator', 'alice@ferry.test');
     bob = await addUser(svc, svc.orgId, 'User', 'bob@ferry.test');
     carol = await addUser(svc, svc.orgId, 'User', 'carol@ferry.test');
     // The administrator starts with most switches on: off here, so only the users below get mail.
     await setSwitches(svc, svc.admin, {});
-    await setSwitches(svc, alice, { failedJobEmail: true, failedRowsEmail: true, eventFailedJobEmail: true, connectorActivationEmail: true, heartbeatEmail: true }, 'alertsettings');
+    await setSwitches(
+      svc,
+      alice,
+      {
+        failedJobEmail: true,
+        failedRowsEmail: true,
+        eventFailedJobEmail: true,
+        connectorActivationEmail: true,
+        heartbeatEmail: true,
+      },
+      'alertsettings',
+    );
     await setSwitches(svc, bob, {});
     await setSwitches(svc, carol, { eventFailedJobEmail: true });
   });
@@ -245,13 +325,18 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
   it('mails record failures to failedRowsEmail, both mails for RecordErrorsAndFatalErrors, nothing for a success', async () => {
     const id = await solution('Contacts sync');
     const rows = await mailsAfter(async () => void (await run(id, 'CompletedWithErrors', 2)), 1);
-    expect(rows.map((m) => [m.to, m.subject])).toEqual([[[alice.email], '[Ferry] Solution "Contacts sync": 2 records failed']]);
+    expect(rows.map((m) => [m.to, m.subject])).toEqual([
+      [[alice.email], '[Ferry] Solution "Contacts sync": 2 records failed'],
+    ]);
     expect(rows[0]?.text).toContain('Records failed: 2');
     expect(rows[0]?.text).toMatch(/history\/\d+\/errors/);
 
     const both = await mailsAfter(async () => void (await run(id, 'RecordErrorsAndFatalErrors', 1)), 2);
     expect(both.map((m) => m.to)).toEqual([[alice.email], [alice.email]]);
-    expect(both.map((m) => m.subject).sort()).toEqual(['[Ferry] Solution "Contacts sync" failed: RecordErrorsAndFatalErrors', '[Ferry] Solution "Contacts sync": 1 record failed']);
+    expect(both.map((m) => m.subject).sort()).toEqual([
+      '[Ferry] Solution "Contacts sync" failed: RecordErrorsAndFatalErrors',
+      '[Ferry] Solution "Contacts sync": 1 record failed',
+    ]);
 
     const none = await mailsAfter(async () => void (await run(id, 'CompletedSuccessfully', 0)), 0);
     expect(none).toEqual([]);
@@ -287,12 +372,16 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
       const res = await svc.request('DELETE', `${K}/${CSV}/delete`);
       expect(res.status, res.text).toBe(204);
     }, 1);
-    expect(removed.map((m) => [m.to, m.subject])).toEqual([[[alice.email], `[Ferry] Connector "CSV" uninstalled from Ferry`]]);
+    expect(removed.map((m) => [m.to, m.subject])).toEqual([
+      [[alice.email], `[Ferry] Connector "CSV" uninstalled from Ferry`],
+    ]);
     const added = await mailsAfter(async () => {
       const res = await svc.request('POST', `${K}/${CSV}/install`);
       expect(res.status, res.text).toBe(200);
     }, 1);
-    expect(added.map((m) => [m.to, m.subject])).toEqual([[[alice.email], `[Ferry] Connector "CSV" installed in Ferry`]]);
+    expect(added.map((m) => [m.to, m.subject])).toEqual([
+      [[alice.email], `[Ferry] Connector "CSV" installed in Ferry`],
+    ]);
     expect(added[0]?.text).toContain(`GET /v1/orgs/${svc.orgId}/connectors/${CSV}`);
     expect(added[0]?.text).toContain(`By: ${svc.admin.email}`);
   });
@@ -304,7 +393,11 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
     const { historyId } = await run(id, 'FatalError', 0);
     // The sender tried and failed at least once; the mail is still queued.
     await until(async () => {
-      const row = await svc.service.store.db.selectFrom('mailOutbox').selectAll().where('dedupeKey', '=', `failedJobEmail:execution:${historyId}:${alice.id}`).executeTakeFirst();
+      const row = await svc.service.store.db
+        .selectFrom('mailOutbox')
+        .selectAll()
+        .where('dedupeKey', '=', `failedJobEmail:execution:${historyId}:${alice.id}`)
+        .executeTakeFirst();
       return row && row.attempts >= 2 && row.sentAt === null ? row : undefined;
     }, 'failed attempts');
     expect(svc.logs.filter((l) => l.includes('mail server not reachable')).length).toBeGreaterThanOrEqual(1);
@@ -318,14 +411,17 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
     expect(smtp.mails.slice(before).filter((m) => m.subject.includes('During the outage'))).toHaveLength(1);
   });
 
-
   it('gives up a mail the server refuses for good, and still sends the others', async () => {
     const gone = await addUser(svc, svc.orgId, 'User', REFUSED);
     await setSwitches(svc, gone, { failedJobEmail: true });
     const id = await solution('Refused recipient');
     const { historyId } = await run(id, 'FatalError', 0);
     await until(async () => outboxSettled(svc), 'the outbox settled');
-    const rows = await svc.service.store.db.selectFrom('mailOutbox').selectAll().where('dedupeKey', 'like', `failedJobEmail:execution:${historyId}:%`).execute();
+    const rows = await svc.service.store.db
+      .selectFrom('mailOutbox')
+      .selectAll()
+      .where('dedupeKey', 'like', `failedJobEmail:execution:${historyId}:%`)
+      .execute();
     expect(rows.map((r) => [r.recipient, r.sentAt !== null, r.failedAt !== null, r.attempts]).sort()).toEqual([
       [alice.email, true, false, 1],
       [REFUSED, false, true, 1],
@@ -338,15 +434,34 @@ describe.each(STORE_TARGETS)('Notification mails on $name', (target) => {
   it('sends each mail once when several senders claim from one store at the same time', async () => {
     const before = smtp.mails.length;
     const now = new Date().toISOString();
-    const mails = Array.from({ length: 30 }, (_, i) => ({ dedupeKey: `test:${randomUUID()}`, kind: 'failedJobEmail', orgId: svc.orgId, recipient: `many${i}@ferry.test`, subject: `Claim ${i}`, body: 'one of many' }));
+    const mails = Array.from({ length: 30 }, (_, i) => ({
+      dedupeKey: `test:${randomUUID()}`,
+      kind: 'failedJobEmail',
+      orgId: svc.orgId,
+      recipient: `many${i}@ferry.test`,
+      subject: `Claim ${i}`,
+      body: 'one of many',
+    }));
     const log = pino({ level: 'silent' });
-    const senders = [1, 2, 3].map(() => new MailSender({ store: svc.service.store, mailer: smtpMailer(smtp.url, FROM), smtpUrl: smtp.url, log, timing: { batch: 4 } }));
+    const senders = [1, 2, 3].map(
+      () =>
+        new MailSender({
+          store: svc.service.store,
+          mailer: smtpMailer(smtp.url, FROM),
+          smtpUrl: smtp.url,
+          log,
+          timing: { batch: 4 },
+        }),
+    );
     await enqueueMails(svc.service.store.db, mails, () => randomUUID(), now);
     // Passes of three senders (and the Service's own loop) race for the same rows.
     for (let round = 0; round < 10; round += 1) await Promise.all(senders.map((s) => s.pass()));
     await until(async () => outboxSettled(svc), 'all claimed mails sent');
     await Promise.all(senders.map((s) => s.stop()));
-    const subjects = smtp.mails.slice(before).map((m) => m.subject).filter((s) => s.startsWith('Claim '));
+    const subjects = smtp.mails
+      .slice(before)
+      .map((m) => m.subject)
+      .filter((s) => s.startsWith('Claim '));
     expect(subjects.sort()).toEqual(mails.map((m) => m.subject).sort());
   });
 });
@@ -359,7 +474,11 @@ describe.each(STORE_TARGETS)('Heartbeat failure mails on $name', (target) => {
 
   beforeAll(async () => {
     await smtp.start();
-    svc = await startLoggedService(target, { smtpUrl: smtp.url, smtpFrom: FROM, heartbeatLateAfter: 0.2, heartbeatFailedAfter: 0.5 }, { mailOutbox: FAST_MAIL });
+    svc = await startLoggedService(
+      target,
+      { smtpUrl: smtp.url, smtpFrom: FROM, heartbeatLateAfter: 0.2, heartbeatFailedAfter: 0.5 },
+      { mailOutbox: FAST_MAIL },
+    );
     dave = await addUser(svc, svc.orgId, 'User', 'dave@ferry.test');
     erin = await addUser(svc, svc.orgId, 'User', 'erin@ferry.test');
     await setSwitches(svc, svc.admin, {});
@@ -373,7 +492,8 @@ describe.each(STORE_TARGETS)('Heartbeat failure mails on $name', (target) => {
 
   it('mails heartbeatEmail users once per move to HeartbeatFailed', async () => {
     const agent = await registerTestAgent(svc, { name: 'Quiet agent' });
-    const status = async () => (await svc.request<{ status: string }>('GET', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}`)).body.status;
+    const status = async () =>
+      (await svc.request<{ status: string }>('GET', `/v1/orgs/${svc.orgId}/agents/${agent.agentId}`)).body.status;
     const silence = async (): Promise<void> => {
       const ch = await TestChannel.connect(svc, agent);
       expect(await ch.hello(agent)).toMatchObject({ ok: true });
@@ -394,7 +514,10 @@ describe.each(STORE_TARGETS)('Heartbeat failure mails on $name', (target) => {
     // Back, then silent again: a second move, a second mail.
     await silence();
     await until(async () => (smtp.to(dave.email).length >= 2 ? true : undefined), 'the second heartbeat mail');
-    expect(smtp.mails.map((m) => [m.to, m.subject])).toEqual([[[dave.email], subject], [[dave.email], subject]]);
+    expect(smtp.mails.map((m) => [m.to, m.subject])).toEqual([
+      [[dave.email], subject],
+      [[dave.email], subject],
+    ]);
     expect(smtp.to(erin.email)).toEqual([]);
   });
 });
@@ -416,15 +539,34 @@ describe.each(STORE_TARGETS)('No mail server on $name', (target) => {
   it('queues and sends nothing, and says so once at start', async () => {
     const agent = await registerTestAgent(svc, { name: 'Unmailed agent' });
     const ch = await TestChannel.connect(svc, agent);
-    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: [] } : {} });
+    ch.autoReply = (cmd) => ({
+      re: cmd['id'],
+      ok: true,
+      result: cmd['type'] === 'assignSolutions' ? { need: [] } : {},
+    });
     expect(await ch.hello(agent)).toMatchObject({ ok: true });
     const user = await addUser(svc, svc.orgId, 'Administrator', 'frank@ferry.test');
     await setSwitches(svc, user, { failedJobEmail: true, failedRowsEmail: true, connectorActivationEmail: true });
-    const created = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, { body: { name: 'Unmailed', solutionType: 'Integration', agentId: agent.agentId } });
+    const created = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, {
+      body: { name: 'Unmailed', solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(created.status, created.text).toBe(201);
     const runId = randomUUID();
     const at = new Date().toISOString();
-    const reply = await ch.report({ kind: 'runFinished', runId, solutionId: created.body.id, trigger: 'start', startedAt: at, at, result: 'RecordErrorsAndFatalErrors', processed: 3, failed: 1, stopped: false, sourceDataLocal: true, statistics: [] });
+    const reply = await ch.report({
+      kind: 'runFinished',
+      runId,
+      solutionId: created.body.id,
+      trigger: 'start',
+      startedAt: at,
+      at,
+      result: 'RecordErrorsAndFatalErrors',
+      processed: 3,
+      failed: 1,
+      stopped: false,
+      sourceDataLocal: true,
+      statistics: [],
+    });
     expect(reply).toMatchObject({ ok: true });
     expect((await svc.request('DELETE', `/v1/orgs/${svc.orgId}/connectors/${CSV}/delete`)).status).toBe(204);
     await ch.close();

@@ -19,7 +19,12 @@ interface Org {
   city?: string | null;
 }
 
-const loopbackRule = { name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+const loopbackRule = {
+  name: 'loopback',
+  allowedIpRangeStartAddress: '127.0.0.1',
+  allowedIpRangeEndAddress: '127.0.0.1',
+  apiAccessEnabled: true,
+};
 
 describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
   let svc: TestService;
@@ -29,24 +34,47 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
   afterAll(async () => svc?.close());
 
   const createChild = async (name: string, extra: Record<string, unknown> = {}) =>
-    svc.request<Org>('POST', '/v1/orgs', { body: { name, parentId: svc.orgId, securityRules: [loopbackRule], ...extra } });
+    svc.request<Org>('POST', '/v1/orgs', {
+      body: { name, parentId: svc.orgId, securityRules: [loopbackRule], ...extra },
+    });
 
   it('lists the bootstrap Organization with its total', async () => {
     const res = await svc.request<Org[]>('GET', '/v1/orgs');
     expect(res.status).toBe(200);
     expect(res.headers['total-count']).toBe('1');
     expect(res.body).toHaveLength(1);
-    expect(res.body[0]).toMatchObject({ id: svc.orgId, parentId: 0, dataCenterId: 1, administrators: [{ email: svc.admin.email }] });
+    expect(res.body[0]).toMatchObject({
+      id: svc.orgId,
+      parentId: 0,
+      dataCenterId: 1,
+      administrators: [{ email: svc.admin.email }],
+    });
     expect(res.body[0]?.securityRules.map((r) => r.apiAccessEnabled)).toEqual([true, true]);
   });
 
   it('creates a child from a PascalCase model, with 201 and Location', async () => {
     const res = await svc.request<Org>('POST', '/v1/orgs', {
-      body: { Name: 'Pascal Child', ParentId: svc.orgId, City: 'Oslo', SecurityRules: [{ Name: 'lo', AllowedIpRangeStartAddress: '127.0.0.1', AllowedIpRangeEndAddress: '127.0.0.1', ApiAccessEnabled: true }] },
+      body: {
+        Name: 'Pascal Child',
+        ParentId: svc.orgId,
+        City: 'Oslo',
+        SecurityRules: [
+          {
+            Name: 'lo',
+            AllowedIpRangeStartAddress: '127.0.0.1',
+            AllowedIpRangeEndAddress: '127.0.0.1',
+            ApiAccessEnabled: true,
+          },
+        ],
+      },
     });
     expect(res.status).toBe(201);
     expect(res.headers['location']).toBe(`/v1/orgs/${res.body.id}`);
-    expect(res.body).toMatchObject({ name: 'Pascal Child', parentId: svc.orgId, securityRules: [{ name: 'lo', apiAccessEnabled: true }] });
+    expect(res.body).toMatchObject({
+      name: 'Pascal Child',
+      parentId: svc.orgId,
+      securityRules: [{ name: 'lo', apiAccessEnabled: true }],
+    });
     const got = await svc.request<Org>('GET', `/v1/orgs/${res.body.id}`);
     expect(got.body).toMatchObject({ name: 'Pascal Child', city: 'Oslo' });
   });
@@ -90,7 +118,11 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
   });
 
   it('filterbyAPIAccess keeps only Organizations whose rules admit the caller', async () => {
-    const closed = await createChild('Closed', { securityRules: [{ ...loopbackRule, allowedIpRangeStartAddress: '10.0.0.1', allowedIpRangeEndAddress: '10.0.0.1' }] });
+    const closed = await createChild('Closed', {
+      securityRules: [
+        { ...loopbackRule, allowedIpRangeStartAddress: '10.0.0.1', allowedIpRangeEndAddress: '10.0.0.1' },
+      ],
+    });
     expect(closed.status).toBe(201);
     const filtered = await svc.request<Org[]>('GET', '/v1/orgs?filterbyAPIAccess=true&noPagination=true');
     expect(filtered.body.map((o) => o.id)).not.toContain(closed.body.id);
@@ -105,7 +137,13 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
     const partial = await svc.request('PUT', `/v1/orgs/${child.id}`, { body: { captureDuringCloudAppRuns: false } });
     expect(partial.status).toBe(400);
     const all = await svc.request<Org>('PUT', `/v1/orgs/${child.id}`, {
-      body: { name: 'Modified', captureOnFailedRecordsForReprocessing: true, captureDuringCloudAppRuns: false, captureDuringLocalAgentAppRuns: true, isSourceDataLocal: false },
+      body: {
+        name: 'Modified',
+        captureOnFailedRecordsForReprocessing: true,
+        captureDuringCloudAppRuns: false,
+        captureDuringLocalAgentAppRuns: true,
+        isSourceDataLocal: false,
+      },
     });
     expect(all.status).toBe(200);
     expect(all.body).toMatchObject({ name: 'Modified', captureDuringCloudAppRuns: false, isSourceDataLocal: false });
@@ -120,7 +158,9 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
     const put = await svc.request<Org>('PUT', `/v1/orgs/${child.id}`, { body: child });
     expect(put.status).toBe(200);
     expect(put.body.securityRules.map((r) => r.id)).toEqual(child.securityRules.map((r) => r.id));
-    const unknown = await svc.request<{ errors: Array<{ path: string }> }>('PUT', `/v1/orgs/${child.id}`, { body: { nmae: 'typo' } });
+    const unknown = await svc.request<{ errors: Array<{ path: string }> }>('PUT', `/v1/orgs/${child.id}`, {
+      body: { nmae: 'typo' },
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.errors[0]?.path).toBe('body.nmae');
   });
@@ -128,10 +168,25 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
   it('refuses duplicate rule IDs and invalid ranges with 400, changing nothing', async () => {
     const child = (await createChild('Rules')).body;
     const id = '7d7b1f6a-8a53-4c39-9a0e-2f2f5d6b1e11';
-    const dup = await svc.request('PUT', `/v1/orgs/${child.id}`, { body: { securityRules: [{ ...loopbackRule, id }, { ...loopbackRule, id }] } });
+    const dup = await svc.request('PUT', `/v1/orgs/${child.id}`, {
+      body: {
+        securityRules: [
+          { ...loopbackRule, id },
+          { ...loopbackRule, id },
+        ],
+      },
+    });
     expect(dup.status).toBe(400);
-    for (const [start, end] of [['127.0.0.9', '127.0.0.1'], ['333.0.0.0', '333.0.0.1'], ['127.0.0.1', '::1']]) {
-      const bad = await svc.request('PUT', `/v1/orgs/${child.id}`, { body: { securityRules: [{ ...loopbackRule, allowedIpRangeStartAddress: start, allowedIpRangeEndAddress: end }] } });
+    for (const [start, end] of [
+      ['127.0.0.9', '127.0.0.1'],
+      ['333.0.0.0', '333.0.0.1'],
+      ['127.0.0.1', '::1'],
+    ]) {
+      const bad = await svc.request('PUT', `/v1/orgs/${child.id}`, {
+        body: {
+          securityRules: [{ ...loopbackRule, allowedIpRangeStartAddress: start, allowedIpRangeEndAddress: end }],
+        },
+      });
       expect(bad.status).toBe(400);
     }
     const after = await svc.request<Org>('GET', `/v1/orgs/${child.id}`);
@@ -142,30 +197,40 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
     const a = (await createChild('Rule owner')).body;
     const b = (await createChild('Rule borrower')).body;
     const foreign = a.securityRules[0]?.id;
-    const res = await svc.request<{ code: string }>('PUT', `/v1/orgs/${b.id}`, { body: { securityRules: [{ ...loopbackRule, id: foreign }] } });
+    const res = await svc.request<{ code: string }>('PUT', `/v1/orgs/${b.id}`, {
+      body: { securityRules: [{ ...loopbackRule, id: foreign }] },
+    });
     expect(res.status).toBe(409);
-    const post = await svc.request('POST', '/v1/orgs', { body: { name: 'Borrower 2', parentId: svc.orgId, securityRules: [{ ...loopbackRule, id: foreign }] } });
+    const post = await svc.request('POST', '/v1/orgs', {
+      body: { name: 'Borrower 2', parentId: svc.orgId, securityRules: [{ ...loopbackRule, id: foreign }] },
+    });
     expect(post.status).toBe(409);
     expect((await svc.request<Org>('GET', `/v1/orgs/${b.id}`)).body.securityRules).toEqual(b.securityRules);
   });
 
-  it('hides the crypto token in the list from addresses the Organization\'s rules refuse', async () => {
+  it("hides the crypto token in the list from addresses the Organization's rules refuse", async () => {
     const open = await svc.request<Org[]>('GET', `/v1/orgs?name=${encodeURIComponent('Ferry')}`);
     expect(open.body[0]?.apiToken).toMatch(/^[0-9a-f-]{36}$/);
-    const closed = await svc.request<Org[]>('GET', `/v1/orgs?name=${encodeURIComponent('Ferry')}`, { from: '127.0.0.2' });
+    const closed = await svc.request<Org[]>('GET', `/v1/orgs?name=${encodeURIComponent('Ferry')}`, {
+      from: '127.0.0.2',
+    });
     expect(closed.status).toBe(200);
     expect(closed.body[0]?.apiToken).toBeNull();
   });
 
   it('refuses rules that would shut the caller out', async () => {
     const child = (await createChild('Lockout')).body;
-    const res = await svc.request('PUT', `/v1/orgs/${child.id}`, { body: { securityRules: [{ ...loopbackRule, apiAccessEnabled: false }] } });
+    const res = await svc.request('PUT', `/v1/orgs/${child.id}`, {
+      body: { securityRules: [{ ...loopbackRule, apiAccessEnabled: false }] },
+    });
     expect(res.status).toBe(409);
   });
 
   it('deletes children only, and not while they have children', async () => {
     const parent = (await createChild('Parent')).body;
-    const grandchild = await svc.request<Org>('POST', '/v1/orgs', { body: { name: 'Grandchild', parentId: parent.id, securityRules: [loopbackRule] } });
+    const grandchild = await svc.request<Org>('POST', '/v1/orgs', {
+      body: { name: 'Grandchild', parentId: parent.id, securityRules: [loopbackRule] },
+    });
     expect(grandchild.status).toBe(201);
     expect((await svc.request('DELETE', `/v1/orgs/${parent.id}`)).status).toBe(409);
     expect((await svc.request('DELETE', `/v1/orgs/${grandchild.body.id}`)).status).toBe(204);
@@ -181,9 +246,20 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
     const asUser = await svc.request<Org>('GET', `/v1/orgs/${svc.orgId}`, { auth: user });
     expect(asUser.status).toBe(200);
     expect(asUser.body.apiToken).toBeNull();
-    expect((await svc.request('PUT', `/v1/orgs/${svc.orgId}`, { auth: user, body: { name: 'nope' } })).status).toBe(403);
-    expect((await svc.request('PUT', `/v1/orgs/${svc.orgId}`, { auth: reader, body: { name: 'nope' } })).status).toBe(403);
-    expect((await svc.request('POST', '/v1/orgs', { auth: user, body: { name: 'x', parentId: svc.orgId, securityRules: [loopbackRule] } })).status).toBe(403);
+    expect((await svc.request('PUT', `/v1/orgs/${svc.orgId}`, { auth: user, body: { name: 'nope' } })).status).toBe(
+      403,
+    );
+    expect((await svc.request('PUT', `/v1/orgs/${svc.orgId}`, { auth: reader, body: { name: 'nope' } })).status).toBe(
+      403,
+    );
+    expect(
+      (
+        await svc.request('POST', '/v1/orgs', {
+          auth: user,
+          body: { name: 'x', parentId: svc.orgId, securityRules: [loopbackRule] },
+        })
+      ).status,
+    ).toBe(403);
     const outsider = await addUser(svc, undefined, 'User');
     expect((await svc.request('GET', `/v1/orgs/${svc.orgId}`, { auth: outsider })).status).toBe(404);
     expect((await svc.request<Org[]>('GET', '/v1/orgs', { auth: outsider })).body).toEqual([]);
@@ -199,8 +275,16 @@ describe.each(STORE_TARGETS)('Organizations on $name', (target) => {
 
   it('refuses create, modify and delete for platform-hosted Organizations', async () => {
     const child = (await createChild('Hosted')).body;
-    const grandchild = (await svc.request<Org>('POST', '/v1/orgs', { body: { name: 'Hosted child', parentId: child.id, securityRules: [loopbackRule] } })).body;
-    await svc.service.store.db.updateTable('orgs').set({ isSvcOrg: 1 }).where('id', 'in', [child.id, grandchild.id]).execute();
+    const grandchild = (
+      await svc.request<Org>('POST', '/v1/orgs', {
+        body: { name: 'Hosted child', parentId: child.id, securityRules: [loopbackRule] },
+      })
+    ).body;
+    await svc.service.store.db
+      .updateTable('orgs')
+      .set({ isSvcOrg: 1 })
+      .where('id', 'in', [child.id, grandchild.id])
+      .execute();
     const got = await svc.request<Org & { isSvcOrg: boolean }>('GET', `/v1/orgs/${child.id}`);
     expect(got.body.isSvcOrg).toBe(true);
     for (const res of [

@@ -28,7 +28,12 @@ interface Org {
   dataCenterName: string;
   administrators: Array<{ email: string }>;
   apiToken: string | null;
-  securityRules: Array<{ name: string; allowedIpRangeStartAddress: string; allowedIpRangeEndAddress: string; apiAccessEnabled: boolean }>;
+  securityRules: Array<{
+    name: string;
+    allowedIpRangeStartAddress: string;
+    allowedIpRangeEndAddress: string;
+    apiAccessEnabled: boolean;
+  }>;
 }
 interface Subscription {
   name: string;
@@ -54,17 +59,33 @@ function vendorConnectorsDir(): string {
     fs.writeFileSync(
       path.join(folder, 'manifest.json'),
       JSON.stringify({
-        id: p.id, name: p.name, description: `${p.name} connector`, vendor: 'Test', version: '1.0.0', sdkVersion: '^1.0.0', main: 'index.js',
-        solutionRoles: ['Svc.IS2.Source'], isCloudSupported: true, isPublic: p.isPublic,
+        id: p.id,
+        name: p.name,
+        description: `${p.name} connector`,
+        vendor: 'Test',
+        version: '1.0.0',
+        sdkVersion: '^1.0.0',
+        main: 'index.js',
+        solutionRoles: ['Svc.IS2.Source'],
+        isCloudSupported: true,
+        isPublic: p.isPublic,
         uiDecorations: [{ propertyName: 'apiKey', label: 'API key', inputType: 'Password', isRequired: true }],
       }),
     );
-    fs.writeFileSync(path.join(folder, 'index.js'), 'export default { connect: async () => { throw new Error("offline"); } };\n');
+    fs.writeFileSync(
+      path.join(folder, 'index.js'),
+      'export default { connect: async () => { throw new Error("offline"); } };\n',
+    );
   }
   return dir;
 }
 
-const rule = { name: 'Customer office', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+const rule = {
+  name: 'Customer office',
+  allowedIpRangeStartAddress: '127.0.0.1',
+  allowedIpRangeEndAddress: '127.0.0.1',
+  apiAccessEnabled: true,
+};
 
 describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
   let svc: TestService;
@@ -75,9 +96,15 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off', connectorsDir });
     // As `ferry service create-org --platform-hosted` does.
-    operatorId = (await addRootOrganization(svc.service.store, SecretBox.fromDataDir(svc.dataDir), {
-      name: 'Operator', adminEmail: operator.email, adminPassword: operator.password, platformHosted: true, allow: '127.0.0.1,::1',
-    })).orgId;
+    operatorId = (
+      await addRootOrganization(svc.service.store, SecretBox.fromDataDir(svc.dataDir), {
+        name: 'Operator',
+        adminEmail: operator.email,
+        adminPassword: operator.password,
+        platformHosted: true,
+        allow: '127.0.0.1,::1',
+      })
+    ).orgId;
     const at = new Date().toISOString();
     await setManagedConnectorVendor(svc.service.store.db, PRIVATE, operatorId, at);
     await setManagedConnectorVendor(svc.service.store.db, FOREIGN, svc.orgId, at);
@@ -87,11 +114,37 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     fs.rmSync(connectorsDir, { recursive: true, force: true });
   });
 
-  const register = (body: unknown, auth: Credentials = operator, query = '') => svc.request<Org & Problem>('POST', `/v1/register${query}`, { auth, body });
-  const orgCount = async (): Promise<number> => Number((await svc.service.store.db.selectFrom('orgs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  const tableCount = async (table: 'subscriptions' | 'orgConnectors' | 'managedConnectorCustomers' | 'memberships' | 'securityRules'): Promise<number> =>
-    Number((await svc.service.store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  const snapshot = async () => Promise.all([orgCount(), tableCount('subscriptions'), tableCount('orgConnectors'), tableCount('managedConnectorCustomers'), tableCount('memberships'), tableCount('securityRules')]);
+  const register = (body: unknown, auth: Credentials = operator, query = '') =>
+    svc.request<Org & Problem>('POST', `/v1/register${query}`, { auth, body });
+  const orgCount = async (): Promise<number> =>
+    Number(
+      (
+        await svc.service.store.db
+          .selectFrom('orgs')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const tableCount = async (
+    table: 'subscriptions' | 'orgConnectors' | 'managedConnectorCustomers' | 'memberships' | 'securityRules',
+  ): Promise<number> =>
+    Number(
+      (
+        await svc.service.store.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const snapshot = async () =>
+    Promise.all([
+      orgCount(),
+      tableCount('subscriptions'),
+      tableCount('orgConnectors'),
+      tableCount('managedConnectorCustomers'),
+      tableCount('memberships'),
+      tableCount('securityRules'),
+    ]);
 
   it('creates a customer Organization with every field, in one call', async () => {
     const customer = await addUser(svc, undefined, 'User', `customer-admin-${target.name}@ferry.test`);
@@ -106,7 +159,13 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`/v1/orgs/${res.body.id}`);
     const id = res.body.id;
-    expect(res.body).toMatchObject({ name: 'Customer One', parentId: operatorId, isSvcOrg: true, dataCenterId: 13, dataCenterName: 'AU' });
+    expect(res.body).toMatchObject({
+      name: 'Customer One',
+      parentId: operatorId,
+      isSvcOrg: true,
+      dataCenterId: 13,
+      dataCenterName: 'AU',
+    });
     expect(res.body.administrators.map((a) => a.email)).toEqual([customer.email]);
     expect(res.body.apiToken).toEqual(expect.any(String));
 
@@ -125,24 +184,43 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     expect(subs.status).toBe(200);
     const byName = new Map(subs.body.map((s) => [s.name, s]));
     expect(subs.body).toHaveLength(3);
-    expect(byName.get('Integration Services (IS)')).toMatchObject({ orgId: id, isTrial: false, recordsAllowed: '5000000', sku: 'FERRY-IS-5M' });
-    expect(byName.get('Replication Services (RS)')).toMatchObject({ isTrial: false, recordsAllowed: 'Unlimited', sku: 'FERRY-RS-UNLIMITED' });
+    expect(byName.get('Integration Services (IS)')).toMatchObject({
+      orgId: id,
+      isTrial: false,
+      recordsAllowed: '5000000',
+      sku: 'FERRY-IS-5M',
+    });
+    expect(byName.get('Replication Services (RS)')).toMatchObject({
+      isTrial: false,
+      recordsAllowed: 'Unlimited',
+      sku: 'FERRY-RS-UNLIMITED',
+    });
     expect(byName.get('Migration Services (MS)')).toMatchObject({ isTrial: true, sku: 'FERRY-MS-TRIAL' });
     const is = byName.get('Integration Services (IS)');
-    expect(new Date(is?.expirationDate ?? '').getUTCFullYear()).toBe(new Date(is?.startDate ?? '').getUTCFullYear() + 1);
+    expect(new Date(is?.expirationDate ?? '').getUTCFullYear()).toBe(
+      new Date(is?.startDate ?? '').getUTCFullYear() + 1,
+    );
 
-    const installed = await svc.request<Array<{ id: string; name: string }>>('GET', `/v1/orgs/${id}/connectors`, { auth: customer });
+    const installed = await svc.request<Array<{ id: string; name: string }>>('GET', `/v1/orgs/${id}/connectors`, {
+      auth: customer,
+    });
     expect(installed.status).toBe(200);
     const ids = installed.body.map((c) => c.id.toLowerCase());
     expect(ids).toEqual(expect.arrayContaining([PRIVATE, EXTRA]));
     expect(installed.body.map((c) => c.name)).toContain('SQLite');
     expect(ids).not.toContain(FOREIGN);
 
-    const customers = await svc.request<Array<{ orgId: number; provisionedBy: string }>>('GET', `/v1/orgs/${operatorId}/managedconnectors/${PRIVATE}/customers`, { auth: operator });
+    const customers = await svc.request<Array<{ orgId: number; provisionedBy: string }>>(
+      'GET',
+      `/v1/orgs/${operatorId}/managedconnectors/${PRIVATE}/customers`,
+      { auth: operator },
+    );
     expect(customers.body).toEqual([expect.objectContaining({ orgId: id, provisionedBy: operator.email })]);
 
     // The operator manages it from its own Organization: the parent sees the customer's Subscriptions.
-    const operatorSubs = await svc.request<Subscription[]>('GET', `/v1/orgs/${operatorId}/subscriptions`, { auth: operator });
+    const operatorSubs = await svc.request<Subscription[]>('GET', `/v1/orgs/${operatorId}/subscriptions`, {
+      auth: operator,
+    });
     expect(operatorSubs.body.filter((s) => s.orgId === id)).toHaveLength(3);
   });
 
@@ -160,7 +238,14 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     const res = await register({
       ORGNAME: 'Customer Three',
       DataCenterId: 2,
-      SecurityRules: [{ Name: 'Office', AllowedIpRangeStartAddress: '127.0.0.1', ALLOWEDIPRANGEENDADDRESS: '127.0.0.1', apiaccessenabled: true }],
+      SecurityRules: [
+        {
+          Name: 'Office',
+          AllowedIpRangeStartAddress: '127.0.0.1',
+          ALLOWEDIPRANGEENDADDRESS: '127.0.0.1',
+          apiaccessenabled: true,
+        },
+      ],
       USERID: customer.id.toUpperCase(),
       Connectors: ['EXTRA FEED'],
       SubscriptionSkus: ['FERRY-MS-250K'],
@@ -170,7 +255,10 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     expect(res.body.securityRules).toEqual([expect.objectContaining({ name: 'Office', apiAccessEnabled: true })]);
     expect(res.body.administrators.map((a) => a.email)).toEqual([customer.email]);
     const subs = await svc.request<Subscription[]>('GET', `/v1/orgs/${res.body.id}/subscriptions`, { auth: customer });
-    expect(subs.body.find((s) => s.sku === 'FERRY-MS-250K')).toMatchObject({ recordsAllowed: '250000', isTrial: false });
+    expect(subs.body.find((s) => s.sku === 'FERRY-MS-250K')).toMatchObject({
+      recordsAllowed: '250000',
+      isTrial: false,
+    });
   });
 
   it('refuses callers who are not Administrators of a platform-hosted root Organization, creating nothing', async () => {
@@ -197,7 +285,9 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     expect(named.status).toBe(403);
     expect(await snapshot()).toEqual(after);
     expect(after[0]).toBe(before[0] + 1);
-    expect((await svc.request('POST', '/v1/register', { auth: null, body: { orgName: 'x', securityRules: [rule] } })).status).toBe(401);
+    expect(
+      (await svc.request('POST', '/v1/register', { auth: null, body: { orgName: 'x', securityRules: [rule] } })).status,
+    ).toBe(401);
   });
 
   const BAD: Array<[string, Record<string, unknown>, string]> = [
@@ -209,7 +299,7 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     ['an unknown user', { userId: 'nobody@ferry.test' }, 'body.userId'],
     ['an unknown user ID', { userId: '00000000-0000-4000-8000-000000000000' }, 'body.userId'],
     ['an unknown Connector', { connectors: ['SQLite', 'No Such Connector'] }, 'body.connectors.1'],
-    ['another vendor\'s private Connector', { connectors: [FOREIGN] }, 'body.connectors.0'],
+    ["another vendor's private Connector", { connectors: [FOREIGN] }, 'body.connectors.0'],
     ['an unknown SKU form', { subscriptionSkus: ['FERRY-IS-1M', 'FERRY-XX-1M'] }, 'body.subscriptionSkus.1'],
     ['a trial SKU', { subscriptionSkus: ['FERRY-IS-TRIAL'] }, 'body.subscriptionSkus.0'],
     ['two SKUs of one type', { subscriptionSkus: ['FERRY-IS-1M', 'FERRY-IS-2M'] }, 'body.subscriptionSkus.1'],
@@ -217,7 +307,13 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
   ];
 
   it.each(BAD)('refuses %s with 400 naming the field, creating nothing', async (_what, change, field) => {
-    const body: Record<string, unknown> = { orgName: 'Bad', securityRules: [rule], connectors: [PRIVATE], subscriptionSkus: ['FERRY-IS-1M'], ...change };
+    const body: Record<string, unknown> = {
+      orgName: 'Bad',
+      securityRules: [rule],
+      connectors: [PRIVATE],
+      subscriptionSkus: ['FERRY-IS-1M'],
+      ...change,
+    };
     const before = await snapshot();
     const res = await register(body);
     expect(res.status).toBe(400);
@@ -228,7 +324,9 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
 
   it('refuses a Security Rule ID that exists already with 409, creating nothing', async () => {
     const before = await snapshot();
-    const existing = (await svc.request<Array<{ id: string }>>('GET', `/v1/orgs/${operatorId}/securityrules`, { auth: operator })).body[0]?.id;
+    const existing = (
+      await svc.request<Array<{ id: string }>>('GET', `/v1/orgs/${operatorId}/securityrules`, { auth: operator })
+    ).body[0]?.id;
     expect(existing).toBeDefined();
     const res = await register({ orgName: 'Taken rule', securityRules: [{ ...rule, id: existing }] });
     expect(res.status).toBe(409);
@@ -240,26 +338,44 @@ describe.each(STORE_TARGETS)('POST /v1/register on $name', (target) => {
     const { db } = svc.service.store;
     // The customer grant is written after the Organization, its rules, members and Subscriptions.
     if (target.name === 'postgres') {
-      await sql`CREATE FUNCTION refuse_grant() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`.execute(db);
-      await sql`CREATE TRIGGER refuse_grant BEFORE INSERT ON managed_connector_customers FOR EACH ROW EXECUTE FUNCTION refuse_grant()`.execute(db);
+      await sql`CREATE FUNCTION refuse_grant() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`.execute(
+        db,
+      );
+      await sql`CREATE TRIGGER refuse_grant BEFORE INSERT ON managed_connector_customers FOR EACH ROW EXECUTE FUNCTION refuse_grant()`.execute(
+        db,
+      );
     } else {
-      await sql`CREATE TRIGGER refuse_grant BEFORE INSERT ON managed_connector_customers BEGIN SELECT RAISE(ABORT, 'refused'); END`.execute(db);
+      await sql`CREATE TRIGGER refuse_grant BEFORE INSERT ON managed_connector_customers BEGIN SELECT RAISE(ABORT, 'refused'); END`.execute(
+        db,
+      );
     }
     try {
       const before = await snapshot();
-      const res = await register({ orgName: 'Half', securityRules: [rule], connectors: [PRIVATE], subscriptionSkus: ['FERRY-IS-1M'] });
+      const res = await register({
+        orgName: 'Half',
+        securityRules: [rule],
+        connectors: [PRIVATE],
+        subscriptionSkus: ['FERRY-IS-1M'],
+      });
       expect(res.status).toBe(500);
       expect(await snapshot()).toEqual(before);
     } finally {
-      await sql`DROP TRIGGER refuse_grant${sql.raw(target.name === 'postgres' ? ' ON managed_connector_customers' : '')}`.execute(db);
+      await sql`DROP TRIGGER refuse_grant${sql.raw(target.name === 'postgres' ? ' ON managed_connector_customers' : '')}`.execute(
+        db,
+      );
     }
     expect((await register({ orgName: 'Whole', securityRules: [rule], connectors: [PRIVATE] })).status).toBe(201);
   });
 
   it('needs ?orgId= from a caller who administers several platform-hosted root Organizations', async () => {
-    const second = (await addRootOrganization(svc.service.store, SecretBox.fromDataDir(svc.dataDir), {
-      name: 'Operator Two', adminEmail: operator.email, platformHosted: true, allow: '127.0.0.1,::1',
-    })).orgId;
+    const second = (
+      await addRootOrganization(svc.service.store, SecretBox.fromDataDir(svc.dataDir), {
+        name: 'Operator Two',
+        adminEmail: operator.email,
+        platformHosted: true,
+        allow: '127.0.0.1,::1',
+      })
+    ).orgId;
     const before = await snapshot();
     const ambiguous = await register({ orgName: 'Which', securityRules: [rule] });
     expect(ambiguous.status).toBe(400);

@@ -12,20 +12,29 @@ interface Rule {
   eventSolutionAccessEnabled: boolean;
 }
 
-const rule = (name: string, start: string, end: string, api = true) => ({ name, allowedIpRangeStartAddress: start, allowedIpRangeEndAddress: end, apiAccessEnabled: api });
+const rule = (name: string, start: string, end: string, api = true) => ({
+  name,
+  allowedIpRangeStartAddress: start,
+  allowedIpRangeEndAddress: end,
+  apiAccessEnabled: api,
+});
 
 describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
   let svc: TestService;
   let orgId: number;
   beforeAll(async () => {
     svc = await startService(target);
-    const child = await svc.request<{ id: number }>('POST', '/v1/orgs', { body: { name: 'Rules org', parentId: svc.orgId, securityRules: [rule('lo', '127.0.0.1', '127.0.0.1')] } });
+    const child = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+      body: { name: 'Rules org', parentId: svc.orgId, securityRules: [rule('lo', '127.0.0.1', '127.0.0.1')] },
+    });
     orgId = child.body.id;
   });
   afterAll(async () => svc?.close());
 
   it('creates, reads, modifies and deletes a rule', async () => {
-    const created = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, { body: rule('office', '10.0.0.0', '10.0.0.255') });
+    const created = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, {
+      body: rule('office', '10.0.0.0', '10.0.0.255'),
+    });
     expect(created.status).toBe(201);
     expect(created.headers['location']).toBe(`/v1/orgs/${orgId}/securityrules/${created.body.id}`);
     expect(created.body).toMatchObject({ name: 'office', eventSolutionAccessEnabled: false });
@@ -43,7 +52,12 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
       body: { ...rule('office v6', '2001:db8::', '2001:db8::ffff'), eventSolutionAccessEnabled: true },
     });
     expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ id: created.body.id, name: 'office v6', allowedIpRangeStartAddress: '2001:db8::', eventSolutionAccessEnabled: true });
+    expect(put.body).toMatchObject({
+      id: created.body.id,
+      name: 'office v6',
+      allowedIpRangeStartAddress: '2001:db8::',
+      eventSolutionAccessEnabled: true,
+    });
 
     const del = await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules?ruleId=${created.body.id}`);
     expect(del.status).toBe(204);
@@ -53,7 +67,9 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
   });
 
   it('deletes a rule by DELETE …/securityrules/{ruleId} too', async () => {
-    const created = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, { body: rule('path form', '10.9.0.0', '10.9.0.9') });
+    const created = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, {
+      body: rule('path form', '10.9.0.0', '10.9.0.9'),
+    });
     expect(created.status).toBe(201);
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules/${created.body.id}`)).status).toBe(204);
     expect((await svc.request('GET', `/v1/orgs/${orgId}/securityrules/${created.body.id}`)).status).toBe(404);
@@ -70,7 +86,9 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
       ['127.1', '127.0.0.2'],
       ['::2', '::1'],
     ] as const) {
-      const res = await svc.request<{ code: string }>('POST', `/v1/orgs/${orgId}/securityrules`, { body: rule('bad', start, end) });
+      const res = await svc.request<{ code: string }>('POST', `/v1/orgs/${orgId}/securityrules`, {
+        body: rule('bad', start, end),
+      });
       expect(res.status, `${start}-${end}`).toBe(400);
       expect(res.body.code).toBe('API_INVALID_IP_RANGE');
     }
@@ -80,8 +98,20 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
 
   it('refuses a duplicate rule ID with 409', async () => {
     const id = '0f4b8c2e-55d7-4d1e-9f11-3a2b1c0d9e8f';
-    expect((await svc.request('POST', `/v1/orgs/${orgId}/securityrules`, { body: { ...rule('a', '10.1.0.0', '10.1.0.1'), id } })).status).toBe(201);
-    expect((await svc.request('POST', `/v1/orgs/${orgId}/securityrules`, { body: { ...rule('b', '10.1.0.0', '10.1.0.1'), id } })).status).toBe(409);
+    expect(
+      (
+        await svc.request('POST', `/v1/orgs/${orgId}/securityrules`, {
+          body: { ...rule('a', '10.1.0.0', '10.1.0.1'), id },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await svc.request('POST', `/v1/orgs/${orgId}/securityrules`, {
+          body: { ...rule('b', '10.1.0.0', '10.1.0.1'), id },
+        })
+      ).status,
+    ).toBe(409);
   });
 
   it('refuses changes that shut the caller out', async () => {
@@ -89,10 +119,19 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
     const lo = list.body.find((r) => r.name === 'lo');
     expect(lo).toBeDefined();
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/securityrules?ruleId=${lo?.id}`)).status).toBe(409);
-    const shut = await svc.request<{ code: string; detail: string }>('DELETE', `/v1/orgs/${orgId}/securityrules/${lo?.id}`);
+    const shut = await svc.request<{ code: string; detail: string }>(
+      'DELETE',
+      `/v1/orgs/${orgId}/securityrules/${lo?.id}`,
+    );
     expect(shut.status).toBe(409);
     expect(shut.body.detail).toContain('would shut your own address 127.0.0.1 out of the API');
-    expect((await svc.request('PUT', `/v1/orgs/${orgId}/securityrules/${lo?.id}`, { body: rule('lo', '127.0.0.1', '127.0.0.1', false) })).status).toBe(409);
+    expect(
+      (
+        await svc.request('PUT', `/v1/orgs/${orgId}/securityrules/${lo?.id}`, {
+          body: rule('lo', '127.0.0.1', '127.0.0.1', false),
+        })
+      ).status,
+    ).toBe(409);
   });
 
   it('refuses API calls from addresses no rule opens, and opens them when a rule is added', async () => {
@@ -101,16 +140,27 @@ describe.each(STORE_TARGETS)('Security Rules on $name', (target) => {
     expect(refused.status).toBe(403);
     expect(refused.body.code).toBe('API_FORBIDDEN_IP');
     // A rule without apiAccessEnabled does not open the API.
-    const closed = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, { body: rule('events only', from, from, false) });
+    const closed = await svc.request<Rule>('POST', `/v1/orgs/${orgId}/securityrules`, {
+      body: rule('events only', from, from, false),
+    });
     expect((await svc.request('GET', `/v1/orgs/${orgId}`, { from })).status).toBe(403);
-    await svc.request('PUT', `/v1/orgs/${orgId}/securityrules/${closed.body.id}`, { body: rule('events only', from, from, true) });
+    await svc.request('PUT', `/v1/orgs/${orgId}/securityrules/${closed.body.id}`, {
+      body: rule('events only', from, from, true),
+    });
     expect((await svc.request('GET', `/v1/orgs/${orgId}`, { from })).status).toBe(200);
   });
 
   it('enforces Administrator for changes', async () => {
     const user = await addUser(svc, orgId, 'User');
     expect((await svc.request('GET', `/v1/orgs/${orgId}/securityrules`, { auth: user })).status).toBe(200);
-    expect((await svc.request('POST', `/v1/orgs/${orgId}/securityrules`, { auth: user, body: rule('x', '10.2.0.0', '10.2.0.1') })).status).toBe(403);
+    expect(
+      (
+        await svc.request('POST', `/v1/orgs/${orgId}/securityrules`, {
+          auth: user,
+          body: rule('x', '10.2.0.0', '10.2.0.1'),
+        })
+      ).status,
+    ).toBe(403);
   });
 });
 
@@ -137,10 +187,15 @@ describe('Security Rules over IPv6 and behind a proxy', () => {
     try {
       const forwarded = { 'x-forwarded-for': '203.0.113.7' };
       expect((await svc.request('GET', `/v1/orgs/${svc.orgId}`, { headers: forwarded })).status).toBe(403);
-      await svc.request('POST', `/v1/orgs/${svc.orgId}/securityrules`, { body: rule('client', '203.0.113.0', '203.0.113.255'), headers: { 'x-forwarded-for': '127.0.0.1' } });
+      await svc.request('POST', `/v1/orgs/${svc.orgId}/securityrules`, {
+        body: rule('client', '203.0.113.0', '203.0.113.255'),
+        headers: { 'x-forwarded-for': '127.0.0.1' },
+      });
       expect((await svc.request('GET', `/v1/orgs/${svc.orgId}`, { headers: forwarded })).status).toBe(200);
       // From an address that is not the proxy the header is ignored: 127.0.0.2 itself is refused.
-      expect((await svc.request('GET', `/v1/orgs/${svc.orgId}`, { headers: forwarded, from: '127.0.0.2' })).status).toBe(403);
+      expect(
+        (await svc.request('GET', `/v1/orgs/${svc.orgId}`, { headers: forwarded, from: '127.0.0.2' })).status,
+      ).toBe(403);
     } finally {
       await svc.close();
     }

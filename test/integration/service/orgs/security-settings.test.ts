@@ -35,7 +35,11 @@ describe.each(STORE_TARGETS)('Security Settings on $name', (target) => {
 
   it('stores the tokens encrypted, never in clear', async () => {
     const res = await svc.request<Settings>('GET', path);
-    const row = await svc.service.store.db.selectFrom('orgs').selectAll().where('id', '=', svc.orgId).executeTakeFirstOrThrow();
+    const row = await svc.service.store.db
+      .selectFrom('orgs')
+      .selectAll()
+      .where('id', '=', svc.orgId)
+      .executeTakeFirstOrThrow();
     expect(JSON.stringify(row)).not.toContain(res.body.apiCryptoToken);
     expect(JSON.stringify(row)).not.toContain(res.body.eventSolutionAccessToken);
   });
@@ -44,7 +48,12 @@ describe.each(STORE_TARGETS)('Security Settings on $name', (target) => {
     const partial = await svc.request('PUT', path, { body: { captureOnFailedRecordsForReprocessing: false } });
     expect(partial.status).toBe(400);
     const res = await svc.request<Settings>('PUT', path, {
-      body: { CaptureOnFailedRecordsForReprocessing: true, CaptureDuringCloudAppRuns: false, CaptureDuringLocalAgentAppRuns: true, IsSourceDataLocal: false },
+      body: {
+        CaptureOnFailedRecordsForReprocessing: true,
+        CaptureDuringCloudAppRuns: false,
+        CaptureDuringLocalAgentAppRuns: true,
+        IsSourceDataLocal: false,
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ captureDuringCloudAppRuns: false, isSourceDataLocal: false });
@@ -52,7 +61,9 @@ describe.each(STORE_TARGETS)('Security Settings on $name', (target) => {
 
   it('accepts a model read with GET back, tokens unchanged', async () => {
     const before = await svc.request<Settings>('GET', path);
-    const res = await svc.request<Settings>('PUT', path, { body: { ...before.body, apiCryptoToken: 'ignored', isAgentLogDownloadAllowed: false } });
+    const res = await svc.request<Settings>('PUT', path, {
+      body: { ...before.body, apiCryptoToken: 'ignored', isAgentLogDownloadAllowed: false },
+    });
     expect(res.status).toBe(200);
     expect(res.body.apiCryptoToken).toBe(before.body.apiCryptoToken);
     // No longer used: ignored on write.

@@ -40,7 +40,11 @@ describe.each(STORE_TARGETS)('Settings and Message Endpoints on $name', (target)
     for (const [name, decimal] of Object.entries(decimals)) {
       expect(value(name), name).toMatchObject({ valueType: 1, decimalValue: decimal, blobValue: null });
     }
-    expect(value('FunctionCategories')).toMatchObject({ valueType: 2, decimalValue: null, blobValue: [...FUNCTION_CATEGORIES] });
+    expect(value('FunctionCategories')).toMatchObject({
+      valueType: 2,
+      decimalValue: null,
+      blobValue: [...FUNCTION_CATEGORIES],
+    });
     expect(value('MaxBlocksPerMap')?.id).toBe('f8c335cc-0008-469d-bcfc-6bd03a2a2b85');
     expect(new Set(res.body.map((s) => s.id)).size).toBe(res.body.length);
     expect(new Set(res.body.map((s) => s.name)).size).toBe(res.body.length);

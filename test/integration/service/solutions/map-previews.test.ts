@@ -23,17 +23,37 @@ describe.each(STORE_TARGETS)('Map previews in the $name store', (target) => {
     agent = await registerTestAgent(svc, { name: 'Preview agent' });
     channel = await TestChannel.connect(svc, agent);
     await channel.hello(agent);
-    const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, { body: { name: 'Items', connectorId: SQLITE, color: '#FF00FF00' } });
+    const conn = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, {
+      body: { name: 'Items', connectorId: SQLITE, color: '#FF00FF00' },
+    });
     expect(conn.status, conn.text).toBe(201);
-    const sol = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, { body: { name: 'Previews', solutionType: 'Integration', agentId: agent.agentId } });
+    const sol = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, {
+      body: { name: 'Previews', solutionType: 'Integration', agentId: agent.agentId },
+    });
     S = `/v1/orgs/${svc.orgId}/solutions/${sol.body.id}`;
     const map = await svc.request<{ id: number }>('POST', `${S}/maps/advanced`, {
       body: {
         version: '3.0',
         name: 'M',
         blocks: [
-          { blockId: B(1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: conn.body.id, entity: 'items', filter: { op: '>', field: 'id', value: 3 } },
-          { blockId: B(2), name: 'N', blockType: 'NativeQuery', action: 'NativeQuery', connectionId: conn.body.id, statement: 'SELECT 1 AS one', fields: ['one'] },
+          {
+            blockId: B(1),
+            name: 'Q',
+            blockType: 'Query',
+            action: 'Query',
+            connectionId: conn.body.id,
+            entity: 'items',
+            filter: { op: '>', field: 'id', value: 3 },
+          },
+          {
+            blockId: B(2),
+            name: 'N',
+            blockType: 'NativeQuery',
+            action: 'NativeQuery',
+            connectionId: conn.body.id,
+            statement: 'SELECT 1 AS one',
+            fields: ['one'],
+          },
         ],
       },
     });
@@ -47,31 +67,68 @@ describe.each(STORE_TARGETS)('Map previews in the $name store', (target) => {
     expect(start.status, start.text).toBe(200);
     expect(start.body.limit).toBe(100);
     const cmd = await channel.next((m) => m['type'] === 'previewQuery');
-    expect(cmd).toMatchObject({ entity: 'items', filter: { op: '>', field: 'id', value: 3 }, limit: 100, connectorId: SQLITE });
+    expect(cmd).toMatchObject({
+      entity: 'items',
+      filter: { op: '>', field: 'id', value: 3 },
+      limit: 100,
+      connectorId: SQLITE,
+    });
     const poll = await svc.request<{ code: string }>('GET', `${S}/maps/${mapId}/previewquery/${start.body.previewId}`);
     expect(poll.status).toBe(404);
     expect(poll.body.code).toBe('API_NOT_FOUND');
-    channel.send({ re: cmd['id'], ok: true, result: { records: [{ id: 4, label: 'four' }], fields: ['id', 'label'], truncated: false } });
+    channel.send({
+      re: cmd['id'],
+      ok: true,
+      result: { records: [{ id: 4, label: 'four' }], fields: ['id', 'label'], truncated: false },
+    });
     const ready = await waitFor(async () => {
-      const res = await svc.request<{ hasError: boolean; records: unknown[]; recordCount: number }>('GET', `${S}/maps/${mapId}/previewquery/${start.body.previewId}`);
+      const res = await svc.request<{ hasError: boolean; records: unknown[]; recordCount: number }>(
+        'GET',
+        `${S}/maps/${mapId}/previewquery/${start.body.previewId}`,
+      );
       return res.status === 200 ? res.body : undefined;
     });
-    expect(ready).toMatchObject({ hasError: false, recordCount: 1, records: [{ id: 4, label: 'four' }], truncated: false, blockName: 'Q' });
+    expect(ready).toMatchObject({
+      hasError: false,
+      recordCount: 1,
+      records: [{ id: 4, label: 'four' }],
+      truncated: false,
+      blockName: 'Q',
+    });
   });
 
-  it('keeps the Agent\'s error as the result of a native query test', async () => {
-    const start = await svc.request<{ tests: Array<{ id: string; nativeQueryBlockID: string }> }>('POST', `${S}/maps/${mapId}/nativequerytest`);
+  it("keeps the Agent's error as the result of a native query test", async () => {
+    const start = await svc.request<{ tests: Array<{ id: string; nativeQueryBlockID: string }> }>(
+      'POST',
+      `${S}/maps/${mapId}/nativequerytest`,
+    );
     expect(start.status, start.text).toBe(200);
     expect(start.body.tests).toEqual([{ id: expect.any(String), nativeQueryBlockID: B(2), blockName: 'N' }]);
     const cmd: Incoming = await channel.next((m) => m['type'] === 'nativeQueryTest');
     expect(cmd).toMatchObject({ statement: 'SELECT 1 AS one', limit: 100 });
-    expect((await svc.request('GET', `${S}/maps/${mapId}/nativequerytest?nativeQueryBlockID=${B(2)}`)).status).toBe(404);
-    channel.send({ re: cmd['id'], ok: false, error: { code: 'CON_QUERY_FAILED', kind: 'config', message: 'no such table: items' } });
+    expect((await svc.request('GET', `${S}/maps/${mapId}/nativequerytest?nativeQueryBlockID=${B(2)}`)).status).toBe(
+      404,
+    );
+    channel.send({
+      re: cmd['id'],
+      ok: false,
+      error: { code: 'CON_QUERY_FAILED', kind: 'config', message: 'no such table: items' },
+    });
     const failed = await waitFor(async () => {
-      const res = await svc.request<{ previewId: string; hasError: boolean; errorCode: string; message: string }>('GET', `${S}/maps/${mapId}/nativequerytest?nativeQueryBlockID=${B(2)}`);
+      const res = await svc.request<{ previewId: string; hasError: boolean; errorCode: string; message: string }>(
+        'GET',
+        `${S}/maps/${mapId}/nativequerytest?nativeQueryBlockID=${B(2)}`,
+      );
       return res.status === 200 ? res.body : undefined;
     });
-    expect(failed).toMatchObject({ previewId: start.body.tests[0]?.id, status: 'Failed', hasError: true, errorCode: 'CON_QUERY_FAILED', message: 'no such table: items', records: [] });
+    expect(failed).toMatchObject({
+      previewId: start.body.tests[0]?.id,
+      status: 'Failed',
+      hasError: true,
+      errorCode: 'CON_QUERY_FAILED',
+      message: 'no such table: items',
+      records: [],
+    });
   });
 });
 

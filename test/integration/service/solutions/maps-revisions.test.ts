@@ -49,16 +49,35 @@ interface Problem {
 }
 
 const FIXTURES = path.join(import.meta.dirname, '../../../fixtures');
-const QUERY_CREATE = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps/query-create/map.json'), 'utf8')) as Record<string, unknown> & { blocks: unknown[] };
+const QUERY_CREATE = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps/query-create/map.json'), 'utf8')) as Record<
+  string,
+  unknown
+> & { blocks: unknown[] };
 const blockId = (n: number): string => `22222222-2222-4222-8222-${String(n).padStart(12, '0')}`;
-const createBlock = (n: number, name = `Create${n}`) => ({ blockId: blockId(n), name, blockType: 'Create', action: 'Create', connectionId: 'db', entity: 'contacts', fieldMappings: [] });
+const createBlock = (n: number, name = `Create${n}`) => ({
+  blockId: blockId(n),
+  name,
+  blockType: 'Create',
+  action: 'Create',
+  connectionId: 'db',
+  entity: 'contacts',
+  fieldMappings: [],
+});
 
 /** The query-create Map with `creates` more Create Blocks: `nested` of them inside an If/Else. */
 function bigModel(creates: number, nested: number): Record<string, unknown> {
   const [query] = QUERY_CREATE.blocks;
   const top = Array.from({ length: creates - nested }, (_, i) => createBlock(i + 1));
   const inner = Array.from({ length: nested }, (_, i) => createBlock(creates - nested + i + 1));
-  const ifElse = { blockId: blockId(99_999), name: 'Branch', blockType: 'IfElse', action: 'None', condition: 'Q.age > 1', then: inner, else: [] };
+  const ifElse = {
+    blockId: blockId(99_999),
+    name: 'Branch',
+    blockType: 'IfElse',
+    action: 'None',
+    condition: 'Q.age > 1',
+    then: inner,
+    else: [],
+  };
   return { ...QUERY_CREATE, name: 'Big', blocks: [query, ...top, ifElse] };
 }
 
@@ -77,13 +96,15 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
     expect(res.status, res.text).toBe(201);
     return res.body;
   };
-  const save = (id: number, body: unknown, query = '', auth?: Credentials) => svc.request<MapModel & Problem>('PUT', `${M}/advanced/${id}${query}`, { body, ...(auth ? { auth } : {}) });
+  const save = (id: number, body: unknown, query = '', auth?: Credentials) =>
+    svc.request<MapModel & Problem>('PUT', `${M}/advanced/${id}${query}`, { body, ...(auth ? { auth } : {}) });
   const getMap = async (id: number, query = ''): Promise<MapModel> => {
     const res = await svc.request<MapModel>('GET', `${M}/${id}${query}`);
     expect(res.status, res.text).toBe(200);
     return res.body;
   };
-  const link = async (id: number): Promise<MapLink> => (await svc.request<MapLink>('GET', `${S}/${solutionId}/maplinks/${id}`)).body;
+  const link = async (id: number): Promise<MapLink> =>
+    (await svc.request<MapLink>('GET', `${S}/${solutionId}/maplinks/${id}`)).body;
   const solution = async (): Promise<Solution> => (await svc.request<Solution>('GET', `${S}/${solutionId}`)).body;
   const markPrepared = async () => {
     await svc.service.store.db.updateTable('solutions').set({ prepared: 1 }).where('id', '=', solutionId).execute();
@@ -94,7 +115,9 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
     svc = await startService(target, { cloudAgents: 'off' });
     S = `/v1/orgs/${svc.orgId}/solutions`;
     agent = await registerTestAgent(svc, { name: 'Revisions agent' });
-    const res = await svc.request<Solution>('POST', S, { body: { name: 'Maps at work', solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<Solution>('POST', S, {
+      body: { name: 'Maps at work', solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     solutionId = res.body.id;
     M = `${S}/${solutionId}/maps`;
@@ -111,8 +134,25 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
 
     it('lists the revisions newest first, paged, with their comments, dates and authors', async () => {
       map = await createMap({ ...QUERY_CREATE, name: 'Revised' });
-      expect((await save(map.id, { ...QUERY_CREATE, name: 'Revised 2', lastRunDate: '2024-03-01T00:00:00Z' }, '?comment=second')).status).toBe(200);
-      expect((await save(map.id, { ...QUERY_CREATE, name: 'Revised 3', lastRunDate: '2024-05-01T00:00:00Z' }, '?comment=third', user)).status).toBe(200);
+      expect(
+        (
+          await save(
+            map.id,
+            { ...QUERY_CREATE, name: 'Revised 2', lastRunDate: '2024-03-01T00:00:00Z' },
+            '?comment=second',
+          )
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await save(
+            map.id,
+            { ...QUERY_CREATE, name: 'Revised 3', lastRunDate: '2024-05-01T00:00:00Z' },
+            '?comment=third',
+            user,
+          )
+        ).status,
+      ).toBe(200);
 
       const all = await svc.request<Revision[]>('GET', `${M}/${map.id}/revisions`);
       expect(all.status, all.text).toBe(200);
@@ -131,14 +171,25 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect(page.headers['total-count']).toBe('3');
       expect((await svc.request('GET', `${M}/${map.id}/revisions?limit=1001`)).status).toBe(400);
       expect((await svc.request('GET', `${M}/999999/revisions`)).status).toBe(404);
-      expect(await getMap(map.id, '?revision=2')).toMatchObject({ revision: 2, name: 'Revised 2', revisionComment: 'second' });
+      expect(await getMap(map.id, '?revision=2')).toMatchObject({
+        revision: 2,
+        name: 'Revised 2',
+        revisionComment: 'second',
+      });
     });
 
     it('reverts to an earlier revision as a new one: not valid, the Solution Incomplete, lastRunDate kept', async () => {
       await markPrepared();
       const res = await svc.request<MapModel>('POST', `${M}/${map.id}/revert?revision=1`);
       expect(res.status, res.text).toBe(200);
-      expect(res.body).toMatchObject({ id: map.id, revision: 4, name: 'Revised', revisionComment: 'Reverted to revision 1', valid: false, lastRunDate: '2024-05-01T00:00:00Z' });
+      expect(res.body).toMatchObject({
+        id: map.id,
+        revision: 4,
+        name: 'Revised',
+        revisionComment: 'Reverted to revision 1',
+        valid: false,
+        lastRunDate: '2024-05-01T00:00:00Z',
+      });
       expect(res.body.blocks).toEqual(map.blocks);
       expect((await solution()).status).toBe('Incomplete');
       expect((await link(map.id)).name).toBe('Revised');
@@ -149,7 +200,12 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
     });
 
     it('refuses a revert without a revision (400) or to one the Map does not have (404), and changes nothing', async () => {
-      for (const [query, status] of [['', 400], ['?revision=abc', 400], ['?revision=0', 400], ['?revision=99', 404]] as const) {
+      for (const [query, status] of [
+        ['', 400],
+        ['?revision=abc', 400],
+        ['?revision=0', 400],
+        ['?revision=99', 404],
+      ] as const) {
         const res = await svc.request<Problem>('POST', `${M}/${map.id}/revert${query}`);
         expect(res.status, query).toBe(status);
         expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
@@ -176,7 +232,7 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect((await solution()).mapLinks.find((l) => l.id === map.id)?.lockedBy).toBe(svc.admin.email);
     });
 
-    it('refuses another user\'s save, rename, revert, delete, lock and unlock with 409 MAP_LOCKED naming the holder; nothing changes', async () => {
+    it("refuses another user's save, rename, revert, delete, lock and unlock with 409 MAP_LOCKED naming the holder; nothing changes", async () => {
       const attempts = [
         save(map.id, { ...QUERY_CREATE, name: 'Renamed by someone else' }, '', user),
         save(map.id, QUERY_CREATE, '?unlockMap=true', user),
@@ -220,10 +276,12 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect(unlock.status, unlock.text).toBe(200);
       expect(unlock.body).toMatchObject({ lockedBy: null, lockDate: null });
       // Unlocking an unlocked Map changes nothing.
-      expect((await svc.request<MapLink>('PUT', `${M}/${map.id}/lock?lockState=false`, { auth: user })).status).toBe(200);
+      expect((await svc.request<MapLink>('PUT', `${M}/${map.id}/lock?lockState=false`, { auth: user })).status).toBe(
+        200,
+      );
     });
 
-    it('lets an Administrator release another user\'s lock; a Read-only user may not lock', async () => {
+    it("lets an Administrator release another user's lock; a Read-only user may not lock", async () => {
       expect((await svc.request('PUT', `${M}/${map.id}/lock`, { auth: user })).status).toBe(200);
       const adminSave = await save(map.id, QUERY_CREATE);
       expect(adminSave.status).toBe(409);
@@ -250,7 +308,12 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
   describe('clone', () => {
     it('copies the latest revision as "Copy of <name> 1", then 2, disabled, at the end, revision comment "Duplicated"', async () => {
       const source = await createMap({ ...QUERY_CREATE, name: 'Original' });
-      const latest = await save(source.id, { ...QUERY_CREATE, name: 'Original', lastRunDate: '2024-06-01T00:00:00Z', blocks: [QUERY_CREATE.blocks[0], { ...createBlock(1), name: 'Latest' }] });
+      const latest = await save(source.id, {
+        ...QUERY_CREATE,
+        name: 'Original',
+        lastRunDate: '2024-06-01T00:00:00Z',
+        blocks: [QUERY_CREATE.blocks[0], { ...createBlock(1), name: 'Latest' }],
+      });
       expect(latest.status, latest.text).toBe(200);
       const countBefore = Number((await svc.request('GET', M)).headers['total-count']);
       await markPrepared();
@@ -259,7 +322,14 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect(res.status, res.text).toBe(201);
       const copy = res.body;
       expect(res.headers['location']).toBe(`${M}/${copy.id}`);
-      expect(copy).toMatchObject({ name: 'Copy of Original 1', revision: 1, revisionComment: 'Duplicated', lastRunDate: null, valid: false, lockedBy: null });
+      expect(copy).toMatchObject({
+        name: 'Copy of Original 1',
+        revision: 1,
+        revisionComment: 'Duplicated',
+        lastRunDate: null,
+        valid: false,
+        lockedBy: null,
+      });
       expect(copy.id).not.toBe(source.id);
       expect(copy.blocks.map((b) => b.name)).toEqual(['Q', 'Latest']);
       expect(await link(copy.id)).toMatchObject({ enabled: false, index: countBefore, name: 'Copy of Original 1' });
@@ -293,18 +363,38 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect((await svc.request('PUT', `${M}/${map.id}/enable`, { auth: readOnly })).status).toBe(403);
     });
 
-    it('sends the change to the Agent\'s copy of the prepared Solution without a new prepare', async () => {
+    it("sends the change to the Agent's copy of the prepared Solution without a new prepare", async () => {
       const map = await createMap({ ...QUERY_CREATE, name: 'On the Agent' });
-      const body = { solutionId, orgId: svc.orgId, solutionType: 'Integration', maps: [{ mapId: map.id, name: map.name, enabled: true, model: { ...QUERY_CREATE, mapId: map.id } }], replication: null, lookupTables: [], connections: [] };
-      await putPreparedSolution(svc.service.store.db, { solutionId, agentId: agent.agentId, body: JSON.stringify(body), preparedAt: nowIso() });
+      const body = {
+        solutionId,
+        orgId: svc.orgId,
+        solutionType: 'Integration',
+        maps: [{ mapId: map.id, name: map.name, enabled: true, model: { ...QUERY_CREATE, mapId: map.id } }],
+        replication: null,
+        lookupTables: [],
+        connections: [],
+      };
+      await putPreparedSolution(svc.service.store.db, {
+        solutionId,
+        agentId: agent.agentId,
+        body: JSON.stringify(body),
+        preparedAt: nowIso(),
+      });
       const ch = await channels.connect(svc, agent);
       // The Agent holds nothing yet: it needs every Solution it is given.
       ch.autoReply = (cmd) => {
         const assignments = (cmd['assignments'] ?? []) as Array<{ solutionId: string }>;
-        return { re: cmd['id'], ok: true, result: cmd['type'] === 'assignSolutions' ? { need: assignments.map((a) => a.solutionId) } : {} };
+        return {
+          re: cmd['id'],
+          ok: true,
+          result: cmd['type'] === 'assignSolutions' ? { need: assignments.map((a) => a.solutionId) } : {},
+        };
       };
       expect(await ch.hello(agent)).toMatchObject({ ok: true });
-      const enabledOf = (m: Incoming): boolean | undefined => ((m['solution'] as { maps?: Array<{ mapId: number; enabled: boolean }> } | undefined)?.maps ?? []).find((x) => x.mapId === map.id)?.enabled;
+      const enabledOf = (m: Incoming): boolean | undefined =>
+        ((m['solution'] as { maps?: Array<{ mapId: number; enabled: boolean }> } | undefined)?.maps ?? []).find(
+          (x) => x.mapId === map.id,
+        )?.enabled;
       await ch.next((m) => m['type'] === 'putSolution' && enabledOf(m) === true);
 
       expect((await svc.request('PUT', `${M}/${map.id}/enable?enableState=false`)).status).toBe(200);
@@ -312,7 +402,10 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect((sent['solution'] as { solutionId: string }).solutionId).toBe(solutionId);
       // Enabling is no change to the Map's model: the Solution stays prepared.
       expect((await svc.request('PUT', `${M}/${map.id}/enable?enableState=true`)).status).toBe(200);
-      await ch.next((m) => m['type'] === 'putSolution' && enabledOf(m) === true && ch.received.indexOf(m) > ch.received.indexOf(sent));
+      await ch.next(
+        (m) =>
+          m['type'] === 'putSolution' && enabledOf(m) === true && ch.received.indexOf(m) > ch.received.indexOf(sent),
+      );
     });
   });
 
@@ -323,7 +416,10 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       expect(ok.blocks).toHaveLength(249);
       const before = Number((await svc.request('GET', M)).headers['total-count']);
       const tooMany = bigModel(249, 10);
-      for (const res of [await svc.request<Problem>('POST', `${M}/advanced`, { body: tooMany }), await save(ok.id, tooMany)]) {
+      for (const res of [
+        await svc.request<Problem>('POST', `${M}/advanced`, { body: tooMany }),
+        await save(ok.id, tooMany),
+      ]) {
         expect(res.status, res.text).toBe(400);
         expect(res.body.detail).toContain('251');
         expect(res.body.detail).toContain('250');
@@ -337,7 +433,22 @@ describe.each(STORE_TARGETS)('Map revisions, locks, enable and clone on $name', 
       const map = await createMap({ ...QUERY_CREATE, name: 'Unique names' });
       const models = [
         { ...QUERY_CREATE, blocks: [query, createBlock(1, 'Write'), createBlock(2, 'WRITE')] },
-        { ...QUERY_CREATE, blocks: [query, createBlock(1, 'Write'), { blockId: blockId(3), name: 'Branch', blockType: 'IfElse', action: 'None', condition: 'Q.age > 1', then: [createBlock(2, 'write')], else: [] }] },
+        {
+          ...QUERY_CREATE,
+          blocks: [
+            query,
+            createBlock(1, 'Write'),
+            {
+              blockId: blockId(3),
+              name: 'Branch',
+              blockType: 'IfElse',
+              action: 'None',
+              condition: 'Q.age > 1',
+              then: [createBlock(2, 'write')],
+              else: [],
+            },
+          ],
+        },
       ];
       for (const body of models) {
         for (const res of [await svc.request<Problem>('POST', `${M}/advanced`, { body }), await save(map.id, body)]) {

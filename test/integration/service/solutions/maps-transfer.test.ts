@@ -18,12 +18,22 @@ interface MapAnswer {
   lastRunDate: string | null;
   sourceConnectionId: string | null;
   sourceConnectionName: string | null;
-  targetConnections: Array<{ connectionId: string; connectionName: string | null; connectionAlias: string | null; connectionType: string | null }>;
+  targetConnections: Array<{
+    connectionId: string;
+    connectionName: string | null;
+    connectionAlias: string | null;
+    connectionType: string | null;
+  }>;
   blocks: Block[];
 }
 interface ImportAnswer {
   maps: Array<{ id: number; name: string; revision: number; index: number; action: 'Created' | 'Overwritten' }>;
-  unresolvedConnections: Array<{ mapName: string; connectionId: string; connectionName: string | null; connectionAlias: string | null }>;
+  unresolvedConnections: Array<{
+    mapName: string;
+    connectionId: string;
+    connectionName: string | null;
+    connectionAlias: string | null;
+  }>;
 }
 interface Problem {
   code: string;
@@ -32,8 +42,13 @@ interface Problem {
 }
 
 const FIXTURES = path.join(import.meta.dirname, '../../../fixtures');
-const ORDER_HUB = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps-2.5/OrderHub.json'), 'utf8')) as Array<Record<string, unknown>>;
-const QUERY_CREATE = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps/query-create/map.json'), 'utf8')) as Record<string, unknown>;
+const ORDER_HUB = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps-2.5/OrderHub.json'), 'utf8')) as Array<
+  Record<string, unknown>
+>;
+const QUERY_CREATE = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'maps/query-create/map.json'), 'utf8')) as Record<
+  string,
+  unknown
+>;
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 
@@ -44,7 +59,15 @@ const smallMap = (name: string, src = 'src', dst = 'db') => ({
   name,
   blocks: [
     { blockId: g(1), name: 'Q', blockType: 'Query', action: 'Query', connectionId: src, entity: 'people' },
-    { blockId: g(2), name: 'C', blockType: 'Create', action: 'Create', connectionId: dst, entity: 'contacts', fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }] },
+    {
+      blockId: g(2),
+      name: 'C',
+      blockType: 'Create',
+      action: 'Create',
+      connectionId: dst,
+      entity: 'contacts',
+      fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }],
+    },
   ],
 });
 
@@ -56,30 +79,55 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
   let dbId: string;
 
   const newSolution = async (name: string): Promise<string> => {
-    const res = await svc.request<{ id: string }>('POST', `${O}/solutions`, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', `${O}/solutions`, {
+      body: { name, solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     return `${O}/solutions/${res.body.id}`;
   };
   const listMaps = async (S: string) => (await svc.request<MapAnswer[]>('GET', `${S}/maps`)).body;
-  const importFile = (S: string, body: unknown, query = '') => svc.request<ImportAnswer | Problem>('POST', `${S}/maps/import${query}`, { body });
-  const exportFile = async (S: string, query = ''): Promise<{ status: number; file: MapAnswer[]; disposition: string | undefined }> => {
+  const importFile = (S: string, body: unknown, query = '') =>
+    svc.request<ImportAnswer | Problem>('POST', `${S}/maps/import${query}`, { body });
+  const exportFile = async (
+    S: string,
+    query = '',
+  ): Promise<{ status: number; file: MapAnswer[]; disposition: string | undefined }> => {
     const created = await svc.request<{ exportId: number }>('POST', `${S}/maps/export${query}`);
     expect(created.status, created.text).toBe(200);
     expect(Number.isInteger(created.body.exportId)).toBe(true);
     const res = await svc.request<MapAnswer[]>('GET', `${S}/maps/export/${created.body.exportId}`);
     const disposition = res.headers['content-disposition'];
-    return { status: res.status, file: res.body, disposition: typeof disposition === 'string' ? disposition : undefined };
+    return {
+      status: res.status,
+      file: res.body,
+      disposition: typeof disposition === 'string' ? disposition : undefined,
+    };
   };
-  const exportCount = async () => (await svc.service.store.db.selectFrom('mapExports').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+  const exportCount = async () =>
+    (
+      await svc.service.store.db
+        .selectFrom('mapExports')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
   /** What must survive a round trip: the model, without the IDs and dates of this Solution. */
-  const modelOf = (m: MapAnswer) => ({ name: m.name, description: m.description, mapType: m.mapType, version: m.version, batchSize: m.batchSize, blocks: m.blocks });
+  const modelOf = (m: MapAnswer) => ({
+    name: m.name,
+    description: m.description,
+    mapType: m.mapType,
+    version: m.version,
+    batchSize: m.batchSize,
+    blocks: m.blocks,
+  });
 
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     O = `/v1/orgs/${svc.orgId}`;
     agent = await registerTestAgent(svc, { name: 'Transfer agent' });
     const conn = async (name: string, connectorId: string): Promise<string> => {
-      const r = await svc.request<{ id: string }>('POST', `${O}/connections`, { body: { name, connectorId, color: '#FF000000' } });
+      const r = await svc.request<{ id: string }>('POST', `${O}/connections`, {
+        body: { name, connectorId, color: '#FF000000' },
+      });
       expect(r.status, r.text).toBe(201);
       return r.body.id;
     };
@@ -131,10 +179,25 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
       'Delete_Stale:Delete',
     ]);
     expect(customers?.blocks[0]?.filter).toEqual({ op: '=', field: 'active', value: 1 });
-    expect(customers?.blocks[2]?.condition).toBe('(ISNULLOREMPTY(Query_Customers.email) = false) AND (Query_Customers.id > 0)');
-    expect(kinds(orders)).toEqual(['Fetch_Open_Orders:Fetch', 'Lookup_Contacts:Lookup', 'Each_Contact:ForEachResult', 'Create_Order_Log:Create']);
+    expect(customers?.blocks[2]?.condition).toBe(
+      '(ISNULLOREMPTY(Query_Customers.email) = false) AND (Query_Customers.id > 0)',
+    );
+    expect(kinds(orders)).toEqual([
+      'Fetch_Open_Orders:Fetch',
+      'Lookup_Contacts:Lookup',
+      'Each_Contact:ForEachResult',
+      'Create_Order_Log:Create',
+    ]);
     expect(kinds(spenders)).toEqual(['Native_Totals:NativeQuery', 'Create_Big_Spender:Create']);
-    expect(kinds(balance)).toEqual(['Balance_Request:WaitForRequest', 'Lookup_Account:Lookup', 'Known_Account:IfElse', 'Reply_Ok:BuildReply', 'Send_Ok:SendReply', 'Reply_Missing:BuildReply', 'Send_Missing:SendReply']);
+    expect(kinds(balance)).toEqual([
+      'Balance_Request:WaitForRequest',
+      'Lookup_Account:Lookup',
+      'Known_Account:IfElse',
+      'Reply_Ok:BuildReply',
+      'Send_Ok:SendReply',
+      'Reply_Missing:BuildReply',
+      'Send_Missing:SendReply',
+    ]);
     expect(balance?.blocks[2]?.condition).toBe('(NOT ISNULL(Lookup_Account.id))');
   });
 
@@ -144,11 +207,27 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
     expect(status).toBe(200);
     expect(disposition).toContain('filename="OrderHub.json"');
     expect(file.map((m) => m.name)).toEqual(imported.map((m) => m.name));
-    expect(file[0]).toMatchObject({ id: imported[0]?.id, revision: 1, version: '3.0', sourceConnectionId: csvId, sourceConnectionName: 'Legacy Files' });
-    expect(file[0]?.targetConnections).toEqual([{ connectionId: dbId, connectionName: 'CRM Database', connectionAlias: 'CRMDatabase', connectionType: expect.any(String) as unknown }]);
+    expect(file[0]).toMatchObject({
+      id: imported[0]?.id,
+      revision: 1,
+      version: '3.0',
+      sourceConnectionId: csvId,
+      sourceConnectionName: 'Legacy Files',
+    });
+    expect(file[0]?.targetConnections).toEqual([
+      {
+        connectionId: dbId,
+        connectionName: 'CRM Database',
+        connectionAlias: 'CRMDatabase',
+        connectionType: expect.any(String) as unknown,
+      },
+    ]);
     expect(await exportCount()).toBe(before);
 
-    const created = await svc.request<{ exportId: number }>('POST', `${hub}/maps/export?mapIds=${imported[1]?.id ?? 0}`);
+    const created = await svc.request<{ exportId: number }>(
+      'POST',
+      `${hub}/maps/export?mapIds=${imported[1]?.id ?? 0}`,
+    );
     const first = await svc.request<MapAnswer[]>('GET', `${hub}/maps/export/${created.body.exportId}`);
     expect(first.status).toBe(200);
     expect(first.body.map((m) => m.name)).toEqual(['Open orders']);
@@ -191,7 +270,11 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
 
   it('does not serve an export after it expired', async () => {
     const created = await svc.request<{ exportId: number }>('POST', `${hub}/maps/export`);
-    await svc.service.store.db.updateTable('mapExports').set({ expiresAt: '2000-01-01T00:00:00.000Z' }).where('id', '=', created.body.exportId).execute();
+    await svc.service.store.db
+      .updateTable('mapExports')
+      .set({ expiresAt: '2000-01-01T00:00:00.000Z' })
+      .where('id', '=', created.body.exportId)
+      .execute();
     expect((await svc.request('GET', `${hub}/maps/export/${created.body.exportId}`)).status).toBe(404);
   });
 
@@ -208,7 +291,8 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
 
   it('overwrites same-named Maps with a new revision; importedMapOrder true moves them to the end, false keeps their places', async () => {
     const S = await newSolution('Order of imports');
-    for (const name of ['X', 'Y', 'Z']) expect((await svc.request('POST', `${S}/maps/advanced`, { body: smallMap(name) })).status).toBe(201);
+    for (const name of ['X', 'Y', 'Z'])
+      expect((await svc.request('POST', `${S}/maps/advanced`, { body: smallMap(name) })).status).toBe(201);
     const original = await listMaps(S);
     const y = original.find((m) => m.name === 'Y');
     const changedY = { ...smallMap('y'), description: 'changed by the import' };
@@ -227,7 +311,12 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
 
     const kept = await importFile(S, [smallMap('X')], '?importedMapOrder=false');
     expect(kept.status).toBe(200);
-    expect((kept.body as ImportAnswer).maps[0]).toMatchObject({ name: 'X', revision: 2, index: 0, action: 'Overwritten' });
+    expect((kept.body as ImportAnswer).maps[0]).toMatchObject({
+      name: 'X',
+      revision: 2,
+      index: 0,
+      action: 'Overwritten',
+    });
     maps = await listMaps(S);
     expect(maps.map((m) => [m.name, m.revision])).toEqual([
       ['X', 2],
@@ -245,7 +334,7 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
     ]);
   });
 
-  it("round-trips into the same Solution: the Maps are overwritten and their models do not change", async () => {
+  it('round-trips into the same Solution: the Maps are overwritten and their models do not change', async () => {
     const { file } = await exportFile(hub);
     const res = await importFile(hub, file, '?importedMapOrder=false');
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -296,7 +385,10 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
     expect((await expect400('not json at all', { 'content-type': 'text/plain' })).code).toBe('API_MALFORMED_BODY');
     const notObject = await expect400([smallMap('Fine one'), 'a string']);
     expect(notObject.errors).toContainEqual({ path: 'body[1]', message: 'is string, not a Map object' });
-    const badKind = await expect400([smallMap('Fine two'), { ModelVersion: '2.5', Name: 'Odd map', Blocks: [{ Id: g(9), BlockType: 'Teleport', Name: 'T' }] }]);
+    const badKind = await expect400([
+      smallMap('Fine two'),
+      { ModelVersion: '2.5', Name: 'Odd map', Blocks: [{ Id: g(9), BlockType: 'Teleport', Name: 'T' }] },
+    ]);
     expect(badKind.errors?.[0]?.path).toBe('body[1]');
     expect(badKind.errors?.[0]?.message).toContain('Odd map');
     expect(badKind.errors?.[0]?.message).toContain('Teleport');
@@ -309,17 +401,28 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
     expect(await listMaps(S)).toEqual(before);
 
     // Unknown fields anywhere are ignored; a raw file sent as text/plain reads as JSON.
-    const withExtras = { ...smallMap('Extras'), layout: { zoom: 2 }, blocks: smallMap('x').blocks.map((b) => ({ ...b, color: 'red', position: { x: 1 } })) };
-    const ok = await svc.request<ImportAnswer>('POST', `${S}/maps/import`, { body: JSON.stringify([withExtras]), headers: { 'content-type': 'text/plain' } });
+    const withExtras = {
+      ...smallMap('Extras'),
+      layout: { zoom: 2 },
+      blocks: smallMap('x').blocks.map((b) => ({ ...b, color: 'red', position: { x: 1 } })),
+    };
+    const ok = await svc.request<ImportAnswer>('POST', `${S}/maps/import`, {
+      body: JSON.stringify([withExtras]),
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body.maps[0]).toMatchObject({ name: 'Extras', action: 'Created' });
   });
 
-  it("refuses the whole file when a Map it would overwrite is locked by another user", async () => {
+  it('refuses the whole file when a Map it would overwrite is locked by another user', async () => {
     const S = await newSolution('Locked import');
     const a = await svc.request<MapAnswer>('POST', `${S}/maps/advanced`, { body: smallMap('A') });
     const b = await svc.request<MapAnswer>('POST', `${S}/maps/advanced`, { body: smallMap('B') });
-    await svc.service.store.db.updateTable('maps').set({ lockedBy: 'someone@else.test', lockDate: new Date().toISOString() }).where('id', '=', b.body.id).execute();
+    await svc.service.store.db
+      .updateTable('maps')
+      .set({ lockedBy: 'someone@else.test', lockDate: new Date().toISOString() })
+      .where('id', '=', b.body.id)
+      .execute();
     const before = await listMaps(S);
     const res = await importFile(S, [smallMap('A'), smallMap('B'), smallMap('C')]);
     expect(res.status).toBe(409);
@@ -331,7 +434,15 @@ describe.each(STORE_TARGETS)('Map export and import on $name', (target) => {
   it('imports into a Solution of the Organization only, and not into a Replication Solution', async () => {
     expect((await importFile(`${O}/solutions/3f2504e0-4f89-41d3-9a0c-0305e82c3301`, [QUERY_CREATE])).status).toBe(404);
     const rs = await svc.request<{ id: string }>('POST', `${O}/solutions`, {
-      body: { name: 'Copy all', solutionType: 'Replication', agentId: agent.agentId, connectionIdForSource: csvId, connectionIdForTarget: dbId, replicationSettings: { selectionType: 'All', entities: [] }, mapLinks: [] },
+      body: {
+        name: 'Copy all',
+        solutionType: 'Replication',
+        agentId: agent.agentId,
+        connectionIdForSource: csvId,
+        connectionIdForTarget: dbId,
+        replicationSettings: { selectionType: 'All', entities: [] },
+        mapLinks: [],
+      },
     });
     expect(rs.status, rs.text).toBe(201);
     expect((await importFile(`${O}/solutions/${rs.body.id}`, [QUERY_CREATE])).status).toBe(400);

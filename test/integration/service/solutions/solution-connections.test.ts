@@ -36,20 +36,37 @@ describe.each(STORE_TARGETS)('GET S/connections on $name', (target) => {
     S = `/v1/orgs/${svc.orgId}/solutions`;
     agent = await registerTestAgent(svc, { name: 'Summaries agent' });
     for (const name of ['Orders CSV', 'Warehouse', 'Unused']) {
-      conns[name] = (await create(`/v1/orgs/${svc.orgId}/connections`, { name, connectorId: CSV, color: '#FF00FF00' })).id;
+      conns[name] = (
+        await create(`/v1/orgs/${svc.orgId}/connections`, { name, connectorId: CSV, color: '#FF00FF00' })
+      ).id;
     }
   });
   afterAll(async () => svc?.close());
 
   it("answers a Replication's source and target with their Connector", async () => {
     const rs = await create(S, {
-      name: 'Copy', solutionType: 'Replication', agentId: agent.agentId,
-      connectionIdForSource: conns['Orders CSV'], connectionIdForTarget: conns.Warehouse,
+      name: 'Copy',
+      solutionType: 'Replication',
+      agentId: agent.agentId,
+      connectionIdForSource: conns['Orders CSV'],
+      connectionIdForTarget: conns.Warehouse,
       replicationSettings: { selectionType: 'Selected', entities: ['orders'] },
     });
     expect(await summaries(rs.id)).toEqual([
-      { connectionID: conns['Orders CSV'], connectionName: 'Orders CSV', connectorID: CSV, connectorName: 'CSV', connectorLogoUrl: null },
-      { connectionID: conns.Warehouse, connectionName: 'Warehouse', connectorID: CSV, connectorName: 'CSV', connectorLogoUrl: null },
+      {
+        connectionID: conns['Orders CSV'],
+        connectionName: 'Orders CSV',
+        connectorID: CSV,
+        connectorName: 'CSV',
+        connectorLogoUrl: null,
+      },
+      {
+        connectionID: conns.Warehouse,
+        connectionName: 'Warehouse',
+        connectorID: CSV,
+        connectorName: 'CSV',
+        connectorLogoUrl: null,
+      },
     ]);
   });
 
@@ -58,13 +75,35 @@ describe.each(STORE_TARGETS)('GET S/connections on $name', (target) => {
     expect(await summaries(is.id)).toEqual([]);
     const source = conns['Orders CSV']?.toUpperCase();
     await create(`${S}/${is.id}/maps/advanced`, {
-      version: '3.0', name: 'Orders to warehouse',
+      version: '3.0',
+      name: 'Orders to warehouse',
       blocks: [
-        { blockId: '11111111-1111-4111-8111-000000000001', name: 'Q', blockType: 'Query', action: 'Query', connectionId: source, entity: 'orders' },
-        { blockId: '11111111-1111-4111-8111-000000000002', name: 'C', blockType: 'Create', action: 'Create', connectionId: conns.Warehouse, entity: 'orders',
-          fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }] },
-        { blockId: '11111111-1111-4111-8111-000000000003', name: 'C2', blockType: 'Create', action: 'Create', connectionId: conns.Warehouse, entity: 'lines',
-          fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }] },
+        {
+          blockId: '11111111-1111-4111-8111-000000000001',
+          name: 'Q',
+          blockType: 'Query',
+          action: 'Query',
+          connectionId: source,
+          entity: 'orders',
+        },
+        {
+          blockId: '11111111-1111-4111-8111-000000000002',
+          name: 'C',
+          blockType: 'Create',
+          action: 'Create',
+          connectionId: conns.Warehouse,
+          entity: 'orders',
+          fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }],
+        },
+        {
+          blockId: '11111111-1111-4111-8111-000000000003',
+          name: 'C2',
+          blockType: 'Create',
+          action: 'Create',
+          connectionId: conns.Warehouse,
+          entity: 'lines',
+          fieldMappings: [{ targetField: 'id', targetFormula: 'Q.id' }],
+        },
       ],
     });
     expect((await summaries(is.id)).map((s) => s.connectionName)).toEqual(['Orders CSV', 'Warehouse']);

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlayedAgent, OpenChannels, registerTestAgent, type Incoming, type TestAgent, type TestChannel } from '../../../helpers/agent-client.js';
+import {
+  connectPlayedAgent,
+  OpenChannels,
+  registerTestAgent,
+  type Incoming,
+  type TestAgent,
+  type TestChannel,
+} from '../../../helpers/agent-client.js';
 import { ADMIN_BASIC, LOGS_NOT_AVAILABLE, logZip, raw, type Problem } from '../../../helpers/log-archives.js';
 import { startService, type TestService } from '../../../helpers/service.js';
 import { STORE_TARGETS } from '../../../helpers/stores.js';
@@ -18,29 +25,45 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
   const channels = new OpenChannels();
 
   const solution = async (name: string, agentId = agent.agentId): Promise<string> => {
-    const res = await svc.request<{ id: string }>('POST', `${O}/solutions`, { body: { name, solutionType: 'Integration', agentId } });
+    const res = await svc.request<{ id: string }>('POST', `${O}/solutions`, {
+      body: { name, solutionType: 'Integration', agentId },
+    });
     expect(res.status, res.text).toBe(201);
     return res.body.id;
   };
-  const zipLogsFor = (logId: string): Promise<Incoming> => ch.next((m) => m['type'] === 'zipLogs' && m['logId'] === logId);
+  const zipLogsFor = (logId: string): Promise<Incoming> =>
+    ch.next((m) => m['type'] === 'zipLogs' && m['logId'] === logId);
   const upload = (url: string, body: Buffer) =>
-    raw(url, { method: 'PUT', headers: { authorization: `Bearer ${agent.agentId}.${agent.agentSecret}`, 'content-type': 'application/zip' }, body });
-  const download = (pathAndQuery: string, from?: string) => raw(`${svc.url}${pathAndQuery}`, { method: 'GET', headers: { authorization: ADMIN_BASIC }, ...(from ? { from } : {}) });
-  const logRows = async (): Promise<number> => (await svc.service.store.db.selectFrom('agentLogs').select('id').execute()).length;
+    raw(url, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${agent.agentId}.${agent.agentSecret}`, 'content-type': 'application/zip' },
+      body,
+    });
+  const download = (pathAndQuery: string, from?: string) =>
+    raw(`${svc.url}${pathAndQuery}`, {
+      method: 'GET',
+      headers: { authorization: ADMIN_BASIC },
+      ...(from ? { from } : {}),
+    });
+  const logRows = async (): Promise<number> =>
+    (await svc.service.store.db.selectFrom('agentLogs').select('id').execute()).length;
   const zipCommands = (): number => ch.received.filter((m) => m['type'] === 'zipLogs').length;
 
   beforeAll(async () => {
     svc = await startService(target, { cloudAgents: 'off' });
     O = `/v1/orgs/${svc.orgId}`;
     // The Agent holds every Solution it is given and accepts every zip it is asked for.
-    ({ agent, ch } = await connectPlayedAgent(svc, channels, { name: 'Logs agent', results: { zipLogs: { accepted: true } } }));
+    ({ agent, ch } = await connectPlayedAgent(svc, channels, {
+      name: 'Logs agent',
+      results: { zipLogs: { accepted: true } },
+    }));
   });
   afterAll(async () => {
     await channels.closeAll();
     await svc?.close();
   });
 
-  it("asks the Solution's Agent for the Solution's lines, answers \"not available\" until the zip arrives, then returns it once", async () => {
+  it('asks the Solution\'s Agent for the Solution\'s lines, answers "not available" until the zip arrives, then returns it once', async () => {
     const id = await solution('Accounts nightly');
     const L = `${O}/solutions/${id}/logs`;
     const post = await svc.request<{ logId: string }>('POST', L);
@@ -60,7 +83,9 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const zip = await logZip(line, LOG_FILE);
     expect((await upload(String(command['uploadUrl']), zip)).status).toBe(204);
     // A HEAD does not use up the one download.
-    expect((await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status).toBe(404);
+    expect(
+      (await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status,
+    ).toBe(404);
     const got = await download(`${L}/${logId}`);
     expect(got.status).toBe(200);
     expect(got.type).toBe('application/zip');
@@ -77,8 +102,12 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const id = await solution('Narrowed');
     const L = `${O}/solutions/${id}/logs`;
     const runId = randomUUID();
-    expect(await ch.report({ kind: 'runStarted', runId, solutionId: id, trigger: 'start', at: new Date().toISOString() })).toMatchObject({ ok: true });
-    const [execution] = (await svc.request<Array<{ id: number; processExecutionId: string }>>('GET', `${O}/solutions/${id}/history`)).body;
+    expect(
+      await ch.report({ kind: 'runStarted', runId, solutionId: id, trigger: 'start', at: new Date().toISOString() }),
+    ).toMatchObject({ ok: true });
+    const [execution] = (
+      await svc.request<Array<{ id: number; processExecutionId: string }>>('GET', `${O}/solutions/${id}/history`)
+    ).body;
     expect(execution?.processExecutionId).toBe(runId);
 
     const byId = await svc.request<{ logId: string }>('POST', `${L}?historyId=${execution?.id}`);
@@ -87,7 +116,10 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const byRun = await svc.request<{ logId: string }>('POST', `${L}?historyId=${runId.toUpperCase()}`);
     expect(byRun.status, byRun.text).toBe(201);
     expect(await zipLogsFor(byRun.body.logId)).toMatchObject({ solutionId: id, runId });
-    const since = await svc.request<{ logId: string }>('POST', `${L}?since=${encodeURIComponent('2026-01-01T10:00:00+02:00')}`);
+    const since = await svc.request<{ logId: string }>(
+      'POST',
+      `${L}?since=${encodeURIComponent('2026-01-01T10:00:00+02:00')}`,
+    );
     expect(since.status, since.text).toBe(201);
     const sinceCommand = await zipLogsFor(since.body.logId);
     expect(sinceCommand).toMatchObject({ solutionId: id, since: '2026-01-01T08:00:00.000Z' });
@@ -105,7 +137,15 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const id = await solution('Filters');
     const other = await solution('Another');
     const otherRun = randomUUID();
-    expect(await ch.report({ kind: 'runStarted', runId: otherRun, solutionId: other, trigger: 'start', at: new Date().toISOString() })).toMatchObject({ ok: true });
+    expect(
+      await ch.report({
+        kind: 'runStarted',
+        runId: otherRun,
+        solutionId: other,
+        trigger: 'start',
+        at: new Date().toISOString(),
+      }),
+    ).toMatchObject({ ok: true });
     const L = `${O}/solutions/${id}/logs`;
     const rows = await logRows();
     const commands = zipCommands();
@@ -129,13 +169,20 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
   it('refuses a GET from another IP address than the POST, even one a Security Rule admits', async () => {
     const from = '127.0.0.2';
     const rule = await svc.request('POST', `${O}/securityrules`, {
-      body: { name: 'second loopback', allowedIpRangeStartAddress: from, allowedIpRangeEndAddress: from, apiAccessEnabled: true },
+      body: {
+        name: 'second loopback',
+        allowedIpRangeStartAddress: from,
+        allowedIpRangeEndAddress: from,
+        apiAccessEnabled: true,
+      },
     });
     expect(rule.status).toBe(201);
     const id = await solution('Same address');
     const L = `${O}/solutions/${id}/logs`;
     const { logId } = (await svc.request<{ logId: string }>('POST', L)).body;
-    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('x', LOG_FILE))).status).toBe(204);
+    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('x', LOG_FILE))).status).toBe(
+      204,
+    );
     const elsewhere = await svc.request<Problem>('GET', `${L}/${logId}`, { from });
     expect(elsewhere.status).toBe(403);
     expect(elsewhere.body.code).toBe('AGT_LOGS_OTHER_IP');
@@ -147,7 +194,9 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const id = await solution('Own archive');
     const other = await solution('Not its archive');
     const { logId } = (await svc.request<{ logId: string }>('POST', `${O}/solutions/${id}/logs`)).body;
-    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('y', LOG_FILE))).status).toBe(204);
+    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), await logZip('y', LOG_FILE))).status).toBe(
+      204,
+    );
     expect((await svc.request<Problem>('GET', `${O}/solutions/${other}/logs/${logId}`)).status).toBe(404);
     expect((await svc.request<Problem>('GET', `${O}/agents/${agent.agentId}/logs/${logId}`)).status).toBe(404);
     expect((await download(`${O}/solutions/${id}/logs/${logId}`)).status).toBe(200);
@@ -163,7 +212,13 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const id = await solution('Failing zip');
     const { logId } = (await svc.request<{ logId: string }>('POST', `${O}/solutions/${id}/logs`)).body;
     await zipLogsFor(logId);
-    expect(await ch.report({ kind: 'logArchiveFailed', logId, error: { code: 'AGT_LOG_UPLOAD_FAILED', kind: 'transient', message: 'disk full' } })).toMatchObject({ ok: true });
+    expect(
+      await ch.report({
+        kind: 'logArchiveFailed',
+        logId,
+        error: { code: 'AGT_LOG_UPLOAD_FAILED', kind: 'transient', message: 'disk full' },
+      }),
+    ).toMatchObject({ ok: true });
     const failed = await svc.request<Problem>('GET', `${O}/solutions/${id}/logs/${logId}`);
     expect(failed.status).toBe(409);
     expect(failed.body.code).toBe('AGT_LOGS_FAILED');
@@ -186,6 +241,8 @@ describe.each(STORE_TARGETS)('Solution logs on $name', (target) => {
     const post = await svc.request<{ logId: string }>('POST', L, { auth: user });
     expect(post.status).toBe(201);
     expect((await svc.request('GET', `${L}/${post.body.logId}`, { auth: reader })).status).toBe(403);
-    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(LOGS_NOT_AVAILABLE);
+    expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(
+      LOGS_NOT_AVAILABLE,
+    );
   });
 });

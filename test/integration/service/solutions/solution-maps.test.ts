@@ -45,7 +45,8 @@ interface Problem {
 }
 
 const FIXTURES = path.join(import.meta.dirname, '../../../fixtures');
-const readJson = (p: string): Record<string, unknown> => JSON.parse(fs.readFileSync(path.join(FIXTURES, p), 'utf8')) as Record<string, unknown>;
+const readJson = (p: string): Record<string, unknown> =>
+  JSON.parse(fs.readFileSync(path.join(FIXTURES, p), 'utf8')) as Record<string, unknown>;
 const QUERY_CREATE = readJson('maps/query-create/map.json');
 const EXPORT_25 = readJson('maps-2.5/accounts-export.json');
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
@@ -73,7 +74,10 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
     expect(res.status, res.text).toBe(201);
     return res.body;
   };
-  const putSolution = (links: unknown) => svc.request<Solution | Problem>('PUT', `${S}/${solution.id}`, { body: { name: solution.name, solutionType: solution.solutionType, agentId: solution.agentId, mapLinks: links } });
+  const putSolution = (links: unknown) =>
+    svc.request<Solution | Problem>('PUT', `${S}/${solution.id}`, {
+      body: { name: solution.name, solutionType: solution.solutionType, agentId: solution.agentId, mapLinks: links },
+    });
   const mapCount = async () => Number((await svc.request('GET', M)).headers['total-count']);
 
   beforeAll(async () => {
@@ -116,23 +120,47 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
   it('each save is a new revision with its comment (query or body); GET reads any revision', async () => {
     await markPrepared();
     const renamed = { ...QUERY_CREATE, name: 'People v2' };
-    const r2 = await svc.request<MapModel>('PUT', `${M}/advanced/${first.id}?comment=${encodeURIComponent('second save')}&unlockMap=true&validateMap=false`, { body: renamed });
+    const r2 = await svc.request<MapModel>(
+      'PUT',
+      `${M}/advanced/${first.id}?comment=${encodeURIComponent('second save')}&unlockMap=true&validateMap=false`,
+      { body: renamed },
+    );
     expect(r2.status, r2.text).toBe(200);
     expect(r2.body).toMatchObject({ id: first.id, name: 'People v2', revision: 2, revisionComment: 'second save' });
     expect((await getSolution()).status).toBe('Incomplete');
-    const r3 = await svc.request<MapModel>('PUT', `${M}/advanced/${first.id}`, { body: { ...renamed, name: 'People v3', comment: 'from the body' } });
+    const r3 = await svc.request<MapModel>('PUT', `${M}/advanced/${first.id}`, {
+      body: { ...renamed, name: 'People v3', comment: 'from the body' },
+    });
     expect(r3.body).toMatchObject({ revision: 3, name: 'People v3', revisionComment: 'from the body' });
 
-    expect((await svc.request<MapModel>('GET', `${M}/${first.id}`)).body).toMatchObject({ revision: 3, name: 'People v3' });
-    expect((await svc.request<MapModel>('GET', `${M}/${first.id}?revision=1`)).body).toMatchObject({ revision: 1, name: 'People to contacts', revisionComment: 'Initial Revision' });
-    expect((await svc.request<MapModel>('GET', `${M}/${first.id}?revision=2`)).body).toMatchObject({ revision: 2, name: 'People v2' });
+    expect((await svc.request<MapModel>('GET', `${M}/${first.id}`)).body).toMatchObject({
+      revision: 3,
+      name: 'People v3',
+    });
+    expect((await svc.request<MapModel>('GET', `${M}/${first.id}?revision=1`)).body).toMatchObject({
+      revision: 1,
+      name: 'People to contacts',
+      revisionComment: 'Initial Revision',
+    });
+    expect((await svc.request<MapModel>('GET', `${M}/${first.id}?revision=2`)).body).toMatchObject({
+      revision: 2,
+      name: 'People v2',
+    });
     const missing = await svc.request<Problem>('GET', `${M}/${first.id}?revision=9`);
     expect(missing.status).toBe(404);
   });
 
   it('upgrades a 2.5 model on save', async () => {
     second = await createMap(EXPORT_25, '?comment=imported');
-    expect(second).toMatchObject({ name: 'Accounts to CRM', version: '3.0', revision: 1, revisionComment: 'imported', mapType: 'IntegrationServicesAdvancedMap', netChange: true, netChangeFieldName: 'modified_on' });
+    expect(second).toMatchObject({
+      name: 'Accounts to CRM',
+      version: '3.0',
+      revision: 1,
+      revisionComment: 'imported',
+      mapType: 'IntegrationServicesAdvancedMap',
+      netChange: true,
+      netChangeFieldName: 'modified_on',
+    });
     expect(second.id).toBeGreaterThan(first.id);
     expect(second.blocks[0]).toMatchObject({ name: 'Query_Account', blockType: 'Query' });
   });
@@ -148,18 +176,38 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
     expect(named.body.map((m) => m.id)).toEqual([second.id]);
   });
 
-  it('answers the map link and fills the Solution\'s mapLinks', async () => {
+  it("answers the map link and fills the Solution's mapLinks", async () => {
     const link = await svc.request<MapLink>('GET', `${S}/${solution.id}/maplinks/${first.id}`);
     expect(link.status).toBe(200);
-    expect(link.body).toMatchObject({ id: first.id, index: 0, name: 'People v3', enabled: true, valid: false, mapType: 'IntegrationServicesAdvancedMap', sources: ['src'], targets: ['db'], lockedBy: null, eventUrl: null });
-    expect((await getSolution()).mapLinks.map((l) => [l.id, l.index])).toEqual([[first.id, 0], [second.id, 1]]);
+    expect(link.body).toMatchObject({
+      id: first.id,
+      index: 0,
+      name: 'People v3',
+      enabled: true,
+      valid: false,
+      mapType: 'IntegrationServicesAdvancedMap',
+      sources: ['src'],
+      targets: ['db'],
+      lockedBy: null,
+      eventUrl: null,
+    });
+    expect((await getSolution()).mapLinks.map((l) => [l.id, l.index])).toEqual([
+      [first.id, 0],
+      [second.id, 1],
+    ]);
   });
 
   it('reorders the Maps by a Solution PUT, and makes the Solution Incomplete', async () => {
     await markPrepared();
-    const res = await putSolution([{ id: first.id, index: 1, name: 'ignored' }, { id: second.id, index: 0 }]);
+    const res = await putSolution([
+      { id: first.id, index: 1, name: 'ignored' },
+      { id: second.id, index: 0 },
+    ]);
     expect(res.status, res.text).toBe(200);
-    expect((res.body as Solution).mapLinks.map((l) => [l.id, l.index])).toEqual([[second.id, 0], [first.id, 1]]);
+    expect((res.body as Solution).mapLinks.map((l) => [l.id, l.index])).toEqual([
+      [second.id, 0],
+      [first.id, 1],
+    ]);
     expect((res.body as Solution).status).toBe('Incomplete');
     expect((await svc.request<MapModel[]>('GET', M)).body.map((m) => m.id)).toEqual([second.id, first.id]);
     // The same order sent back changes nothing.
@@ -176,15 +224,25 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
     for (const links of [
       [{ id: second.id, index: 0 }],
       [],
-      [{ id: second.id, index: 0 }, { id: first.id, index: 1 }, { id: 999_999, index: 2 }],
-      [{ id: second.id, index: 0 }, { id: second.id, index: 1 }],
+      [
+        { id: second.id, index: 0 },
+        { id: first.id, index: 1 },
+        { id: 999_999, index: 2 },
+      ],
+      [
+        { id: second.id, index: 0 },
+        { id: second.id, index: 1 },
+      ],
       [{ index: 0 }, { id: first.id, index: 1 }],
     ]) {
       const res = await putSolution(links);
       expect(res.status, JSON.stringify(links)).toBe(400);
       expect((res.body as Problem).errors?.[0]?.path).toBe('body.mapLinks');
     }
-    expect((await getSolution()).mapLinks.map((l) => [l.id, l.index])).toEqual([[second.id, 0], [first.id, 1]]);
+    expect((await getSolution()).mapLinks.map((l) => [l.id, l.index])).toEqual([
+      [second.id, 0],
+      [first.id, 1],
+    ]);
   });
 
   it('refuses bad bodies with 400 and changes nothing', async () => {
@@ -212,7 +270,9 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
     const other = await createSolution({ name: 'Other', solutionType: 'Migration', agentId: agent.agentId });
     expect((await svc.request('GET', `${S}/${other.id}/maps/${first.id}`)).status).toBe(404);
     expect((await svc.request('GET', `${S}/${other.id}/maplinks/${first.id}`)).status).toBe(404);
-    expect((await svc.request('PUT', `${S}/${other.id}/maps/advanced/${first.id}`, { body: QUERY_CREATE })).status).toBe(404);
+    expect(
+      (await svc.request('PUT', `${S}/${other.id}/maps/advanced/${first.id}`, { body: QUERY_CREATE })).status,
+    ).toBe(404);
     expect((await svc.request('DELETE', `${S}/${other.id}/maps/${first.id}`)).status).toBe(404);
     expect((await svc.request('GET', `${M}/123456789`)).status).toBe(404);
   });
@@ -220,7 +280,9 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
   it('refuses Maps in a Replication Solution, whose mapLinks stay []', async () => {
     const conns: string[] = [];
     for (const name of ['Source', 'Target']) {
-      const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, { body: { name, connectorId: CSV, color: '#FF00FF00' } });
+      const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/connections`, {
+        body: { name, connectorId: CSV, color: '#FF00FF00' },
+      });
       conns.push(res.body.id);
     }
     const rs = await createSolution({
@@ -245,7 +307,11 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
     const s = await getSolution();
     expect(s.status).toBe('Incomplete');
     expect(s.mapLinks.map((l) => [l.id, l.index])).toEqual([[first.id, 0]]);
-    const revisions = await svc.service.store.db.selectFrom('mapRevisions').select('revision').where('mapId', '=', second.id).execute();
+    const revisions = await svc.service.store.db
+      .selectFrom('mapRevisions')
+      .select('revision')
+      .where('mapId', '=', second.id)
+      .execute();
     expect(revisions).toEqual([]);
     // A new Map gets a new ID: IDs are never reused.
     const again = await createMap(QUERY_CREATE);
@@ -255,7 +321,13 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
   it('answers saves of one Map at once with a revision each or 409, never a lost or doubled revision', async () => {
     const own = await createMap({ ...QUERY_CREATE, name: 'Saved at once' });
     const before = own.revision;
-    const saves = await Promise.all(['A', 'B', 'C', 'D'].map((n) => svc.request<MapModel | Problem>('PUT', `${M}/advanced/${own.id}`, { body: { ...QUERY_CREATE, name: `People ${n}` } })));
+    const saves = await Promise.all(
+      ['A', 'B', 'C', 'D'].map((n) =>
+        svc.request<MapModel | Problem>('PUT', `${M}/advanced/${own.id}`, {
+          body: { ...QUERY_CREATE, name: `People ${n}` },
+        }),
+      ),
+    );
     for (const s of saves) expect([200, 409], s.text).toContain(s.status);
     const saved = saves.filter((s) => s.status === 200).map((s) => (s.body as MapModel).revision);
     expect(saved.length).toBeGreaterThan(0);
@@ -267,7 +339,11 @@ describe.each(STORE_TARGETS)('the Maps of a Solution on $name', (target) => {
   it('deleting the Solution deletes its Maps', async () => {
     const del = await svc.request('DELETE', `${S}/${solution.id}`);
     expect(del.status).toBe(204);
-    const left = await svc.service.store.db.selectFrom('maps').select('id').where('solutionId', '=', solution.id).execute();
+    const left = await svc.service.store.db
+      .selectFrom('maps')
+      .select('id')
+      .where('solutionId', '=', solution.id)
+      .execute();
     expect(left).toEqual([]);
   });
 });

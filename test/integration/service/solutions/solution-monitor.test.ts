@@ -47,24 +47,60 @@ describe.each(STORE_TARGETS)('POST S/startmonitor on $name', (target) => {
   });
 
   it('answers zeros before the first run, the counts so far during a run, and the final counts of the last run after it', async () => {
-    const res = await svc.request<{ id: string }>('POST', S, { body: { name: 'Watched', solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', S, {
+      body: { name: 'Watched', solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     const id = res.body.id;
-    expect(await monitor(id)).toEqual({ solutionId: id, running: false, runId: null, startedAt: null, recordsProcessed: 0, recordsFailed: 0 });
+    expect(await monitor(id)).toEqual({
+      solutionId: id,
+      running: false,
+      runId: null,
+      startedAt: null,
+      recordsProcessed: 0,
+      recordsFailed: 0,
+    });
 
-    for (const [processed, failed] of [[1_000, 2], [20_000, 3]] as const) {
+    for (const [processed, failed] of [
+      [1_000, 2],
+      [20_000, 3],
+    ] as const) {
       const runId = randomUUID();
       const startedAt = new Date(Date.now() - 60_000).toISOString();
       await send({ kind: 'runStarted', runId, solutionId: id, trigger: 'start', at: startedAt });
       onAgent = { running: true, runId, startedAt, processed: 500, failed: 1 };
-      expect(await monitor(id)).toEqual({ solutionId: id, running: true, runId, startedAt, recordsProcessed: 500, recordsFailed: 1 });
+      expect(await monitor(id)).toEqual({
+        solutionId: id,
+        running: true,
+        runId,
+        startedAt,
+        recordsProcessed: 500,
+        recordsFailed: 1,
+      });
 
       await send({
-        kind: 'runFinished', runId, solutionId: id, trigger: 'start', startedAt, at: new Date().toISOString(),
-        result: 'CompletedWithErrors', processed, failed, stopped: false, sourceDataLocal: true, statistics: [],
+        kind: 'runFinished',
+        runId,
+        solutionId: id,
+        trigger: 'start',
+        startedAt,
+        at: new Date().toISOString(),
+        result: 'CompletedWithErrors',
+        processed,
+        failed,
+        stopped: false,
+        sourceDataLocal: true,
+        statistics: [],
       });
       onAgent = { running: false, processed: 0, failed: 0 };
-      expect(await monitor(id)).toEqual({ solutionId: id, running: false, runId, startedAt, recordsProcessed: processed, recordsFailed: failed });
+      expect(await monitor(id)).toEqual({
+        solutionId: id,
+        running: false,
+        runId,
+        startedAt,
+        recordsProcessed: processed,
+        recordsFailed: failed,
+      });
     }
   });
 });
@@ -80,15 +116,22 @@ describe.each(STORE_TARGETS)('watching a run within the rate limit on $name', (t
     let agent: TestAgent;
     ({ agent, ch } = await connectPlayedAgent(svc, channels, {
       name: 'Watched agent',
-      reply: (cmd) => (cmd['type'] === 'monitorSolution' ? { re: cmd['id'], ok: true, result: { running: false, processed: 0, failed: 0 } } : undefined),
+      reply: (cmd) =>
+        cmd['type'] === 'monitorSolution'
+          ? { re: cmd['id'], ok: true, result: { running: false, processed: 0, failed: 0 } }
+          : undefined,
     }));
     S = `/v1/orgs/${svc.orgId}/solutions`;
-    const res = await svc.request<{ id: string }>('POST', S, { body: { name: 'Watched', solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', S, {
+      body: { name: 'Watched', solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     S = `${S}/${res.body.id}`;
     const runId = randomUUID();
     const at = new Date().toISOString();
-    expect(await ch.report({ kind: 'runStarted', runId, solutionId: res.body.id, trigger: 'start', at })).toMatchObject({ ok: true });
+    expect(await ch.report({ kind: 'runStarted', runId, solutionId: res.body.id, trigger: 'start', at })).toMatchObject(
+      { ok: true },
+    );
   });
   afterAll(async () => {
     await channels.closeAll();
@@ -110,7 +153,8 @@ describe.each(STORE_TARGETS)('watching a run within the rate limit on $name', (t
     ];
     // A person watching a run for a minute: far past the per-minute limit of 5.
     for (let round = 0; round < 5; round++) {
-      for (const [method, path, status] of watch) expect((await svc.request(method, path)).status, `${method} ${path}`).toBe(status);
+      for (const [method, path, status] of watch)
+        expect((await svc.request(method, path)).status, `${method} ${path}`).toBe(status);
     }
     // The minute's calls are still there for the rest.
     expect((await svc.request('GET', `/v1/orgs/${svc.orgId}`)).status).toBe(200);

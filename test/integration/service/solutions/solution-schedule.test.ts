@@ -14,7 +14,11 @@ interface ScheduleModel {
   scheduleOption: string;
   solutionId: string;
   runOnceOptions?: { dateTime?: string | null } | null;
-  recurringOptions?: { timeZone?: string | null; days?: Record<string, unknown> | null; times?: Record<string, unknown> | null } | null;
+  recurringOptions?: {
+    timeZone?: string | null;
+    days?: Record<string, unknown> | null;
+    times?: Record<string, unknown> | null;
+  } | null;
 }
 interface SolutionModel {
   id: string;
@@ -28,8 +32,21 @@ const everyDayAt = (timeOfDay: string, timeZone: string) => ({
   solutionId: null,
   runOnceOptions: null,
   recurringOptions: {
-    days: { daysOption: 'DaysInterval', daysIntervalStartDate: '2024-1-1', daysInterval: 1, daysOfMonth: null, daysOfWeek: null, lastDayOfMonth: null },
-    times: { timeOption: 'TimeOfDay', hourlyMinutes: null, timeOfDay: timeOfDay, timeInterval: null, timeIntervalUnit: null },
+    days: {
+      daysOption: 'DaysInterval',
+      daysIntervalStartDate: '2024-1-1',
+      daysInterval: 1,
+      daysOfMonth: null,
+      daysOfWeek: null,
+      lastDayOfMonth: null,
+    },
+    times: {
+      timeOption: 'TimeOfDay',
+      hourlyMinutes: null,
+      timeOfDay: timeOfDay,
+      timeInterval: null,
+      timeIntervalUnit: null,
+    },
     timeZone,
   },
 });
@@ -40,7 +57,9 @@ describe.each(STORE_TARGETS)('a Solution schedule on $name', (target) => {
   let S: string;
 
   const solution = async (name: string): Promise<string> => {
-    const res = await svc.request<SolutionModel>('POST', S, { body: { name, solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<SolutionModel>('POST', S, {
+      body: { name, solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     return res.body.id;
   };
@@ -62,13 +81,23 @@ describe.each(STORE_TARGETS)('a Solution schedule on $name', (target) => {
 
   it('stores a Recurring schedule as sent (canonical spelling) and derives the next run time in its time zone', async () => {
     const id = await solution('Every morning');
-    const put = await svc.request<ScheduleModel>('PUT', `${S}/${id}/schedule`, { body: everyDayAt('6:30', 'Eastern Standard Time') });
+    const put = await svc.request<ScheduleModel>('PUT', `${S}/${id}/schedule`, {
+      body: everyDayAt('6:30', 'Eastern Standard Time'),
+    });
     expect(put.status, put.text).toBe(200);
-    expect(put.body).toMatchObject({ scheduleOption: 'Recurring', solutionId: id, recurringOptions: { timeZone: 'Eastern Standard Time', times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' } } });
+    expect(put.body).toMatchObject({
+      scheduleOption: 'Recurring',
+      solutionId: id,
+      recurringOptions: { timeZone: 'Eastern Standard Time', times: { timeOption: 'TimeOfDay', timeOfDay: '6:30' } },
+    });
     const got = await svc.request<ScheduleModel>('GET', `${S}/${id}/schedule`);
     expect(got.body).toEqual(put.body);
 
-    const row = await svc.service.store.db.selectFrom('solutions').select(['scheduleRule']).where('id', '=', id).executeTakeFirstOrThrow();
+    const row = await svc.service.store.db
+      .selectFrom('solutions')
+      .select(['scheduleRule'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     const rule = ScheduleRule.parse(JSON.parse(row.scheduleRule ?? 'null'));
     expect(rule).toMatchObject({ kind: 'Recurring', timeZone: 'America/New_York' });
     const model = (await svc.request<SolutionModel>('GET', `${S}/${id}`)).body;
@@ -81,25 +110,42 @@ describe.each(STORE_TARGETS)('a Solution schedule on $name', (target) => {
 
   it('shows no next run time once a RunOnce time has passed, and back to OnDemand clears it', async () => {
     const id = await solution('Once');
-    const future = { scheduleOption: 'RunOnce', solutionId: id, runOnceOptions: { dateTime: '2099-1-31T10:00Z' }, recurringOptions: null };
+    const future = {
+      scheduleOption: 'RunOnce',
+      solutionId: id,
+      runOnceOptions: { dateTime: '2099-1-31T10:00Z' },
+      recurringOptions: null,
+    };
     expect((await svc.request('PUT', `${S}/${id}/schedule`, { body: future })).status).toBe(200);
     expect((await svc.request<SolutionModel>('GET', `${S}/${id}`)).body.nextRunTime).toBe('2099-01-31T10:00:00.000Z');
     const past = { ...future, runOnceOptions: { dateTime: '2020-1-31T10:00Z' } };
     expect((await svc.request('PUT', `${S}/${id}/schedule`, { body: past })).status).toBe(200);
     expect((await svc.request<SolutionModel>('GET', `${S}/${id}`)).body.nextRunTime).toBeNull();
-    expect((await svc.request('PUT', `${S}/${id}/schedule`, { body: { scheduleOption: 'OnDemand' } })).status).toBe(200);
+    expect((await svc.request('PUT', `${S}/${id}/schedule`, { body: { scheduleOption: 'OnDemand' } })).status).toBe(
+      200,
+    );
     expect((await svc.request<ScheduleModel>('GET', `${S}/${id}/schedule`)).body.scheduleOption).toBe('OnDemand');
   });
 
   it('sorts by the derived next run time, Solutions never due last', async () => {
     const late = await solution('Sort late');
     const early = await solution('Sort early');
-    const at = (dateTime: string) => ({ scheduleOption: 'RunOnce', runOnceOptions: { dateTime }, recurringOptions: null });
+    const at = (dateTime: string) => ({
+      scheduleOption: 'RunOnce',
+      runOnceOptions: { dateTime },
+      recurringOptions: null,
+    });
     expect((await svc.request('PUT', `${S}/${late}/schedule`, { body: at('2099-6-1T00:00Z') })).status).toBe(200);
     expect((await svc.request('PUT', `${S}/${early}/schedule`, { body: at('2098-6-1T00:00Z') })).status).toBe(200);
-    const list = await svc.request<SolutionModel[]>('GET', `${S}?sortName=NextRunTime&sortOrder=asc&solutionNameFilter=Sort`);
+    const list = await svc.request<SolutionModel[]>(
+      'GET',
+      `${S}?sortName=NextRunTime&sortOrder=asc&solutionNameFilter=Sort`,
+    );
     expect(list.body.map((s) => s.id)).toEqual([early, late]);
-    const desc = await svc.request<SolutionModel[]>('GET', `${S}?sortName=NextRunTime&sortOrder=desc&solutionNameFilter=Sort`);
+    const desc = await svc.request<SolutionModel[]>(
+      'GET',
+      `${S}?sortName=NextRunTime&sortOrder=desc&solutionNameFilter=Sort`,
+    );
     expect(desc.body.map((s) => s.id)).toEqual([late, early]);
   });
 
@@ -108,7 +154,9 @@ describe.each(STORE_TARGETS)('a Solution schedule on $name', (target) => {
     expect((await svc.request('PUT', `${S}/${id}/schedule`, { body: everyDayAt('7:00', 'UTC') })).status).toBe(200);
     const before = (await svc.request<ScheduleModel>('GET', `${S}/${id}/schedule`)).body;
 
-    const badZone = await svc.request<Problem>('PUT', `${S}/${id}/schedule`, { body: everyDayAt('7:00', 'Atlantis Standard Time') });
+    const badZone = await svc.request<Problem>('PUT', `${S}/${id}/schedule`, {
+      body: everyDayAt('7:00', 'Atlantis Standard Time'),
+    });
     expect(badZone.status).toBe(400);
     expect(badZone.body.code).toBe('API_VALIDATION');
     expect(badZone.body.errors?.map((e) => e.path)).toContain('body.recurringOptions.timeZone');
@@ -117,7 +165,9 @@ describe.each(STORE_TARGETS)('a Solution schedule on $name', (target) => {
     expect(badTime.status).toBe(400);
     expect(badTime.body.errors?.some((e) => e.path.startsWith('body.recurringOptions.times'))).toBe(true);
 
-    const unknownField = await svc.request<Problem>('PUT', `${S}/${id}/schedule`, { body: { ...everyDayAt('7:00', 'UTC'), every: 'day' } });
+    const unknownField = await svc.request<Problem>('PUT', `${S}/${id}/schedule`, {
+      body: { ...everyDayAt('7:00', 'UTC'), every: 'day' },
+    });
     expect(unknownField.status).toBe(400);
 
     expect((await svc.request<ScheduleModel>('GET', `${S}/${id}/schedule`)).body).toEqual(before);

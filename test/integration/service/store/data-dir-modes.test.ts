@@ -28,7 +28,9 @@ function modesUnder(dir: string): Record<string, string> {
 }
 
 /** A Service on SQLite in `dataDir` whose log lines the test reads. */
-async function start(dataDir: string): Promise<{ service: FerryService; lines: Array<{ msg: string; count?: number; paths?: string[] }> }> {
+async function start(
+  dataDir: string,
+): Promise<{ service: FerryService; lines: Array<{ msg: string; count?: number; paths?: string[] }> }> {
   const lines: Array<{ msg: string }> = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -36,7 +38,10 @@ async function start(dataDir: string): Promise<{ service: FerryService; lines: A
       done();
     },
   });
-  const config = parseServiceConfig({}, { port: 0, host: '127.0.0.1', dataDir, adminEmail: ADMIN.email, adminPassword: ADMIN.password, cloudAgents: 'off' });
+  const config = parseServiceConfig(
+    {},
+    { port: 0, host: '127.0.0.1', dataDir, adminEmail: ADMIN.email, adminPassword: ADMIN.password, cloudAgents: 'off' },
+  );
   const service = await buildService(config, { logger: pino({ level: 'info' }, sink) });
   return { service, lines };
 }
@@ -54,7 +59,7 @@ describe('The data folder on SQLite', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('is created 0700 with every file in it 0600, the store\'s -wal and -shm included', async () => {
+  it("is created 0700 with every file in it 0600, the store's -wal and -shm included", async () => {
     const dataDir = path.join(root, 'data');
     const { service, lines } = await start(dataDir);
     try {
@@ -69,8 +74,15 @@ describe('The data folder on SQLite', () => {
       expect(res.status).toBe(201);
 
       const modes = modesUnder(dataDir);
-      expect(modes).toMatchObject({ '.': '700', 'ferry.db': '600', 'ferry.db-wal': '600', 'ferry.db-shm': '600', 'master.key': '600' });
-      for (const [p, mode] of Object.entries(modes)) expect({ p, open: (parseInt(mode, 8) & 0o077) !== 0 }).toEqual({ p, open: false });
+      expect(modes).toMatchObject({
+        '.': '700',
+        'ferry.db': '600',
+        'ferry.db-wal': '600',
+        'ferry.db-shm': '600',
+        'master.key': '600',
+      });
+      for (const [p, mode] of Object.entries(modes))
+        expect({ p, open: (parseInt(mode, 8) & 0o077) !== 0 }).toEqual({ p, open: false });
       expect(lines.filter((l) => l.msg === REPAIRED)).toEqual([]);
     } finally {
       await service.close();
@@ -92,11 +104,28 @@ describe('The data folder on SQLite', () => {
     const { service, lines } = await start(dataDir);
     try {
       const modes = modesUnder(dataDir);
-      for (const [p, mode] of Object.entries(modes)) expect({ p, open: (parseInt(mode, 8) & 0o077) !== 0 }).toEqual({ p, open: false });
-      expect(modes).toMatchObject({ '.': '700', 'ferry.db': '600', 'master.key': '600', 'log-archives': '700', 'log-archives/old/a.zip': '600' });
+      for (const [p, mode] of Object.entries(modes))
+        expect({ p, open: (parseInt(mode, 8) & 0o077) !== 0 }).toEqual({ p, open: false });
+      expect(modes).toMatchObject({
+        '.': '700',
+        'ferry.db': '600',
+        'master.key': '600',
+        'log-archives': '700',
+        'log-archives/old/a.zip': '600',
+      });
       const said = lines.filter((l) => l.msg === REPAIRED);
       expect(said).toHaveLength(1);
-      expect(said[0]?.paths).toEqual(expect.arrayContaining(['.', 'ferry.db', 'ferry.db-shm', 'master.key', 'log-archives', 'log-archives/old', 'log-archives/old/a.zip']));
+      expect(said[0]?.paths).toEqual(
+        expect.arrayContaining([
+          '.',
+          'ferry.db',
+          'ferry.db-shm',
+          'master.key',
+          'log-archives',
+          'log-archives/old',
+          'log-archives/old/a.zip',
+        ]),
+      );
       expect(said[0]?.count).toBe(said[0]?.paths?.length);
     } finally {
       await service.close();

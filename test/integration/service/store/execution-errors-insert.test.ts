@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existingErrorIds, insertErrors, insertExecutionIfNew, type NewExecutionError } from '../../../../service/store/repos/executions.repo.js';
+import {
+  existingErrorIds,
+  insertErrors,
+  insertExecutionIfNew,
+  type NewExecutionError,
+} from '../../../../service/store/repos/executions.repo.js';
 import { registerTestAgent } from '../../../helpers/agent-client.js';
 import { startService, type TestService } from '../../../helpers/service.js';
 import { STORE_TARGETS } from '../../../helpers/stores.js';
@@ -36,7 +41,9 @@ describe.each(STORE_TARGETS)('Execution errors insert on $name', (target) => {
   beforeAll(async () => {
     svc = await startService(target);
     const agent = await registerTestAgent(svc);
-    const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, { body: { name: 'errors', solutionType: 'Integration', agentId: agent.agentId } });
+    const res = await svc.request<{ id: string }>('POST', `/v1/orgs/${svc.orgId}/solutions`, {
+      body: { name: 'errors', solutionType: 'Integration', agentId: agent.agentId },
+    });
     expect(res.status, res.text).toBe(201);
     solutionId = res.body.id;
   });
@@ -49,8 +56,23 @@ describe.each(STORE_TARGETS)('Execution errors insert on $name', (target) => {
   const newExecution = async (): Promise<number> => {
     const runId = randomUUID();
     await insertExecutionIfNew(db(), {
-      runId, solutionId, orgId: svc.orgId, agentId: 'agent', trigger: 'start', dueAt: null, start: new Date().toISOString(), stop: null, result: null,
-      recordsProcessed: 0, recordsFailed: 0, details: null, stopped: 0, isReprocessJob: 0, sourceDataLocal: 1, statistics: '[]', lastProgressAt: null,
+      runId,
+      solutionId,
+      orgId: svc.orgId,
+      agentId: 'agent',
+      trigger: 'start',
+      dueAt: null,
+      start: new Date().toISOString(),
+      stop: null,
+      result: null,
+      recordsProcessed: 0,
+      recordsFailed: 0,
+      details: null,
+      stopped: 0,
+      isReprocessJob: 0,
+      sourceDataLocal: 1,
+      statistics: '[]',
+      lastProgressAt: null,
     });
     const row = await db().selectFrom('executions').select('id').where('runId', '=', runId).executeTakeFirstOrThrow();
     return Number(row.id);
@@ -80,13 +102,37 @@ describe.each(STORE_TARGETS)('Execution errors insert on $name', (target) => {
   const stored = (executionId: number) =>
     db()
       .selectFrom('executionErrors')
-      .select(['seq', 'mapId', 'mapName', 'sourceEntity', 'blockId', 'blockName', 'code', 'errorMessage', 'errorDetail', 'canReprocess', 'marked', 'failedRecordId', 'created', 'sourceKey', 'sourceRow', 'reprocessRunId'])
+      .select([
+        'seq',
+        'mapId',
+        'mapName',
+        'sourceEntity',
+        'blockId',
+        'blockName',
+        'code',
+        'errorMessage',
+        'errorDetail',
+        'canReprocess',
+        'marked',
+        'failedRecordId',
+        'created',
+        'sourceKey',
+        'sourceRow',
+        'reprocessRunId',
+      ])
       .where('executionId', '=', executionId)
       .orderBy('seq')
       .execute();
 
   const normalized = async (executionId: number) =>
-    (await stored(executionId)).map((r) => ({ ...r, seq: Number(r.seq), mapId: r.mapId === null ? null : Number(r.mapId), canReprocess: Number(r.canReprocess), marked: r.marked === null ? null : Number(r.marked), sourceRow: r.sourceRow === null ? null : Number(r.sourceRow) }));
+    (await stored(executionId)).map((r) => ({
+      ...r,
+      seq: Number(r.seq),
+      mapId: r.mapId === null ? null : Number(r.mapId),
+      canReprocess: Number(r.canReprocess),
+      marked: r.marked === null ? null : Number(r.marked),
+      sourceRow: r.sourceRow === null ? null : Number(r.sourceRow),
+    }));
 
   /** Stores `n` errors through the builder and the same through the dialect's statements; answers both as stored. */
   const bothWays = async (n: number, texts: readonly string[]) => {
@@ -94,12 +140,23 @@ describe.each(STORE_TARGETS)('Execution errors insert on $name', (target) => {
     const viaDialect = await newExecution();
     const rows = errors(viaBuilder, n, texts);
     await insertErrors(db(), rows);
-    await db().transaction().execute((tx) => insertErrors(tx, rows.map((r) => ({ ...r, id: randomUUID(), executionId: viaDialect })), svc.service.store.dialect));
+    await db()
+      .transaction()
+      .execute((tx) =>
+        insertErrors(
+          tx,
+          rows.map((r) => ({ ...r, id: randomUUID(), executionId: viaDialect })),
+          svc.service.store.dialect,
+        ),
+      );
     return { builder: await normalized(viaBuilder), dialect: await normalized(viaDialect) };
   };
 
   it('stores the rows the builder stores, in full chunks and the rest (123 rows), texts and nulls alike', async () => {
-    const { builder, dialect } = await bothWays(123, TEXTS.filter((t) => t !== LONE_SURROGATE && t !== ESCAPED_SURROGATE));
+    const { builder, dialect } = await bothWays(
+      123,
+      TEXTS.filter((t) => t !== LONE_SURROGATE && t !== ESCAPED_SURROGATE),
+    );
     expect(builder).toHaveLength(123);
     expect(JSON.parse(builder[1]?.sourceKey ?? 'null')).toMatchObject({ id: 1 });
     expect(builder[1]?.sourceRow).toBe(2);

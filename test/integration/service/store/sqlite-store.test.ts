@@ -25,11 +25,19 @@ describe('SQLite store', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const addRow = (db: Store['db'], name: string): Promise<unknown> => sql`insert into scratch (name) values (${name})`.execute(db);
+  const addRow = (db: Store['db'], name: string): Promise<unknown> =>
+    sql`insert into scratch (name) values (${name})`.execute(db);
   // Raw SQL, as some of the Service's reads are (the guard's role check): it is a read all the same.
-  const rowNames = async (): Promise<string[]> => (await sql<{ name: string }>`select name from scratch order by id`.execute(store.db)).rows.map((r) => r.name);
+  const rowNames = async (): Promise<string[]> =>
+    (await sql<{ name: string }>`select name from scratch order by id`.execute(store.db)).rows.map((r) => r.name);
   const builtRowNames = async (): Promise<string[]> =>
-    (await (store.db as unknown as Kysely<{ scratch: { id: number; name: string } }>).selectFrom('scratch').select('name').orderBy('id').execute()).map((r) => r.name);
+    (
+      await (store.db as unknown as Kysely<{ scratch: { id: number; name: string } }>)
+        .selectFrom('scratch')
+        .select('name')
+        .orderBy('id')
+        .execute()
+    ).map((r) => r.name);
 
   it('runs a bulk transaction off the event loop: timers fire while one of its statements runs', async () => {
     let ticks = 0;
@@ -38,7 +46,11 @@ describe('SQLite store', () => {
       // A statement of a few hundred milliseconds; on the Service's own connection no timer could fire during it.
       const counted = await store.bulkTransaction(async (tx) => {
         const before = ticks;
-        const { rows } = await sql<{ n: number }>`with recursive c(x) as (select 1 union all select x + 1 from c where x < 3000000) select count(*) as n from c`.execute(tx);
+        const { rows } = await sql<{
+          n: number;
+        }>`with recursive c(x) as (select 1 union all select x + 1 from c where x < 3000000) select count(*) as n from c`.execute(
+          tx,
+        );
         return { n: rows[0]?.n, ticksDuring: ticks - before };
       });
       expect(counted.n).toBe(3_000_000);

@@ -13,11 +13,18 @@ describe.skipIf(!postgres)('the Service when PostgreSQL drops its connections', 
     try {
       expect((await svc.request('GET', '/v1/orgs')).status).toBe(200);
       const url = process.env['FERRY_TEST_DATABASE_URL'] as string;
-      const dbName = (await svc.service.store.db.selectNoFrom((eb) => eb.fn<string>('current_database', []).as('name')).executeTakeFirstOrThrow()).name;
+      const dbName = (
+        await svc.service.store.db
+          .selectNoFrom((eb) => eb.fn<string>('current_database', []).as('name'))
+          .executeTakeFirstOrThrow()
+      ).name;
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
       try {
-        const killed = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
+        const killed = await admin.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [dbName],
+        );
         expect(killed.rowCount).toBeGreaterThan(0);
       } finally {
         await admin.end();
@@ -32,7 +39,12 @@ describe.skipIf(!postgres)('the Service when PostgreSQL drops its connections', 
       }
       expect(status).toBe(200);
       const created = await svc.request('POST', `/v1/orgs/${svc.orgId}/securityrules`, {
-        body: { name: 'after the fault', allowedIpRangeStartAddress: '10.9.0.0', allowedIpRangeEndAddress: '10.9.0.9', apiAccessEnabled: true },
+        body: {
+          name: 'after the fault',
+          allowedIpRangeStartAddress: '10.9.0.0',
+          allowedIpRangeEndAddress: '10.9.0.9',
+          apiAccessEnabled: true,
+        },
       });
       expect(created.status).toBe(201);
     } finally {

@@ -19,13 +19,20 @@ interface Subscription {
   sku: string | null;
 }
 
-const loopbackRule = { name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+const loopbackRule = {
+  name: 'loopback',
+  allowedIpRangeStartAddress: '127.0.0.1',
+  allowedIpRangeEndAddress: '127.0.0.1',
+  apiAccessEnabled: true,
+};
 const NAMES = ['Integration Services (IS)', 'Migration Services (MS)', 'Replication Services (RS)'];
 
 /** The first instant of the month `back` months before the current one, in UTC. */
-const monthStart = (now: Date, back: number): Date => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1));
+const monthStart = (now: Date, back: number): Date =>
+  new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1));
 /** Noon on the 15th of the month `back` months ago: safely inside that month. */
-const midMonth = (now: Date, back: number): Date => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 15, 12));
+const midMonth = (now: Date, back: number): Date =>
+  new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 15, 12));
 
 describe.each(STORE_TARGETS)('Subscriptions on $name', (target) => {
   let svc: TestService;
@@ -35,15 +42,35 @@ describe.each(STORE_TARGETS)('Subscriptions on $name', (target) => {
   afterAll(async () => svc?.close());
 
   const createOrg = async (name: string, parentId = svc.orgId): Promise<number> => {
-    const res = await svc.request<{ id: number }>('POST', '/v1/orgs', { body: { name, parentId, securityRules: [loopbackRule] } });
+    const res = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+      body: { name, parentId, securityRules: [loopbackRule] },
+    });
     expect(res.status).toBe(201);
     return res.body.id;
   };
-  const list = (orgId: number, query = '') => svc.request<Subscription[]>('GET', `/v1/orgs/${orgId}/subscriptions${query}`);
-  const addSubscription = async (orgId: number, name: string, start: Date, expiration: Date, recordsAllowed = '500') => {
+  const list = (orgId: number, query = '') =>
+    svc.request<Subscription[]>('GET', `/v1/orgs/${orgId}/subscriptions${query}`);
+  const addSubscription = async (
+    orgId: number,
+    name: string,
+    start: Date,
+    expiration: Date,
+    recordsAllowed = '500',
+  ) => {
     const row = await insertSubscription(svc.service.store.db, {
-      id: newId(), orgId, name, description: 'contract', startDate: start.toISOString(), expirationDate: expiration.toISOString(),
-      isTrial: 0, recordsAllowed, recordsProcessed: 0, sku: 'FERRY-CONTRACT', tscAccountId: 'acct-1', tscRegion: 'eu', tscSubscriptionId: 'tsc-1',
+      id: newId(),
+      orgId,
+      name,
+      description: 'contract',
+      startDate: start.toISOString(),
+      expirationDate: expiration.toISOString(),
+      isTrial: 0,
+      recordsAllowed,
+      recordsProcessed: 0,
+      sku: 'FERRY-CONTRACT',
+      tscAccountId: 'acct-1',
+      tscRegion: 'eu',
+      tscSubscriptionId: 'tsc-1',
     });
     return row.id;
   };
@@ -64,7 +91,7 @@ describe.each(STORE_TARGETS)('Subscriptions on $name', (target) => {
     }
   });
 
-  it('gives a parent its children\'s and grandchildren\'s Subscriptions, and a child not its parent\'s', async () => {
+  it("gives a parent its children's and grandchildren's Subscriptions, and a child not its parent's", async () => {
     const parent = await createOrg('Sub parent');
     const child = await createOrg('Sub child', parent);
     const grandchild = await createOrg('Sub grandchild', child);
@@ -92,7 +119,12 @@ describe.each(STORE_TARGETS)('Subscriptions on $name', (target) => {
     expect(all.headers['total-count']).toBe('5');
     expect(all.body.map((s) => s.id)).toEqual(expect.arrayContaining([expired, future]));
     const contract = all.body.find((s) => s.id === expired);
-    expect(contract).toMatchObject({ isTrial: false, recordsAllowed: '500', sku: 'FERRY-CONTRACT', description: 'contract' });
+    expect(contract).toMatchObject({
+      isTrial: false,
+      recordsAllowed: '500',
+      sku: 'FERRY-CONTRACT',
+      description: 'contract',
+    });
     expect((await list(orgId, '?showAll=perhaps')).status).toBe(400);
   });
 
@@ -131,14 +163,20 @@ describe.each(STORE_TARGETS)('Subscriptions on $name', (target) => {
     const noSlash = await svc.request<Subscription>('GET', `/v1/orgs/${orgId}/subscriptions${first.id}`);
     expect(noSlash.status).toBe(200);
     expect(noSlash.body).toEqual(slash.body);
-    const withUsage = await svc.request<Subscription>('GET', `/v1/orgs/${orgId}/subscriptions${first.id}?showMonthlyUsage=true`);
+    const withUsage = await svc.request<Subscription>(
+      'GET',
+      `/v1/orgs/${orgId}/subscriptions${first.id}?showMonthlyUsage=true`,
+    );
     expect(withUsage.body.monthlyUsage).toHaveLength(12);
     const upper = await svc.request<Subscription>('GET', `/v1/orgs/${orgId}/subscriptions/${first.id.toUpperCase()}`);
     expect(upper.body.id).toBe(first.id);
     // A parent reads its child's Subscription; a sibling does not.
     expect((await svc.request('GET', `/v1/orgs/${svc.orgId}/subscriptions/${first.id}`)).status).toBe(200);
     const sibling = await createOrg('Sibling');
-    const hidden = await svc.request<{ code: string; detail: string }>('GET', `/v1/orgs/${sibling}/subscriptions/${first.id}`);
+    const hidden = await svc.request<{ code: string; detail: string }>(
+      'GET',
+      `/v1/orgs/${sibling}/subscriptions/${first.id}`,
+    );
     expect(hidden.status).toBe(404);
     expect(hidden.body.detail).toBe(`Subscription ${first.id} was not found.`);
     expect((await svc.request('GET', `/v1/orgs/${orgId}/subscriptions/${newId()}`)).status).toBe(404);

@@ -35,7 +35,12 @@ interface Problem {
   errors?: Array<{ path: string }>;
 }
 
-const loopbackRule = { name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+const loopbackRule = {
+  name: 'loopback',
+  allowedIpRangeStartAddress: '127.0.0.1',
+  allowedIpRangeEndAddress: '127.0.0.1',
+  apiAccessEnabled: true,
+};
 
 describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
   let svc: TestService;
@@ -45,12 +50,16 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
   afterAll(async () => svc?.close());
 
   const newOrg = async (name: string): Promise<number> => {
-    const res = await svc.request<{ id: number }>('POST', '/v1/orgs', { body: { name, parentId: svc.orgId, securityRules: [loopbackRule] } });
+    const res = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+      body: { name, parentId: svc.orgId, securityRules: [loopbackRule] },
+    });
     expect(res.status).toBe(201);
     return res.body.id;
   };
   const invite = (orgId: number, email: string, extra: Record<string, unknown> = {}) =>
-    svc.request<InvitedUser>('POST', `/v1/orgs/${orgId}/invitedusers`, { body: { email, roleType: 'User', statusType: 'Pending', ...extra } });
+    svc.request<InvitedUser>('POST', `/v1/orgs/${orgId}/invitedusers`, {
+      body: { email, roleType: 'User', statusType: 'Pending', ...extra },
+    });
   const q = encodeURIComponent;
 
   it('invites an existing user: 201 with Location, listed and readable, no token', async () => {
@@ -62,11 +71,20 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     });
     expect(res.status).toBe(201);
     expect(res.headers['location']).toBe(`/v1/orgs/${orgId}/invitedusers/Existing.Person@ferry.test`);
-    expect(res.body).toEqual({ email: person.email, roleType: 'ReadOnly', statusType: 'Pending', invitedDate: expect.any(String), message: 'Welcome aboard' });
+    expect(res.body).toEqual({
+      email: person.email,
+      roleType: 'ReadOnly',
+      statusType: 'Pending',
+      invitedDate: expect.any(String),
+      message: 'Welcome aboard',
+    });
     expect(Date.parse(res.body.invitedDate)).toBeGreaterThanOrEqual(before - 1000);
     expect(res.body).not.toHaveProperty('invitationToken');
 
-    const one = await svc.request<InvitedUser>('GET', `/v1/orgs/${orgId}/invitedusers/${q('existing.person@FERRY.TEST')}`);
+    const one = await svc.request<InvitedUser>(
+      'GET',
+      `/v1/orgs/${orgId}/invitedusers/${q('existing.person@FERRY.TEST')}`,
+    );
     expect(one.status).toBe(200);
     expect(one.body).toEqual(res.body);
     const list = await svc.request<InvitedUser[]>('GET', `/v1/orgs/${orgId}/invitedusers`);
@@ -116,7 +134,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     const asMember = await invite(orgId, member.email.toUpperCase());
     expect(asMember.status).toBe(409);
     expect((await invite(orgId, 'twice@ferry.test')).status).toBe(201);
-    const twice = await svc.request<Problem>('POST', `/v1/orgs/${orgId}/invitedusers`, { body: { email: 'TWICE@ferry.test', roleType: 'Administrator', statusType: 'Pending' } });
+    const twice = await svc.request<Problem>('POST', `/v1/orgs/${orgId}/invitedusers`, {
+      body: { email: 'TWICE@ferry.test', roleType: 'Administrator', statusType: 'Pending' },
+    });
     expect(twice.status).toBe(409);
     expect(twice.body.code).toBe('API_CONFLICT');
     // Concurrent duplicates: one wins, the other is a conflict, never a 500.
@@ -128,7 +148,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     const orgId = await newOrg('Invite modify');
     const { invitationId: _id, invitationToken: _token, ...created } = (await invite(orgId, 'modify@ferry.test')).body;
     const path = `/v1/orgs/${orgId}/invitedusers/${q('MODIFY@ferry.test')}`;
-    const res = await svc.request<InvitedUser>('PUT', path, { body: { RoleType: 'Administrator', Message: 'Please join' } });
+    const res = await svc.request<InvitedUser>('PUT', path, {
+      body: { RoleType: 'Administrator', Message: 'Please join' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...created, roleType: 'Administrator', message: 'Please join' });
     expect((await svc.request<InvitedUser>('GET', path)).body).toEqual(res.body);
@@ -144,25 +166,40 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     expect(email.status).toBe(400);
     expect((await svc.request('PUT', path, { body: { roleType: 'Boss' } })).status).toBe(400);
     expect((await svc.request('PUT', path, { body: { extra: 1 } })).status).toBe(400);
-    expect((await svc.request('PUT', `/v1/orgs/${orgId}/invitedusers/${q('ghost@ferry.test')}`, { body: { roleType: 'User' } })).status).toBe(404);
+    expect(
+      (
+        await svc.request('PUT', `/v1/orgs/${orgId}/invitedusers/${q('ghost@ferry.test')}`, {
+          body: { roleType: 'User' },
+        })
+      ).status,
+    ).toBe(404);
     expect((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers/${q('ghost@ferry.test')}`)).status).toBe(404);
   });
 
   it('deletes Pending and Declined invitations; an accepted one is gone (404 pointing to the users delete)', async () => {
     const orgId = await newOrg('Invite delete');
     expect((await invite(orgId, 'pending@ferry.test')).status).toBe(201);
-    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q('PENDING@ferry.test')}`)).status).toBe(204);
+    expect(
+      (await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q('PENDING@ferry.test')}`)).status,
+    ).toBe(204);
     expect((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers/${q('pending@ferry.test')}`)).status).toBe(404);
 
     const decliner = await addUser(svc, undefined, 'User');
     const accepter = await addUser(svc, undefined, 'User');
     await invite(orgId, decliner.email);
     await invite(orgId, accepter.email);
-    const mine = async (who: typeof decliner) => (await svc.request<Invitation[]>('GET', '/v1/users/invitations', { auth: who })).body[0];
-    const declined = await svc.request('PUT', `/v1/users/invitations/${(await mine(decliner))?.id}?accept=false`, { auth: decliner });
+    const mine = async (who: typeof decliner) =>
+      (await svc.request<Invitation[]>('GET', '/v1/users/invitations', { auth: who })).body[0];
+    const declined = await svc.request('PUT', `/v1/users/invitations/${(await mine(decliner))?.id}?accept=false`, {
+      auth: decliner,
+    });
     expect(declined.status).toBe(200);
-    expect((await svc.request<InvitedUser>('GET', `/v1/orgs/${orgId}/invitedusers/${q(decliner.email)}`)).body.statusType).toBe('Declined');
-    const accepted = await svc.request('PUT', `/v1/users/invitations/${(await mine(accepter))?.id}?accept=true`, { auth: accepter });
+    expect(
+      (await svc.request<InvitedUser>('GET', `/v1/orgs/${orgId}/invitedusers/${q(decliner.email)}`)).body.statusType,
+    ).toBe('Declined');
+    const accepted = await svc.request('PUT', `/v1/users/invitations/${(await mine(accepter))?.id}?accept=true`, {
+      auth: accepter,
+    });
     expect(accepted.status).toBe(200);
 
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q(decliner.email)}`)).status).toBe(204);
@@ -170,7 +207,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     expect(gone.status).toBe(404);
     expect(gone.body.detail).toContain(`/v1/orgs/${orgId}/users?email=`);
     expect((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers/${q(accepter.email)}`)).status).toBe(404);
-    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q('never@ferry.test')}`)).status).toBe(404);
+    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q('never@ferry.test')}`)).status).toBe(
+      404,
+    );
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers`)).status).toBe(400);
     expect((await svc.request<InvitedUser[]>('GET', `/v1/orgs/${orgId}/invitedusers`)).body).toEqual([]);
   });
@@ -181,12 +220,27 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     for (const role of ['User', 'ReadOnly'] as const) {
       const who = await addUser(svc, orgId, role);
       expect((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers`, { auth: who })).status).toBe(200);
-      expect((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers/${q('roles@ferry.test')}`, { auth: who })).status).toBe(200);
-      const post = await svc.request<Problem>('POST', `/v1/orgs/${orgId}/invitedusers`, { auth: who, body: { email: 'new@ferry.test', roleType: 'User', statusType: 'Pending' } });
+      expect(
+        (await svc.request('GET', `/v1/orgs/${orgId}/invitedusers/${q('roles@ferry.test')}`, { auth: who })).status,
+      ).toBe(200);
+      const post = await svc.request<Problem>('POST', `/v1/orgs/${orgId}/invitedusers`, {
+        auth: who,
+        body: { email: 'new@ferry.test', roleType: 'User', statusType: 'Pending' },
+      });
       expect(post.status).toBe(403);
       expect(post.body.code).toBe('API_FORBIDDEN_ROLE');
-      expect((await svc.request('PUT', `/v1/orgs/${orgId}/invitedusers/${q('roles@ferry.test')}`, { auth: who, body: { roleType: 'Administrator' } })).status).toBe(403);
-      expect((await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q('roles@ferry.test')}`, { auth: who })).status).toBe(403);
+      expect(
+        (
+          await svc.request('PUT', `/v1/orgs/${orgId}/invitedusers/${q('roles@ferry.test')}`, {
+            auth: who,
+            body: { roleType: 'Administrator' },
+          })
+        ).status,
+      ).toBe(403);
+      expect(
+        (await svc.request('DELETE', `/v1/orgs/${orgId}/invitedusers?email=${q('roles@ferry.test')}`, { auth: who }))
+          .status,
+      ).toBe(403);
     }
     const outsider = await addUser(svc, undefined, 'User');
     expect((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers`, { auth: outsider })).status).toBe(404);
@@ -195,7 +249,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
   it('refuses invitations to platform-hosted Organizations', async () => {
     const orgId = await newOrg('Invite platform');
     await svc.service.store.db.updateTable('orgs').set({ isSvcOrg: 1 }).where('id', '=', orgId).execute();
-    const res = await svc.request<Problem>('POST', `/v1/orgs/${orgId}/invitedusers`, { body: { email: 'p@ferry.test', roleType: 'User', statusType: 'Pending' } });
+    const res = await svc.request<Problem>('POST', `/v1/orgs/${orgId}/invitedusers`, {
+      body: { email: 'p@ferry.test', roleType: 'User', statusType: 'Pending' },
+    });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('API_PLATFORM_HOSTED');
   });
@@ -208,18 +264,26 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
       const { invitationId, invitationToken } = res.body;
       expect(invitationId).toMatch(/^[0-9a-f-]{36}$/);
       expect(invitationToken).toMatch(/^[A-Za-z0-9_-]{32}$/);
-      const row = await svc.service.store.db.selectFrom('invitations').selectAll().where('id', '=', invitationId ?? '').executeTakeFirstOrThrow();
+      const row = await svc.service.store.db
+        .selectFrom('invitations')
+        .selectAll()
+        .where('id', '=', invitationId ?? '')
+        .executeTakeFirstOrThrow();
       expect(row.tokenHash).toBe(sha256(invitationToken ?? ''));
       const days = (Date.parse(row.tokenExpiresAt ?? '') - Date.parse(row.invitedDate)) / 86_400_000;
       expect(days).toBe(7);
       const again = await svc.request<InvitedUser>('GET', `/v1/orgs/${orgId}/invitedusers/${q('newcomer@ferry.test')}`);
       expect(again.body).not.toHaveProperty('invitationToken');
-      expect(JSON.stringify((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers`)).body)).not.toContain(invitationToken);
+      expect(JSON.stringify((await svc.request('GET', `/v1/orgs/${orgId}/invitedusers`)).body)).not.toContain(
+        invitationToken,
+      );
     });
 
     it('registers with the token once, then signs in with Basic auth as a member', async () => {
       const orgId = await newOrg('Register');
-      const { invitationId, invitationToken } = (await invite(orgId, 'Joiner@ferry.test', { roleType: 'Administrator' })).body;
+      const { invitationId, invitationToken } = (
+        await invite(orgId, 'Joiner@ferry.test', { roleType: 'Administrator' })
+      ).body;
       const url = `/v1/users/invitations/${invitationId}/register`;
       const body = { token: invitationToken, firstName: 'Jo', lastName: 'Iner', password: 'joiner-password' };
 
@@ -230,16 +294,32 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
       expect(short.status).toBe(400);
       expect(short.body.errors?.[0]?.path).toBe('body.password');
       expect((await svc.request('POST', url, { auth: null, body: { ...body, firstName: '' } })).status).toBe(400);
-      expect((await svc.request('POST', url, { auth: null, body: { ...body, email: 'x@ferry.test' } })).status).toBe(400);
+      expect((await svc.request('POST', url, { auth: null, body: { ...body, email: 'x@ferry.test' } })).status).toBe(
+        400,
+      );
       expect((await svc.request('POST', url, { auth: null, body: { token: invitationToken } })).status).toBe(400);
-      expect((await svc.request('POST', '/v1/users/invitations/not-a-guid/register', { auth: null, body })).status).toBe(400);
-      const unknown = await svc.request<Problem>('POST', '/v1/users/invitations/7d7b1f6a-8a53-4c39-9a0e-2f2f5d6b1e11/register', { auth: null, body });
+      expect(
+        (await svc.request('POST', '/v1/users/invitations/not-a-guid/register', { auth: null, body })).status,
+      ).toBe(400);
+      const unknown = await svc.request<Problem>(
+        'POST',
+        '/v1/users/invitations/7d7b1f6a-8a53-4c39-9a0e-2f2f5d6b1e11/register',
+        { auth: null, body },
+      );
       expect(unknown.status).toBe(401);
 
       const res = await svc.request<User>('POST', url, { auth: null, body });
       expect(res.status).toBe(201);
       expect(res.headers['location']).toBe('/v1/users');
-      expect(res.body).toMatchObject({ email: 'Joiner@ferry.test', firstName: 'Jo', lastName: 'Iner', isApproved: true, password: null, orgId, roleType: 'Administrator' });
+      expect(res.body).toMatchObject({
+        email: 'Joiner@ferry.test',
+        firstName: 'Jo',
+        lastName: 'Iner',
+        isApproved: true,
+        password: null,
+        orgId,
+        roleType: 'Administrator',
+      });
 
       const creds = { email: 'joiner@FERRY.test', password: 'joiner-password' };
       const me = await svc.request<User>('GET', '/v1/users', { auth: creds });
@@ -247,7 +327,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
       expect(me.body.id).toBe(res.body.id);
       expect((await svc.request('GET', `/v1/orgs/${orgId}/users`, { auth: creds })).status).toBe(200);
       const members = await svc.request<Array<{ email: string; roleType: string }>>('GET', `/v1/orgs/${orgId}/users`);
-      expect(members.body).toContainEqual(expect.objectContaining({ email: 'Joiner@ferry.test', roleType: 'Administrator' }));
+      expect(members.body).toContainEqual(
+        expect.objectContaining({ email: 'Joiner@ferry.test', roleType: 'Administrator' }),
+      );
       expect((await svc.request<InvitedUser[]>('GET', `/v1/orgs/${orgId}/invitedusers`)).body).toEqual([]);
 
       const replay = await svc.request<Problem>('POST', url, { auth: null, body });
@@ -259,7 +341,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
       const orgId = await newOrg('Register race');
       const { invitationId, invitationToken } = (await invite(orgId, 'racer@ferry.test')).body;
       const body = { token: invitationToken, firstName: 'Ra', lastName: 'Cer', password: 'racer-password' };
-      const results = await Promise.all([1, 2].map(() => svc.request('POST', `/v1/users/invitations/${invitationId}/register`, { auth: null, body })));
+      const results = await Promise.all(
+        [1, 2].map(() => svc.request('POST', `/v1/users/invitations/${invitationId}/register`, { auth: null, body })),
+      );
       const statuses = results.map((r) => r.status).sort();
       expect(statuses[0]).toBe(201);
       expect([401, 409]).toContain(statuses[1]);
@@ -268,14 +352,21 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
     it('refuses an expired token with 410', async () => {
       const orgId = await newOrg('Expired');
       const { invitationId, invitationToken } = (await invite(orgId, 'late@ferry.test')).body;
-      await svc.service.store.db.updateTable('invitations').set({ tokenExpiresAt: new Date(Date.now() - 1000).toISOString() }).where('id', '=', invitationId ?? '').execute();
+      await svc.service.store.db
+        .updateTable('invitations')
+        .set({ tokenExpiresAt: new Date(Date.now() - 1000).toISOString() })
+        .where('id', '=', invitationId ?? '')
+        .execute();
       const res = await svc.request<Problem>('POST', `/v1/users/invitations/${invitationId}/register`, {
         auth: null,
         body: { token: invitationToken, firstName: 'La', lastName: 'Te', password: 'late-password' },
       });
       expect(res.status).toBe(410);
       expect(res.body.code).toBe('API_INVITATION_TOKEN_EXPIRED');
-      expect((await svc.request('GET', '/v1/users', { auth: { email: 'late@ferry.test', password: 'late-password' } })).status).toBe(401);
+      expect(
+        (await svc.request('GET', '/v1/users', { auth: { email: 'late@ferry.test', password: 'late-password' } }))
+          .status,
+      ).toBe(401);
     });
 
     it('refuses registration when the account exists meanwhile, or the Organization is platform-hosted', async () => {
@@ -289,7 +380,9 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
       expect(exists.status).toBe(409);
       expect(exists.body.detail).toContain('accept=true');
       // The person accepts with their account instead.
-      expect((await svc.request('PUT', `/v1/users/invitations/${first.invitationId}?accept=true`, { auth: person })).status).toBe(200);
+      expect(
+        (await svc.request('PUT', `/v1/users/invitations/${first.invitationId}?accept=true`, { auth: person })).status,
+      ).toBe(200);
 
       const second = (await invite(orgId, 'hosted@ferry.test')).body;
       await svc.service.store.db.updateTable('orgs').set({ isSvcOrg: 1 }).where('id', '=', orgId).execute();
@@ -303,12 +396,22 @@ describe.each(STORE_TARGETS)('Invited users on $name', (target) => {
   });
 
   it('documents the endpoints in the OpenAPI document', async () => {
-    const doc = await svc.request<{ paths: Record<string, Record<string, { tags?: string[] }>> }>('GET', '/v1/openapi.json', { auth: null });
+    const doc = await svc.request<{ paths: Record<string, Record<string, { tags?: string[] }>> }>(
+      'GET',
+      '/v1/openapi.json',
+      { auth: null },
+    );
     expect(doc.status).toBe(200);
     const paths = doc.body.paths;
-    expect(Object.keys(paths['/v1/orgs/{orgId}/invitedusers'] ?? {})).toEqual(expect.arrayContaining(['get', 'post', 'delete']));
-    expect(Object.keys(paths['/v1/orgs/{orgId}/invitedusers/{email}'] ?? {})).toEqual(expect.arrayContaining(['get', 'put']));
-    expect(Object.keys(paths['/v1/orgs/{orgId}/users'] ?? {})).toEqual(expect.arrayContaining(['get', 'put', 'delete']));
+    expect(Object.keys(paths['/v1/orgs/{orgId}/invitedusers'] ?? {})).toEqual(
+      expect.arrayContaining(['get', 'post', 'delete']),
+    );
+    expect(Object.keys(paths['/v1/orgs/{orgId}/invitedusers/{email}'] ?? {})).toEqual(
+      expect.arrayContaining(['get', 'put']),
+    );
+    expect(Object.keys(paths['/v1/orgs/{orgId}/users'] ?? {})).toEqual(
+      expect.arrayContaining(['get', 'put', 'delete']),
+    );
     expect(Object.keys(paths['/v1/users'] ?? {})).toEqual(expect.arrayContaining(['get', 'put']));
     expect(paths['/v1/users/invitations/{inviteId}/register']?.['post']).toBeDefined();
     expect(paths['/v1/users/{userId}/notificationsettings']?.['put']?.tags).toEqual(['Users (own account)']);

@@ -16,7 +16,12 @@ interface Problem {
   errors?: Array<{ path: string }>;
 }
 
-const loopbackRule = { name: 'loopback', allowedIpRangeStartAddress: '127.0.0.1', allowedIpRangeEndAddress: '127.0.0.1', apiAccessEnabled: true };
+const loopbackRule = {
+  name: 'loopback',
+  allowedIpRangeStartAddress: '127.0.0.1',
+  allowedIpRangeEndAddress: '127.0.0.1',
+  apiAccessEnabled: true,
+};
 
 describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
   let svc: TestService;
@@ -27,7 +32,9 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
 
   /** A fresh child Organization whose only Administrator member is the bootstrap administrator. */
   const newOrg = async (name: string): Promise<number> => {
-    const res = await svc.request<{ id: number }>('POST', '/v1/orgs', { body: { name, parentId: svc.orgId, securityRules: [loopbackRule] } });
+    const res = await svc.request<{ id: number }>('POST', '/v1/orgs', {
+      body: { name, parentId: svc.orgId, securityRules: [loopbackRule] },
+    });
     expect(res.status).toBe(201);
     return res.body.id;
   };
@@ -60,10 +67,17 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
       const list = await svc.request<OrgUser[]>('GET', `/v1/orgs/${orgId}/users`, { auth: who });
       expect(list.status).toBe(200);
       expect(list.body).toHaveLength(3);
-      const put = await svc.request<Problem>('PUT', `/v1/orgs/${orgId}/users`, { auth: who, body: { email: who.email, roleType: 'Administrator' } });
+      const put = await svc.request<Problem>('PUT', `/v1/orgs/${orgId}/users`, {
+        auth: who,
+        body: { email: who.email, roleType: 'Administrator' },
+      });
       expect(put.status).toBe(403);
       expect(put.body.code).toBe('API_FORBIDDEN_ROLE');
-      const del = await svc.request<Problem>('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(reader.email)}`, { auth: who });
+      const del = await svc.request<Problem>(
+        'DELETE',
+        `/v1/orgs/${orgId}/users?email=${encodeURIComponent(reader.email)}`,
+        { auth: who },
+      );
       expect(del.status).toBe(403);
     }
     expect((await members(orgId)).find((m) => m.email === user.email)?.roleType).toBe('User');
@@ -72,7 +86,7 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
     expect((await svc.request('GET', `/v1/orgs/${orgId}/users`, { auth: null })).status).toBe(401);
   });
 
-  it('changes a member\'s role and names, matching the email case-insensitively', async () => {
+  it("changes a member's role and names, matching the email case-insensitively", async () => {
     const orgId = await newOrg('Member modify');
     const user = await addUser(svc, orgId, 'User', 'Mixed.Case@ferry.test');
     const res = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, {
@@ -82,12 +96,17 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
     expect(res.body).toEqual({ email: user.email, firstName: 'Ada', lastName: 'Lovelace', roleType: 'ReadOnly' });
     expect((await members(orgId)).find((m) => m.email === user.email)).toEqual(res.body);
     // The new role takes effect: a Read-only member cannot invite.
-    const invite = await svc.request('POST', `/v1/orgs/${orgId}/invitedusers`, { auth: user, body: { email: 'x@ferry.test', roleType: 'User', statusType: 'Pending' } });
+    const invite = await svc.request('POST', `/v1/orgs/${orgId}/invitedusers`, {
+      auth: user,
+      body: { email: 'x@ferry.test', roleType: 'User', statusType: 'Pending' },
+    });
     expect(invite.status).toBe(403);
     // A model read with GET goes back unchanged; absent and null fields stay.
     const roundTrip = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, { body: res.body });
     expect(roundTrip.body).toEqual(res.body);
-    const onlyRole = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, { body: { email: user.email, firstName: null, roleType: 'Administrator' } });
+    const onlyRole = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, {
+      body: { email: user.email, firstName: null, roleType: 'Administrator' },
+    });
     expect(onlyRole.body).toEqual({ ...res.body, roleType: 'Administrator' });
   });
 
@@ -119,11 +138,18 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
   it('answers 404 for someone who is not a member, pointing to a pending invitation', async () => {
     const orgId = await newOrg('Member 404');
     const stranger = await addUser(svc, svc.orgId, 'User');
-    const notMember = await svc.request<Problem>('PUT', `/v1/orgs/${orgId}/users`, { body: { email: stranger.email, roleType: 'User' } });
+    const notMember = await svc.request<Problem>('PUT', `/v1/orgs/${orgId}/users`, {
+      body: { email: stranger.email, roleType: 'User' },
+    });
     expect(notMember.status).toBe(404);
-    const invited = await svc.request('POST', `/v1/orgs/${orgId}/invitedusers`, { body: { email: stranger.email, roleType: 'User', statusType: 'Pending' } });
+    const invited = await svc.request('POST', `/v1/orgs/${orgId}/invitedusers`, {
+      body: { email: stranger.email, roleType: 'User', statusType: 'Pending' },
+    });
     expect(invited.status).toBe(201);
-    const pending = await svc.request<Problem>('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(stranger.email)}`);
+    const pending = await svc.request<Problem>(
+      'DELETE',
+      `/v1/orgs/${orgId}/users?email=${encodeURIComponent(stranger.email)}`,
+    );
     expect(pending.status).toBe(404);
     expect(pending.body.detail).toMatch(/invitedusers/);
     expect((await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=nobody@ferry.test`)).status).toBe(404);
@@ -131,21 +157,36 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
 
   it('keeps the last Administrator: no demotion, no removal', async () => {
     const orgId = await newOrg('Last admin');
-    const demote = await svc.request<Problem>('PUT', `/v1/orgs/${orgId}/users`, { body: { email: svc.admin.email, roleType: 'User' } });
+    const demote = await svc.request<Problem>('PUT', `/v1/orgs/${orgId}/users`, {
+      body: { email: svc.admin.email, roleType: 'User' },
+    });
     expect(demote.status).toBe(409);
     expect(demote.body.code).toBe('API_CONFLICT');
-    const remove = await svc.request<Problem>('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(svc.admin.email)}`);
+    const remove = await svc.request<Problem>(
+      'DELETE',
+      `/v1/orgs/${orgId}/users?email=${encodeURIComponent(svc.admin.email)}`,
+    );
     expect(remove.status).toBe(409);
     expect((await members(orgId)).map((m) => m.roleType)).toEqual(['Administrator']);
 
     const second = await addUser(svc, orgId, 'Administrator');
-    const ok = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, { body: { email: svc.admin.email, roleType: 'ReadOnly' } });
+    const ok = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, {
+      body: { email: svc.admin.email, roleType: 'ReadOnly' },
+    });
     expect(ok.status).toBe(200);
     expect(ok.body.roleType).toBe('ReadOnly');
     // Now `second` is the last one.
-    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(second.email)}`, { auth: second })).status).toBe(409);
+    expect(
+      (
+        await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(second.email)}`, {
+          auth: second,
+        })
+      ).status,
+    ).toBe(409);
     // A demoted member who administers the parent still manages this Organization: the highest right wins.
-    const restore = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, { body: { email: svc.admin.email, roleType: 'Administrator' } });
+    const restore = await svc.request<OrgUser>('PUT', `/v1/orgs/${orgId}/users`, {
+      body: { email: svc.admin.email, roleType: 'Administrator' },
+    });
     expect(restore.status).toBe(200);
     expect(restore.body.roleType).toBe('Administrator');
     // A member whose only right is their own membership is bound by it.
@@ -169,13 +210,20 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
   it('removes a member who accepted; the account stays and can be invited again', async () => {
     const orgId = await newOrg('Member remove');
     const user = await addUser(svc, orgId, 'User');
-    const res = await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(user.email.toUpperCase())}`);
+    const res = await svc.request(
+      'DELETE',
+      `/v1/orgs/${orgId}/users?email=${encodeURIComponent(user.email.toUpperCase())}`,
+    );
     expect(res.status).toBe(204);
     expect((await members(orgId)).map((m) => m.email)).not.toContain(user.email);
     expect((await svc.request('GET', `/v1/orgs/${orgId}/users`, { auth: user })).status).toBe(404);
     expect((await svc.request('GET', '/v1/users', { auth: user })).status).toBe(200);
-    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(user.email)}`)).status).toBe(404);
-    const again = await svc.request('POST', `/v1/orgs/${orgId}/invitedusers`, { body: { email: user.email, roleType: 'User', statusType: 'Pending' } });
+    expect(
+      (await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(user.email)}`)).status,
+    ).toBe(404);
+    const again = await svc.request('POST', `/v1/orgs/${orgId}/invitedusers`, {
+      body: { email: user.email, roleType: 'User', statusType: 'Pending' },
+    });
     expect(again.status).toBe(201);
     const noEmail = await svc.request<Problem>('DELETE', `/v1/orgs/${orgId}/users`);
     expect(noEmail.status).toBe(400);
@@ -186,8 +234,14 @@ describe.each(STORE_TARGETS)('Organization users on $name', (target) => {
     const orgId = await newOrg('Self removal');
     const other = await addUser(svc, orgId, 'Administrator');
     const self = await addUser(svc, orgId, 'Administrator');
-    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(other.email)}`, { auth: self })).status).toBe(204);
-    expect((await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(self.email)}`, { auth: self })).status).toBe(204);
+    expect(
+      (await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(other.email)}`, { auth: self }))
+        .status,
+    ).toBe(204);
+    expect(
+      (await svc.request('DELETE', `/v1/orgs/${orgId}/users?email=${encodeURIComponent(self.email)}`, { auth: self }))
+        .status,
+    ).toBe(204);
     expect((await members(orgId)).map((m) => m.email)).toEqual([svc.admin.email]);
   });
 });

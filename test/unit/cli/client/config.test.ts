@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { normalizeUrl, readCredentials, removeCredentials, resolveCredentials, writeCredentials } from '../../../../src/cli/client/config.js';
+import {
+  normalizeUrl,
+  readCredentials,
+  removeCredentials,
+  resolveCredentials,
+  writeCredentials,
+} from '../../../../src/cli/client/config.js';
 
 describe('the API client login file', () => {
   let dir: string;
@@ -10,10 +16,14 @@ describe('the API client login file', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-client-config-'));
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({ FERRY_CONFIG_DIR: path.join(dir, 'cfg'), ...extra });
+  const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+    FERRY_CONFIG_DIR: path.join(dir, 'cfg'),
+    ...extra,
+  });
 
   it('names one Service whatever its URL ends with, and refuses credentials inside the URL', () => {
-    for (const u of ['http://h:8780', 'http://h:8780/', 'http://h:8780/v1', 'http://h:8780/v1/']) expect(normalizeUrl(u)).toBe('http://h:8780');
+    for (const u of ['http://h:8780', 'http://h:8780/', 'http://h:8780/v1', 'http://h:8780/v1/'])
+      expect(normalizeUrl(u)).toBe('http://h:8780');
     expect(normalizeUrl('https://h/ferry/v1')).toBe('https://h/ferry');
     expect(() => normalizeUrl('ftp://h')).toThrow(/http/);
     expect(() => normalizeUrl('http://a:b@h')).toThrow(/--user/);
@@ -32,10 +42,17 @@ describe('the API client login file', () => {
 
   it('lets each variable override the file, and never sends the stored password for another user', () => {
     writeCredentials(env(), { url: 'http://h:1', user: 'a@b', password: 'pw' });
-    expect(resolveCredentials(env({ FERRY_URL: 'http://other:2/v1' }))).toEqual({ url: 'http://other:2', user: 'a@b', password: 'pw' });
+    expect(resolveCredentials(env({ FERRY_URL: 'http://other:2/v1' }))).toEqual({
+      url: 'http://other:2',
+      user: 'a@b',
+      password: 'pw',
+    });
     expect(resolveCredentials(env({ FERRY_PASSWORD: 'pw2' })).password).toBe('pw2');
     expect(() => resolveCredentials(env({ FERRY_USER: 'c@d' }))).toThrow(/Not logged in/);
-    expect(resolveCredentials(env({ FERRY_USER: 'c@d', FERRY_PASSWORD: 'x' }))).toMatchObject({ user: 'c@d', password: 'x' });
+    expect(resolveCredentials(env({ FERRY_USER: 'c@d', FERRY_PASSWORD: 'x' }))).toMatchObject({
+      user: 'c@d',
+      password: 'x',
+    });
   });
 
   it('names a damaged file instead of failing obscurely', () => {

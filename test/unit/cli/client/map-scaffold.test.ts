@@ -23,7 +23,14 @@ const field = (fullName: string, o: Partial<FieldInfo> = {}): FieldInfo => ({
 
 const people: EntityInfo = {
   fullName: 'people',
-  fields: [field('Id'), field('First_Name'), field('LASTNAME'), field('e_mail'), field('Notes'), field('hidden', { usedInQuerySelect: false })],
+  fields: [
+    field('Id'),
+    field('First_Name'),
+    field('LASTNAME'),
+    field('e_mail'),
+    field('Notes'),
+    field('hidden', { usedInQuerySelect: false }),
+  ],
 };
 const contacts: EntityInfo = {
   fullName: 'crm contacts',
@@ -58,7 +65,9 @@ describe('matchFields', () => {
     const source = [field('first_name'), field('FirstName'), field('firstname')];
     expect(matchFields(source, [field('firstname')], []).pairs).toEqual([{ source: 'firstname', target: 'firstname' }]);
     expect(matchFields(source, [field('FIRSTNAME')], []).pairs).toEqual([{ source: 'FirstName', target: 'FIRSTNAME' }]);
-    expect(matchFields(source, [field('First__Name')], []).pairs).toEqual([{ source: 'first_name', target: 'First__Name' }]);
+    expect(matchFields(source, [field('First__Name')], []).pairs).toEqual([
+      { source: 'first_name', target: 'First__Name' },
+    ]);
     expect(matchKey('First__Name')).toBe('firstname');
   });
 
@@ -69,7 +78,12 @@ describe('matchFields', () => {
     expect(upsert.required.map((f) => f.fullName)).toEqual(['id', 'firstname', 'phone']);
     const del = targetFieldsOf('Delete', contacts);
     expect(del.candidates.map((f) => f.fullName)).toEqual(['id']);
-    expect(matchFields(people.fields, del.candidates, del.required).unusedSource).toEqual(['First_Name', 'LASTNAME', 'e_mail', 'Notes']);
+    expect(matchFields(people.fields, del.candidates, del.required).unusedSource).toEqual([
+      'First_Name',
+      'LASTNAME',
+      'e_mail',
+      'Notes',
+    ]);
   });
 });
 
@@ -84,8 +98,20 @@ describe('scaffoldMap', () => {
     });
     expect(MapModel.safeParse(s.model).success).toBe(true);
     const [query, write] = s.model.blocks;
-    expect(query).toMatchObject({ name: 'Query_people', blockType: 'Query', action: 'Query', connectionId: 'src', entity: 'people' });
-    expect(write).toMatchObject({ name: 'Upsert_crm_contacts', blockType: 'Upsert', action: 'InsertUpdate', connectionId: 'dst', entity: 'crm contacts' });
+    expect(query).toMatchObject({
+      name: 'Query_people',
+      blockType: 'Query',
+      action: 'Query',
+      connectionId: 'src',
+      entity: 'people',
+    });
+    expect(write).toMatchObject({
+      name: 'Upsert_crm_contacts',
+      blockType: 'Upsert',
+      action: 'InsertUpdate',
+      connectionId: 'dst',
+      entity: 'crm contacts',
+    });
     expect(write?.fieldMappings?.map((m) => [m.targetField, m.targetFormula])).toEqual([
       ['id', 'Query_people.Id'],
       ['firstname', 'Query_people.First_Name'],
@@ -98,8 +124,15 @@ describe('scaffoldMap', () => {
 
   it('says when a keyed write has no primary key to find the record by', () => {
     const keyless: EntityInfo = { fullName: 'log', fields: [field('id')] };
-    const s = scaffoldMap({ name: 'M', action: 'Update', source: { connectionId: 'a', entity: people }, target: { connectionId: 'b', entity: keyless } });
-    expect(s.notes).toEqual(['log has no primary key: give the Update_log Block lookupConditions that find the record']);
+    const s = scaffoldMap({
+      name: 'M',
+      action: 'Update',
+      source: { connectionId: 'a', entity: people },
+      target: { connectionId: 'b', entity: keyless },
+    });
+    expect(s.notes).toEqual([
+      'log has no primary key: give the Update_log Block lookupConditions that find the record',
+    ]);
   });
 
   it('brackets a field that is not a plain name, and keeps Block names within 50 characters', () => {

@@ -28,7 +28,11 @@ describe('the catalogue examples', () => {
   for (const fn of FORMULA_FUNCTIONS) {
     describe(fn.name, () => {
       it.each(fn.examples.map((e): [string, FormulaExample] => [e.formula, e]))('%s', async (_formula, example) => {
-        const outcome = await evaluateOne(await engineFor(example.given), example.formula, recordOf(example.given?.fields));
+        const outcome = await evaluateOne(
+          await engineFor(example.given),
+          example.formula,
+          recordOf(example.given?.fields),
+        );
         expect(outcome).toEqual({ value: example.result });
       });
     });

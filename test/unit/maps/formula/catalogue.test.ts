@@ -1,13 +1,74 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { arityOf, CATALOGUE_LAST_MODIFIED, findFunction, FORMULA_FUNCTIONS, FUNCTION_CATEGORIES, functionId } from '../../../../src/maps/formula/catalogue.js';
+import {
+  arityOf,
+  CATALOGUE_LAST_MODIFIED,
+  findFunction,
+  FORMULA_FUNCTIONS,
+  FUNCTION_CATEGORIES,
+  functionId,
+} from '../../../../src/maps/formula/catalogue.js';
 
 const REQUIRED = [
-  'CONCATENATE', 'LEFT', 'RIGHT', 'MID', 'LEN', 'UPPER', 'LOWER', 'PROPER', 'TRIM', 'REPLACE', 'SUBSTITUTE', 'FIND', 'PADLEFT', 'PADRIGHT',
-  'FORMAT', 'TOSTRING', 'TOINTEGER', 'TODECIMAL', 'TOBOOLEAN', 'TODATETIME', 'ISNUMBER', 'ISDATE', 'NOW', 'TODAY', 'DATEADD', 'DATEDIFF',
-  'DATEPART', 'YEAR', 'MONTH', 'DAY', 'FORMATDATE', 'ABS', 'ROUND', 'FLOOR', 'CEILING', 'MOD', 'POWER', 'SQRT', 'MIN', 'MAX', 'IF', 'ISNULL',
-  'ISNULLOREMPTY', 'ISNULLORDEFAULT', 'COALESCE', 'NEWGUID', 'LOOKUPTABLEVALUE1', 'LOOKUPTABLEVALUE2', 'LOOKUPTABLEVALUE1_DEFAULT',
-  'LOOKUPTABLEVALUE2_DEFAULT', 'TRIMLEFT', 'TRIMRIGHT', 'STARTSWITH', 'ENDSWITH', 'CONTAINS', 'REVERSE', 'REPEAT', 'STRIPCHARS', 'ISBLANK',
+  'CONCATENATE',
+  'LEFT',
+  'RIGHT',
+  'MID',
+  'LEN',
+  'UPPER',
+  'LOWER',
+  'PROPER',
+  'TRIM',
+  'REPLACE',
+  'SUBSTITUTE',
+  'FIND',
+  'PADLEFT',
+  'PADRIGHT',
+  'FORMAT',
+  'TOSTRING',
+  'TOINTEGER',
+  'TODECIMAL',
+  'TOBOOLEAN',
+  'TODATETIME',
+  'ISNUMBER',
+  'ISDATE',
+  'NOW',
+  'TODAY',
+  'DATEADD',
+  'DATEDIFF',
+  'DATEPART',
+  'YEAR',
+  'MONTH',
+  'DAY',
+  'FORMATDATE',
+  'ABS',
+  'ROUND',
+  'FLOOR',
+  'CEILING',
+  'MOD',
+  'POWER',
+  'SQRT',
+  'MIN',
+  'MAX',
+  'IF',
+  'ISNULL',
+  'ISNULLOREMPTY',
+  'ISNULLORDEFAULT',
+  'COALESCE',
+  'NEWGUID',
+  'LOOKUPTABLEVALUE1',
+  'LOOKUPTABLEVALUE2',
+  'LOOKUPTABLEVALUE1_DEFAULT',
+  'LOOKUPTABLEVALUE2_DEFAULT',
+  'TRIMLEFT',
+  'TRIMRIGHT',
+  'STARTSWITH',
+  'ENDSWITH',
+  'CONTAINS',
+  'REVERSE',
+  'REPEAT',
+  'STRIPCHARS',
+  'ISBLANK',
 ];
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -26,7 +87,11 @@ describe('the formula function catalogue', () => {
 
   it('puts each function in a valid category and leaves no category empty', () => {
     for (const f of FORMULA_FUNCTIONS) expect(FUNCTION_CATEGORIES, f.name).toContain(f.category);
-    for (const category of FUNCTION_CATEGORIES) expect(FORMULA_FUNCTIONS.some((f) => f.category === category), category).toBe(true);
+    for (const category of FUNCTION_CATEGORIES)
+      expect(
+        FORMULA_FUNCTIONS.some((f) => f.category === category),
+        category,
+      ).toBe(true);
   });
 
   it('gives each function a signature of its own name, a description, a return type and examples', () => {
@@ -63,7 +128,10 @@ describe('the formula function catalogue', () => {
     expect(arityOf('LEFT(text, count)')).toEqual({ min: 2, max: 2 });
     expect(arityOf('ROUND(number, [digits])')).toEqual({ min: 1, max: 2 });
     expect(arityOf('CONCATENATE(text1, [text2, ...])')).toEqual({ min: 1, max: null });
-    expect(arityOf('SWITCH(expression, match1, result1, [match2, result2, ...], [default])')).toEqual({ min: 3, max: null });
+    expect(arityOf('SWITCH(expression, match1, result1, [match2, result2, ...], [default])')).toEqual({
+      min: 3,
+      max: null,
+    });
     expect(findFunction('textjoin')?.arity).toEqual({ min: 3, max: null });
     expect(findFunction('LOOKUPTABLEVALUE1_DEFAULT')?.arity).toEqual({ min: 3, max: 3 });
   });

@@ -50,10 +50,15 @@ describe('to a number', () => {
     ['ABS(Q.Decimal)', 12.5],
   ])('%s → %j', async (formula, expected) => expect(await f.value(formula, REC)).toBe(expected));
 
-  it.each(['TODECIMAL(Q.Empty)', 'TODECIMAL(Q.Text)', 'TODECIMAL("1,5")', 'TODECIMAL("0x10")', 'TODECIMAL("Infinity")', 'TODECIMAL("1e999")', 'TODECIMAL(TODATETIME(Q.Date))'])(
-    '%s fails the record',
-    async (formula) => expect((await f.error(formula, REC)).code).toBe('FML_NOT_A_NUMBER'),
-  );
+  it.each([
+    'TODECIMAL(Q.Empty)',
+    'TODECIMAL(Q.Text)',
+    'TODECIMAL("1,5")',
+    'TODECIMAL("0x10")',
+    'TODECIMAL("Infinity")',
+    'TODECIMAL("1e999")',
+    'TODECIMAL(TODATETIME(Q.Date))',
+  ])('%s fails the record', async (formula) => expect((await f.error(formula, REC)).code).toBe('FML_NOT_A_NUMBER'));
 });
 
 describe('to a boolean', () => {
@@ -89,14 +94,18 @@ describe('to a date', () => {
     ['ISDATE(Q.Int)', false],
   ])('%s → %j', async (formula, expected) => expect(await f.value(formula, REC)).toBe(expected));
 
-  it.each(['TODATETIME(Q.Text)', 'TODATETIME("2023-02-29")', 'TODATETIME(Q.Int)', 'TODATETIME("31/02/2024", "dd/MM/yyyy")', 'YEAR(Q.Bool)'])(
-    '%s fails the record',
-    async (formula) => expect((await f.error(formula, REC)).code).toBe('FML_NOT_A_DATE'),
-  );
+  it.each([
+    'TODATETIME(Q.Text)',
+    'TODATETIME("2023-02-29")',
+    'TODATETIME(Q.Int)',
+    'TODATETIME("31/02/2024", "dd/MM/yyyy")',
+    'YEAR(Q.Bool)',
+  ])('%s fails the record', async (formula) => expect((await f.error(formula, REC)).code).toBe('FML_NOT_A_DATE'));
 });
 
 describe('values that leave the sandbox', () => {
-  it('writes dates as ISO-8601 UTC text with milliseconds', async () => expect(await f.value('DATE(2024, 3, 5)')).toBe('2024-03-05T00:00:00.000Z'));
+  it('writes dates as ISO-8601 UTC text with milliseconds', async () =>
+    expect(await f.value('DATE(2024, 3, 5)')).toBe('2024-03-05T00:00:00.000Z'));
   it('writes -0 as 0', async () => expect(Object.is(await f.value('-0 * 1'), 0)).toBe(true));
   it('passes connector values through unchanged', async () => {
     expect(await f.value('Q.Decimal', REC)).toBe('12.50');

@@ -38,7 +38,9 @@ describe('compile errors', () => {
     expect(compileError('ROUND(1, 2, 3)').message).toContain('takes 1 to 2 arguments');
     expect(compileError('CONCATENATE()').message).toContain('takes at least 1 argument (');
     expect(compileError('NOW(1)').message).toContain('takes 0 arguments');
-    expect(() => compileFormulas(['SWITCH(1, 1, "a", 2, "b", "c")', 'TEXTJOIN(",", true, "a", "b", "c")'])).not.toThrow();
+    expect(() =>
+      compileFormulas(['SWITCH(1, 1, "a", 2, "b", "c")', 'TEXTJOIN(",", true, "a", "b", "c")']),
+    ).not.toThrow();
   });
 
   it('checks field references when given the fields that exist, suggesting a differently-cased name', () => {
@@ -63,7 +65,11 @@ describe('compile errors', () => {
 
   it('answers compile errors as plain data for validators', () => {
     expect(checkFormula('UPPER(Q.Name)')).toBeNull();
-    expect(checkFormula('UPPER(')).toMatchObject({ code: 'FML_SYNTAX', kind: 'config', details: { position: { line: 1, column: 7 } } });
+    expect(checkFormula('UPPER(')).toMatchObject({
+      code: 'FML_SYNTAX',
+      kind: 'config',
+      details: { position: { line: 1, column: 7 } },
+    });
   });
 });
 
@@ -78,7 +84,14 @@ describe('a compiled set', () => {
       { block: 'Q', field: 'A' },
       { block: 'L', field: 'X' },
     ]);
-    expect(c.formulas[1]).toMatchObject({ key: 'b', blockId: 'blk-1', fields: [{ block: 'L', field: 'X' }, { block: 'Q', field: 'A' }] });
+    expect(c.formulas[1]).toMatchObject({
+      key: 'b',
+      blockId: 'blk-1',
+      fields: [
+        { block: 'L', field: 'X' },
+        { block: 'Q', field: 'A' },
+      ],
+    });
   });
 
   it('lists the Lookup Tables its lookups name', () => {
@@ -96,7 +109,9 @@ describe('a compiled set', () => {
 describe('the generated program', () => {
   it('carries text only as JSON string literals and fields only as indices', () => {
     const evil = '"); globalThis.pwned = 1; ("';
-    const c = compileFormulas([`CONCATENATE(${JSON.stringify(evil).replace(/\\"/g, '""')}, [x"); process.exit(1); ("].[y])`]);
+    const c = compileFormulas([
+      `CONCATENATE(${JSON.stringify(evil).replace(/\\"/g, '""')}, [x"); process.exit(1); ("].[y])`,
+    ]);
     expect(c.source).not.toContain('process.exit(1); (');
     expect(c.source).toContain(JSON.stringify(evil));
     expect(c.source).toContain('c0[i]');

@@ -8,7 +8,14 @@
  */
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FORMULA_FUNCTIONS, FUNCTION_CATEGORIES, type ExampleContext, type FormulaExample, type FormulaFunction, type JsonValue } from '../../../../src/maps/formula/catalogue.js';
+import {
+  FORMULA_FUNCTIONS,
+  FUNCTION_CATEGORIES,
+  type ExampleContext,
+  type FormulaExample,
+  type FormulaFunction,
+  type JsonValue,
+} from '../../../../src/maps/formula/catalogue.js';
 import { FormulaEngine } from '../../../../src/maps/formula/evaluator.js';
 import type { FormulaRecord } from '../../../../src/maps/formula/evaluator.js';
 import { evaluateOne, lookupTablesOf, recordOf } from '../../../helpers/formulas.js';
@@ -25,12 +32,22 @@ function exampleLine(e: FormulaExample): string {
 }
 
 function renderFunction(f: FormulaFunction): string {
-  return [`#### ${f.name}`, '', `\`${f.signature}\` — ${f.category}, returns ${f.returns}.`, '', f.description, '', ...f.examples.map(exampleLine)].join('\n');
+  return [
+    `#### ${f.name}`,
+    '',
+    `\`${f.signature}\` — ${f.category}, returns ${f.returns}.`,
+    '',
+    f.description,
+    '',
+    ...f.examples.map(exampleLine),
+  ].join('\n');
 }
 
 /** The reference: by category in display order, then by name, as the Functions table sorts. */
 function renderReference(): string {
-  const parts = ['Every function with all its catalogue examples (generated from `src/maps/formula/catalogue.ts`; every example runs as a test).'];
+  const parts = [
+    'Every function with all its catalogue examples (generated from `src/maps/formula/catalogue.ts`; every example runs as a test).',
+  ];
   for (const category of FUNCTION_CATEGORIES) {
     parts.push(`### ${category}`);
     const fns = FORMULA_FUNCTIONS.filter((f) => f.category === category).sort((a, b) => (a.name < b.name ? -1 : 1));
@@ -47,7 +64,8 @@ interface DocExample {
   lookupTables?: ExampleContext['lookupTables'];
 }
 
-const LINE = /^- `(.+?)` → (?:`(.+?)`|error `([A-Z_]+)`)(?: — with --record `(.+?)`)?(?: — with --lookup-tables `(.+)`)?$/;
+const LINE =
+  /^- `(.+?)` → (?:`(.+?)`|error `([A-Z_]+)`)(?: — with --record `(.+?)`)?(?: — with --lookup-tables `(.+)`)?$/;
 
 function docExamples(doc: string): DocExample[] {
   const out: DocExample[] = [];
@@ -79,12 +97,16 @@ describe('docs/formulas.md', () => {
       doc = doc.slice(0, at) + rendered + doc.slice(end + END.length);
       fs.writeFileSync(DOC, doc);
     }
-    expect(doc.slice(doc.indexOf(START), doc.indexOf(END) + END.length), 'run with UPDATE_FORMULA_DOCS=1 to regenerate').toBe(rendered);
+    expect(
+      doc.slice(doc.indexOf(START), doc.indexOf(END) + END.length),
+      'run with UPDATE_FORMULA_DOCS=1 to regenerate',
+    ).toBe(rendered);
   });
 
   it('gives every catalogue example in the reference', () => {
     const examples = new Set(docExamples(doc).map((e) => e.formula));
-    for (const f of FORMULA_FUNCTIONS) for (const e of f.examples) expect(examples, `${f.name}: ${e.formula}`).toContain(e.formula);
+    for (const f of FORMULA_FUNCTIONS)
+      for (const e of f.examples) expect(examples, `${f.name}: ${e.formula}`).toContain(e.formula);
   });
 
   describe('every example on the page', () => {

@@ -8,9 +8,34 @@ import { FORMULA_FUNCTIONS } from '../../../../src/maps/formula/catalogue.js';
 import { compileFormulas, FormulaEngine } from '../../../../src/maps/formula/evaluator.js';
 
 const ARGS = [
-  'null', '""', '" "', '"abc"', '"12.5"', '"-3"', '"2024-03-05"', '"2024-03-05T14:07:09+02:00"', '"day"', '"yyyy-MM-dd"', '"[a-z]+"', '"("',
-  '"%E0%A4%A"', '"😀é"', '0', '1', '-1', '2.5', '-0.5', '1e300', '-1e300', '123456789012345678', 'true', 'false', 'DATE(2024, 2, 29)', 'NOW()',
-  'Q.A', 'Q.B',
+  'null',
+  '""',
+  '" "',
+  '"abc"',
+  '"12.5"',
+  '"-3"',
+  '"2024-03-05"',
+  '"2024-03-05T14:07:09+02:00"',
+  '"day"',
+  '"yyyy-MM-dd"',
+  '"[a-z]+"',
+  '"("',
+  '"%E0%A4%A"',
+  '"😀é"',
+  '0',
+  '1',
+  '-1',
+  '2.5',
+  '-0.5',
+  '1e300',
+  '-1e300',
+  '123456789012345678',
+  'true',
+  'false',
+  'DATE(2024, 2, 29)',
+  'NOW()',
+  'Q.A',
+  'Q.B',
 ];
 
 function prng(seed: number): () => number {
@@ -26,7 +51,9 @@ describe('fuzzing the library', () => {
   afterAll(() => engine?.dispose());
 
   it('answers every call with a value or a documented record error', async () => {
-    engine = await FormulaEngine.create({ lookupTables: [{ id: 'fuzz', name: 'T', values: [{ value1: 'a', value2: 'b' }] }] });
+    engine = await FormulaEngine.create({
+      lookupTables: [{ id: 'fuzz', name: 'T', values: [{ value1: 'a', value2: 'b' }] }],
+    });
     const random = prng(7);
     const pick = (): string => ARGS[Math.floor(random() * ARGS.length)] as string;
     const formulas: string[] = [];
@@ -41,8 +68,11 @@ describe('fuzzing the library', () => {
     const records = [{ Q: { A: null, B: 'x' } }, { Q: { A: 7, B: '2024-01-01' } }, { Q: { A: '', B: true } }];
     const { values, errors } = await engine.evaluate(compiled, records);
     expect(values).toHaveLength(records.length);
-    const internal = errors.filter((e) => e.error.code === 'FML_INTERNAL' || e.error.code === 'FML_TIMEOUT' || e.error.code === 'FML_MEMORY_LIMIT');
+    const internal = errors.filter(
+      (e) => e.error.code === 'FML_INTERNAL' || e.error.code === 'FML_TIMEOUT' || e.error.code === 'FML_MEMORY_LIMIT',
+    );
     expect(internal.map((e) => `${formulas[e.formula]}: ${e.error.message}`)).toEqual([]);
-    for (const row of values) for (const v of row) expect(['string', 'number', 'boolean', 'object']).toContain(typeof v);
+    for (const row of values)
+      for (const v of row) expect(['string', 'number', 'boolean', 'object']).toContain(typeof v);
   });
 });

@@ -12,8 +12,28 @@ beforeAll(async () => {
 afterAll(() => engine.dispose());
 
 const VALUES: unknown[] = [
-  'text', '', 'é😀', 'x'.repeat(20), 0, -0, 1.5, -7, Number.MAX_VALUE, Number.NaN, Number.POSITIVE_INFINITY, true, false, null, undefined,
-  new Date('2024-03-05T14:07:09.123Z'), new Date(Number.NaN), 12n, 2n ** 70n, new Uint8Array([1, 2, 255]), { a: [1, 'b'] }, [1, 2],
+  'text',
+  '',
+  'é😀',
+  'x'.repeat(20),
+  0,
+  -0,
+  1.5,
+  -7,
+  Number.MAX_VALUE,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  true,
+  false,
+  null,
+  undefined,
+  new Date('2024-03-05T14:07:09.123Z'),
+  new Date(Number.NaN),
+  12n,
+  2n ** 70n,
+  new Uint8Array([1, 2, 255]),
+  { a: [1, 'b'] },
+  [1, 2],
 ];
 
 describe('host formulas', () => {
@@ -47,12 +67,23 @@ describe('host formulas', () => {
   it('a copied text over the length limit fails with the same record error as in the sandbox', async () => {
     const records: FormulaRecord[] = [{ Q: { F: 'short' } }, { Q: { F: 'y'.repeat(21) } }];
     const a = await engine.evaluate(compileFormulas([{ key: 'name', formula: 'Q.F', blockId: 'b-1' }]), records);
-    const b = await engine.evaluate(compileFormulas([{ key: 'name', formula: 'IF(TRUE, Q.F)', blockId: 'b-1' }]), records);
+    const b = await engine.evaluate(
+      compileFormulas([{ key: 'name', formula: 'IF(TRUE, Q.F)', blockId: 'b-1' }]),
+      records,
+    );
     expect(b.errors).toHaveLength(1);
     // the same error but for the span, which is the whole formula in both
-    const whole = (e: (typeof a.errors)[number]) => ({ ...e, error: { ...e.error, details: { ...e.error.details, position: { offset: 0 } } } });
+    const whole = (e: (typeof a.errors)[number]) => ({
+      ...e,
+      error: { ...e.error, details: { ...e.error.details, position: { offset: 0 } } },
+    });
     expect(a.errors.map(whole)).toEqual(b.errors.map(whole));
-    expect(a.errors[0]).toMatchObject({ record: 1, formula: 0, key: 'name', error: { code: 'FML_TEXT_TOO_LONG', details: { position: { offset: 0, length: 3 } } } });
+    expect(a.errors[0]).toMatchObject({
+      record: 1,
+      formula: 0,
+      key: 'name',
+      error: { code: 'FML_TEXT_TOO_LONG', details: { position: { offset: 0, length: 3 } } },
+    });
     expect(a.values).toEqual([['short'], [null]]);
   });
 
@@ -65,7 +96,10 @@ describe('host formulas', () => {
       { key: 'email', formula: 'Q.Email' },
     ]);
     expect(compiled.sandboxed?.indices).toEqual([1, 3]);
-    expect(compiled.sandboxed?.fields).toEqual([{ block: 'Q', field: 'Name' }, { block: 'Q', field: 'N' }]);
+    expect(compiled.sandboxed?.fields).toEqual([
+      { block: 'Q', field: 'Name' },
+      { block: 'Q', field: 'N' },
+    ]);
     expect(compiled.fields.map((f) => f.field)).toEqual(['Id', 'Name', 'N', 'Email']);
     const { values, errors } = await engine.evaluate(compiled, [
       { Q: { Id: 1, Name: 'ada', N: '4', Email: 'a@x' } },
@@ -76,12 +110,19 @@ describe('host formulas', () => {
       [2, 'ALAN', 'person', null, 'b@x'],
     ]);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatchObject({ record: 1, formula: 3, key: 'n', error: { code: 'FML_NOT_A_NUMBER', details: { formula: 'n', function: 'TOINTEGER' } } });
+    expect(errors[0]).toMatchObject({
+      record: 1,
+      formula: 3,
+      key: 'n',
+      error: { code: 'FML_NOT_A_NUMBER', details: { formula: 'n', function: 'TOINTEGER' } },
+    });
   });
 
   it('a disposed engine refuses every set, even one that needs no sandbox', async () => {
     const gone = await FormulaEngine.create();
     gone.dispose();
-    await expect(gone.evaluate(compileFormulas(['Q.A', '"x"']), [{ Q: { A: 1 } }])).rejects.toMatchObject({ code: 'FML_SANDBOX' });
+    await expect(gone.evaluate(compileFormulas(['Q.A', '"x"']), [{ Q: { A: 1 } }])).rejects.toMatchObject({
+      code: 'FML_SANDBOX',
+    });
   });
 });

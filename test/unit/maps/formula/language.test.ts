@@ -11,7 +11,11 @@ describe('the rules of the issue', () => {
   it('"2"+"1" is 3', async () => expect(await f.value('"2"+"1"')).toBe(3));
   it('"TWO"+"1" is a record error', async () => {
     const error = await f.error('"TWO"+"1"');
-    expect(error).toMatchObject({ code: 'FML_NOT_A_NUMBER', kind: 'config', details: { position: { offset: 0, line: 1, column: 1, length: 5 } } });
+    expect(error).toMatchObject({
+      code: 'FML_NOT_A_NUMBER',
+      kind: 'config',
+      details: { position: { offset: 0, line: 1, column: 1, length: 5 } },
+    });
   });
   it('2 & 1 is "21"', async () => expect(await f.value('2 & 1')).toBe('21'));
   it('null is empty text in concatenation', async () => {
@@ -127,11 +131,14 @@ describe('lazy functions', () => {
     expect(await f.value('IFERROR(1 / 0, "div")')).toBe('div');
     expect(await f.value('IFERROR(1, 1 / 0)')).toBe(1);
   });
-  it('SWITCH evaluates only the chosen result', async () => expect(await f.value('SWITCH(2, 1, 1 / 0, 2, "two", 1 / 0)')).toBe('two'));
+  it('SWITCH evaluates only the chosen result', async () =>
+    expect(await f.value('SWITCH(2, 1, 1 / 0, 2, "two", 1 / 0)')).toBe('two'));
   it('CHOOSE evaluates only the chosen value', async () => expect(await f.value('CHOOSE(1, "a", 1 / 0)')).toBe('a'));
   it('COALESCE stops at the first value', async () => expect(await f.value('COALESCE(null, "b", 1 / 0)')).toBe('b'));
   it('nests lazy forms', async () => {
-    expect(await f.value('SWITCH(COALESCE(Q.X, "k"), "k", IF(CHOOSE(2, false, true), IFERROR(1 / 0, "deep"), 0), "other")')).toBe('deep');
+    expect(
+      await f.value('SWITCH(COALESCE(Q.X, "k"), "k", IF(CHOOSE(2, false, true), IFERROR(1 / 0, "deep"), 0), "other")'),
+    ).toBe('deep');
   });
 });
 

@@ -4,7 +4,12 @@
  * for duplicate keys, the same errors.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildLookupTableSet, lookupTableValue1, lookupTableValue2, type LookupPair } from '../../../../src/maps/lookup/lookup-set.js';
+import {
+  buildLookupTableSet,
+  lookupTableValue1,
+  lookupTableValue2,
+  type LookupPair,
+} from '../../../../src/maps/lookup/lookup-set.js';
 import { compileFormulas, FormulaEngine } from '../../../../src/maps/formula/evaluator.js';
 
 /** A deterministic generator, so that a failure can be reproduced. */
@@ -21,7 +26,10 @@ const TABLE_ID = '6f0c1e2a-3b4c-4d5e-8f60-718293a4b5c6';
 
 describe('lookups in the sandbox', () => {
   const random = prng(42);
-  const word = (): string => Array.from({ length: 1 + Math.floor(random() * 3) }, () => ALPHABET[Math.floor(random() * ALPHABET.length)]).join('');
+  const word = (): string =>
+    Array.from({ length: 1 + Math.floor(random() * 3) }, () => ALPHABET[Math.floor(random() * ALPHABET.length)]).join(
+      '',
+    );
   const pairs: LookupPair[] = Array.from({ length: 400 }, () => ({ value1: word(), value2: word() }));
   const tables = [{ id: TABLE_ID, name: 'Codes', values: pairs }];
   const set = buildLookupTableSet(tables);
@@ -31,7 +39,10 @@ describe('lookups in the sandbox', () => {
   it('match lookup-set.ts for every key, in both directions, with duplicates', async () => {
     engine = await FormulaEngine.create({ lookupTables: tables });
     const keys = [...new Set([...pairs.map((p) => p.value1), ...pairs.map((p) => p.value2), 'absent'])];
-    const compiled = compileFormulas(['LOOKUPTABLEVALUE2_DEFAULT("codes", Q.K, null)', `LOOKUPTABLEVALUE1_DEFAULT("${TABLE_ID.toUpperCase()}", Q.K, null)`]);
+    const compiled = compileFormulas([
+      'LOOKUPTABLEVALUE2_DEFAULT("codes", Q.K, null)',
+      `LOOKUPTABLEVALUE1_DEFAULT("${TABLE_ID.toUpperCase()}", Q.K, null)`,
+    ]);
     const { values, errors } = await engine.evaluate(
       compiled,
       keys.map((k) => ({ Q: { K: k } })),
@@ -43,7 +54,10 @@ describe('lookups in the sandbox', () => {
 
   it('fail as lookup-set.ts fails', async () => {
     engine ??= await FormulaEngine.create({ lookupTables: tables });
-    const { errors } = await engine.evaluate(compileFormulas(['LOOKUPTABLEVALUE1(" CODES ", "absent")', 'LOOKUPTABLEVALUE2("Other", "x")']), [{}]);
+    const { errors } = await engine.evaluate(
+      compileFormulas(['LOOKUPTABLEVALUE1(" CODES ", "absent")', 'LOOKUPTABLEVALUE2("Other", "x")']),
+      [{}],
+    );
     const fromSet = (f: () => unknown): string => {
       try {
         f();

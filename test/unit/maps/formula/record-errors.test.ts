@@ -16,13 +16,22 @@ afterAll(async () => {
 describe('record errors point at the place in the formula', () => {
   it('the operand that is not a number', async () => {
     const error = await f.error('1 + Q.Amount * 2', { 'Q.Amount': 'ten' });
-    expect(error).toMatchObject({ code: 'FML_NOT_A_NUMBER', details: { position: { offset: 4, line: 1, column: 5, length: 8 }, value: 'ten' } });
+    expect(error).toMatchObject({
+      code: 'FML_NOT_A_NUMBER',
+      details: { position: { offset: 4, line: 1, column: 5, length: 8 }, value: 'ten' },
+    });
     expect(error.message).toBe('"ten" is not a number (line 1, column 5)');
   });
 
   it('the innermost call that failed, on its own line', async () => {
-    const error = await f.error('CONCATENATE(\n  "a",\n  LEFT(Q.Name, TOINTEGER(Q.N))\n)', { 'Q.Name': 'abc', 'Q.N': 'x' });
-    expect(error).toMatchObject({ code: 'FML_NOT_A_NUMBER', details: { function: 'TOINTEGER', position: { line: 3, column: 16, length: 9 } } });
+    const error = await f.error('CONCATENATE(\n  "a",\n  LEFT(Q.Name, TOINTEGER(Q.N))\n)', {
+      'Q.Name': 'abc',
+      'Q.N': 'x',
+    });
+    expect(error).toMatchObject({
+      code: 'FML_NOT_A_NUMBER',
+      details: { function: 'TOINTEGER', position: { line: 3, column: 16, length: 9 } },
+    });
     expect(error.message).toBe('TOINTEGER: "x" is not a number (line 3, column 16)');
   });
 
@@ -33,12 +42,18 @@ describe('record errors point at the place in the formula', () => {
 
   it('the function that got a bad argument, naming it', async () => {
     const error = await f.error('UPPER(LEFT("abc", -1))');
-    expect(error).toMatchObject({ code: 'FML_INVALID_ARGUMENT', details: { function: 'LEFT', position: { column: 7 } } });
+    expect(error).toMatchObject({
+      code: 'FML_INVALID_ARGUMENT',
+      details: { function: 'LEFT', position: { column: 7 } },
+    });
     expect(error.message).toBe('LEFT: count must not be negative (it is -1) (line 1, column 7)');
   });
 
   it('the condition of IF that is not a boolean', async () => {
-    expect(await f.error('IF(Q.Flag, 1, 2)', { 'Q.Flag': 'maybe' })).toMatchObject({ code: 'FML_NOT_A_BOOLEAN', details: { function: 'IF' } });
+    expect(await f.error('IF(Q.Flag, 1, 2)', { 'Q.Flag': 'maybe' })).toMatchObject({
+      code: 'FML_NOT_A_BOOLEAN',
+      details: { function: 'IF' },
+    });
   });
 
   it('the lookup that found nothing, with the table and value', async () => {
@@ -53,7 +68,8 @@ describe('record errors point at the place in the formula', () => {
         error: {
           code: 'MAP_LOOKUP_NO_MATCH',
           kind: 'config',
-          message: 'LOOKUPTABLEVALUE2: the Lookup Table "States" has no value1 "Oregon"; add the pair or use LOOKUPTABLEVALUE2_DEFAULT. (line 1, column 1)',
+          message:
+            'LOOKUPTABLEVALUE2: the Lookup Table "States" has no value1 "Oregon"; add the pair or use LOOKUPTABLEVALUE2_DEFAULT. (line 1, column 1)',
           details: {
             position: { offset: 0, line: 1, column: 1, length: 17 },
             formula: 'State',
@@ -81,7 +97,12 @@ describe('record errors in a batch', () => {
   it('fail only the record and formula concerned, in record order', async () => {
     const e = await f.get();
     const compiled = compileFormulas({ Amount: 'TODECIMAL(Q.A)', Name: 'UPPER(Q.N)' });
-    const records = [{ Q: { A: '1.5', N: 'a' } }, { Q: { A: 'x', N: 'b' } }, { Q: { A: '2', N: 'c' } }, { Q: { A: 'y', N: null } }];
+    const records = [
+      { Q: { A: '1.5', N: 'a' } },
+      { Q: { A: 'x', N: 'b' } },
+      { Q: { A: '2', N: 'c' } },
+      { Q: { A: 'y', N: null } },
+    ];
     const { values, errors } = await e.evaluate(compiled, records);
     expect(values).toEqual([
       [1.5, 'A'],

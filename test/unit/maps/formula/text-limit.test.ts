@@ -15,7 +15,12 @@ const LIMIT = 1000;
 /** A field over the limit: for functions that never lengthen a text, the only way past it. */
 const LONG = 'a'.repeat(LIMIT + 1);
 const FIELDS = { 'Q.Long': LONG, 'Q.B64': Buffer.from('a'.repeat(1200)).toString('base64') };
-const TABLES = { T: [['k', LONG], [`${LONG}b`, 'k2']] as [string, string][] };
+const TABLES = {
+  T: [
+    ['k', LONG],
+    [`${LONG}b`, 'k2'],
+  ] as [string, string][],
+};
 
 /**
  * One formula per function whose answer passes the limit; `limit` 1 where the answer has a small
@@ -104,10 +109,15 @@ describe('every function that answers text checks its length', () => {
 
   it('accepts a text of exactly the limit', async () => {
     const engine = await engineFor(LIMIT);
-    for (const formula of ['TEXTJOIN(",", true, REPEAT("a", 500), REPEAT("b", 499))', 'REGEXREPLACE(REPEAT("a", 500), "a", "bb")', 'HTMLENCODE(REPEAT("&", 200))', 'REPEAT("a", 600) & REPEAT("b", 400)']) {
+    for (const formula of [
+      'TEXTJOIN(",", true, REPEAT("a", 500), REPEAT("b", 499))',
+      'REGEXREPLACE(REPEAT("a", 500), "a", "bb")',
+      'HTMLENCODE(REPEAT("&", 200))',
+      'REPEAT("a", 600) & REPEAT("b", 400)',
+    ]) {
       const out = await evaluateOne(engine, formula);
       expect(out, formula).toMatchObject({ value: expect.any(String) });
-      expect(((out as { value: string }).value).length, formula).toBe(LIMIT);
+      expect((out as { value: string }).value.length, formula).toBe(LIMIT);
     }
   });
 
@@ -130,7 +140,7 @@ describe('REGEXREPLACE expands $ patterns as String.prototype.replace does, and 
   const CASES: Array<[text: string, pattern: string, replacement: string]> = [
     ['a-b-c', '-', '++'],
     ['abc', 'b', '[$&]'],
-    ['abc', 'b', '[$`|$\']'],
+    ['abc', 'b', "[$`|$']"],
     ['abc', 'b', '$$'],
     ['abc', 'b', '$'],
     ['abc', 'b', 'x$'],
@@ -155,7 +165,9 @@ describe('REGEXREPLACE expands $ patterns as String.prototype.replace does, and 
       await engine.sandbox.evaluateScript(`${LIBRARY_GLOBAL}.maxText = ${expected.length}`);
       expect(await evaluateOne(engine, 'REGEXREPLACE(Q.T, Q.P, Q.R)', record)).toEqual({ value: expected });
       await engine.sandbox.evaluateScript(`${LIBRARY_GLOBAL}.maxText = ${expected.length - 1}`);
-      expect(await evaluateOne(engine, 'REGEXREPLACE(Q.T, Q.P, Q.R)', record)).toMatchObject({ error: { code: 'FML_TEXT_TOO_LONG' } });
+      expect(await evaluateOne(engine, 'REGEXREPLACE(Q.T, Q.P, Q.R)', record)).toMatchObject({
+        error: { code: 'FML_TEXT_TOO_LONG' },
+      });
     } finally {
       await engine.sandbox.evaluateScript(`${LIBRARY_GLOBAL}.maxText = ${LIMIT}`);
     }

@@ -57,7 +57,9 @@ describe('compareCodePoints', () => {
     for (let i = 0; i < 2000; i++) {
       const a = Array.from({ length: rnd(4) }, () => alphabet[rnd(alphabet.length)]).join('');
       const b = Array.from({ length: rnd(4) }, () => alphabet[rnd(alphabet.length)]).join('');
-      expect(Math.sign(compareCodePoints(a, b)), `${a} vs ${b}`).toBe(Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))));
+      expect(Math.sign(compareCodePoints(a, b)), `${a} vs ${b}`).toBe(
+        Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))),
+      );
     }
   });
 });
@@ -74,7 +76,13 @@ describe('LookupTableSet', () => {
   it('applies the rule whatever the order pairs arrive in', () => {
     const a = new LookupTableIndex(ID, 'T');
     const b = new LookupTableIndex(ID, 'T');
-    const pairs = [['k', 'b'], ['k', 'a'], ['k', 'B'], ['k', '😀'], ['k', '\uff21']] as const;
+    const pairs = [
+      ['k', 'b'],
+      ['k', 'a'],
+      ['k', 'B'],
+      ['k', '😀'],
+      ['k', '\uff21'],
+    ] as const;
     for (const [v1, v2] of pairs) a.add(v1, v2);
     for (const [v1, v2] of [...pairs].reverse()) b.add(v1, v2);
     expect(a.value2('k')).toBe('B');

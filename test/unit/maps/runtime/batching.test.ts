@@ -2,8 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { Block } from '../../../../src/protocol/map.js';
 import { batchSizes } from '../../../../src/maps/runtime/batching.js';
 
-const block = (blockId: string, connectionId: string | undefined, bulkCountPerOperation?: number): Block => ({ blockId, name: blockId, blockType: 'Create', action: 'Create', connectionId, bulkCountPerOperation });
-const conns = (limits: Record<string, number>) => new Map(Object.entries(limits).map(([id, bulkLimit]) => [id, { bulkLimit }]));
+const block = (blockId: string, connectionId: string | undefined, bulkCountPerOperation?: number): Block => ({
+  blockId,
+  name: blockId,
+  blockType: 'Create',
+  action: 'Create',
+  connectionId,
+  bulkCountPerOperation,
+});
+const conns = (limits: Record<string, number>) =>
+  new Map(Object.entries(limits).map(([id, bulkLimit]) => [id, { bulkLimit }]));
 
 describe('batchSizes', () => {
   it('takes the asked size, else 2000, within the source Connector bulkLimit', () => {

@@ -2,17 +2,33 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkpointKeyOf, loadCheckpoint, parseWatermark, readTargetCheckpoint, watermarkValue } from '../../../../src/maps/runtime/checkpoint.js';
+import {
+  checkpointKeyOf,
+  loadCheckpoint,
+  parseWatermark,
+  readTargetCheckpoint,
+  watermarkValue,
+} from '../../../../src/maps/runtime/checkpoint.js';
 import { resumeValue } from '../../../../src/maps/runtime/resume-point.js';
 import { FileWatermark, MemoryWatermark } from '../../../../src/maps/runtime/watermark.js';
 import { isFerryError } from '../../../../src/errors/ferry-error.js';
 
-const COUNTS = { run: 'b0000000-0000-4000-8000-000000000001', processed: 700, failed: 0, at: '2024-05-01T10:00:04.000Z' };
+const COUNTS = {
+  run: 'b0000000-0000-4000-8000-000000000001',
+  processed: 700,
+  failed: 0,
+  at: '2024-05-01T10:00:04.000Z',
+};
 
 describe('one checkpoint module for Maps and Replications', () => {
   it('keys both alike, with the key an older Agent used beside it, and hashes keys past 500 characters', () => {
-    expect(checkpointKeyOf({ kind: 'map', solutionId: 's1', mapId: 3 })).toEqual({ key: 'ferry:map:s1:3', legacy: 'ferry-map-s1-3' });
-    expect(checkpointKeyOf({ kind: 'entity', sourceConnectionId: 'c1', entity: 'orders', field: 'modified_at' })).toEqual({ key: 'ferry:rs:c1:orders:modified_at', legacy: 'rs:c1:orders:modified_at' });
+    expect(checkpointKeyOf({ kind: 'map', solutionId: 's1', mapId: 3 })).toEqual({
+      key: 'ferry:map:s1:3',
+      legacy: 'ferry-map-s1-3',
+    });
+    expect(
+      checkpointKeyOf({ kind: 'entity', sourceConnectionId: 'c1', entity: 'orders', field: 'modified_at' }),
+    ).toEqual({ key: 'ferry:rs:c1:orders:modified_at', legacy: 'rs:c1:orders:modified_at' });
     const long = checkpointKeyOf({ kind: 'entity', sourceConnectionId: 'c1', entity: 'e'.repeat(600), field: 'f' });
     expect(long.key).toMatch(/^ferry:[0-9a-f]{64}$/);
     expect(long.legacy).toMatch(/^rs:[0-9a-f]{64}$/);
@@ -32,8 +48,19 @@ describe('one checkpoint module for Maps and Replications', () => {
     expect(parseWatermark(null, 'x')).toBeNull();
     expect(parseWatermark('null', 'x')).toBeNull();
     expect(parseWatermark(resumeValue({ run: 'r', read: 5, last: 'f' }, COUNTS), 'x')).toBeNull();
-    expect(parseWatermark(watermarkValue({ lastRunDate: '2024-01-02T00:00:00Z', processedAtLastRunDate: ['k:[1]'] }, COUNTS), 'x')).toEqual({ lastRunDate: '2024-01-02T00:00:00Z', processedAtLastRunDate: ['k:[1]'] });
-    for (const bad of ['not json', '[1]', '"text"', '{"lastRunDate":5}', '{"lastRunDate":"2024-01-01","processedAtLastRunDate":[1]}']) {
+    expect(
+      parseWatermark(
+        watermarkValue({ lastRunDate: '2024-01-02T00:00:00Z', processedAtLastRunDate: ['k:[1]'] }, COUNTS),
+        'x',
+      ),
+    ).toEqual({ lastRunDate: '2024-01-02T00:00:00Z', processedAtLastRunDate: ['k:[1]'] });
+    for (const bad of [
+      'not json',
+      '[1]',
+      '"text"',
+      '{"lastRunDate":5}',
+      '{"lastRunDate":"2024-01-01","processedAtLastRunDate":[1]}',
+    ]) {
       let caught: unknown;
       try {
         parseWatermark(bad, 'the entity orders in the target');
@@ -55,7 +82,9 @@ describe('one checkpoint module for Maps and Replications', () => {
     expect(b.saved).toEqual({ lastRunDate: '2024-03-01T00:00:00Z' });
     expect(b.earlier).toBeNull();
     // Counts this run committed itself are not an earlier run's.
-    expect((await loadCheckpoint({ local: undefined, targetValue: target, what: 'm', runId: COUNTS.run })).earlier).toBeNull();
+    expect(
+      (await loadCheckpoint({ local: undefined, targetValue: target, what: 'm', runId: COUNTS.run })).earlier,
+    ).toBeNull();
   });
 
   it('reads the Agent file with the same parser: a damaged file is refused, not taken for nothing', async () => {

@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { recordError } from '../../../../src/maps/runtime/record-error.js';
 import { RunRecordError } from '../../../../src/protocol/solutions.js';
 
-const base = { mapName: 'orders', sourceEntity: 'orders', blockId: 'write', blockName: 'Upsert', code: 'RUN_WRITE_FAILED', errorMessage: 'refused', errorDetail: '{}' };
+const base = {
+  mapName: 'orders',
+  sourceEntity: 'orders',
+  blockId: 'write',
+  blockName: 'Upsert',
+  code: 'RUN_WRITE_FAILED',
+  errorMessage: 'refused',
+  errorDetail: '{}',
+};
 
 describe('the one record-error constructor', () => {
   it('gives time-ordered IDs and names the record by its key', () => {
@@ -17,7 +25,15 @@ describe('the one record-error constructor', () => {
   });
 
   it('keeps every field within the protocol, so a report of it is never refused', () => {
-    const e = recordError({ ...base, mapName: 'm'.repeat(900), sourceEntity: 'e'.repeat(2000), blockName: 'b'.repeat(900), errorMessage: 'x'.repeat(20_000), errorDetail: 'd'.repeat(50_000), key: { fields: ['k'], record: { k: 'v'.repeat(5000) } } });
+    const e = recordError({
+      ...base,
+      mapName: 'm'.repeat(900),
+      sourceEntity: 'e'.repeat(2000),
+      blockName: 'b'.repeat(900),
+      errorMessage: 'x'.repeat(20_000),
+      errorDetail: 'd'.repeat(50_000),
+      key: { fields: ['k'], record: { k: 'v'.repeat(5000) } },
+    });
     expect(e.errorMessage).toHaveLength(10_000);
     expect(e.errorDetail).toHaveLength(20_000);
     expect(RunRecordError.safeParse({ ...e, mapId: 1 }).success).toBe(true);

@@ -6,14 +6,23 @@ import type { Block } from '../../../../src/protocol/map.js';
 const Q: Block = { blockId: 'q', name: 'Q', blockType: 'Query', action: 'Query' };
 
 describe('statistics: every figure per record, and they add up', () => {
-  it('a Map of 20,000 records in 10 batches over 2.7 s averages 0.135 ms a record, not a batch\'s 270 ms', () => {
+  it("a Map of 20,000 records in 10 batches over 2.7 s averages 0.135 ms a record, not a batch's 270 ms", () => {
     const stats = new StatsCollector([Q]);
     for (let i = 0; i < 10; i++) {
       stats.batch(2000, i === 0 ? 1 : 0, i === 9 ? 180 : 280);
       stats.block(Q, 2000, 20);
     }
     const r = stats.result({ mapName: 'People', cancelled: false });
-    expect(r).toMatchObject({ processed: 20_000, failed: 1, batches: 10, totalMs: 2700, avgMs: 0.135, minMs: 0.09, maxMs: 0.14, totalTime: '00:00:02' });
+    expect(r).toMatchObject({
+      processed: 20_000,
+      failed: 1,
+      batches: 10,
+      totalMs: 2700,
+      avgMs: 0.135,
+      minMs: 0.09,
+      maxMs: 0.14,
+      totalTime: '00:00:02',
+    });
     expect(r.avgMs * r.processed).toBeCloseTo(r.totalMs);
     expect(r.blocks[0]).toMatchObject({ processed: 20_000, totalMs: 200, avgMs: 0.01, minMs: 0.01, maxMs: 0.01 });
   });
@@ -39,7 +48,15 @@ describe('statistics: every figure per record, and they add up', () => {
     expect(r).toMatchObject({ processed: 750, failed: 2, totalMs: 75, avgMs: 0.1, minMs: 0.1, maxMs: 0.1 });
     expect(r.blocks).toEqual([
       expect.objectContaining({ name: 'Read', processed: 750, totalMs: 15, avgMs: 0.02, minMs: 0.02, maxMs: 0.02 }),
-      expect.objectContaining({ name: 'Upsert', processed: 750, failed: 2, totalMs: 50, avgMs: 0.067, minMs: 0.06, maxMs: 0.08 }),
+      expect.objectContaining({
+        name: 'Upsert',
+        processed: 750,
+        failed: 2,
+        totalMs: 50,
+        avgMs: 0.067,
+        minMs: 0.06,
+        maxMs: 0.08,
+      }),
     ]);
   });
 });

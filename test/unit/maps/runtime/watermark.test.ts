@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileWatermark, MarkTracker, MemoryWatermark, recordIdentity, sameMark } from '../../../../src/maps/runtime/watermark.js';
+import {
+  FileWatermark,
+  MarkTracker,
+  MemoryWatermark,
+  recordIdentity,
+  sameMark,
+} from '../../../../src/maps/runtime/watermark.js';
 
 const T1 = '2024-01-01T00:00:00Z';
 const T2 = '2024-01-02T00:00:00Z';

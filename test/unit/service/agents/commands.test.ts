@@ -5,10 +5,14 @@ import { commandFailed } from '../../../../service/gateway/agent-command.js';
 import { FerryError } from '../../../../src/errors/ferry-error.js';
 
 /** The Agent's error reply as the session rejects it (service/gateway/agent-session.ts). */
-const agentError = (code: string): FerryError => commandFailed('a1', 'startSolution', { code, kind: 'transient', message: code });
+const agentError = (code: string): FerryError =>
+  commandFailed('a1', 'startSolution', { code, kind: 'transient', message: code });
 
 /** A bus that records what is sent and answers from a script, one entry per send. */
-function scriptedBus(answers: Array<unknown>): { bus: CommandBus; sent: Array<{ command: AgentCommand; timeoutMs: number }> } {
+function scriptedBus(answers: Array<unknown>): {
+  bus: CommandBus;
+  sent: Array<{ command: AgentCommand; timeoutMs: number }>;
+} {
   const sent: Array<{ command: AgentCommand; timeoutMs: number }> = [];
   const bus: CommandBus = {
     send: (_agentId, command, timeoutMs) => {
@@ -43,7 +47,10 @@ describe('AgentCommands', () => {
   it('rejects a result that does not parse with AGT_COMMAND_FAILED naming the command', async () => {
     const { bus } = scriptedBus([{ running: 'yes' }]);
     const sending = new AgentCommands(bus).send('a1', { type: 'monitorSolution', solutionId: 's1' });
-    await expect(sending).rejects.toMatchObject({ code: 'AGT_COMMAND_FAILED', details: { agentId: 'a1', command: 'monitorSolution' } });
+    await expect(sending).rejects.toMatchObject({
+      code: 'AGT_COMMAND_FAILED',
+      details: { agentId: 'a1', command: 'monitorSolution' },
+    });
     await expect(sending).rejects.toThrow(/monitorSolution command with a result this Service cannot read \(running: /);
   });
 
@@ -51,13 +58,17 @@ describe('AgentCommands', () => {
     const { bus, sent } = scriptedBus([undefined, { accepted: 'yes' }]);
     const commands = new AgentCommands(bus);
     await expect(commands.send('a1', { type: 'restart', restartNow: false })).resolves.toBeUndefined();
-    await expect(commands.send('a1', { type: 'zipLogs', logId: 'l1', uploadUrl: '/v1/agent/logs/l1' })).resolves.toBeUndefined();
+    await expect(
+      commands.send('a1', { type: 'zipLogs', logId: 'l1', uploadUrl: '/v1/agent/logs/l1' }),
+    ).resolves.toBeUndefined();
     expect(sent.map((s) => s.timeoutMs)).toEqual([10_000, 10_000]);
   });
 
   it('passes the errors of the bus through unchanged', async () => {
     const { bus } = scriptedBus([new FerryError('CHN_TIMEOUT', 'no answer')]);
-    await expect(new AgentCommands(bus).send('a1', { type: 'stopSolution', solutionId: 's1' })).rejects.toMatchObject({ code: 'CHN_TIMEOUT' });
+    await expect(new AgentCommands(bus).send('a1', { type: 'stopSolution', solutionId: 's1' })).rejects.toMatchObject({
+      code: 'CHN_TIMEOUT',
+    });
   });
 
   describe('commands about a Solution', () => {
@@ -65,7 +76,11 @@ describe('AgentCommands', () => {
       const { bus, sent } = scriptedBus([agentError('AGT_SOLUTION_NOT_HELD'), { started: true }]);
       const syncs: string[] = [];
       let version = 1;
-      const answer = await new AgentCommands(bus).sendAboutSolution('a1', async () => ({ type: 'startSolution', solutionId: 's1', runId: 'r1', version: `v${version++}` }) as const, policy(syncs));
+      const answer = await new AgentCommands(bus).sendAboutSolution(
+        'a1',
+        async () => ({ type: 'startSolution', solutionId: 's1', runId: 'r1', version: `v${version++}` }) as const,
+        policy(syncs),
+      );
       expect(answer).toEqual({ started: true });
       expect(syncs).toEqual(['a1']);
       expect(sent.map((s) => s.command)).toEqual([
@@ -77,16 +92,37 @@ describe('AgentCommands', () => {
     it('asks again once only: a second AGT_SOLUTION_NOT_HELD reaches the caller', async () => {
       const { bus, sent } = scriptedBus([agentError('AGT_SOLUTION_NOT_HELD'), agentError('AGT_SOLUTION_NOT_HELD')]);
       const syncs: string[] = [];
-      const sending = new AgentCommands(bus).sendAboutSolution('a1', async () => ({ type: 'reprocessRun', solutionId: 's1', runId: 'r1', executionId: 7, maps: [{ mapId: 1, records: 2 }] }) as const, policy(syncs));
-      await expect(sending).rejects.toMatchObject({ code: 'AGT_COMMAND_FAILED', details: { agentErrorCode: 'AGT_SOLUTION_NOT_HELD' } });
+      const sending = new AgentCommands(bus).sendAboutSolution(
+        'a1',
+        async () =>
+          ({
+            type: 'reprocessRun',
+            solutionId: 's1',
+            runId: 'r1',
+            executionId: 7,
+            maps: [{ mapId: 1, records: 2 }],
+          }) as const,
+        policy(syncs),
+      );
+      await expect(sending).rejects.toMatchObject({
+        code: 'AGT_COMMAND_FAILED',
+        details: { agentErrorCode: 'AGT_SOLUTION_NOT_HELD' },
+      });
       expect(sent).toHaveLength(2);
       expect(syncs).toEqual(['a1']);
     });
 
     it("turns AGT_DRAINING, first or after the retry, into the caller's 409 AGT_DRAINING", async () => {
-      for (const script of [[agentError('AGT_DRAINING')], [agentError('AGT_SOLUTION_NOT_HELD'), agentError('AGT_DRAINING')]]) {
+      for (const script of [
+        [agentError('AGT_DRAINING')],
+        [agentError('AGT_SOLUTION_NOT_HELD'), agentError('AGT_DRAINING')],
+      ]) {
         const { bus } = scriptedBus(script);
-        const sending = new AgentCommands(bus).sendAboutSolution('a1', async () => ({ type: 'startSolution', solutionId: 's1', runId: 'r1' }) as const, policy([]));
+        const sending = new AgentCommands(bus).sendAboutSolution(
+          'a1',
+          async () => ({ type: 'startSolution', solutionId: 's1', runId: 'r1' }) as const,
+          policy([]),
+        );
         await expect(sending).rejects.toMatchObject({
           code: 'AGT_DRAINING',
           message: 'The Agent of Solution S is waiting to restart; start it again once the Agent is Running.',
@@ -98,8 +134,15 @@ describe('AgentCommands', () => {
     it('passes any other error through without a retry', async () => {
       const { bus, sent } = scriptedBus([agentError('AGT_RUN_ABANDONED')]);
       const syncs: string[] = [];
-      const sending = new AgentCommands(bus).sendAboutSolution('a1', async () => ({ type: 'startSolution', solutionId: 's1', runId: 'r1' }) as const, policy(syncs));
-      await expect(sending).rejects.toMatchObject({ code: 'AGT_COMMAND_FAILED', details: { agentErrorCode: 'AGT_RUN_ABANDONED' } });
+      const sending = new AgentCommands(bus).sendAboutSolution(
+        'a1',
+        async () => ({ type: 'startSolution', solutionId: 's1', runId: 'r1' }) as const,
+        policy(syncs),
+      );
+      await expect(sending).rejects.toMatchObject({
+        code: 'AGT_COMMAND_FAILED',
+        details: { agentErrorCode: 'AGT_RUN_ABANDONED' },
+      });
       expect(sent).toHaveLength(1);
       expect(syncs).toEqual([]);
     });

@@ -7,8 +7,16 @@ const basic = (...parts: Array<string | number[]>): string =>
 
 describe('Basic credentials', () => {
   it('reads the login before the first colon and the password after it, in any letter case of the scheme', () => {
-    expect(basicCredentials(basic('ana@ferry.test:pa:ss wörd'))).toEqual({ email: 'ana@ferry.test', password: 'pa:ss wörd', holdable: true });
-    expect(basicCredentials(`bAsIc ${Buffer.from('a@b.c:').toString('base64')}`)).toEqual({ email: 'a@b.c', password: '', holdable: true });
+    expect(basicCredentials(basic('ana@ferry.test:pa:ss wörd'))).toEqual({
+      email: 'ana@ferry.test',
+      password: 'pa:ss wörd',
+      holdable: true,
+    });
+    expect(basicCredentials(`bAsIc ${Buffer.from('a@b.c:').toString('base64')}`)).toEqual({
+      email: 'a@b.c',
+      password: '',
+      holdable: true,
+    });
   });
 
   it('finds no credentials without a Basic header or a login name', () => {

@@ -75,7 +75,11 @@ describe('LoginThrottle', () => {
     expect(await refused(t.attempt('e@x.test', '10.0.0.2'))).toBeUndefined();
     await settle();
     expect(order).toEqual(['a']);
-    for (const [who, next] of [['a', 'b'], ['b', 'c'], ['c', 'd']] as const) {
+    for (const [who, next] of [
+      ['a', 'b'],
+      ['b', 'c'],
+      ['c', 'd'],
+    ] as const) {
       ends.get(who)?.(who === 'b');
       await settle();
       expect(order.at(-1)).toBe(next);
@@ -93,7 +97,8 @@ describe('LoginThrottle', () => {
     const held = await t.attempt('spray2@x.test', '10.0.0.1');
     const first = t.attempt('a@x.test', '10.0.0.1');
     // Many more tries of a while the queue is full: refused, and a's pair is not locked by them.
-    for (let i = 0; i < 5; i++) expect((await refused(t.attempt('a@x.test', '10.0.0.1')))?.code).toBe('API_RATE_LIMITED');
+    for (let i = 0; i < 5; i++)
+      expect((await refused(t.attempt('a@x.test', '10.0.0.1')))?.code).toBe('API_RATE_LIMITED');
     expect(refusal(() => t.checkPair('a@x.test', '10.0.0.1'))).toBeUndefined();
     held(false);
     const second = t.attempt('a@x.test', '10.0.0.1');

@@ -34,7 +34,14 @@ describe('Connection property transport encryption', () => {
   });
 
   it('refuses malformed values with a clear API_PROPERTY_ENCRYPTION error that names the property, not the value', () => {
-    const bad = ['', 'plain text password', 'AAECAwQFBgcICQoLDA0ODw==', 'AAECAwQFBgcICQoLDA0ODw==!!!!', 'AAECAwQFBgcICQoLDA0ODw==AAAA', VECTOR.slice(0, -4)];
+    const bad = [
+      '',
+      'plain text password',
+      'AAECAwQFBgcICQoLDA0ODw==',
+      'AAECAwQFBgcICQoLDA0ODw==!!!!',
+      'AAECAwQFBgcICQoLDA0ODw==AAAA',
+      VECTOR.slice(0, -4),
+    ];
     for (const value of bad) {
       let err: unknown;
       try {

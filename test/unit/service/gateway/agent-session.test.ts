@@ -81,7 +81,10 @@ describe('an Agent session', () => {
     const refused = s.request({ type: 'restart', restartNow: true }, 10_000);
     const id = (socket.sent[1] as { id: string }).id;
     receive({ re: id, ok: false, error: { code: 'AGT_DRAINING', kind: 'transient', message: 'busy' } });
-    await expect(refused).rejects.toMatchObject({ code: 'AGT_COMMAND_FAILED', details: { agentErrorCode: 'AGT_DRAINING' } });
+    await expect(refused).rejects.toMatchObject({
+      code: 'AGT_COMMAND_FAILED',
+      details: { agentErrorCode: 'AGT_DRAINING' },
+    });
   });
 
   it('rejects waiting commands with AGT_NOT_CONNECTED when the socket closes', async () => {
@@ -90,7 +93,9 @@ describe('an Agent session', () => {
     s.onClosed(1006);
     await expect(pending).rejects.toMatchObject({ code: 'AGT_NOT_CONNECTED' });
     expect(closed).toEqual([1006]);
-    await expect(s.request({ type: 'restart', restartNow: false }, 10)).rejects.toMatchObject({ code: 'AGT_NOT_CONNECTED' });
+    await expect(s.request({ type: 'restart', restartNow: false }, 10)).rejects.toMatchObject({
+      code: 'AGT_NOT_CONNECTED',
+    });
   });
 
   it('pings every interval and terminates a socket silent for the idle time-out', () => {
@@ -134,7 +139,11 @@ describe('an Agent session', () => {
   it('answers a bad message that has an ID, counts the others, and closes with 4400 at 20 in a minute', async () => {
     const { socket, receive } = session();
     receive({ id: 'x1', type: 'nonsense' });
-    expect(socket.sent[0]).toMatchObject({ re: 'x1', ok: false, error: { code: 'CHN_INVALID_MESSAGE', kind: 'config' } });
+    expect(socket.sent[0]).toMatchObject({
+      re: 'x1',
+      ok: false,
+      error: { code: 'CHN_INVALID_MESSAGE', kind: 'config' },
+    });
     for (let i = 0; i < 10; i++) receive('not json');
     vi.advanceTimersByTime(61_000);
     // The first 11 are out of the window now: 19 more are tolerated, the 20th closes.
@@ -169,7 +178,10 @@ describe('an Agent session', () => {
     const pending = s.request({ type: 'restart', restartNow: false }, 10_000);
     const id = (socket.sent.at(-1) as { id: string }).id;
     receive(`{"re":"${id}","ok":true,"result":${'['.repeat(5_000)}${']'.repeat(5_000)}}`);
-    await expect(pending).rejects.toMatchObject({ code: 'AGT_COMMAND_FAILED', details: { agentErrorCode: 'CHN_INVALID_MESSAGE' } });
+    await expect(pending).rejects.toMatchObject({
+      code: 'AGT_COMMAND_FAILED',
+      details: { agentErrorCode: 'CHN_INVALID_MESSAGE' },
+    });
   });
 
   it('counts a binary frame as a bad message without answering it', () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { heartbeatPatch, helloPatch, isoOr, reportPatch, sweepStatus } from '../../../../service/gateway/agent-state.js';
+import {
+  heartbeatPatch,
+  helloPatch,
+  isoOr,
+  reportPatch,
+  sweepStatus,
+} from '../../../../service/gateway/agent-state.js';
 import type { Hello } from '../../../../src/protocol/channel.js';
 
 const NOW = '2026-03-01T12:00:00.000Z';
@@ -16,7 +22,12 @@ const hello: Hello = {
   status: 'Running',
   installedConnectors: [{ connectorId: 'csv', version: '1' }],
 };
-const onPrem = { isCloudAgent: 0, fingerprint: 'fp-1', lastStartTime: '2026-03-01T11:00:00.000Z', lastShutdownTime: null };
+const onPrem = {
+  isCloudAgent: 0,
+  fingerprint: 'fp-1',
+  lastStartTime: '2026-03-01T11:00:00.000Z',
+  lastShutdownTime: null,
+};
 
 describe('agent state moves', () => {
   it('normalizes Agent times and falls back for non-dates', () => {
@@ -40,7 +51,14 @@ describe('agent state moves', () => {
   });
 
   it('takes the status a heartbeat states, ShutdownCloud for a Cloud Agent that says Shutdown', () => {
-    const hb = { id: 'b', type: 'heartbeat' as const, at: NOW, status: 'Shutdown' as const, rssBytes: 1, runningWork: 0 };
+    const hb = {
+      id: 'b',
+      type: 'heartbeat' as const,
+      at: NOW,
+      status: 'Shutdown' as const,
+      rssBytes: 1,
+      runningWork: 0,
+    };
     expect(heartbeatPatch({ isCloudAgent: 0 }, hb, NOW)).toEqual({ status: 'Shutdown', lastContactTime: NOW });
     expect(heartbeatPatch({ isCloudAgent: 1 }, hb, NOW)).toEqual({ status: 'ShutdownCloud', lastContactTime: NOW });
   });
@@ -48,13 +66,36 @@ describe('agent state moves', () => {
   it('applies report statuses of the current run only, and keeps the newest shutdown time', () => {
     const current = '2026-03-01T11:30:00.000Z';
     const previous = '2026-03-01T10:00:00.000Z';
-    expect(reportPatch(onPrem, { kind: 'shutdown', at: current, status: 'Shutdown' }, NOW)).toEqual({ status: 'Shutdown', lastShutdownTime: current, lastContactTime: NOW });
-    expect(reportPatch(onPrem, { kind: 'shutdown', at: previous, status: 'Shutdown' }, NOW)).toEqual({ lastShutdownTime: previous, lastContactTime: NOW });
-    expect(reportPatch({ ...onPrem, lastShutdownTime: current }, { kind: 'shutdown', at: previous, status: 'Shutdown' }, NOW)).toEqual({ lastContactTime: NOW });
-    expect(reportPatch(onPrem, { kind: 'status', at: current, status: 'WaitingToRestartAgentMemoryLimit' }, NOW)).toMatchObject({ status: 'WaitingToRestartAgentMemoryLimit' });
-    expect(reportPatch(onPrem, { kind: 'status', at: previous, status: 'Restarting' }, NOW)).toEqual({ lastContactTime: NOW });
-    expect(reportPatch(onPrem, { kind: 'started', at: current, version: '2.0' }, NOW)).toEqual({ lastStartTime: current, version: '2.0', lastContactTime: NOW });
-    expect(reportPatch({ ...onPrem, isCloudAgent: 1 }, { kind: 'shutdown', at: current, status: 'Shutdown' }, NOW)).toMatchObject({ status: 'ShutdownCloud' });
+    expect(reportPatch(onPrem, { kind: 'shutdown', at: current, status: 'Shutdown' }, NOW)).toEqual({
+      status: 'Shutdown',
+      lastShutdownTime: current,
+      lastContactTime: NOW,
+    });
+    expect(reportPatch(onPrem, { kind: 'shutdown', at: previous, status: 'Shutdown' }, NOW)).toEqual({
+      lastShutdownTime: previous,
+      lastContactTime: NOW,
+    });
+    expect(
+      reportPatch(
+        { ...onPrem, lastShutdownTime: current },
+        { kind: 'shutdown', at: previous, status: 'Shutdown' },
+        NOW,
+      ),
+    ).toEqual({ lastContactTime: NOW });
+    expect(
+      reportPatch(onPrem, { kind: 'status', at: current, status: 'WaitingToRestartAgentMemoryLimit' }, NOW),
+    ).toMatchObject({ status: 'WaitingToRestartAgentMemoryLimit' });
+    expect(reportPatch(onPrem, { kind: 'status', at: previous, status: 'Restarting' }, NOW)).toEqual({
+      lastContactTime: NOW,
+    });
+    expect(reportPatch(onPrem, { kind: 'started', at: current, version: '2.0' }, NOW)).toEqual({
+      lastStartTime: current,
+      version: '2.0',
+      lastContactTime: NOW,
+    });
+    expect(
+      reportPatch({ ...onPrem, isCloudAgent: 1 }, { kind: 'shutdown', at: current, status: 'Shutdown' }, NOW),
+    ).toMatchObject({ status: 'ShutdownCloud' });
   });
 
   it('derives HeartbeatLate and HeartbeatFailed from the silence, and leaves stopped or never-seen Agents', () => {

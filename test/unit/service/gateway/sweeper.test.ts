@@ -21,9 +21,23 @@ describe('the heartbeat sweeper', () => {
     const org = await store.db
       .insertInto('orgs')
       .values({
-        name: 'o', parentId: null, tenantId: 't', city: null, country: null, dataCenterId: 1, isSvcOrg: 0, apiCryptoToken: 'x', eventSolutionAccessToken: 'x',
-        captureOnFailedRecordsForReprocessing: 1, captureDuringCloudAppRuns: 1, captureDuringLocalAgentAppRuns: 1, isSourceDataLocal: 1, isAgentLogDownloadAllowed: 0,
-        createdAt: now, modifiedAt: now, modificationBy: null,
+        name: 'o',
+        parentId: null,
+        tenantId: 't',
+        city: null,
+        country: null,
+        dataCenterId: 1,
+        isSvcOrg: 0,
+        apiCryptoToken: 'x',
+        eventSolutionAccessToken: 'x',
+        captureOnFailedRecordsForReprocessing: 1,
+        captureDuringCloudAppRuns: 1,
+        captureDuringLocalAgentAppRuns: 1,
+        isSourceDataLocal: 1,
+        isAgentLogDownloadAllowed: 0,
+        createdAt: now,
+        modifiedAt: now,
+        modificationBy: null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
@@ -39,8 +53,23 @@ describe('the heartbeat sweeper', () => {
     const now = new Date().toISOString();
     const row = await insertAgent(store.db, {
       id: `00000000-0000-4000-8000-${String(Math.floor(Math.random() * 1e12)).padStart(12, '0')}`,
-      orgId, name, nameKey: name, machineName: 'm', serviceName: 's', isCloudAgent: 0, isUpdating: 0, status, lastContactTime,
-      lastShutdownTime: null, lastStartTime: null, version: null, installedConnectors: '[]', secretHash: null, fingerprint: null, createdAt: now, modifiedAt: now,
+      orgId,
+      name,
+      nameKey: name,
+      machineName: 'm',
+      serviceName: 's',
+      isCloudAgent: 0,
+      isUpdating: 0,
+      status,
+      lastContactTime,
+      lastShutdownTime: null,
+      lastStartTime: null,
+      version: null,
+      installedConnectors: '[]',
+      secretHash: null,
+      fingerprint: null,
+      createdAt: now,
+      modifiedAt: now,
     });
     return row.id;
   };
@@ -58,7 +87,12 @@ describe('the heartbeat sweeper', () => {
     const silent = await agent('silent', 'Running', new Date(start).toISOString());
     const stopped = await agent('stopped', 'Shutdown', new Date(start).toISOString());
     const never = await agent('never', 'Unknown', null);
-    const sweeper = new HeartbeatSweeper({ store, log: pino({ level: 'silent' }), lateAfterMs: 15 * MIN, failedAfterMs: 60 * MIN });
+    const sweeper = new HeartbeatSweeper({
+      store,
+      log: pino({ level: 'silent' }),
+      lateAfterMs: 15 * MIN,
+      failedAfterMs: 60 * MIN,
+    });
     sweeper.start();
     try {
       await vi.advanceTimersByTimeAsync(14 * MIN);
@@ -77,7 +111,12 @@ describe('the heartbeat sweeper', () => {
   it('does not overwrite a heartbeat that landed after it read the Agent', async () => {
     const start = Date.now();
     const id = await agent('racing', 'Running', new Date(start - 20 * MIN).toISOString());
-    const sweeper = new HeartbeatSweeper({ store, log: pino({ level: 'silent' }), lateAfterMs: 15 * MIN, failedAfterMs: 60 * MIN });
+    const sweeper = new HeartbeatSweeper({
+      store,
+      log: pino({ level: 'silent' }),
+      lateAfterMs: 15 * MIN,
+      failedAfterMs: 60 * MIN,
+    });
     await updateAgent(store.db, id, { lastContactTime: new Date(start).toISOString() });
     expect(await sweeper.sweep(start)).toBe(0);
     expect(await status(id)).toBe('Running');

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { defaultLaterThan, executionSortOf, historyResultOf, isoOr, parseInstant } from '../../../../service/history/query.js';
+import {
+  defaultLaterThan,
+  executionSortOf,
+  historyResultOf,
+  isoOr,
+  parseInstant,
+} from '../../../../service/history/query.js';
 
 describe('parseInstant', () => {
   it('reads dates and date-times as clients write them, UTC unless an offset is given', () => {
@@ -18,7 +24,8 @@ describe('parseInstant', () => {
   });
 
   it('refuses what is not a real date', () => {
-    for (const text of ['', 'yesterday', '2024-2-30', '2024-13-01', '31/01/2024', '2024-01-01T25:00', '1e9']) expect(parseInstant(text), text).toBeUndefined();
+    for (const text of ['', 'yesterday', '2024-2-30', '2024-13-01', '31/01/2024', '2024-01-01T25:00', '1e9'])
+      expect(parseInstant(text), text).toBeUndefined();
   });
 });
 

@@ -1,8 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import { durationSeconds, formatDuration, parseStatistics, toStatistics } from '../../../../service/history/statistics.js';
+import {
+  durationSeconds,
+  formatDuration,
+  parseStatistics,
+  toStatistics,
+} from '../../../../service/history/statistics.js';
 import type { RunMapStats } from '../../../../src/protocol/solutions.js';
 
-const rs: RunMapStats = { mapName: 'customers', entity: 'customers', processed: 3, failed: 0, minMs: 1, maxMs: 2, avgMs: 1.5, totalMs: 59_999, totalTime: '00:00:59', blocks: [] };
+const rs: RunMapStats = {
+  mapName: 'customers',
+  entity: 'customers',
+  processed: 3,
+  failed: 0,
+  minMs: 1,
+  maxMs: 2,
+  avgMs: 1.5,
+  totalMs: 59_999,
+  totalTime: '00:00:59',
+  blocks: [],
+};
 
 describe('formatDuration', () => {
   it('writes hh:mm:ss, rounding down to the second, hours past 99 in more digits', () => {
@@ -35,16 +51,72 @@ describe('parseStatistics and toStatistics', () => {
 
   it('maps a Replication entity (no Map ID) and each Block of a Map', () => {
     const map: RunMapStats = {
-      mapId: 3, mapName: 'Orders', processed: 2, failed: 1, minMs: 4, maxMs: 8, avgMs: 6, totalMs: 12, totalTime: '00:00:00', fatal: 'lost the connection',
-      blocks: [{ blockId: 'q', name: 'Query orders', blockType: 'Query', processed: 2, failed: 1, minMs: 4, maxMs: 8, avgMs: 6, totalMs: 12 }],
+      mapId: 3,
+      mapName: 'Orders',
+      processed: 2,
+      failed: 1,
+      minMs: 4,
+      maxMs: 8,
+      avgMs: 6,
+      totalMs: 12,
+      totalTime: '00:00:00',
+      fatal: 'lost the connection',
+      blocks: [
+        {
+          blockId: 'q',
+          name: 'Query orders',
+          blockType: 'Query',
+          processed: 2,
+          failed: 1,
+          minMs: 4,
+          maxMs: 8,
+          avgMs: 6,
+          totalMs: 12,
+        },
+      ],
     };
     const { mapStatistics, legacyCounters } = toStatistics([rs, map]);
     expect(mapStatistics).toEqual([
-      { mapId: null, mapName: 'customers', entityName: 'customers', recordsProcessed: 3, recordsFailed: 0, minimum: 1, maximum: 2, average: 1.5, totalTime: 59_999, totalTimeFormatted: '00:00:59', fatalError: null },
-      { mapId: 3, mapName: 'Orders', entityName: null, recordsProcessed: 2, recordsFailed: 1, minimum: 4, maximum: 8, average: 6, totalTime: 12, totalTimeFormatted: '00:00:00', fatalError: 'lost the connection' },
+      {
+        mapId: null,
+        mapName: 'customers',
+        entityName: 'customers',
+        recordsProcessed: 3,
+        recordsFailed: 0,
+        minimum: 1,
+        maximum: 2,
+        average: 1.5,
+        totalTime: 59_999,
+        totalTimeFormatted: '00:00:59',
+        fatalError: null,
+      },
+      {
+        mapId: 3,
+        mapName: 'Orders',
+        entityName: null,
+        recordsProcessed: 2,
+        recordsFailed: 1,
+        minimum: 4,
+        maximum: 8,
+        average: 6,
+        totalTime: 12,
+        totalTimeFormatted: '00:00:00',
+        fatalError: 'lost the connection',
+      },
     ]);
     expect(legacyCounters).toEqual([
-      { mapName: 'Orders', blockId: 'q', blockName: 'Query orders', actionType: 'Query', callCount: 2, errorCount: 1, minimum: 4, maximum: 8, average: 6, totalTime: 12 },
+      {
+        mapName: 'Orders',
+        blockId: 'q',
+        blockName: 'Query orders',
+        actionType: 'Query',
+        callCount: 2,
+        errorCount: 1,
+        minimum: 4,
+        maximum: 8,
+        average: 6,
+        totalTime: 12,
+      },
     ]);
   });
 });

@@ -6,7 +6,9 @@ const B = '0b8e1f0e-6a53-4f59-9f55-0c2e7a4d1e11';
 
 describe('agentIdsOf', () => {
   it('finds agentId in the path, the query and the body, under any case', () => {
-    expect(agentIdsOf({ params: { orgId: '1', agentId: A }, query: { AGENTID: B }, body: { AgentId: A, name: 'x' } })).toEqual([
+    expect(
+      agentIdsOf({ params: { orgId: '1', agentId: A }, query: { AGENTID: B }, body: { AgentId: A, name: 'x' } }),
+    ).toEqual([
       { part: 'params', value: A },
       { part: 'query', value: B },
       { part: 'body', value: A },

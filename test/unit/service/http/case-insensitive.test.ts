@@ -3,11 +3,19 @@ import { z } from 'zod';
 import { normalizeKeys } from '../../../../service/http/case-insensitive.js';
 
 const Rule = z.strictObject({ name: z.string(), apiAccessEnabled: z.boolean().optional() });
-const Model = z.strictObject({ name: z.string().optional(), parentId: z.number().optional(), securityRules: z.array(Rule).optional() });
+const Model = z.strictObject({
+  name: z.string().optional(),
+  parentId: z.number().optional(),
+  securityRules: z.array(Rule).optional(),
+});
 
 describe('case-insensitive keys', () => {
   it('maps PascalCase keys onto the schema, recursively through arrays and optionals', () => {
-    const out = normalizeKeys(Model, { Name: 'a', PARENTID: 1, SecurityRules: [{ NAME: 'r', ApiAccessEnabled: true }] });
+    const out = normalizeKeys(Model, {
+      Name: 'a',
+      PARENTID: 1,
+      SecurityRules: [{ NAME: 'r', ApiAccessEnabled: true }],
+    });
     expect(out).toEqual({ name: 'a', parentId: 1, securityRules: [{ name: 'r', apiAccessEnabled: true }] });
     expect(Model.parse(out)).toBeTruthy();
   });

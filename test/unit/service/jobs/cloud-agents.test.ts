@@ -69,23 +69,39 @@ describe('the Cloud Agent supervisor', () => {
       fs.writeFileSync(runs, String(n)); fs.writeFileSync(p.join(dir, 'agent.pid'), String(process.pid));
       process.on('SIGTERM', () => {});
       if (n === 1) setTimeout(() => process.exit(1), 50); else setInterval(() => {}, 1000);`;
-    const sup = new CloudAgentSupervisor({ dataDir: dir, command: node(script), log, issueKey: async () => 'unused', backoffBaseMs: 20, stopGraceMs: 200 });
+    const sup = new CloudAgentSupervisor({
+      dataDir: dir,
+      command: node(script),
+      log,
+      issueKey: async () => 'unused',
+      backoffBaseMs: 20,
+      stopGraceMs: 200,
+    });
     sup.setServiceUrl('http://127.0.0.1:4242');
     sup.start(AGENT);
     const pid = await until(async () => {
-      const runs = fs.existsSync(path.join(instance, 'runs')) ? fs.readFileSync(path.join(instance, 'runs'), 'utf8') : '0';
+      const runs = fs.existsSync(path.join(instance, 'runs'))
+        ? fs.readFileSync(path.join(instance, 'runs'), 'utf8')
+        : '0';
       const current = sup.pidOf(AGENT);
       if (current) started.push(current);
       return runs === '2' && current ? current : undefined;
     }, 'the second run');
-    expect(JSON.parse(fs.readFileSync(path.join(instance, 'config.json'), 'utf8'))).toEqual({ serviceUrl: 'http://127.0.0.1:4242' });
+    expect(JSON.parse(fs.readFileSync(path.join(instance, 'config.json'), 'utf8'))).toEqual({
+      serviceUrl: 'http://127.0.0.1:4242',
+    });
     await sup.close();
     expect(alive(pid)).toBe(false);
   });
 
   it('removes the folder of a removed Cloud Agent', async () => {
     const home = path.join(dir, 'cloud-agents', AGENT);
-    const sup = new CloudAgentSupervisor({ dataDir: dir, command: node('setInterval(() => {}, 1000)'), log, issueKey: async () => 'k' });
+    const sup = new CloudAgentSupervisor({
+      dataDir: dir,
+      command: node('setInterval(() => {}, 1000)'),
+      log,
+      issueKey: async () => 'k',
+    });
     sup.setServiceUrl('http://127.0.0.1:1');
     sup.start(AGENT);
     await until(async () => (sup.pidOf(AGENT) ? true : undefined), 'the install step to run');

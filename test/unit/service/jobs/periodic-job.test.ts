@@ -129,9 +129,14 @@ describe('a periodic job', () => {
     ]);
   });
 
-  it('does not keep the process alive: its timer is unref\'d', () => {
+  it("does not keep the process alive: its timer is unref'd", () => {
     const spy = vi.spyOn(globalThis, 'setInterval');
-    const job = new PeriodicJob({ intervalMs: 60_000, log: pino({ level: 'silent' }), failed: 'x', tick: () => Promise.resolve() });
+    const job = new PeriodicJob({
+      intervalMs: 60_000,
+      log: pino({ level: 'silent' }),
+      failed: 'x',
+      tick: () => Promise.resolve(),
+    });
     job.start();
     const timer = spy.mock.results[0]?.value as NodeJS.Timeout;
     spy.mockRestore();

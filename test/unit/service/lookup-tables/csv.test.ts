@@ -42,7 +42,9 @@ describe('the Lookup Table CSV', () => {
       { value1: ' spaced ', value2: 'Zürich 😀' },
     ];
     const text = CSV_HEADER + csvRecords(pairs);
-    expect(text).toBe('value1,value2\r\nplain,\r\n"com,ma","quo""te"\r\n"line\nbreak","cr\rlf\r\n"\r\n spaced ,Zürich 😀\r\n');
+    expect(text).toBe(
+      'value1,value2\r\nplain,\r\n"com,ma","quo""te"\r\n"line\nbreak","cr\rlf\r\n"\r\n spaced ,Zürich 😀\r\n',
+    );
     expect(parseLookupCsv(text, true)).toEqual(pairs);
   });
 });

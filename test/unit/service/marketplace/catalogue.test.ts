@@ -17,14 +17,27 @@ const custom = ConnectorManifest.parse({
 
 describe('the Connector catalogue', () => {
   it('reads the built-in manifests', () => {
-    expect(builtInConnectors().all().map((m) => m.name)).toEqual(['CSV', 'PostgreSQL', 'SQLite']);
+    expect(
+      builtInConnectors()
+        .all()
+        .map((m) => m.name),
+    ).toEqual(['CSV', 'PostgreSQL', 'SQLite']);
   });
 
   it('refuses uioptions for a custom-interface Connector with the exact message', () => {
     const catalogue = new ConnectorCatalogue([custom]);
-    expect(toConnector(catalogue.require(custom.id.toUpperCase()))).toMatchObject({ name: 'Custom', uiName: 'Acme.CustomUI', uiVersion: '2.0.0', vendorName: 'Acme' });
-    expect(() => toUiOptions(custom)).toThrow(expect.objectContaining({ code: 'API_UNSUPPORTED', message: NO_GENERIC_UI }) as Error);
+    expect(toConnector(catalogue.require(custom.id.toUpperCase()))).toMatchObject({
+      name: 'Custom',
+      uiName: 'Acme.CustomUI',
+      uiVersion: '2.0.0',
+      vendorName: 'Acme',
+    });
+    expect(() => toUiOptions(custom)).toThrow(
+      expect.objectContaining({ code: 'API_UNSUPPORTED', message: NO_GENERIC_UI }) as Error,
+    );
     expect(NO_GENERIC_UI).toBe('The connector type does not support getting generic UI Elements.');
-    expect(() => catalogue.require('21111111-2222-4333-8444-555555555555')).toThrow(expect.objectContaining({ code: 'API_NOT_FOUND' }) as Error);
+    expect(() => catalogue.require('21111111-2222-4333-8444-555555555555')).toThrow(
+      expect.objectContaining({ code: 'API_NOT_FOUND' }) as Error,
+    );
   });
 });

@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { describeFailure, isPermanentFailure, smtpEndpoint, smtpOptions } from '../../../../service/notifications/mailer.js';
+import {
+  describeFailure,
+  isPermanentFailure,
+  smtpEndpoint,
+  smtpOptions,
+} from '../../../../service/notifications/mailer.js';
 import { retryDelayMs } from '../../../../service/notifications/outbox.js';
 
 describe('the SMTP mailer', () => {
   it('reads the server, TLS mode and credentials from the URL', () => {
-    expect(smtpOptions('smtp://me%40corp:p%3Ass@mail.example.com:2525')).toMatchObject({ host: 'mail.example.com', port: 2525, secure: false, auth: { user: 'me@corp', pass: 'p:ss' } });
+    expect(smtpOptions('smtp://me%40corp:p%3Ass@mail.example.com:2525')).toMatchObject({
+      host: 'mail.example.com',
+      port: 2525,
+      secure: false,
+      auth: { user: 'me@corp', pass: 'p:ss' },
+    });
     expect(smtpOptions('smtps://mail.example.com')).toMatchObject({ port: 465, secure: true });
     expect(smtpOptions('smtp://[::1]')).toMatchObject({ host: '::1', port: 587 });
     expect(smtpOptions('smtp://mail.example.com').auth).toBeUndefined();
@@ -15,9 +25,17 @@ describe('the SMTP mailer', () => {
   });
 
   it('gives up only when the server refuses the recipient or the message for good', () => {
-    expect(isPermanentFailure(Object.assign(new Error('550 no such user'), { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' }))).toBe(true);
-    expect(isPermanentFailure(Object.assign(new Error('452 mailbox full'), { code: 'EENVELOPE', responseCode: 452 }))).toBe(false);
-    expect(isPermanentFailure(Object.assign(new Error('535 bad credentials'), { code: 'EAUTH', responseCode: 535 }))).toBe(false);
+    expect(
+      isPermanentFailure(
+        Object.assign(new Error('550 no such user'), { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' }),
+      ),
+    ).toBe(true);
+    expect(
+      isPermanentFailure(Object.assign(new Error('452 mailbox full'), { code: 'EENVELOPE', responseCode: 452 })),
+    ).toBe(false);
+    expect(
+      isPermanentFailure(Object.assign(new Error('535 bad credentials'), { code: 'EAUTH', responseCode: 535 })),
+    ).toBe(false);
     expect(isPermanentFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ESOCKET' }))).toBe(false);
     expect(isPermanentFailure(undefined)).toBe(false);
   });

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { AGENT_STATUSES, type AgentStatus } from '../../../../src/protocol/agent-status.js';
 import { SOLUTION_STATUSES, solutionStatus } from '../../../../service/solutions/status.js';
 
-const prepared = { isDisabled: 0, prepared: 1, inProgressStartTime: null, nextRunTime: null, solutionType: 'Integration' };
+const prepared = {
+  isDisabled: 0,
+  prepared: 1,
+  inProgressStartTime: null,
+  nextRunTime: null,
+  solutionType: 'Integration',
+};
 const running: { status: AgentStatus } = { status: 'Running' };
 
 describe('solutionStatus', () => {
@@ -30,22 +36,29 @@ describe('solutionStatus', () => {
       ['WaitingToRestartAgentMemoryLimit', 'WaitingToRestartAgentMemoryLimit'],
       ['Restarting', 'AgentRestarting'],
     ];
-    for (const [agent, shown] of cases) expect(solutionStatus({ ...prepared, inProgressStartTime: '2026-01-01T00:00:00.000Z' }, { status: agent }), agent).toBe(shown);
+    for (const [agent, shown] of cases)
+      expect(
+        solutionStatus({ ...prepared, inProgressStartTime: '2026-01-01T00:00:00.000Z' }, { status: agent }),
+        agent,
+      ).toBe(shown);
   });
 
   it('leaves Running, Unknown and Obsolete Agents out of it', () => {
-    for (const status of ['Running', 'Unknown', 'Obsolete, install new Agent'] as const) expect(solutionStatus(prepared, { status })).toBe('OnDemand');
+    for (const status of ['Running', 'Unknown', 'Obsolete, install new Agent'] as const)
+      expect(solutionStatus(prepared, { status })).toBe('OnDemand');
     expect(solutionStatus(prepared, undefined)).toBe('OnDemand');
   });
 
   it('is InProgress during a run, then WaitingForEvent, Idle when scheduled, else OnDemand', () => {
-    expect(solutionStatus({ ...prepared, inProgressStartTime: '2026-01-01T00:00:00.000Z' }, running)).toBe('InProgress');
+    expect(solutionStatus({ ...prepared, inProgressStartTime: '2026-01-01T00:00:00.000Z' }, running)).toBe(
+      'InProgress',
+    );
     expect(solutionStatus({ ...prepared, solutionType: 'IntegrationEvent' }, running)).toBe('WaitingForEvent');
     expect(solutionStatus({ ...prepared, nextRunTime: '2026-01-02T00:00:00.000Z' }, running)).toBe('Idle');
     expect(solutionStatus({ ...prepared, solutionType: 'Replication' }, running)).toBe('OnDemand');
   });
 
-  it('adds the last run\'s outcome to Idle and OnDemand, and to nothing else', () => {
+  it("adds the last run's outcome to Idle and OnDemand, and to nothing else", () => {
     const scheduled = { ...prepared, nextRunTime: '2026-01-02T00:00:00.000Z' };
     for (const [result, idle, onDemand] of [
       ['FatalError', 'IdleLastRunFailed', 'OnDemandLastRunFailed'],

@@ -29,9 +29,15 @@ describe('log archive files', () => {
   });
 
   it('refuses what is not a zip, or too large, and leaves no file behind', async () => {
-    await expect(files.write(ID, Readable.from([Buffer.from('hello world')]))).rejects.toMatchObject({ code: 'API_UNSUPPORTED_MEDIA_TYPE' });
-    await expect(files.write(ID, Readable.from([Buffer.from('PK')]))).rejects.toMatchObject({ code: 'API_UNSUPPORTED_MEDIA_TYPE' });
-    await expect(files.write(ID, Readable.from([ZIP_EMPTY, Buffer.alloc(2000)]), 1000)).rejects.toMatchObject({ code: 'API_PAYLOAD_TOO_LARGE' });
+    await expect(files.write(ID, Readable.from([Buffer.from('hello world')]))).rejects.toMatchObject({
+      code: 'API_UNSUPPORTED_MEDIA_TYPE',
+    });
+    await expect(files.write(ID, Readable.from([Buffer.from('PK')]))).rejects.toMatchObject({
+      code: 'API_UNSUPPORTED_MEDIA_TYPE',
+    });
+    await expect(files.write(ID, Readable.from([ZIP_EMPTY, Buffer.alloc(2000)]), 1000)).rejects.toMatchObject({
+      code: 'API_PAYLOAD_TOO_LARGE',
+    });
     expect(fs.readdirSync(path.join(dir, 'log-archives'))).toEqual([]);
   });
 
