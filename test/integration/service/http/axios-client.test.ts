@@ -201,7 +201,13 @@ describe.each(STORE_TARGETS)('the axios 0.21 client of the original service, unc
       const start = await axios<{ started: boolean; runId: string }>('POST', `${S}/start`);
       expect(start.status).toBe(200);
       expect(start.data.started).toBe(true);
-      expect(commands.find((c) => c['type'] === 'startSolution')).toMatchObject({
+      // The edit made the Solution prepare itself too: when that prepare is still running, the
+      // start is answered at once and the run goes to the Agent as soon as the prepare ends.
+      const sent = await until(
+        async () => commands.find((c) => c['type'] === 'startSolution'),
+        'the startSolution command',
+      );
+      expect(sent).toMatchObject({
         solutionId: created.data.id,
         runId: start.data.runId,
       });
