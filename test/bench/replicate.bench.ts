@@ -31,6 +31,7 @@ import { transfer } from '../../src/connectors/transfer.js';
 import { MemoryReplicationState, replicate } from '../../src/solutions/replicate.js';
 import { FileReplicationState } from '../../src/solutions/replication-state.js';
 import { benchNodeFlags } from './proc.js';
+import { writeBenchRows } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -77,38 +78,9 @@ function generate(cfg: Cfg): string {
   const db = new Database(cfg.sqliteFile);
   db.pragma('journal_mode = WAL');
   db.exec(SQLITE_DDL);
-  const ins = db.prepare('INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const csv = path.join(cfg.dir, 'rows.csv');
   const fd = fs.openSync(csv, 'w');
-  const day0 = Date.UTC(2020, 0, 1);
-  let buf = '';
-  db.transaction(() => {
-    for (let i = 1; i <= ROWS; i++) {
-      const created = new Date(day0 + (i % 3650) * 86_400_000).toISOString().slice(0, 10);
-      const updated = new Date(day0 + i * 37_000).toISOString().slice(0, 19);
-      const note = i % 20 === 0 ? `note, with a comma ${i}` : `note ${i}`;
-      const amount = `${Math.floor(i % 100_000) / 100}`;
-      const price = Number(((i * 0.37) % 1000).toFixed(3));
-      ins.run(
-        i,
-        `name_${i}`,
-        `user${i}@example.com`,
-        amount,
-        i % 1000,
-        price,
-        i % 2 === 0 ? 1 : 0,
-        created,
-        updated,
-        note,
-      );
-      buf += `${i},name_${i},user${i}@example.com,${amount},${i % 1000},${price},${i % 2 === 0},${created},${updated},"${note}"\n`;
-      if (buf.length > 1 << 20) {
-        fs.writeSync(fd, buf);
-        buf = '';
-      }
-    }
-  })();
-  fs.writeSync(fd, buf);
+  writeBenchRows(db, fd, ROWS);
   fs.closeSync(fd);
   db.close();
   return csv;

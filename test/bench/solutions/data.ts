@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { writeBenchRows } from '../rows.js';
 import { COLUMNS, FAILING_ROWS, FIELDS, ROWS, RS_SOURCE_INDEX, SQLITE_DDL } from './settings.js';
 
 export interface Data {
@@ -28,38 +29,9 @@ export function generate(dir: string): Data {
   const db = new Database(data.sqliteFile);
   db.pragma('journal_mode = WAL');
   db.exec(SQLITE_DDL);
-  const ins = db.prepare('INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const fd = fs.openSync(data.csvFile, 'w');
   fs.writeSync(fd, `${COLUMNS.join(',')}\n`);
-  const day0 = Date.UTC(2020, 0, 1);
-  let buf = '';
-  db.transaction(() => {
-    for (let i = 1; i <= ROWS; i++) {
-      const created = new Date(day0 + (i % 3650) * 86_400_000).toISOString().slice(0, 10);
-      const updated = new Date(day0 + i * 37_000).toISOString().slice(0, 19);
-      const note = i % 20 === 0 ? `note, with a comma ${i}` : `note ${i}`;
-      const amount = `${Math.floor(i % 100_000) / 100}`;
-      const price = Number(((i * 0.37) % 1000).toFixed(3));
-      ins.run(
-        i,
-        `name_${i}`,
-        `user${i}@example.com`,
-        amount,
-        i % 1000,
-        price,
-        i % 2 === 0 ? 1 : 0,
-        created,
-        updated,
-        note,
-      );
-      buf += `${i},name_${i},user${i}@example.com,${amount},${i % 1000},${price},${i % 2 === 0},${created},${updated},"${note}"\n`;
-      if (buf.length > 1 << 20) {
-        fs.writeSync(fd, buf);
-        buf = '';
-      }
-    }
-  })();
-  fs.writeSync(fd, buf);
+  writeBenchRows(db, fd, ROWS);
   fs.closeSync(fd);
   if (RS_SOURCE_INDEX) db.exec('CREATE INDEX rows_updated_at ON rows (julianday(updated_at))');
   db.close();
