@@ -85,8 +85,7 @@ export async function replicate(opts: ReplicateOptions): Promise<ReplicateResult
       break;
     }
     opts.onEntityStart?.(name);
-    const { stats, cancelled: stopped, targetGone } = await replicateEntity(name, { ...opts, log });
-    const s = stats.result();
+    const { stats: s, cancelled: stopped, targetGone } = await replicateEntity(name, { ...opts, log });
     statistics.push(s);
     opts.onEntityEnd?.(s);
     processed += s.processed;

@@ -10,44 +10,13 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { CopiedPart, CopyKey, FirstCopyStore, InitialCopyState } from '../maps/runtime/first-copy.js';
 import { FileWatermark, MemoryWatermark, type WatermarkState, type WatermarkStore } from '../maps/runtime/watermark.js';
 
-/** A key a first copy reads in (replicate-entity.ts): a one-field primary key of type string, integer or guid. */
-export type CopyKey = string | number;
-
-/**
- * What one part of a first copy in key order left (first-copy.ts): the last key it wrote, and the
- * newest stamp it had read, counting those of the parts before it (null: none yet). It stands for:
- * every record with a key up to `upTo` that the target does not hold as the source has it now
- * carries a stamp at or after `since` (a stamp at all, when `since` is null).
- */
-export interface CopiedPart {
-  upTo: CopyKey;
-  since: string | null;
-}
-
-/**
- * How far a first copy read in key order has got: what each of its parts that wrote records left
- * (oldest first; a part another one covers is dropped), and the watermark the copy will leave when
- * it ends.
- */
-export interface InitialCopyState {
-  parts: CopiedPart[];
-  /** The newest stamp the copy has read, in any part. */
-  mark: string | null;
-  /** Identities of the records copied at exactly `mark` (as WatermarkState.processedAtLastRunDate). */
-  atMark: string[];
-}
-
 /** One entity's checkpoint. */
-export interface EntityCheckpoint extends WatermarkStore {
+export interface EntityCheckpoint extends WatermarkStore, FirstCopyStore {
   /** Forgets it, and any first copy under way: the next run copies the entity in full (its target was created anew). */
   clear(): Promise<void>;
-  /** The progress of a first copy in key order that was stopped, or null. */
-  loadInitial(): Promise<InitialCopyState | null>;
-  saveInitial(state: InitialCopyState): Promise<void>;
-  /** The first copy ended (its watermark is saved): its progress is forgotten. */
-  clearInitial(): Promise<void>;
 }
 
 /** The checkpoints of one Replication Solution. */

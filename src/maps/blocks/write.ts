@@ -111,7 +111,7 @@ export function isRunFatal(e: unknown): boolean {
  * checkpoint tells. When it holds this batch's value the batch is written (every record taken:
  * which ones the target refused is not known any more, and none is written twice).
  */
-async function committed(
+export async function committed(
   conn: HostConnection,
   cp: Checkpoint,
   records: number,

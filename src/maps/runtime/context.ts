@@ -7,7 +7,7 @@ import type { HostConnection } from '../../connectors/connection.js';
 import type { Checkpoint, ConnectorRecord, PackedBatch, RecordBatch } from '../../connectors/sdk.js';
 import type { ErrorData } from '../../errors/ferry-error.js';
 import type { Block } from '../../protocol/map.js';
-import type { OrderBy } from '../../connectors/sdk.js';
+import type { Filter, OrderBy } from '../../connectors/sdk.js';
 import type { CompiledFormulas, FormulaEngine, FormulaValue } from '../formula/evaluator.js';
 import type { FormulaBudget, FormulaTimeUsed } from './formula-budget.js';
 import type { StatsCollector } from './stats.js';
@@ -105,6 +105,8 @@ export interface FieldCopies {
   /** The field copied into each target field, in the order of `targetFields`. */
   readonly sourceFields: readonly string[];
   readonly targetFields: readonly string[];
+  /** It copies values as read, with no formula whose result could differ (a generated copy: blocks/copy-step.ts). */
+  readonly exact?: boolean;
   /**
    * Writes a packed batch of the copied fields (`sourceFields`, in that order) as the Create
    * writes records, and answers the rows that failed with their errors (each row the target
@@ -138,8 +140,13 @@ export interface SourceOptions {
   signal: AbortSignal;
   /** Wait For Message / Wait For Request: the message handed to the run. */
   message: unknown;
-  /** Query: read in this order (a run resumed at a point reads as the run before it did: resume-point.ts). */
+  /**
+   * Query: read in this order (a run resumed at a point reads as the run before it did:
+   * resume-point.ts; a first copy reads in key order: first-copy.ts), instead of the net-change order.
+   */
   orderBy?: OrderBy[];
+  /** Query: read only these records, besides the Block's own filter (a first copy's part: first-copy.ts). */
+  filter?: Filter;
 }
 
 /** A starter Block bound by the plan: where a run's source records come from. */

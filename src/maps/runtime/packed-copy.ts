@@ -20,13 +20,14 @@ export interface PackedCopy {
   /** The Create, and what it copies (`sourceFields`: what the source reads). */
   readonly block: Block;
   readonly copies: FieldCopies;
-  /** The formula engine's text limit, in characters. */
-  readonly maxText: number;
+  /** The formula engine's text limit, in characters; undefined for an exact copy (no batch goes the records way for its values). */
+  readonly maxText: number | undefined;
 }
 
 /**
  * The packed copy a run can make of its Map, or undefined: a Query (no net change, no
- * relationships) and one Create of {@link FieldCopies} of the Query's fields, into a Connection
+ * relationships; net change only for a first copy in key order) and one Create of {@link FieldCopies}
+ * of the Query's fields (or a generated copy's Upsert: blocks/copy-step.ts), into a Connection
  * whose plugin writes packed batches, the source's key fields among those copied (a record
  * error names its key). Whether the source reads the query packed is its own answer (queryPacked).
  */
@@ -34,6 +35,7 @@ export function packedCopyOf(
   plan: RunPlan,
   opts: Pick<RunOptions, 'connections' | 'source' | 'message'>,
   engine: FormulaEvaluator,
+  firstCopy = false,
 ): PackedCopy | undefined {
   const { starter, steps } = plan;
   const [step] = steps;
@@ -41,16 +43,19 @@ export function packedCopyOf(
   if (!step || !copies || steps.length !== 1 || copies.block !== starter.name) return undefined;
   if (
     starter.blockType !== 'Query' ||
-    starter.netChange ||
+    // With net change only a first copy in key order: the watermark is the copy's, not a batch's.
+    (starter.netChange && !firstCopy) ||
     plan.source.children ||
     opts.source ||
     opts.message !== undefined
   )
     return undefined;
-  const maxText = engine.maxTextLength;
-  if (maxText === undefined || !plan.sourceKeyFields.every((f) => copies.sourceFields.includes(f))) return undefined;
+  const maxText = copies.exact ? undefined : engine.maxTextLength;
+  if (maxText === undefined && !copies.exact) return undefined;
+  if (!plan.sourceKeyFields.every((f) => copies.sourceFields.includes(f))) return undefined;
   const conn = opts.connections.get(step.block.connectionId ?? '');
-  if (!conn?.writesPacked) return undefined;
+  // An exact copy also moves packed reads into a target that takes records: the batch is unpacked there.
+  if (!conn || (!conn.writesPacked && !copies.exact)) return undefined;
   return { block: step.block, copies, maxText };
 }
 

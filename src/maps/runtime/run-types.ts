@@ -12,6 +12,7 @@ import type { SourceKey } from '../../protocol/solutions.js';
 import type { LookupTables } from '../formula/evaluator.js';
 import type { FailedRecordSink } from '../../failures/sink.js';
 import type { CheckpointKey } from './checkpoint.js';
+import type { CopyKey, FirstCopyStore } from './first-copy.js';
 import type { FormulaEvaluator, Source, Step } from './context.js';
 import type { FormulaBudget } from './formula-budget.js';
 import type { RunCounts } from './run-counts.js';
@@ -31,6 +32,22 @@ export interface RunPlan {
   readonly sourceFields: readonly string[];
   /** The starter entity's primary-key fields (Connection metadata): a source record's identity; empty = none. */
   readonly sourceKeyFields: readonly string[];
+  /** The fields a record error names its record by (default: sourceKeyFields). */
+  readonly errorKeyFields?: readonly string[];
+  /** It evaluates no formula (a generated copy: blocks/copy-step.ts): the run starts no formula engine. */
+  readonly noFormulas?: boolean;
+}
+
+/** How a run reads, decided when it opened (RunOptions.onStart). */
+export interface RunStart {
+  /** The net-change watermark it reads from (null: everything). */
+  since: string | null;
+  /** Its batches commit their checkpoint in the target's transaction. */
+  checkpointInTarget: boolean;
+  /** A first copy in key order: the key, and where its earlier parts had got (null: it is the first). */
+  firstCopy?: { byKey: string; resumedAfter: CopyKey[] | null };
+  /** It moves packed batches (packed-copy.ts). */
+  packed: boolean;
 }
 
 /** A record error (SPEC.md "Error"): one per failing record and Block; record-error.ts makes them. */
@@ -72,10 +89,12 @@ export interface RunOptions {
   /**
    * A stop between batches (a user's stop of a Solution): checked before each batch, so the batch
    * in progress finishes, is checkpointed and counted, and nothing is written that the next run
-   * writes again (a packed copy's batch in progress is the one being written while the one before
-   * it is reported). A batch still in progress {@link stopGraceMs} after the stop (a write waiting
-   * on a lock, a target that went away) is cut short as `signal` cuts it: its calls are cancelled
-   * on the datastore and it is not checkpointed. `signal` instead aborts at once (Connector calls included).
+   * writes again (a packed copy's batch in progress may be the one written while the one before it,
+   * which had refused rows, is reported). A batch still in progress {@link stopGraceMs} after the
+   * stop (a write waiting on a lock, a target that went away) is cut short as `signal` cuts it: its
+   * calls are cancelled on the datastore and it is not checkpointed; a write that fails as a whole
+   * after the stop is not tried again and cuts it at once. `signal` instead aborts at once
+   * (Connector calls included).
    */
   stop?: AbortSignal;
   /** How long a stopped run's batch in progress may take before it is cancelled (default 2,500 ms). */
@@ -96,6 +115,22 @@ export interface RunOptions {
    * so a run killed between the write and the watermark's save never writes the batch again.
    */
   checkpoint?: CheckpointKey;
+  /**
+   * A first copy in key order (first-copy.ts): a run of a net-change Query with no watermark yet
+   * reads in the order of this key field, in parts whose progress `store` keeps, and leaves its
+   * watermark in `store` when it reads to the end. The caller offers it only for an Upsert by key
+   * from a source that reads one snapshot per query (firstCopyKey).
+   */
+  firstCopy?: { key: string; store: FirstCopyStore };
+  /** Its target was made anew: a checkpoint an earlier target kept there is forgotten, and so is `watermark`'s. */
+  fresh?: boolean;
+  /**
+   * A failed record is done once reported: the watermark moves past it, and it is read again when it
+   * changes again (a Replication's rule). Default: only a failed record stored for reprocessing is.
+   */
+  failedDone?: boolean;
+  /** Once the run has opened: how it reads. */
+  onStart?(s: RunStart): void;
   onProgress?(p: RunProgress): void;
   /**
    * The target's checkpoint was committed by another run, with that run's counts (run-counts.ts):

@@ -27,7 +27,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { HostConnection } from '../../connectors/connection.js';
-import type { Checkpoint, ConnectorRecord, OrderBy, RecordBatch } from '../../connectors/sdk.js';
+import type { Checkpoint, ConnectorRecord, Filter, OrderBy, RecordBatch } from '../../connectors/sdk.js';
 import { isFerryError, toErrorData, type ErrorData } from '../../errors/ferry-error.js';
 import { isWriteType, type Block } from '../../protocol/map.js';
 import { FormulaEngine } from '../formula/evaluator.js';
@@ -45,6 +45,8 @@ import { evaluateAhead } from './formulas.js';
 import { DEFAULT_FORMULA_BUDGET } from './formula-budget.js';
 import { StatsCollector } from './stats.js';
 import { MarkTracker } from './watermark.js';
+import { FirstCopyPart } from './first-copy.js';
+import { and } from '../../protocol/filter.js';
 import { loadCheckpoint, readTargetCheckpoint, watermarkValue } from './checkpoint.js';
 import { recordError } from './record-error.js';
 import { recordMaker } from '../../connectors/sdk.js';
@@ -52,7 +54,7 @@ import { unpackRecords, type PackedBatch } from '../../connectors/packed.js';
 import { fitsCopy, packedCopyOf, packedItem, type PackedCopy } from './packed-copy.js';
 import { fingerprint, parseResumePoint, pastPoint, resumeValue, type ResumePoint } from './resume-point.js';
 import { countsOf, type RunCounts } from './run-counts.js';
-import { DEFAULT_TARGET_RETRY, withTargetRetry, type TargetRetry } from './target-retry.js';
+import { DEFAULT_TARGET_RETRY, isTargetFailure, withTargetRetry, type TargetRetry } from './target-retry.js';
 import type { MapRecordError, RunOptions, RunPlan, RunResult } from './run-types.js';
 
 export type {
@@ -131,6 +133,8 @@ class MapRun {
   /** Set when batches commit their watermark in the target: net change and a transactional Create. */
   #inTarget: Committing | undefined;
   #resumeFrom: ResumePoint | null = null;
+  /** Set when the run is a part of a first copy in key order (first-copy.ts). */
+  #first: FirstCopyPart | undefined;
   #since: string | null = null;
   #netField: string | undefined;
   #tracker!: MarkTracker;
@@ -181,14 +185,23 @@ class MapRun {
     this.#inTarget = starter.netChange ? createIn : undefined;
     // Each batch must be one write call to commit its point with it.
     const batchSize = this.#byPosition ? Math.min(sizes.run, sizes.bulk(this.#byPosition.block)) : sizes.run;
-    this.#owned = opts.engine
-      ? null
-      : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
-    this.#env = this.#makeEnv(opts.engine ?? (this.#owned as FormulaEngine), batchSize, sizes.bulk);
+    this.#owned =
+      opts.engine || plan.noFormulas
+        ? null
+        : await FormulaEngine.create(opts.lookupTables ? { lookupTables: opts.lookupTables } : {});
+    this.#env = this.#makeEnv(opts.engine ?? this.#owned ?? NO_FORMULAS, batchSize, sizes.bulk);
     const committing = this.#inTarget ?? this.#byPosition;
+    if (opts.fresh && committing && key) {
+      // A target made anew gets everything: a checkpoint of an earlier target must not survive an
+      // abort before this run's first one.
+      const clear: Checkpoint = { key: key.key, value: 'null' };
+      await this.#env.retrying(committing.block, () =>
+        committing.conn.write('Create', committing.block.entity ?? '', [], { checkpoint: clear, signal }),
+      );
+    }
     // The target's checkpoint (waited for while the target is away: target-retry.ts) wins over the Agent's file (checkpoint.ts).
     const targetValue =
-      committing && key
+      committing && key && !opts.fresh
         ? await readTargetCheckpoint(
             (k) => this.#env.retrying(committing.block, () => committing.conn.readCheckpoint(k, { signal })),
             key,
@@ -196,9 +209,9 @@ class MapRun {
         : null;
     const wm = opts.source ? undefined : opts.watermark;
     const { saved, earlier } = await loadCheckpoint({
-      local: wm,
+      local: opts.fresh ? undefined : wm,
       targetValue: this.#inTarget ? targetValue : null,
-      what: `the Map ${model.name}`,
+      what: model.mapType === 'ReplicationServicesMap' ? `the entity ${this.#entity}` : `the Map ${model.name}`,
       runId: this.executionId,
     });
     if (this.#byPosition) this.#resumeFrom = parseResumePoint(targetValue);
@@ -213,11 +226,16 @@ class MapRun {
       this.#netField ?? '',
       plan.sourceKeyFields,
     );
+    // No watermark yet: a first copy reads in key order, in parts (first-copy.ts).
+    if (opts.firstCopy && this.#netField !== undefined && this.#since === null && !opts.source)
+      this.#first = await FirstCopyPart.open(opts.firstCopy.key, this.#netField, opts.firstCopy.store);
     if (committing)
       this.#env.checkpointFor = (block) => (block === committing.block ? this.#batchCheckpoint : undefined);
   }
 
   #makeEnv(engine: FormulaEvaluator, batchSize: number, bulkSize: (block: Block) => number): RunEnv {
+    const stop = this.opts.stop;
+    const retrySignal = stop ? AbortSignal.any([this.signal, stop]) : this.signal;
     return {
       connections: this.opts.connections,
       engine,
@@ -228,9 +246,14 @@ class MapRun {
       formulaBudget: { ...DEFAULT_FORMULA_BUDGET, ...this.opts.formulaBudget },
       fail: (item, block, error) => this.#fail(item, block, error),
       retrying: (block, call, settled) =>
-        withTargetRetry(`${block.name}: ${block.blockType} in ${block.entity ?? ''}`, this.#retry, this.signal, call, {
+        withTargetRetry(`${block.name}: ${block.blockType} in ${block.entity ?? ''}`, this.#retry, retrySignal, call, {
           ...(settled ? { settled } : {}),
           onRetry: (n) => this.opts.onRetry?.({ ...n, blockName: block.name }),
+        }).catch((e: unknown) => {
+          // Stopped, a call that failed as a whole is not tried again: the run is cut here, and its
+          // batch is the next run's (not a record's failure).
+          if (stop?.aborted && isTargetFailure(e)) this.#cut.abort(stop.reason);
+          throw e;
         }),
       reply: async (r) => {
         if (this.#reply) return false;
@@ -260,7 +283,7 @@ class MapRun {
       code: error.code,
       errorMessage: error.message,
       errorDetail,
-      key: { fields: plan.sourceKeyFields, record: st.source },
+      key: { fields: plan.errorKeyFields ?? plan.sourceKeyFields, record: st.source },
       sourceRow: st.row,
     });
     if (first && opts.failures) {
@@ -347,16 +370,21 @@ class MapRun {
   async #runBatch(next: Prepared): Promise<boolean> {
     const { plan, opts, signal, stats } = this;
     const { read } = next;
-    // Records at exactly the watermark that an earlier run (or batch) already processed are read again: skip them.
-    const batch = this.#netField && !opts.source ? this.#tracker.skip(read) : read;
-    if (batch.length === 0) return true;
+    const first = this.#first;
+    // Records at exactly the watermark that an earlier run (or batch, or part) already processed are read again: skip them.
+    const batch = first ? first.copy.toWrite(read) : this.#netField && !opts.source ? this.#tracker.skip(read) : read;
+    if (batch.length === 0) {
+      // All skipped; a part's position still moves past them.
+      if (first?.copy.batch(read)) await first.save();
+      return true;
+    }
     const t0 = performance.now();
     let items = next.items;
     if (batch.length !== read.length) {
       const kept = new Set(batch);
       items = items.filter((i) => kept.has(i.state.source));
     }
-    if (!(await this.#readChildren(items, batch.length))) return false;
+    if (!(await this.#readChildren(items))) return false;
     this.#batchCheckpoint = this.#commitWith(next, items, batch.length);
     await runSequence(
       plan.steps,
@@ -373,28 +401,31 @@ class MapRun {
     for (const { state: st } of items) {
       if (st.failed) failed++;
       // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
-      if (!st.failed || st.firstError) done.push(st.source);
+      if (!st.failed || st.firstError || opts.failedDone) done.push(st.source);
       opts.onSourceDone?.(this.#index++, !st.failed);
     }
-    const state = this.#netField && !opts.source && this.#tracker.advance(done) ? this.#tracker.state() : null;
+    const state =
+      !first && this.#netField && !opts.source && this.#tracker.advanceAscending(done) ? this.#tracker.state() : null;
     stats.batch(batch.length, failed, performance.now() - t0);
     // Counted before the Agent's checkpoint moves past the batch: a kill between the two counts the
     // batch in this run and again in the next (it is written twice), never in neither.
     const wm = opts.watermark;
-    const saving = wm !== undefined && Boolean(state);
+    const saving = first ? first.copy.batch(read) : wm !== undefined && Boolean(state);
     opts.onProgress?.({
       processed: stats.processed,
       failed: stats.failed,
       batches: stats.batches,
-      lastRunDate: this.#tracker.value,
+      lastRunDate: this.#lastRunDate(),
       ...(saving ? { saving } : {}),
     });
-    if (wm && state) await wm.save(state);
+    if (first) {
+      if (saving) await first.save();
+    } else if (wm && state) await wm.save(state);
     return true;
   }
 
   /** The starter's child records for the batch (Query relationships); false when the signal stopped the read. */
-  async #readChildren(items: Item[], size: number): Promise<boolean> {
+  async #readChildren(items: Item[]): Promise<boolean> {
     const { starter, source } = this.plan;
     const tc = performance.now();
     if (source.children) {
@@ -412,15 +443,40 @@ class MapRun {
           });
       }
     }
-    this.stats.block(starter, size, performance.now() - tc);
+    // The starter's records were counted as read (#timed): this is the time of their children.
+    this.stats.block(starter, 0, performance.now() - tc);
     return true;
+  }
+
+  /** The net-change watermark so far: a first copy's mark, else the tracker's. */
+  #lastRunDate(): string | null {
+    return this.#first ? this.#first.copy.mark : this.#tracker.value;
+  }
+
+  /** The starter's batches, each pull timed as the starter's (with read-ahead: the read itself, beside the Blocks). */
+  async *#timed<B>(source: AsyncIterable<B>, rows: (b: B) => number): AsyncGenerator<B, void, undefined> {
+    const it = source[Symbol.asyncIterator]();
+    let done = false;
+    try {
+      for (;;) {
+        const t = performance.now();
+        const r = await it.next();
+        if (r.done) {
+          done = true;
+          return;
+        }
+        this.stats.block(this.plan.starter, rows(r.value), performance.now() - t);
+        yield r.value;
+      }
+    } finally {
+      if (!done) await it.return?.();
+    }
   }
 
   async #writePacked(b: PackedBatch, copy: PackedCopy): Promise<Written> {
     const t0 = performance.now();
     const firstRow = this.#rowsRead;
     this.#rowsRead += b.rows;
-    this.stats.block(this.plan.starter, b.rows, 0);
     const failures = await copy.copies.write(b, this.#env);
     return { b, firstRow, failures, t0, cut: this.signal.aborted };
   }
@@ -436,23 +492,30 @@ class MapRun {
     await Promise.all(this.#captures.splice(0));
     if (w.cut) return;
     stats.batch(w.b.rows, w.failures.length, performance.now() - w.t0);
+    const first = this.#first;
+    const saving = first?.copy.batchPacked(w.b) ?? false;
     this.opts.onProgress?.({
       processed: stats.processed,
       failed: stats.failed,
       batches: stats.batches,
-      lastRunDate: this.#tracker.value,
+      lastRunDate: this.#lastRunDate(),
+      ...(saving ? { saving } : {}),
     });
+    // A first copy's progress is saved while the next batch is written (first-copy.ts).
+    if (saving) await first?.saveBehind();
   }
 
   /**
-   * A packed copy's batches: each batch is written while the one before it is reported (its
-   * refused rows made into record errors and failed-record copies on the Agent's thread while the
-   * target works on the next batch); statistics and progress still come batch by batch, in order.
+   * A packed copy's batches: a batch with refused rows is reported while the next one is written
+   * (its record errors and failed-record copies made on the Agent's thread while the target works
+   * on the next batch); a batch taken whole is counted before the next is written; statistics and
+   * progress come batch by batch, in order.
    * A batch with a value the copy would write otherwise than the formula, or whose fields are not
-   * the ones asked for in that order, goes the records way. Memory holds three batches: the one
-   * reported, the one written and the one read ahead.
+   * the ones asked for in that order, goes the records way, and so does a first copy's batch that
+   * holds records an earlier part copied at its mark (first-copy.ts). Memory holds three batches:
+   * the one reported, the one written and the one read ahead. True when it read to the end.
    */
-  async #runPacked(batches: AsyncIterable<PackedBatch>, copy: PackedCopy): Promise<void> {
+  async #runPacked(batches: AsyncIterable<PackedBatch>, copy: PackedCopy): Promise<boolean> {
     const asked = copy.copies.sourceFields;
     let pending: Written | undefined;
     let writing: Promise<Written> | undefined;
@@ -461,17 +524,20 @@ class MapRun {
       pending = undefined;
       if (w) await this.#reportPacked(w, copy);
     };
+    const maxText = copy.maxText;
+    let completed = false;
     try {
-      for await (const b of readAhead(batches)) {
-        if (this.#halted()) break;
+      for await (const b of readAhead(this.#timed(batches, (p) => p.rows))) {
+        if (this.#halted()) return false;
         if (b.rows === 0) continue;
         if (
-          !fitsCopy(b, copy.maxText) ||
+          (maxText !== undefined && !fitsCopy(b, maxText)) ||
           b.fields.length !== asked.length ||
-          !b.fields.every((f, j) => f === asked[j])
+          !b.fields.every((f, j) => f === asked[j]) ||
+          this.#first?.copy.toWritePacked(b)
         ) {
           await flush();
-          if (!(await this.#runBatch(this.#prepare(unpackRecords(b, recordMaker(b.fields)))))) break;
+          if (!(await this.#runBatch(this.#prepare(unpackRecords(b, recordMaker(b.fields)))))) return false;
           continue;
         }
         writing = this.#writePacked(b, copy);
@@ -485,30 +551,41 @@ class MapRun {
         const w = await writing;
         writing = undefined;
         pending = w;
-        if (w.cut) break;
+        if (w.cut) return false;
+        // A batch the target took whole is counted at once, before the next one is written: a kill
+        // never finds the target holding a batch that History does not count. Refused rows are
+        // reported while the next batch is written.
+        if (w.failures.length === 0) await flush();
       }
+      completed = true;
     } finally {
       // A write still out when the loop failed ends before the run does (its batch is not reported).
       if (writing) await writing.catch(() => undefined);
       // Written before the run ended: reported, and counted unless cut short.
       await flush();
     }
+    return completed;
   }
 
-  /** The records way: batch after batch through the Blocks, and a resume point cleared at the end. */
-  async #runRecords(): Promise<void> {
+  /** The records way: batch after batch through the Blocks, and a resume point cleared at the end; true when it read to the end. */
+  async #runRecords(): Promise<boolean> {
     const { plan, opts, signal } = this;
     const byPosition = this.#byPosition;
     const resumeFrom = this.#resumeFrom;
+    const first = this.#first;
     const open = (): AsyncIterable<RecordBatch> =>
-      plan.source.batches(this.#sourceConn, {
-        since: this.#since,
-        batchSize: this.#env.batchSize,
-        signal,
-        message: opts.message,
-        ...(byPosition ? { orderBy: positionOrder(plan, this.#sourceConn) } : {}),
-      });
-    let batches = opts.source ?? open();
+      this.#timed(
+        plan.source.batches(this.#sourceConn, {
+          since: this.#since,
+          batchSize: this.#env.batchSize,
+          signal,
+          message: opts.message,
+          ...(byPosition ? { orderBy: positionOrder(plan, this.#sourceConn) } : {}),
+          ...(first ? { orderBy: first.orderBy(), ...filterOf(first) } : {}),
+        }),
+        (b) => b.length,
+      );
+    let batches = opts.source ? this.#timed(opts.source, (b) => b.length) : open();
     if (resumeFrom) {
       batches = pastPoint(open, resumeFrom, () => {
         this.#rowsRead = 0;
@@ -534,6 +611,7 @@ class MapRun {
         byPosition.conn.write('Create', byPosition.block.entity ?? '', [], { checkpoint: clear, signal }),
       );
     }
+    return completed;
   }
 
   /** Whether the run ends before the next batch: aborted, or stopped (cancelled). */
@@ -545,21 +623,38 @@ class MapRun {
   }
 
   async run(): Promise<RunResult> {
-    const { opts, signal } = this;
+    const { opts, signal, plan } = this;
+    const first = this.#first;
     try {
       // A packed copy commits no resume point with its batches: a run that resumes by one goes the records way.
-      const copy = this.#sourceConn && !this.#byPosition ? packedCopyOf(this.plan, opts, this.#env.engine) : undefined;
+      const copy =
+        this.#sourceConn && !this.#byPosition ? packedCopyOf(plan, opts, this.#env.engine, Boolean(first)) : undefined;
+      const filter = first?.copy.filter();
       const packed =
         copy && this.#sourceConn
-          ? this.#sourceConn.queryPacked(this.#entity, this.plan.starter.filter, {
-              batchSize: this.#env.batchSize,
-              signal,
-              fields: [...copy.copies.sourceFields],
-            })
+          ? this.#sourceConn.queryPacked(
+              this.#entity,
+              filter && plan.starter.filter ? and(plan.starter.filter, filter) : (filter ?? plan.starter.filter),
+              {
+                batchSize: this.#env.batchSize,
+                signal,
+                fields: [...copy.copies.sourceFields],
+                ...(first ? { orderBy: first.orderBy() } : {}),
+              },
+            )
           : undefined;
-      if (copy && packed) await this.#runPacked(packed, copy);
-      else await this.#runRecords();
+      opts.onStart?.({
+        since: this.#since,
+        checkpointInTarget: this.#inTarget !== undefined,
+        ...(first ? { firstCopy: { byKey: first.key, resumedAfter: first.resumedAfter } } : {}),
+        packed: packed !== undefined,
+      });
+      const completed = copy && packed ? await this.#runPacked(packed, copy) : await this.#runRecords();
+      // The part read to the end: the copy leaves its watermark; else its last save is waited for.
+      if (first && completed && !signal.aborted) await first.finish();
+      else await first?.settle();
     } catch (err) {
+      await first?.settle().catch(() => undefined);
       if (!signal.aborted) {
         if (typeof err === 'object' && err !== null) partials.set(err, this.#result());
         throw err;
@@ -589,7 +684,7 @@ class MapRun {
         ...(model.mapId !== undefined ? { mapId: model.mapId } : {}),
         mapName: model.name,
         entity: this.#entity,
-        ...(starter.netChange ? { lastRunDate: this.#tracker.value } : {}),
+        ...(starter.netChange ? { lastRunDate: this.#lastRunDate() } : {}),
         cancelled: this.#cancelled,
       }),
       errors: this.#errors,
@@ -598,6 +693,17 @@ class MapRun {
     };
   }
 }
+
+/** A first copy part's filter, as SourceOptions take it (none for the first part). */
+function filterOf(first: FirstCopyPart): { filter?: Filter } {
+  const filter = first.copy.filter();
+  return filter ? { filter } : {};
+}
+
+/** The formula engine of a plan that evaluates none (RunPlan.noFormulas). */
+const NO_FORMULAS: FormulaEvaluator = {
+  evaluate: () => Promise.reject(new Error('this plan evaluates no formulas')),
+};
 
 /**
  * Whether a run resumes by position (resume-point.ts): its one Create, in bulk calls as large as

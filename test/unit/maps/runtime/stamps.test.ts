@@ -13,7 +13,7 @@ import {
   stampShapeBytes,
 } from '../../../../src/maps/runtime/stamps.js';
 import { MarkTracker } from '../../../../src/maps/runtime/watermark.js';
-import { FirstCopy } from '../../../../src/solutions/first-copy.js';
+import { FirstCopy } from '../../../../src/maps/runtime/first-copy.js';
 
 const sign = (n: number): number => Math.sign(n);
 

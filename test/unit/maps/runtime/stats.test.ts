@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { RecordTiming, StatsCollector } from '../../../../src/maps/runtime/stats.js';
-import { EntityStats } from '../../../../src/solutions/replication-stats.js';
 import type { Block } from '../../../../src/protocol/map.js';
 
 const Q: Block = { blockId: 'q', name: 'Q', blockType: 'Query', action: 'Query' };
@@ -36,15 +35,19 @@ describe('statistics: every figure per record, and they add up', () => {
     expect(new RecordTiming().view()).toEqual({ minMs: 0, maxMs: 0, avgMs: 0, totalMs: 0 });
   });
 
-  it('a replicated entity: total is the sum of its batches and average total / records', () => {
-    const e = new EntityStats('people', 'Upsert');
-    e.read(10, 500);
-    e.write(30, 500, 2);
-    e.batch(50, 500, 2);
-    e.read(5, 250);
-    e.write(20, 250, 0);
-    e.batch(25, 250, 0);
-    const r = e.result();
+  it('a replicated entity: total is the sum of its batches and average total / records, per pseudo-Block too', () => {
+    const read: Block = { blockId: 'read', name: 'Read', blockType: 'Query', action: 'Query' };
+    const write: Block = { blockId: 'write', name: 'Upsert', blockType: 'Upsert', action: 'InsertUpdate' };
+    const e = new StatsCollector([read, write]);
+    e.block(read, 500, 10);
+    e.block(write, 500, 30);
+    e.blockFailed(write);
+    e.blockFailed(write);
+    e.batch(500, 2, 50);
+    e.block(read, 250, 5);
+    e.block(write, 250, 20);
+    e.batch(250, 0, 25);
+    const r = e.result({ mapName: 'people', entity: 'people', cancelled: false });
     expect(r).toMatchObject({ processed: 750, failed: 2, totalMs: 75, avgMs: 0.1, minMs: 0.1, maxMs: 0.1 });
     expect(r.blocks).toEqual([
       expect.objectContaining({ name: 'Read', processed: 750, totalMs: 15, avgMs: 0.02, minMs: 0.02, maxMs: 0.02 }),

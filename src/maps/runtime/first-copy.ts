@@ -53,10 +53,10 @@ import {
   stampBytes,
   stampShape,
   stampShapeBytes,
-} from '../maps/runtime/stamps.js';
-import { recordIdentity, type WatermarkState } from '../maps/runtime/watermark.js';
-import { and, cmp, isNull, not, or } from '../protocol/filter.js';
-import type { HostConnection } from '../connectors/connection.js';
+} from './stamps.js';
+import { recordIdentity, type WatermarkState } from './watermark.js';
+import { and, cmp, isNull, not, or } from '../../protocol/filter.js';
+import type { HostConnection } from '../../connectors/connection.js';
 import {
   CELL_NULL,
   CELL_TEXT,
@@ -66,10 +66,48 @@ import {
   type ConnectorRecord,
   type EntityMetadata,
   type Filter,
+  type OrderBy,
   type PackedBatch,
   type Value,
-} from '../connectors/sdk.js';
-import type { CopiedPart, CopyKey, InitialCopyState } from './replication-state.js';
+} from '../../connectors/sdk.js';
+
+/** A key a first copy reads in: a one-field primary key of type string, integer or guid. */
+export type CopyKey = string | number;
+
+/**
+ * What one part of a first copy in key order left: the last key it wrote, and the newest stamp it
+ * had read, counting those of the parts before it (null: none yet). It stands for: every record
+ * with a key up to `upTo` that the target does not hold as the source has it now carries a stamp
+ * at or after `since` (a stamp at all, when `since` is null).
+ */
+export interface CopiedPart {
+  upTo: CopyKey;
+  since: string | null;
+}
+
+/**
+ * How far a first copy read in key order has got: what each of its parts that wrote records left
+ * (oldest first; a part another one covers is dropped), and the watermark the copy will leave when
+ * it ends.
+ */
+export interface InitialCopyState {
+  parts: CopiedPart[];
+  /** The newest stamp the copy has read, in any part. */
+  mark: string | null;
+  /** Identities of the records copied at exactly `mark` (as WatermarkState.processedAtLastRunDate). */
+  atMark: string[];
+}
+
+/** Where a first copy keeps its progress between its parts (a Replication entity's checkpoint). */
+export interface FirstCopyStore {
+  /** The progress of a first copy in key order that was stopped, or null. */
+  loadInitial(): Promise<InitialCopyState | null>;
+  saveInitial(state: InitialCopyState): Promise<void>;
+  /** The first copy ended (its watermark is saved): its progress is forgotten. */
+  clearInitial(): Promise<void>;
+  /** The watermark the copy leaves when it ends. */
+  save(state: WatermarkState): Promise<void>;
+}
 
 /** Key types whose order the datastore and a `>` filter agree on, and that a filter can carry. */
 const ORDERED_KEY_TYPES: ReadonlySet<string> = new Set(['string', 'integer', 'guid']);
@@ -294,4 +332,63 @@ function covers(a: CopiedPart, b: CopiedPart): boolean {
   if (typeof a.upTo !== 'number' || typeof b.upTo !== 'number' || a.upTo < b.upTo) return false;
   if (b.since === null) return true;
   return a.since !== null && !newer(b.since, a.since);
+}
+
+/**
+ * A first copy's part within a run (run.ts): its {@link FirstCopy}, the order and filter it reads
+ * with, and its progress saved in the store one save after the other.
+ */
+export class FirstCopyPart {
+  #saving: Promise<void> = Promise.resolve();
+
+  private constructor(
+    readonly copy: FirstCopy,
+    readonly key: string,
+    private readonly store: FirstCopyStore,
+    /** The keys the earlier parts had written up to (null: this is the first part). */
+    readonly resumedAfter: CopyKey[] | null,
+  ) {}
+
+  static async open(key: string, field: string, store: FirstCopyStore): Promise<FirstCopyPart> {
+    const initial = await store.loadInitial();
+    return new FirstCopyPart(new FirstCopy(key, field, initial), key, store, initial?.parts.map((p) => p.upTo) ?? null);
+  }
+
+  orderBy(): OrderBy[] {
+    return [{ field: this.key, direction: 'asc' }];
+  }
+
+  /** Saves the progress so far, after the save before it. */
+  async save(): Promise<void> {
+    const state = this.copy.state();
+    await this.#saving;
+    await this.store.saveInitial(state);
+  }
+
+  /**
+   * Starts saving the progress so far once the save before it is done, without waiting for it (a
+   * packed batch's progress is saved while the next batch is written): a crash loses at most the
+   * last save, and what that batch wrote is written over by key. A failed save is thrown by the
+   * next call, or by {@link settle}.
+   */
+  async saveBehind(): Promise<void> {
+    const state = this.copy.state();
+    await this.#saving;
+    this.#saving = this.store.saveInitial(state);
+    // Rethrown by the next await; until then a failed save must not be an unhandled rejection.
+    this.#saving.catch(() => undefined);
+  }
+
+  /** Waits for the save under way. */
+  settle(): Promise<void> {
+    return this.#saving;
+  }
+
+  /** The part read to the end: the copy leaves its watermark, then its progress goes (a crash between them leaves the watermark, which wins). */
+  async finish(): Promise<void> {
+    await this.#saving;
+    const mark = this.copy.watermark();
+    if (mark) await this.store.save(mark);
+    await this.store.clearInitial();
+  }
 }

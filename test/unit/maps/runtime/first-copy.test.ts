@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packRecords, type ConnectorRecord } from '../../../src/connectors/sdk.js';
-import { FirstCopy } from '../../../src/solutions/first-copy.js';
-import { FileReplicationState } from '../../../src/solutions/replication-state.js';
+import { packRecords, type ConnectorRecord } from '../../../../src/connectors/sdk.js';
+import { FirstCopy } from '../../../../src/maps/runtime/first-copy.js';
+import { FileReplicationState } from '../../../../src/solutions/replication-state.js';
 
 const at = (s: number): string => new Date(Date.UTC(2024, 0, 1, 0, 0, s)).toISOString();
 const rec = (id: number | string, s: number | null): ConnectorRecord => ({
