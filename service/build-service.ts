@@ -12,6 +12,7 @@ import { LoginThrottle } from './auth/login-throttle.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
 import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
+import { ReplicaCommandBus } from './gateway/replica-bus.js';
 import { AgentGateway } from './gateway/gateway.js';
 import { ReportHandlers } from './gateway/report-handlers.js';
 import { HeartbeatSweeper } from './gateway/sweeper.js';
@@ -225,6 +226,17 @@ function agentJobs(
   return { sweeper, housekeeping, retention };
 }
 
+/**
+ * How the Service reaches its Agents: on PostgreSQL whichever replica holds an Agent's channel
+ * (gateway/replica-bus.ts), on SQLite in this process.
+ */
+function agentCommands(config: ServiceConfig, store: Store, registry: SessionRegistry, log: Logger) {
+  const replicas = config.databaseUrl
+    ? new ReplicaCommandBus({ store, databaseUrl: config.databaseUrl, registry, log })
+    : undefined;
+  return { replicas, commands: new AgentCommands(replicas ?? new LocalCommandBus(registry)) };
+}
+
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
@@ -242,7 +254,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const { notifications, sender: mailSender } = notificationMails(config, { store, log, timing: opts.mailOutbox });
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
-    const commands = new AgentCommands(new LocalCommandBus(registry));
+    const { replicas, commands } = agentCommands(config, store, registry, log);
     const logArchives = new LogArchiveFiles(config.dataDir);
     const supervisor = cloudAgentSupervisor(config, store, log);
     const { packages, connectors } = connectorInstalls(config, store, commands, notifications, log);
@@ -307,6 +319,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       config,
       log,
       registry,
+      ...(replicas ? { leases: replicas } : {}),
       reports: agentReports(runReports, secrets),
       onConnected: (agentId) => {
         void connectors
@@ -333,6 +346,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       bootstrap: boot,
       connectors,
       async listen() {
+        await replicas?.start();
         await app.listen({ port: config.port, host: config.host });
         const url = listeningUrl(app, config);
         sweeper.start();
@@ -357,6 +371,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         await retention.stop();
         await mailSender?.stop();
         await gateway.close();
+        await replicas?.stop();
         // After the channels closed: no connect starts another check.
         await lostReprocessRuns.stop();
         // After the channels closed: a prepare waiting on an Agent ends now, before the store closes.

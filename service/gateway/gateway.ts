@@ -38,6 +38,11 @@ export interface GatewayOptions {
   reports: ReportHandlers;
   /** Called once an Agent's hello was accepted (the Connector installs reconcile it). */
   onConnected?: (agentId: string) => void;
+  /**
+   * Where the channels this process holds are recorded for the other replicas (gateway/replica-bus.ts):
+   * told of each channel once it is attached (the hello is answered after) and once it closed.
+   */
+  leases?: { held(session: AgentSession): Promise<void>; released(session: AgentSession): Promise<void> };
   /** Application-level ping interval (default a third of FERRY_AGENT_CHANNEL_TIMEOUT: 20 s). */
   pingIntervalMs?: number;
   /** A socket without any traffic this long is terminated as half-open (default FERRY_AGENT_CHANNEL_TIMEOUT: 60 s). */
@@ -255,6 +260,7 @@ export class AgentGateway {
       await updateAgent(db, agent.id, helloPatch(agent, msg, now));
       const previous = this.#opts.registry.attach(session);
       previous?.close(CLOSE.replaced, 'replaced by a newer connection');
+      await this.#opts.leases?.held(session);
       this.#log.info(
         {
           agentId: agent.id,
@@ -315,6 +321,9 @@ export class AgentGateway {
 
     closed: (session: AgentSession, code: number) => {
       this.#opts.registry.detach(session);
+      this.#opts.leases
+        ?.released(session)
+        .catch((err: unknown) => this.#log.warn({ err, agentId: session.agentId }, 'channel lease not given up'));
       this.#log.info({ agentId: session.agentId, code }, 'agent disconnected');
     },
   };

@@ -45,6 +45,8 @@ export interface Database {
   mapValidations: MapValidationsTable;
   historyExports: HistoryExportsTable;
   mailOutbox: MailOutboxTable;
+  agentChannels: AgentChannelsTable;
+  agentCommands: AgentCommandsTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -757,3 +759,31 @@ export interface MailOutboxTable {
 }
 
 export type MailOutboxRow = Selectable<MailOutboxTable>;
+
+/** Which Service replica holds an Agent's channel, until when (migration 029; gateway/replica-bus.ts). */
+export interface AgentChannelsTable {
+  agentId: string;
+  replicaId: string;
+  /** The channel's own ID: a reconnection makes a new one. */
+  channelId: string;
+  /** The lease's end, in ms since the epoch by the database's clock. */
+  leaseUntilMs: number;
+}
+
+/** A command to an Agent whose channel another replica holds (migration 029; gateway/replica-bus.ts). */
+export interface AgentCommandsTable {
+  id: string;
+  agentId: string;
+  /** The replica that holds the channel and sends the command. */
+  holder: string;
+  /** The replica that waits for the reply. */
+  sender: string;
+  /** The command as JSON (AgentCommand). */
+  command: string;
+  timeoutMs: number;
+  /** pending → taken (sent to the Agent) → done (reply written). */
+  state: string;
+  /** `{"ok":true,"result":…}` or `{"ok":false,"error":{code,message,details}}`. */
+  reply: string | null;
+  createdMs: number;
+}

@@ -36,6 +36,7 @@ import { executionsInProgress } from './migrations/024-executions-in-progress.js
 import { reprocessRunPartial } from './migrations/025-reprocess-run-partial.js';
 import { connectionLastTestedAgent } from './migrations/027-connection-last-tested-agent.js';
 import { errorSourceKeys } from './migrations/028-error-source-keys.js';
+import { agentChannels } from './migrations/029-agent-channels.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -156,6 +157,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '025-reprocess-run-partial': reprocessRunPartial(),
     '027-connection-last-tested-agent': connectionLastTestedAgent(),
     '028-error-source-keys': errorSourceKeys(),
+    '029-agent-channels': agentChannels(),
   };
 }
 

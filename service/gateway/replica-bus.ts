@@ -1,0 +1,437 @@
+/**
+ * Commands to Agents across Service replicas on one PostgreSQL (DESIGN.md "Scale"; docs/deploy.md).
+ * Every replica holds the channels of the Agents that connected to it; this bus lets a call on any
+ * replica reach an Agent wherever it is connected, through the database alone:
+ *
+ *   channels   a replica records each channel it holds in `agent_channels` with a lease it renews
+ *              (every `renewMs`, for `leaseMs`, by the database's clock); it announces the change
+ *              on `ferry_channels`, so that every replica's view of who is connected follows at once
+ *              (and is read again in full every `pollMs`, which drops the leases of a dead replica)
+ *
+ *   commands   sender                                  holder (the channel's replica)
+ *              INSERT agent_commands (pending) ───NOTIFY ferry_r_<holder>──▶ take it (pending → taken),
+ *                                                                         send it on the channel,
+ *              read the reply ◀──NOTIFY ferry_r_<sender>── write the reply (done)
+ *
+ * Each NOTIFY is a statement of its own, never inside a transaction that others wait on (a NOTIFY in
+ * a commit takes a global lock at commit time). A wake-up lost with a dropped listening connection
+ * costs at most `pollMs`: both sides also look for their rows every `pollMs`. A command whose
+ * holder does not answer within its time-out fails with CHN_TIMEOUT, as on one process.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import pg from 'pg';
+import { sql } from 'kysely';
+import type { ErrorCode } from '../../src/errors/codes.js';
+import { ERROR_CODES } from '../../src/errors/codes.js';
+import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import type { Store } from '../store/store.js';
+import { notConnected, type AgentCommand } from './agent-command.js';
+import type { AgentSession } from './agent-session.js';
+import type { CommandBus, SessionRegistry } from './command-bus.js';
+
+export interface ReplicaBusOptions {
+  /** The Service's store: PostgreSQL. */
+  store: Store;
+  /** The same database, for the connection that listens (LISTEN needs one of its own). */
+  databaseUrl: string;
+  /** This replica's channels. */
+  registry: SessionRegistry;
+  log: Logger;
+  /** This replica's ID (default: a new UUID). */
+  replicaId?: string;
+  /** How long a lease lasts unless renewed (default 15 s): how long a dead replica's Agents still count as connected. */
+  leaseMs?: number;
+  /** How often this replica renews its leases (default a third of leaseMs). */
+  renewMs?: number;
+  /** How often both sides look for rows a lost wake-up left (default 1 s). */
+  pollMs?: number;
+}
+
+/** A command's reply as the holder writes it. */
+type Reply =
+  | { ok: true; result: unknown }
+  | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+/** A replica's view of who holds an Agent's channel. */
+interface Held {
+  replicaId: string;
+  channelId: string;
+  /** When the lease ends, by this process's clock. */
+  untilMs: number;
+}
+
+/** The database's clock in ms since the epoch. */
+const NOW_MS = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** The channel every replica listens on for changes of who holds which channel. */
+const CHANNELS = 'ferry_channels';
+/** How long after its time-out a command's row may stay before any replica deletes it. */
+const STALE_MS = 10 * 60_000;
+/** How much longer than the holder's own time-out the sender waits, for the reply to travel. */
+const REPLY_MARGIN_MS = 2_000;
+
+export class ReplicaCommandBus implements CommandBus {
+  readonly replicaId: string;
+  readonly #opts: ReplicaBusOptions;
+  readonly #log: Logger;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #renewMs: number;
+  /** Who holds each Agent's channel, as last read (this replica's own sessions included). */
+  readonly #held = new Map<string, Held>();
+  /** A token per channel ID, stable while the channel lasts (channelOf). */
+  readonly #tokens = new Map<string, object>();
+  /** This replica's sessions' channel IDs. */
+  readonly #channelIds = new WeakMap<AgentSession, string>();
+  /** Commands this replica sent and waits on. */
+  readonly #waiting = new Map<string, { resolve: (r: Reply) => void; timer: NodeJS.Timeout }>();
+  /** Commands this replica is carrying out. */
+  readonly #taking = new Set<string>();
+  #listener: pg.Client | undefined;
+  #timers: NodeJS.Timeout[] = [];
+  /** Timed passes in progress, waited for by stop(). */
+  readonly #ticks = new Set<Promise<void>>();
+  #stopped = false;
+
+  constructor(opts: ReplicaBusOptions) {
+    this.#opts = opts;
+    this.replicaId = opts.replicaId ?? randomUUID();
+    this.#log = opts.log.child({ component: 'replica-bus', replicaId: this.replicaId });
+    this.#leaseMs = opts.leaseMs ?? 15_000;
+    this.#renewMs = opts.renewMs ?? Math.max(100, Math.floor(this.#leaseMs / 3));
+    this.#pollMs = opts.pollMs ?? 1_000;
+  }
+
+  /** The channel this replica listens on for its commands and replies. */
+  get #inbox(): string {
+    return `ferry_r_${this.replicaId.replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
+  }
+
+  async start(): Promise<void> {
+    await this.#listen();
+    await this.#readHolders();
+    this.#every(this.#renewMs, () => this.#renew(), 'channel lease renewal failed');
+    this.#every(this.#pollMs, () => this.#poll(), 'replica command poll failed');
+  }
+
+  /** Stops listening and gives up this replica's leases (its channels close with it). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    this.#timers = [];
+    await Promise.all(this.#ticks);
+    for (const [id, w] of this.#waiting) {
+      clearTimeout(w.timer);
+      w.resolve({ ok: false, error: { code: 'AGT_NOT_CONNECTED', message: 'The Service replica is stopping.' } });
+      this.#waiting.delete(id);
+    }
+    await this.#db
+      .deleteFrom('agentChannels')
+      .where('replicaId', '=', this.replicaId)
+      .execute()
+      .catch((err: unknown) => this.#log.warn({ err }, 'channel leases not given up'));
+    await this.#notify(CHANNELS, '*').catch(() => undefined);
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await listener?.end().catch(() => undefined);
+  }
+
+  /** Records that this replica now holds `session`'s channel; resolves once every replica can see it. */
+  async held(session: AgentSession): Promise<void> {
+    const channelId = randomUUID();
+    this.#channelIds.set(session, channelId);
+    const { agentId } = session;
+    await sql`INSERT INTO agent_channels (agent_id, replica_id, channel_id, lease_until_ms)
+      VALUES (${agentId}, ${this.replicaId}, ${channelId}, ${NOW_MS} + ${this.#leaseMs})
+      ON CONFLICT (agent_id) DO UPDATE SET replica_id = excluded.replica_id, channel_id = excluded.channel_id,
+        lease_until_ms = excluded.lease_until_ms`.execute(this.#db);
+    this.#held.set(agentId, { replicaId: this.replicaId, channelId, untilMs: Date.now() + this.#leaseMs });
+    await this.#notify(CHANNELS, agentId);
+  }
+
+  /** `session`'s channel closed: its lease goes, unless a newer channel of the Agent replaced it. */
+  async released(session: AgentSession): Promise<void> {
+    const channelId = this.#channelIds.get(session);
+    if (channelId === undefined) return;
+    const { agentId } = session;
+    await this.#db
+      .deleteFrom('agentChannels')
+      .where('agentId', '=', agentId)
+      .where('channelId', '=', channelId)
+      .execute();
+    if (this.#held.get(agentId)?.channelId === channelId) this.#held.delete(agentId);
+    this.#tokens.delete(channelId);
+    await this.#notify(CHANNELS, agentId);
+  }
+
+  async send(agentId: string, command: AgentCommand, timeoutMs: number): Promise<unknown> {
+    const local = this.#opts.registry.get(agentId);
+    if (local) return local.request(command, timeoutMs);
+    const holder = await this.#holderOf(agentId);
+    if (holder === undefined || holder === this.replicaId) throw notConnected(agentId);
+    const id = randomUUID();
+    const replied = new Promise<Reply>((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(id);
+        resolve({
+          ok: false,
+          error: {
+            code: 'CHN_TIMEOUT',
+            message: `Agent ${agentId} did not answer the ${command.type} command within ${Math.round(timeoutMs / 1000)} seconds; check its status and try again.`,
+            details: { agentId },
+          },
+        });
+      }, timeoutMs + REPLY_MARGIN_MS);
+      this.#waiting.set(id, { resolve, timer });
+    });
+    try {
+      await sql`INSERT INTO agent_commands (id, agent_id, holder, sender, command, timeout_ms, state, created_ms)
+        VALUES (${id}, ${agentId}, ${holder}, ${this.replicaId}, ${JSON.stringify(command)}, ${timeoutMs}, 'pending', ${NOW_MS})`.execute(
+        this.#db,
+      );
+      await this.#notify(inboxOf(holder), id);
+      const reply = await replied;
+      if (reply.ok) return reply.result;
+      throw toFerryError(reply.error);
+    } finally {
+      const w = this.#waiting.get(id);
+      if (w) clearTimeout(w.timer);
+      this.#waiting.delete(id);
+      await this.#db
+        .deleteFrom('agentCommands')
+        .where('id', '=', id)
+        .execute()
+        .catch(() => undefined);
+    }
+  }
+
+  isConnected(agentId: string): boolean {
+    if (this.#opts.registry.get(agentId)) return true;
+    const h = this.#held.get(agentId);
+    return h !== undefined && h.untilMs > Date.now();
+  }
+
+  channelOf(agentId: string): object | undefined {
+    const local = this.#opts.registry.get(agentId);
+    if (local) return local;
+    const h = this.#held.get(agentId);
+    if (!h || h.untilMs <= Date.now()) return undefined;
+    let token = this.#tokens.get(h.channelId);
+    if (!token) this.#tokens.set(h.channelId, (token = {}));
+    return token;
+  }
+
+  disconnect(agentId: string, code: number, reason: string): void {
+    const local = this.#opts.registry.get(agentId);
+    if (local) {
+      local.close(code, reason);
+      return;
+    }
+    const h = this.#held.get(agentId);
+    if (!h) return;
+    this.#notify(inboxOf(h.replicaId), JSON.stringify({ disconnect: agentId, code, reason })).catch((err: unknown) =>
+      this.#log.warn({ err, agentId }, 'disconnect not passed to the replica holding the channel'),
+    );
+  }
+
+  get #db(): Store['db'] {
+    return this.#opts.store.db;
+  }
+
+  #every(ms: number, tick: () => Promise<void>, failed: string): void {
+    let busy: Promise<void> | undefined;
+    const t = setInterval(() => {
+      if (busy || this.#stopped) return;
+      busy = tick()
+        .catch((err: unknown) => this.#log.warn({ err }, failed))
+        .finally(() => {
+          this.#ticks.delete(busy as Promise<void>);
+          busy = undefined;
+        });
+      this.#ticks.add(busy);
+    }, ms);
+    t.unref();
+    this.#timers.push(t);
+  }
+
+  /** Opens the listening connection; a lost one is opened again on the next poll. */
+  async #listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#opts.databaseUrl });
+    client.on('error', (err) => {
+      this.#log.warn({ err }, 'the replica bus lost its listening connection; it opens another');
+      if (this.#listener === client) this.#listener = undefined;
+      client.end().catch(() => undefined);
+    });
+    client.on('notification', (n) => this.#onNotification(n.channel, n.payload ?? ''));
+    await client.connect();
+    await client.query(`LISTEN ${this.#inbox}`);
+    await client.query(`LISTEN ${CHANNELS}`);
+    if (this.#stopped) {
+      await client.end();
+      return;
+    }
+    this.#listener = client;
+  }
+
+  #onNotification(channel: string, payload: string): void {
+    if (channel === CHANNELS) {
+      const read = payload === '*' ? this.#readHolders() : this.#readHolder(payload);
+      read.catch((err: unknown) => this.#log.warn({ err }, 'channel holders not read'));
+      return;
+    }
+    if (payload.startsWith('{')) {
+      this.#onControl(payload);
+      return;
+    }
+    if (this.#waiting.has(payload)) this.#readReplies([payload]).catch(this.#warn('command reply not read'));
+    else this.#take(payload).catch(this.#warn('command not carried out'));
+  }
+
+  #onControl(payload: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    if (typeof msg !== 'object' || msg === null) return;
+    const { disconnect, code, reason } = msg as Record<string, unknown>;
+    if (typeof disconnect === 'string' && typeof code === 'number')
+      this.#opts.registry.get(disconnect)?.close(code, typeof reason === 'string' ? reason : '');
+  }
+
+  #warn(what: string): (err: unknown) => void {
+    return (err) => this.#log.warn({ err }, what);
+  }
+
+  /** The replica whose lease on the Agent's channel runs now, read afresh. */
+  async #holderOf(agentId: string): Promise<string | undefined> {
+    const row = await this.#db
+      .selectFrom('agentChannels')
+      .select('replicaId')
+      .where('agentId', '=', agentId)
+      .where('leaseUntilMs', '>', NOW_MS)
+      .executeTakeFirst();
+    return row?.replicaId;
+  }
+
+  async #readHolder(agentId: string): Promise<void> {
+    const row = await this.#db
+      .selectFrom('agentChannels')
+      .select(['replicaId', 'channelId', sql<number>`lease_until_ms - ${NOW_MS}`.as('leftMs')])
+      .where('agentId', '=', agentId)
+      .executeTakeFirst();
+    if (row && row.leftMs > 0)
+      this.#held.set(agentId, { replicaId: row.replicaId, channelId: row.channelId, untilMs: Date.now() + row.leftMs });
+    else this.#held.delete(agentId);
+  }
+
+  async #readHolders(): Promise<void> {
+    const rows = await this.#db
+      .selectFrom('agentChannels')
+      .select(['agentId', 'replicaId', 'channelId', sql<number>`lease_until_ms - ${NOW_MS}`.as('leftMs')])
+      .where('leaseUntilMs', '>', NOW_MS)
+      .execute();
+    const now = Date.now();
+    this.#held.clear();
+    for (const r of rows)
+      this.#held.set(r.agentId, { replicaId: r.replicaId, channelId: r.channelId, untilMs: now + Number(r.leftMs) });
+  }
+
+  /** Renews the leases of the channels this replica holds, and drops any other lease of its own (a channel that closed while it was recorded). */
+  async #renew(): Promise<void> {
+    const ids = this.#opts.registry.all().map((session) => session.agentId);
+    if (ids.length)
+      await sql`UPDATE agent_channels SET lease_until_ms = ${NOW_MS} + ${this.#leaseMs}
+        WHERE replica_id = ${this.replicaId} AND agent_id = ANY(${ids})`.execute(this.#db);
+    const gone = this.#db.deleteFrom('agentChannels').where('replicaId', '=', this.replicaId);
+    await (ids.length ? gone.where('agentId', 'not in', ids) : gone).execute();
+  }
+
+  /** What a lost wake-up would have told: commands for this replica, replies for it, who holds what. */
+  async #poll(): Promise<void> {
+    if (!this.#listener && !this.#stopped) await this.#listen();
+    const pending = await this.#db
+      .selectFrom('agentCommands')
+      .select('id')
+      .where('holder', '=', this.replicaId)
+      .where('state', '=', 'pending')
+      .execute();
+    for (const { id } of pending) this.#take(id).catch(this.#warn('command not carried out'));
+    if (this.#waiting.size) await this.#readReplies([...this.#waiting.keys()]);
+    await this.#readHolders();
+    await this.#db
+      .deleteFrom('agentCommands')
+      .where('createdMs', '<', sql<number>`${NOW_MS} - ${STALE_MS}`)
+      .execute();
+  }
+
+  /** Carries out a command another replica sent to an Agent whose channel this one holds. */
+  async #take(id: string): Promise<void> {
+    if (this.#taking.has(id)) return;
+    this.#taking.add(id);
+    try {
+      const row = await this.#db
+        .updateTable('agentCommands')
+        .set({ state: 'taken' })
+        .where('id', '=', id)
+        .where('holder', '=', this.replicaId)
+        .where('state', '=', 'pending')
+        .returning(['agentId', 'sender', 'command', 'timeoutMs'])
+        .executeTakeFirst();
+      if (!row) return;
+      const session = this.#opts.registry.get(row.agentId);
+      let reply: Reply;
+      try {
+        if (!session) throw notConnected(row.agentId);
+        reply = { ok: true, result: await session.request(JSON.parse(row.command) as AgentCommand, row.timeoutMs) };
+      } catch (err) {
+        reply = { ok: false, error: errorOf(err) };
+      }
+      await this.#db
+        .updateTable('agentCommands')
+        .set({ state: 'done', reply: JSON.stringify(reply) })
+        .where('id', '=', id)
+        .execute();
+      await this.#notify(inboxOf(row.sender), id);
+    } finally {
+      this.#taking.delete(id);
+    }
+  }
+
+  async #readReplies(ids: string[]): Promise<void> {
+    const rows = await this.#db
+      .selectFrom('agentCommands')
+      .select(['id', 'reply'])
+      .where('id', 'in', ids)
+      .where('state', '=', 'done')
+      .execute();
+    for (const r of rows) {
+      const w = this.#waiting.get(r.id);
+      if (!w || r.reply === null) continue;
+      this.#waiting.delete(r.id);
+      clearTimeout(w.timer);
+      w.resolve(JSON.parse(r.reply) as Reply);
+    }
+  }
+
+  /** A wake-up, as a statement of its own (see the module comment). */
+  async #notify(channel: string, payload: string): Promise<void> {
+    await sql`SELECT pg_notify(${channel}, ${payload})`.execute(this.#db);
+  }
+}
+
+const inboxOf = (replicaId: string): string => `ferry_r_${replicaId.replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
+
+/** An error as a reply carries it. */
+function errorOf(err: unknown): { code: string; message: string; details?: Record<string, unknown> } {
+  if (isFerryError(err))
+    return { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+  return { code: 'SVC_INTERNAL', message: err instanceof Error ? err.message : String(err) };
+}
+
+/** The error a reply carried, as the holder's process had it. */
+function toFerryError(e: { code: string; message: string; details?: Record<string, unknown> }): FerryError {
+  const code: ErrorCode = e.code in ERROR_CODES ? (e.code as ErrorCode) : 'SVC_INTERNAL';
+  return new FerryError(code, e.message, e.details ? { details: e.details } : {});
+}

@@ -1,0 +1,154 @@
+/**
+ * Two Service replicas on one PostgreSQL (service/gateway/replica-bus.ts): an Agent whose channel
+ * one replica holds is reached from the other — its commands, their answers and refusals, its
+ * connectivity, a disconnect — and a replica that stops gives its Agents' channels up at once.
+ * Real Services on loopback ports, a real PostgreSQL database, a real WebSocket channel.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildService } from '../../../../service/build-service.js';
+import { CLOSE } from '../../../../src/protocol/channel.js';
+import { registerTestAgent, TestChannel } from '../../../helpers/agent-client.js';
+import { ADMIN, request, testServiceConfig, type TestService } from '../../../helpers/service.js';
+import { createTestDatabase, STORE_TARGETS } from '../../../helpers/stores.js';
+
+interface AgentView {
+  status: string;
+  isConnected: boolean;
+}
+
+/** A replica of the Service on `databaseUrl`, with the master key the replicas share. */
+async function startReplica(databaseUrl: string, masterKey: string): Promise<TestService> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-replica-'));
+  const service = await buildService(testServiceConfig(dataDir, databaseUrl, { masterKey }), {
+    logger: pino({ level: 'silent' }),
+  });
+  const url = await service.listen();
+  const agent = new http.Agent({ keepAlive: true });
+  return {
+    url,
+    admin: ADMIN,
+    orgId: service.bootstrap.orgId,
+    service,
+    dataDir,
+    request: (method, pathAndQuery, opts = {}) => request(url, agent, method, pathAndQuery, opts),
+    async close() {
+      agent.destroy();
+      await service.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `read` until `done` holds of it (the replicas learn of a channel by a wake-up, within ms). */
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 5_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service replicas on one PostgreSQL', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let a: TestService;
+  let b: TestService;
+  const channels: TestChannel[] = [];
+  const masterKey = randomBytes(32).toString('base64');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    a = await startReplica(db.url, masterKey);
+    b = await startReplica(db.url, masterKey);
+  });
+  afterAll(async () => {
+    await Promise.all(channels.map((c) => c.close()));
+    await b?.close();
+    await a?.close();
+    await db?.drop();
+  });
+
+  /** An Agent registered through replica A whose channel A holds. */
+  const onA = async (): Promise<{ agentId: string; ch: TestChannel }> => {
+    const agent = await registerTestAgent(a);
+    const ch = await TestChannel.connect(a, agent);
+    channels.push(ch);
+    expect(await ch.hello(agent)).toMatchObject({ ok: true });
+    return { agentId: agent.agentId, ch };
+  };
+  const view = async (svc: TestService, agentId: string): Promise<AgentView> =>
+    (await svc.request<AgentView>('GET', `/v1/orgs/${svc.orgId}/agents/${agentId}`)).body;
+
+  it('a command called on replica B reaches the Agent whose channel A holds, and its answer comes back', async () => {
+    const { agentId, ch } = await onA();
+    // B sees the channel A holds as soon as A recorded it: the hello is answered after that.
+    expect(await view(b, agentId)).toMatchObject({ isConnected: true, status: 'Running' });
+    ch.autoReply = (cmd) => (cmd['type'] === 'restart' ? { re: cmd['id'], ok: true } : undefined);
+    const res = await b.request<AgentView>('POST', `/v1/orgs/${b.orgId}/agents/${agentId}/restart?restartNow=true`);
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('WaitingToRestartAgentUserRequest');
+    const restarts = ch.received.filter((m) => m['type'] === 'restart');
+    expect(restarts.map((m) => m['restartNow'])).toEqual([true]);
+  });
+
+  it("an Agent's refusal crosses replicas as it is: B answers 502 with the Agent's message", async () => {
+    const { agentId, ch } = await onA();
+    ch.autoReply = (cmd) => ({
+      re: cmd['id'],
+      ok: false,
+      error: { code: 'AGT_DRAINING', kind: 'transient', message: 'already restarting' },
+    });
+    const refused = await b.request<{ code: string; detail: string }>(
+      'POST',
+      `/v1/orgs/${b.orgId}/agents/${agentId}/restart`,
+    );
+    expect(refused.status).toBe(502);
+    expect(refused.body.code).toBe('AGT_COMMAND_FAILED');
+    expect(refused.body.detail).toContain('already restarting');
+  });
+
+  it('a channel that closes on A is disconnected on B at once: B answers 409 AGT_NOT_CONNECTED', async () => {
+    const { agentId, ch } = await onA();
+    await ch.close();
+    const seen = await until(
+      () => view(b, agentId),
+      (v) => !v.isConnected,
+    );
+    expect(seen.isConnected).toBe(false);
+    const res = await b.request<{ code: string }>('POST', `/v1/orgs/${b.orgId}/agents/${agentId}/restart`);
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('AGT_NOT_CONNECTED');
+  });
+
+  it('deleting on B an Agent whose channel A holds closes that channel with 4404', async () => {
+    const { agentId, ch } = await onA();
+    const del = await b.request('DELETE', `/v1/orgs/${b.orgId}/agents/${agentId}`);
+    expect(del.status).toBe(204);
+    expect((await ch.closed).code).toBe(CLOSE.agentDeleted);
+  });
+
+  it('a replica that stops gives its channels up: the other shows its Agents disconnected at once', async () => {
+    const c = await startReplica(db.url, masterKey);
+    try {
+      const agent = await registerTestAgent(c);
+      const ch = await TestChannel.connect(c, agent);
+      channels.push(ch);
+      await ch.hello(agent);
+      expect((await view(b, agent.agentId)).isConnected).toBe(true);
+      await c.close();
+      const seen = await until(
+        () => view(b, agent.agentId),
+        (v) => !v.isConnected,
+      );
+      expect(seen.isConnected).toBe(false);
+    } finally {
+      await c.close().catch(() => undefined);
+    }
+  });
+});
