@@ -62,11 +62,14 @@ export function copyStep(spec: CopySpec): Step {
         // A try that failed after its commit is known by the checkpoint it committed.
         checkpoint ? () => committed(conn, checkpoint, records.length, signal) : undefined,
       );
+      let refused = 0;
       for (let k = 0; k < results.length; k++) {
         const r = results[k] as WriteResult;
-        if (!r.ok) env.fail(items[k] as (typeof items)[number], block, refusedCopy(spec, r.error, records[k] ?? {}));
+        if (r.ok) continue;
+        refused++;
+        env.fail(items[k] as (typeof items)[number], block, refusedCopy(spec, r.error, records[k] ?? {}));
       }
-      return items.filter((i) => !i.state.failed);
+      return refused ? items.filter((i) => !i.state.failed) : items;
     },
   };
 }

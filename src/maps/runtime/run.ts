@@ -319,11 +319,18 @@ class MapRun {
   /** A batch as read, its items, and the first step's leading formulas started for them. */
   #prepare(read: RecordBatch): Prepared {
     const starter = this.plan.starter.name;
-    const items: Item[] = read.map((source) => ({
-      ctx: { [starter]: source },
-      results: undefined,
-      state: { source, failed: false, row: ++this.#rowsRead },
-    }));
+    // A plan without formulas reads no item's context: its items share an empty one.
+    const items: Item[] = this.plan.noFormulas
+      ? read.map((source) => ({
+          ctx: NO_CONTEXT,
+          results: undefined,
+          state: { source, failed: false, row: ++this.#rowsRead },
+        }))
+      : read.map((source) => ({
+          ctx: { [starter]: source },
+          results: undefined,
+          state: { source, failed: false, row: ++this.#rowsRead },
+        }));
     let ahead: AheadValues | undefined;
     const first = this.plan.steps[0];
     if (first?.leading && items.length > 0 && !this.#stopped && !this.signal.aborted) {
@@ -384,11 +391,12 @@ class MapRun {
       const kept = new Set(batch);
       items = items.filter((i) => kept.has(i.state.source));
     }
+    const errorsBefore = this.#errors;
     if (!(await this.#readChildren(items))) return false;
     this.#batchCheckpoint = this.#commitWith(next, items, batch.length);
     await runSequence(
       plan.steps,
-      items.filter((i) => !i.state.failed),
+      this.#errors === errorsBefore ? items : items.filter((i) => !i.state.failed),
       this.#env,
       next.ahead,
     );
@@ -397,12 +405,17 @@ class MapRun {
     await Promise.all(this.#captures.splice(0));
     if (!finished) return false; // the batch was cut short: no checkpoint
     let failed = 0;
-    const done: ConnectorRecord[] = [];
-    for (const { state: st } of items) {
-      if (st.failed) failed++;
-      // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
-      if (!st.failed || st.firstError || opts.failedDone) done.push(st.source);
-      opts.onSourceDone?.(this.#index++, !st.failed);
+    // No record of the batch failed (the common case): every one is done, in the order read.
+    let done: readonly ConnectorRecord[] = batch;
+    if (this.#errors !== errorsBefore || opts.onSourceDone) {
+      const some: ConnectorRecord[] = [];
+      for (const { state: st } of items) {
+        if (st.failed) failed++;
+        // A failed record with its failed-record entry is done too: it is reprocessed from there, not re-read.
+        if (!st.failed || st.firstError || opts.failedDone) some.push(st.source);
+        opts.onSourceDone?.(this.#index++, !st.failed);
+      }
+      done = some;
     }
     const state =
       !first && this.#netField && !opts.source && this.#tracker.advanceAscending(done) ? this.#tracker.state() : null;
@@ -699,6 +712,9 @@ function filterOf(first: FirstCopyPart): { filter?: Filter } {
   const filter = first.copy.filter();
   return filter ? { filter } : {};
 }
+
+/** The context of every item of a plan that evaluates no formula (RunPlan.noFormulas). */
+const NO_CONTEXT: Item['ctx'] = Object.freeze({});
 
 /** The formula engine of a plan that evaluates none (RunPlan.noFormulas). */
 const NO_FORMULAS: FormulaEvaluator = {
