@@ -6,43 +6,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildService } from '../../../../service/build-service.js';
 import { CLOSE } from '../../../../src/protocol/channel.js';
 import { registerTestAgent, TestChannel } from '../../../helpers/agent-client.js';
-import { ADMIN, request, testServiceConfig, type TestService } from '../../../helpers/service.js';
-import { createTestDatabase, STORE_TARGETS } from '../../../helpers/stores.js';
+import type { TestService } from '../../../helpers/service.js';
+import { serviceData, type ServiceData } from '../../../helpers/service-on-dir.js';
+import { STORE_TARGETS } from '../../../helpers/stores.js';
 
 interface AgentView {
   status: string;
   isConnected: boolean;
-}
-
-/** A replica of the Service on `databaseUrl`, with the master key the replicas share. */
-async function startReplica(databaseUrl: string, masterKey: string): Promise<TestService> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-replica-'));
-  const service = await buildService(testServiceConfig(dataDir, databaseUrl, { masterKey }), {
-    logger: pino({ level: 'silent' }),
-  });
-  const url = await service.listen();
-  const agent = new http.Agent({ keepAlive: true });
-  return {
-    url,
-    admin: ADMIN,
-    orgId: service.bootstrap.orgId,
-    service,
-    dataDir,
-    request: (method, pathAndQuery, opts = {}) => request(url, agent, method, pathAndQuery, opts),
-    async close() {
-      agent.destroy();
-      await service.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
 }
 
 /** Polls `read` until `done` holds of it (the replicas learn of a channel by a wake-up, within ms). */
@@ -56,22 +31,29 @@ async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 5_
 }
 
 describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service replicas on one PostgreSQL', () => {
-  let db: { url: string; drop: () => Promise<void> };
+  // One database and one master key for every replica; each replica its own data folder.
+  let data: ServiceData;
   let a: TestService;
   let b: TestService;
   const channels: TestChannel[] = [];
-  const masterKey = randomBytes(32).toString('base64');
+  const folders: string[] = [];
+  const startReplica = (): Promise<TestService> => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-replica-'));
+    folders.push(dataDir);
+    return data.start({ dataDir });
+  };
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    a = await startReplica(db.url, masterKey);
-    b = await startReplica(db.url, masterKey);
+    data = await serviceData({ name: 'postgres' }, { masterKey: randomBytes(32).toString('base64') });
+    a = await startReplica();
+    b = await startReplica();
   });
   afterAll(async () => {
     await Promise.all(channels.map((c) => c.close()));
     await b?.close();
     await a?.close();
-    await db?.drop();
+    await data?.dispose();
+    for (const f of folders) fs.rmSync(f, { recursive: true, force: true });
   });
 
   /** An Agent registered through replica A whose channel A holds. */
@@ -134,7 +116,7 @@ describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service 
   });
 
   it('a replica that stops gives its channels up: the other shows its Agents disconnected at once', async () => {
-    const c = await startReplica(db.url, masterKey);
+    const c = await startReplica();
     try {
       const agent = await registerTestAgent(c);
       const ch = await TestChannel.connect(c, agent);
