@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { setTimeout as pause } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { COMMANDS } from '../src/protocol/commands.js';
@@ -8,7 +9,8 @@ import { Connections } from './connections/connections.js';
 import { ConnectionMetadata } from './connections/metadata.js';
 import { issueCloudAgentKey } from './agents/registration.js';
 import { logArchiveFailed } from './agents/logs.js';
-import { LoginThrottle } from './auth/login-throttle.js';
+import type { LoginThrottle } from './auth/login-throttle.js';
+import { loginThrottleFor } from './auth/shared-login-throttle.js';
 import { bootstrap, secretsFor, type BootstrapResult } from './bootstrap.js';
 import type { ServiceConfig } from './config.js';
 import { LocalCommandBus, SessionRegistry } from './gateway/command-bus.js';
@@ -20,10 +22,14 @@ import { ConnectorCatalogue, preinstalledConnectors } from './marketplace/catalo
 import { applyInstallReport, ConnectorInstalls } from './marketplace/installs.js';
 import { PackageStore } from './marketplace/package-store.js';
 import { buildApp } from './http/app.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { rateLimiterFor } from './http/rate-limit.js';
 import { AgentHousekeeping } from './jobs/agent-housekeeping.js';
 import { HistoryRetention } from './jobs/history-retention.js';
 import { CloudAgentSupervisor, NO_CLOUD_AGENTS } from './jobs/cloud-agents.js';
+import { ClaimedCloudAgents } from './jobs/claimed-cloud-agents.js';
+import { ReplicaClaims, SOLE_PROCESS, type JobClaims } from './jobs/claims.js';
+import { PeriodicJob } from './jobs/periodic-job.js';
+import { Readiness } from './http/readiness.js';
 import { LogArchiveFiles } from './store/log-archives.js';
 import { listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
@@ -52,8 +58,16 @@ export interface FerryService {
   readonly bootstrap: BootstrapResult;
   /** The Connector catalogue, packages and installs. */
   readonly connectors: ConnectorInstalls;
+  /** This replica's ID among several on one PostgreSQL (agent_channels, service_leases); none on SQLite. */
+  readonly replicaId: string | undefined;
   /** Listens on the configured host and port; resolves to the base URL. */
   listen(): Promise<string>;
+  /**
+   * A graceful stop (SIGTERM): `/readyz` answers 503 for the drain delay while requests are still
+   * served, then the Agents are told to reconnect elsewhere (close 1012), the requests in flight
+   * finish, and the Service closes.
+   */
+  drain(delayMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -85,15 +99,20 @@ export interface BuildOptions {
   lostReprocessRunsMs?: number;
 }
 
-/** Runs each Cloud Agent as a child of the Service, when they are on here (FERRY_CLOUD_AGENTS). */
-function cloudAgentSupervisor(config: ServiceConfig, store: Store, log: Logger): CloudAgentSupervisor | undefined {
+/**
+ * Runs each Cloud Agent as a child of the Service, when they are on here (FERRY_CLOUD_AGENTS), in
+ * the one process that holds the Cloud Agents' claim.
+ */
+function cloudAgents(config: ServiceConfig, store: Store, claims: JobClaims, log: Logger) {
   if (config.cloudAgents !== 'on') return undefined;
-  return new CloudAgentSupervisor({
+  const supervisor = new CloudAgentSupervisor({
     dataDir: config.dataDir,
     command: cliCommand(config.cloudAgentEntry ?? path.join(packageRoot(), 'dist', 'src', 'cli', 'main.js')),
     log,
     issueKey: (agentId) => issueCloudAgentKey(store.db, agentId),
   });
+  const list = async () => (await listCloudAgents(store.db)).map((a) => a.id);
+  return new ClaimedCloudAgents({ supervisor, claims, list, log });
 }
 
 /** The URL the Service is reached at once it listens: loopback when it listens on every address. */
@@ -179,6 +198,7 @@ async function solutionsOnAgents(
   commands: AgentCommands,
   metadata: ConnectionMetadata,
   log: Logger,
+  replicas: { replicaId: string; claims: JobClaims } | undefined,
 ) {
   const assignments = new SolutionAssignments({ db: store.db, secrets, commands, log });
   const prepareJobs = new PrepareJobs({
@@ -187,13 +207,25 @@ async function solutionsOnAgents(
     metadata,
     log,
     prepared: (solution) => assignments.sync(solution.agentId),
+    ...(replicas ? { replicaId: replicas.replicaId } : {}),
   });
   await prepareJobs.failAbandoned();
+  // With replicas, the prepares of one that died are ended by another once its lease has passed.
+  const abandonedPrepares = replicas
+    ? new PeriodicJob({
+        intervalMs: 5_000,
+        tick: () => prepareJobs.failAbandoned(),
+        log,
+        failed: 'the check for prepare jobs of stopped replicas failed',
+        level: 'warn',
+        once: { claims: replicas.claims, name: 'abandoned-prepares' },
+      })
+    : undefined;
   const solutionRuns = new SolutionRuns({ db: store.db, commands, prepare: prepareJobs, assignments, log });
   const isConnected = (agentId: string): boolean => commands.isConnected(agentId);
   const changed = followSolutionChanges({ db: store.db, assignments, prepare: prepareJobs, isConnected, log });
   const solutions = new Solutions({ db: store.db, isConnected, changed });
-  return { assignments, prepareJobs, solutionRuns, solutions };
+  return { assignments, prepareJobs, solutionRuns, solutions, abandonedPrepares };
 }
 
 /** The timed jobs about Agents: the heartbeat sweeper, the cleanup of what they leave behind, and the History retention. */
@@ -205,18 +237,21 @@ function agentJobs(
   logArchives: LogArchiveFiles,
   notifications: Notifications,
   log: Logger,
+  claims: JobClaims,
 ) {
   const sweeper = new HeartbeatSweeper({
     store,
     log,
+    claims,
     lateAfterMs: config.heartbeatLateAfter * 1000,
     failedAfterMs: config.heartbeatFailedAfter * 1000,
     onHeartbeatFailed: notifications.heartbeatFailed,
   });
-  const housekeeping = new AgentHousekeeping({ store, log, logArchives });
+  const housekeeping = new AgentHousekeeping({ store, log, logArchives, claims });
   const retention = new HistoryRetention({
     store,
     log,
+    claims,
     retentionDays: config.historyRetentionDays,
     agents: {
       connected: () => registry.all().map((s) => s.agentId),
@@ -232,9 +267,43 @@ function agentJobs(
  */
 function agentCommands(config: ServiceConfig, store: Store, registry: SessionRegistry, log: Logger) {
   const replicas = config.databaseUrl
-    ? new ReplicaCommandBus({ store, databaseUrl: config.databaseUrl, registry, log })
+    ? new ReplicaCommandBus({
+        store,
+        databaseUrl: config.databaseUrl,
+        registry,
+        log,
+        leaseMs: config.replicaLease * 1000,
+      })
     : undefined;
-  return { replicas, commands: new AgentCommands(replicas ?? new LocalCommandBus(registry)) };
+  // Which replica runs each Service-side job that must run once (service/jobs/claims.ts).
+  const claims = replicas ? new ReplicaClaims(store.db, replicas.replicaId, log) : SOLE_PROCESS;
+  return { replicas, claims, commands: new AgentCommands(replicas ?? new LocalCommandBus(registry)) };
+}
+
+/**
+ * Reprocess runs whose Agent never answered: asked about at each connect and on a timer, by each
+ * replica for the Agents whose channels it holds.
+ */
+function lostReprocessRunsOf(
+  store: Store,
+  registry: SessionRegistry,
+  commands: AgentCommands,
+  history: History,
+  log: Logger,
+  intervalMs: number | undefined,
+): LostReprocessRuns {
+  return new LostReprocessRuns({
+    db: store.db,
+    bulkTransaction: (work) => store.bulkTransaction(work),
+    log,
+    channel: {
+      connected: () => registry.all().map((s) => s.agentId),
+      send: (agentId, command) => commands.send(agentId, command),
+    },
+    sending: (runId) => history.isReprocessSending(runId),
+    graceMs: COMMANDS.reprocessRun.timeoutMs,
+    intervalMs,
+  });
 }
 
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
@@ -254,18 +323,20 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const { notifications, sender: mailSender } = notificationMails(config, { store, log, timing: opts.mailOutbox });
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
-    const { replicas, commands } = agentCommands(config, store, registry, log);
+    const { replicas, claims, commands } = agentCommands(config, store, registry, log);
     const logArchives = new LogArchiveFiles(config.dataDir);
-    const supervisor = cloudAgentSupervisor(config, store, log);
+    const supervisor = cloudAgents(config, store, claims, log);
     const { packages, connectors } = connectorInstalls(config, store, commands, notifications, log);
     const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
-    const { assignments, prepareJobs, solutionRuns, solutions } = await solutionsOnAgents(
+    const { assignments, prepareJobs, solutionRuns, solutions, abandonedPrepares } = await solutionsOnAgents(
       store,
       secrets,
       commands,
       metadata,
       log,
+      replicas && { replicaId: replicas.replicaId, claims },
     );
+    const readiness = new Readiness();
     const maps = new SolutionMaps({ db: store.db });
     const history = new History({
       db: store.db,
@@ -275,25 +346,13 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       assignments,
       log,
     });
-    // Reprocess runs whose Agent never answered: asked about at each connect and on a timer.
-    const lostReprocessRuns = new LostReprocessRuns({
-      db: store.db,
-      bulkTransaction: (work) => store.bulkTransaction(work),
-      log,
-      channel: {
-        connected: () => registry.all().map((s) => s.agentId),
-        send: (agentId, command) => commands.send(agentId, command),
-      },
-      sending: (runId) => history.isReprocessSending(runId),
-      graceMs: COMMANDS.reprocessRun.timeoutMs,
-      intervalMs: opts.lostReprocessRunsMs,
-    });
+    const lostReprocessRuns = lostReprocessRunsOf(store, registry, commands, history, log, opts.lostReprocessRunsMs);
     const app = await buildApp({
       config,
       store,
       secrets,
-      rateLimiter: new RateLimiter(config.rateLimitPerMinute, config.rateLimitPerDay),
-      loginThrottle: opts.loginThrottle ?? new LoginThrottle(),
+      rateLimiter: rateLimiterFor(store, config),
+      loginThrottle: opts.loginThrottle ?? loginThrottleFor(store, config),
       log,
       agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
       connectors,
@@ -308,6 +367,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       prepareJobs,
       solutionRuns,
       assignments,
+      readiness,
     });
     const runReports = new RunReports({
       log,
@@ -339,48 +399,56 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       logArchives,
       notifications,
       log,
+      claims,
     );
+    const timed = [sweeper, housekeeping, retention, ...(abandonedPrepares ? [abandonedPrepares] : [])];
+    const closeOnce = async () => {
+      readiness.drain();
+      // Cloud Agents first, so that their shutdown reports still reach the gateway.
+      await supervisor?.close();
+      connectors.stop();
+      await Promise.all([...timed.map((job) => job.stop()), mailSender?.stop()]);
+      await claims.releaseAll().catch((err: unknown) => log.warn({ err }, 'job claims not given up'));
+      // The Agents reconnect at once (close 1012), through the load balancer to another replica.
+      await gateway.close();
+      await replicas?.stop();
+      // After the channels closed: no connect starts another check.
+      await lostReprocessRuns.stop();
+      // After the channels closed: a prepare waiting on an Agent ends now, before the store closes.
+      await prepareJobs.settled();
+      await app.close();
+      // A package build started by a request or a reconcile must not write after the close.
+      await packages.settled();
+      await store.close();
+    };
+    // A second close (a drain, then Ctrl-C) waits for the first.
+    let closing: Promise<void> | undefined;
+    const close = () => (closing ??= closeOnce());
     return {
       app,
       store,
       bootstrap: boot,
       connectors,
+      replicaId: replicas?.replicaId,
       async listen() {
         await replicas?.start();
         await app.listen({ port: config.port, host: config.host });
         const url = listeningUrl(app, config);
-        sweeper.start();
-        housekeeping.start();
-        retention.start();
+        for (const job of timed) job.start();
         lostReprocessRuns.start();
         connectors.start();
         mailSender?.start();
-        if (supervisor) {
-          // Cloud Agents run beside the Service and reach it on the address it listens at.
-          supervisor.setServiceUrl(url);
-          for (const agent of await listCloudAgents(store.db)) supervisor.start(agent.id);
-        }
+        // Cloud Agents run beside the Service and reach it on the address it listens at.
+        await supervisor?.begin(url);
         return url;
       },
-      async close() {
-        // Cloud Agents first, so that their shutdown reports still reach the gateway.
-        await supervisor?.close();
-        await sweeper.stop();
-        connectors.stop();
-        await housekeeping.stop();
-        await retention.stop();
-        await mailSender?.stop();
-        await gateway.close();
-        await replicas?.stop();
-        // After the channels closed: no connect starts another check.
-        await lostReprocessRuns.stop();
-        // After the channels closed: a prepare waiting on an Agent ends now, before the store closes.
-        await prepareJobs.settled();
-        await app.close();
-        // A package build started by a request or a reconcile must not write after the close.
-        await packages.settled();
-        await store.close();
+      async drain(delayMs = (config.drainDelay ?? (config.databaseUrl ? 5 : 0)) * 1000) {
+        readiness.drain();
+        log.info({ delayMs }, 'draining: /readyz answers 503 until the load balancer has taken this replica out');
+        if (delayMs > 0) await pause(delayMs);
+        await close();
       },
+      close,
     };
   } catch (err) {
     await store.close();

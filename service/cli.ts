@@ -27,11 +27,11 @@ function configFrom(argv: string[], env: NodeJS.ProcessEnv) {
 }
 
 /** What a start prints: where the Service listens, how to log in, and the password when it was just generated. */
-export function banner(config: ServiceConfig, url: string, b: BootstrapResult): string {
+export function banner(config: ServiceConfig, url: string, b: BootstrapResult, replicaId?: string): string {
   const lines = [
     `Ferry Service listening on ${url}`,
     `  API:      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json, browsable: ${url}/docs)`,
-    `  Store:    ${config.databaseUrl ? 'PostgreSQL' : `SQLite in ${config.dataDir}`}`,
+    `  Store:    ${config.databaseUrl ? `PostgreSQL${replicaId ? `   Replica: ${replicaId}` : ''}` : `SQLite in ${config.dataDir}`}`,
     `  Org:      ${b.orgId}   Administrator: ${b.adminEmail}`,
   ];
   if (b.generatedPassword) {
@@ -53,14 +53,15 @@ export async function serviceStart(argv: string[], env: NodeJS.ProcessEnv): Prom
   });
   const service = await buildService(config, { logger });
   const url = await service.listen();
-  process.stdout.write(banner(config, url, service.bootstrap));
+  process.stdout.write(banner(config, url, service.bootstrap, service.replicaId));
 
   let closing = false;
   const stop = (signal: string) => {
     if (closing) return;
     closing = true;
     service.app.log.info({ signal }, 'shutting down');
-    service.close().then(
+    // SIGTERM (a service manager, a rolling restart) drains first; SIGINT (Ctrl-C) stops at once.
+    (signal === 'SIGTERM' ? service.drain() : service.close()).then(
       () => process.exit(0),
       (err: unknown) => {
         service.app.log.error({ err }, 'shutdown failed');

@@ -21,6 +21,13 @@ export const ServiceConfigSchema = z.object({
   trustProxy: z.string().optional(),
   rateLimitPerMinute: z.coerce.number().int().min(1).default(60),
   rateLimitPerDay: z.coerce.number().int().min(1).default(15_000),
+  /**
+   * Where the rate limits and the failed-login counts are kept: `database` (shared by every replica
+   * on one PostgreSQL, one query per counted call) or `memory` (each process its own: the only choice
+   * on SQLite; on PostgreSQL right for one Service process only). Absent: database on PostgreSQL,
+   * memory on SQLite.
+   */
+  limitCounts: z.enum(['database', 'memory']).optional(),
   /** Largest request body in bytes (Lookup Tables of 200,000 values fit in the default). */
   bodyLimit: z.coerce
     .number()
@@ -59,6 +66,17 @@ export const ServiceConfigSchema = z.object({
    */
   historyRetentionDays: z.coerce.number().int().min(1).max(36_500).default(45),
   /**
+   * Seconds a stopping Service (SIGTERM) answers `/readyz` with 503 while it still serves, before
+   * it closes its Agent channels and connections: the time a load balancer needs to take it out.
+   * Absent: 5 on PostgreSQL (replicas behind a load balancer), 0 on SQLite (one process).
+   */
+  drainDelay: z.coerce.number().min(0).max(300).optional(),
+  /**
+   * Seconds a replica's Agent channel and liveness leases last unless renewed (every third of it):
+   * how long the Agents of a replica that died still count as connected (PostgreSQL only).
+   */
+  replicaLease: z.coerce.number().min(0.3).max(300).default(15),
+  /**
    * The mail server notification mails go through: `smtp://user:pass@host:587` (STARTTLS when the
    * server offers it) or `smtps://…:465` (TLS). Absent: no notification mail is queued or sent.
    */
@@ -90,6 +108,7 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_TRUST_PROXY: 'trustProxy',
   FERRY_RATE_LIMIT_PER_MINUTE: 'rateLimitPerMinute',
   FERRY_RATE_LIMIT_PER_DAY: 'rateLimitPerDay',
+  FERRY_LIMIT_COUNTS: 'limitCounts',
   FERRY_BODY_LIMIT: 'bodyLimit',
   FERRY_LOG_LEVEL: 'logLevel',
   FERRY_PUBLIC_URL: 'publicUrl',
@@ -104,6 +123,8 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_CONNECTORS_DIR: 'connectorsDir',
   FERRY_CONNECTOR_INSTALL_TIMEOUT: 'connectorInstallTimeout',
   FERRY_HISTORY_RETENTION_DAYS: 'historyRetentionDays',
+  FERRY_DRAIN_DELAY: 'drainDelay',
+  FERRY_REPLICA_LEASE: 'replicaLease',
   FERRY_SMTP_URL: 'smtpUrl',
   FERRY_SMTP_FROM: 'smtpFrom',
 };
@@ -126,6 +147,11 @@ export function parseServiceConfig(
   if (parsed.data.heartbeatFailedAfter <= parsed.data.heartbeatLateAfter) {
     throw new Error(
       'Invalid Service configuration:\n  heartbeatFailedAfter: must be above heartbeatLateAfter (FERRY_HEARTBEAT_FAILED_AFTER > FERRY_HEARTBEAT_LATE_AFTER)',
+    );
+  }
+  if (parsed.data.limitCounts === 'database' && !parsed.data.databaseUrl) {
+    throw new Error(
+      'Invalid Service configuration:\n  limitCounts: `database` needs PostgreSQL (FERRY_DATABASE_URL); on SQLite the one process counts in memory',
     );
   }
   return Object.freeze({ ...parsed.data, dataDir: path.resolve(parsed.data.dataDir) });

@@ -12,6 +12,9 @@ import { parseAddress } from './ip-range.js';
  *              credentials verified before (cache)? ──yes──▶ in (pair count cleared)
  *                 │ no
  *                 ▼
+ *              same credentials being verified? ──yes──▶ wait for that verification: its answer
+ *                 │ no                                   (in, 401 or 429), counted on nothing
+ *                 ▼
  *              address over its failure budget? ──yes──▶ wait for the address's turn (queue full: 429)
  *                 │ no                                     │ pair locked meanwhile: 429
  *                 ▼                                        ▼
@@ -19,6 +22,13 @@ import { parseAddress } from './ip-range.js';
  *                 ▼
  *              scrypt ─▶ right: in (pair cleared, address count taken back) │ wrong: 401
  *
+ * - Attempts with the same credentials (login as sent, password, address as counted here, and the
+ *   account and stored hash looked up) share one verification while it runs (service/http/guard.ts):
+ *   the first is counted and hashed, the others get its answer. A client's burst of first calls
+ *   with its right password (an empty cache after every restart) is one attempt, not one each,
+ *   which used to lock the pair past 10; a burst of one wrong password is one guess. Each distinct
+ *   password still counts. Calls arriving after the verification has ended find the cache, or
+ *   start the next one.
  * - The pair is the login as sent (lower-cased, whether or not such a user exists, so a lock tells
  *   nothing about which accounts exist) and the client address; IPv6 addresses count by their /64,
  *   which one client usually holds whole.
@@ -38,6 +48,12 @@ import { parseAddress } from './ip-range.js';
  * - Windows are fixed, starting at a pair's or address's first failure. The maps are bounded: past
  *   their cap, ended windows are dropped, then the oldest entries. An address's queue exists only
  *   while attempts from it wait or run.
+ * - Two implementations of {@link LoginThrottling}: this file's LoginThrottle counts in memory (the
+ *   single process on SQLite); shared-login-throttle.ts counts the pairs and addresses in the
+ *   database, so that replicas on one PostgreSQL share them (a guesser gets the same 10 tries however
+ *   many replicas the load balancer spreads them over). The address's queue (its turns, the pause
+ *   after a wrong password) stays per process in both ({@link AddressTurns}): with N replicas an
+ *   address past its budget gets up to N verifications at a time, one per replica, not one.
  */
 
 /** How many failed logins a {@link LoginThrottle} allows, and how long it remembers them. */
@@ -145,14 +161,87 @@ export function addressKey(ip: string): string {
 /** Ends an {@link LoginThrottle.attempt}: `right` when the password was verified. */
 export type EndAttempt = (right: boolean) => void;
 
+/**
+ * What the guard (service/http/guard.ts) asks of a login throttle, in this order: checkPair before
+ * any lookup, attempt before a password is hashed, succeeded when it was right. The in-memory
+ * throttle answers checkPair and succeeded at once; the shared one after a query.
+ */
+export interface LoginThrottling {
+  /** Throws (or rejects with) API_RATE_LIMITED when this login has failed too often from this address. */
+  checkPair(email: string, ip: string): void | Promise<void>;
+  /** Counts an attempt as a failure before its password is hashed; see {@link LoginThrottle.attempt}. */
+  attempt(email: string, ip: string): Promise<EndAttempt>;
+  /** A successful login; see {@link LoginThrottle.succeeded}. */
+  succeeded(email: string, ip: string, attempted: boolean): void | Promise<void>;
+}
+
 /** One verification at a time for an address past its budget; the turn passes in arrival order. */
-interface Gate {
+export interface Gate {
   busy: boolean;
   waiting: Array<() => void>;
 }
 
-const rateLimited = (retryAfterSeconds: number): FerryError =>
-  // One message for a locked pair, whether or not the account exists.
+/**
+ * The turns of the addresses past their budget that have attempts running or waiting, in this
+ * process: one attempt at a time per address, at most `queuePerAddress` waiting, and a pause of
+ * `pauseMs` after a wrong password before the next turn.
+ */
+export class AddressTurns {
+  readonly #gates = new Map<string, Gate>();
+  readonly #queuePerAddress: number;
+  readonly #pauseMs: number;
+
+  constructor(limits: Pick<LoginThrottleLimits, 'queuePerAddress' | 'pauseMs'>) {
+    this.#queuePerAddress = limits.queuePerAddress;
+    this.#pauseMs = limits.pauseMs;
+  }
+
+  /** Takes the address's turn, waiting behind the attempts already queued; throws when the queue is full. */
+  async take(address: string): Promise<Gate> {
+    let gate = this.#gates.get(address);
+    if (!gate) {
+      gate = { busy: false, waiting: [] };
+      this.#gates.set(address, gate);
+    }
+    if (!gate.busy) {
+      gate.busy = true;
+      return gate;
+    }
+    if (gate.waiting.length >= this.#queuePerAddress) {
+      throw new FerryError('API_RATE_LIMITED', 'Too many logins from your address at once; retry in a second.', {
+        details: { retryAfterSeconds: 1 },
+      });
+    }
+    const waiting = gate;
+    await new Promise<void>((resolve) => waiting.waiting.push(resolve));
+    return waiting;
+  }
+
+  /** Hands the turn to the next attempt waiting, or frees the address. */
+  leave(address: string, gate: Gate): void {
+    const next = gate.waiting.shift();
+    if (next) {
+      next();
+      return;
+    }
+    gate.busy = false;
+    if (this.#gates.get(address) === gate) this.#gates.delete(address);
+  }
+
+  /** The end of an attempt that holds the turn: a right password passes it on at once, a wrong one after the pause. */
+  ender(address: string, gate: Gate): EndAttempt {
+    let ended = false;
+    return (right) => {
+      if (ended) return;
+      ended = true;
+      if (right || this.#pauseMs <= 0) this.leave(address, gate);
+      else setTimeout(() => this.leave(address, gate), this.#pauseMs).unref();
+    };
+  }
+}
+
+/** The answer to a locked pair: one message, whether or not the account exists. */
+export const rateLimited = (retryAfterSeconds: number): FerryError =>
   new FerryError(
     'API_RATE_LIMITED',
     `Too many failed logins from your address; retry in ${retryAfterSeconds} seconds.`,
@@ -161,20 +250,20 @@ const rateLimited = (retryAfterSeconds: number): FerryError =>
     },
   );
 
-/** Per account–address and per address counts of failed logins (see the diagram above). */
-export class LoginThrottle {
+/** Per account–address and per address counts of failed logins in this process's memory (see the diagram above). */
+export class LoginThrottle implements LoginThrottling {
   readonly #limits: LoginThrottleLimits;
   readonly #now: () => number;
   readonly #pairs: FailureWindows;
   readonly #addresses: FailureWindows;
-  /** Turns of the addresses past their budget that have attempts running or waiting. */
-  readonly #gates = new Map<string, Gate>();
+  readonly #turns: AddressTurns;
 
   constructor(limits: Partial<LoginThrottleLimits> = {}, now: () => number = Date.now) {
     this.#limits = { ...LOGIN_THROTTLE_DEFAULTS, ...limits };
     this.#now = now;
     this.#pairs = new FailureWindows(this.#limits.windowMs, this.#limits.maxEntries);
     this.#addresses = new FailureWindows(this.#limits.windowMs, this.#limits.maxEntries);
+    this.#turns = new AddressTurns(this.#limits);
   }
 
   /** Throws API_RATE_LIMITED when this login has failed too often from this address; before any lookup. */
@@ -201,21 +290,15 @@ export class LoginThrottle {
       this.#count(pair, address, now);
       return () => undefined;
     }
-    const gate = await this.#turn(address);
+    const gate = await this.#turns.take(address);
     try {
       this.#refuseLocked(pair, this.#now());
     } catch (err) {
-      this.#leave(address, gate);
+      this.#turns.leave(address, gate);
       throw err;
     }
     this.#count(pair, address, this.#now());
-    let ended = false;
-    return (right) => {
-      if (ended) return;
-      ended = true;
-      if (right || this.#limits.pauseMs <= 0) this.#leave(address, gate);
-      else setTimeout(() => this.#leave(address, gate), this.#limits.pauseMs).unref();
-    };
+    return this.#turns.ender(address, gate);
   }
 
   /**
@@ -236,43 +319,15 @@ export class LoginThrottle {
     this.#pairs.add(pair, now);
     this.#addresses.add(address, now);
   }
+}
 
-  /** Takes the address's turn, waiting behind the attempts already queued; throws when the queue is full. */
-  async #turn(address: string): Promise<Gate> {
-    let gate = this.#gates.get(address);
-    if (!gate) {
-      gate = { busy: false, waiting: [] };
-      this.#gates.set(address, gate);
-    }
-    if (!gate.busy) {
-      gate.busy = true;
-      return gate;
-    }
-    if (gate.waiting.length >= this.#limits.queuePerAddress) {
-      throw new FerryError('API_RATE_LIMITED', 'Too many logins from your address at once; retry in a second.', {
-        details: { retryAfterSeconds: 1 },
-      });
-    }
-    const waiting = gate;
-    await new Promise<void>((resolve) => waiting.waiting.push(resolve));
-    return waiting;
-  }
-
-  /** Hands the turn to the next attempt waiting, or frees the address. */
-  #leave(address: string, gate: Gate): void {
-    const next = gate.waiting.shift();
-    if (next) {
-      next();
-      return;
-    }
-    gate.busy = false;
-    if (this.#gates.get(address) === gate) this.#gates.delete(address);
-  }
+/** A login as it is looked up: the same normalisation, so letter case does not make a fresh pair. */
+export function loginOf(email: string): string {
+  return email.trim().toLowerCase();
 }
 
 function pairKey(email: string, ip: string): string {
-  // The same normalisation as the login lookup, so letter case does not make a fresh pair; hashed,
-  // so that a full map holds 44 characters per login, not up to 320.
-  const login = createHash('sha256').update(email.trim().toLowerCase()).digest('base64');
+  // Hashed, so that a full map holds 44 characters per login, not up to 320.
+  const login = createHash('sha256').update(loginOf(email)).digest('base64');
   return `${login}\0${addressKey(ip)}`;
 }

@@ -101,7 +101,11 @@ export class AgentGateway {
     this.#timer.unref();
   }
 
-  /** Stops accepting, closes every socket (1001), and terminates those that do not finish the close handshake quickly. */
+  /**
+   * Stops accepting, closes every socket with 1012 (the Agents reconnect at once, through the load
+   * balancer to a replica that stays, or to this Service when it is back), and terminates those
+   * that do not finish the close handshake quickly.
+   */
   async close(): Promise<void> {
     this.#closing = true;
     if (this.#timer) clearInterval(this.#timer);
@@ -111,7 +115,7 @@ export class AgentGateway {
       (ws) =>
         new Promise<void>((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))),
     );
-    for (const session of this.#sockets.values()) session.close(1001, 'Service shutting down');
+    for (const session of this.#sockets.values()) session.close(CLOSE.serviceRestart, 'Service restarting');
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(closed), new Promise<void>((resolve) => (timeout = setTimeout(resolve, 2_000)))]);
     clearTimeout(timeout);

@@ -26,6 +26,8 @@ import type { ErrorCode } from '../../src/errors/codes.js';
 import { ERROR_CODES } from '../../src/errors/codes.js';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import type { Store } from '../store/store.js';
+import { DB_NOW_MS } from '../store/sql.js';
+import { replicaLeaseName } from '../jobs/claims.js';
 import { notConnected, type AgentCommand } from './agent-command.js';
 import type { AgentSession } from './agent-session.js';
 import type { CommandBus, SessionRegistry } from './command-bus.js';
@@ -62,7 +64,7 @@ interface Held {
 }
 
 /** The database's clock in ms since the epoch. */
-const NOW_MS = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+const NOW_MS = DB_NOW_MS;
 /** The channel every replica listens on for changes of who holds which channel. */
 const CHANNELS = 'ferry_channels';
 /** How long after its time-out a command's row may stay before any replica deletes it. */
@@ -83,6 +85,8 @@ export class ReplicaCommandBus implements CommandBus {
   readonly #tokens = new Map<string, object>();
   /** This replica's sessions' channel IDs. */
   readonly #channelIds = new WeakMap<AgentSession, string>();
+  /** The write of each session's lease, awaited before the lease is removed. */
+  readonly #recording = new WeakMap<AgentSession, Promise<void>>();
   /** Commands this replica sent and waits on. */
   readonly #waiting = new Map<string, { resolve: (r: Reply) => void; timer: NodeJS.Timeout }>();
   /** Commands this replica is carrying out. */
@@ -99,7 +103,8 @@ export class ReplicaCommandBus implements CommandBus {
     this.#log = opts.log.child({ component: 'replica-bus', replicaId: this.replicaId });
     this.#leaseMs = opts.leaseMs ?? 15_000;
     this.#renewMs = opts.renewMs ?? Math.max(100, Math.floor(this.#leaseMs / 3));
-    this.#pollMs = opts.pollMs ?? 1_000;
+    // Renewals are not announced: the others read them at their polls, which must come as often.
+    this.#pollMs = opts.pollMs ?? Math.min(1_000, this.#renewMs);
   }
 
   /** The channel this replica listens on for its commands and replies. */
@@ -108,6 +113,7 @@ export class ReplicaCommandBus implements CommandBus {
   }
 
   async start(): Promise<void> {
+    await this.#renewAlive();
     await this.#listen();
     await this.#readHolders();
     this.#every(this.#renewMs, () => this.#renew(), 'channel lease renewal failed');
@@ -130,6 +136,11 @@ export class ReplicaCommandBus implements CommandBus {
       .where('replicaId', '=', this.replicaId)
       .execute()
       .catch((err: unknown) => this.#log.warn({ err }, 'channel leases not given up'));
+    await this.#db
+      .deleteFrom('serviceLeases')
+      .where('name', '=', replicaLeaseName(this.replicaId))
+      .execute()
+      .catch((err: unknown) => this.#log.warn({ err }, 'replica lease not given up'));
     await this.#notify(CHANNELS, '*').catch(() => undefined);
     const listener = this.#listener;
     this.#listener = undefined;
@@ -141,10 +152,19 @@ export class ReplicaCommandBus implements CommandBus {
     const channelId = randomUUID();
     this.#channelIds.set(session, channelId);
     const { agentId } = session;
-    await sql`INSERT INTO agent_channels (agent_id, replica_id, channel_id, lease_until_ms)
+    const recorded = sql`INSERT INTO agent_channels (agent_id, replica_id, channel_id, lease_until_ms)
       VALUES (${agentId}, ${this.replicaId}, ${channelId}, ${NOW_MS} + ${this.#leaseMs})
       ON CONFLICT (agent_id) DO UPDATE SET replica_id = excluded.replica_id, channel_id = excluded.channel_id,
         lease_until_ms = excluded.lease_until_ms`.execute(this.#db);
+    // A close while the row is on its way removes it only after it landed (released waits for it).
+    this.#recording.set(
+      session,
+      recorded.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    await recorded;
     this.#held.set(agentId, { replicaId: this.replicaId, channelId, untilMs: Date.now() + this.#leaseMs });
     await this.#notify(CHANNELS, agentId);
   }
@@ -154,6 +174,7 @@ export class ReplicaCommandBus implements CommandBus {
     const channelId = this.#channelIds.get(session);
     if (channelId === undefined) return;
     const { agentId } = session;
+    await this.#recording.get(session);
     await this.#db
       .deleteFrom('agentChannels')
       .where('agentId', '=', agentId)
@@ -338,14 +359,29 @@ export class ReplicaCommandBus implements CommandBus {
       this.#held.set(r.agentId, { replicaId: r.replicaId, channelId: r.channelId, untilMs: now + Number(r.leftMs) });
   }
 
-  /** Renews the leases of the channels this replica holds, and drops any other lease of its own (a channel that closed while it was recorded). */
+  /** This replica's own lease: while it lasts, the prepare jobs it runs are not abandoned. */
+  async #renewAlive(): Promise<void> {
+    await sql`INSERT INTO service_leases (name, holder, until_ms)
+      VALUES (${replicaLeaseName(this.replicaId)}, ${this.replicaId}, ${NOW_MS} + ${this.#leaseMs})
+      ON CONFLICT (name) DO UPDATE SET until_ms = excluded.until_ms`.execute(this.#db);
+  }
+
+  /**
+   * Renews the leases of the channels this replica holds, and drops its own leases that passed
+   * unrenewed. Only passed ones: a lease written by a hello after the list of channels was taken is
+   * current, and must not go with the stale list.
+   */
   async #renew(): Promise<void> {
+    await this.#renewAlive();
     const ids = this.#opts.registry.all().map((session) => session.agentId);
     if (ids.length)
       await sql`UPDATE agent_channels SET lease_until_ms = ${NOW_MS} + ${this.#leaseMs}
         WHERE replica_id = ${this.replicaId} AND agent_id = ANY(${ids})`.execute(this.#db);
-    const gone = this.#db.deleteFrom('agentChannels').where('replicaId', '=', this.replicaId);
-    await (ids.length ? gone.where('agentId', 'not in', ids) : gone).execute();
+    await this.#db
+      .deleteFrom('agentChannels')
+      .where('replicaId', '=', this.replicaId)
+      .where('leaseUntilMs', '<', NOW_MS)
+      .execute();
   }
 
   /** What a lost wake-up would have told: commands for this replica, replies for it, who holds what. */

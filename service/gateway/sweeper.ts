@@ -3,6 +3,7 @@ import { listSilentAgents, updateAgentIfUnchanged } from '../store/repos/agents.
 import type { AgentRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
+import type { JobClaims } from '../jobs/claims.js';
 import { PeriodicJob } from '../jobs/periodic-job.js';
 import { STOPPED_STATUSES, sweepStatus } from './agent-state.js';
 
@@ -18,6 +19,8 @@ export interface SweeperOptions {
    * before (notification mails); when it throws, the move is undone and tried at the next sweep.
    */
   onHeartbeatFailed?: ((tx: Db, agent: SilentAgent) => Promise<void>) | undefined;
+  /** With replicas: which of them sweeps (service/jobs/claims.ts). */
+  claims?: JobClaims;
 }
 
 /** What the sweeper knows of a silent Agent. */
@@ -31,7 +34,8 @@ export function sweepIntervalMs(lateAfterMs: number): number {
 /**
  * Derives HeartbeatLate and HeartbeatFailed from lastContactTime. It moves only Agents that are
  * silent, not stopped, and unchanged since it read them, so a heartbeat that lands meanwhile wins.
- * Several replicas may sweep at once: the conditional update makes that harmless.
+ * With replicas, one of them sweeps at a time (`claims`); were two to sweep at once, the
+ * conditional update would still move each Agent once.
  */
 export class HeartbeatSweeper {
   readonly #opts: SweeperOptions;
@@ -46,6 +50,7 @@ export class HeartbeatSweeper {
       tick: () => this.sweep(),
       log: this.#log,
       failed: 'heartbeat sweep failed',
+      ...(opts.claims ? { once: { claims: opts.claims, name: 'heartbeat-sweep' } } : {}),
     });
   }
 

@@ -128,6 +128,17 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
     await deps.store.db.selectFrom('orgs').select('id').limit(1).execute();
     return { status: 'ok' };
   });
+  // Readiness for a load balancer: 503 while this replica drains before it stops, or when its store is unreachable.
+  app.get('/readyz', { config: { access: 'public' }, schema: { hide: true } }, async () => {
+    if (deps.readiness.draining) {
+      throw new FerryError(
+        'SVC_DRAINING',
+        'This Service replica is stopping: it finishes the requests it has and takes no new ones. Send requests to another replica.',
+      );
+    }
+    await deps.store.db.selectFrom('orgs').select('id').limit(1).execute();
+    return { status: 'ready' };
+  });
   app.get('/v1/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async () => app.swagger());
 
   for (const route of ROUTES) await app.register(route, deps);

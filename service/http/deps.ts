@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ServiceConfig } from '../config.js';
-import type { LoginThrottle } from '../auth/login-throttle.js';
+import type { LoginThrottling } from '../auth/login-throttle.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import type { ConnectorInstalls } from '../marketplace/installs.js';
 import type { AgentRuntime } from '../agents/runtime.js';
@@ -17,6 +17,7 @@ import type { SolutionRuns } from '../solutions/runs.js';
 import type { SolutionAssignments } from '../solutions/assignments.js';
 import type { Store } from '../store/store.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { Readiness } from './readiness.js';
 
 /** What every route plugin is handed by the composition root. */
 export interface ServiceDeps {
@@ -25,7 +26,7 @@ export interface ServiceDeps {
   readonly secrets: SecretBox;
   readonly rateLimiter: RateLimiter;
   /** Failed-login counts per account–address pair and per address. */
-  readonly loginThrottle: LoginThrottle;
+  readonly loginThrottle: LoginThrottling;
   readonly log: FastifyBaseLogger;
   /** Agent channel commands, log archives and Cloud Agents. */
   readonly agents: AgentRuntime;
@@ -53,4 +54,6 @@ export interface ServiceDeps {
   readonly solutionRuns: SolutionRuns;
   /** Keeps each Agent's copy of its Solutions current (a Connection or the capture switches changed). */
   readonly assignments: SolutionAssignments;
+  /** Whether this process takes new work (`/readyz`); false while it drains before a stop. */
+  readonly readiness: Readiness;
 }

@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
 import { basicCredentials } from '../auth/basic-credentials.js';
+import { addressKey } from '../auth/login-throttle.js';
 import { hashPassword, sha256, verifyPassword } from '../auth/password.js';
 import { getOrg, roleIn } from '../store/repos/orgs.repo.js';
 import { apiOpenTo } from '../orgs/security-rules.js';
@@ -44,6 +45,38 @@ class CredentialCache {
   }
 }
 
+/**
+ * The verifications running in this process, by a keyed hash of what each verifies, so that parallel
+ * attempts with the same credentials share one: counted once by the throttle, hashed once, one
+ * answer for all (service/auth/login-throttle.ts, the diagram). The key is an HMAC under a random
+ * per-process key, so no password sits in the map in clear; an entry lives only while its
+ * verification runs.
+ */
+class Verifications {
+  readonly #secret = randomBytes(32);
+  readonly #running = new Map<string, Promise<boolean>>();
+
+  /** The key of one verification; the parts hold no NUL (credentials with one are never verified). */
+  key(...parts: Array<string | number>): string {
+    return createHmac('sha256', this.#secret).update(parts.join('\0')).digest('base64');
+  }
+
+  /**
+   * Whether the credentials under `key` are right: the answer of the verification already running
+   * under it (`shared`), or of `verify`, run now (it starts after the entry is made, and the entry
+   * is removed once it has settled, whether it answered or threw).
+   */
+  once(key: string, verify: () => Promise<boolean>): { right: Promise<boolean>; shared: boolean } {
+    const running = this.#running.get(key);
+    if (running) return { right: running, shared: true };
+    const right = Promise.resolve()
+      .then(verify)
+      .finally(() => this.#running.delete(key));
+    this.#running.set(key, right);
+    return { right, shared: false };
+  }
+}
+
 /** Verified against when the email is unknown, so that a miss costs what a wrong password costs. */
 let dummyHash: Promise<string> | undefined;
 
@@ -59,6 +92,7 @@ const refused = (): FerryError =>
 
 export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   const cache = new CredentialCache();
+  const verifications = new Verifications();
   const throttle = deps.loginThrottle;
   const { db } = deps.store;
 
@@ -71,7 +105,7 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     if (!creds) throw unauthenticated();
     const { email, password } = creds;
     // The order is the one in service/auth/login-throttle.ts: a locked pair costs no lookup and no hash.
-    throttle.checkPair(email, req.ip);
+    await throttle.checkPair(email, req.ip);
     if (!creds.holdable) {
       // No account has such credentials and the store must not see them (PostgreSQL refuses a NUL
       // in text): refused as a wrong password, before any query, and counted like one.
@@ -81,26 +115,43 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     const user = await getUserByEmail(db, email);
     const key = user?.passwordHash ? sha256(`${user.id}\0${password}\0${user.passwordHash}`) : undefined;
     if (user && key && cache.has(key)) {
-      throttle.succeeded(email, req.ip, false);
+      await throttle.succeeded(email, req.ip, false);
       return user;
     }
+    // The same login as sent, password and address (as the throttle counts it), checked against the
+    // same row: a guess repeated while it is being verified is not a new guess, nor a right password
+    // a new attempt. The followers count nothing and share the first's answer, a 429 included.
+    const flight = verifications.key(email, addressKey(req.ip), password, user?.id ?? '', user?.passwordHash ?? '');
+    const { right, shared } = verifications.once(flight, () => verify(email, password, req.ip, user, key));
+    if (!(await right) || !user) throw refused();
+    if (!shared) await throttle.succeeded(email, req.ip, true);
+    return user;
+  }
+
+  /** Counts an attempt, hashes the password, and caches it when it is right. */
+  async function verify(
+    email: string,
+    password: string,
+    ip: string,
+    user: UserRow | undefined,
+    key: string | undefined,
+  ): Promise<boolean> {
     // Past the address's failure budget this waits for the address's turn (one scrypt at a time).
-    const end = await throttle.attempt(email, req.ip);
+    const end = await throttle.attempt(email, ip);
     let right = false;
     try {
       if (!user?.passwordHash || !key) {
         dummyHash ??= hashPassword(randomUUID());
         await verifyPassword(password, await dummyHash);
-        throw refused();
+        return false;
       }
-      if (!(await verifyPassword(password, user.passwordHash))) throw refused();
-      right = true;
+      right = await verifyPassword(password, user.passwordHash);
     } finally {
       end(right);
     }
-    cache.add(key);
-    throttle.succeeded(email, req.ip, true);
-    return user;
+    // Before the verification's entry is removed: a call arriving after it finds the cache.
+    if (right) cache.add(key);
+    return right;
   }
 
   app.addHook('onRequest', async (req, reply) => {
@@ -126,7 +177,7 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     if (!org || !role) throw new FerryError('API_NOT_FOUND', `Organization ${orgId} was not found.`);
     await assertApiAccess(deps, org.id, req.ip);
     const { poll, polled } = req.routeOptions.config;
-    deps.rateLimiter.take(org.id, poll || polled ? 'poll' : 'call');
+    await deps.rateLimiter.take(org.id, poll || polled ? 'poll' : 'call');
     if (RANK[role] < NEEDED[access]) {
       throw new FerryError(
         'API_FORBIDDEN_ROLE',

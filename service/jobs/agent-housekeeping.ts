@@ -3,6 +3,7 @@ import type { LogArchiveFiles } from '../store/log-archives.js';
 import { deleteAgentLogs, listAgentLogsBefore } from '../store/repos/agent-logs.repo.js';
 import { deleteExpiredInstallationKeys, pruneReports } from '../store/repos/agents.repo.js';
 import type { Store } from '../store/store.js';
+import type { JobClaims } from './claims.js';
 import { PeriodicJob } from './periodic-job.js';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -18,6 +19,8 @@ export interface HousekeepingOptions {
   /** Expired installation keys are removed this long after expiry (default 7 days). */
   keyRetentionMs?: number;
   intervalMs?: number;
+  /** With replicas: which of them runs the pass (service/jobs/claims.ts). */
+  claims?: JobClaims;
 }
 
 /** Removes what the Agent features leave behind: old dedupe rows, expired keys, stale log archives. */
@@ -32,6 +35,7 @@ export class AgentHousekeeping {
       tick: () => this.run(),
       log: opts.log.child({ component: 'housekeeping' }),
       failed: 'agent housekeeping failed',
+      ...(opts.claims ? { once: { claims: opts.claims, name: 'agent-housekeeping' } } : {}),
     });
   }
 

@@ -106,6 +106,18 @@ export class CloudAgentSupervisor implements CloudAgentHost {
     return this.#agents.get(agentId)?.pid;
   }
 
+  /** The Cloud Agents this process runs. */
+  running(): string[] {
+    return [...this.#agents.keys()];
+  }
+
+  /** Stops every Cloud Agent, their folders kept, and stays able to start them again (another replica took them). */
+  async stopAll(): Promise<void> {
+    const all = [...this.#agents.values()];
+    this.#agents.clear();
+    await Promise.all(all.map((p) => p.stop()));
+  }
+
   /** Stops every Cloud Agent (Service shutdown); their folders stay for the next start. */
   async close(): Promise<void> {
     this.#closed = true;

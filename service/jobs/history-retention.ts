@@ -10,6 +10,7 @@ import {
 import { deleteFailedRecordsOfRun, deleteOrphanFailedRecords } from '../store/repos/failed-records.repo.js';
 import { pruneHistoryExports } from '../store/repos/history-exports.repo.js';
 import type { Store } from '../store/store.js';
+import type { JobClaims } from './claims.js';
 import { PeriodicJob } from './periodic-job.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -29,6 +30,11 @@ export interface HistoryRetentionOptions {
   /** Rows one DELETE removes at most (default 5,000). */
   readonly chunk?: number;
   readonly now?: () => Date;
+  /**
+   * With replicas: which of them removes History (service/jobs/claims.ts); every replica still
+   * tells the Agents it holds the window's start at each pass.
+   */
+  readonly claims?: JobClaims;
 }
 
 /** What one pass removed. */
@@ -71,6 +77,9 @@ export class HistoryRetention {
       tick: () => this.run(),
       log: opts.log.child({ component: 'history-retention' }),
       failed: 'history retention failed',
+      ...(opts.claims
+        ? { once: { claims: opts.claims, name: 'history-retention', unclaimed: () => this.#tellAgents(this.#now()) } }
+        : {}),
     });
   }
 
@@ -109,10 +118,16 @@ export class HistoryRetention {
     result.failedRecords += await untilDone(() => deleteOrphanFailedRecords(db, before, chunk), chunk);
     result.skips += await untilDone(() => deleteScheduleSkipsChunk(db, before, chunk), chunk);
     result.exports = await pruneHistoryExports(db, now.toISOString());
-    for (const agentId of this.#opts.agents?.connected() ?? []) this.pruneAgent(agentId, now);
+    await this.#tellAgents(now);
     if (result.executions + result.failedRecords + result.skips > 0)
       this.#opts.log.info({ component: 'history-retention', before, ...result }, 'history past the window removed');
     return result;
+  }
+
+  /** Tells every Agent this process holds the channel of the window's start. */
+  #tellAgents(now: Date): Promise<void> {
+    for (const agentId of this.#opts.agents?.connected() ?? []) this.pruneAgent(agentId, now);
+    return Promise.resolve();
   }
 
   /** Tells an Agent the window's start, so it removes its local failed records of the runs before it; never throws. */

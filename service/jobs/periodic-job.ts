@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { JobClaims } from './claims.js';
 
 export interface PeriodicJobOptions {
   /** Time between two ticks. */
@@ -11,6 +12,16 @@ export interface PeriodicJobOptions {
   readonly failed: string;
   /** The level of that line: `warn` for a job whose failures are expected outages (default `error`). */
   readonly level?: 'warn' | 'error';
+  /**
+   * A job that runs on one replica at a time: each tick first claims `name` (service/jobs/claims.ts)
+   * for two intervals, and runs `tick` only when this process holds it (`unclaimed` otherwise).
+   */
+  readonly once?: { readonly claims: JobClaims; readonly name: string; readonly unclaimed?: () => Promise<unknown> };
+}
+
+/** How long a claimed job's lease lasts past a tick: two intervals and a margin, renewed at each tick. */
+export function claimLeaseMs(intervalMs: number): number {
+  return 2 * intervalMs + 10_000;
 }
 
 /**
@@ -22,6 +33,7 @@ export interface PeriodicJobOptions {
  *                                        └▶ tick() ─▶ rejects? logged under `err`, never thrown
  *   stop()  ─▶ timer cleared ─▶ resolves once the tick in flight, if any, has ended
  *
+ * With `once`, a tick another replica holds the job for does `unclaimed` (or nothing) instead.
  * The timer is unref'd: a job never keeps the process alive. start() after start() does nothing;
  * start() after stop() starts again.
  */
@@ -47,15 +59,27 @@ export class PeriodicJob {
     await this.#running;
   }
 
+  /** Runs a tick now (or waits for the one in flight), beside the timer. */
+  async tickNow(): Promise<void> {
+    this.#tick();
+    await this.#running;
+  }
+
   #tick(): void {
     if (this.#running) return;
     const { log, failed, level } = this.#opts;
     // A tick that throws before its first await is a failed tick too, not an uncaught exception.
-    this.#running = new Promise<unknown>((resolve) => resolve(this.#opts.tick()))
+    this.#running = new Promise<unknown>((resolve) => resolve(this.#pass()))
       .then(
         () => undefined,
         (err: unknown) => log[level ?? 'error']({ err }, failed),
       )
       .finally(() => (this.#running = undefined));
+  }
+
+  async #pass(): Promise<unknown> {
+    const { once, intervalMs, tick } = this.#opts;
+    if (!once || (await once.claims.claim(once.name, claimLeaseMs(intervalMs)))) return tick();
+    return once.unclaimed?.();
   }
 }

@@ -50,6 +50,11 @@ export interface PrepareJobsOptions {
   readonly log: FastifyBaseLogger;
   /** Called after a successful prepare: the Solution's Agent is brought up to date. */
   readonly prepared: (solution: SolutionRow) => Promise<void>;
+  /**
+   * With replicas on PostgreSQL: this replica's ID, written on its jobs, so that only the jobs of a
+   * replica that is gone end as abandoned. Absent (one process): every unfinished job at start is.
+   */
+  readonly replicaId?: string;
 }
 
 /** A job in this process; `superseded` once a change since it began gave its Solution a newer job. */
@@ -103,6 +108,7 @@ export class PrepareJobs {
       hasError: 0,
       message: '',
       mapErrors: '[]',
+      replicaId: this.opts.replicaId ?? null,
     };
     await insertPrepareJob(db, job);
     await updateSolution(db, org.id, solution.id, { prepareState: 'Preparing' });
@@ -145,9 +151,10 @@ export class PrepareJobs {
    * Preparing for ProvisionError). Called once at start, before any new job.
    */
   async failAbandoned(): Promise<void> {
-    const abandoned = await failAbandonedPrepareJobs(this.opts.db, nowIso());
+    const { db, replicaId, log } = this.opts;
+    const abandoned = await failAbandonedPrepareJobs(db, nowIso(), replicaId !== undefined);
     if (abandoned === 0) return;
-    this.opts.log.warn({ count: abandoned }, 'prepare jobs of a stopped Service process ended with an error');
+    log.warn({ count: abandoned }, 'prepare jobs of a stopped Service process ended with an error');
   }
 
   /** Waits for every running job (the Service is closing). */

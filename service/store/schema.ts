@@ -1,5 +1,18 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 import type { Flag } from '../util/values.js';
+import type {
+  AgentChannelsTable,
+  AgentCommandsTable,
+  LimitWindowsTable,
+  ServiceLeasesTable,
+} from './schema-replicas.js';
+
+export type {
+  AgentChannelsTable,
+  AgentCommandsTable,
+  LimitWindowsTable,
+  ServiceLeasesTable,
+} from './schema-replicas.js';
 
 /**
  * Table types of the Service store, in camelCase (the CamelCasePlugin maps them to snake_case
@@ -47,6 +60,8 @@ export interface Database {
   mailOutbox: MailOutboxTable;
   agentChannels: AgentChannelsTable;
   agentCommands: AgentCommandsTable;
+  limitWindows: LimitWindowsTable;
+  serviceLeases: ServiceLeasesTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */
@@ -515,6 +530,8 @@ export interface PrepareJobsTable {
   message: string;
   /** JSON `[{mapId, message}]`. */
   mapErrors: string;
+  /** The Service replica the job runs on (null: written before replicas, or by a single process). */
+  replicaId?: string | null;
 }
 
 export type PrepareJobRow = Selectable<PrepareJobsTable>;
@@ -759,31 +776,3 @@ export interface MailOutboxTable {
 }
 
 export type MailOutboxRow = Selectable<MailOutboxTable>;
-
-/** Which Service replica holds an Agent's channel, until when (migration 029; gateway/replica-bus.ts). */
-export interface AgentChannelsTable {
-  agentId: string;
-  replicaId: string;
-  /** The channel's own ID: a reconnection makes a new one. */
-  channelId: string;
-  /** The lease's end, in ms since the epoch by the database's clock. */
-  leaseUntilMs: number;
-}
-
-/** A command to an Agent whose channel another replica holds (migration 029; gateway/replica-bus.ts). */
-export interface AgentCommandsTable {
-  id: string;
-  agentId: string;
-  /** The replica that holds the channel and sends the command. */
-  holder: string;
-  /** The replica that waits for the reply. */
-  sender: string;
-  /** The command as JSON (AgentCommand). */
-  command: string;
-  timeoutMs: number;
-  /** pending → taken (sent to the Agent) → done (reply written). */
-  state: string;
-  /** `{"ok":true,"result":…}` or `{"ok":false,"error":{code,message,details}}`. */
-  reply: string | null;
-  createdMs: number;
-}

@@ -4,6 +4,9 @@ import type { Database } from './schema.js';
 /** A database handle or an open transaction: repositories accept either. */
 export type Db = Kysely<Database> | Transaction<Database>;
 
+/** PostgreSQL's clock in ms since the epoch: leases between replicas use it, never a replica's own clock. */
+export const DB_NOW_MS = sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
 /** `lower(column) LIKE '%text%'` with the text's wildcards escaped, the same on SQLite and PostgreSQL. */
 export function containsInsensitive(column: string, text: string) {
   const pattern = `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -37,6 +37,8 @@ import { reprocessRunPartial } from './migrations/025-reprocess-run-partial.js';
 import { connectionLastTestedAgent } from './migrations/027-connection-last-tested-agent.js';
 import { errorSourceKeys } from './migrations/028-error-source-keys.js';
 import { agentChannels } from './migrations/029-agent-channels.js';
+import { limitWindows } from './migrations/030-limit-windows.js';
+import { serviceLeases } from './migrations/031-service-leases.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -158,6 +160,8 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '027-connection-last-tested-agent': connectionLastTestedAgent(),
     '028-error-source-keys': errorSourceKeys(),
     '029-agent-channels': agentChannels(),
+    '030-limit-windows': limitWindows(dialect),
+    '031-service-leases': serviceLeases(),
   };
 }
 

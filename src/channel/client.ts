@@ -25,7 +25,8 @@ import type { Outbox, OutboxMessage } from './outbox.js';
  *        ▲                                         ├─▶ ping every pingMs; silent for 2·pingMs ⇒ terminate
  *        │                                         ├─▶ outbox pump: oldest report, await ack, delete, next
  *        │                                         └─◀ commands ─▶ handler ─▶ reply {re, ok, …}
- *        └──── capped exponential back-off with full jitter ◀── close / error (4401, 4404, 4409: stop)
+ *        ├──── capped exponential back-off with full jitter ◀── close / error (4401, 4404, 4409: stop)
+ *        └──── at once (within RESTART_SPREAD_MS) ◀── close 1012: the Service (a replica) is going
  */
 
 /** What the client needs from the Agent. */
@@ -53,6 +54,8 @@ export interface ChannelClientOptions {
 /** Invalid messages tolerated within {@link BAD_WINDOW_MS} before the socket is closed with 4400. */
 const BAD_MESSAGE_LIMIT = 10;
 const BAD_WINDOW_MS = 60_000;
+/** The widest pause before reconnecting after a Service restart close (1012). */
+export const RESTART_SPREAD_MS = 250;
 
 interface Pending {
   resolve: (reply: Reply) => void;
@@ -85,6 +88,8 @@ export function channelUrl(serviceUrl: string): string {
 export class ChannelClient {
   private readonly log: Logger;
   private readonly backoff: Backoff;
+  /** How the last connection closed (undefined while one is open or when none opened). */
+  private lastCloseCode: number | undefined;
   private readonly pending = new Map<string, Pending>();
   private readonly stopController = new AbortController();
   private session: Session | undefined;
@@ -189,8 +194,7 @@ export class ChannelClient {
         return;
       }
       if (stop.aborted) return;
-      const delay = this.backoff.next();
-      this.log.info({ delayMs: delay, attempt: this.backoff.attempts }, 'reconnecting after back-off');
+      const delay = this.#nextDelay();
       try {
         await sleep(delay, stop);
       } catch {
@@ -199,8 +203,25 @@ export class ChannelClient {
     }
   }
 
+  /**
+   * The pause before the next connection: none to speak of after a Service said it is restarting
+   * (a spread of up to RESTART_SPREAD_MS, so that a replica's Agents do not all arrive in the same
+   * millisecond), the capped back-off after anything else.
+   */
+  #nextDelay(): number {
+    if (this.lastCloseCode === CLOSE.serviceRestart) {
+      const delay = Math.round((this.opts.random ?? Math.random)() * RESTART_SPREAD_MS);
+      this.log.info({ delayMs: delay }, 'the Service is restarting: reconnecting now');
+      return delay;
+    }
+    const delay = this.backoff.next();
+    this.log.info({ delayMs: delay, attempt: this.backoff.attempts }, 'reconnecting after back-off');
+    return delay;
+  }
+
   /** One connection from upgrade to close; returns a fatal error when the Service refuses this Agent for good. */
   private async connectOnce(): Promise<FerryError | undefined> {
+    this.lastCloseCode = undefined;
     const url = channelUrl(this.opts.serviceUrl);
     const ws = new WebSocket(url, {
       headers: { authorization: bearer(this.opts.agentId, this.opts.agentSecret) },
@@ -267,6 +288,7 @@ export class ChannelClient {
       ws.terminate();
     }
     const { code, reason } = await closed;
+    this.lastCloseCode = code;
     for (const t of timers) clearInterval(t);
     s.open = false;
     this.ready = false;

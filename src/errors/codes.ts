@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   API_METADATA_LOAD_FAILED: { kind: 'config', status: 502, title: 'Loading the Connection metadata failed' },
   SVC_INTERNAL: { kind: 'system', status: 500, title: 'Internal error' },
   SVC_UNAVAILABLE: { kind: 'transient', status: 503, title: 'The Service is temporarily unavailable' },
+  SVC_DRAINING: { kind: 'transient', status: 503, title: 'This Service replica is stopping and takes no new work' },
   SVC_CONFIG: { kind: 'config', status: 500, title: 'The Service configuration is not valid' },
   SVC_STORE: { kind: 'system', status: 500, title: 'The store failed' },
   SVC_NO_SUBSCRIPTION: {

@@ -263,4 +263,9 @@ export const CLOSE = {
   replaced: 4000,
   /** Unparseable or invalid messages beyond tolerance. */
   protocolError: 4400,
+  /**
+   * The Service is going (a replica draining, a restart): reconnect at once, without back-off,
+   * through the load balancer to a replica that stays (RFC 6455 "Service Restart").
+   */
+  serviceRestart: 1012,
 } as const;

@@ -9,6 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { ServiceConfigInput } from '../../service/config.js';
 import { ADMIN } from '../helpers/service.js';
 import { serviceData } from '../helpers/service-on-dir.js';
 
@@ -31,9 +32,9 @@ export interface Rss {
 /** This process's peak resident set so far (the kernel's high-water mark), in MiB. */
 export const peakRssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024);
 
-async function serve(store: StoreName): Promise<void> {
+async function serve(store: StoreName, config: Partial<ServiceConfigInput>): Promise<void> {
   // Rate limits far above what any benchmark sends, so none of its calls is refused.
-  const data = await serviceData({ name: store }, { rateLimitPerMinute: 100_000_000 });
+  const data = await serviceData({ name: store }, { rateLimitPerMinute: 100_000_000, ...config });
   const service = await data.start();
   const served: Served = {
     url: service.url,
@@ -68,9 +69,13 @@ export interface ServiceChild {
   stop: () => Promise<void>;
 }
 
-/** Starts the Service child for a store; resolves once it listens. */
-export async function startServiceChild(store: StoreName): Promise<ServiceChild> {
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve', store], {
+/** Starts the Service child for a store, with `config` over the benchmarks' defaults; resolves once it listens. */
+export async function startServiceChild(
+  store: StoreName,
+  config: Partial<ServiceConfigInput> = {},
+): Promise<ServiceChild> {
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), '--serve', store, JSON.stringify(config)];
+  const child = spawn(process.execPath, args, {
     stdio: ['pipe', 'pipe', 'inherit', 'ipc'],
     env: process.env,
   });
@@ -131,5 +136,6 @@ export function benchRequest(
 }
 
 if (process.argv[2] === '--serve' && path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
-  await serve(process.argv[3] === 'postgres' ? 'postgres' : 'sqlite');
+  const config = JSON.parse(process.argv[4] ?? '{}') as Partial<ServiceConfigInput>;
+  await serve(process.argv[3] === 'postgres' ? 'postgres' : 'sqlite', config);
 }

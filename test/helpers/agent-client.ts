@@ -128,19 +128,7 @@ export class TestChannel {
   }
 
   hello(agent: Pick<TestAgent, 'fingerprint' | 'machineName'>, extra: Partial<Hello> = {}): Promise<Incoming> {
-    return this.request({
-      type: 'hello',
-      protocolVersion: PROTOCOL_VERSION,
-      version: '1.2.3',
-      machineName: agent.machineName,
-      serviceName: 'ferry-agent-1',
-      fingerprint: agent.fingerprint,
-      pid: process.pid,
-      startedAt: new Date().toISOString(),
-      status: 'Running',
-      installedConnectors: [],
-      ...extra,
-    });
+    return this.request({ type: 'hello', ...helloOf(agent), ...extra });
   }
 
   heartbeat(status = 'Running'): Promise<Incoming> {
@@ -156,6 +144,21 @@ export class TestChannel {
       this.ws.close(1000, 'test done');
     return this.closed;
   }
+}
+
+/** What a registered test Agent says in its hello: a Running Agent with no Connector installed. */
+export function helloOf(agent: Pick<TestAgent, 'fingerprint' | 'machineName'>): Omit<Hello, 'id' | 'type'> {
+  return {
+    protocolVersion: PROTOCOL_VERSION,
+    version: '1.2.3',
+    machineName: agent.machineName,
+    serviceName: 'ferry-agent-1',
+    fingerprint: agent.fingerprint,
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    status: 'Running',
+    installedConnectors: [],
+  };
 }
 
 /** The channels a suite opens on one Service, closed together when it ends (as its `afterAll`). */

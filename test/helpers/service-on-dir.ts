@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +43,31 @@ export async function serviceData(target: StoreTarget, base: Partial<ServiceConf
     async dispose() {
       await database?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Replicas of one Service (docs/deploy.md): one PostgreSQL database and one master key, a data
+ * folder each. `start` starts one more; `dispose` (after the caller closed them) removes the rest.
+ */
+export interface ServiceReplicas {
+  start(overrides?: Partial<ServiceConfigInput>): Promise<TestService>;
+  dispose(): Promise<void>;
+}
+
+export async function serviceReplicas(base: Partial<ServiceConfigInput> = {}): Promise<ServiceReplicas> {
+  const data = await serviceData({ name: 'postgres' }, { masterKey: randomBytes(32).toString('base64'), ...base });
+  const folders: string[] = [];
+  return {
+    start(overrides = {}) {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-replica-'));
+      folders.push(dataDir);
+      return data.start({ dataDir, ...overrides });
+    },
+    async dispose() {
+      await data.dispose();
+      for (const f of folders) fs.rmSync(f, { recursive: true, force: true });
     },
   };
 }

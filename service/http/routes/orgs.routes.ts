@@ -88,7 +88,7 @@ const orgsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
       const request = await requestChildOrganization(db, user.id, req.body);
       // Creating a child is a call to its parent's API: the parent's Security Rules and rate limit apply.
       await assertApiAccess(deps, request.parent.id, req.ip);
-      deps.rateLimiter.take(request.parent.id);
+      await deps.rateLimiter.take(request.parent.id);
       const org = await createChildOrganization(deps, db, request, {
         administrator: user,
         modificationBy: userName(user),

@@ -35,7 +35,7 @@ const registerRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
       const operator = await operatorOrganization(db, user, req.query.orgId);
       // A call to the operator Organization's API: its Security Rules and rate limit apply.
       await assertApiAccess(deps, operator.id, req.ip);
-      deps.rateLimiter.take(operator.id);
+      await deps.rateLimiter.take(operator.id);
       const plan = await planRegistration(db, registry, operator, user, req.body);
       const org = await registerOrganization(registry, db, plan, userName(user));
       return sendCreated(

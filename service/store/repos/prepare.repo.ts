@@ -1,4 +1,5 @@
-import type { Db } from '../sql.js';
+import { sql } from 'kysely';
+import { DB_NOW_MS, type Db } from '../sql.js';
 import type { PrepareJobRow, PreparedSolutionRow } from '../schema.js';
 
 export async function insertPrepareJob(db: Db, row: PrepareJobRow): Promise<void> {
@@ -40,13 +41,31 @@ export async function latestPrepareJob(db: Db, solutionId: string): Promise<Prep
 
 /**
  * Jobs left unfinished by a Service process that stopped: they end with an error, and their
- * Solutions leave Preparing for ProvisionError. Called at start, before any new job.
+ * Solutions leave Preparing for ProvisionError. One process calls it at start, before any new job;
+ * replicas (`replicas`) call it on a timer, and it ends only the jobs of a replica whose liveness
+ * lease (service/jobs/claims.ts) has passed.
  */
-export async function failAbandonedPrepareJobs(db: Db, now: string): Promise<number> {
+export async function failAbandonedPrepareJobs(db: Db, now: string, replicas = false): Promise<number> {
   const abandoned = await db
     .selectFrom('prepareJobs')
     .select(['id', 'solutionId'])
     .where('isComplete', '=', 0)
+    .$if(replicas, (q) =>
+      q.where((eb) =>
+        eb.or([
+          eb('replicaId', 'is', null),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('serviceLeases')
+                .select('serviceLeases.name')
+                .where('serviceLeases.name', '=', sql<string>`'replica:' || ${sql.ref('prepareJobs.replicaId')}`)
+                .where('serviceLeases.untilMs', '>', DB_NOW_MS),
+            ),
+          ),
+        ]),
+      ),
+    )
     .execute();
   if (abandoned.length === 0) return 0;
   await db
@@ -57,6 +76,11 @@ export async function failAbandonedPrepareJobs(db: Db, now: string): Promise<num
       finishDate: now,
       message: 'The Service restarted while this prepare ran; prepare the Solution again.',
     })
+    .where(
+      'id',
+      'in',
+      abandoned.map((j) => j.id),
+    )
     .where('isComplete', '=', 0)
     .execute();
   await db

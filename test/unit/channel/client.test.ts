@@ -133,7 +133,7 @@ describe('the channel client', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const connect = (over: { pingMs?: number } = {}) => {
+  const connect = (over: { pingMs?: number; backoffBaseMs?: number } = {}) => {
     client = new ChannelClient({
       serviceUrl: service.url,
       agentId: 'agent-1',
@@ -159,8 +159,8 @@ describe('the channel client', () => {
       onFatal: (e) => fatal.push(e),
       pingMs: over.pingMs ?? 1000,
       requestTimeoutMs: 500,
-      backoffBaseMs: 20,
-      backoffMaxMs: 100,
+      backoffBaseMs: over.backoffBaseMs ?? 20,
+      backoffMaxMs: Math.max(100, over.backoffBaseMs ?? 0),
     });
     client.start();
     return client;
@@ -323,6 +323,25 @@ describe('the channel client', () => {
     for (let i = 0; i < 12; i++) ws.send('{');
     expect(await closed).toBe(CLOSE.protocolError);
     await until(() => service.count('hello') >= 2);
+  });
+
+  it('reconnects at once, without its back-off, when the Service closes with 1012 (a replica draining)', async () => {
+    const c = connect({ backoffBaseMs: 5_000 });
+    await until(() => c.connected);
+    const began = Date.now();
+    (service.sockets[0] as WebSocket).close(CLOSE.serviceRestart, 'Service restarting');
+    await until(() => service.count('hello') >= 2, 2_000);
+    expect(Date.now() - began).toBeLessThan(1_000);
+  });
+
+  it('waits for its back-off after any other close (1001)', async () => {
+    const c = connect({ backoffBaseMs: 5_000 });
+    await until(() => c.connected);
+    (service.sockets[0] as WebSocket).close(1001, 'going away');
+    await until(() => !c.connected);
+    // The first back-off is at least half the base: no second hello within a second.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(service.count('hello')).toBe(1);
   });
 
   it('stops for good on close 4409 (a cloned installation)', async () => {

@@ -269,7 +269,7 @@ describe.each(STORE_TARGETS)('a Service restart on $name', (target) => {
       ).toMatchObject({ ok: true });
       const closedDuring = ch.closed;
       await first.close();
-      expect((await closedDuring).code).toBe(1001);
+      expect((await closedDuring).code).toBe(1012);
 
       const second = await data.start();
       try {

@@ -4,15 +4,11 @@
  * connectivity, a disconnect — and a replica that stops gives its Agents' channels up at once.
  * Real Services on loopback ports, a real PostgreSQL database, a real WebSocket channel.
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLOSE } from '../../../../src/protocol/channel.js';
 import { registerTestAgent, TestChannel } from '../../../helpers/agent-client.js';
 import type { TestService } from '../../../helpers/service.js';
-import { serviceData, type ServiceData } from '../../../helpers/service-on-dir.js';
+import { serviceReplicas, type ServiceReplicas } from '../../../helpers/service-on-dir.js';
 import { STORE_TARGETS } from '../../../helpers/stores.js';
 
 interface AgentView {
@@ -32,19 +28,14 @@ async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 5_
 
 describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service replicas on one PostgreSQL', () => {
   // One database and one master key for every replica; each replica its own data folder.
-  let data: ServiceData;
+  let replicas: ServiceReplicas;
   let a: TestService;
   let b: TestService;
   const channels: TestChannel[] = [];
-  const folders: string[] = [];
-  const startReplica = (): Promise<TestService> => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-replica-'));
-    folders.push(dataDir);
-    return data.start({ dataDir });
-  };
+  const startReplica = (overrides: { replicaLease?: number } = {}): Promise<TestService> => replicas.start(overrides);
 
   beforeAll(async () => {
-    data = await serviceData({ name: 'postgres' }, { masterKey: randomBytes(32).toString('base64') });
+    replicas = await serviceReplicas();
     a = await startReplica();
     b = await startReplica();
   });
@@ -52,8 +43,7 @@ describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service 
     await Promise.all(channels.map((c) => c.close()));
     await b?.close();
     await a?.close();
-    await data?.dispose();
-    for (const f of folders) fs.rmSync(f, { recursive: true, force: true });
+    await replicas?.dispose();
   });
 
   /** An Agent registered through replica A whose channel A holds. */
@@ -131,6 +121,35 @@ describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service 
       expect(seen.isConnected).toBe(false);
     } finally {
       await c.close().catch(() => undefined);
+    }
+  });
+
+  it('keeps the lease of every Agent that connects while its replica renews its leases', async () => {
+    // Leases of 0.3 s are renewed every 100 ms: many renewals fall between a hello and its lease.
+    const c = await startReplica({ replicaLease: 0.3 });
+    try {
+      // One login first: a burst of first logins of one account would count as guesses.
+      expect((await c.request('GET', `/v1/orgs/${c.orgId}`)).status).toBe(200);
+      const agents = await Promise.all(Array.from({ length: 40 }, () => registerTestAgent(c)));
+      const opened = await Promise.all(
+        agents.map(async (agent) => {
+          const ch = await TestChannel.connect(c, agent);
+          channels.push(ch);
+          expect(await ch.hello(agent)).toMatchObject({ ok: true });
+          return agent.agentId;
+        }),
+      );
+      // Several renewals later every channel still has its lease, held by C.
+      await new Promise((r) => setTimeout(r, 600));
+      const leases = await c.service.store.db
+        .selectFrom('agentChannels')
+        .select(['agentId', 'replicaId'])
+        .where('agentId', 'in', opened)
+        .execute();
+      expect(leases.map((l) => l.agentId).sort()).toEqual([...opened].sort());
+      expect(new Set(leases.map((l) => l.replicaId))).toEqual(new Set([c.service.replicaId]));
+    } finally {
+      await c.close();
     }
   });
 });
