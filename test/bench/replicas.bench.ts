@@ -61,16 +61,18 @@ async function pool<T>(items: readonly T[], width: number, fn: (item: T, i: numb
   );
 }
 
+/** Registers Agent `i` on replica `i % 3` directly (the API's own path, not what is measured here). */
 async function register(c: Cluster, i: number): Promise<Registered> {
+  const base = `http://127.0.0.1:${c.replicas[i % c.replicas.length]?.port}`;
   const key = await api<{ agentInstallationKey: string }>(
-    c.url,
+    base,
     'POST',
     `/v1/orgs/${c.orgId}/agents/provision_onpremise_agent`,
   );
   if (key.status !== 200) throw new Error(`provision: ${key.status} ${JSON.stringify(key.body)}`);
   const fingerprint = `bench-${i}-${Date.now()}`;
   const machineName = `bench-host-${i}`;
-  const res = await fetch(`${c.url}/v1/agent/register`, {
+  const res = await fetch(`${base}/v1/agent/register`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
