@@ -381,9 +381,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       registry,
       ...(replicas ? { leases: replicas } : {}),
       reports: agentReports(runReports, secrets),
-      onConnected: (agentId) => {
+      onConnected: (agentId, agent) => {
         void connectors
-          .reconcile(agentId)
+          .reconcile(agentId, agent)
           .catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
         assignments.syncSoon(agentId);
         retention.pruneAgent(agentId);

@@ -28,6 +28,8 @@ import type { ReportHandlers } from './report-handlers.js';
 
 /** The protocol features this Service states in its hello reply (HelloResult.features). */
 const SERVICE_FEATURES = [SHARED_ERRORS_FEATURE, RUN_COMMITTED_FEATURE];
+/** How long after its upgrade a hello is checked against the record the upgrade read, not a new read. */
+const FRESH_UPGRADE_MS = 2_000;
 
 export interface GatewayOptions {
   store: Store;
@@ -36,8 +38,8 @@ export interface GatewayOptions {
   registry: SessionRegistry;
   /** What each kind of durable report does beyond the Agent's record (filled in by the composition root). */
   reports: ReportHandlers;
-  /** Called once an Agent's hello was accepted (the Connector installs reconcile it). */
-  onConnected?: (agentId: string) => void;
+  /** Called once an Agent's hello was accepted, with its record as the hello left it (the Connector installs reconcile it). */
+  onConnected?: (agentId: string, agent: AgentRow) => void;
   /**
    * Where the channels this process holds are recorded for the other replicas (gateway/replica-bus.ts):
    * told of each channel once it is attached (the hello is answered after) and once it closed.
@@ -77,6 +79,8 @@ export class AgentGateway {
     clientTracking: false,
   });
   readonly #sockets = new Map<WebSocket, AgentSession>();
+  /** The record each channel's upgrade was authenticated with, until its hello. */
+  readonly #upgraded = new WeakMap<AgentSession, { agent: AgentRow; at: number }>();
   readonly #pingIntervalMs: number;
   readonly #idleTimeoutMs: number;
   #server: http.Server | undefined;
@@ -178,6 +182,7 @@ export class AgentGateway {
       handlers: this.#handlers,
     });
     this.#sockets.set(ws, session);
+    this.#upgraded.set(session, { agent, at: Date.now() });
     ws.on('message', (data, isBinary) => {
       // Whatever an Agent sends, it must not take the Service down.
       try {
@@ -238,7 +243,13 @@ export class AgentGateway {
           `This Service speaks channel protocol ${PROTOCOL_VERSION}, the Agent ${msg.protocolVersion}; install the Agent version that matches the Service.`,
         );
       }
-      const agent = await getAgentById(db, session.agentId);
+      // The record the upgrade was authenticated with, when the hello follows it at once (as it does).
+      const upgraded = this.#upgraded.get(session);
+      this.#upgraded.delete(session);
+      const agent =
+        upgraded && Date.now() - upgraded.at < FRESH_UPGRADE_MS
+          ? upgraded.agent
+          : await getAgentById(db, session.agentId);
       if (!agent) {
         session.closeAfterReply(CLOSE.agentDeleted, 'agent deleted');
         throw new FerryError('AGT_DELETED', `Agent ${session.agentId} was deleted in the Service; uninstall it.`);
@@ -261,7 +272,8 @@ export class AgentGateway {
         );
       }
       const now = nowIso();
-      await updateAgent(db, agent.id, helloPatch(agent, msg, now));
+      const patch = helloPatch(agent, msg, now);
+      await updateAgent(db, agent.id, patch);
       const previous = this.#opts.registry.attach(session);
       previous?.close(CLOSE.replaced, 'replaced by a newer connection');
       await this.#opts.leases?.held(session);
@@ -277,7 +289,7 @@ export class AgentGateway {
       );
       // After the hello is answered, so that the Agent is ready for commands.
       const onConnected = this.#opts.onConnected;
-      if (onConnected) setImmediate(() => onConnected(agent.id));
+      if (onConnected) setImmediate(() => onConnected(agent.id, { ...agent, ...patch }));
       return {
         serverTime: now,
         heartbeatMs: this.#opts.config.agentHeartbeatMs,

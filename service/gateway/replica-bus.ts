@@ -11,12 +11,16 @@
  *   commands   sender                                  holder (the channel's replica)
  *              INSERT agent_commands (pending) ───NOTIFY ferry_r_<holder>──▶ take it (pending → taken),
  *                                                                         send it on the channel,
- *              read the reply ◀──NOTIFY ferry_r_<sender>── write the reply (done)
+ *              the reply, from the wake-up ◀──NOTIFY ferry_r_<sender>── write the reply (done)
+ *              (or read, when too long for one)
  *
- * Each NOTIFY is a statement of its own, never inside a transaction that others wait on (a NOTIFY in
- * a commit takes a global lock at commit time). A wake-up lost with a dropped listening connection
- * costs at most `pollMs`: both sides also look for their rows every `pollMs`. A command whose
- * holder does not answer within its time-out fails with CHN_TIMEOUT, as on one process.
+ * Three statements on a command's path, each one round trip: the sender's (the holder's lease, the
+ * row and the wake-up), the holder's claim, the holder's reply with its wake-up. A NOTIFY rides only
+ * in these statements of the bus's own, never in a transaction others wait on (a NOTIFY takes a
+ * global lock at commit time), and `agent_commands` is UNLOGGED, so none of them waits for a disk
+ * flush. A wake-up lost with a dropped listening connection costs at most `pollMs`: both sides also
+ * look for their rows every `pollMs`. A command whose holder does not answer within its time-out
+ * fails with CHN_TIMEOUT, as on one process.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -55,22 +59,24 @@ type Reply =
   | { ok: true; result: unknown }
   | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
 
-/** A replica's view of who holds an Agent's channel. */
+/** A replica's view of who holds an Agent's channel: it counts while the holder's own lease runs. */
 interface Held {
   replicaId: string;
   channelId: string;
-  /** When the lease ends, by this process's clock. */
-  untilMs: number;
 }
 
 /** The database's clock in ms since the epoch. */
 const NOW_MS = DB_NOW_MS;
+/** How every replica's liveness lease is named in service_leases (replicaLeaseName). */
+const REPLICA_PREFIX = replicaLeaseName('');
 /** The channel every replica listens on for changes of who holds which channel. */
 const CHANNELS = 'ferry_channels';
 /** How long after its time-out a command's row may stay before any replica deletes it. */
 const STALE_MS = 10 * 60_000;
 /** How much longer than the holder's own time-out the sender waits, for the reply to travel. */
 const REPLY_MARGIN_MS = 2_000;
+/** How often the whole table of holders is read again, besides the wake-ups and listener reconnects. */
+const RESYNC_MS = 30_000;
 
 export class ReplicaCommandBus implements CommandBus {
   readonly replicaId: string;
@@ -81,6 +87,10 @@ export class ReplicaCommandBus implements CommandBus {
   readonly #renewMs: number;
   /** Who holds each Agent's channel, as last read (this replica's own sessions included). */
   readonly #held = new Map<string, Held>();
+  /** Until when each replica's liveness lease runs, as last read, by this process's clock. */
+  readonly #alive = new Map<string, number>();
+  /** When the table of holders was last read whole (Date.now()). */
+  #resyncedAt = 0;
   /** A token per channel ID, stable while the channel lasts (channelOf). */
   readonly #tokens = new Map<string, object>();
   /** This replica's sessions' channel IDs. */
@@ -115,6 +125,7 @@ export class ReplicaCommandBus implements CommandBus {
   async start(): Promise<void> {
     await this.#renewAlive();
     await this.#listen();
+    await this.#readAlive();
     await this.#readHolders();
     this.#every(this.#renewMs, () => this.#renew(), 'channel lease renewal failed');
     this.#every(this.#pollMs, () => this.#poll(), 'replica command poll failed');
@@ -165,8 +176,8 @@ export class ReplicaCommandBus implements CommandBus {
       ),
     );
     await recorded;
-    this.#held.set(agentId, { replicaId: this.replicaId, channelId, untilMs: Date.now() + this.#leaseMs });
-    await this.#notify(CHANNELS, agentId);
+    this.#held.set(agentId, { replicaId: this.replicaId, channelId });
+    await this.#notify(CHANNELS, this.#changed(agentId));
   }
 
   /** `session`'s channel closed: its lease goes, unless a newer channel of the Agent replaced it. */
@@ -182,14 +193,12 @@ export class ReplicaCommandBus implements CommandBus {
       .execute();
     if (this.#held.get(agentId)?.channelId === channelId) this.#held.delete(agentId);
     this.#tokens.delete(channelId);
-    await this.#notify(CHANNELS, agentId);
+    await this.#notify(CHANNELS, this.#changed(agentId));
   }
 
   async send(agentId: string, command: AgentCommand, timeoutMs: number): Promise<unknown> {
     const local = this.#opts.registry.get(agentId);
     if (local) return local.request(command, timeoutMs);
-    const holder = await this.#holderOf(agentId);
-    if (holder === undefined || holder === this.replicaId) throw notConnected(agentId);
     const id = randomUUID();
     const replied = new Promise<Reply>((resolve) => {
       const timer = setTimeout(() => {
@@ -206,11 +215,18 @@ export class ReplicaCommandBus implements CommandBus {
       this.#waiting.set(id, { resolve, timer });
     });
     try {
-      await sql`INSERT INTO agent_commands (id, agent_id, holder, sender, command, timeout_ms, state, created_ms)
-        VALUES (${id}, ${agentId}, ${holder}, ${this.replicaId}, ${JSON.stringify(command)}, ${timeoutMs}, 'pending', ${NOW_MS})`.execute(
-        this.#db,
-      );
-      await this.#notify(inboxOf(holder), id);
+      // One round trip: the holder whose lease runs now, the command for it, and its wake-up.
+      const sent = await sql<{ holder: string }>`WITH h AS (
+          SELECT c.replica_id FROM agent_channels c
+          JOIN service_leases l ON l.name = ${REPLICA_PREFIX} || c.replica_id AND l.until_ms > ${NOW_MS}
+          WHERE c.agent_id = ${agentId} AND c.lease_until_ms > ${NOW_MS} AND c.replica_id <> ${this.replicaId}
+        ), c AS (
+          INSERT INTO agent_commands (id, agent_id, holder, sender, command, timeout_ms, state, created_ms)
+          SELECT ${id}, ${agentId}, replica_id, ${this.replicaId}, ${JSON.stringify(command)}, ${timeoutMs}, 'pending', ${NOW_MS}
+          FROM h RETURNING holder
+        )
+        SELECT holder, pg_notify(${INBOX_SQL('holder')}, ${id}) FROM c`.execute(this.#db);
+      if (sent.rows.length === 0) throw notConnected(agentId);
       const reply = await replied;
       if (reply.ok) return reply.result;
       throw toFerryError(reply.error);
@@ -218,7 +234,8 @@ export class ReplicaCommandBus implements CommandBus {
       const w = this.#waiting.get(id);
       if (w) clearTimeout(w.timer);
       this.#waiting.delete(id);
-      await this.#db
+      // Off the caller's path: the answer is in hand, the row only waits for its delete.
+      this.#db
         .deleteFrom('agentCommands')
         .where('id', '=', id)
         .execute()
@@ -228,15 +245,20 @@ export class ReplicaCommandBus implements CommandBus {
 
   isConnected(agentId: string): boolean {
     if (this.#opts.registry.get(agentId)) return true;
+    return this.#heldNow(agentId) !== undefined;
+  }
+
+  /** Who holds the Agent's channel, if that replica's liveness lease still runs. */
+  #heldNow(agentId: string): Held | undefined {
     const h = this.#held.get(agentId);
-    return h !== undefined && h.untilMs > Date.now();
+    return h !== undefined && (this.#alive.get(h.replicaId) ?? 0) > Date.now() ? h : undefined;
   }
 
   channelOf(agentId: string): object | undefined {
     const local = this.#opts.registry.get(agentId);
     if (local) return local;
-    const h = this.#held.get(agentId);
-    if (!h || h.untilMs <= Date.now()) return undefined;
+    const h = this.#heldNow(agentId);
+    if (!h) return undefined;
     let token = this.#tokens.get(h.channelId);
     if (!token) this.#tokens.set(h.channelId, (token = {}));
     return token;
@@ -291,12 +313,17 @@ export class ReplicaCommandBus implements CommandBus {
       await client.end();
       return;
     }
+    // Wake-ups sent while no connection listened are lost: the next poll reads every holder again.
+    this.#resyncedAt = 0;
     this.#listener = client;
   }
 
   #onNotification(channel: string, payload: string): void {
     if (channel === CHANNELS) {
-      const read = payload === '*' ? this.#readHolders() : this.#readHolder(payload);
+      const [agentId = '', by] = payload.split(' ');
+      // This replica's own changes are in its map already.
+      if (by === this.replicaId) return;
+      const read = agentId === '*' ? this.#readHolders() : this.#readHolder(agentId);
       read.catch((err: unknown) => this.#log.warn({ err }, 'channel holders not read'));
       return;
     }
@@ -304,8 +331,11 @@ export class ReplicaCommandBus implements CommandBus {
       this.#onControl(payload);
       return;
     }
-    if (this.#waiting.has(payload)) this.#readReplies([payload]).catch(this.#warn('command reply not read'));
-    else this.#take(payload).catch(this.#warn('command not carried out'));
+    const space = payload.indexOf(' ');
+    const id = space < 0 ? payload : payload.slice(0, space);
+    if (!this.#waiting.has(id)) this.#take(id).catch(this.#warn('command not carried out'));
+    else if (space < 0) this.#readReplies([id]).catch(this.#warn('command reply not read'));
+    else this.#resolve(id, payload.slice(space + 1));
   }
 
   #onControl(payload: string): void {
@@ -325,38 +355,46 @@ export class ReplicaCommandBus implements CommandBus {
     return (err) => this.#log.warn({ err }, what);
   }
 
-  /** The replica whose lease on the Agent's channel runs now, read afresh. */
-  async #holderOf(agentId: string): Promise<string | undefined> {
-    const row = await this.#db
-      .selectFrom('agentChannels')
-      .select('replicaId')
-      .where('agentId', '=', agentId)
-      .where('leaseUntilMs', '>', NOW_MS)
-      .executeTakeFirst();
-    return row?.replicaId;
-  }
-
   async #readHolder(agentId: string): Promise<void> {
+    // With the holder's own lease: a replica that started since the last poll counts at once.
     const row = await this.#db
-      .selectFrom('agentChannels')
-      .select(['replicaId', 'channelId', sql<number>`lease_until_ms - ${NOW_MS}`.as('leftMs')])
-      .where('agentId', '=', agentId)
+      .selectFrom('agentChannels as c')
+      .innerJoin('serviceLeases as l', (j) => j.on('l.name', '=', sql<string>`${REPLICA_PREFIX} || c.replica_id`))
+      .select([
+        'c.replicaId',
+        'c.channelId',
+        sql<number>`c.lease_until_ms - ${NOW_MS}`.as('leftMs'),
+        sql<number>`l.until_ms - ${NOW_MS}`.as('aliveMs'),
+      ])
+      .where('c.agentId', '=', agentId)
       .executeTakeFirst();
-    if (row && row.leftMs > 0)
-      this.#held.set(agentId, { replicaId: row.replicaId, channelId: row.channelId, untilMs: Date.now() + row.leftMs });
-    else this.#held.delete(agentId);
+    if (row && Number(row.leftMs) > 0) {
+      this.#held.set(agentId, { replicaId: row.replicaId, channelId: row.channelId });
+      this.#alive.set(row.replicaId, Date.now() + Number(row.aliveMs));
+    } else this.#held.delete(agentId);
   }
 
   async #readHolders(): Promise<void> {
+    this.#resyncedAt = Date.now();
     const rows = await this.#db
       .selectFrom('agentChannels')
-      .select(['agentId', 'replicaId', 'channelId', sql<number>`lease_until_ms - ${NOW_MS}`.as('leftMs')])
+      .select(['agentId', 'replicaId', 'channelId'])
       .where('leaseUntilMs', '>', NOW_MS)
       .execute();
-    const now = Date.now();
     this.#held.clear();
-    for (const r of rows)
-      this.#held.set(r.agentId, { replicaId: r.replicaId, channelId: r.channelId, untilMs: now + Number(r.leftMs) });
+    for (const r of rows) this.#held.set(r.agentId, { replicaId: r.replicaId, channelId: r.channelId });
+  }
+
+  /** Every replica's liveness lease: a replica whose lease passed holds no channel any more. */
+  async #readAlive(): Promise<void> {
+    const rows = await this.#db
+      .selectFrom('serviceLeases')
+      .select(['holder', sql<number>`until_ms - ${NOW_MS}`.as('leftMs')])
+      .where('name', 'like', `${REPLICA_PREFIX}%`)
+      .execute();
+    const now = Date.now();
+    this.#alive.clear();
+    for (const r of rows) this.#alive.set(r.holder, now + Number(r.leftMs));
   }
 
   /** This replica's own lease: while it lasts, the prepare jobs it runs are not abandoned. */
@@ -377,11 +415,17 @@ export class ReplicaCommandBus implements CommandBus {
     if (ids.length)
       await sql`UPDATE agent_channels SET lease_until_ms = ${NOW_MS} + ${this.#leaseMs}
         WHERE replica_id = ${this.replicaId} AND agent_id = ANY(${ids})`.execute(this.#db);
-    await this.#db
+    const dropped = await this.#db
       .deleteFrom('agentChannels')
       .where('replicaId', '=', this.replicaId)
       .where('leaseUntilMs', '<', NOW_MS)
+      .returning('agentId')
       .execute();
+    // The others read holders whole only now and then: tell them of each lease that went.
+    for (const { agentId } of dropped) {
+      if (this.#held.get(agentId)?.replicaId === this.replicaId) this.#held.delete(agentId);
+      await this.#notify(CHANNELS, this.#changed(agentId));
+    }
   }
 
   /** What a lost wake-up would have told: commands for this replica, replies for it, who holds what. */
@@ -395,7 +439,8 @@ export class ReplicaCommandBus implements CommandBus {
       .execute();
     for (const { id } of pending) this.#take(id).catch(this.#warn('command not carried out'));
     if (this.#waiting.size) await this.#readReplies([...this.#waiting.keys()]);
-    await this.#readHolders();
+    await this.#readAlive();
+    if (Date.now() - this.#resyncedAt >= RESYNC_MS) await this.#readHolders();
     await this.#db
       .deleteFrom('agentCommands')
       .where('createdMs', '<', sql<number>`${NOW_MS} - ${STALE_MS}`)
@@ -424,12 +469,14 @@ export class ReplicaCommandBus implements CommandBus {
       } catch (err) {
         reply = { ok: false, error: errorOf(err) };
       }
-      await this.#db
-        .updateTable('agentCommands')
-        .set({ state: 'done', reply: JSON.stringify(reply) })
-        .where('id', '=', id)
-        .execute();
-      await this.#notify(inboxOf(row.sender), id);
+      // The reply and its wake-up in one round trip; the wake-up carries the reply when it fits.
+      await sql`WITH d AS (
+          UPDATE agent_commands SET state = 'done', reply = ${JSON.stringify(reply)} WHERE id = ${id} RETURNING sender, reply
+        )
+        SELECT pg_notify(${INBOX_SQL('sender')},
+          CASE WHEN octet_length(reply) <= ${MAX_INLINE_REPLY} THEN ${id} || ' ' || reply ELSE ${id} END) FROM d`.execute(
+        this.#db,
+      );
     } finally {
       this.#taking.delete(id);
     }
@@ -442,13 +489,21 @@ export class ReplicaCommandBus implements CommandBus {
       .where('id', 'in', ids)
       .where('state', '=', 'done')
       .execute();
-    for (const r of rows) {
-      const w = this.#waiting.get(r.id);
-      if (!w || r.reply === null) continue;
-      this.#waiting.delete(r.id);
-      clearTimeout(w.timer);
-      w.resolve(JSON.parse(r.reply) as Reply);
-    }
+    for (const r of rows) if (r.reply !== null) this.#resolve(r.id, r.reply);
+  }
+
+  /** Hands a reply to the call waiting on it, if one still does. */
+  #resolve(id: string, reply: string): void {
+    const w = this.#waiting.get(id);
+    if (!w) return;
+    this.#waiting.delete(id);
+    clearTimeout(w.timer);
+    w.resolve(JSON.parse(reply) as Reply);
+  }
+
+  /** The wake-up payload of a change of who holds `agentId`'s channel, made by this replica. */
+  #changed(agentId: string): string {
+    return `${agentId} ${this.replicaId}`;
   }
 
   /** A wake-up, as a statement of its own (see the module comment). */
@@ -458,6 +513,13 @@ export class ReplicaCommandBus implements CommandBus {
 }
 
 const inboxOf = (replicaId: string): string => `ferry_r_${replicaId.replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
+
+/** inboxOf in SQL, of the column `column`. */
+const INBOX_SQL = (column: 'holder' | 'sender') =>
+  sql<string>`'ferry_r_' || lower(regexp_replace(${sql.ref(column)}, '[^a-zA-Z0-9]', '', 'g'))`;
+
+/** The longest reply a wake-up carries (a NOTIFY payload holds under 8,000 bytes); longer ones are read. */
+const MAX_INLINE_REPLY = 7_000;
 
 /** An error as a reply carries it. */
 function errorOf(err: unknown): { code: string; message: string; details?: Record<string, unknown> } {

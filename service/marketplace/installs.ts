@@ -360,20 +360,22 @@ export class ConnectorInstalls {
    * runs at another version, uninstalls what the Organization no longer has. A failed install of
    * the same version is retried only after a while, so a broken package does not loop.
    */
-  async reconcile(agentId: string): Promise<void> {
+  async reconcile(agentId: string, known?: AgentRow): Promise<void> {
     const { db } = this.opts.store;
-    const agent = await getAgentById(db, agentId);
+    const agent = known ?? (await getAgentById(db, agentId));
     if (!agent) return;
     const installed = new Map(
       parseInstalled(agent.installedConnectors).map((c) => [c.connectorId.toLowerCase(), c.version]),
     );
     const wanted = await listOrgConnectors(db, agent.orgId);
-    const last = new Map((await listInstallsOfAgent(db, agent.id)).map((r) => [r.connectorId.toLowerCase(), r]));
+    // The Agent's install records, read only when it lacks something (an Agent up to date does not).
+    let last: Map<string, Awaited<ReturnType<typeof listInstallsOfAgent>>[number]> | undefined;
     const now = Date.now();
     for (const w of wanted) {
       const m = this.opts.catalogue.get(w.connectorId);
       if (!m || (agent.isCloudAgent === 1 && !m.isCloudSupported)) continue;
       if (installed.get(w.connectorId.toLowerCase()) === w.version) continue;
+      last ??= new Map((await listInstallsOfAgent(db, agent.id)).map((r) => [r.connectorId.toLowerCase(), r]));
       const prev = last.get(w.connectorId.toLowerCase());
       if (
         prev?.operation === 'install' &&

@@ -39,6 +39,7 @@ import { errorSourceKeys } from './migrations/028-error-source-keys.js';
 import { agentChannels } from './migrations/029-agent-channels.js';
 import { limitWindows } from './migrations/030-limit-windows.js';
 import { serviceLeases } from './migrations/031-service-leases.js';
+import { agentCommandsUnlogged } from './migrations/032-agent-commands-unlogged.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -162,6 +163,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '029-agent-channels': agentChannels(),
     '030-limit-windows': limitWindows(dialect),
     '031-service-leases': serviceLeases(),
+    '032-agent-commands-unlogged': agentCommandsUnlogged(dialect),
   };
 }
 

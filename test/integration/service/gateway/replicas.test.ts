@@ -4,7 +4,9 @@
  * connectivity, a disconnect — and a replica that stops gives its Agents' channels up at once.
  * Real Services on loopback ports, a real PostgreSQL database, a real WebSocket channel.
  */
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DB_NOW_MS } from '../../../../service/store/sql.js';
 import { CLOSE } from '../../../../src/protocol/channel.js';
 import { registerTestAgent, TestChannel } from '../../../helpers/agent-client.js';
 import type { TestService } from '../../../helpers/service.js';
@@ -83,6 +85,48 @@ describe.skipIf(!STORE_TARGETS.some((t) => t.name === 'postgres'))('two Service 
     expect(refused.status).toBe(502);
     expect(refused.body.code).toBe('AGT_COMMAND_FAILED');
     expect(refused.body.detail).toContain('already restarting');
+  });
+
+  it('a reply too long for a wake-up crosses by its row, whole', async () => {
+    const { agentId, ch } = await onA();
+    // A NOTIFY carries under 8,000 bytes: this refusal's message alone is longer.
+    const message = `refused: ${'é'.repeat(5_000)} end`;
+    ch.autoReply = (cmd) => ({ re: cmd['id'], ok: false, error: { code: 'AGT_DRAINING', kind: 'transient', message } });
+    const refused = await b.request<{ code: string; detail: string }>(
+      'POST',
+      `/v1/orgs/${b.orgId}/agents/${agentId}/restart`,
+    );
+    expect(refused.status).toBe(502);
+    expect(refused.body.detail).toContain(message);
+  });
+
+  it("an Agent held by a replica that died counts as disconnected once that replica's own lease passes", async () => {
+    // A replica that died leaves its rows: its channel's lease still runs here (a minute), its
+    // liveness lease passes in 1.5 s, and no wake-up tells of it.
+    const agent = await registerTestAgent(a);
+    const ghost = `ghost${Date.now()}`;
+    const { db } = b.service.store;
+    await sql`INSERT INTO service_leases (name, holder, until_ms)
+      VALUES (${`replica:${ghost}`}, ${ghost}, ${DB_NOW_MS} + 1500)`.execute(db);
+    await sql`INSERT INTO agent_channels (agent_id, replica_id, channel_id, lease_until_ms)
+      VALUES (${agent.agentId}, ${ghost}, 'c1', ${DB_NOW_MS} + 60000)`.execute(db);
+    await sql`SELECT pg_notify('ferry_channels', ${`${agent.agentId} ${ghost}`})`.execute(db);
+    const seen = await until(
+      () => view(b, agent.agentId),
+      (v) => v.isConnected,
+    );
+    expect(seen.isConnected).toBe(true);
+    const gone = await until(
+      () => view(b, agent.agentId),
+      (v) => !v.isConnected,
+    );
+    expect(gone.isConnected).toBe(false);
+    // Nothing is sent to the dead replica to wait on: refused at once.
+    const res = await b.request<{ code: string }>('POST', `/v1/orgs/${b.orgId}/agents/${agent.agentId}/restart`);
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('AGT_NOT_CONNECTED');
+    await sql`DELETE FROM agent_channels WHERE agent_id = ${agent.agentId}`.execute(db);
+    await sql`DELETE FROM service_leases WHERE holder = ${ghost}`.execute(db);
   });
 
   it('a channel that closes on A is disconnected on B at once: B answers 409 AGT_NOT_CONNECTED', async () => {
