@@ -30,7 +30,8 @@ import { ClaimedCloudAgents } from './jobs/claimed-cloud-agents.js';
 import { ReplicaClaims, SOLE_PROCESS, type JobClaims } from './jobs/claims.js';
 import { PeriodicJob } from './jobs/periodic-job.js';
 import { Readiness } from './http/readiness.js';
-import { LogArchiveFiles } from './store/log-archives.js';
+import { DatabaseLogArchives } from './store/log-archive-chunks.js';
+import { LogArchiveFiles, type LogArchives } from './store/log-archives.js';
 import { listCloudAgents } from './store/repos/agents.repo.js';
 import { removeDeadSpools } from './lookup-tables/spool.js';
 import { History } from './history/history.js';
@@ -234,7 +235,7 @@ function agentJobs(
   store: Store,
   registry: SessionRegistry,
   commands: AgentCommands,
-  logArchives: LogArchiveFiles,
+  logArchives: LogArchives,
   notifications: Notifications,
   log: Logger,
   claims: JobClaims,
@@ -324,7 +325,8 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
     const { replicas, claims, commands } = agentCommands(config, store, registry, log);
-    const logArchives = new LogArchiveFiles(config.dataDir);
+    const logArchives =
+      store.dialect === 'postgres' ? new DatabaseLogArchives(store) : new LogArchiveFiles(config.dataDir);
     const supervisor = cloudAgents(config, store, claims, log);
     const { packages, connectors } = connectorInstalls(config, store, commands, notifications, log);
     const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });

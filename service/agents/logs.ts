@@ -35,6 +35,13 @@ const usedLog = (logId: string): FerryError =>
     `Log archive ${logId} was already downloaded: a logId works once. POST again for a new archive.`,
   );
 
+/** A Ready row whose archive this Service does not have (a file deleted, a replica's own folder): nothing is used up. */
+const archiveMissing = (logId: string): FerryError =>
+  new FerryError(
+    'AGT_LOGS_NOT_AVAILABLE',
+    `Log archive ${logId} was uploaded but is not on this Service replica (its stored archive is missing); the download was not used up. Get it through the replica that received the upload, or POST again for a new archive.`,
+  );
+
 const logNotFound = (logId: string): FerryError =>
   new FerryError('API_NOT_FOUND', `Log archive ${logId} was not found.`);
 
@@ -50,9 +57,12 @@ export interface SolutionLogFilter {
  * Agent log archives (SPEC.md "Logs"):
  *
  *   user POST …/logs ─▶ row Requested (caller's IP) ─▶ zipLogs {logId, uploadUrl} ─▶ Agent
- *   Agent zips its logs ─▶ PUT /v1/agent/logs/{logId} (bearer, application/zip) ─▶ file, row Ready
+ *   Agent zips its logs ─▶ PUT /v1/agent/logs/{logId} (bearer, application/zip) ─▶ archive, row Ready
  *   user GET …/logs/{logId} (same IP) ─▶ 404 "The Agent Logs are not available." until Ready,
- *        then the zip once (row Downloaded, file deleted); later GETs 410
+ *        then the zip once (archive opened, row Downloaded, archive deleted); later GETs 410
+ *
+ * The archive is a file in the data folder on SQLite and chunks in the database on PostgreSQL,
+ * where every replica reads it (store/log-archives.ts, store/log-archive-chunks.ts).
  *
  * A Solution's logs take the same path from the Solution's Agent, with `solutionId` on the row and
  * the command: the Agent keeps only the lines of that Solution's runs.
@@ -136,7 +146,7 @@ export class AgentLogs {
 
   /**
    * The archive for its one download, from the address that asked for it: the row and a stream of
-   * the zip, whose file goes when the stream closes (whether the client read it all or not).
+   * the zip, whose archive goes when the stream closes (whether the client read it all or not).
    */
   async download(
     agent: AgentRow,
@@ -184,13 +194,33 @@ export class AgentLogs {
       case 'Ready':
         break;
     }
-    if (!(await claimAgentLogDownload(this.db, row.id, nowIso()))) throw usedLog(row.id);
-    const files = this.runtime.logArchives;
-    const stream = files.open(row.id);
+    // Opened before the one download is claimed: an archive this Service cannot read leaves the
+    // row Ready, for a retry where it is (or a new request), rather than used up for nothing.
+    const archives = this.runtime.logArchives;
+    const stream = await archives.open(row.id);
+    if (!stream) {
+      // Downloaded meanwhile (through another replica, which then deleted it): that is the answer.
+      if ((await getAgentLog(this.db, row.id))?.state === 'Downloaded') throw usedLog(row.id);
+      log.warn({ agentId: row.agentId, logId: row.id }, 'log archive missing');
+      throw archiveMissing(row.id);
+    }
+    let claimed: boolean;
+    try {
+      claimed = await claimAgentLogDownload(this.db, row.id, nowIso());
+    } catch (err) {
+      stream.destroy();
+      throw err;
+    }
+    if (!claimed) {
+      stream.destroy();
+      throw usedLog(row.id);
+    }
     stream.once(
       'close',
       () =>
-        void files.remove(row.id).catch((err: unknown) => log.warn({ err, logId: row.id }, 'log archive not removed')),
+        void archives
+          .remove(row.id)
+          .catch((err: unknown) => log.warn({ err, logId: row.id }, 'log archive not removed')),
     );
     log.info(
       {

@@ -1,10 +1,10 @@
 import type { CloudAgentHost } from '../jobs/cloud-agents.js';
-import type { LogArchiveFiles } from '../store/log-archives.js';
+import type { LogArchives } from '../store/log-archives.js';
 import type { AgentCommands } from './commands.js';
 
-/** What the Agent routes need beyond the store: reaching Agents, log archive files, Cloud Agents. */
+/** What the Agent routes need beyond the store: reaching Agents, log archives, Cloud Agents. */
 export interface AgentRuntime {
   readonly commands: AgentCommands;
-  readonly logArchives: LogArchiveFiles;
+  readonly logArchives: LogArchives;
   readonly cloudAgents: CloudAgentHost;
 }

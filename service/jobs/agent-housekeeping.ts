@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { LogArchiveFiles } from '../store/log-archives.js';
+import type { LogArchives } from '../store/log-archives.js';
 import { deleteAgentLogs, listAgentLogsBefore } from '../store/repos/agent-logs.repo.js';
 import { deleteExpiredInstallationKeys, pruneReports } from '../store/repos/agents.repo.js';
 import type { Store } from '../store/store.js';
@@ -11,7 +11,7 @@ const DAY = 24 * 60 * 60 * 1000;
 export interface HousekeepingOptions {
   store: Store;
   log: FastifyBaseLogger;
-  logArchives: LogArchiveFiles;
+  logArchives: LogArchives;
   /** Dedupe rows are kept this long: a report resent later than this would count again (default 30 days). */
   reportRetentionMs?: number;
   /** Log requests (and any zip never downloaded) are removed after this (default 7 days). */

@@ -1,7 +1,7 @@
 /**
  * Table types of what Service replicas on one PostgreSQL share (docs/deploy.md): channel leases,
- * commands across replicas, shared limit counts and job leases. Part of the one schema
- * (schema.ts); the tables exist, and stay all but empty, on SQLite too.
+ * commands across replicas, shared limit counts, job leases and Agent log archives. Part of the
+ * one schema (schema.ts); the tables exist, and stay all but empty, on SQLite too.
  */
 
 /** Which Service replica holds an Agent's channel, until when (migration 029; gateway/replica-bus.ts). */
@@ -47,4 +47,16 @@ export interface ServiceLeasesTable {
   holder: string;
   /** The lease's end, in ms since the epoch by the database's clock. */
   untilMs: number;
+}
+
+/**
+ * A piece of an Agent log archive, from the upload to the one download (migration 033;
+ * store/log-archive-chunks.ts). Used on PostgreSQL; on SQLite archives are files.
+ */
+export interface LogArchiveChunksTable {
+  /** The log request's ID (agent_logs.id), in lower case. */
+  logId: string;
+  /** The piece's place in the archive, from 0. */
+  seq: number;
+  data: Buffer;
 }

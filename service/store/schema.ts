@@ -4,6 +4,7 @@ import type {
   AgentChannelsTable,
   AgentCommandsTable,
   LimitWindowsTable,
+  LogArchiveChunksTable,
   ServiceLeasesTable,
 } from './schema-replicas.js';
 
@@ -11,6 +12,7 @@ export type {
   AgentChannelsTable,
   AgentCommandsTable,
   LimitWindowsTable,
+  LogArchiveChunksTable,
   ServiceLeasesTable,
 } from './schema-replicas.js';
 
@@ -62,6 +64,7 @@ export interface Database {
   agentCommands: AgentCommandsTable;
   limitWindows: LimitWindowsTable;
   serviceLeases: ServiceLeasesTable;
+  logArchiveChunks: LogArchiveChunksTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */

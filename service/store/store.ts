@@ -40,6 +40,7 @@ import { agentChannels } from './migrations/029-agent-channels.js';
 import { limitWindows } from './migrations/030-limit-windows.js';
 import { serviceLeases } from './migrations/031-service-leases.js';
 import { agentCommandsUnlogged } from './migrations/032-agent-commands-unlogged.js';
+import { logArchiveChunks } from './migrations/033-log-archive-chunks.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -164,6 +165,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '030-limit-windows': limitWindows(dialect),
     '031-service-leases': serviceLeases(),
     '032-agent-commands-unlogged': agentCommandsUnlogged(dialect),
+    '033-log-archive-chunks': logArchiveChunks(dialect),
   };
 }
 

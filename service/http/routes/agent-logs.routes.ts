@@ -15,7 +15,7 @@ const agentLogsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
   const logs = new AgentLogs(db, deps.agents);
   const uploader = agentBearer(db);
 
-  // The upload body is streamed to disk as it arrives, never held in memory.
+  // The upload body is streamed to its store (a file, or chunks in the database) as it arrives, never held in memory.
   app.addContentTypeParser(
     ['application/zip', 'application/octet-stream', 'application/x-zip-compressed'],
     (_req, payload, done) => done(null, payload),

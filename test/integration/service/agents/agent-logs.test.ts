@@ -1,6 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentHousekeeping } from '../../../../service/jobs/agent-housekeeping.js';
+import { DatabaseLogArchives } from '../../../../service/store/log-archive-chunks.js';
+import { LogArchiveFiles } from '../../../../service/store/log-archives.js';
 import { TestChannel, registerTestAgent, until, type Incoming, type TestAgent } from '../../../helpers/agent-client.js';
 import { ADMIN_BASIC, LOGS_NOT_AVAILABLE, logZip, raw, type Problem } from '../../../helpers/log-archives.js';
 import { startService, type TestService } from '../../../helpers/service.js';
@@ -33,6 +38,25 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     auth = `Bearer ${agent.agentId}.${agent.agentSecret}`,
     type = 'application/zip',
   ) => raw(url, { method: 'PUT', headers: { authorization: auth, 'content-type': type }, body });
+  const download = (logId: string) =>
+    raw(`${svc.url}${L}/${logId}`, { method: 'GET', headers: { authorization: ADMIN_BASIC } });
+  /** An upload asked for and made: its logId. */
+  const uploaded = async (zip: Buffer): Promise<string> => {
+    const { logId } = (await svc.request<{ logId: string }>('POST', L)).body;
+    expect((await upload(String((await zipLogsFor(logId))['uploadUrl']), zip)).status).toBe(204);
+    return logId;
+  };
+
+  // Where the Service keeps archives: files on SQLite, chunks in the database on PostgreSQL.
+  const archiveFile = (logId: string) => path.join(svc.dataDir, 'log-archives', `${logId}.zip`);
+  const chunksOf = (logId: string) =>
+    svc.service.store.db.selectFrom('logArchiveChunks').selectAll().where('logId', '=', logId).execute();
+  /** Whether any of the archive of `logId` is stored. */
+  const stored = async (logId: string): Promise<boolean> =>
+    target.name === 'postgres' ? (await chunksOf(logId)).length > 0 : fs.existsSync(archiveFile(logId));
+  /** The archives the Service keeps, as build-service.ts chooses them. */
+  const archives = () =>
+    target.name === 'postgres' ? new DatabaseLogArchives(svc.service.store) : new LogArchiveFiles(svc.dataDir);
 
   it('asks the Agent for its logs, answers "not available" until the zip arrives, then returns it once', async () => {
     const post = await svc.request<{ logId: string }>('POST', L);
@@ -53,8 +77,7 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const again = await upload(String(command['uploadUrl']), zip);
     expect(again.status).toBe(409);
 
-    const file = path.join(svc.dataDir, 'log-archives', `${logId}.zip`);
-    expect(fs.existsSync(file)).toBe(true);
+    expect(await stored(logId)).toBe(true);
     // A HEAD does not use up the one download.
     expect(
       (await raw(`${svc.url}${L}/${logId}`, { method: 'HEAD', headers: { authorization: ADMIN_BASIC } })).status,
@@ -63,11 +86,49 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     expect(got.status).toBe(200);
     expect(got.type).toBe('application/zip');
     expect(got.body.equals(zip)).toBe(true);
-    await until(async () => (fs.existsSync(file) ? undefined : true), 'the downloaded zip to be removed');
+    await until(async () => ((await stored(logId)) ? undefined : true), 'the downloaded zip to be removed');
 
     const second = await svc.request<Problem>('GET', `${L}/${logId}`);
     expect(second.status).toBe(410);
     expect(second.body.code).toBe('AGT_LOGS_USED');
+  });
+
+  it('takes an archive of several chunks and gives it back byte for byte, once', async () => {
+    const zip = randomBytes(3.5 * 1024 * 1024);
+    zip.write('PK\x03\x04', 'latin1');
+    const logId = await uploaded(zip);
+    if (target.name === 'postgres') expect((await chunksOf(logId)).map((c) => c.seq)).toEqual([0, 1, 2, 3]);
+    const got = await download(logId);
+    expect(got.status).toBe(200);
+    expect(got.body.length).toBe(zip.length);
+    expect(got.body.equals(zip)).toBe(true);
+    await until(async () => ((await stored(logId)) ? undefined : true), 'the downloaded archive to be removed');
+    expect((await download(logId)).status).toBe(410);
+  });
+
+  it('answers a clear 404 for an archive it cannot find, without using the download up', async () => {
+    const zip = await logZip('2026-01-01 kept for later\n'.repeat(500));
+    const logId = await uploaded(zip);
+    // Taken away (a file deleted, chunks lost), then put back.
+    const aside = path.join(svc.dataDir, `${logId}.aside`);
+    const chunks = target.name === 'postgres' ? await chunksOf(logId) : [];
+    if (target.name === 'postgres')
+      await svc.service.store.db.deleteFrom('logArchiveChunks').where('logId', '=', logId).execute();
+    else fs.renameSync(archiveFile(logId), aside);
+
+    const missing = await svc.request<Problem>('GET', `${L}/${logId}`);
+    expect(missing.status).toBe(404);
+    expect(missing.body.code).toBe('AGT_LOGS_NOT_AVAILABLE');
+    expect(missing.body.detail).toContain('not on this Service replica');
+    expect(missing.body.detail).toContain('not used up');
+    expect(missing.body.detail).not.toBe(LOGS_NOT_AVAILABLE);
+
+    if (target.name === 'postgres') await svc.service.store.db.insertInto('logArchiveChunks').values(chunks).execute();
+    else fs.renameSync(aside, archiveFile(logId));
+    const got = await download(logId);
+    expect(got.status).toBe(200);
+    expect(got.body.equals(zip)).toBe(true);
+    expect((await download(logId)).status).toBe(410);
   });
 
   it('refuses a GET from another IP address than the POST, even one a Security Rule admits', async () => {
@@ -111,6 +172,8 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     const other = await registerTestAgent(svc);
     expect((await upload(url, zip, `Bearer ${other.agentId}.${other.agentSecret}`)).status).toBe(404);
     expect((await upload(url, Buffer.from('this is not a zip at all'))).status).toBe(415);
+    // A refused upload leaves nothing, and the logId still waits for its archive.
+    expect(await stored(logId)).toBe(false);
     expect((await upload(url, Buffer.from('{"a":1}'), undefined, 'application/json')).status).toBe(415);
     expect((await upload(`${svc.url}/v1/agent/logs/3f2504e0-4f89-41d3-9a0c-0305e82c3301`, zip)).status).toBe(404);
     expect((await svc.request<Problem>('GET', `${L}/${logId}`)).body.detail).toBe(LOGS_NOT_AVAILABLE);
@@ -173,5 +236,21 @@ describe.each(STORE_TARGETS)('Agent logs on $name', (target) => {
     expect((await svc.request<Problem>('GET', `${L}/${post.body.logId}`, { auth: user })).body.detail).toBe(
       LOGS_NOT_AVAILABLE,
     );
+  });
+
+  // Last: housekeeping removes every log request older than its retention, those of the tests above too.
+  it('housekeeping removes an archive never downloaded, with its request', async () => {
+    const logId = await uploaded(await logZip('never fetched'));
+    expect(await stored(logId)).toBe(true);
+    const housekeeping = new AgentHousekeeping({
+      store: svc.service.store,
+      log: pino({ level: 'silent' }),
+      logArchives: archives(),
+    });
+    await housekeeping.run(Date.now() + 8 * 24 * 60 * 60 * 1000);
+    expect(await stored(logId)).toBe(false);
+    const gone = await svc.request<Problem>('GET', `${L}/${logId}`);
+    expect(gone.status).toBe(404);
+    expect(gone.body.code).toBe('API_NOT_FOUND');
   });
 });

@@ -41,6 +41,16 @@ describe('log archive files', () => {
     expect(fs.readdirSync(path.join(dir, 'log-archives'))).toEqual([]);
   });
 
+  it('opens an archive that is there, and answers undefined, opening nothing, for one that is not', async () => {
+    expect(await files.open(ID)).toBeUndefined();
+    const body = Buffer.concat([ZIP_EMPTY, Buffer.alloc(70_000, 7)]);
+    await files.write(ID, Readable.from([body]));
+    const stream = await files.open(ID);
+    const read: Buffer[] = [];
+    for await (const c of stream as AsyncIterable<Buffer>) read.push(c);
+    expect(Buffer.concat(read).equals(body)).toBe(true);
+  });
+
   it('accepts only GUID log IDs as file names', () => {
     expect(() => files.pathOf('../../etc/passwd')).toThrow();
     expect(files.pathOf(ID.toUpperCase())).toBe(path.join(dir, 'log-archives', `${ID}.zip`));
