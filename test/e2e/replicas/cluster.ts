@@ -6,10 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ADMIN, ROOT, ferry, until, type Proc } from '../agent/harness.js';
+import { ADMIN, ROOT, ferry, until, type Proc, type ServiceUnderTest } from '../agent/harness.js';
 import { createTestDatabase, withClient } from '../../helpers/stores.js';
 
 /** Whether HAProxy is installed (`.ci/run` installs it; elsewhere the tests say they skip). */
@@ -27,6 +28,8 @@ export interface Replica {
 export interface Cluster {
   /** The load balancer's URL: what clients and Agents use. */
   readonly url: string;
+  /** The cluster's temporary folder (the replicas' data folders are in it); removed by dispose. */
+  readonly dir: string;
   readonly databaseUrl: string;
   readonly replicas: readonly Replica[];
   orgId: number;
@@ -128,6 +131,7 @@ export async function startCluster(size: number, extraEnv: Record<string, string
 
   const cluster: Cluster = {
     url: `http://127.0.0.1:${lbPort}`,
+    dir,
     databaseUrl: database.url,
     replicas,
     orgId: 0,
@@ -197,4 +201,88 @@ export async function startCluster(size: number, extraEnv: Record<string, string
     throw err;
   }
   return cluster;
+}
+
+/** One API call as the administrator, on a connection of its own (a replica may be killed between calls). */
+function adminRequest<T>(
+  base: string,
+  method: string,
+  pathAndQuery: string,
+  opts: { body?: unknown; from?: string } = {},
+): Promise<{ status: number; body: T; raw: Buffer; headers: http.IncomingHttpHeaders }> {
+  const headers: Record<string, string> = {
+    authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`,
+  };
+  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      new URL(pathAndQuery, base),
+      { method, headers, agent: false, ...(opts.from ? { localAddress: opts.from } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          const text = raw.toString('utf8');
+          const body = /json/.test(res.headers['content-type'] ?? '') && text ? (JSON.parse(text) as unknown) : text;
+          resolve({ status: res.statusCode ?? 0, body: body as T, raw, headers: res.headers });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
+}
+
+/**
+ * The cluster as the one-Service helpers of test/e2e/agent and test/e2e/solutions take it: calls go
+ * to the load balancer, or straight to replica `replica` when given (its port stays across
+ * restarts); `dataDir` is the cluster's folder, so Agents installed by the helpers live in
+ * `<dir>/agents` and go with dispose. The replicas are started and stopped one by one through the
+ * cluster, and the store is PostgreSQL: `start`, `stop` and `query` (SQLite) throw; read the
+ * store with `cluster.query`.
+ */
+export function clusterUnderTest(cluster: Cluster, replica?: number): ServiceUnderTest {
+  const port = replica === undefined ? Number(new URL(cluster.url).port) : (cluster.replicas[replica] as Replica).port;
+  const url = `http://127.0.0.1:${port}`;
+  const unsupported = (what: string) => (): never => {
+    throw new Error(`${what} is not one call on a cluster: use the Cluster's methods`);
+  };
+  return {
+    dataDir: cluster.dir,
+    url,
+    port,
+    get orgId() {
+      return cluster.orgId;
+    },
+    service: undefined,
+    start: unsupported('start'),
+    stop: unsupported('stop'),
+    request: (method, pathAndQuery, opts) => adminRequest(url, method, pathAndQuery, opts),
+    query: unsupported('query (SQLite)'),
+    dispose: unsupported('dispose'),
+  };
+}
+
+/** The index of the running replica with ID `replicaId`: the one whose banner named it. */
+export function replicaIndexOf(cluster: Cluster, replicaId: string): number {
+  const i = cluster.replicas.findIndex((r) => r.proc?.output().includes(`Replica: ${replicaId}`));
+  if (i < 0) throw new Error(`no running replica logged the ID ${replicaId}`);
+  return i;
+}
+
+/**
+ * The ID of the replica that agent_channels names as holding the Agent's channel, if any. A killed
+ * replica's row stays until the Agent's next hello on another replica replaces it (or its lease
+ * passes): callers that need a live holder check that it runs ({@link replicaIndexOf}).
+ */
+export async function holderOf(cluster: Cluster, agentId: string): Promise<string | undefined> {
+  const [row] = await cluster.query<{ replica_id: string }>(
+    'SELECT replica_id FROM agent_channels WHERE agent_id = $1',
+    [agentId],
+  );
+  return row?.replica_id;
 }
