@@ -1,11 +1,15 @@
 /**
  * Scenario schedules: SCHED.solutions Solutions on SCHED.agents Agent processes, every minute for
  * SCHED.minutes minutes, with a Service restart and an Agent restart in the middle: every due time
- * fired exactly once?
+ * fired exactly once? With SCHED.replicas (BENCH_SCHEDULE_REPLICAS=3) the Service is that many
+ * replica processes on PostgreSQL behind HAProxy (test/e2e/replicas/cluster.ts) and the middle is
+ * a rolling restart of every replica, then a kill -9 of the one holding the first Agent's channel,
+ * then the Agent restart.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ServiceUnderTest } from '../../e2e/agent/harness.js';
+import { clusterUnderTest, holderOf, replicaIndexOf, startCluster, type Cluster } from '../../e2e/replicas/cluster.js';
 import { killAgents } from '../proc.js';
 import { type Agent, installAgent, runAgent } from './agents.js';
 import { block } from './context.js';
@@ -115,6 +119,7 @@ async function scheduleSolutions(
  */
 async function restartInTheMiddle(
   sut: ServiceUnderTest,
+  cluster: Cluster | undefined,
   agents: Agent[],
   { dues, lastDue }: DueTimes,
 ): Promise<Array<{ at: string; event: string }>> {
@@ -125,13 +130,18 @@ async function restartInTheMiddle(
     log(`schedules: ${event}`);
   };
   await sleep(Math.max(0, mid - 15_000 - Date.now()));
-  note('Service stopping');
-  await sut.stop();
-  await sleep(Math.max(0, mid + 15_000 - Date.now()));
-  await sut.start();
-  note('Service started again');
+  let agentDue = mid + 60_000 <= lastDue ? mid + 60_000 : mid;
+  if (cluster) {
+    await replicasInTheMiddle(cluster, agents, mid, note);
+    agentDue = mid + 120_000 <= lastDue ? mid + 120_000 : agentDue;
+  } else {
+    note('Service stopping');
+    await sut.stop();
+    await sleep(Math.max(0, mid + 15_000 - Date.now()));
+    await sut.start();
+    note('Service started again');
+  }
   const victim = agents[0] as Agent;
-  const agentDue = mid + 60_000 <= lastDue ? mid + 60_000 : mid;
   await sleep(Math.max(0, agentDue - 5_000 - Date.now()));
   note(`Agent ${victim.instance} stopping (SIGTERM)`);
   await victim.proc.stop();
@@ -141,6 +151,36 @@ async function restartInTheMiddle(
   agents[0] = again;
   note(`Agent ${victim.instance} running again`);
   return events;
+}
+
+/**
+ * The replicas' part of the middle: a rolling restart of every replica (SIGTERM: a drain) across
+ * due time `mid`, then the replica holding the first Agent's channel killed (SIGKILL) 5 s before
+ * the next due time and started again 15 s after it.
+ */
+async function replicasInTheMiddle(
+  cluster: Cluster,
+  agents: readonly Agent[],
+  mid: number,
+  note: (event: string) => void,
+): Promise<void> {
+  for (let i = 0; i < cluster.replicas.length; i++) {
+    note(`replica ${i + 1} draining (SIGTERM)`);
+    const code = await cluster.stop(i);
+    if (code !== 0) throw new Error(`replica ${i + 1} exited ${code} on SIGTERM`);
+    await cluster.start(i);
+    await cluster.inRotation(i);
+    note(`replica ${i + 1} back in rotation`);
+  }
+  await sleep(Math.max(0, mid + 55_000 - Date.now()));
+  const holder = await holderOf(cluster, (agents[0] as Agent).agentId);
+  const victim = holder === undefined ? 0 : replicaIndexOf(cluster, holder);
+  note(`replica ${victim + 1} killed (SIGKILL)`);
+  await cluster.kill(victim);
+  await sleep(Math.max(0, mid + 75_000 - Date.now()));
+  await cluster.start(victim);
+  await cluster.inRotation(victim);
+  note(`replica ${victim + 1} back in rotation`);
 }
 
 /** Every Solution's History once the last due time's runs are in it (or after 3 minutes of waiting). */
@@ -288,8 +328,9 @@ async function outcome(
 
 export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Record<string, unknown>> {
   const h = await harness();
-  const sut = await benchService();
-  await sut.start();
+  const cluster = SCHED.replicas > 0 ? await startCluster(SCHED.replicas, { FERRY_LOG_LEVEL: 'error' }) : undefined;
+  const sut = cluster ? clusterUnderTest(cluster) : await benchService();
+  if (!cluster) await sut.start();
   const agents: Agent[] = [];
   const home = path.join(sut.dataDir, 'agents');
   const folder = path.join(dir, 'one');
@@ -326,12 +367,13 @@ export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Rec
     log(
       `schedules: ${SCHED.solutions} Solutions ready in ${Math.round(prepMs / 1000)} s; counting due times ${new Date(firstDue).toISOString()} … ${new Date(due.lastDue).toISOString()}`,
     );
-    const events = await restartInTheMiddle(sut, agents, due);
+    const events = await restartInTheMiddle(sut, cluster, agents, due);
     const byId = await settledHistory(sut, ids, due);
     const seen = await outcome(sut, pgUrl, ids, byId, due);
     const result = {
       solutions: SCHED.solutions,
       agents: SCHED.agents,
+      replicas: SCHED.replicas,
       minutes: SCHED.minutes,
       prepareSeconds: Math.round(prepMs / 1000),
       dueTimesExpected: SCHED.solutions * SCHED.minutes,
@@ -349,7 +391,7 @@ export async function scenarioSchedules(pgUrl: string, dir: string): Promise<Rec
     await Promise.all(agents.map((a) => a.proc.stop().catch(() => undefined)));
     killAgents();
     h.killAll();
-    await sut.dispose();
+    await (cluster ? cluster.dispose() : sut.dispose());
     await pgExec(pgUrl, 'DROP TABLE IF EXISTS sched_runs').catch(() => undefined);
   }
 }

@@ -26,6 +26,8 @@ export const SCHED = {
   solutions: Number(ENV['BENCH_SCHEDULE_SOLUTIONS'] ?? 1000),
   agents: Number(ENV['BENCH_SCHEDULE_AGENTS'] ?? 10),
   minutes: Number(ENV['BENCH_SCHEDULE_MINUTES'] ?? 10),
+  /** 0: one Service in this process; N: N replica processes on PostgreSQL behind HAProxy. */
+  replicas: Number(ENV['BENCH_SCHEDULE_REPLICAS'] ?? 0),
 };
 export const NODE_FLAGS = benchNodeFlags(ENV['BENCH_NODE_FLAGS']);
 export const CPU_PROF = ENV['BENCH_AGENT_CPU_PROF'];
