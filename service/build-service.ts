@@ -329,7 +329,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       store.dialect === 'postgres' ? new DatabaseLogArchives(store) : new LogArchiveFiles(config.dataDir);
     const supervisor = cloudAgents(config, store, claims, log);
     const { packages, connectors } = connectorInstalls(config, store, commands, notifications, log);
-    const metadata = new ConnectionMetadata({ db: store.db, secrets, commands });
+    const metadata = new ConnectionMetadata({ db: store.db, secrets, commands, replicaId: replicas?.replicaId });
     const { assignments, prepareJobs, solutionRuns, solutions, abandonedPrepares } = await solutionsOnAgents(
       store,
       secrets,

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
+import { COMMANDS } from '../../src/protocol/commands.js';
 import { ConnectionMetadata as MetadataDocument, type EntityMetadata } from '../../src/protocol/metadata.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
@@ -16,6 +17,7 @@ import {
   putMetadataCache,
   resetMetadataCache,
 } from '../store/repos/metadata.repo.js';
+import { replicaAlive } from '../jobs/claims.js';
 import { setLastTestedAgent } from '../store/repos/connections.repo.js';
 import type { ConnectionRow, MetadataRequestRow, OrgRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
@@ -24,6 +26,8 @@ import { openProperties } from './properties.js';
 
 /** Metadata requests kept per Connection. */
 const KEEP_REQUESTS = 50;
+/** How long a load another replica sent may run: the command's time-out and a minute for its answer. */
+const REMOTE_LOAD_MS = COMMANDS.loadMetadata.timeoutMs + 60_000;
 export const METADATA_LOADING = 'Metadata is loading; repeat the call';
 
 const loadingProblem = (connectionId: string): FerryError =>
@@ -40,6 +44,8 @@ export interface ConnectionMetadataOptions {
   readonly db: Db;
   readonly secrets: SecretBox;
   readonly commands: AgentCommands;
+  /** This replica's ID among several on one PostgreSQL (none on SQLite). */
+  readonly replicaId?: string | undefined;
 }
 
 /**
@@ -54,6 +60,10 @@ export interface ConnectionMetadataOptions {
  * holds now. A request recorded as Requested that no longer qualifies (sent by a Service process
  * that is gone, or on a channel the Agent has since replaced or closed) gets no answer, so the
  * next call sends the load again at once instead of answering "loading" until a time-out.
+ *
+ * With replicas, a request another replica sent is in flight while that replica lives (its
+ * liveness lease runs) and the request is younger than a load may take: the call answers
+ * "loading" as the sender would, and the load is not sent twice.
  */
 export class ConnectionMetadata {
   /** Loads under way in this process, by Connection ID (one at a time per Connection). */
@@ -87,6 +97,7 @@ export class ConnectionMetadata {
     // After the read, so that a load another call started meanwhile is seen here.
     const inFlight = this.#loading.get(conn.id);
     if (this.#answerable(inFlight)) throw loadingProblem(conn.id);
+    if (latest?.state === 'Requested' && (await this.#sentByLiveReplica(latest))) throw loadingProblem(conn.id);
     if (latest?.state === 'Requested') {
       // Not answerable (checked above): its answer is lost, so it is closed and sent again below.
       const why =
@@ -140,6 +151,7 @@ export class ConnectionMetadata {
         endDate: null,
         state: 'Requested',
         errorMessage: null,
+        replicaId: this.opts.replicaId ?? null,
       });
       await pruneMetadataRequests(db, conn.id, KEEP_REQUESTS);
       log.info({ requestId: id, agentId: agent.id, connectionId: conn.id }, 'metadata load requested');
@@ -151,6 +163,14 @@ export class ConnectionMetadata {
       throw err;
     }
     throw loadingProblem(conn.id);
+  }
+
+  /** Whether another replica sent `req`, lives, and may still get its answer. */
+  async #sentByLiveReplica(req: MetadataRequestRow): Promise<boolean> {
+    const { replicaId } = req;
+    if (!replicaId || replicaId === this.opts.replicaId) return false;
+    if (Date.now() - Date.parse(req.startDate) > REMOTE_LOAD_MS) return false;
+    return replicaAlive(this.opts.db, replicaId);
   }
 
   async #load(

@@ -34,6 +34,17 @@ export function replicaLeaseName(replicaId: string): string {
   return `replica:${replicaId}`;
 }
 
+/** Whether replica `replicaId`'s liveness lease runs now (by the database's clock). */
+export async function replicaAlive(db: Kysely<Database>, replicaId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('serviceLeases')
+    .select('name')
+    .where('name', '=', replicaLeaseName(replicaId))
+    .where('untilMs', '>', DB_NOW_MS)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Job claims of one replica among several on one PostgreSQL. */
 export class ReplicaClaims implements JobClaims {
   readonly #db: Kysely<Database>;

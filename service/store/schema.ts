@@ -373,6 +373,8 @@ export interface MetadataRequestsTable {
   errorMessage: string | null;
   /** 1 once a metadata call has answered with this failure (the next call starts a new load). */
   errorSeen: Generated<Flag>;
+  /** The Service replica that sent the load (PostgreSQL with replicas; null on SQLite). */
+  replicaId: string | null;
 }
 
 export type ConnectionMetadataRow = Selectable<ConnectionMetadataTable>;

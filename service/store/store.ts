@@ -41,6 +41,7 @@ import { limitWindows } from './migrations/030-limit-windows.js';
 import { serviceLeases } from './migrations/031-service-leases.js';
 import { agentCommandsUnlogged } from './migrations/032-agent-commands-unlogged.js';
 import { logArchiveChunks } from './migrations/033-log-archive-chunks.js';
+import { metadataRequestReplica } from './migrations/034-metadata-request-replica.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -166,6 +167,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '031-service-leases': serviceLeases(),
     '032-agent-commands-unlogged': agentCommandsUnlogged(dialect),
     '033-log-archive-chunks': logArchiveChunks(dialect),
+    '034-metadata-request-replica': metadataRequestReplica(),
   };
 }
 

@@ -28,7 +28,10 @@ export async function resetMetadataCache(db: Db, connectionId: string): Promise<
     .execute();
 }
 
-export async function insertMetadataRequest(db: Db, row: Omit<MetadataRequestsTable, 'errorSeen'>): Promise<void> {
+export async function insertMetadataRequest(
+  db: Db,
+  row: Omit<MetadataRequestsTable, 'errorSeen' | 'replicaId'> & { replicaId?: string | null },
+): Promise<void> {
   await db.insertInto('metadataRequests').values(row).execute();
 }
 
