@@ -65,8 +65,6 @@ interface Held {
   channelId: string;
 }
 
-/** The database's clock in ms since the epoch. */
-const NOW_MS = DB_NOW_MS;
 /** How every replica's liveness lease is named in service_leases (replicaLeaseName). */
 const REPLICA_PREFIX = replicaLeaseName('');
 /** The channel every replica listens on for changes of who holds which channel. */
@@ -164,7 +162,7 @@ export class ReplicaCommandBus implements CommandBus {
     this.#channelIds.set(session, channelId);
     const { agentId } = session;
     const recorded = sql`INSERT INTO agent_channels (agent_id, replica_id, channel_id, lease_until_ms)
-      VALUES (${agentId}, ${this.replicaId}, ${channelId}, ${NOW_MS} + ${this.#leaseMs})
+      VALUES (${agentId}, ${this.replicaId}, ${channelId}, ${DB_NOW_MS} + ${this.#leaseMs})
       ON CONFLICT (agent_id) DO UPDATE SET replica_id = excluded.replica_id, channel_id = excluded.channel_id,
         lease_until_ms = excluded.lease_until_ms`.execute(this.#db);
     // A close while the row is on its way removes it only after it landed (released waits for it).
@@ -218,11 +216,11 @@ export class ReplicaCommandBus implements CommandBus {
       // One round trip: the holder whose lease runs now, the command for it, and its wake-up.
       const sent = await sql<{ holder: string }>`WITH h AS (
           SELECT c.replica_id FROM agent_channels c
-          JOIN service_leases l ON l.name = ${REPLICA_PREFIX} || c.replica_id AND l.until_ms > ${NOW_MS}
-          WHERE c.agent_id = ${agentId} AND c.lease_until_ms > ${NOW_MS} AND c.replica_id <> ${this.replicaId}
+          JOIN service_leases l ON l.name = ${REPLICA_PREFIX} || c.replica_id AND l.until_ms > ${DB_NOW_MS}
+          WHERE c.agent_id = ${agentId} AND c.lease_until_ms > ${DB_NOW_MS} AND c.replica_id <> ${this.replicaId}
         ), c AS (
           INSERT INTO agent_commands (id, agent_id, holder, sender, command, timeout_ms, state, created_ms)
-          SELECT ${id}, ${agentId}, replica_id, ${this.replicaId}, ${JSON.stringify(command)}, ${timeoutMs}, 'pending', ${NOW_MS}
+          SELECT ${id}, ${agentId}, replica_id, ${this.replicaId}, ${JSON.stringify(command)}, ${timeoutMs}, 'pending', ${DB_NOW_MS}
           FROM h RETURNING holder
         )
         SELECT holder, pg_notify(${INBOX_SQL('holder')}, ${id}) FROM c`.execute(this.#db);
@@ -363,8 +361,8 @@ export class ReplicaCommandBus implements CommandBus {
       .select([
         'c.replicaId',
         'c.channelId',
-        sql<number>`c.lease_until_ms - ${NOW_MS}`.as('leftMs'),
-        sql<number>`l.until_ms - ${NOW_MS}`.as('aliveMs'),
+        sql<number>`c.lease_until_ms - ${DB_NOW_MS}`.as('leftMs'),
+        sql<number>`l.until_ms - ${DB_NOW_MS}`.as('aliveMs'),
       ])
       .where('c.agentId', '=', agentId)
       .executeTakeFirst();
@@ -379,7 +377,7 @@ export class ReplicaCommandBus implements CommandBus {
     const rows = await this.#db
       .selectFrom('agentChannels')
       .select(['agentId', 'replicaId', 'channelId'])
-      .where('leaseUntilMs', '>', NOW_MS)
+      .where('leaseUntilMs', '>', DB_NOW_MS)
       .execute();
     this.#held.clear();
     for (const r of rows) this.#held.set(r.agentId, { replicaId: r.replicaId, channelId: r.channelId });
@@ -389,7 +387,7 @@ export class ReplicaCommandBus implements CommandBus {
   async #readAlive(): Promise<void> {
     const rows = await this.#db
       .selectFrom('serviceLeases')
-      .select(['holder', sql<number>`until_ms - ${NOW_MS}`.as('leftMs')])
+      .select(['holder', sql<number>`until_ms - ${DB_NOW_MS}`.as('leftMs')])
       .where('name', 'like', `${REPLICA_PREFIX}%`)
       .execute();
     const now = Date.now();
@@ -400,7 +398,7 @@ export class ReplicaCommandBus implements CommandBus {
   /** This replica's own lease: while it lasts, the prepare jobs it runs are not abandoned. */
   async #renewAlive(): Promise<void> {
     await sql`INSERT INTO service_leases (name, holder, until_ms)
-      VALUES (${replicaLeaseName(this.replicaId)}, ${this.replicaId}, ${NOW_MS} + ${this.#leaseMs})
+      VALUES (${replicaLeaseName(this.replicaId)}, ${this.replicaId}, ${DB_NOW_MS} + ${this.#leaseMs})
       ON CONFLICT (name) DO UPDATE SET until_ms = excluded.until_ms`.execute(this.#db);
   }
 
@@ -413,12 +411,12 @@ export class ReplicaCommandBus implements CommandBus {
     await this.#renewAlive();
     const ids = this.#opts.registry.all().map((session) => session.agentId);
     if (ids.length)
-      await sql`UPDATE agent_channels SET lease_until_ms = ${NOW_MS} + ${this.#leaseMs}
+      await sql`UPDATE agent_channels SET lease_until_ms = ${DB_NOW_MS} + ${this.#leaseMs}
         WHERE replica_id = ${this.replicaId} AND agent_id = ANY(${ids})`.execute(this.#db);
     const dropped = await this.#db
       .deleteFrom('agentChannels')
       .where('replicaId', '=', this.replicaId)
-      .where('leaseUntilMs', '<', NOW_MS)
+      .where('leaseUntilMs', '<', DB_NOW_MS)
       .returning('agentId')
       .execute();
     // The others read holders whole only now and then: tell them of each lease that went.
@@ -443,7 +441,7 @@ export class ReplicaCommandBus implements CommandBus {
     if (Date.now() - this.#resyncedAt >= RESYNC_MS) await this.#readHolders();
     await this.#db
       .deleteFrom('agentCommands')
-      .where('createdMs', '<', sql<number>`${NOW_MS} - ${STALE_MS}`)
+      .where('createdMs', '<', sql<number>`${DB_NOW_MS} - ${STALE_MS}`)
       .execute();
   }
 

@@ -112,37 +112,7 @@ export function serviceUnderTest(): ServiceUnderTest {
       sut.service = undefined;
       await s?.close();
     },
-    request(method, pathAndQuery, opts = {}) {
-      const headers: Record<string, string> = {
-        authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`,
-      };
-      let payload: string | undefined;
-      if (opts.body !== undefined) {
-        payload = JSON.stringify(opts.body);
-        headers['content-type'] = 'application/json';
-      }
-      return new Promise((resolve, reject) => {
-        const req = http.request(
-          new URL(pathAndQuery, sut.url),
-          { method, headers, agent, ...(opts.from ? { localAddress: opts.from } : {}) },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => {
-              const raw = Buffer.concat(chunks);
-              const text = raw.toString('utf8');
-              const body =
-                /json/.test(res.headers['content-type'] ?? '') && text ? (JSON.parse(text) as unknown) : text;
-              resolve({ status: res.statusCode ?? 0, body: body as never, raw, headers: res.headers });
-            });
-            res.on('error', reject);
-          },
-        );
-        req.on('error', reject);
-        if (payload !== undefined) req.write(payload);
-        req.end();
-      });
-    },
+    request: (method, pathAndQuery, opts = {}) => adminRequest(sut.url, method, pathAndQuery, opts, agent),
     query<T>(sql: string, ...params: unknown[]): T[] {
       const db = new Database(path.join(dataDir, 'ferry.db'), { readonly: true, fileMustExist: true });
       try {
@@ -158,6 +128,41 @@ export function serviceUnderTest(): ServiceUnderTest {
     },
   };
   return sut;
+}
+
+/** One API call as the administrator; on a connection of its own unless `agent` keeps them (a Service may be killed between calls). */
+export function adminRequest<T>(
+  base: string,
+  method: string,
+  pathAndQuery: string,
+  opts: { body?: unknown; from?: string } = {},
+  agent: http.Agent | false = false,
+): Promise<{ status: number; body: T; raw: Buffer; headers: http.IncomingHttpHeaders }> {
+  const headers: Record<string, string> = {
+    authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`,
+  };
+  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  if (payload !== undefined) headers['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      new URL(pathAndQuery, base),
+      { method, headers, agent, ...(opts.from ? { localAddress: opts.from } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          const text = raw.toString('utf8');
+          const body = /json/.test(res.headers['content-type'] ?? '') && text ? (JSON.parse(text) as unknown) : text;
+          resolve({ status: res.statusCode ?? 0, body: body as T, raw, headers: res.headers });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
 }
 
 /** A single-use installation key of the bootstrap Organization, through the REST API. */

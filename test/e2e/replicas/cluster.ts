@@ -6,11 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ADMIN, ROOT, ferry, until, type Proc, type ServiceUnderTest } from '../agent/harness.js';
+import { ADMIN, ROOT, adminRequest, ferry, until, type Proc, type ServiceUnderTest } from '../agent/harness.js';
 import { createTestDatabase, withClient } from '../../helpers/stores.js';
 
 /** Whether HAProxy is installed (`.ci/run` installs it; elsewhere the tests say they skip). */
@@ -201,40 +200,6 @@ export async function startCluster(size: number, extraEnv: Record<string, string
     throw err;
   }
   return cluster;
-}
-
-/** One API call as the administrator, on a connection of its own (a replica may be killed between calls). */
-function adminRequest<T>(
-  base: string,
-  method: string,
-  pathAndQuery: string,
-  opts: { body?: unknown; from?: string } = {},
-): Promise<{ status: number; body: T; raw: Buffer; headers: http.IncomingHttpHeaders }> {
-  const headers: Record<string, string> = {
-    authorization: `Basic ${Buffer.from(`${ADMIN.email}:${ADMIN.password}`).toString('base64')}`,
-  };
-  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  if (payload !== undefined) headers['content-type'] = 'application/json';
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      new URL(pathAndQuery, base),
-      { method, headers, agent: false, ...(opts.from ? { localAddress: opts.from } : {}) },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks);
-          const text = raw.toString('utf8');
-          const body = /json/.test(res.headers['content-type'] ?? '') && text ? (JSON.parse(text) as unknown) : text;
-          resolve({ status: res.statusCode ?? 0, body: body as T, raw, headers: res.headers });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
 }
 
 /**
