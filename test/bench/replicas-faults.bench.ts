@@ -44,6 +44,7 @@ import { createTestDatabase } from '../helpers/stores.js';
 import { killAll, until, type Proc, type ServiceUnderTest } from '../e2e/agent/harness.js';
 import { copyMap, createConnection, createSolution, CSV, POSTGRES } from '../e2e/solutions/harness.js';
 import {
+  firstRecordError,
   historyOf,
   runAgents,
   solutionPath,
@@ -354,22 +355,12 @@ async function rowsOf(w: World, table: string): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-/** The first record error History holds for a run, as `CODE: message`. */
-async function firstRecordError(w: World, solutionId: string, historyId: number): Promise<string | undefined> {
-  const res = await w.lb.request<Array<{ code: string; errorMessage: string }>>(
-    'GET',
-    `${solutionPath(w.lb, solutionId)}/history/${historyId}/errors?limit=1`,
-  );
-  const e = Array.isArray(res.body) ? res.body[0] : undefined;
-  return e ? `${e.code}: ${e.errorMessage}` : undefined;
-}
-
 /** A copy's table against the source, and its runs as History has them. */
 async function outcomeOf(w: World, c: Copy): Promise<CopyOutcome> {
   const history = (await historyOf(w.lb, c.solutionId)).sort((a, b) => a.start.localeCompare(b.start));
   const runs: CopyOutcome['runs'] = [];
   for (const r of history) {
-    const firstError = r.recordsFailed > 0 ? await firstRecordError(w, c.solutionId, r.id) : undefined;
+    const firstError = r.recordsFailed > 0 ? await firstRecordError(w.lb, c.solutionId, r.id) : undefined;
     runs.push({
       result: r.result,
       recordsProcessed: r.recordsProcessed,

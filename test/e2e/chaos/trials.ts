@@ -22,6 +22,7 @@ import pg from 'pg';
 import { createTestDatabase } from '../../helpers/stores.js';
 import { killAll, until } from '../agent/harness.js';
 import {
+  firstRecordError,
   historyOf,
   runAgents,
   solutionPath,
@@ -222,16 +223,6 @@ async function startAccepted(w: World, solutionId: string, deadline: number): Pr
   }
 }
 
-/** The first record error History holds for an execution, as `CODE: message`. */
-async function firstRecordError(w: World, solutionId: string, historyId: number): Promise<string | undefined> {
-  const res = await w.sut.request<Array<{ code: string; errorMessage: string }>>(
-    'GET',
-    `${solutionPath(w.sut, solutionId)}/history/${historyId}/errors?limit=1`,
-  );
-  const e = Array.isArray(res.body) ? res.body[0] : undefined;
-  return e ? `${e.code}: ${e.errorMessage}` : undefined;
-}
-
 interface Driver {
   solution: PreparedSolution;
   done: boolean;
@@ -405,7 +396,7 @@ export async function runTrial(
       history.sort((a, b) => a.start.localeCompare(b.start));
       const runs: ScenarioOutcome['runs'] = [];
       for (const r of history) {
-        const firstError = r.recordsFailed > 0 ? await firstRecordError(w, s.id, r.id) : undefined;
+        const firstError = r.recordsFailed > 0 ? await firstRecordError(w.sut, s.id, r.id) : undefined;
         runs.push({
           processExecutionId: r.processExecutionId,
           result: r.result,

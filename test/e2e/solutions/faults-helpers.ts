@@ -43,6 +43,20 @@ export async function historyOf(sut: ServiceUnderTest, solutionId: string): Prom
   return res.body;
 }
 
+/** The first record error History holds for a run, as `CODE: message`. */
+export async function firstRecordError(
+  sut: ServiceUnderTest,
+  solutionId: string,
+  historyId: number,
+): Promise<string | undefined> {
+  const res = await sut.request<Array<{ code: string; errorMessage: string }>>(
+    'GET',
+    `${solutionPath(sut, solutionId)}/history/${historyId}/errors?limit=1`,
+  );
+  const e = Array.isArray(res.body) ? res.body[0] : undefined;
+  return e ? `${e.code}: ${e.errorMessage}` : undefined;
+}
+
 export async function statusOf(sut: ServiceUnderTest, solutionId: string): Promise<string> {
   const res = await sut.request<{ status: string }>('GET', solutionPath(sut, solutionId));
   if (res.status !== 200) throw new Error(`GET solution answered ${res.status}`);
