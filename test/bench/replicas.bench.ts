@@ -14,6 +14,7 @@
  * FERRY_BENCH_IDLE_S (30), FERRY_BENCH_COMMANDS (400), FERRY_BENCH_API_S (10).
  */
 import fs from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 import { CHANNEL_PATH, PROTOCOL_VERSION } from '../../src/protocol/channel.js';
 import { ADMIN } from '../helpers/service.js';
@@ -167,8 +168,30 @@ const pct = (xs: number[], p: number): number => {
   return Math.round((s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0) * 10) / 10;
 };
 
-/** Requests/s of a read-heavy mix through the load balancer, 32 clients for `seconds`. */
-async function apiRate(c: Cluster, agentIds: readonly string[], seconds: number): Promise<number> {
+/** CPU ms (user + system) so far of every process whose command line `name` matches (PostgreSQL's backends, HAProxy). */
+function cpuMsOf(name: RegExp): number {
+  let ms = 0;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').match(name)) ms += cpuMs(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ms;
+}
+
+const PG = /^(postgres:|\/usr\/lib\/postgresql\/)/;
+const LB = /^(\S*\/)?haproxy\0/;
+
+interface ApiRate {
+  perS: number;
+  /** CPU ms per request: each replica process, PostgreSQL (all its processes), HAProxy, the client. */
+  cpuMsPerRequest: { replicas: number; postgres: number; haproxy: number; client: number };
+}
+
+/** Requests/s of a read-heavy mix through the load balancer, 32 clients for `seconds`, and where its CPU went. */
+async function apiRate(c: Cluster, agentIds: readonly string[], seconds: number, pids: number[]): Promise<ApiRate> {
   const paths = [
     `/v1/orgs/${c.orgId}`,
     `/v1/orgs/${c.orgId}/agents?limit=50`,
@@ -177,6 +200,7 @@ async function apiRate(c: Cluster, agentIds: readonly string[], seconds: number)
   const end = Date.now() + seconds * 1000;
   let done = 0;
   let failed = 0;
+  const cpu0 = { replicas: pids.map(cpuMs), pg: cpuMsOf(PG), lb: cpuMsOf(LB), me: process.cpuUsage() };
   await Promise.all(
     Array.from({ length: 32 }, async (_, k) => {
       for (let n = k; Date.now() < end; n++) {
@@ -187,7 +211,17 @@ async function apiRate(c: Cluster, agentIds: readonly string[], seconds: number)
     }),
   );
   if (failed) throw new Error(`${failed} API calls failed`);
-  return Math.round(done / seconds);
+  const me = process.cpuUsage(cpu0.me);
+  const per = (ms: number): number => Math.round((ms / done) * 100) / 100;
+  return {
+    perS: Math.round(done / seconds),
+    cpuMsPerRequest: {
+      replicas: per(pids.reduce((n, pid, i) => n + cpuMs(pid) - (cpu0.replicas[i] as number), 0)),
+      postgres: per(cpuMsOf(PG) - cpu0.pg),
+      haproxy: per(cpuMsOf(LB) - cpu0.lb),
+      client: per((me.user + me.system) / 1000),
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -231,6 +265,10 @@ async function main(): Promise<void> {
     // Command round trips: on the holder (i % 3) and on the next replica.
     const same: number[] = [];
     const cross: number[] = [];
+    const samples: Array<{ at: number; ms: number; cross: boolean }> = [];
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    const tc = performance.now();
     for (let k = 0; k < COMMANDS; k++) {
       const i = Math.floor((k * AGENTS) / COMMANDS);
       const a = agents[i] as Registered;
@@ -249,13 +287,16 @@ async function main(): Promise<void> {
         );
       }
       (on === holder ? same : cross).push(performance.now() - t);
+      samples.push({ at: Math.round(t - tc), ms: Math.round(performance.now() - t), cross: on !== holder });
     }
+    loop.disable();
+    const slowest = samples.sort((x, y) => y.ms - x.ms).slice(0, 8);
 
     const ids = agents.map((a) => a.agentId);
-    const three = await apiRate(cluster, ids, API_S);
+    const three = await apiRate(cluster, ids, API_S, pids);
     await cluster.balance(1, 'disable');
     await cluster.balance(2, 'disable');
-    const one = await apiRate(cluster, ids, API_S);
+    const one = await apiRate(cluster, ids, API_S, pids);
     await cluster.balance(1, 'enable');
     await cluster.balance(2, 'enable');
 
@@ -274,8 +315,15 @@ async function main(): Promise<void> {
       commandMs: {
         sameReplica: { p50: pct(same, 50), p99: pct(same, 99) },
         crossReplica: { p50: pct(cross, 50), p99: pct(cross, 99) },
+        slowest,
+        benchLoopDelayMs: { p99: Math.round(loop.percentile(99) / 1e5) / 10, max: Math.round(loop.max / 1e5) / 10 },
       },
-      apiRequestsPerS: { threeReplicas: three, oneReplica: one, ratio: Math.round((three / one) * 100) / 100 },
+      apiRequestsPerS: {
+        threeReplicas: three.perS,
+        oneReplica: one.perS,
+        ratio: Math.round((three.perS / one.perS) * 100) / 100,
+      },
+      apiCpuMsPerRequest: { threeReplicas: three.cpuMsPerRequest, oneReplica: one.cpuMsPerRequest },
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } finally {
