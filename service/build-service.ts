@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { COMMANDS } from '../src/protocol/commands.js';
 import { AgentCommands } from './agents/commands.js';
+import { EventMessages } from './events/events.js';
 import { ConnectionCommands } from './connections/commands.js';
 import { Connections } from './connections/connections.js';
 import { ConnectionMetadata } from './connections/metadata.js';
@@ -76,6 +77,7 @@ export interface FerryService {
 export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
+  'req.headers["x-access-token"]',
   '*.password',
   '*.apiToken',
   '*.apiCryptoToken',
@@ -308,6 +310,16 @@ function lostReprocessRunsOf(
 }
 
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
+/** What the Service does with the Agents' run reports: History, then the mails and the Event Solutions' queues. */
+function runReportsOf(log: Logger, store: Store, notifications: Notifications, events: EventMessages): RunReports {
+  return new RunReports({
+    log,
+    dialect: store.dialect,
+    onExecutionFinished: notifications.executionFinished,
+    onEventRunEnded: (tx, solutionId, runId) => events.runEnded(tx, solutionId, runId),
+  });
+}
+
 export async function buildService(config: ServiceConfig, opts: BuildOptions = {}): Promise<FerryService> {
   const log = opts.logger ?? pino({ level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
   tidyDataDir(log, config.dataDir);
@@ -348,6 +360,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       assignments,
       log,
     });
+    const events = new EventMessages({ store, commands, log });
     const lostReprocessRuns = lostReprocessRunsOf(store, registry, commands, history, log, opts.lostReprocessRunsMs);
     const app = await buildApp({
       config,
@@ -370,12 +383,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       solutionRuns,
       assignments,
       readiness,
+      events,
     });
-    const runReports = new RunReports({
-      log,
-      dialect: store.dialect,
-      onExecutionFinished: notifications.executionFinished,
-    });
+    const runReports = runReportsOf(log, store, notifications, events);
     const gateway = new AgentGateway({
       store,
       config,
@@ -390,6 +400,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
         assignments.syncSoon(agentId);
         retention.pruneAgent(agentId);
         lostReprocessRuns.connected(agentId);
+        events.connected(agentId);
       },
     });
     gateway.attach(app.server);
@@ -403,7 +414,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       claims,
     );
-    const timed = [sweeper, housekeeping, retention, ...(abandonedPrepares ? [abandonedPrepares] : [])];
+    const timed = [sweeper, housekeeping, retention, events, ...(abandonedPrepares ? [abandonedPrepares] : [])];
     const closeOnce = async () => {
       readiness.drain();
       // Cloud Agents first, so that their shutdown reports still reach the gateway.

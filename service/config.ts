@@ -90,6 +90,11 @@ export const ServiceConfigSchema = z.object({
     .optional(),
   /** The From address of notification mails. */
   smtpFrom: z.string().min(3).max(320).default('Ferry <ferry@localhost>'),
+  /**
+   * The most messages one Message Endpoint's queue may hold (received, not yet taken by its Map): a
+   * POST past it answers 429 with Retry-After and stores nothing (docs/events.md).
+   */
+  eventQueueLimit: z.coerce.number().int().min(1).default(100_000),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
@@ -127,6 +132,7 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_REPLICA_LEASE: 'replicaLease',
   FERRY_SMTP_URL: 'smtpUrl',
   FERRY_SMTP_FROM: 'smtpFrom',
+  FERRY_EVENT_QUEUE_LIMIT: 'eventQueueLimit',
 };
 
 /** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */

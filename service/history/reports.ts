@@ -46,6 +46,8 @@ export class RunReports {
       readonly log: FastifyBaseLogger;
       readonly dialect: StoreDialect;
       readonly onExecutionFinished?: ExecutionFinishedHook | undefined;
+      /** An event run ended: the messages it still held go back (service/events/events.ts). */
+      readonly onEventRunEnded?: ((tx: Db, solutionId: string, runId: string) => Promise<void>) | undefined;
     },
   ) {}
 
@@ -197,6 +199,9 @@ export class RunReports {
     // The first end applied decides: a re-sent end (a new message ID after an Agent crash) changes
     // nothing, so its records are not counted twice.
     const first = await updateExecution(tx, runId, end, true);
+    // Any run (an event run ended with an older Agent was reported as a start), also a re-sent
+    // end: it gives back only what the run still holds.
+    await this.opts.onEventRunEnded?.(tx, solution.id, runId);
     if (!first) return;
 
     // The Solution is in progress with this run when its in-progress start is this run's.

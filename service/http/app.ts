@@ -28,13 +28,21 @@ import { ROUTES } from './routes/index.js';
 import { registerMapModelComponents } from './schemas/map-model.schema.js';
 import { validatorCompiler } from './validation.js';
 
+/** The URL with the value of an `accesstoken` query parameter (any case) replaced. */
+export function withoutSecrets(url: string): string {
+  return url.replace(/([?&]accesstoken=)[^&#]*/gi, '$1[redacted]');
+}
+
 /**
  * Fastify's two lines per request at debug rather than info, so that a Service at the default level
  * logs what happens to it, not every call it answers; its other lines (errors) are unchanged.
  */
-class RequestLinesAtDebug extends LogController {
+export class RequestLinesAtDebug extends LogController {
   override incomingRequest(request: FastifyRequest): void {
-    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
+    if (this.isLogDisabled(request)) return;
+    // An Event Solution's token travels in the query string: never in a log line.
+    const req = { method: request.method, url: withoutSecrets(request.url), host: request.host, ip: request.ip };
+    request.log.debug({ req }, 'incoming request');
   }
 
   override requestCompleted(

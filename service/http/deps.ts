@@ -16,6 +16,7 @@ import type { PrepareJobs } from '../solutions/prepare.js';
 import type { SolutionRuns } from '../solutions/runs.js';
 import type { SolutionAssignments } from '../solutions/assignments.js';
 import type { Store } from '../store/store.js';
+import type { EventMessages } from '../events/events.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Readiness } from './readiness.js';
 
@@ -56,4 +57,6 @@ export interface ServiceDeps {
   readonly assignments: SolutionAssignments;
   /** Whether this process takes new work (`/readyz`); false while it drains before a stop. */
   readonly readiness: Readiness;
+  /** Event Solutions' messages: the Agents' wake-ups, takes and acknowledgements. */
+  readonly events: EventMessages;
 }

@@ -6,6 +6,7 @@ import { findEntity, findRelationship } from '../../src/maps/metadata.js';
 import { MESSAGE_STARTERS, walkBlocks, type Block, type MapModel } from '../../src/protocol/map.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import { getConnection } from '../store/repos/connections.repo.js';
+import { messageEndpointsRepo, type EndpointKind } from '../store/repos/message-endpoints.repo.js';
 import { getSolution } from '../store/repos/solutions.repo.js';
 import type { Database, OrgRow } from '../store/schema.js';
 import type { MapView } from './maps.js';
@@ -22,6 +23,18 @@ export interface MapEventInfo {
   readonly messageCount: number;
   readonly createDateTime: string;
   readonly lastModificationDate: string;
+}
+
+/**
+ * The URL callers POST a Map's messages (requests) to: the endpoint's `urlMapId`, which stays when
+ * the Map is deleted and a new Map of its name takes the endpoint over (DESIGN.md "Events").
+ */
+export function endpointUrl(
+  baseUrl: string,
+  orgId: number,
+  endpoint: { readonly kind: EndpointKind; readonly urlMapId: number },
+): string {
+  return `${baseUrl}/v1/orgs/${orgId}/${endpoint.kind === 'request' ? 'requests' : 'messages'}/${endpoint.urlMapId}`;
 }
 
 export interface MapInfoOptions {
@@ -77,8 +90,12 @@ export class MapInfo {
     };
   }
 
-  /** The event information of a Map that waits for messages (or requests); 400 for any other Map. */
-  eventInfo(org: OrgRow, view: MapView, baseUrl: string): MapEventInfo {
+  /**
+   * The event information of a Map that waits for messages (or requests); 400 for any other Map.
+   * Once prepared the Map has its endpoint, whose URL, count and dates are answered; before, the
+   * URL its endpoint will get and no message.
+   */
+  async eventInfo(org: OrgRow, view: MapView, baseUrl: string): Promise<MapEventInfo> {
     const { row, model } = view;
     const [starter] = model.blocks;
     if (!starter || !MESSAGE_STARTERS.includes(starter.blockType)) {
@@ -88,17 +105,19 @@ export class MapInfo {
         { details: { mapId: row.id } },
       );
     }
-    const kind = starter.blockType === 'WaitForRequest' ? 'requests' : 'messages';
+    const kind: EndpointKind = starter.blockType === 'WaitForRequest' ? 'request' : 'message';
+    const found = await messageEndpointsRepo(this.opts.db).forMap(org.id, row.id);
+    // An endpoint of the other kind is the Map's before its first Block changed: prepare replaces it.
+    const endpoint = found?.kind === kind ? found : undefined;
     return {
       mapId: row.id,
       entityName: starter.entity ?? starter.name,
       mapName: row.name,
       mapDescription: row.description,
-      eventUrl: `${baseUrl}/v1/orgs/${org.id}/${kind}/${row.id}`,
-      // Messages are counted by the Events issue's endpoints; none are received before it.
-      messageCount: 0,
-      createDateTime: row.creationDate,
-      lastModificationDate: row.lastModificationDate,
+      eventUrl: endpointUrl(baseUrl, org.id, endpoint ?? { kind, urlMapId: row.id }),
+      messageCount: endpoint?.messageCount ?? 0,
+      createDateTime: endpoint?.createdAt ?? row.creationDate,
+      lastModificationDate: endpoint?.modifiedAt ?? row.lastModificationDate,
     };
   }
 }

@@ -13,6 +13,7 @@ import {
   updateMap,
   updateMapUnlessLocked,
 } from '../store/repos/maps.repo.js';
+import { detachMapEndpoint } from '../store/repos/message-endpoints.repo.js';
 import { getPreparedSolution, putPreparedSolution } from '../store/repos/prepare.repo.js';
 import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
 import type { Database, MapRevisionRow, MapRow, OrgRow, SolutionRow } from '../store/schema.js';
@@ -396,6 +397,7 @@ export class SolutionMaps {
   /**
    * Deletes a Map with its revisions; the Maps after it move up one place. Refused with 409
    * MAP_LOCKED while another user than `by` holds the Map's lock (without `by`, while anyone does).
+   * A message Map's endpoint stays, without a Map, keeping its URL for a new Map of the same name.
    */
   async delete(orgId: number, solutionId: string, id: number, by?: string): Promise<void> {
     const { solution, row } = await this.requireMap(orgId, solutionId, id);
@@ -405,6 +407,7 @@ export class SolutionMaps {
       if (by !== undefined ? lockedByOther(current, by) : current.lockedBy !== null)
         throw mapLocked(current, 'deleted');
       if (!(await deleteMap(tx, solution.id, row.id))) throw mapNotFound(solution.id, row.id);
+      await detachMapEndpoint(tx, row.id, nowIso());
       const { rows } = await listMaps(tx, solution.id);
       for (const [i, r] of rows.entries()) if (r.linkIndex !== i) await updateMap(tx, r.id, { linkIndex: i });
       await updateSolution(tx, orgId, solution.id, { prepared: 0, prepareState: null });

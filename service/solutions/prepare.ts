@@ -5,7 +5,7 @@ import { compilePlan } from '../../src/maps/compiler/plan.js';
 import { validateModel } from '../../src/maps/compiler/validate.js';
 import { connectionIdsOf } from '../../src/maps/open-run.js';
 import type { MetadataByConnection } from '../../src/maps/metadata.js';
-import { MapModel } from '../../src/protocol/map.js';
+import { MapModel, MESSAGE_STARTERS } from '../../src/protocol/map.js';
 import type { ConnectionMetadata as MetadataDocument } from '../../src/protocol/metadata.js';
 import type { PreparedMap, PreparedReplication, PreparedSolution } from '../../src/protocol/solutions.js';
 import { requireAgent } from '../agents/agents.js';
@@ -13,6 +13,7 @@ import type { AgentCommands } from '../agents/commands.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import { getConnection } from '../store/repos/connections.repo.js';
 import { getMapRevision, listMaps, updateMap } from '../store/repos/maps.repo.js';
+import { syncEndpoints, type EndpointMap } from '../store/repos/message-endpoints.repo.js';
 import { getOrg } from '../store/repos/orgs.repo.js';
 import { getSolution, updateSolution } from '../store/repos/solutions.repo.js';
 import {
@@ -23,7 +24,7 @@ import {
   latestPrepareJob,
   putPreparedSolution,
 } from '../store/repos/prepare.repo.js';
-import type { ConnectionRow, Database, OrgRow, PrepareJobRow, SolutionRow } from '../store/schema.js';
+import type { ConnectionRow, Database, MapRow, OrgRow, PrepareJobRow, SolutionRow } from '../store/schema.js';
 import { newId, nowIso } from '../util/values.js';
 import { blockErrorsOf, blockErrorsText, type BlockError } from './block-errors.js';
 import { replicationSettingsOf, solutionNotFound } from './solutions.js';
@@ -76,7 +77,8 @@ class PrepareFailure extends Error {}
  *        └─ Agent connected? ─▶ Connections + metadata ─▶ RS: entities resolved
  *                                                      └▶ IS/MS: each Map validated and compiled
  *           ─▶ errors: job hasError, mapErrorModels, Solution ProvisionError
- *           ─▶ none:   prepared_solutions row, Solution prepared, its Agent brought up to date
+ *           ─▶ none:   prepared_solutions row, Message Endpoints of its message and request Maps
+ *                      (store/repos/message-endpoints.repo.ts), Solution prepared, its Agent brought up to date
  *
  * One job runs per Solution at a time: a second POST answers the running one while the Solution is
  * unchanged since that job began; after a change it gets a new job, which runs once the other ended.
@@ -167,10 +169,12 @@ export class PrepareJobs {
     let mapErrors: MapErrorModel[] = [];
     let message = '';
     let body: PreparedBody | undefined;
+    let endpoints: EndpointMap[] = [];
     try {
       const built = await this.#build(org, solution);
       mapErrors = built.mapErrors;
       body = built.body;
+      endpoints = built.endpoints;
       if (mapErrors.length > 0)
         message = `${mapErrors.length} Map(s) of Solution ${solution.name} are not valid: ${mapErrors.map((e) => `Map ${e.mapId}: ${e.message}`).join('; ')}`;
     } catch (err) {
@@ -215,6 +219,16 @@ export class PrepareJobs {
         body: JSON.stringify(body),
         preparedAt: finished.finishDate ?? nowIso(),
       });
+      if (solution.solutionType !== 'Replication') {
+        const sync = await syncEndpoints(tx, {
+          orgId: org.id,
+          solutionId: solution.id,
+          maps: endpoints,
+          now: finished.finishDate ?? nowIso(),
+        });
+        if (sync.skipped.length > 0)
+          log.warn({ solutionId: solution.id, skipped: sync.skipped }, 'message Maps left without an endpoint');
+      }
       await updateSolution(tx, org.id, solution.id, { prepared: 1, prepareState: null });
       return current;
     });
@@ -234,7 +248,10 @@ export class PrepareJobs {
     return finished;
   }
 
-  async #build(org: OrgRow, solution: SolutionRow): Promise<{ body: PreparedBody; mapErrors: MapErrorModel[] }> {
+  async #build(
+    org: OrgRow,
+    solution: SolutionRow,
+  ): Promise<{ body: PreparedBody; mapErrors: MapErrorModel[]; endpoints: EndpointMap[] }> {
     const { db, commands } = this.opts;
     const agent = await requireAgent(db, org.id, solution.agentId);
     if (!commands.isConnected(agent.id)) {
@@ -266,10 +283,12 @@ export class PrepareJobs {
       return {
         body: { ...base, maps: [], replication, lookupTables: [], connections: connectionList(connections) },
         mapErrors: [],
+        endpoints: [],
       };
     }
     const mapErrors: MapErrorModel[] = [];
     const maps: PreparedMap[] = [];
+    const endpoints: EndpointMap[] = [];
     const lookupTables = new Set<string>();
     const rows = (await listMaps(db, solution.id)).rows;
     if (rows.length === 0)
@@ -317,6 +336,8 @@ export class PrepareJobs {
       for (const name of compilePlan(model, md).lookupTables.names) lookupTables.add(name);
       await updateMap(db, row.id, { valid: 1 });
       maps.push({ mapId: row.id, name: row.name, enabled: row.enabled === 1, model: model });
+      const endpoint = endpointOf(row, model, rev?.comment ?? '');
+      if (endpoint) endpoints.push(endpoint);
     }
     return {
       body: {
@@ -327,6 +348,7 @@ export class PrepareJobs {
         connections: connectionList(connections),
       },
       mapErrors,
+      endpoints,
     };
   }
 
@@ -391,6 +413,27 @@ export class PrepareJobs {
 function errorsOf(model: MapModel, metadata: MetadataByConnection): BlockError[] | undefined {
   const v = validateModel(model, metadata);
   return v.valid ? undefined : blockErrorsOf(v.results);
+}
+
+/**
+ * How the revision comment of an imported Map begins: map-transfer.ts's IMPORT_COMMENT, which this
+ * file cannot import (map-transfer.ts → maps.ts → prepare.ts would be a cycle). The endpoint tests'
+ * import case fails when the two differ.
+ */
+const IMPORT_COMMENT = 'Map Imported';
+
+/** What the endpoint of a Map that begins with Wait For Message (Request) is made of; undefined for other Maps. */
+function endpointOf(row: MapRow, model: MapModel, comment: string): EndpointMap | undefined {
+  const [starter] = model.blocks;
+  if (!starter || !MESSAGE_STARTERS.includes(starter.blockType)) return undefined;
+  return {
+    mapId: row.id,
+    kind: starter.blockType === 'WaitForRequest' ? 'request' : 'message',
+    name: row.name,
+    entityName: starter.entity ?? starter.name,
+    description: row.description,
+    imported: comment.startsWith(IMPORT_COMMENT),
+  };
 }
 
 function connectionList(connections: ReadonlyMap<string, ConnectionRow>): PreparedBody['connections'] {

@@ -7,7 +7,9 @@ import type {
   LogArchiveChunksTable,
   ServiceLeasesTable,
 } from './schema-replicas.js';
+import type { EventIdempotencyTable, EventMessagesTable, MessageEndpointsTable } from './schema-events.js';
 
+export type { EventIdempotencyTable, EventMessagesTable, MessageEndpointsTable } from './schema-events.js';
 export type {
   AgentChannelsTable,
   AgentCommandsTable,
@@ -65,6 +67,9 @@ export interface Database {
   limitWindows: LimitWindowsTable;
   serviceLeases: ServiceLeasesTable;
   logArchiveChunks: LogArchiveChunksTable;
+  messageEndpoints: MessageEndpointsTable;
+  eventMessages: EventMessagesTable;
+  eventIdempotency: EventIdempotencyTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */

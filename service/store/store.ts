@@ -42,6 +42,7 @@ import { serviceLeases } from './migrations/031-service-leases.js';
 import { agentCommandsUnlogged } from './migrations/032-agent-commands-unlogged.js';
 import { logArchiveChunks } from './migrations/033-log-archive-chunks.js';
 import { metadataRequestReplica } from './migrations/034-metadata-request-replica.js';
+import { eventMessages } from './migrations/035-event-messages.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -168,6 +169,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '032-agent-commands-unlogged': agentCommandsUnlogged(dialect),
     '033-log-archive-chunks': logArchiveChunks(dialect),
     '034-metadata-request-replica': metadataRequestReplica(),
+    '035-event-messages': eventMessages(dialect),
   };
 }
 

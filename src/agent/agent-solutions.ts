@@ -4,6 +4,7 @@ import type { ConnectorHost } from '../connectors/host.js';
 import type { AgentLogger } from '../logs/logger.js';
 import { serviceReprocessPages } from '../failures/pages.js';
 import { fetchLookupTables } from '../solutions/lookup-tables.js';
+import { serviceMessageTaker } from '../solutions/message-taker.js';
 import { SolutionRunner } from '../solutions/runner.js';
 import { Scheduler } from '../solutions/scheduler.js';
 import { SolutionStore } from '../solutions/solution-store.js';
@@ -57,6 +58,7 @@ export function buildAgentSolutions(deps: {
     lookupTables: (_orgId, names) =>
       fetchLookupTables({ serviceUrl, authorization, names, cacheDir: paths.state.lookupTables }),
     reprocessPages: serviceReprocessPages({ serviceUrl, authorization }),
+    messages: serviceMessageTaker({ serviceUrl, authorization }),
   });
   const scheduler = new Scheduler({
     file: paths.state.schedules,

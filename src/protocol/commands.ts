@@ -17,6 +17,7 @@ import {
   ZipLogsResult,
 } from './channel.js';
 import { LoadMetadataResult } from './metadata.js';
+import { MessagesWaitingCommand, MessagesWaitingResult } from './events.js';
 import { NativeQueryTestCommand, PreviewQueryCommand, PreviewResult } from './previews.js';
 import { KnownRunsCommand, KnownRunsResult, ReprocessRunCommand, ReprocessRunResult } from './reprocess.js';
 import { PruneFailedRecordsCommand, PruneFailedRecordsResult } from './retention.js';
@@ -124,6 +125,12 @@ export const COMMANDS = {
     request: PruneFailedRecordsCommand,
     result: PruneFailedRecordsResult,
     timeoutMs: 5 * MINUTES,
+  }),
+  /** Answered at once: a run of the Solution takes its messages (docs/events.md). */
+  messagesWaiting: defineCommand({
+    request: MessagesWaitingCommand,
+    result: MessagesWaitingResult,
+    timeoutMs: 10 * SECONDS,
   }),
 } as const;
 

@@ -91,8 +91,8 @@ export type SolutionAssignment = z.infer<typeof SolutionAssignment>;
 
 // ── Run reports ───────────────────────────────────────────────────────────────
 
-/** Why a run started. */
-export const RUN_TRIGGERS = ['start', 'schedule'] as const;
+/** Why a run started: a call, a schedule, or messages waiting for an Event Solution's Maps. */
+export const RUN_TRIGGERS = ['start', 'schedule', 'event'] as const;
 export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 
 /** History results (DESIGN.md "History"); InProgress is only ever shown, never reported as an end. */

@@ -22,17 +22,15 @@
  */
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
-import type { ConnectorHost } from '../connectors/host.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { captureSink } from '../failures/capture.js';
 import { FailedRecordStore } from '../failures/store.js';
-import type { LookupTableData } from '../maps/formula/evaluator.js';
 import { openRun, type ConnectionSpec } from '../maps/open-run.js';
 import { hms } from '../maps/runtime/stats.js';
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { checkpointKeyOf } from '../maps/runtime/checkpoint.js';
-import { MapModel } from '../protocol/map.js';
+import { MapModel, type Block } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
 import {
   shareErrorFields,
@@ -43,63 +41,20 @@ import {
   type RunTrigger,
 } from '../protocol/solutions.js';
 import { mkdirPrivate } from '../util/private-files.js';
-import type { WorkRegistry } from '../agent/work.js';
-import type { SolutionStore } from './solution-store.js';
 import { ErrorBatcher } from './error-reports.js';
 import { FailedRecordBatcher, mapRunStats, toFailedRecord, toRunError } from './run-reports.js';
 import { CommittedCounts } from './committed.js';
 import type { RunCounts } from '../maps/runtime/run-counts.js';
 import { replicateSolution } from './replicate-run.js';
-import { reprocessCopies, type ReprocessCopies, type ReprocessPages } from '../failures/copies.js';
+import { reprocessCopies, type ReprocessCopies } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
 import { agentDataLayout } from '../agent/state.js';
+import type { TakenMessage } from '../protocol/events.js';
+import { MessagePump } from './message-pump.js';
+import { EventRuns, isMessageMap } from './event-runs.js';
+import type { ActiveRun, SolutionRunnerOptions } from './runner-types.js';
 
-export interface SolutionRunnerOptions {
-  readonly store: SolutionStore;
-  readonly host: () => Promise<ConnectorHost>;
-  readonly work: WorkRegistry;
-  /** Writes a report durably (the outbox). */
-  readonly report: (body: ReportBody) => void;
-  /** Writes several reports durably at once, in order (one outbox transaction); default: one `report` each. */
-  readonly reportAll?: (bodies: ReportBody[]) => void;
-  readonly log: Logger;
-  /** Folder for checkpoints and the local failed-record store. */
-  readonly dataDir: string;
-  /** Runs at once on this Agent (default 2). */
-  readonly concurrency?: number;
-  readonly runsOn: 'cloud' | 'local';
-  /** The Lookup Tables a run reads, by name (from the Service). */
-  readonly lookupTables?: (orgId: number, names: readonly string[]) => Promise<LookupTableData[]>;
-  /** Least time between two progress reports of a run (default 5 s). */
-  readonly progressMs?: number;
-  /** The pages of a reprocess run's records, from the Service. */
-  readonly reprocessPages?: ReprocessPages;
-  readonly now?: () => Date;
-  /** How long a stopped run's batch in progress may take before its calls are cancelled (default 2,500 ms). */
-  readonly stopGraceMs?: number;
-  /** How long a write waits for its datastore to come back before the run ends with RUN_TARGET_UNAVAILABLE (default 90 s). */
-  readonly targetRetryMs?: number;
-}
-
-/** A run in this process: queued or executing. */
-interface ActiveRun {
-  readonly runId: string;
-  readonly solutionId: string;
-  readonly trigger: RunTrigger;
-  readonly startedAt: string;
-  readonly controller: AbortController;
-  /** Only these Maps (a single-Map run), disabled ones included; absent: every enabled Map. */
-  readonly mapIds?: readonly number[];
-  /** A reprocess run: the Maps whose failed records it reprocesses, from their stored copies. */
-  readonly reprocess?: readonly ReprocessMap[];
-  processed: number;
-  failed: number;
-  stopped: boolean;
-  /** The stop cut the run short: a Map or an entity was left before its end. */
-  incomplete: boolean;
-  /** What the run's Maps did otherwise than asked (runMap's notice), for its History. */
-  notices: string[];
-}
+export type { SolutionRunnerOptions } from './runner-types.js';
 
 export interface StartResult {
   started: boolean;
@@ -115,10 +70,44 @@ export class SolutionRunner {
   readonly #givenUp = new Set<string>();
   #failures: FailedRecordStore | undefined;
   readonly #now: () => Date;
+  readonly #events: EventRuns | undefined;
 
   constructor(private readonly opts: SolutionRunnerOptions) {
     this.#queue = new PQueue({ concurrency: opts.concurrency ?? 2 });
     this.#now = opts.now ?? (() => new Date());
+    this.#events = opts.messages
+      ? new EventRuns(
+          {
+            active: (id) => {
+              const trigger = this.#active.get(id)?.trigger;
+              return trigger && (trigger === 'event' ? 'event' : 'other');
+            },
+            wake: (id) => {
+              for (const pump of this.#active.get(id)?.pumps ?? []) pump.wake();
+            },
+            messageMaps: (id) =>
+              this.opts.store
+                .get(id)
+                ?.maps.filter((m) => m.enabled && isMessageMap(m.model))
+                .map((m) => m.mapId),
+            begin: (id, runId, first) => {
+              const solution = this.opts.store.get(id);
+              if (!solution || this.#active.has(id) || this.opts.work.refusing)
+                throw new FerryError('AGT_DRAINING', `The event run of Solution ${id} could not begin now.`);
+              this.#begin(solution, { runId, trigger: 'event', first });
+            },
+          },
+          opts.messages,
+          opts.log.child({ component: 'events' }),
+        )
+      : undefined;
+  }
+
+  /** messagesWaiting: a run takes the Solution's queued messages (event-runs.ts); AGT_SOLUTION_NOT_HELD when not held. */
+  messagesWaiting(solutionId: string): { draining: boolean } {
+    if (!this.#events)
+      throw new FerryError('AGT_SERVICE_UNREACHABLE', 'This Agent has no way to take messages from the Service.');
+    return this.#events.waiting(solutionId);
   }
 
   /** Whether a run of the Solution is queued or executing. */
@@ -254,7 +243,13 @@ export class SolutionRunner {
 
   #begin(
     solution: PreparedSolution,
-    what: { runId: string; trigger: RunTrigger; mapIds?: number[]; reprocess?: ReprocessMap[] },
+    what: {
+      runId: string;
+      trigger: RunTrigger;
+      mapIds?: number[];
+      reprocess?: ReprocessMap[];
+      first?: ReadonlyMap<number, TakenMessage[]>;
+    },
     dueAt?: Date,
   ): StartResult {
     const { runId, trigger, mapIds } = what;
@@ -277,6 +272,7 @@ export class SolutionRunner {
       stopped: false,
       incomplete: false,
       notices: [],
+      pumps: [],
     };
     this.#active.set(solutionId, run);
     this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
@@ -308,6 +304,11 @@ export class SolutionRunner {
       .finally(() => {
         this.#active.delete(solutionId);
         this.#done.delete(done);
+        this.#events?.ended(solutionId, {
+          event: trigger === 'event',
+          more: run.pumps.some((p) => p.more),
+          fatal: run.fatal === true,
+        });
       });
     this.#done.add(done);
     return { started: true, runId };
@@ -341,6 +342,7 @@ export class SolutionRunner {
   }
 
   close(): void {
+    this.#events?.close();
     this.#failures?.close();
   }
 
@@ -437,6 +439,7 @@ export class SolutionRunner {
       ),
     );
     const committed = new CommittedCounts(this.opts.store, run.runId, log);
+    run.flushErrors = () => errors.flush();
     let lastProgress = 0;
     const progress = (processed: number, failed: number): void => {
       run.processed = processed;
@@ -547,6 +550,8 @@ export class SolutionRunner {
     }
     for (const map of solution.maps) {
       if (only ? !only.includes(map.mapId) : !map.enabled) continue;
+      // An event run takes the messages of the message Maps; the other Maps run on a start.
+      if (run.trigger === 'event' && !isMessageMap(map.model)) continue;
       if (signal.aborted || run.controller.signal.aborted) {
         // A Map left unrun by a stop: the run is not complete.
         run.incomplete = true;
@@ -561,6 +566,7 @@ export class SolutionRunner {
           const copies = run.reprocess
             ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError)
             : undefined;
+          const pump = this.#pumpFor(solution, run, map.mapId, handle.plan.starter, signal, cloud);
           const state = agentDataLayout(this.opts.dataDir);
           mkdirPrivate(state.checkpoints);
           const result = await runMap(handle.plan, {
@@ -583,16 +589,19 @@ export class SolutionRunner {
                 'write failed as a whole: the datastore is tried again',
               ),
             lookupTables: tables,
-            ...(copies
-              ? { source: copies.batches }
-              : {
-                  watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)),
-                  checkpoint: checkpointKeyOf({ kind: 'map', solutionId: solution.solutionId, mapId: map.mapId }),
-                }),
+            ...(pump
+              ? { source: pump.batches() }
+              : copies
+                ? { source: copies.batches }
+                : {
+                    watermark: new FileWatermark(state.mapCheckpoint(solution.solutionId, map.mapId)),
+                    checkpoint: checkpointKeyOf({ kind: 'map', solutionId: solution.solutionId, mapId: map.mapId }),
+                  }),
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
               const missing = copies?.missing ?? 0;
               committed.batch(p.processed + missing, p.failed + missing, p.saving);
+              pump?.progress(p.processed);
               progress(processed + p.processed + missing, failed + p.failed + missing);
             },
             onRecordError: (e) => onError(toRunError(e, map.mapId)),
@@ -610,6 +619,14 @@ export class SolutionRunner {
           failed += entry.failed;
           statistics.push(entry);
           committed.end(entry);
+          await pump
+            ?.flush()
+            .catch((err: unknown) =>
+              log.warn(
+                { err, mapId: map.mapId },
+                'written messages not acknowledged: they are taken again after the run',
+              ),
+            );
         } finally {
           await handle.close();
         }
@@ -641,6 +658,34 @@ export class SolutionRunner {
     return fatals.length > 0 ? fatals.join('\n') : undefined;
   }
 
+  /** An event run's source for one message Map (message-pump.ts); undefined for every other run. */
+  #pumpFor(
+    solution: PreparedSolution,
+    run: ActiveRun,
+    mapId: number,
+    starter: Block,
+    signal: AbortSignal,
+    cloud: FailedRecordBatcher,
+  ): MessagePump | undefined {
+    if (run.trigger !== 'event' || !this.opts.messages) return undefined;
+    const pump = new MessagePump({
+      take: this.opts.messages,
+      solutionId: solution.solutionId,
+      mapId,
+      runId: run.runId,
+      starter,
+      first: run.first?.get(mapId) ?? [],
+      signal: AbortSignal.any([signal, run.controller.signal]),
+      // The errors and copies of a batch are in the outbox before its messages leave the queue.
+      beforeAck: () => {
+        cloud.flush();
+        run.flushErrors?.();
+      },
+    });
+    run.pumps.push(pump);
+    return pump;
+  }
+
   #finish(solution: PreparedSolution, run: ActiveRun, statistics: RunMapStats[], end: { fatal?: string }): void {
     const processed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.processed, 0) : run.processed;
     const failed = statistics.length > 0 ? statistics.reduce((n, s) => n + s.failed, 0) : run.failed;
@@ -650,6 +695,7 @@ export class SolutionRunner {
         ? `RUN_STOPPED: Stopped by a user before the run was complete (${processed} records processed). ${RESUMES}`
         : undefined;
     const fatal = end.fatal ?? cut;
+    run.fatal = end.fatal !== undefined;
     const result: RunResult =
       fatal !== undefined
         ? failed > 0

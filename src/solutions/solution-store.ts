@@ -1,6 +1,12 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { PreparedSolution, RunMapStats, type RunTrigger, type SolutionAssignment } from '../protocol/solutions.js';
+import {
+  PreparedSolution,
+  RUN_TRIGGERS,
+  RunMapStats,
+  type RunTrigger,
+  type SolutionAssignment,
+} from '../protocol/solutions.js';
 import { touchPrivate } from '../util/private-files.js';
 import { migrateState, type StateSchema } from '../util/sqlite-schema.js';
 
@@ -206,7 +212,7 @@ export class SolutionStore {
     return rows.map((r) => ({
       runId: r.run_id,
       solutionId: r.solution_id,
-      trigger: r.trigger === 'schedule' ? 'schedule' : 'start',
+      trigger: (RUN_TRIGGERS as readonly string[]).includes(r.trigger) ? (r.trigger as RunTrigger) : 'start',
       startedAt: r.started_at,
       dueAt: r.due_at,
     }));

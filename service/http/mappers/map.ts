@@ -1,10 +1,32 @@
+import type { Kysely } from 'kysely';
+import { endpointUrl } from '../../solutions/map-info.js';
 import { connectionsOf, idsOf, type MapView } from '../../solutions/maps.js';
-import type { MapRevisionRow, MapRow } from '../../store/schema.js';
+import { messageEndpointsRepo } from '../../store/repos/message-endpoints.repo.js';
+import type { Database, MapRevisionRow, MapRow } from '../../store/schema.js';
 import { fromFlag } from '../../util/values.js';
 import type { MapAnswer, MapLink, MapRevision } from '../schemas/map.schema.js';
 
-/** A Map's link: the Solution's mapLinks entries and GET …/maplinks/{mapId}. */
-export function toMapLink(row: MapRow): MapLink {
+/** The event URLs of Maps by Map ID, for their links (`eventUrl`); a Map without an endpoint has none. */
+export type EventUrls = ReadonlyMap<number, string>;
+
+/**
+ * The event URLs of those of the Maps that have a Message Endpoint (made when their Solution is
+ * prepared). `baseUrl` is asked only when one has (it reads the request's Host).
+ */
+export async function eventUrlsOf(
+  db: Kysely<Database>,
+  orgId: number,
+  mapIds: readonly number[],
+  baseUrl: () => string,
+): Promise<EventUrls> {
+  const endpoints = await messageEndpointsRepo(db).forMaps(orgId, mapIds);
+  if (endpoints.size === 0) return new Map();
+  const base = baseUrl();
+  return new Map([...endpoints].map(([mapId, e]) => [mapId, endpointUrl(base, orgId, e)]));
+}
+
+/** A Map's link: the Solution's mapLinks entries and GET …/maplinks/{mapId}; `eventUrl` that of its endpoint. */
+export function toMapLink(row: MapRow, eventUrl: string | null = null): MapLink {
   return {
     id: row.id,
     index: row.linkIndex,
@@ -16,7 +38,7 @@ export function toMapLink(row: MapRow): MapLink {
     targets: idsOf(row.targets),
     lockedBy: row.lockedBy,
     lockDate: row.lockDate,
-    eventUrl: null,
+    eventUrl,
     lastModified: row.lastModificationDate,
     modifiedBy: row.modifiedBy,
     description: row.description,

@@ -1,12 +1,12 @@
 import { replicationSettingsOf, type ScheduleView, type SolutionView } from '../../solutions/solutions.js';
 import { SOLUTION_TYPES } from '../../solutions/status.js';
 import { fromFlag } from '../../util/values.js';
-import { toMapLink } from './map.js';
+import { toMapLink, type EventUrls } from './map.js';
 import type { ScheduleAnswer, Solution } from '../schemas/solution.schema.js';
 import type { z } from 'zod';
 
-/** The API model of a Solution; `mapLinks` are its Maps in run order. */
-export function toSolution({ row, status, nextRunTime, maps }: SolutionView): Solution {
+/** The API model of a Solution; `mapLinks` are its Maps in run order, with the event URLs of `eventUrls`. */
+export function toSolution({ row, status, nextRunTime, maps }: SolutionView, eventUrls?: EventUrls): Solution {
   const settings = replicationSettingsOf(row);
   return {
     id: row.id,
@@ -26,7 +26,7 @@ export function toSolution({ row, status, nextRunTime, maps }: SolutionView): So
     lastRunTime: row.lastRunTime,
     nextRunTime,
     minAgentVersion: row.minAgentVersion,
-    mapLinks: maps.map(toMapLink),
+    mapLinks: maps.map((m) => toMapLink(m, eventUrls?.get(m.id) ?? null)),
     creationDate: row.creationDate,
     lastModificationDate: row.lastModificationDate,
     modificationBy: row.modificationBy,

@@ -36,6 +36,8 @@ import historyExportRoutes from './history-export.routes.js';
 import solutionRunsRoutes from './solution-runs.routes.js';
 import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 import agentReprocessRoutes from './agent-reprocess.routes.js';
+import agentMessagesRoutes from './agent-messages.routes.js';
+import messagesRoutes from './messages.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
 export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
@@ -75,4 +77,6 @@ export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
   solutionRunsRoutes,
   agentLookupTablesRoutes,
   agentReprocessRoutes,
+  messagesRoutes,
+  agentMessagesRoutes,
 ];

@@ -1,9 +1,12 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { MapRow } from '../../store/schema.js';
+import { serviceBaseUrl } from '../base-url.js';
 import type { ServiceDeps } from '../deps.js';
 import { FerryError } from '../../../src/errors/ferry-error.js';
 import { orgOf, userName } from '../guard.js';
-import { toMap, toMapLink, toMapRevision } from '../mappers/map.js';
+import { eventUrlsOf, toMap, toMapLink, toMapRevision } from '../mappers/map.js';
 import { PageQuery, sendCreated, sendList } from '../schemas/common.js';
 import {
   MapAnswer,
@@ -136,6 +139,11 @@ const mapReadRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
 /** A Map's link, its place in the run order and its state: enabled, locked. */
 const mapLinkRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { maps, assignments } = deps;
+  /** The link of a Map, with the URL of its Message Endpoint when it has one. */
+  const linkOf = async (req: FastifyRequest, row: MapRow) => {
+    const urls = await eventUrlsOf(deps.store.db, row.orgId, [row.id], () => serviceBaseUrl(req, deps.config));
+    return toMapLink(row, urls.get(row.id) ?? null);
+  };
 
   app.put(
     '/v1/orgs/:orgId/solutions/:solutionId/maps/:mapId/enable',
@@ -165,7 +173,7 @@ const mapLinkRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
             'agent solutions not reconciled; they are at its next connect',
           ),
         );
-      return toMapLink(row);
+      return linkOf(req, row);
     },
   );
 
@@ -183,7 +191,8 @@ const mapLinkRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     },
     async (req) => {
       const { org, role, user } = orgOf(req);
-      return toMapLink(
+      return linkOf(
+        req,
         await maps.lock(
           org.id,
           req.params.solutionId,
@@ -209,7 +218,7 @@ const mapLinkRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     },
     async (req) => {
       const { org } = orgOf(req);
-      return toMapLink(await maps.link(org.id, req.params.solutionId, req.params.mapId));
+      return linkOf(req, await maps.link(org.id, req.params.solutionId, req.params.mapId));
     },
   );
 };

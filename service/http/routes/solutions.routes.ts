@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { FastifyRequest } from 'fastify';
+import type { SolutionView } from '../../solutions/solutions.js';
+import { serviceBaseUrl } from '../base-url.js';
 import type { ServiceDeps } from '../deps.js';
 import { orgOf, userName } from '../guard.js';
+import { eventUrlsOf, type EventUrls } from '../mappers/map.js';
 import { toScheduleAnswer, toSolution } from '../mappers/solution.js';
 import { OrgParams, sendCreated, sendList } from '../schemas/common.js';
 import { Schedule } from '../../../src/protocol/schedule.js';
@@ -19,6 +23,14 @@ const tags = ['Solutions'];
 /** Solutions: list, create, get, modify, delete, and their schedule (SPEC.md "Solutions"). */
 const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const { solutions } = deps;
+  /** The event URLs of the Solutions' message Maps (their links' eventUrl). */
+  const eventUrls = (req: FastifyRequest, orgId: number, views: readonly SolutionView[]): Promise<EventUrls> =>
+    eventUrlsOf(
+      deps.store.db,
+      orgId,
+      views.flatMap((v) => v.maps.map((m) => m.id)),
+      () => serviceBaseUrl(req, deps.config),
+    );
 
   app.get(
     '/v1/orgs/:orgId/solutions',
@@ -35,7 +47,12 @@ const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
     async (req, reply) => {
       const { org } = orgOf(req);
       const { items, total } = await solutions.list(org.id, req.query);
-      return sendList(reply, items.map(toSolution), total);
+      const urls = await eventUrls(req, org.id, items);
+      return sendList(
+        reply,
+        items.map((v) => toSolution(v, urls)),
+        total,
+      );
     },
   );
 
@@ -67,7 +84,8 @@ const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
     },
     async (req) => {
       const { org } = orgOf(req);
-      return toSolution(await solutions.get(org.id, req.params.solutionId));
+      const view = await solutions.get(org.id, req.params.solutionId);
+      return toSolution(view, await eventUrls(req, org.id, [view]));
     },
   );
 
@@ -86,9 +104,8 @@ const solutionsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) =>
     },
     async (req) => {
       const { org, user } = orgOf(req);
-      return toSolution(
-        await solutions.update(org, req.params.solutionId, req.body, userName(user), req.query.checkForBulk),
-      );
+      const view = await solutions.update(org, req.params.solutionId, req.body, userName(user), req.query.checkForBulk);
+      return toSolution(view, await eventUrls(req, org.id, [view]));
     },
   );
 

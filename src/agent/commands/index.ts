@@ -30,6 +30,7 @@ import { putSolutionCommand } from './put-solution.command.js';
 import { reprocessRunCommand } from './reprocess-run.command.js';
 import { restartCommand } from './restart.command.js';
 import { startSolutionCommand } from './start-solution.command.js';
+import { messagesWaitingCommand } from './messages-waiting.command.js';
 import { stopSolutionCommand } from './stop-solution.command.js';
 import { testConnectionCommand } from './test-connection.command.js';
 import { uninstallConnectorCommand } from './uninstall-connector.command.js';
@@ -83,6 +84,7 @@ export function registerAgentCommands(commands: CommandHandlers, deps: AgentComm
     .on('assignSolutions', assignSolutionsCommand({ store, log, received: (list) => gate.received(list), assigned }))
     .on('putSolution', putSolutionCommand({ store, log, assigned }))
     .on('startSolution', startSolutionCommand({ runner }))
+    .on('messagesWaiting', messagesWaitingCommand({ runner }))
     .on('stopSolution', stopSolutionCommand({ runner }))
     .on('monitorSolution', monitorSolutionCommand({ runner }))
     .on('previewQuery', previewQueryCommand({ work, log, host }))

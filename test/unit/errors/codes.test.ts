@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, type ErrorCode } from '../../../src/errors/codes.js';
 import { FerryError, toErrorData } from '../../../src/errors/ferry-error.js';
 
-const PREFIXES = ['AGT_', 'CHN_', 'CON_', 'MAP_', 'FML_', 'RUN_', 'SVC_', 'API_'];
+const PREFIXES = ['AGT_', 'CHN_', 'CON_', 'MAP_', 'FML_', 'RUN_', 'SVC_', 'API_', 'EVT_'];
 
 describe('the error code table', () => {
   const codes = Object.keys(ERROR_CODES) as ErrorCode[];

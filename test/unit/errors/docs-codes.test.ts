@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../../src/errors/codes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const CODE = /`((?:AGT|CHN|CON|MAP|FML|RUN|SVC|API)_[A-Z0-9_]+)`/g;
+const CODE = /`((?:AGT|CHN|CON|MAP|FML|RUN|SVC|API|EVT)_[A-Z0-9_]+)`/g;
 
 function markdownFiles(): string[] {
   const docs = fs

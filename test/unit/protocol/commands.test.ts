@@ -47,6 +47,7 @@ describe('command table', () => {
       reprocessRun: 10_000,
       knownRuns: 10_000,
       pruneFailedRecords: 300_000,
+      messagesWaiting: 10_000,
     });
   });
 

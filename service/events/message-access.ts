@@ -1,0 +1,122 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { rangeContains } from '../auth/ip-range.js';
+import type { SecretBox } from '../crypto/master-key.js';
+import { listRules } from '../store/repos/security-rules.repo.js';
+import type { Db } from '../store/sql.js';
+
+/** Where a message POST stores its messages: the endpoint its URL names, and that endpoint's Solution. */
+export interface MessageTarget {
+  readonly orgId: number;
+  readonly endpointId: number;
+  readonly solutionId: string;
+}
+
+/** What a message POST says about itself before its body is read. */
+export interface MessageCaller {
+  /** The path's `{orgId}` and `{mapId}`, as sent. */
+  readonly orgId: string;
+  readonly mapId: string;
+  /** The Event Solution access token the caller sent; undefined when it sent none. */
+  readonly token: string | undefined;
+  /** Whether it sent HTTP Basic credentials instead (they are not a substitute). */
+  readonly basic: boolean;
+  /** The caller's address, as the app's trust-proxy settings read it. */
+  readonly ip: string;
+}
+
+/** PostgreSQL's integer: the largest Organization and Map ID. */
+const MAX_ID = 2_147_483_647;
+
+const idOf = (raw: string): number | undefined => {
+  const n = /^[0-9]{1,10}$/.test(raw) ? Number(raw) : NaN;
+  return n >= 1 && n <= MAX_ID ? n : undefined;
+};
+
+/**
+ * The endpoint a message POST may store on, checked in the order the answers tell the caller the
+ * least: the Organization (404), the Event Solution access token (401), the Security Rules with
+ * `eventSolutionAccessEnabled` (403: none at all, or none covering the address), the Message
+ * Endpoint of the URL's Map ID (404: none is revealed to a caller without the token), and its
+ * Solution being enabled (409). Nothing is stored by any of them.
+ */
+export async function messageTarget(
+  db: Db,
+  secrets: Pick<SecretBox, 'open'>,
+  caller: MessageCaller,
+): Promise<MessageTarget> {
+  const orgId = idOf(caller.orgId);
+  const org =
+    orgId === undefined
+      ? undefined
+      : await db
+          .selectFrom('orgs')
+          .select(['id', 'eventSolutionAccessToken'])
+          .where('id', '=', orgId)
+          .executeTakeFirst();
+  if (!org) throw new FerryError('API_NOT_FOUND', `Organization ${caller.orgId.slice(0, 20)} was not found.`);
+  checkToken(caller, secrets.open(org.eventSolutionAccessToken), org.id);
+  await checkAddress(db, org.id, caller.ip);
+
+  const mapId = idOf(caller.mapId);
+  const endpoint =
+    mapId === undefined
+      ? undefined
+      : await db
+          .selectFrom('messageEndpoints as e')
+          .innerJoin('solutions as s', 's.id', 'e.solutionId')
+          .select(['e.id', 'e.solutionId', 's.name', 's.isDisabled'])
+          .where('e.orgId', '=', org.id)
+          .where('e.urlMapId', '=', mapId)
+          .where('e.kind', '=', 'message')
+          .executeTakeFirst();
+  if (!endpoint) {
+    throw new FerryError(
+      'API_NOT_FOUND',
+      `Organization ${org.id} has no Message Endpoint for the Map ID ${caller.mapId.slice(0, 20)}. Send messages to the eventUrl of the Map link; it exists once the Event Solution has been prepared.`,
+    );
+  }
+  if (endpoint.isDisabled === 1) {
+    throw new FerryError(
+      'EVT_SOLUTION_DISABLED',
+      `The Solution "${endpoint.name}" of this Message Endpoint is disabled, so it takes no messages; nothing was stored. Enable the Solution and send them again.`,
+    );
+  }
+  return { orgId: org.id, endpointId: endpoint.id, solutionId: endpoint.solutionId };
+}
+
+/** The token compared in constant time (a digest of each, so the lengths do not show either); GUIDs in any case. */
+function checkToken(caller: MessageCaller, expected: string, orgId: number): void {
+  if (caller.token === undefined || caller.token === '') {
+    throw new FerryError(
+      'EVT_TOKEN_INVALID',
+      caller.basic
+        ? "Message endpoints take the Organization's Event Solution access token, not a user's email and password: add ?accesstoken=TOKEN to the URL (or send the header X-Access-Token)."
+        : "Send the Organization's Event Solution access token: ?accesstoken=TOKEN in the URL, the header X-Access-Token, or Authorization: Bearer TOKEN.",
+    );
+  }
+  const digest = (s: string) => createHash('sha256').update(s.trim().toLowerCase()).digest();
+  if (!timingSafeEqual(digest(caller.token), digest(expected))) {
+    throw new FerryError(
+      'EVT_TOKEN_INVALID',
+      `The access token was refused. The current one is eventSolutionAccessToken in the Security Settings of the Organization (an Administrator reads it with GET /v1/orgs/${orgId}/SecuritySettings); a reset of it ends the old one at once.`,
+    );
+  }
+}
+
+/** A Security Rule with eventSolutionAccessEnabled must cover the address (SPEC.md, Authentication rule 4). */
+async function checkAddress(db: Db, orgId: number, ip: string): Promise<void> {
+  const rules = (await listRules(db, orgId)).filter((r) => r.eventSolutionAccessEnabled === 1);
+  if (rules.length === 0) {
+    throw new FerryError(
+      'EVT_NO_EVENT_RULE',
+      `Organization ${orgId} has no Security Rule with eventSolutionAccessEnabled, and Event Solutions need at least one: an Administrator adds one for the senders' addresses (POST /v1/orgs/${orgId}/securityrules with "eventSolutionAccessEnabled": true).`,
+    );
+  }
+  if (!rules.some((r) => rangeContains(r.allowedIpRangeStartAddress, r.allowedIpRangeEndAddress, ip))) {
+    throw new FerryError(
+      'EVT_FORBIDDEN_IP',
+      `No Security Rule of Organization ${orgId} with eventSolutionAccessEnabled covers the address ${ip}: an Administrator adds its range, or enables Event Solution access on a rule that covers it.`,
+    );
+  }
+}

@@ -1,0 +1,215 @@
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
+import { MessageIntake } from '../../events/intake.js';
+import { messageTarget, type MessageTarget } from '../../events/message-access.js';
+import { MAX_MESSAGE_BYTES, MESSAGE_TYPES, messagesOf } from '../../events/message-body.js';
+import type { ServiceDeps } from '../deps.js';
+import { decimal, MAX_INT, OrgParams } from '../schemas/common.js';
+
+/** Room for the brackets and commas of an array of messages beyond one message of the largest size. */
+const ARRAY_MARGIN = 1024 * 1024;
+
+/** The longest `Idempotency-Key`. */
+const MAX_IDEMPOTENCY_KEY = 200;
+
+/** Seconds a sender whose endpoint queue is full is told to wait. */
+const RETRY_AFTER_SECONDS = 5;
+
+const MessageParams = OrgParams.extend({
+  mapId: decimal(z.number().int().positive().max(MAX_INT)).describe('The Map ID of the Message Map (its eventUrl)'),
+});
+
+const MessageQuery = z.object({
+  accesstoken: z
+    .string()
+    .optional()
+    .describe("The Organization's eventSolutionAccessToken (the parameter name in any case)"),
+});
+
+const Accepted = z.object({
+  accepted: z.number().int().describe('Messages the POST stored (for a replay: what the first POST stored)'),
+  endpointId: z.number().int().describe('The Message Endpoint that queued them'),
+  duplicate: z.boolean().optional().describe('true when the Idempotency-Key was seen: nothing was stored again'),
+});
+
+/**
+ * The body as read: its bytes inside an object, since hooks of the app walk a body's own keys
+ * (agent-param.ts), and a Buffer of 20 MB has 20 million of them.
+ */
+class RawBody {
+  constructor(readonly bytes: Buffer) {}
+}
+
+/** What the request's own hook found before its body was read. */
+interface Admitted {
+  readonly target: MessageTarget;
+  readonly idempotencyKey: string | undefined;
+}
+
+/**
+ * The public intake of Event Solutions' Message Maps (docs/events.md): outside systems POST messages
+ * with the Organization's Event Solution access token, from an address a Security Rule with
+ * eventSolutionAccessEnabled covers. The caller is checked before the body is read; the messages
+ * are stored by the group commit of {@link MessageIntake}, and the answer comes after the commit.
+ * Not counted by the API rate limit: a queue limit per endpoint holds senders back instead.
+ */
+const messagesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const intake = new MessageIntake({
+    db: deps.store.db,
+    events: deps.events,
+    queueLimit: deps.config.eventQueueLimit,
+    log: deps.log,
+  });
+  app.addHook('onClose', async () => intake.close());
+  const admitted = new WeakMap<FastifyRequest, Admitted>();
+  const bodyLimit = Math.max(deps.config.bodyLimit, MAX_MESSAGE_BYTES + ARRAY_MARGIN);
+
+  // Every body is read as bytes (JSON, XML, or no declared type), only after the caller was admitted.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (req, payload, done) => readBody(req, payload, bodyLimit, done));
+
+  app.post(
+    '/v1/orgs/:orgId/messages/:mapId',
+    {
+      config: { access: 'public', bodyTypes: MESSAGE_TYPES },
+      // The token is in the URL and the headers: the request lines (debug) are not written for this route.
+      logLevel: 'info',
+      onRequest: async (req, reply) => {
+        try {
+          admitted.set(req, { target: await admit(deps, req), idempotencyKey: idempotencyKeyOf(req) });
+        } catch (err) {
+          if (isFerryError(err) && err.code === 'EVT_TOKEN_INVALID')
+            void reply.header('WWW-Authenticate', 'Bearer realm="Ferry Event Solutions"');
+          throw err;
+        }
+      },
+      schema: {
+        tags: ['Event messages'],
+        summary: 'Send messages to a Message Map of an Event Solution (its eventUrl)',
+        description:
+          'Public: no Basic credentials; the token goes in ?accesstoken=, the header X-Access-Token or Authorization: Bearer. ' +
+          'The caller must be inside a Security Rule with eventSolutionAccessEnabled. The body is one message (a JSON object), ' +
+          'several (a JSON array of objects, stored in order) or one XML document (converted to an object). ' +
+          `A message may be at most ${MAX_MESSAGE_BYTES} bytes. An Idempotency-Key header (at most ${MAX_IDEMPOTENCY_KEY} characters) ` +
+          'makes a retried POST store nothing again. 200 comes after the messages are committed; 429 with Retry-After when the queue is full.',
+        security: [],
+        params: MessageParams,
+        querystring: MessageQuery,
+        response: { 200: Accepted },
+      },
+    },
+    async (req) => {
+      const entry = admitted.get(req);
+      if (!entry) throw new FerryError('SVC_INTERNAL', 'A message POST reached its handler without its checks');
+      const { target, idempotencyKey } = entry;
+      const bodies = messagesOf(req.body instanceof RawBody ? req.body.bytes : undefined, req.headers['content-type']);
+      const limit = deps.config.eventQueueLimit;
+      if (bodies.length > limit) {
+        throw new FerryError(
+          'EVT_MESSAGE_TOO_LARGE',
+          `The body holds ${bodies.length} messages, more than a Message Endpoint queue holds (${limit}): send them in smaller POSTs.`,
+        );
+      }
+      const outcome = await intake.accept({ ...target, bodies, idempotencyKey });
+      switch (outcome.status) {
+        case 'stored':
+          return { accepted: outcome.count, endpointId: target.endpointId };
+        case 'duplicate':
+          return { accepted: outcome.count, endpointId: target.endpointId, duplicate: true };
+        case 'full':
+          throw new FerryError(
+            'EVT_QUEUE_FULL',
+            `The queue of Message Endpoint ${target.endpointId} holds ${outcome.queued} messages and takes at most ${outcome.limit}; nothing was stored. Send the messages again in ${RETRY_AFTER_SECONDS} seconds, once the Solution's Agent has taken some.`,
+            { details: { retryAfterSeconds: RETRY_AFTER_SECONDS, queued: outcome.queued, limit: outcome.limit } },
+          );
+        case 'gone':
+          throw new FerryError(
+            'API_NOT_FOUND',
+            `Message Endpoint ${target.endpointId} was removed; nothing was stored.`,
+          );
+      }
+    },
+  );
+};
+
+/** The caller checked against the Organization, its token and Security Rules, and the endpoint found. */
+async function admit(deps: ServiceDeps, req: FastifyRequest): Promise<MessageTarget> {
+  const params = req.params as Record<string, string | undefined>;
+  const authorization = req.headers.authorization ?? '';
+  return messageTarget(deps.store.db, deps.secrets, {
+    orgId: params['orgId'] ?? '',
+    mapId: params['mapId'] ?? '',
+    token: tokenOf(req),
+    basic: /^basic\s/i.test(authorization),
+    ip: req.ip,
+  });
+}
+
+/** The token from the query (`accesstoken` in any case), `X-Access-Token`, or `Authorization: Bearer`. */
+function tokenOf(req: FastifyRequest): string | undefined {
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(query)) {
+    if (name.toLowerCase() !== 'accesstoken') continue;
+    const first: unknown = Array.isArray(value) ? value[0] : value;
+    if (typeof first === 'string' && first !== '') return first;
+  }
+  const header = req.headers['x-access-token'];
+  if (typeof header === 'string' && header.trim() !== '') return header;
+  const bearer = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  return bearer?.[1];
+}
+
+function idempotencyKeyOf(req: FastifyRequest): string | undefined {
+  const raw = req.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = (Array.isArray(raw) ? raw.join(',') : raw).trim();
+  if (key === '' || key.length > MAX_IDEMPOTENCY_KEY) {
+    throw new FerryError(
+      'API_VALIDATION',
+      `The Idempotency-Key header must have 1 to ${MAX_IDEMPOTENCY_KEY} characters; it has ${key.length}.`,
+      { errors: [{ path: 'header.idempotency-key', message: `must have 1 to ${MAX_IDEMPOTENCY_KEY} characters` }] },
+    );
+  }
+  return key;
+}
+
+/**
+ * Reads the body as bytes, up to `limit`: a Content-Length above it is refused before a byte is
+ * read, and a body that grows past it as soon as it does.
+ */
+function readBody(
+  req: FastifyRequest,
+  payload: NodeJS.ReadableStream,
+  limit: number,
+  done: (err: Error | null, body?: unknown) => void,
+): void {
+  const tooLarge = () =>
+    new FerryError(
+      'EVT_MESSAGE_TOO_LARGE',
+      `The body is larger than the ${limit} bytes a message POST takes; a message may be at most ${MAX_MESSAGE_BYTES} bytes: send fewer messages per POST.`,
+    );
+  if (Number(req.headers['content-length']) > limit) {
+    done(tooLarge(), undefined);
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let settled = false;
+  const settle = (err: Error | null, body?: RawBody) => {
+    if (settled) return;
+    settled = true;
+    done(err, body);
+  };
+  payload.on('data', (chunk: Buffer) => {
+    if (settled) return;
+    size += chunk.length;
+    if (size > limit) settle(tooLarge());
+    else chunks.push(chunk);
+  });
+  payload.on('end', () => settle(null, new RawBody(Buffer.concat(chunks, size))));
+  payload.on('error', (err: Error) => settle(err));
+}
+
+export default messagesRoutes;

@@ -1,0 +1,200 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until, type ServiceUnderTest } from '../agent/harness.js';
+import {
+  createConnection,
+  prepared,
+  SQLITE,
+  sqliteTarget,
+  startWithAgent,
+  stopAll,
+  type Execution,
+  type RunningAgent,
+  type SqliteTarget,
+} from './harness.js';
+import { runAgent, untilReady } from './faults-helpers.js';
+
+/**
+ * An Event Solution end to end: callers POST messages to its Map's endpoint, a real Agent process
+ * takes them in batches and upserts them into a SQLite table; a kill -9 of the Agent while it
+ * drains a queue loses no message, and a message the target refuses becomes a History record
+ * error and leaves the queue.
+ */
+describe('an Event Solution on a real Agent: messages → Upsert into SQLite', () => {
+  let sut: ServiceUnderTest;
+  let agent: RunningAgent;
+  let target: SqliteTarget;
+  let S: string;
+  let url: string;
+
+  const post = async (body: unknown): Promise<{ status: number; text: string }> => {
+    const res = await fetch(sut.url + url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, text: await res.text() };
+  };
+  const rows = (): Array<{ id: number; name: string }> => {
+    const db = new Database(target.file, { readonly: true });
+    try {
+      return db.prepare('SELECT id, name FROM orders ORDER BY id').all() as Array<{ id: number; name: string }>;
+    } finally {
+      db.close();
+    }
+  };
+  const queued = (): number => sut.query<{ n: number }>('SELECT count(*) AS n FROM event_messages')[0]?.n ?? Number.NaN;
+  const history = async (): Promise<Execution[]> =>
+    (await sut.request<Execution[]>('GET', `${S}/history?limit=1000`)).body;
+
+  beforeAll(async () => {
+    ({ sut, agent } = await startWithAgent({ csv: {} }));
+    target = sqliteTarget(path.join(sut.dataDir, 'orders.db'), ['orders'], { primaryKey: true });
+    const dbId = await createConnection(sut, 'Orders DB', SQLITE, { file: target.file });
+    const O = `/v1/orgs/${sut.orgId}`;
+    const sol = await sut.request<{ id: string }>('POST', `${O}/solutions`, {
+      body: { name: 'Webshop orders', solutionType: 'IntegrationEvent', agentId: agent.agentId },
+    });
+    expect(sol.status, JSON.stringify(sol.body)).toBe(201);
+    S = `${O}/solutions/${sol.body.id}`;
+    const map = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, {
+      body: {
+        version: '3.0',
+        name: 'Order received',
+        mapType: 'IntegrationServicesAdvancedMessageMap',
+        blocks: [
+          {
+            blockId: '77777777-1111-4111-8111-000000000001',
+            name: 'Msg',
+            blockType: 'WaitForMessage',
+            action: 'None',
+            entity: 'Order',
+            fields: ['id', 'name'],
+          },
+          {
+            blockId: '77777777-1111-4111-8111-000000000002',
+            name: 'Put',
+            blockType: 'Upsert',
+            action: 'InsertUpdate',
+            connectionId: dbId,
+            entity: 'orders',
+            fieldMappings: [
+              { targetField: 'id', targetFormula: 'Msg.id' },
+              { targetField: 'name', targetFormula: 'Msg.name' },
+            ],
+          },
+        ],
+      },
+    });
+    expect(map.status, JSON.stringify(map.body)).toBe(201);
+    const job = await prepared(sut, sol.body.id);
+    expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
+    const token = (
+      await sut.request<{ eventSolutionAccessToken: string }>('GET', `/v1/orgs/${sut.orgId}/SecuritySettings`)
+    ).body.eventSolutionAccessToken;
+    const info = await sut.request<{ eventUrl: string }>('GET', `${S}/maps/${map.body.id}/eventinfo`);
+    expect(info.status, JSON.stringify(info.body)).toBe(200);
+    url = `${new URL(info.body.eventUrl).pathname}?accesstoken=${token}`;
+    expect(url).toBe(`/v1/orgs/${sut.orgId}/messages/${map.body.id}?accesstoken=${token}`);
+  }, 240_000);
+
+  afterAll(async () => {
+    await stopAll(sut);
+  });
+
+  it('a message posted arrives in the target, with an execution in History', { timeout: 60_000 }, async () => {
+    const res = await post({ id: 1, name: 'first order' });
+    expect(res.status, res.text).toBe(200);
+    await until('the first order in the target', async () => (rows().length === 1 ? true : undefined), 30_000);
+    expect(rows()).toEqual([{ id: 1, name: 'first order' }]);
+    const runs = await until(
+      'its execution',
+      async () => {
+        const h = await history();
+        return h.length > 0 && h.every((e) => e.result !== 'InProgress') ? h : undefined;
+      },
+      30_000,
+    );
+    expect(runs.reduce((n, e) => n + e.recordsProcessed, 0)).toBe(1);
+    expect(runs[0]).toMatchObject({ result: 'CompletedSuccessfully', recordsFailed: 0 });
+    expect(queued()).toBe(0);
+  });
+
+  it('many callers at once: every message arrives once, in one or a few executions', { timeout: 90_000 }, async () => {
+    // 40 callers post 25 arrays of 20 and 500 single messages: 1,000 orders, ids 1001…2000.
+    const posts: unknown[] = [];
+    for (let k = 0; k < 25; k++)
+      posts.push(Array.from({ length: 20 }, (_, i) => ({ id: 1001 + k * 20 + i, name: `o${k}-${i}` })));
+    for (let i = 500; i < 1000; i++) posts.push({ id: 1001 + i, name: `single ${i}` });
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        while (next < posts.length) {
+          const res = await post(posts[next++]);
+          expect(res.status, res.text).toBe(200);
+        }
+      }),
+    );
+    await until('1,001 orders in the target', async () => (rows().length === 1001 ? true : undefined), 60_000);
+    const ids = rows().map((r) => r.id);
+    expect(new Set(ids).size).toBe(1001);
+    expect(ids.filter((id) => id > 1000)).toHaveLength(1000);
+    await until('the queue empty', async () => (queued() === 0 ? true : undefined), 20_000);
+  });
+
+  it(
+    'kill -9 of the Agent while it drains 5,000 queued messages: each arrives, the queue empties',
+    { timeout: 180_000 },
+    async () => {
+      process.kill(-agent.proc.pid, 'SIGKILL');
+      await agent.proc.exited;
+      // Queued while the Agent is down; taken when it is back.
+      for (let k = 0; k < 50; k++) {
+        const res = await post(
+          Array.from({ length: 100 }, (_, i) => ({ id: 10_000 + k * 100 + i, name: `q${k}-${i}` })),
+        );
+        expect(res.status, res.text).toBe(200);
+      }
+      expect(queued()).toBe(5000);
+      const since = new Date().toISOString();
+      agent.proc = runAgent(agent.home, 1);
+      await untilReady(sut, agent.agentId, since);
+      await until('some of them written', async () => (rows().length > 1001 + 200 ? true : undefined), 60_000);
+      process.kill(-agent.proc.pid, 'SIGKILL');
+      await agent.proc.exited;
+      const written = rows().length - 1001;
+      expect(written).toBeLessThan(5000);
+      const since2 = new Date().toISOString();
+      agent.proc = runAgent(agent.home, 1);
+      await untilReady(sut, agent.agentId, since2);
+      await until('all 5,000 in the target', async () => (rows().length === 6001 ? true : undefined), 120_000);
+      const ids = rows().map((r) => r.id);
+      expect(new Set(ids).size).toBe(6001);
+      expect(rows().find((r) => r.id === 14_999)).toEqual({ id: 14_999, name: 'q49-99' });
+      await until('the queue empty', async () => (queued() === 0 ? true : undefined), 30_000);
+      // The run the kill ended says so in History.
+      const h = await history();
+      expect(h.some((e) => (e.details ?? '').includes('RUN_AGENT_ENDED'))).toBe(true);
+    },
+  );
+
+  it(
+    'a message the target refuses is a record error in History and leaves the queue',
+    { timeout: 60_000 },
+    async () => {
+      // orders.name is NOT NULL.
+      const res = await post([{ id: 20_001, name: 'good' }, { id: 20_002 }, { id: 20_003, name: 'also good' }]);
+      expect(res.status, res.text).toBe(200);
+      await until('the two good ones', async () => (rows().some((r) => r.id === 20_003) ? true : undefined), 30_000);
+      expect(rows().some((r) => r.id === 20_002)).toBe(false);
+      const failed = await until(
+        'the execution with the error',
+        async () => (await history()).find((e) => e.recordsFailed > 0 && e.result !== 'InProgress'),
+        30_000,
+      );
+      expect(failed.result).toBe('CompletedWithErrors');
+      await until('the queue empty', async () => (queued() === 0 ? true : undefined), 20_000);
+    },
+  );
+});
