@@ -4,7 +4,7 @@ import { FerryError } from '../../src/errors/ferry-error.js';
 import type { TakeMessagesRequest } from '../../src/protocol/events.js';
 import type { AgentCommands } from '../agents/commands.js';
 import { PeriodicJob } from '../jobs/periodic-job.js';
-import { doneMessages, releaseRun, takeMessages } from '../store/repos/event-messages.repo.js';
+import { doneMessages, pruneIdempotencyKeys, releaseRun, takeMessages } from '../store/repos/event-messages.repo.js';
 import type { AgentRow } from '../store/schema.js';
 import type { Db } from '../store/sql.js';
 import type { Store } from '../store/store.js';
@@ -29,6 +29,9 @@ export interface EventMessagesOptions {
 /** How long after a run's end the Agent is woken for the messages it gave back (the report's commit first). */
 const AFTER_RELEASE_MS = 250;
 
+/** How long an `Idempotency-Key` is remembered: 24 hours and one more, so that "at least 24 h" holds. */
+const IDEMPOTENCY_KEPT_MS = 25 * 3600_000;
+
 /**
  * The Service's side of message delivery (docs/events.md; the Agent's side is
  * src/solutions/event-runs.ts):
@@ -39,7 +42,7 @@ const AFTER_RELEASE_MS = 250;
  *   runFinished of an event run ─▶ what the run still held goes back ─▶ wake again
  *   Agent connected ─▶ wake every Solution of it with messages queued
  *   every 30 s ─▶ wake the Solutions whose oldest message no run holds is older than 30 s (a
- *        wake-up lost with a channel, a lease that passed)
+ *        wake-up lost with a channel, a lease that passed); forget idempotency keys past 25 h
  *
  * On replicas the wake-up travels the command bus like every command; takes go to any replica.
  */
@@ -177,6 +180,8 @@ export class EventMessages {
 
   async #sweepOnce(olderThanMs: number): Promise<void> {
     const now = Date.now();
+    // A retried POST counts once for at least 24 hours after the first.
+    await pruneIdempotencyKeys(this.opts.store.db, now - IDEMPOTENCY_KEPT_MS);
     const rows = await this.opts.store.db
       .selectFrom('messageEndpoints as e')
       .select('e.solutionId')
