@@ -28,7 +28,9 @@ import {
   ID_NAME,
   idNameCsv,
   POSTGRES,
+  prepared,
   SQLITE,
+  sqliteTarget,
   startRun,
   type Execution,
 } from '../solutions/harness.js';
@@ -221,6 +223,78 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
           recordsFailed: 0,
         });
         expect(await tableSums('copied')).toEqual({ rows: SMALL, ids: SMALL, md5: csvDigest(small) });
+      },
+    );
+
+    it(
+      "takes an Event Solution's messages posted to every replica and through HAProxy; the Agent is woken across replicas",
+      { timeout: 180_000 },
+      async () => {
+        const { via } = await replicas();
+        const events = sqliteTarget(path.join(cluster.dir, 'events.db'), ['orders'], { primaryKey: true });
+        const dbId = await createConnection(via, 'Events DB', SQLITE, { file: events.file });
+        const O = `/v1/orgs/${via.orgId}`;
+        const sol = await via.request<{ id: string }>('POST', `${O}/solutions`, {
+          body: { name: 'Orders in', solutionType: 'IntegrationEvent', agentId: agent.agentId },
+        });
+        expect(sol.status, JSON.stringify(sol.body)).toBe(201);
+        const map = await via.request<{ id: number }>('POST', `${O}/solutions/${sol.body.id}/maps/advanced`, {
+          body: {
+            version: '3.0',
+            name: 'Order in',
+            mapType: 'IntegrationServicesAdvancedMessageMap',
+            blocks: [
+              {
+                blockId: '88888888-1111-4111-8111-000000000001',
+                name: 'Msg',
+                blockType: 'WaitForMessage',
+                action: 'None',
+                entity: 'Order',
+                fields: ['id', 'name'],
+              },
+              {
+                blockId: '88888888-1111-4111-8111-000000000002',
+                name: 'Put',
+                blockType: 'Upsert',
+                action: 'InsertUpdate',
+                connectionId: dbId,
+                entity: 'orders',
+                fieldMappings: [
+                  { targetField: 'id', targetFormula: 'Msg.id' },
+                  { targetField: 'name', targetFormula: 'Msg.name' },
+                ],
+              },
+            ],
+          },
+        });
+        expect(map.status, JSON.stringify(map.body)).toBe(201);
+        const job = await prepared(via, sol.body.id);
+        expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
+        const token = (await via.request<{ eventSolutionAccessToken: string }>('GET', `${O}/SecuritySettings`)).body
+          .eventSolutionAccessToken;
+        // 100 orders to each replica straight, and 100 through the load balancer, 20 in a POST.
+        const bases = [...cluster.replicas.map((r) => `http://127.0.0.1:${r.port}`), cluster.url];
+        for (const [b, base] of bases.entries()) {
+          for (let k = 0; k < 5; k++) {
+            const res = await fetch(`${base}${O}/messages/${map.body.id}?accesstoken=${token}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify(
+                Array.from({ length: 20 }, (_, i) => ({ id: b * 100 + k * 20 + i + 1, name: `via ${b}` })),
+              ),
+            });
+            expect(res.status, await res.text()).toBe(200);
+          }
+        }
+        await until(
+          '400 orders in the target',
+          async () => (events.count('orders') === 400 ? true : undefined),
+          90_000,
+        );
+        await until('the queue empty', async () => {
+          const [row] = await cluster.query<{ n: string }>('SELECT count(*) AS n FROM event_messages');
+          return Number(row?.n) === 0 ? true : undefined;
+        });
       },
     );
 
