@@ -95,6 +95,8 @@ export const ServiceConfigSchema = z.object({
    * POST past it answers 429 with Retry-After and stores nothing (docs/events.md).
    */
   eventQueueLimit: z.coerce.number().int().min(1).default(100_000),
+  /** Seconds a request to a request/reply Map waits for its reply before 504 (docs/events.md). */
+  eventRequestTimeout: z.coerce.number().min(1).max(600).default(90),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
@@ -133,6 +135,7 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_SMTP_URL: 'smtpUrl',
   FERRY_SMTP_FROM: 'smtpFrom',
   FERRY_EVENT_QUEUE_LIMIT: 'eventQueueLimit',
+  FERRY_EVENT_REQUEST_TIMEOUT: 'eventRequestTimeout',
 };
 
 /** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */

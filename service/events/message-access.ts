@@ -10,6 +10,9 @@ export interface MessageTarget {
   readonly orgId: number;
   readonly endpointId: number;
   readonly solutionId: string;
+  /** The Map that takes them now (null after it was deleted), and the Solution's Agent. */
+  readonly mapId: number | null;
+  readonly agentId: string | null;
 }
 
 /** What a message POST says about itself before its body is read. */
@@ -23,6 +26,8 @@ export interface MessageCaller {
   readonly basic: boolean;
   /** The caller's address, as the app's trust-proxy settings read it. */
   readonly ip: string;
+  /** A message endpoint (`/messages/`, the default) or a request endpoint (`/requests/`). */
+  readonly kind?: 'message' | 'request';
 }
 
 /** PostgreSQL's integer: the largest Organization and Map ID. */
@@ -65,15 +70,15 @@ export async function messageTarget(
       : await db
           .selectFrom('messageEndpoints as e')
           .innerJoin('solutions as s', 's.id', 'e.solutionId')
-          .select(['e.id', 'e.solutionId', 's.name', 's.isDisabled'])
+          .select(['e.id', 'e.solutionId', 'e.mapId', 's.name', 's.isDisabled', 's.agentId'])
           .where('e.orgId', '=', org.id)
           .where('e.urlMapId', '=', mapId)
-          .where('e.kind', '=', 'message')
+          .where('e.kind', '=', caller.kind ?? 'message')
           .executeTakeFirst();
   if (!endpoint) {
     throw new FerryError(
       'API_NOT_FOUND',
-      `Organization ${org.id} has no Message Endpoint for the Map ID ${caller.mapId.slice(0, 20)}. Send messages to the eventUrl of the Map link; it exists once the Event Solution has been prepared.`,
+      `Organization ${org.id} has no ${caller.kind === 'request' ? 'request' : 'Message'} Endpoint for the Map ID ${caller.mapId.slice(0, 20)}. Send ${caller.kind === 'request' ? 'requests' : 'messages'} to the eventUrl of the Map link; it exists once the Event Solution has been prepared.`,
     );
   }
   if (endpoint.isDisabled === 1) {
@@ -82,7 +87,13 @@ export async function messageTarget(
       `The Solution "${endpoint.name}" of this Message Endpoint is disabled, so it takes no messages; nothing was stored. Enable the Solution and send them again.`,
     );
   }
-  return { orgId: org.id, endpointId: endpoint.id, solutionId: endpoint.solutionId };
+  return {
+    orgId: org.id,
+    endpointId: endpoint.id,
+    solutionId: endpoint.solutionId,
+    mapId: endpoint.mapId,
+    agentId: endpoint.agentId,
+  };
 }
 
 /** The token compared in constant time (a digest of each, so the lengths do not show either); GUIDs in any case. */

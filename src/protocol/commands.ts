@@ -17,7 +17,7 @@ import {
   ZipLogsResult,
 } from './channel.js';
 import { LoadMetadataResult } from './metadata.js';
-import { MessagesWaitingCommand, MessagesWaitingResult } from './events.js';
+import { MessagesWaitingCommand, MessagesWaitingResult, RunRequestCommand, RunRequestResult } from './events.js';
 import { NativeQueryTestCommand, PreviewQueryCommand, PreviewResult } from './previews.js';
 import { KnownRunsCommand, KnownRunsResult, ReprocessRunCommand, ReprocessRunResult } from './reprocess.js';
 import { PruneFailedRecordsCommand, PruneFailedRecordsResult } from './retention.js';
@@ -132,6 +132,8 @@ export const COMMANDS = {
     result: MessagesWaitingResult,
     timeoutMs: 10 * SECONDS,
   }),
+  /** Answered with the Map's reply; the caller's own time-out (FERRY_EVENT_REQUEST_TIMEOUT) ends the wait first. */
+  runRequest: defineCommand({ request: RunRequestCommand, result: RunRequestResult, timeoutMs: 10 * MINUTES }),
 } as const;
 
 type Table = typeof COMMANDS;

@@ -53,3 +53,24 @@ export const TakeMessagesResponse = z.object({
 export type TakeMessagesResponse = z.infer<typeof TakeMessagesResponse>;
 
 export const TAKE_MESSAGES_PATH = '/v1/agent/messages/take';
+
+/** A request/reply Map's request: the Agent runs the Map on it and answers with the reply it sends. */
+export const RunRequestCommand = z.object({
+  id: Id,
+  type: z.literal('runRequest'),
+  solutionId: Id,
+  mapId: z.number().int(),
+  /** The run's ID in History (the Service's). */
+  requestId: Id,
+  /** The request, a JSON object: the Wait For Request Block's record. */
+  request: z.record(z.string(), z.unknown()),
+});
+export type RunRequestCommand = z.infer<typeof RunRequestCommand>;
+
+export const RunRequestResult = z.object({
+  /** What Send Reply sent; null when the Map ended without a reply. */
+  reply: z.record(z.string(), z.unknown()).nullable(),
+  /** Why there is no reply: the request's record error, or the run's fatal error. */
+  error: z.object({ code: z.string().max(100), message: z.string().max(10_000), record: z.boolean() }).optional(),
+});
+export type RunRequestResult = z.infer<typeof RunRequestResult>;

@@ -13,7 +13,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { FerryError } from '../errors/ferry-error.js';
-import { MESSAGE_BATCH, type TakenMessage } from '../protocol/events.js';
+import { MESSAGE_BATCH, type RunRequestResult, type TakenMessage } from '../protocol/events.js';
+import type { MapRecordError, RunOptions } from '../maps/runtime/run-types.js';
+import type { ActiveRun } from './runner-types.js';
 import type { MessageTaker } from './message-pump.js';
 
 /** What the event runs need of the runner. */
@@ -147,4 +149,25 @@ export class EventRuns {
     }
     return first.size > 0 ? { runId, first } : undefined;
   }
+}
+
+/** A request run's options of runMap: its request as the message, and the caller answered as Send Reply sends. */
+export function requestOptions(run: ActiveRun): Pick<RunOptions, 'message' | 'onReply'> {
+  const request = run.request;
+  return request ? { message: request.body, onReply: (reply) => request.settle({ reply }) } : {};
+}
+
+/** Keeps a request run's first record error: the caller is told why there is no reply. */
+export function noteRequestError(run: ActiveRun, e: MapRecordError): MapRecordError {
+  if (run.request) run.request.error ??= { code: e.code, message: e.errorMessage };
+  return e;
+}
+
+/** What a request run that ended without a reply tells its caller. */
+export function requestEnd(run: ActiveRun): RunRequestResult {
+  const error = run.request?.error;
+  if (error) return { reply: null, error: { ...error, record: true } };
+  if (run.fatalText !== undefined)
+    return { reply: null, error: { code: 'RUN_FATAL', message: run.fatalText.slice(0, 10_000), record: false } };
+  return { reply: null };
 }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
 import type { LookupTableData } from '../maps/formula/evaluator.js';
 import type { ReportBody } from '../protocol/channel.js';
-import type { TakenMessage } from '../protocol/events.js';
+import type { RunRequestResult, TakenMessage } from '../protocol/events.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
 import type { RunTrigger } from '../protocol/solutions.js';
 import type { WorkRegistry } from '../agent/work.js';
@@ -62,7 +62,21 @@ export interface ActiveRun {
   readonly first?: ReadonlyMap<number, TakenMessage[]>;
   /** An event run's message pumps, one per message Map it reached. */
   pumps: MessagePump[];
+  /** A request/reply Map's run: its request, and the caller waiting for the reply. */
+  readonly request?: RequestRun;
+  /** Its fatal error's text, when it ended with one. */
+  fatalText?: string;
   /** Writes the record errors held (an event run acknowledges messages only after their errors). */
   flushErrors?: () => void;
   fatal?: boolean;
+}
+
+/** A request run's request and its caller (event-runs.ts; docs/events.md "Request/reply Maps"). */
+export interface RequestRun {
+  /** The request, the Wait For Request Block's record. */
+  readonly body: Record<string, unknown>;
+  /** Answers the caller, once: the reply as Send Reply sends it, or why there is none. */
+  readonly settle: (result: RunRequestResult) => void;
+  /** The request's record error, when the Map failed it. */
+  error?: { code: string; message: string };
 }

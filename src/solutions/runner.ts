@@ -49,10 +49,10 @@ import { replicateSolution } from './replicate-run.js';
 import { reprocessCopies, type ReprocessCopies } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
 import { agentDataLayout } from '../agent/state.js';
-import type { TakenMessage } from '../protocol/events.js';
+import type { RunRequestResult, TakenMessage } from '../protocol/events.js';
 import { MessagePump } from './message-pump.js';
-import { EventRuns, isMessageMap } from './event-runs.js';
-import type { ActiveRun, SolutionRunnerOptions } from './runner-types.js';
+import { EventRuns, isMessageMap, noteRequestError, requestEnd, requestOptions } from './event-runs.js';
+import type { ActiveRun, RequestRun, SolutionRunnerOptions } from './runner-types.js';
 
 export type { SolutionRunnerOptions } from './runner-types.js';
 
@@ -71,6 +71,8 @@ export class SolutionRunner {
   #failures: FailedRecordStore | undefined;
   readonly #now: () => Date;
   readonly #events: EventRuns | undefined;
+  /** Request/reply runs, at most 8 at once, beside the run queue. */
+  readonly #requests = new PQueue({ concurrency: 8 });
 
   constructor(private readonly opts: SolutionRunnerOptions) {
     this.#queue = new PQueue({ concurrency: opts.concurrency ?? 2 });
@@ -101,6 +103,40 @@ export class SolutionRunner {
           opts.log.child({ component: 'events' }),
         )
       : undefined;
+  }
+
+  /**
+   * runRequest: runs the request/reply Map on the request as a run of its own (beside any other
+   * run of the Solution) and resolves with the reply as soon as Send Reply sends it, or with why
+   * there is none when the run ends without one. Throws like {@link start}.
+   */
+  request(
+    solutionId: string,
+    mapId: number,
+    requestId: string,
+    body: Record<string, unknown>,
+  ): Promise<RunRequestResult> {
+    const solution = this.opts.store.get(solutionId);
+    if (!solution?.maps.some((m) => m.mapId === mapId))
+      throw new FerryError(
+        'AGT_SOLUTION_NOT_HELD',
+        `This Agent does not hold Map ${mapId} of Solution ${solutionId}; it is sent when the Solution is prepared for this Agent.`,
+        { details: { solutionId, mapId } },
+      );
+    if (this.opts.work.refusing)
+      throw new FerryError(
+        'AGT_DRAINING',
+        'The Agent is waiting to restart or to update a Connector; send the request again shortly.',
+      );
+    return new Promise((resolve) => {
+      let settled = false;
+      const settle = (r: RunRequestResult) => {
+        if (settled) return;
+        settled = true;
+        resolve(r);
+      };
+      this.#begin(solution, { runId: requestId, trigger: 'event', mapIds: [mapId], request: { body, settle } });
+    });
   }
 
   /** messagesWaiting: a run takes the Solution's queued messages (event-runs.ts); AGT_SOLUTION_NOT_HELD when not held. */
@@ -249,6 +285,7 @@ export class SolutionRunner {
       mapIds?: number[];
       reprocess?: ReprocessMap[];
       first?: ReadonlyMap<number, TakenMessage[]>;
+      request?: RequestRun;
     },
     dueAt?: Date,
   ): StartResult {
@@ -274,7 +311,8 @@ export class SolutionRunner {
       notices: [],
       pumps: [],
     };
-    this.#active.set(solutionId, run);
+    // Requests run beside the Solution's other runs and each other (a queue of their own).
+    if (!what.request) this.#active.set(solutionId, run);
     this.opts.store.openRun({ runId, solutionId, trigger, startedAt, dueAt: dueAt?.toISOString() ?? null });
     this.opts.report({
       kind: 'runStarted',
@@ -294,7 +332,7 @@ export class SolutionRunner {
       },
       'solution run queued',
     );
-    const done = this.#queue
+    const done = (what.request ? this.#requests : this.#queue)
       .add(async () => {
         // Queued before a Connector update paused new work: wait for it rather than fail.
         await this.opts.work.unpaused();
@@ -302,8 +340,9 @@ export class SolutionRunner {
       })
       .catch((err: unknown) => this.#finish(solution, run, [], { fatal: errorText(err) }))
       .finally(() => {
-        this.#active.delete(solutionId);
         this.#done.delete(done);
+        if (what.request) return what.request.settle(requestEnd(run));
+        this.#active.delete(solutionId);
         this.#events?.ended(solutionId, {
           event: trigger === 'event',
           more: run.pumps.some((p) => p.more),
@@ -551,7 +590,7 @@ export class SolutionRunner {
     for (const map of solution.maps) {
       if (only ? !only.includes(map.mapId) : !map.enabled) continue;
       // An event run takes the messages of the message Maps; the other Maps run on a start.
-      if (run.trigger === 'event' && !isMessageMap(map.model)) continue;
+      if (run.trigger === 'event' && !run.request && !isMessageMap(map.model)) continue;
       if (signal.aborted || run.controller.signal.aborted) {
         // A Map left unrun by a stop: the run is not complete.
         run.incomplete = true;
@@ -604,7 +643,8 @@ export class SolutionRunner {
               pump?.progress(p.processed);
               progress(processed + p.processed + missing, failed + p.failed + missing);
             },
-            onRecordError: (e) => onError(toRunError(e, map.mapId)),
+            ...requestOptions(run),
+            onRecordError: (e) => onError(toRunError(noteRequestError(run, e), map.mapId)),
             onEarlierRun: (c) => this.#correct(solution.solutionId, c, { mapId: map.mapId, mapName: map.name }, log),
           });
           // Records without a stored copy failed before the Map saw them: they count as processed and failed.
@@ -667,7 +707,7 @@ export class SolutionRunner {
     signal: AbortSignal,
     cloud: FailedRecordBatcher,
   ): MessagePump | undefined {
-    if (run.trigger !== 'event' || !this.opts.messages) return undefined;
+    if (run.trigger !== 'event' || run.request || !this.opts.messages) return undefined;
     const pump = new MessagePump({
       take: this.opts.messages,
       solutionId: solution.solutionId,
@@ -696,6 +736,7 @@ export class SolutionRunner {
         : undefined;
     const fatal = end.fatal ?? cut;
     run.fatal = end.fatal !== undefined;
+    if (fatal !== undefined) run.fatalText = fatal;
     const result: RunResult =
       fatal !== undefined
         ? failed > 0

@@ -37,7 +37,7 @@ import solutionRunsRoutes from './solution-runs.routes.js';
 import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 import agentReprocessRoutes from './agent-reprocess.routes.js';
 import agentMessagesRoutes from './agent-messages.routes.js';
-import messagesRoutes from './messages.routes.js';
+import messagesRoutes, { requestsRoutes } from './messages.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
 export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
@@ -78,5 +78,6 @@ export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
   agentLookupTablesRoutes,
   agentReprocessRoutes,
   messagesRoutes,
+  requestsRoutes,
   agentMessagesRoutes,
 ];

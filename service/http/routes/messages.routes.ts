@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
 import { MessageIntake } from '../../events/intake.js';
+import { EventRequests } from '../../events/requests.js';
 import { messageTarget, type MessageTarget } from '../../events/message-access.js';
 import { MAX_MESSAGE_BYTES, MESSAGE_TYPES, messagesOf } from '../../events/message-body.js';
 import type { ServiceDeps } from '../deps.js';
@@ -135,7 +136,11 @@ const messagesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
 };
 
 /** The caller checked against the Organization, its token and Security Rules, and the endpoint found. */
-async function admit(deps: ServiceDeps, req: FastifyRequest): Promise<MessageTarget> {
+async function admit(
+  deps: ServiceDeps,
+  req: FastifyRequest,
+  kind: 'message' | 'request' = 'message',
+): Promise<MessageTarget> {
   const params = req.params as Record<string, string | undefined>;
   const authorization = req.headers.authorization ?? '';
   return messageTarget(deps.store.db, deps.secrets, {
@@ -144,6 +149,7 @@ async function admit(deps: ServiceDeps, req: FastifyRequest): Promise<MessageTar
     token: tokenOf(req),
     basic: /^basic\s/i.test(authorization),
     ip: req.ip,
+    kind,
   });
 }
 
@@ -212,4 +218,60 @@ function readBody(
   payload.on('error', (err: Error) => settle(err));
 }
 
+/**
+ * Requests to request/reply Maps (service/events/requests.ts): checked as message POSTs are, then
+ * held until the Map replies; the reply is the answer.
+ */
+const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
+  const requests = new EventRequests({
+    commands: deps.agents.commands,
+    timeoutMs: deps.config.eventRequestTimeout * 1000,
+  });
+  const admitted = new WeakMap<FastifyRequest, MessageTarget>();
+  const bodyLimit = Math.max(deps.config.bodyLimit, MAX_MESSAGE_BYTES + ARRAY_MARGIN);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (req, payload, done) => readBody(req, payload, bodyLimit, done));
+  app.post(
+    '/v1/orgs/:orgId/requests/:mapId',
+    {
+      config: { access: 'public', bodyTypes: MESSAGE_TYPES },
+      logLevel: 'info',
+      onRequest: async (req, reply) => {
+        try {
+          admitted.set(req, await admit(deps, req, 'request'));
+        } catch (err) {
+          if (isFerryError(err) && err.code === 'EVT_TOKEN_INVALID')
+            void reply.header('WWW-Authenticate', 'Bearer realm="Ferry Event Solutions"');
+          throw err;
+        }
+      },
+      schema: {
+        tags: ['Event messages'],
+        summary: 'Send a request to a request/reply Map of an Event Solution (its eventUrl) and get its reply',
+        description:
+          'Checked as a message POST is (token, Security Rules with eventSolutionAccessEnabled). The body is one request: a JSON ' +
+          'object or an XML document. The answer is the reply the Map sends (Build Reply → Send Reply): its fields as JSON, ' +
+          'its statusCode field (if any) as the HTTP status. 504 when no reply came within FERRY_EVENT_REQUEST_TIMEOUT.',
+        security: [],
+        params: MessageParams,
+        querystring: MessageQuery,
+      },
+    },
+    async (req, reply) => {
+      const target = admitted.get(req);
+      if (!target) throw new FerryError('SVC_INTERNAL', 'A request reached its handler without its checks');
+      const bytes = req.body instanceof RawBody ? req.body.bytes : undefined;
+      const bodies = messagesOf(bytes, req.headers['content-type']);
+      if (bodies.length !== 1 || /^\s*\[/.test(bytes?.subarray(0, 64).toString('utf8') ?? ''))
+        throw new FerryError(
+          'EVT_MESSAGE_INVALID',
+          'A request is one JSON object (or one XML document), not an array.',
+        );
+      const answer = await requests.answer(target, JSON.parse(bodies[0] as string) as Record<string, unknown>);
+      return reply.code(answer.status).type('application/json').send(answer.body);
+    },
+  );
+};
+
+export { requestsRoutes };
 export default messagesRoutes;

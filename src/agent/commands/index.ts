@@ -31,6 +31,7 @@ import { reprocessRunCommand } from './reprocess-run.command.js';
 import { restartCommand } from './restart.command.js';
 import { startSolutionCommand } from './start-solution.command.js';
 import { messagesWaitingCommand } from './messages-waiting.command.js';
+import { runRequestCommand } from './run-request.command.js';
 import { stopSolutionCommand } from './stop-solution.command.js';
 import { testConnectionCommand } from './test-connection.command.js';
 import { uninstallConnectorCommand } from './uninstall-connector.command.js';
@@ -85,6 +86,7 @@ export function registerAgentCommands(commands: CommandHandlers, deps: AgentComm
     .on('putSolution', putSolutionCommand({ store, log, assigned }))
     .on('startSolution', startSolutionCommand({ runner }))
     .on('messagesWaiting', messagesWaitingCommand({ runner }))
+    .on('runRequest', runRequestCommand({ runner }))
     .on('stopSolution', stopSolutionCommand({ runner }))
     .on('monitorSolution', monitorSolutionCommand({ runner }))
     .on('previewQuery', previewQueryCommand({ work, log, host }))

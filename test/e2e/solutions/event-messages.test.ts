@@ -27,6 +27,8 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
   let target: SqliteTarget;
   let S: string;
   let url: string;
+  let dbId: string;
+  let token: string;
 
   const post = async (body: unknown): Promise<{ status: number; text: string }> => {
     const res = await fetch(sut.url + url, {
@@ -51,7 +53,7 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
   beforeAll(async () => {
     ({ sut, agent } = await startWithAgent({ csv: {} }));
     target = sqliteTarget(path.join(sut.dataDir, 'orders.db'), ['orders'], { primaryKey: true });
-    const dbId = await createConnection(sut, 'Orders DB', SQLITE, { file: target.file });
+    dbId = await createConnection(sut, 'Orders DB', SQLITE, { file: target.file });
     const O = `/v1/orgs/${sut.orgId}`;
     const sol = await sut.request<{ id: string }>('POST', `${O}/solutions`, {
       body: { name: 'Webshop orders', solutionType: 'IntegrationEvent', agentId: agent.agentId },
@@ -90,9 +92,8 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
     expect(map.status, JSON.stringify(map.body)).toBe(201);
     const job = await prepared(sut, sol.body.id);
     expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
-    const token = (
-      await sut.request<{ eventSolutionAccessToken: string }>('GET', `/v1/orgs/${sut.orgId}/SecuritySettings`)
-    ).body.eventSolutionAccessToken;
+    token = (await sut.request<{ eventSolutionAccessToken: string }>('GET', `/v1/orgs/${sut.orgId}/SecuritySettings`))
+      .body.eventSolutionAccessToken;
     const info = await sut.request<{ eventUrl: string }>('GET', `${S}/maps/${map.body.id}/eventinfo`);
     expect(info.status, JSON.stringify(info.body)).toBe(200);
     url = `${new URL(info.body.eventUrl).pathname}?accesstoken=${token}`;
@@ -195,6 +196,89 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
       );
       expect(failed.result).toBe('CompletedWithErrors');
       await until('the queue empty', async () => (queued() === 0 ? true : undefined), 20_000);
+    },
+  );
+  it(
+    'a request/reply Map answers each request with its reply, writes it, and says why when it cannot',
+    { timeout: 120_000 },
+    async () => {
+      const block = (n: number) => `99999999-1111-4111-8111-${String(n).padStart(12, '0')}`;
+      const map = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, {
+        body: {
+          version: '3.0',
+          name: 'Order lookup',
+          mapType: 'IntegrationServicesAdvancedRequestResponseMap',
+          blocks: [
+            { blockId: block(1), name: 'Req', blockType: 'WaitForRequest', action: 'None', fields: ['id', 'name'] },
+            {
+              blockId: block(2),
+              name: 'Put',
+              blockType: 'Upsert',
+              action: 'InsertUpdate',
+              connectionId: dbId,
+              entity: 'orders',
+              fieldMappings: [
+                { targetField: 'id', targetFormula: 'Req.id' },
+                { targetField: 'name', targetFormula: 'Req.name' },
+              ],
+            },
+            {
+              blockId: block(3),
+              name: 'Answer',
+              blockType: 'BuildReply',
+              action: 'None',
+              fieldMappings: [
+                { targetField: 'statusCode', targetFormula: '201' },
+                { targetField: 'id', targetFormula: 'Req.id' },
+                { targetField: 'greeting', targetFormula: 'CONCATENATE("hello ", UPPER(Req.name))' },
+              ],
+            },
+            { blockId: block(4), name: 'Send', blockType: 'SendReply', action: 'None', source: 'Answer' },
+          ],
+        },
+      });
+      expect(map.status, JSON.stringify(map.body)).toBe(201);
+      const job = await prepared(sut, S.split('/').at(-1) as string);
+      expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
+      const info = await sut.request<{ eventUrl: string }>('GET', `${S}/maps/${map.body.id}/eventinfo`);
+      const at = `${sut.url}${new URL(info.body.eventUrl).pathname}?accesstoken=${token}`;
+      expect(at).toContain(`/requests/${map.body.id}?`);
+      const ask = async (body: unknown) => {
+        const res = await fetch(at, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        return {
+          status: res.status,
+          type: res.headers.get('content-type'),
+          body: (await res.json()) as Record<string, unknown>,
+        };
+      };
+      // Eight callers at once, each answered with its own reply.
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => ask({ id: 30_000 + i, name: `n${i}` })));
+      answers.forEach((a, i) => {
+        expect(a.status, JSON.stringify(a.body)).toBe(201);
+        expect(a.body).toEqual({ id: 30_000 + i, greeting: `hello N${i}` });
+      });
+      expect(rows().filter((r) => r.id >= 30_000 && r.id < 30_008)).toHaveLength(8);
+      // The target refuses a request without a name (NOT NULL): the caller is told why, as a problem.
+      const refused = await ask({ id: 30_100 });
+      expect(refused.status).toBe(422);
+      expect(refused.type).toContain('application/problem+json');
+      expect(refused.body['code']).toBe('EVT_REQUEST_FAILED');
+      // An array is not a request.
+      expect((await ask([{ id: 1 }])).status).toBe(400);
+      // Each request is an execution in History.
+      const runs = await until(
+        'the requests in History',
+        async () => {
+          const h = (await history()).filter((e) => e.recordsProcessed === 1 && e.result !== 'InProgress');
+          return h.length >= 9 ? h : undefined;
+        },
+        30_000,
+      );
+      expect(runs.some((e) => e.result === 'CompletedWithErrors')).toBe(true);
     },
   );
 });

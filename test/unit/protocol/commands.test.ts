@@ -48,6 +48,7 @@ describe('command table', () => {
       knownRuns: 10_000,
       pruneFailedRecords: 300_000,
       messagesWaiting: 10_000,
+      runRequest: 600_000,
     });
   });
 
