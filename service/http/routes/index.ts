@@ -37,6 +37,7 @@ import solutionRunsRoutes from './solution-runs.routes.js';
 import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 import agentReprocessRoutes from './agent-reprocess.routes.js';
 import agentMessagesRoutes from './agent-messages.routes.js';
+import requestMapsRoutes from './request-maps.routes.js';
 import messagesRoutes, { requestsRoutes } from './messages.routes.js';
 
 /** Every resource's route plugin, registered in this order by the app. */
@@ -80,4 +81,5 @@ export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
   messagesRoutes,
   requestsRoutes,
   agentMessagesRoutes,
+  requestMapsRoutes,
 ];

@@ -269,6 +269,21 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
       expect(refused.body['code']).toBe('EVT_REQUEST_FAILED');
       // An array is not a request.
       expect((await ask([{ id: 1 }])).status).toBe(400);
+      // Its OpenAPI document: the request's fields, the reply's (not its status), at the endpoint's path.
+      type Doc = { openapi: string; paths: Record<string, { post: Record<string, unknown> }> };
+      const path = `/v1/orgs/${sut.orgId}/requests/${map.body.id}`;
+      const doc = await sut.request<Doc>('GET', `${S}/maps/${map.body.id}/openapi`);
+      expect(doc.status, JSON.stringify(doc.body)).toBe(200);
+      expect(doc.body.openapi).toBe('3.0.3');
+      expect(doc.body.paths[path]?.post).toMatchObject({
+        requestBody: { content: { 'application/json': { schema: { properties: { id: {}, name: {} } } } } },
+        responses: { '200': { content: { 'application/json': { schema: { properties: { id: {}, greeting: {} } } } } } },
+      });
+      for (const whole of [`${S}/openapi`, `/v1/orgs/${sut.orgId}/openapi`])
+        expect(Object.keys((await sut.request<Doc>('GET', whole)).body.paths)).toEqual([path]);
+      // A message Map has none.
+      const messageMapId = Number(new URL(sut.url + url).pathname.split('/').at(-1));
+      expect((await sut.request('GET', `${S}/maps/${messageMapId}/openapi`)).status).toBe(400);
       // Each request is an execution in History.
       const runs = await until(
         'the requests in History',
