@@ -182,6 +182,11 @@ export class EventMessages {
     const now = Date.now();
     // A retried POST counts once for at least 24 hours after the first.
     await pruneIdempotencyKeys(this.opts.store.db, now - IDEMPOTENCY_KEPT_MS);
+    // Replies of `respond-async` requests are kept a day.
+    await this.opts.store.db
+      .deleteFrom('eventReplies')
+      .where('createdMs', '<', now - 24 * 3600_000)
+      .execute();
     const rows = await this.opts.store.db
       .selectFrom('messageEndpoints as e')
       .select('e.solutionId')

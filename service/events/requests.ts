@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import type { RunRequestResult } from '../../src/protocol/events.js';
+import type { Kysely } from 'kysely';
 import type { AgentCommands } from '../agents/commands.js';
+import type { Database } from '../store/schema.js';
+import { problemOf } from '../util/problem.js';
 import type { MessageTarget } from './message-access.js';
 
 /** The HTTP answer of a request/reply Map. */
@@ -28,13 +31,84 @@ const STATUS_FIELDS = new Set(['statuscode', 'httpstatus']);
 export class EventRequests {
   constructor(
     private readonly opts: {
+      readonly db: Kysely<Database>;
       readonly commands: AgentCommands;
       /** How long the caller waits for the reply, in ms. */
       readonly timeoutMs: number;
     },
   ) {}
 
-  async answer(target: MessageTarget, request: Record<string, unknown>): Promise<HttpReply> {
+  /**
+   * `Prefer: respond-async`: the request is sent as {@link answer} sends it, and its answer is
+   * written to `event_replies` for {@link replyOf}; resolves with the request's ID once the pending
+   * row is written (the caller answers 202).
+   */
+  async answerLater(target: MessageTarget, request: Record<string, unknown>): Promise<string> {
+    const requestId = randomUUID();
+    const { db } = this.opts;
+    await db
+      .insertInto('eventReplies')
+      .values({
+        id: requestId,
+        endpointId: target.endpointId,
+        state: 'pending',
+        status: null,
+        body: null,
+        createdMs: Date.now(),
+      })
+      .execute();
+    const write = (status: number, body: unknown, problem: boolean) =>
+      db
+        .updateTable('eventReplies')
+        .set({ state: 'done', status, body: JSON.stringify(body), problem: problem ? 1 : 0 })
+        .where('id', '=', requestId)
+        .execute();
+    void this.answer(target, request, requestId)
+      .then((a) => write(a.status, a.body, false))
+      .catch((err: unknown) => {
+        const problem = problemOf(
+          isFerryError(err) ? err : new FerryError('SVC_INTERNAL', 'The request could not be answered.'),
+          `/v1/orgs/${target.orgId}/requests`,
+        );
+        return write(problem.status, problem, true);
+      })
+      .catch(() => undefined);
+    return requestId;
+  }
+
+  /**
+   * The answer of a `respond-async` request: undefined while pending (and not yet past the time-out
+   * and a margin: then the replica that held it is gone, and the answer is 504).
+   */
+  async replyOf(
+    endpointId: number,
+    requestId: string,
+  ): Promise<{ status: number; body: string; problem: boolean } | undefined> {
+    const row = await this.opts.db
+      .selectFrom('eventReplies')
+      .selectAll()
+      .where('id', '=', requestId.toLowerCase())
+      .where('endpointId', '=', endpointId)
+      .executeTakeFirst();
+    if (!row)
+      throw new FerryError(
+        'API_NOT_FOUND',
+        `No reply ${requestId.slice(0, 40)} on this endpoint (replies are kept 24 hours).`,
+      );
+    if (row.state === 'done' && row.status !== null && row.body !== null)
+      return { status: row.status, body: row.body, problem: row.problem === 1 };
+    if (Date.now() - Number(row.createdMs) > this.opts.timeoutMs + 30_000)
+      throw new FerryError(
+        'EVT_REPLY_TIMEOUT',
+        'No reply was written for this request in time; its run is in History.',
+        {
+          details: { requestId },
+        },
+      );
+    return undefined;
+  }
+
+  async answer(target: MessageTarget, request: Record<string, unknown>, requestId = randomUUID()): Promise<HttpReply> {
     if (target.mapId === null)
       throw new FerryError(
         'API_NOT_FOUND',
@@ -42,7 +116,6 @@ export class EventRequests {
       );
     if (target.agentId === null)
       throw new FerryError('API_CONFLICT', `Solution ${target.solutionId} has no Agent to run its requests.`);
-    const requestId = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(

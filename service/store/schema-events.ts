@@ -45,3 +45,18 @@ export interface EventIdempotencyTable {
   messages: number;
   createdMs: number;
 }
+
+/** The reply of a request sent with `Prefer: respond-async` (migration 036; service/events/requests.ts). */
+export interface EventRepliesTable {
+  /** The request's ID, also its run's in History. */
+  id: string;
+  endpointId: number;
+  /** `pending` until the answer is written, then `done`. */
+  state: string;
+  status: number | null;
+  /** The answer's body as sent (JSON text). */
+  body: string | null;
+  /** 1 when the body is a problem document. */
+  problem: Generated<number>;
+  createdMs: number;
+}

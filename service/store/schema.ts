@@ -7,9 +7,19 @@ import type {
   LogArchiveChunksTable,
   ServiceLeasesTable,
 } from './schema-replicas.js';
-import type { EventIdempotencyTable, EventMessagesTable, MessageEndpointsTable } from './schema-events.js';
+import type {
+  EventIdempotencyTable,
+  EventMessagesTable,
+  EventRepliesTable,
+  MessageEndpointsTable,
+} from './schema-events.js';
 
-export type { EventIdempotencyTable, EventMessagesTable, MessageEndpointsTable } from './schema-events.js';
+export type {
+  EventIdempotencyTable,
+  EventMessagesTable,
+  EventRepliesTable,
+  MessageEndpointsTable,
+} from './schema-events.js';
 export type {
   AgentChannelsTable,
   AgentCommandsTable,
@@ -70,6 +80,7 @@ export interface Database {
   messageEndpoints: MessageEndpointsTable;
   eventMessages: EventMessagesTable;
   eventIdempotency: EventIdempotencyTable;
+  eventReplies: EventRepliesTable;
 }
 
 /** 0 or 1: a boolean column (SQLite has no boolean type). */

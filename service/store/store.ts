@@ -43,6 +43,7 @@ import { agentCommandsUnlogged } from './migrations/032-agent-commands-unlogged.
 import { logArchiveChunks } from './migrations/033-log-archive-chunks.js';
 import { metadataRequestReplica } from './migrations/034-metadata-request-replica.js';
 import { eventMessages } from './migrations/035-event-messages.js';
+import { eventReplies } from './migrations/036-event-replies.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -170,6 +171,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '033-log-archive-chunks': logArchiveChunks(dialect),
     '034-metadata-request-replica': metadataRequestReplica(),
     '035-event-messages': eventMessages(dialect),
+    '036-event-replies': eventReplies(),
   };
 }
 

@@ -224,6 +224,7 @@ function readBody(
  */
 const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
   const requests = new EventRequests({
+    db: deps.store.db,
     commands: deps.agents.commands,
     timeoutMs: deps.config.eventRequestTimeout * 1000,
   });
@@ -267,8 +268,50 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
           'EVT_MESSAGE_INVALID',
           'A request is one JSON object (or one XML document), not an array.',
         );
-      const answer = await requests.answer(target, JSON.parse(bodies[0] as string) as Record<string, unknown>);
+      const request = JSON.parse(bodies[0] as string) as Record<string, unknown>;
+      if (/\brespond-async\b/i.test(String(req.headers['prefer'] ?? ''))) {
+        const id = await requests.answerLater(target, request);
+        const params = req.params;
+        const location = `/v1/orgs/${params.orgId}/requests/${params.mapId}/replies/${id}`;
+        return reply
+          .code(202)
+          .header('Location', location)
+          .header('Preference-Applied', 'respond-async')
+          .header('Retry-After', '1')
+          .send({ requestId: id, location });
+      }
+      const answer = await requests.answer(target, request);
       return reply.code(answer.status).type('application/json').send(answer.body);
+    },
+  );
+
+  app.get(
+    '/v1/orgs/:orgId/requests/:mapId/replies/:requestId',
+    {
+      config: { access: 'public' },
+      logLevel: 'info',
+      onRequest: async (req) => {
+        admitted.set(req, await admit(deps, req, 'request'));
+      },
+      schema: {
+        tags: ['Event messages'],
+        summary: 'The reply to a request sent with Prefer: respond-async: 202 while the Map runs, then its answer',
+        security: [],
+        params: MessageParams.extend({ requestId: z.string().min(1).max(100) }),
+        querystring: MessageQuery,
+      },
+    },
+    async (req, reply) => {
+      const target = admitted.get(req);
+      if (!target) throw new FerryError('SVC_INTERNAL', 'A reply poll reached its handler without its checks');
+      const answer = await requests.replyOf(target.endpointId, req.params.requestId);
+      if (!answer)
+        return reply.code(202).header('Retry-After', '1').send({ requestId: req.params.requestId, state: 'pending' });
+      return reply
+        .code(answer.status)
+        .type(answer.problem ? 'application/problem+json' : 'application/json')
+        .serializer((body: unknown) => String(body))
+        .send(answer.body);
     },
   );
 };

@@ -269,6 +269,28 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
       expect(refused.body['code']).toBe('EVT_REQUEST_FAILED');
       // An array is not a request.
       expect((await ask([{ id: 1 }])).status).toBe(400);
+      // Prefer: respond-async — 202 with a Location to poll, then the reply there (with the token).
+      const later = await fetch(at, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', prefer: 'respond-async' },
+        body: JSON.stringify({ id: 30_200, name: 'later' }),
+      });
+      expect(later.status).toBe(202);
+      const location = later.headers.get('location') as string;
+      expect(location).toMatch(new RegExp(`^/v1/orgs/${sut.orgId}/requests/${map.body.id}/replies/[0-9a-f-]{36}$`));
+      const polled = await until(
+        'the reply at its Location',
+        async () => {
+          const res = await fetch(`${sut.url}${location}?accesstoken=${token}`);
+          return res.status === 202 ? undefined : { status: res.status, body: (await res.json()) as unknown };
+        },
+        30_000,
+      );
+      expect(polled).toEqual({ status: 201, body: { id: 30_200, greeting: 'hello LATER' } });
+      expect((await fetch(`${sut.url}${location}`)).status).toBe(401);
+      expect(
+        (await fetch(`${sut.url}${location.replace(/[0-9a-f]{12}$/, '000000000000')}?accesstoken=${token}`)).status,
+      ).toBe(404);
       // Its OpenAPI document: the request's fields, the reply's (not its status), at the endpoint's path.
       type Doc = { openapi: string; paths: Record<string, { post: Record<string, unknown> }> };
       const path = `/v1/orgs/${sut.orgId}/requests/${map.body.id}`;
