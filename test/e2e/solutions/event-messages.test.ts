@@ -29,6 +29,7 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
   let url: string;
   let dbId: string;
   let token: string;
+  let lastRun: number | undefined;
 
   const post = async (body: unknown): Promise<{ status: number; text: string }> => {
     const res = await fetch(sut.url + url, {
@@ -198,6 +199,64 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
       await until('the queue empty', async () => (queued() === 0 ? true : undefined), 20_000);
     },
   );
+  it(
+    'a message the target refused is reprocessed from its stored copy once the cause is fixed',
+    { timeout: 90_000 },
+    async () => {
+      const O = `/v1/orgs/${sut.orgId}`;
+      const capture = await sut.request('PUT', `${O}/SecuritySettings`, {
+        body: {
+          captureOnFailedRecordsForReprocessing: true,
+          captureDuringCloudAppRuns: true,
+          captureDuringLocalAgentAppRuns: true,
+          isSourceDataLocal: true,
+        },
+      });
+      expect(capture.status, JSON.stringify(capture.body)).toBe(200);
+      const db = new Database(target.file);
+      db.exec('CREATE UNIQUE INDEX orders_name ON orders (name)');
+      db.close();
+      type RecordError = { id: string; canReprocess: boolean; code: string };
+      // The name of order 1 is taken: the target refuses the message. Sent again until the Agent
+      // has the capture switch (its copy of the Solution follows the change within moments).
+      let n = 0;
+      const refused = await until(
+        'a refused message with a stored copy',
+        async () => {
+          const id = 40_000 + ++n;
+          expect((await post({ id, name: 'first order' })).status).toBe(200);
+          const run = await until('its execution', async () => {
+            const h = await history();
+            return h.find(
+              (e) =>
+                e.recordsFailed > 0 && e.result !== 'InProgress' && e.recordsProcessed === 1 && e.id > (lastRun ?? 0),
+            );
+          });
+          lastRun = run.id;
+          const errors = (await sut.request<RecordError[]>('GET', `${S}/history/${run.id}/errors`)).body;
+          return errors[0]?.canReprocess ? { run, error: errors[0], id } : undefined;
+        },
+        30_000,
+      );
+      const fix = new Database(target.file);
+      fix.prepare('DELETE FROM orders WHERE id = 1').run();
+      fix.close();
+      const mark = await sut.request('POST', `${S}/history/${refused.run.id}/errors/${refused.error.id}/mark`);
+      expect(mark.status, JSON.stringify(mark.body)).toBe(200);
+      const again = await sut.request<{ started: boolean }>('POST', `${S}/history/${refused.run.id}/reprocess`);
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body.started).toBe(true);
+      await until(
+        'the reprocessed message in the target',
+        async () => (rows().some((r) => r.id === refused.id && r.name === 'first order') ? true : undefined),
+        30_000,
+      );
+      const undo = new Database(target.file);
+      undo.exec('DROP INDEX orders_name');
+      undo.close();
+    },
+  );
+
   it(
     'a request/reply Map answers each request with its reply, writes it, and says why when it cannot',
     { timeout: 120_000 },
