@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { FerryError } from '../errors/ferry-error.js';
+import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { MESSAGE_BATCH, type RunRequestResult, type TakenMessage } from '../protocol/events.js';
 import type { MapRecordError, RunOptions } from '../maps/runtime/run-types.js';
 import type { ActiveRun } from './runner-types.js';
@@ -45,6 +45,8 @@ export class EventRuns {
   /** Wake-ups that came while another run of the Solution ran. */
   readonly #after = new Set<string>();
   readonly #failures = new Map<string, number>();
+  /** Solutions whose last failure was the Service out of reach: a wake-up from it ends the pause. */
+  readonly #unreachable = new Set<string>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
   readonly #closing = new AbortController();
 
@@ -76,22 +78,38 @@ export class EventRuns {
       this.#probing.set(solutionId, true);
       return { draining: true };
     }
-    // Waiting out a failure: the retry takes these messages too.
-    if (this.#timers.has(solutionId)) return { draining: false };
+    // Waiting out a failure: the retry takes these messages too; unless the failure was the Service
+    // out of reach, which this wake-up shows is over (after an outage, the one after the connect).
+    const timer = this.#timers.get(solutionId);
+    if (timer && !this.#unreachable.has(solutionId)) return { draining: false };
+    if (timer) {
+      clearTimeout(timer);
+      this.#timers.delete(solutionId);
+      this.#failures.delete(solutionId);
+      this.#unreachable.delete(solutionId);
+    }
     this.#probe(solutionId);
     return { draining: true };
   }
 
   /** A run of the Solution ended: `event` runs say whether more may wait and whether they failed. */
-  ended(solutionId: string, end: { event: boolean; more: boolean; fatal: boolean }): void {
+  ended(
+    solutionId: string,
+    end: { event: boolean; more: boolean; fatal: boolean; serviceUnreachable?: boolean },
+  ): void {
     const after = this.#after.delete(solutionId);
     if (end.event && end.fatal) {
+      if (end.serviceUnreachable) this.#unreachable.add(solutionId);
+      else this.#unreachable.delete(solutionId);
       const n = (this.#failures.get(solutionId) ?? 0) + 1;
       this.#failures.set(solutionId, n);
       this.#later(solutionId, Math.min(FIRST_RETRY_MS * 2 ** (n - 1), MAX_RETRY_MS));
       return;
     }
-    if (end.event) this.#failures.delete(solutionId);
+    if (end.event) {
+      this.#failures.delete(solutionId);
+      this.#unreachable.delete(solutionId);
+    }
     if (after || (end.event && end.more)) this.#probe(solutionId);
   }
 
@@ -126,6 +144,7 @@ export class EventRuns {
         this.#probing.delete(solutionId);
         if (this.#closing.signal.aborted) return;
         this.log.warn({ err, solutionId }, 'event messages could not be taken');
+        if (isFerryError(err) && err.code === 'AGT_SERVICE_UNREACHABLE') this.#unreachable.add(solutionId);
         const n = (this.#failures.get(solutionId) ?? 0) + 1;
         this.#failures.set(solutionId, n);
         this.#later(solutionId, Math.min(FIRST_RETRY_MS * 2 ** (n - 1), MAX_RETRY_MS));

@@ -347,6 +347,7 @@ export class SolutionRunner {
           event: trigger === 'event',
           more: run.pumps.some((p) => p.more),
           fatal: run.fatal === true,
+          serviceUnreachable: run.fatalText?.includes('AGT_SERVICE_UNREACHABLE') === true,
         });
       });
     this.#done.add(done);

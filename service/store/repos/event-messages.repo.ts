@@ -118,8 +118,9 @@ async function seenKey(tx: Db, endpointId: number, key: string): Promise<number 
 }
 
 /**
- * Leases up to `max` of the endpoint's oldest messages that no live lease holds to `runId` until
- * `nowMs + leaseMs`, oldest first. On PostgreSQL the candidates are locked with SKIP LOCKED, so two
+ * Leases up to `max` of the endpoint's oldest messages that `runId` does not hold already to it
+ * until `nowMs + leaseMs`, oldest first: free ones, ones past their lease, and ones another run
+ * holds (a Solution has one event run at a time, so that run is over). On PostgreSQL the candidates are locked with SKIP LOCKED, so two
  * takes at once get different messages; SQLite runs one write at a time.
  */
 export async function takeMessages(
@@ -132,7 +133,12 @@ export async function takeMessages(
     .selectFrom('eventMessages')
     .select('id')
     .where('endpointId', '=', take.endpointId)
-    .where((eb) => eb.or([eb('leaseUntilMs', 'is', null), eb('leaseUntilMs', '<', take.nowMs)]))
+    // Free, past its lease, or held by another run: a Solution's event runs follow one another on
+    // its Agent, so another run's lease is one that run will never use (it ended, or was taken for a
+    // run that never began: the Agent killed between its first take and the run's start).
+    .where((eb) =>
+      eb.or([eb('leaseUntilMs', 'is', null), eb('leaseUntilMs', '<', take.nowMs), eb('leaseRun', '!=', take.runId)]),
+    )
     .orderBy('id')
     .limit(take.max);
   if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
