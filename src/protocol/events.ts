@@ -28,8 +28,11 @@ export const MessagesWaitingResult = z.object({
 });
 export type MessagesWaitingResult = z.infer<typeof MessagesWaitingResult>;
 
-/** The batch the original service delivered, and Ferry's. */
+/** The batch the original service delivered, and Ferry's while the queue is shallow. */
 export const MESSAGE_BATCH = 20;
+
+/** The largest take: a deep queue is drained in batches growing from 20 to this. */
+export const MAX_TAKE = 200;
 
 /** `POST /v1/agent/messages/take`: leases the next messages of one message Map to a run, after marking `done` ones written. */
 export const TakeMessagesRequest = z.object({
@@ -37,7 +40,7 @@ export const TakeMessagesRequest = z.object({
   mapId: z.number().int(),
   runId: Id,
   /** How many to lease (0: only acknowledge `done`). */
-  max: z.number().int().min(0).max(200),
+  max: z.number().int().min(0).max(MAX_TAKE),
   /** Messages this run wrote (or recorded the errors of): they leave the queue. */
   done: z.array(z.number().int()).max(10_000).default([]),
 });

@@ -6,7 +6,9 @@
  *        └──────────── done IDs ride on the next take ◀────────────┘ (errors and copies in the outbox first)
  *
  * A batch is taken while the one before is written (and runMap reads one ahead), so several are
- * in flight and a take's round trip does not bound throughput; takes leave one after another, so
+ * in flight and a take's round trip does not bound throughput; a batch is 20 messages, and while
+ * takes come back full (a deep queue) the next is twice as large, up to 200, so that a backlog
+ * drains at the cost of one take and one write per 200 messages rather than per 20; takes leave one after another, so
  * batches come in the queue's order. The run stops taking when the queue is empty and no wake-up
  * came since the last take, or after `cap` messages (the run ends and the next one goes on).
  * Nothing is removed from the queue before the Map wrote it: a run that dies leaves its messages
@@ -16,7 +18,7 @@ import type { RecordBatch } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { messageRecord } from '../maps/blocks/wait-for-message.block.js';
 import type { Block } from '../protocol/map.js';
-import { MESSAGE_BATCH, type TakeMessagesRequest, type TakenMessage } from '../protocol/events.js';
+import { MAX_TAKE, MESSAGE_BATCH, type TakeMessagesRequest, type TakenMessage } from '../protocol/events.js';
 
 /** Leases the next messages of a Map to a run, after acknowledging `done` (the Service's take). */
 export type MessageTaker = (req: TakeMessagesRequest, signal: AbortSignal) => Promise<TakenMessage[]>;
@@ -48,6 +50,8 @@ export class MessagePump {
   readonly #open: Array<{ ids: number[]; end: number }> = [];
   #taken = 0;
   #capped = false;
+  /** The next take's size: 20, doubling up to 200 while takes come back full (a deep queue). */
+  #size = MESSAGE_BATCH;
   /** Records counted as written so far (the batches acknowledged). */
   #written = 0;
 
@@ -121,7 +125,11 @@ export class MessagePump {
 
   #take(): Promise<TakenMessage[]> {
     this.#more = false;
-    return this.#call(MESSAGE_BATCH);
+    const size = this.#size;
+    return this.#call(size).then((got) => {
+      this.#size = got.length >= size ? Math.min(size * 2, MAX_TAKE) : MESSAGE_BATCH;
+      return got;
+    });
   }
 
   async #call(max: number): Promise<TakenMessage[]> {

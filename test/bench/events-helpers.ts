@@ -44,6 +44,8 @@ export const SETTINGS = {
   latencyPollMs: num('FERRY_BENCH_EVENTS_LATENCY_POLL_MS', 2),
   latencyGapMs: num('FERRY_BENCH_EVENTS_LATENCY_GAP_MS', 300),
   drainTimeoutS: num('FERRY_BENCH_EVENTS_DRAIN_TIMEOUT_S', 3600),
+  /** 1: ANALYZE the PostgreSQL store's event_messages after the prefill (what autovacuum would do in time). */
+  analyzeQueue: ENV['FERRY_BENCH_EVENTS_ANALYZE'] === '1',
   /** The Service's FERRY_EVENT_QUEUE_LIMIT: far above what any part queues. */
   queueLimit: num('FERRY_BENCH_EVENTS_QUEUE_LIMIT', 1_000_000_000),
   adminUrl:
@@ -77,6 +79,48 @@ export function latencyStats(xs: readonly number[]): Record<string, number> {
   };
 }
 
+/** /proc's clock: 100 ticks a second. */
+const TICK_MS = 10;
+
+/** User + system CPU time of one thread (by default the main thread: its ID is the process's), in ms; 0 when gone. */
+export function threadCpuMs(pid: number, tid = pid): number {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU time the whole machine spent busy (every core; user, nice, system, irq, softirq, steal), in ms. */
+export function machineBusyMs(): number {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = f;
+    return (user + nice + system + irq + softirq + steal) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The drain's progress, sampled as (time, messages left): how long each tenth of the messages
+ * took, as messages/s, so that a queue that gets slower as it empties (or as the target fills)
+ * shows as falling tenths.
+ */
+export function ratesByTenth(samples: ReadonlyArray<{ ms: number; left: number }>, n: number): number[] {
+  const out: number[] = [];
+  let from = samples[0];
+  for (let k = 1; k <= 10 && from; k++) {
+    const to = samples.find((s) => s.left <= n - (k * n) / 10);
+    if (!to) break;
+    out.push(to.ms > from.ms ? round(((from.left - to.left) / (to.ms - from.ms)) * 1000) : 0);
+    from = to;
+  }
+  return out;
+}
+
 /** The Service child (serve-child.ts) as the e2e harness' ServiceUnderTest: API calls as its administrator. */
 export function remoteSut(served: Served): ServiceUnderTest {
   const agent = new http.Agent({ keepAlive: true });
@@ -102,6 +146,10 @@ export interface StoreProbe {
   queued(endpointId: number): Promise<number>;
   /** Rows of event_messages. */
   rows(): Promise<number>;
+  /** ANALYZE event_messages (PostgreSQL); false on SQLite, which plans without statistics. */
+  analyze(): Promise<boolean>;
+  /** PostgreSQL's statistics of event_messages (dead rows, vacuums); undefined on SQLite. */
+  queueTableStats(): Promise<Record<string, number> | undefined>;
   close(): Promise<void>;
 }
 
@@ -114,6 +162,17 @@ export async function storeProbe(served: Served): Promise<StoreProbe> {
     return {
       queued: (id) => one('SELECT queued AS n FROM message_endpoints WHERE id = $1', [id]),
       rows: () => one('SELECT count(*) AS n FROM event_messages'),
+      analyze: async () => {
+        await c.query('ANALYZE event_messages');
+        return true;
+      },
+      queueTableStats: async () => {
+        const r = await c.query<Record<string, string>>(
+          `SELECT n_live_tup, n_dead_tup, n_tup_del, vacuum_count, autovacuum_count, autoanalyze_count
+             FROM pg_stat_user_tables WHERE relname = 'event_messages'`,
+        );
+        return Object.fromEntries(Object.entries(r.rows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
+      },
       close: () => c.end(),
     };
   }
@@ -123,6 +182,8 @@ export async function storeProbe(served: Served): Promise<StoreProbe> {
   return {
     queued: (id) => Promise.resolve(Number((queued.get(id) as { n: number } | undefined)?.n ?? NaN)),
     rows: () => Promise.resolve(Number((rows.get() as { n: number }).n)),
+    analyze: () => Promise.resolve(false),
+    queueTableStats: () => Promise.resolve(undefined),
     close: () => Promise.resolve(void db.close()),
   };
 }
@@ -305,6 +366,21 @@ export function psqlCopy(url: string, table: string, csv: string): Promise<numbe
     p.on('error', reject);
     p.on('exit', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`psql failed (${code})`))));
   });
+}
+
+/** The settings of the PostgreSQL server that decide how a queue table ages (autovacuum) and what a commit costs. */
+export async function pgServerSettings(url: string): Promise<Record<string, string>> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query<{ name: string; setting: string }>(
+      `SELECT name, setting FROM pg_settings WHERE name IN
+         ('server_version', 'autovacuum', 'synchronous_commit', 'fsync', 'shared_buffers', 'max_connections')`,
+    );
+    return Object.fromEntries(r.rows.map((x) => [x.name, x.setting]));
+  } finally {
+    await c.end();
+  }
 }
 
 /** The database name in a PostgreSQL URL. */

@@ -28,14 +28,20 @@
  *
  * FERRY_BENCH_EVENTS_STORES (sqlite,postgres), FERRY_BENCH_EVENTS_PARTS (accept,paced,drain,latency),
  * FERRY_BENCH_EVENTS_QUEUE_LIMIT (the Service's eventQueueLimit, 1e9), FERRY_BENCH_EVENTS_DRAIN_TIMEOUT_S
- * (3600), FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test):
+ * (3600), FERRY_BENCH_EVENTS_ANALYZE=1 (ANALYZE the PostgreSQL store's event_messages after the
+ * prefill, as autovacuum would in time: a test server may run without autovacuum),
+ * FERRY_BENCH_DATABASE_URL (else FERRY_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test):
  * a server where it may create and drop databases (the target's, and the PostgreSQL store's).
  * BENCH_NODE_FLAGS / BENCH_AGENT_CPU_PROF=DIR as in solutions.bench.ts (the Agent's Node flags, a
  * --cpu-prof profile of its worker); run this file with `node --cpu-prof --import tsx` to profile
- * the Service child as well (it inherits the flags). The Service runs in a child process
- * (serve-child.ts), so that its CPU is its own and the callers do not share its event loop; CPU
- * of the Service, the Agent's worker, the callers and the PostgreSQL backends of each database is
- * reported per part. Needs `psql` on the PATH.
+ * the Service child as well (it inherits the flags).
+ *
+ * The Service runs in a child process (serve-child.ts), so that its CPU is its own and the callers
+ * do not share its event loop. Each part reports `cpu`: CPU ms of the Service, the Agent's worker,
+ * this process (the callers) and the PostgreSQL backends of each database; `…MainThreadBusy`, the
+ * share of the wall time the event loop's thread ran (near 1: that thread bounds the figure); and
+ * `othersCpuMs`, what the rest of the machine took of its cores meanwhile (/proc/stat), since the
+ * figures mean little on a machine others load. Needs `psql` on the PATH.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -51,15 +57,19 @@ import {
   drainRow,
   latencyStats,
   loadavg,
+  machineBusyMs,
   log,
   openLoop,
+  pgServerSettings,
   Poster,
   psqlCopy,
   remoteSut,
+  ratesByTenth,
   round,
   SETTINGS,
   sleep,
   storeProbe,
+  threadCpuMs,
   writeDrainCsv,
   type StoreProbe,
 } from './events-helpers.js';
@@ -103,19 +113,35 @@ function cpuMeter(ctx: Ctx): () => Record<string, number> {
   const svcPid = ctx.svc.child.pid ?? -1;
   const agentPid = ctx.agentWorkerPid;
   const svc0 = procCpuMs(svcPid);
+  const svcMain0 = threadCpuMs(svcPid);
   const agent0 = agentPid > 0 ? procCpuMs(agentPid) : 0;
+  const agentMain0 = agentPid > 0 ? threadCpuMs(agentPid) : 0;
+  const t0 = performance.now();
+  const machine0 = machineBusyMs();
   const self0 = process.cpuUsage();
   const pgStore = ctx.pgStore?.meter();
   const pgTarget = ctx.pgTarget.meter();
   return () => {
     const self = process.cpuUsage(self0);
-    return {
+    const wall = performance.now() - t0;
+    const machine = machineBusyMs() - machine0;
+    const svcMain = threadCpuMs(svcPid) - svcMain0;
+    const agentMain = agentPid > 0 ? threadCpuMs(agentPid) - agentMain0 : 0;
+    const used: Record<string, number> = {
+      wallMs: round(wall),
       serviceCpuMs: procCpuMs(svcPid) - svc0,
-      ...(agentPid > 0 ? { agentCpuMs: procCpuMs(agentPid) - agent0 } : {}),
-      callersCpuMs: round((self.user + self.system) / 1000),
+      // The share of the wall time the event loop's thread ran: near 1, that thread bounds the figure.
+      serviceMainThreadBusy: round(svcMain / wall, 2),
+      ...(agentPid > 0
+        ? { agentCpuMs: procCpuMs(agentPid) - agent0, agentMainThreadBusy: round(agentMain / wall, 2) }
+        : {}),
+      benchProcessCpuMs: round((self.user + self.system) / 1000),
       ...(pgStore ? { pgStoreCpuMs: pgStore() } : {}),
       pgTargetCpuMs: pgTarget(),
     };
+    const ours = Object.entries(used).reduce((n, [k, v]) => (k.endsWith('CpuMs') ? n + v : n), 0);
+    // What the rest of the machine (other engineers' processes) took of its cores meanwhile.
+    return { ...used, machineBusyMs: machine, othersCpuMs: Math.max(0, machine - ours), load1: loadavg()[0] ?? 0 };
   };
 }
 
@@ -204,11 +230,14 @@ async function setUp(store: StoreName, targetUrl: string, csv: string, dir: stri
     pgStore: svc.served.databaseUrl ? new PgCpu(dbNameOf(svc.served.databaseUrl)) : undefined,
     pgTarget: new PgCpu(dbNameOf(targetUrl)),
   };
-  // One message finds the endpoint's ID (and warms the route); the queue is cleared before each part.
-  const first = await new Poster(svc.served.url, ctx.messagePath, 1).post(JSON.stringify(drainRow(0)));
+  // The Agent stops once the Solution is on it: the parts start it when they want it.
+  await stopAgent(ctx);
+  // One message finds the endpoint's ID (and warms the route); it is cleared at once.
+  const poster = new Poster(svc.served.url, ctx.messagePath, 1);
+  const first = await poster.post(JSON.stringify(drainRow(0)));
+  poster.close();
   check(first.status === 200, `the first message POST answered ${first.status} ${first.text}`);
   ctx.endpointId = (JSON.parse(first.text) as { endpointId: number }).endpointId;
-  await stopAgent(ctx);
   await clearQueue(ctx);
   return ctx;
 }
@@ -241,9 +270,7 @@ async function partAccept(ctx: Ctx): Promise<Record<string, unknown>> {
     const used = cpu();
     check(r.ok > 0 && r.firstError === undefined, `accept: ${JSON.stringify(r.statuses)}, first error ${r.firstError}`);
     await checkQueued(ctx, r.accepted, 'accept');
-    log(
-      `${ctx.store} accept: ${r.perSec.toLocaleString('en')} messages/s (${r.ok} in ${r.ms} ms), p99 ${r.latency['p99']} ms`,
-    );
+    log(`${ctx.store} accept: ${r.perSec.toLocaleString('en')} messages/s (${r.ok} in ${r.ms} ms)`);
     const perMsg = (ms: number | undefined): number => round(((ms ?? 0) * 1000) / r.ok, 1);
     return {
       callers: SETTINGS.callers,
@@ -256,7 +283,7 @@ async function partAccept(ctx: Ctx): Promise<Record<string, unknown>> {
       cpu: used,
       cpuUsPerMessage: {
         service: perMsg(used['serviceCpuMs']),
-        callers: perMsg(used['callersCpuMs']),
+        callers: perMsg(used['benchProcessCpuMs']),
         ...(used['pgStoreCpuMs'] !== undefined ? { pgStore: perMsg(used['pgStoreCpuMs']) } : {}),
       },
       goal: { perSec: 3000, met: r.perSec >= 3000 },
@@ -353,6 +380,7 @@ async function partDrain(ctx: Ctx): Promise<Record<string, unknown>> {
   log(`${ctx.store} drain: queueing ${n.toLocaleString('en')} messages`);
   const filled = await prefill(ctx);
   log(`${ctx.store} drain: queued at ${filled['perSec']?.toLocaleString('en')} messages/s`);
+  const analyzed = SETTINGS.analyzeQueue && (await ctx.probe.analyze());
   await ctx.target.query('CHECKPOINT');
 
   const spawned = Date.now();
@@ -371,10 +399,12 @@ async function partDrain(ctx: Ctx): Promise<Record<string, unknown>> {
   }
   const cpu = cpuMeter(ctx);
   let queued = n;
+  const progress = [{ ms: firstMs, left: n }];
   while (queued > 0) {
     check(Date.now() < deadline, `the queue still holds ${queued} after ${SETTINGS.drainTimeoutS} s`);
     await sleep(50);
     queued = await ctx.probe.queued(ctx.endpointId);
+    progress.push({ ms: Date.now(), left: queued });
   }
   const emptyAt = Date.now();
   const used = cpu();
@@ -385,7 +415,8 @@ async function partDrain(ctx: Ctx): Promise<Record<string, unknown>> {
     )
   ).rows[0]?.ms;
   await checkTarget(ctx, n);
-  const ms = emptyAt - firstMs;
+  const stats = await ctx.probe.queueTableStats();
+  const ms = round(emptyAt - firstMs);
   const perSec = round((n / ms) * 1000);
   const runs = (
     await api<Array<{ recordsProcessed: number; result: string }>>(ctx.sut, 'GET', `${ctx.S}/history?limit=1000`)
@@ -398,10 +429,13 @@ async function partDrain(ctx: Ctx): Promise<Record<string, unknown>> {
       ...filled,
       how: `POSTs of JSON arrays of ${SETTINGS.prefillBatch}, ${SETTINGS.prefillCallers} at a time`,
     },
+    queueAnalyzedAfterPrefill: analyzed,
     agentStartToFirstRowMs: round(firstMs - spawned),
     ms,
     perSec,
     firstToLastRowPerSec: last ? round((n / (last - firstMs)) * 1000) : null,
+    perSecByTenth: ratesByTenth(progress, n),
+    ...(stats ? { pgQueueTableAtEnd: stats } : {}),
     executions: runs.length,
     executionsRecordsProcessed: runs.reduce((s, e) => s + e.recordsProcessed, 0),
     psql: { ms: round(psqlMs), perSec: psqlPerSec },
@@ -491,6 +525,31 @@ async function runStore(
   return out;
 }
 
+/** The figures and their goals, per store. */
+function summary(stores: Record<string, unknown>): Record<string, unknown> {
+  const pick = (o: unknown, ...keys: string[]): unknown =>
+    keys.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), o);
+  return Object.fromEntries(
+    Object.entries(stores).map(([store, r]) => [
+      store,
+      {
+        acceptPerSec: pick(r, 'accept', 'perSec'),
+        acceptGoalMet: pick(r, 'accept', 'goal', 'met'),
+        pacedP50Ms: pick(r, 'paced', 'latencyMs', 'p50'),
+        pacedP99Ms: pick(r, 'paced', 'latencyMs', 'p99'),
+        pacedGoalMet: pick(r, 'paced', 'goal', 'met'),
+        drainPerSec: pick(r, 'drain', 'perSec'),
+        psqlPerSec: pick(r, 'drain', 'psql', 'perSec'),
+        drainVsPsql: pick(r, 'drain', 'drainVsPsql'),
+        drainGoalMet: pick(r, 'drain', 'goal', 'met'),
+        messageToRowP50Ms: pick(r, 'latency', 'messageToRowMs', 'p50'),
+        messageToRowP99Ms: pick(r, 'latency', 'messageToRowMs', 'p99'),
+        latencyGoalMet: pick(r, 'latency', 'goal', 'met'),
+      },
+    ]),
+  );
+}
+
 async function main(): Promise<void> {
   // serve-child.ts makes the PostgreSQL store's database on the server this names.
   process.env['FERRY_TEST_DATABASE_URL'] ??= SETTINGS.adminUrl;
@@ -501,6 +560,7 @@ async function main(): Promise<void> {
   const targetUrl = url.toString();
   const out: Record<string, unknown> = {
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, loadAtStart: loadavg() },
+    postgresServer: await pgServerSettings(SETTINGS.adminUrl),
     settings: { ...SETTINGS, parts: [...SETTINGS.parts], adminUrl: undefined },
   };
   const loads: number[] = [];
@@ -514,6 +574,7 @@ async function main(): Promise<void> {
     const stores: Record<string, unknown> = {};
     for (const store of SETTINGS.stores) stores[store] = await runStore(store, targetUrl, csv, dir);
     out['stores'] = stores;
+    out['summary'] = summary(stores);
   } finally {
     clearInterval(loadTimer);
     killAgents();

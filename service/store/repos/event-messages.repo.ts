@@ -158,11 +158,11 @@ export async function takeMessages(
 export async function doneMessages(db: Kysely<Database>, endpointId: number, runId: string, ids: readonly number[]) {
   if (ids.length === 0) return 0;
   return db.transaction().execute(async (tx) => {
+    // By primary key (and the run's lease): a plan that does not depend on the table's statistics.
     const r = await tx
       .deleteFrom('eventMessages')
-      .where('endpointId', '=', endpointId)
-      .where('leaseRun', '=', runId)
       .where('id', 'in', [...ids])
+      .where('leaseRun', '=', runId)
       .executeTakeFirst();
     const n = Number(r.numDeletedRows);
     if (n > 0)
