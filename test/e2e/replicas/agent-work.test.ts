@@ -227,7 +227,7 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
     );
 
     it(
-      "takes an Event Solution's messages posted to every replica and through HAProxy; the Agent is woken across replicas",
+      "takes an Event Solution's messages and answers its requests on every replica and through HAProxy, the Agent reached across replicas",
       { timeout: 180_000 },
       async () => {
         const { via } = await replicas();
@@ -295,6 +295,54 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
           const [row] = await cluster.query<{ n: string }>('SELECT count(*) AS n FROM event_messages');
           return Number(row?.n) === 0 ? true : undefined;
         });
+
+        // A request/reply Map of the same Solution: a request held by each replica gets the reply
+        // the Agent sends through the replica that holds its channel.
+        const asked = await via.request<{ id: number }>('POST', `${O}/solutions/${sol.body.id}/maps/advanced`, {
+          body: {
+            version: '3.0',
+            name: 'Order status',
+            mapType: 'IntegrationServicesAdvancedRequestResponseMap',
+            blocks: [
+              {
+                blockId: '88888888-2222-4111-8111-000000000001',
+                name: 'Req',
+                blockType: 'WaitForRequest',
+                action: 'None',
+                fields: ['id'],
+              },
+              {
+                blockId: '88888888-2222-4111-8111-000000000002',
+                name: 'Answer',
+                blockType: 'BuildReply',
+                action: 'None',
+                fieldMappings: [
+                  { targetField: 'id', targetFormula: 'Req.id' },
+                  { targetField: 'status', targetFormula: '"received"' },
+                ],
+              },
+              {
+                blockId: '88888888-2222-4111-8111-000000000003',
+                name: 'Send',
+                blockType: 'SendReply',
+                action: 'None',
+                source: 'Answer',
+              },
+            ],
+          },
+        });
+        expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+        const again = await prepared(via, sol.body.id);
+        expect(again, again.message).toMatchObject({ hasError: false, mapErrorModels: [] });
+        for (const [b, base] of bases.entries()) {
+          const res = await fetch(`${base}${O}/requests/${asked.body.id}?accesstoken=${token}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ id: b + 1 }),
+          });
+          expect(res.status, `via ${base}`).toBe(200);
+          expect(await res.json()).toEqual({ id: b + 1, status: 'received' });
+        }
       },
     );
 
