@@ -31,7 +31,7 @@ export const SETTINGS = {
       if (s !== 'sqlite' && s !== 'postgres') throw new Error(`FERRY_BENCH_EVENTS_STORES: unknown store ${s}`);
       return s;
     }),
-  parts: new Set((ENV['FERRY_BENCH_EVENTS_PARTS'] ?? 'accept,paced,drain,latency').split(',').filter(Boolean)),
+  parts: new Set((ENV['FERRY_BENCH_EVENTS_PARTS'] ?? 'accept,paced,drain,latency,request').split(',').filter(Boolean)),
   acceptSeconds: num('FERRY_BENCH_EVENTS_S', 10),
   callers: num('FERRY_BENCH_EVENTS_CALLERS', 32),
   messageBytes: num('FERRY_BENCH_EVENTS_MESSAGE_BYTES', 1024),

@@ -26,7 +26,10 @@
  *
  *   npx tsx test/bench/events.bench.ts        → one JSON document on stdout, progress on stderr
  *
- * FERRY_BENCH_EVENTS_STORES (sqlite,postgres), FERRY_BENCH_EVENTS_PARTS (accept,paced,drain,latency),
+ *   request   request → reply of a trivial request/reply Map: p50/p99 one at a time, and the requests
+ *             one Agent answers per second with 16 callers (partRequest). Goal p50 < 50 ms, p99 < 200 ms.
+ *
+ * FERRY_BENCH_EVENTS_STORES (sqlite,postgres), FERRY_BENCH_EVENTS_PARTS (accept,paced,drain,latency,request),
  * FERRY_BENCH_EVENTS_QUEUE_LIMIT (the Service's eventQueueLimit, 1e9), FERRY_BENCH_EVENTS_DRAIN_TIMEOUT_S
  * (3600), FERRY_BENCH_EVENTS_ANALYZE=1 (ANALYZE the PostgreSQL store's event_messages after the
  * prefill, as autovacuum would in time: a test server may run without autovacuum),
@@ -499,6 +502,98 @@ async function partLatency(ctx: Ctx): Promise<Record<string, unknown>> {
   };
 }
 
+/**
+ * Request → reply of a trivial request/reply Map (Wait For Request id → Build Reply → Send Reply) on
+ * the idle system: FERRY_BENCH_EVENTS_REQUESTS (200) one after another (p50/p99; goal p50 < 50 ms,
+ * p99 < 200 ms), then FERRY_BENCH_EVENTS_REQUEST_CALLERS (16) callers in a closed loop for
+ * FERRY_BENCH_EVENTS_REQUEST_S (5) seconds: the requests one Agent answers per second.
+ */
+async function partRequest(ctx: Ctx): Promise<Record<string, unknown>> {
+  if (!ctx.agent) {
+    ctx.agent = await spawnAgent(ctx.home, ctx.instance);
+    ctx.agentWorkerPid = await workerPidOf(ctx.agent);
+    await sleep(5000);
+  }
+  const map = await api<{ id: number }>(ctx.sut, 'POST', `${ctx.S}/maps/advanced`, {
+    version: '3.0',
+    name: 'Echo',
+    mapType: 'IntegrationServicesAdvancedRequestResponseMap',
+    blocks: [
+      {
+        blockId: '33333333-2222-4111-8111-000000000001',
+        name: 'Req',
+        blockType: 'WaitForRequest',
+        action: 'None',
+        fields: ['id'],
+      },
+      {
+        blockId: '33333333-2222-4111-8111-000000000002',
+        name: 'Answer',
+        blockType: 'BuildReply',
+        action: 'None',
+        fieldMappings: [
+          { targetField: 'id', targetFormula: 'Req.id' },
+          { targetField: 'ok', targetFormula: 'TRUE' },
+        ],
+      },
+      {
+        blockId: '33333333-2222-4111-8111-000000000003',
+        name: 'Send',
+        blockType: 'SendReply',
+        action: 'None',
+        source: 'Answer',
+      },
+    ],
+  });
+  await prepare(ctx.sut, ctx.S.split('/').at(-1) as string);
+  await sleep(2000);
+  const requestPath = ctx.messagePath.replace(/\/messages\/\d+/, `/requests/${map.body.id}`);
+  const samples = Number(process.env['FERRY_BENCH_EVENTS_REQUESTS'] ?? 200);
+  const callers = Number(process.env['FERRY_BENCH_EVENTS_REQUEST_CALLERS'] ?? 16);
+  const seconds = Number(process.env['FERRY_BENCH_EVENTS_REQUEST_S'] ?? 5);
+  const one = new Poster(ctx.svc.served.url, requestPath, 1);
+  const ms: number[] = [];
+  try {
+    for (let k = 0; k < samples; k++) {
+      const t0 = performance.now();
+      const r = await one.post(JSON.stringify({ id: k }));
+      ms.push(performance.now() - t0);
+      check(r.status === 200 && r.text === JSON.stringify({ id: k, ok: true }), `request ${k}: ${r.status} ${r.text}`);
+    }
+  } finally {
+    one.close();
+  }
+  const many = new Poster(ctx.svc.served.url, requestPath, callers);
+  const cpu = cpuMeter(ctx);
+  const end = performance.now() + seconds * 1000;
+  let answered = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: callers }, async (_, c) => {
+        for (let k = 0; performance.now() < end; k++) {
+          const r = await many.post(JSON.stringify({ id: c * 1_000_000 + k }));
+          check(r.status === 200, `request answered ${r.status} ${r.text}`);
+          answered += 1;
+        }
+      }),
+    );
+  } finally {
+    many.close();
+  }
+  const used = cpu();
+  const stats = latencyStats(ms);
+  const perSec = round(answered / seconds, 1);
+  log(
+    `${ctx.store} request → reply: p50 ${stats['p50']} ms, p99 ${stats['p99']} ms; ${perSec}/s with ${callers} callers`,
+  );
+  return {
+    sequential: { samples, replyMs: stats },
+    closedLoop: { callers, seconds, perSec },
+    cpu: used,
+    goal: { p50Ms: 50, p99Ms: 200, met: (stats['p50'] ?? Infinity) < 50 && (stats['p99'] ?? Infinity) < 200 },
+  };
+}
+
 async function runStore(
   store: StoreName,
   targetUrl: string,
@@ -512,6 +607,7 @@ async function runStore(
     if (SETTINGS.parts.has('paced')) out['paced'] = await partPaced(ctx);
     if (SETTINGS.parts.has('drain')) out['drain'] = await partDrain(ctx);
     if (SETTINGS.parts.has('latency')) out['latency'] = await partLatency(ctx);
+    if (SETTINGS.parts.has('request')) out['request'] = await partRequest(ctx);
   } finally {
     await stopAgent(ctx).catch(() => undefined);
     killAgents();
@@ -545,6 +641,10 @@ function summary(stores: Record<string, unknown>): Record<string, unknown> {
         messageToRowP50Ms: pick(r, 'latency', 'messageToRowMs', 'p50'),
         messageToRowP99Ms: pick(r, 'latency', 'messageToRowMs', 'p99'),
         latencyGoalMet: pick(r, 'latency', 'goal', 'met'),
+        requestP50Ms: pick(r, 'request', 'sequential', 'replyMs', 'p50'),
+        requestP99Ms: pick(r, 'request', 'sequential', 'replyMs', 'p99'),
+        requestsPerSec: pick(r, 'request', 'closedLoop', 'perSec'),
+        requestGoalMet: pick(r, 'request', 'goal', 'met'),
       },
     ]),
   );

@@ -341,7 +341,7 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
         'the reply at its Location',
         async () => {
           const res = await fetch(`${sut.url}${location}?accesstoken=${token}`);
-          return res.status === 202 ? undefined : { status: res.status, body: (await res.json()) };
+          return res.status === 202 ? undefined : { status: res.status, body: await res.json() };
         },
         30_000,
       );
