@@ -343,6 +343,9 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
           expect(res.status, `via ${base}`).toBe(200);
           expect(await res.json()).toEqual({ id: b + 1, status: 'received' });
         }
+        // The SQLite Connector is uninstalled below: nothing may use it then.
+        expect((await via.request('DELETE', `${O}/solutions/${sol.body.id}`)).status).toBe(204);
+        expect((await via.request('DELETE', `${O}/connections/${dbId}`)).status).toBe(204);
       },
     );
 
