@@ -236,18 +236,20 @@ describe.skipIf(!HAS_PG)(
       expect(ghosts, trail()).toEqual([]);
     });
 
-    it('History: every execution ended, none with a record error; a run the Agent’s kill cut short ended RUN_AGENT_ENDED', () => {
+    it('History: every execution ended, none with a record error, the runs a kill cut short included', () => {
       expect(history.length, trail()).toBeGreaterThan(0);
       expect(
         history.filter((e) => e.result === 'InProgress' || e.recordsFailed > 0),
         trail(),
       ).toEqual([]);
-      // Only when a kill found an event run open: whether one did is up to the moment.
-      if (killedRuns.length > 0) {
-        expect(
-          killedRuns.some((k) => (k.execution?.details ?? '').includes('RUN_AGENT_ENDED')),
-          `${JSON.stringify(killedRuns, null, 1)}\n${trail()}`,
-        ).toBe(true);
+      // Each run a kill found open has ended in History: with RUN_AGENT_ENDED, or with its own end
+      // when that end was in the Agent's outbox before the kill (the first end applied decides; a
+      // kill between writing the end and closing the run reports it twice, counted once: seen in CI,
+      // a run of 15 messages CompletedSuccessfully).
+      for (const k of killedRuns) {
+        const e = k.execution;
+        const ok = e !== undefined && e.result !== 'InProgress';
+        expect(ok, `${JSON.stringify(k, null, 1)}\n${trail()}`).toBe(true);
       }
     });
   },
