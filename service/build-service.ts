@@ -5,6 +5,8 @@ import pino, { type Logger } from 'pino';
 import { COMMANDS } from '../src/protocol/commands.js';
 import { AgentCommands } from './agents/commands.js';
 import { EventMessages } from './events/events.js';
+import { EVENT_ACCESS_CHANNEL } from './store/migrations/037-event-access-notify.js';
+import { StoreChanges } from './store/store-changes.js';
 import { ConnectionCommands } from './connections/commands.js';
 import { Connections } from './connections/connections.js';
 import { ConnectionMetadata } from './connections/metadata.js';
@@ -283,6 +285,25 @@ function agentCommands(config: ServiceConfig, store: Store, registry: SessionReg
   return { replicas, claims, commands: new AgentCommands(replicas ?? new LocalCommandBus(registry)) };
 }
 
+interface TimedJob {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** The jobs given that exist. */
+const present = (...jobs: (TimedJob | undefined)[]): TimedJob[] => jobs.filter((j): j is TimedJob => j !== undefined);
+
+/** On PostgreSQL, other replicas' commits to what message POSTs' admissions cache (migration 037). */
+function eventAccessChanges(config: ServiceConfig, events: EventMessages, log: Logger): StoreChanges | undefined {
+  if (!config.databaseUrl) return undefined;
+  return new StoreChanges({
+    databaseUrl: config.databaseUrl,
+    channel: EVENT_ACCESS_CHANNEL,
+    onChange: () => events.access.clear(),
+    log,
+  });
+}
+
 /**
  * Reprocess runs whose Agent never answered: asked about at each connect and on a timer, by each
  * replica for the Agents whose channels it holds.
@@ -361,6 +382,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
     });
     const events = new EventMessages({ store, commands, log });
+    const eventAccess = eventAccessChanges(config, events, log);
     const lostReprocessRuns = lostReprocessRunsOf(store, registry, commands, history, log, opts.lostReprocessRunsMs);
     const app = await buildApp({
       config,
@@ -414,7 +436,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       claims,
     );
-    const timed = [sweeper, housekeeping, retention, events, ...(abandonedPrepares ? [abandonedPrepares] : [])];
+    const timed = [sweeper, housekeeping, retention, events, ...present(abandonedPrepares, eventAccess)];
     const closeOnce = async () => {
       readiness.drain();
       // Cloud Agents first, so that their shutdown reports still reach the gateway.

@@ -1,3 +1,4 @@
+import { AccessCache } from './access-cache.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
@@ -51,9 +52,13 @@ export class EventMessages {
   readonly #waking = new Map<string, 'sending' | 'again'>();
   readonly #sweep: PeriodicJob | undefined;
   readonly #leaseMs: number;
+  /** What message POSTs' admissions read, kept for a second (access-cache.ts); dropped on every write to it. */
+  readonly access = new AccessCache();
+  readonly #unfollow: () => void;
 
   constructor(private readonly opts: EventMessagesOptions) {
     this.#leaseMs = opts.leaseMs ?? 5 * 60_000;
+    this.#unfollow = this.access.follow(opts.store.writes);
     const sweepMs = opts.sweepMs ?? 30_000;
     this.#sweep =
       sweepMs > 0
@@ -72,6 +77,7 @@ export class EventMessages {
   }
 
   async stop(): Promise<void> {
+    this.#unfollow();
     await this.#sweep?.stop();
   }
 

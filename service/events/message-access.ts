@@ -4,6 +4,8 @@ import { rangeContains } from '../auth/ip-range.js';
 import type { SecretBox } from '../crypto/master-key.js';
 import { listRules } from '../store/repos/security-rules.repo.js';
 import type { Db } from '../store/sql.js';
+import type { SecurityRuleRow } from '../store/schema.js';
+import type { AccessCache } from './access-cache.js';
 
 /** Where a message POST stores its messages: the endpoint its URL names, and that endpoint's Solution. */
 export interface MessageTarget {
@@ -49,32 +51,38 @@ export async function messageTarget(
   db: Db,
   secrets: Pick<SecretBox, 'open'>,
   caller: MessageCaller,
+  cache?: AccessCache,
 ): Promise<MessageTarget> {
+  const read = <T>(key: string, load: () => Promise<T>): Promise<T> => (cache ? cache.get(key, load) : load());
   const orgId = idOf(caller.orgId);
   const org =
     orgId === undefined
       ? undefined
-      : await db
-          .selectFrom('orgs')
-          .select(['id', 'eventSolutionAccessToken'])
-          .where('id', '=', orgId)
-          .executeTakeFirst();
+      : await read(`org ${orgId}`, () =>
+          db.selectFrom('orgs').select(['id', 'eventSolutionAccessToken']).where('id', '=', orgId).executeTakeFirst(),
+        );
   if (!org) throw new FerryError('API_NOT_FOUND', `Organization ${caller.orgId.slice(0, 20)} was not found.`);
   checkToken(caller, opened(secrets, org.eventSolutionAccessToken), org.id);
-  await checkAddress(db, org.id, caller.ip);
+  const rules = await read(`rules ${org.id}`, async () =>
+    (await listRules(db, org.id)).filter((r) => r.eventSolutionAccessEnabled === 1),
+  );
+  checkAddress(rules, org.id, caller.ip);
 
   const mapId = idOf(caller.mapId);
+  const kind = caller.kind ?? 'message';
   const endpoint =
     mapId === undefined
       ? undefined
-      : await db
-          .selectFrom('messageEndpoints as e')
-          .innerJoin('solutions as s', 's.id', 'e.solutionId')
-          .select(['e.id', 'e.solutionId', 'e.mapId', 's.name', 's.isDisabled', 's.agentId'])
-          .where('e.orgId', '=', org.id)
-          .where('e.urlMapId', '=', mapId)
-          .where('e.kind', '=', caller.kind ?? 'message')
-          .executeTakeFirst();
+      : await read(`endpoint ${org.id} ${mapId} ${kind}`, () =>
+          db
+            .selectFrom('messageEndpoints as e')
+            .innerJoin('solutions as s', 's.id', 'e.solutionId')
+            .select(['e.id', 'e.solutionId', 'e.mapId', 's.name', 's.isDisabled', 's.agentId'])
+            .where('e.orgId', '=', org.id)
+            .where('e.urlMapId', '=', mapId)
+            .where('e.kind', '=', kind)
+            .executeTakeFirst(),
+        );
   if (!endpoint) {
     throw new FerryError(
       'API_NOT_FOUND',
@@ -131,8 +139,7 @@ function checkToken(caller: MessageCaller, expected: string, orgId: number): voi
 }
 
 /** A Security Rule with eventSolutionAccessEnabled must cover the address (SPEC.md, Authentication rule 4). */
-async function checkAddress(db: Db, orgId: number, ip: string): Promise<void> {
-  const rules = (await listRules(db, orgId)).filter((r) => r.eventSolutionAccessEnabled === 1);
+function checkAddress(rules: readonly SecurityRuleRow[], orgId: number, ip: string): void {
   if (rules.length === 0) {
     throw new FerryError(
       'EVT_NO_EVENT_RULE',

@@ -44,9 +44,11 @@ import { logArchiveChunks } from './migrations/033-log-archive-chunks.js';
 import { metadataRequestReplica } from './migrations/034-metadata-request-replica.js';
 import { eventMessages } from './migrations/035-event-messages.js';
 import { eventReplies } from './migrations/036-event-replies.js';
+import { eventAccessNotify } from './migrations/037-event-access-notify.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
+import { WriteWatch } from './write-watch.js';
 
 /** The Service's database handle: the Kysely instance, which dialect it speaks, and how to close it. */
 export interface Store {
@@ -58,6 +60,8 @@ export interface Store {
    * Service's other writes wait; on PostgreSQL it is an ordinary transaction.
    */
   bulkTransaction<T>(work: (tx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /** Tells caches of the writes this process makes to the tables they hold rows of. */
+  readonly writes: WriteWatch;
   close(): Promise<void>;
 }
 
@@ -104,14 +108,16 @@ function openSqlite(dataDir: string): Store {
   reader.pragma('busy_timeout = 5000');
   reader.pragma('query_only = ON');
   const dialect = new SqliteReadWriteDialect({ writer: database, reader });
-  const db = new Kysely<Database>({ dialect, plugins: [new CamelCasePlugin()] });
+  const writes = new WriteWatch();
+  const db = new Kysely<Database>({ dialect, plugins: [new CamelCasePlugin(), writes] });
   const bulk = new Kysely<Database>({
     dialect: new SqliteWorkerDialect({ file, mutex: dialect.mutex }),
-    plugins: [new CamelCasePlugin()],
+    plugins: [new CamelCasePlugin(), writes],
   });
   return {
     db,
     dialect: 'sqlite',
+    writes,
     bulkTransaction: (work) => bulk.transaction().execute(work),
     close: async () => {
       await bulk.destroy();
@@ -129,10 +135,15 @@ function openPostgres(url: string, onConnectionError: (err: Error) => void = () 
   // broken client on release and opens a new one on the next query.
   pool.on('error', onConnectionError);
   pool.on('connect', (client) => client.on('error', onConnectionError));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  const writes = new WriteWatch();
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool }),
+    plugins: [new CamelCasePlugin(), writes],
+  });
   return {
     db,
     dialect: 'postgres',
+    writes,
     bulkTransaction: (work) => db.transaction().execute(work),
     close: () => db.destroy(),
   };
@@ -172,6 +183,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '034-metadata-request-replica': metadataRequestReplica(),
     '035-event-messages': eventMessages(dialect),
     '036-event-replies': eventReplies(),
+    '037-event-access-notify': eventAccessNotify(dialect),
   };
 }
 

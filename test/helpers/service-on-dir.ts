@@ -52,6 +52,8 @@ export async function serviceData(target: StoreTarget, base: Partial<ServiceConf
  * folder each. `start` starts one more; `dispose` (after the caller closed them) removes the rest.
  */
 export interface ServiceReplicas {
+  /** The database the replicas share. */
+  readonly databaseUrl: string;
   start(overrides?: Partial<ServiceConfigInput>): Promise<TestService>;
   dispose(): Promise<void>;
 }
@@ -60,6 +62,7 @@ export async function serviceReplicas(base: Partial<ServiceConfigInput> = {}): P
   const data = await serviceData({ name: 'postgres' }, { masterKey: randomBytes(32).toString('base64'), ...base });
   const folders: string[] = [];
   return {
+    databaseUrl: data.databaseUrl ?? '',
     start(overrides = {}) {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferry-replica-'));
       folders.push(dataDir);

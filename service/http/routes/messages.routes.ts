@@ -143,14 +143,19 @@ async function admit(
 ): Promise<MessageTarget> {
   const params = req.params as Record<string, string | undefined>;
   const authorization = req.headers.authorization ?? '';
-  return messageTarget(deps.store.db, deps.secrets, {
-    orgId: params['orgId'] ?? '',
-    mapId: params['mapId'] ?? '',
-    token: tokenOf(req),
-    basic: /^basic\s/i.test(authorization),
-    ip: req.ip,
-    kind,
-  });
+  return messageTarget(
+    deps.store.db,
+    deps.secrets,
+    {
+      orgId: params['orgId'] ?? '',
+      mapId: params['mapId'] ?? '',
+      token: tokenOf(req),
+      basic: /^basic\s/i.test(authorization),
+      ip: req.ip,
+      kind,
+    },
+    deps.events.access,
+  );
 }
 
 /** The token from the query (`accesstoken` in any case), `X-Access-Token`, or `Authorization: Bearer`. */
