@@ -81,7 +81,7 @@ import { startServiceChild, type ServiceChild, type StoreName } from './serve-ch
 import { installAgent, runAgent, spawnAgent, type AgentProc } from './solutions/agents.js';
 import { PgCpu } from './solutions/measure.js';
 import { pgExec } from './solutions/postgres.js';
-import { api, createConnection, prepare } from './solutions/service.js';
+import { api, createConnection, messageSolution, prepare } from './solutions/service.js';
 import { POSTGRES_CONNECTOR } from './solutions/settings.js';
 
 const TARGET_DDL = (t: string): string =>
@@ -173,45 +173,18 @@ async function setUp(store: StoreName, targetUrl: string, csv: string, dir: stri
   const inst = await installAgent(sut, home);
   const agent = await runAgent(sut, home, inst.instance, inst.agentId);
   log(`${store}: Service at ${svc.served.url} (pid ${svc.child.pid}), Agent worker pid ${agent.workerPid}`);
-  const O = `/v1/orgs/${sut.orgId}`;
   const conn = await createConnection(sut, 'Events target', POSTGRES_CONNECTOR, {
     connectionString: targetUrl,
     schemas: 'public',
   });
-  const sol = await api<{ id: string }>(sut, 'POST', `${O}/solutions`, {
+  const made = await messageSolution(sut, {
     name: 'Events bench',
-    solutionType: 'IntegrationEvent',
     agentId: inst.agentId,
+    connectionId: conn,
+    entity: 'ev_rows',
+    fields: ['id', 'name', 'amount'],
   });
-  const S = `${O}/solutions/${sol.body.id}`;
-  const map = await api<{ id: number }>(sut, 'POST', `${S}/maps/advanced`, {
-    version: '3.0',
-    name: 'Event received',
-    mapType: 'IntegrationServicesAdvancedMessageMap',
-    blocks: [
-      {
-        blockId: '33333333-1111-4111-8111-000000000001',
-        name: 'Msg',
-        blockType: 'WaitForMessage',
-        action: 'None',
-        entity: 'Event',
-        fields: ['id', 'name', 'amount'],
-      },
-      {
-        blockId: '33333333-1111-4111-8111-000000000002',
-        name: 'Put',
-        blockType: 'Upsert',
-        action: 'InsertUpdate',
-        connectionId: conn,
-        entity: 'ev_rows',
-        fieldMappings: ['id', 'name', 'amount'].map((f) => ({ targetField: f, targetFormula: `Msg.${f}` })),
-      },
-    ],
-  });
-  await prepare(sut, sol.body.id);
-  const token = (await api<{ eventSolutionAccessToken: string }>(sut, 'GET', `${O}/SecuritySettings`)).body
-    .eventSolutionAccessToken;
-  const info = await api<{ eventUrl: string }>(sut, 'GET', `${S}/maps/${map.body.id}/eventinfo`);
+  const S = made.path;
   const target = new pg.Client({ connectionString: targetUrl });
   await target.connect();
   const ctx: Ctx = {
@@ -225,7 +198,7 @@ async function setUp(store: StoreName, targetUrl: string, csv: string, dir: stri
     agent: agent.proc,
     agentWorkerPid: agent.workerPid,
     S,
-    messagePath: `${new URL(info.body.eventUrl).pathname}?accesstoken=${token}`,
+    messagePath: made.messagePath,
     endpointId: 0,
     target,
     targetUrl,

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FerryError, isFerryError } from '../../../src/errors/ferry-error.js';
@@ -43,12 +43,6 @@ class RawBody {
   constructor(readonly bytes: Buffer) {}
 }
 
-/** What the request's own hook found before its body was read. */
-interface Admitted {
-  readonly target: MessageTarget;
-  readonly idempotencyKey: string | undefined;
-}
-
 /**
  * The public intake of Event Solutions' Message Maps (docs/events.md): outside systems POST messages
  * with the Organization's Event Solution access token, from an address a Security Rule with
@@ -64,7 +58,7 @@ const messagesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     log: deps.log,
   });
   app.addHook('onClose', async () => intake.close());
-  const admitted = new WeakMap<FastifyRequest, Admitted>();
+  const admitted = admission(deps, 'message');
   const bodyLimit = Math.max(deps.config.bodyLimit, MAX_MESSAGE_BYTES + ARRAY_MARGIN);
 
   // Every body is read as bytes (JSON, XML, or no declared type), only after the caller was admitted.
@@ -78,13 +72,8 @@ const messagesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
       // The token is in the URL and the headers: the request lines (debug) are not written for this route.
       logLevel: 'info',
       onRequest: async (req, reply) => {
-        try {
-          admitted.set(req, { target: await admit(deps, req), idempotencyKey: idempotencyKeyOf(req) });
-        } catch (err) {
-          if (isFerryError(err) && err.code === 'EVT_TOKEN_INVALID')
-            void reply.header('WWW-Authenticate', 'Bearer realm="Ferry Event Solutions"');
-          throw err;
-        }
+        await admitted.onRequest(req, reply);
+        idempotencyKeyOf(req);
       },
       schema: {
         tags: ['Event messages'],
@@ -102,9 +91,8 @@ const messagesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
       },
     },
     async (req) => {
-      const entry = admitted.get(req);
-      if (!entry) throw new FerryError('SVC_INTERNAL', 'A message POST reached its handler without its checks');
-      const { target, idempotencyKey } = entry;
+      const target = admitted.targetOf(req);
+      const idempotencyKey = idempotencyKeyOf(req);
       const bodies = messagesOf(req.body instanceof RawBody ? req.body.bytes : undefined, req.headers['content-type']);
       const limit = deps.config.eventQueueLimit;
       if (bodies.length > limit) {
@@ -134,6 +122,30 @@ const messagesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     },
   );
 };
+
+/**
+ * The hook of a public route that checks the caller before its body is read (a refused caller
+ * sends no 20 MB for nothing), and the endpoint it found, for the route's handler.
+ */
+function admission(deps: ServiceDeps, kind: 'message' | 'request') {
+  const found = new WeakMap<FastifyRequest, MessageTarget>();
+  return {
+    onRequest: async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      try {
+        found.set(req, await admit(deps, req, kind));
+      } catch (err) {
+        if (isFerryError(err) && err.code === 'EVT_TOKEN_INVALID')
+          void reply.header('WWW-Authenticate', 'Bearer realm="Ferry Event Solutions"');
+        throw err;
+      }
+    },
+    targetOf(req: FastifyRequest): MessageTarget {
+      const target = found.get(req);
+      if (!target) throw new FerryError('SVC_INTERNAL', `A ${kind} call reached its handler without its checks`);
+      return target;
+    },
+  };
+}
 
 /** The caller checked against the Organization, its token and Security Rules, and the endpoint found. */
 async function admit(
@@ -233,7 +245,7 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     commands: deps.agents.commands,
     timeoutMs: deps.config.eventRequestTimeout * 1000,
   });
-  const admitted = new WeakMap<FastifyRequest, MessageTarget>();
+  const admitted = admission(deps, 'request');
   const bodyLimit = Math.max(deps.config.bodyLimit, MAX_MESSAGE_BYTES + ARRAY_MARGIN);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req, payload, done) => readBody(req, payload, bodyLimit, done));
@@ -242,15 +254,7 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     {
       config: { access: 'public', bodyTypes: MESSAGE_TYPES },
       logLevel: 'info',
-      onRequest: async (req, reply) => {
-        try {
-          admitted.set(req, await admit(deps, req, 'request'));
-        } catch (err) {
-          if (isFerryError(err) && err.code === 'EVT_TOKEN_INVALID')
-            void reply.header('WWW-Authenticate', 'Bearer realm="Ferry Event Solutions"');
-          throw err;
-        }
-      },
+      onRequest: admitted.onRequest,
       schema: {
         tags: ['Event messages'],
         summary: 'Send a request to a request/reply Map of an Event Solution (its eventUrl) and get its reply',
@@ -264,8 +268,7 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
       },
     },
     async (req, reply) => {
-      const target = admitted.get(req);
-      if (!target) throw new FerryError('SVC_INTERNAL', 'A request reached its handler without its checks');
+      const target = admitted.targetOf(req);
       const bytes = req.body instanceof RawBody ? req.body.bytes : undefined;
       const bodies = messagesOf(bytes, req.headers['content-type']);
       if (bodies.length !== 1 || /^\s*\[/.test(bytes?.subarray(0, 64).toString('utf8') ?? ''))
@@ -295,9 +298,7 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     {
       config: { access: 'public' },
       logLevel: 'info',
-      onRequest: async (req) => {
-        admitted.set(req, await admit(deps, req, 'request'));
-      },
+      onRequest: admitted.onRequest,
       schema: {
         tags: ['Event messages'],
         summary: 'The reply to a request sent with Prefer: respond-async: 202 while the Map runs, then its answer',
@@ -307,8 +308,7 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
       },
     },
     async (req, reply) => {
-      const target = admitted.get(req);
-      if (!target) throw new FerryError('SVC_INTERNAL', 'A reply poll reached its handler without its checks');
+      const target = admitted.targetOf(req);
       const answer = await requests.replyOf(target.endpointId, req.params.requestId);
       if (!answer)
         return reply.code(202).header('Retry-After', '1').send({ requestId: req.params.requestId, state: 'pending' });

@@ -1,4 +1,5 @@
 /** The Service under test, in this process, and the calls of its API the scenarios make. */
+import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type * as Harness from '../../e2e/agent/harness.js';
 import type { ServiceUnderTest } from '../../e2e/agent/harness.js';
@@ -199,5 +200,78 @@ export async function startAndWait(sut: ServiceUnderTest, solutionId: string, ti
     failed: execution.recordsFailed,
     result: execution.result,
     execution,
+  };
+}
+
+/** A prepared Event Solution with one Message Map, and where to send its messages. */
+export interface MessageSolution {
+  readonly solutionId: string;
+  /** `/v1/orgs/{orgId}/solutions/{id}`. */
+  readonly path: string;
+  readonly mapId: number;
+  readonly token: string;
+  /** The eventUrl's path with `?accesstoken=` (POST messages here). */
+  readonly messagePath: string;
+}
+
+/**
+ * An Event Solution of `agentId` named `name` with one Message Map: Wait For Message of `fields`
+ * (entity `Order`) → Upsert (InsertUpdate) of the same fields into `entity` of `connectionId`;
+ * prepared, its token read and its eventUrl checked.
+ */
+export async function messageSolution(
+  sut: ServiceUnderTest,
+  o: {
+    name: string;
+    agentId: string;
+    connectionId: string;
+    entity: string;
+    fields: readonly string[];
+    mapName?: string;
+  },
+): Promise<MessageSolution> {
+  const O = `/v1/orgs/${sut.orgId}`;
+  const sol = await api<{ id: string }>(sut, 'POST', `${O}/solutions`, {
+    name: o.name,
+    solutionType: 'IntegrationEvent',
+    agentId: o.agentId,
+  });
+  const S = `${O}/solutions/${sol.body.id}`;
+  const map = await api<{ id: number }>(sut, 'POST', `${S}/maps/advanced`, {
+    version: '3.0',
+    name: o.mapName ?? 'Order received',
+    mapType: 'IntegrationServicesAdvancedMessageMap',
+    blocks: [
+      {
+        blockId: randomUUID(),
+        name: 'Msg',
+        blockType: 'WaitForMessage',
+        action: 'None',
+        entity: 'Order',
+        fields: o.fields,
+      },
+      {
+        blockId: randomUUID(),
+        name: 'Put',
+        blockType: 'Upsert',
+        action: 'InsertUpdate',
+        connectionId: o.connectionId,
+        entity: o.entity,
+        fieldMappings: o.fields.map((f) => ({ targetField: f, targetFormula: `Msg.${f}` })),
+      },
+    ],
+  });
+  await prepare(sut, sol.body.id);
+  const token = (await api<{ eventSolutionAccessToken: string }>(sut, 'GET', `${O}/SecuritySettings`)).body
+    .eventSolutionAccessToken;
+  const info = await api<{ eventUrl: string }>(sut, 'GET', `${S}/maps/${map.body.id}/eventinfo`);
+  const pathname = new URL(info.body.eventUrl).pathname;
+  if (pathname !== `${O}/messages/${map.body.id}`) throw new Error(`eventUrl: ${info.body.eventUrl}`);
+  return {
+    solutionId: sol.body.id,
+    path: S,
+    mapId: map.body.id,
+    token,
+    messagePath: `${pathname}?accesstoken=${token}`,
   };
 }

@@ -22,9 +22,9 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { createTestDatabase } from '../../helpers/stores.js';
 import { killAll, until } from '../agent/harness.js';
-import { createConnection, POSTGRES, prepared } from '../solutions/harness.js';
+import { messageSolution } from '../../bench/solutions/service.js';
+import { createConnection, POSTGRES } from '../solutions/harness.js';
 import {
-  orgPath,
   runAgent,
   runAgents,
   solutionPath,
@@ -106,48 +106,13 @@ export async function startEventsWorld(log: (line: string) => void): Promise<Eve
     const agent = started.agents[0] as AgentUnderTest;
 
     const conn = await createConnection(sut, 'Orders DB', POSTGRES, { connectionString: db.url, schemas: 'public' });
-    const sol = await sut.request<{ id: string }>('POST', `${orgPath(sut)}/solutions`, {
-      body: { name: 'Chaos orders', solutionType: 'IntegrationEvent', agentId: agent.agentId },
+    const made = await messageSolution(sut, {
+      name: 'Chaos orders',
+      agentId: agent.agentId,
+      connectionId: conn,
+      entity: 'orders',
+      fields: ['id', 'name', 'n'],
     });
-    if (sol.status !== 201) throw new Error(`solution: ${sol.status} ${JSON.stringify(sol.body)}`);
-    const S = solutionPath(sut, sol.body.id);
-    const map = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, {
-      body: {
-        version: '3.0',
-        name: 'Order received',
-        mapType: 'IntegrationServicesAdvancedMessageMap',
-        blocks: [
-          {
-            blockId: '0e5fc4a0-0000-4000-8000-000000000001',
-            name: 'Msg',
-            blockType: 'WaitForMessage',
-            action: 'None',
-            entity: 'Order',
-            fields: ['id', 'name', 'n'],
-          },
-          {
-            blockId: '0e5fc4a0-0000-4000-8000-000000000002',
-            name: 'Put',
-            blockType: 'Upsert',
-            action: 'InsertUpdate',
-            connectionId: conn,
-            entity: 'orders',
-            fieldMappings: [
-              { targetField: 'id', targetFormula: 'Msg.id' },
-              { targetField: 'name', targetFormula: 'Msg.name' },
-              { targetField: 'n', targetFormula: 'Msg.n' },
-            ],
-          },
-        ],
-      },
-    });
-    if (map.status !== 201) throw new Error(`map: ${map.status} ${JSON.stringify(map.body)}`);
-    const job = await prepared(sut, sol.body.id);
-    if (job.hasError || job.mapErrorModels.length > 0) throw new Error(`prepare: ${JSON.stringify(job)}`);
-    const token = (await sut.request<{ eventSolutionAccessToken: string }>('GET', `${orgPath(sut)}/SecuritySettings`))
-      .body.eventSolutionAccessToken;
-    const info = await sut.request<{ eventUrl: string }>('GET', `${S}/maps/${map.body.id}/eventinfo`);
-    if (info.status !== 200) throw new Error(`eventinfo: ${info.status} ${JSON.stringify(info.body)}`);
     log(`world ready in ${Date.now() - t0} ms: Service ${sut.url}, Agent ${agent.agentId}, target ${db.url}`);
     return {
       sut,
@@ -155,11 +120,11 @@ export async function startEventsWorld(log: (line: string) => void): Promise<Eve
       agent,
       agentEnv,
       target: { url: db.url, client },
-      solutionId: sol.body.id,
-      mapId: map.body.id,
+      solutionId: made.solutionId,
+      mapId: made.mapId,
       base: `http://127.0.0.1:${sut.port}`,
-      messagePath: new URL(info.body.eventUrl).pathname,
-      token,
+      messagePath: made.messagePath.split('?')[0] as string,
+      token: made.token,
       async dispose() {
         killAll();
         for (const c of cleanup.reverse()) await c().catch(() => undefined);

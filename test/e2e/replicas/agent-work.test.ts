@@ -19,6 +19,7 @@ import { encryptProperty } from '../../../service/connections/properties-crypto.
 import { createTestDatabase, STORE_TARGETS } from '../../helpers/stores.js';
 import { unzip } from '../../helpers/unzip.js';
 import { killAll, until, untilStatus, workerPids, type ServiceUnderTest } from '../agent/harness.js';
+import { messageSolution } from '../../bench/solutions/service.js';
 import {
   copyMap,
   createConnection,
@@ -234,49 +235,20 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
         const events = sqliteTarget(path.join(cluster.dir, 'events.db'), ['orders'], { primaryKey: true });
         const dbId = await createConnection(via, 'Events DB', SQLITE, { file: events.file });
         const O = `/v1/orgs/${via.orgId}`;
-        const sol = await via.request<{ id: string }>('POST', `${O}/solutions`, {
-          body: { name: 'Orders in', solutionType: 'IntegrationEvent', agentId: agent.agentId },
+        const made = await messageSolution(via, {
+          name: 'Orders in',
+          mapName: 'Order in',
+          agentId: agent.agentId,
+          connectionId: dbId,
+          entity: 'orders',
+          fields: ['id', 'name'],
         });
-        expect(sol.status, JSON.stringify(sol.body)).toBe(201);
-        const map = await via.request<{ id: number }>('POST', `${O}/solutions/${sol.body.id}/maps/advanced`, {
-          body: {
-            version: '3.0',
-            name: 'Order in',
-            mapType: 'IntegrationServicesAdvancedMessageMap',
-            blocks: [
-              {
-                blockId: '88888888-1111-4111-8111-000000000001',
-                name: 'Msg',
-                blockType: 'WaitForMessage',
-                action: 'None',
-                entity: 'Order',
-                fields: ['id', 'name'],
-              },
-              {
-                blockId: '88888888-1111-4111-8111-000000000002',
-                name: 'Put',
-                blockType: 'Upsert',
-                action: 'InsertUpdate',
-                connectionId: dbId,
-                entity: 'orders',
-                fieldMappings: [
-                  { targetField: 'id', targetFormula: 'Msg.id' },
-                  { targetField: 'name', targetFormula: 'Msg.name' },
-                ],
-              },
-            ],
-          },
-        });
-        expect(map.status, JSON.stringify(map.body)).toBe(201);
-        const job = await prepared(via, sol.body.id);
-        expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
-        const token = (await via.request<{ eventSolutionAccessToken: string }>('GET', `${O}/SecuritySettings`)).body
-          .eventSolutionAccessToken;
+        const { token } = made;
         // 100 orders to each replica straight, and 100 through the load balancer, 20 in a POST.
         const bases = [...cluster.replicas.map((r) => `http://127.0.0.1:${r.port}`), cluster.url];
         for (const [b, base] of bases.entries()) {
           for (let k = 0; k < 5; k++) {
-            const res = await fetch(`${base}${O}/messages/${map.body.id}?accesstoken=${token}`, {
+            const res = await fetch(`${base}${O}/messages/${made.mapId}?accesstoken=${token}`, {
               method: 'POST',
               headers: { 'content-type': 'application/json' },
               body: JSON.stringify(
@@ -298,7 +270,7 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
 
         // A request/reply Map of the same Solution: a request held by each replica gets the reply
         // the Agent sends through the replica that holds its channel.
-        const asked = await via.request<{ id: number }>('POST', `${O}/solutions/${sol.body.id}/maps/advanced`, {
+        const asked = await via.request<{ id: number }>('POST', `${O}/solutions/${made.solutionId}/maps/advanced`, {
           body: {
             version: '3.0',
             name: 'Order status',
@@ -332,7 +304,7 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
           },
         });
         expect(asked.status, JSON.stringify(asked.body)).toBe(201);
-        const again = await prepared(via, sol.body.id);
+        const again = await prepared(via, made.solutionId);
         expect(again, again.message).toMatchObject({ hasError: false, mapErrorModels: [] });
         for (const [b, base] of bases.entries()) {
           const res = await fetch(`${base}${O}/requests/${asked.body.id}?accesstoken=${token}`, {
@@ -346,7 +318,7 @@ describe.runIf(HAS_PG && HAS_HAPROXY)(
         // The SQLite Connector is uninstalled below: nothing may use it then. A request's run may
         // still be reporting its end (the Solution in progress: 409), so the delete is repeated.
         await until('the Event Solution deleted', async () => {
-          const res = await via.request('DELETE', `${O}/solutions/${sol.body.id}`);
+          const res = await via.request('DELETE', `${O}/solutions/${made.solutionId}`);
           return res.status === 204 ? true : undefined;
         });
         expect((await via.request('DELETE', `${O}/connections/${dbId}`)).status).toBe(204);

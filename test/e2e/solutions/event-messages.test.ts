@@ -2,6 +2,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until, type ServiceUnderTest } from '../agent/harness.js';
+import { messageSolution } from '../../bench/solutions/service.js';
 import {
   createConnection,
   prepared,
@@ -55,50 +56,16 @@ describe('an Event Solution on a real Agent: messages → Upsert into SQLite', (
     ({ sut, agent } = await startWithAgent({ csv: {} }));
     target = sqliteTarget(path.join(sut.dataDir, 'orders.db'), ['orders'], { primaryKey: true });
     dbId = await createConnection(sut, 'Orders DB', SQLITE, { file: target.file });
-    const O = `/v1/orgs/${sut.orgId}`;
-    const sol = await sut.request<{ id: string }>('POST', `${O}/solutions`, {
-      body: { name: 'Webshop orders', solutionType: 'IntegrationEvent', agentId: agent.agentId },
+    const made = await messageSolution(sut, {
+      name: 'Webshop orders',
+      agentId: agent.agentId,
+      connectionId: dbId,
+      entity: 'orders',
+      fields: ['id', 'name'],
     });
-    expect(sol.status, JSON.stringify(sol.body)).toBe(201);
-    S = `${O}/solutions/${sol.body.id}`;
-    const map = await sut.request<{ id: number }>('POST', `${S}/maps/advanced`, {
-      body: {
-        version: '3.0',
-        name: 'Order received',
-        mapType: 'IntegrationServicesAdvancedMessageMap',
-        blocks: [
-          {
-            blockId: '77777777-1111-4111-8111-000000000001',
-            name: 'Msg',
-            blockType: 'WaitForMessage',
-            action: 'None',
-            entity: 'Order',
-            fields: ['id', 'name'],
-          },
-          {
-            blockId: '77777777-1111-4111-8111-000000000002',
-            name: 'Put',
-            blockType: 'Upsert',
-            action: 'InsertUpdate',
-            connectionId: dbId,
-            entity: 'orders',
-            fieldMappings: [
-              { targetField: 'id', targetFormula: 'Msg.id' },
-              { targetField: 'name', targetFormula: 'Msg.name' },
-            ],
-          },
-        ],
-      },
-    });
-    expect(map.status, JSON.stringify(map.body)).toBe(201);
-    const job = await prepared(sut, sol.body.id);
-    expect(job, job.message).toMatchObject({ hasError: false, mapErrorModels: [] });
-    token = (await sut.request<{ eventSolutionAccessToken: string }>('GET', `/v1/orgs/${sut.orgId}/SecuritySettings`))
-      .body.eventSolutionAccessToken;
-    const info = await sut.request<{ eventUrl: string }>('GET', `${S}/maps/${map.body.id}/eventinfo`);
-    expect(info.status, JSON.stringify(info.body)).toBe(200);
-    url = `${new URL(info.body.eventUrl).pathname}?accesstoken=${token}`;
-    expect(url).toBe(`/v1/orgs/${sut.orgId}/messages/${map.body.id}?accesstoken=${token}`);
+    S = made.path;
+    token = made.token;
+    url = made.messagePath;
   }, 240_000);
 
   afterAll(async () => {
