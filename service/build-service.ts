@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
@@ -406,6 +407,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       assignments,
       readiness,
       events,
+      processId: replicas?.replicaId ?? randomUUID(),
     });
     const runReports = runReportsOf(log, store, notifications, events);
     const gateway = new AgentGateway({

@@ -59,4 +59,6 @@ export interface ServiceDeps {
   readonly readiness: Readiness;
   /** Event Solutions' messages: the Agents' wake-ups, takes and acknowledgements. */
   readonly events: EventMessages;
+  /** This process among those sharing the store: its replica ID, or a UUID of its own on SQLite. */
+  readonly processId: string;
 }

@@ -464,7 +464,7 @@ function commentOf(body: unknown, comment: string | undefined): string | undefin
   return typeof c === 'string' ? c.slice(0, 4000) : undefined;
 }
 
-function summaryOf(model: MapModel): Pick<MapRow, 'name' | 'description' | 'mapType' | 'sources' | 'targets'> {
+export function summaryOf(model: MapModel): Pick<MapRow, 'name' | 'description' | 'mapType' | 'sources' | 'targets'> {
   const { sources, targets } = connectionsOf(model);
   return {
     name: model.name,

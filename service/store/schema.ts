@@ -13,6 +13,7 @@ import type {
   EventRepliesTable,
   MessageEndpointsTable,
 } from './schema-events.js';
+import type { CloneTables } from './schema-clones.js';
 
 export type {
   EventIdempotencyTable,
@@ -33,7 +34,7 @@ export type {
  * columns). Booleans are stored as 0/1 integers and timestamps as ISO-8601 UTC text on both SQLite
  * and PostgreSQL, so that one repository serves both; repositories convert at the edge.
  */
-export interface Database {
+export interface Database extends CloneTables {
   agents: AgentsTable;
   agentInstallationKeys: AgentInstallationKeysTable;
   agentReports: AgentReportsTable;

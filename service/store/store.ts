@@ -45,6 +45,7 @@ import { metadataRequestReplica } from './migrations/034-metadata-request-replic
 import { eventMessages } from './migrations/035-event-messages.js';
 import { eventReplies } from './migrations/036-event-replies.js';
 import { eventAccessNotify } from './migrations/037-event-access-notify.js';
+import { cloneJobs } from './migrations/038-clone-jobs.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -184,6 +185,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '035-event-messages': eventMessages(dialect),
     '036-event-replies': eventReplies(),
     '037-event-access-notify': eventAccessNotify(dialect),
+    '038-clone-jobs': cloneJobs(),
   };
 }
 

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkOutputs, docExamples } from '../helpers/doc-examples.js';
 import { ADMIN } from '../helpers/service.js';
 import { until, type ServiceUnderTest } from './agent/harness.js';
 import {
@@ -25,37 +25,7 @@ const DOC = path.resolve(import.meta.dirname, '../../docs/events.md');
  * and clear its endpoint. A comment line right under a command (`# {"accepted":1,…}`) is that
  * command's output, and must be printed, in order. Then the messages are in the target.
  */
-function examples(): string[] {
-  const lines = fs.readFileSync(DOC, 'utf8').split('\n');
-  const blocks: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (!/^\s*```sh\s*$/.test(lines[i] as string)) continue;
-    let j = i - 1;
-    while (j >= 0 && (lines[j] as string).trim() === '') j--;
-    const marked = /<!--\s*example:\s*events\s*-->/.test(lines[j] ?? '');
-    const indent = /^\s*/.exec(lines[i] as string)?.[0].length ?? 0;
-    const body: string[] = [];
-    for (i++; i < lines.length && !/^\s*```\s*$/.test(lines[i] as string); i++)
-      body.push((lines[i] as string).slice(indent));
-    if (marked) blocks.push(body.join('\n'));
-  }
-  return blocks;
-}
-
-/** The output comments of a script: `# …` lines right under a command line or under another output line. */
-function expectedOutputs(script: string): string[] {
-  const out: string[] = [];
-  let prev: 'command' | 'output' | 'other' = 'other';
-  for (const line of script.split('\n')) {
-    const comment = /^#\s(.*)$/.exec(line);
-    if (comment && prev !== 'other') {
-      out.push(comment[1] as string);
-      prev = 'output';
-    } else if (comment) prev = 'other';
-    else prev = line.trim() === '' ? 'other' : 'command';
-  }
-  return out;
-}
+const examples = (): string[] => docExamples(DOC, 'events');
 
 describe('docs/events.md: the curl examples run against a Service and an Agent', () => {
   let sut: ServiceUnderTest;
@@ -89,13 +59,7 @@ describe('docs/events.md: the curl examples run against a Service and an Agent',
         DB: db,
       },
     });
-    const printed = stdout.split('\n');
-    let at = 0;
-    for (const want of expectedOutputs(script)) {
-      const found = printed.indexOf(want, at);
-      expect(found, `"${want}" after line ${at} of:\n${stdout}`).toBeGreaterThanOrEqual(0);
-      at = found + 1;
-    }
+    checkOutputs(script, stdout, (message) => expect.fail(message));
     // Orders 42…48 went through the Map, unless the clear at the end took them first.
     await until('the orders in the target', async () => (target.count('orders') > 0 ? true : undefined), 60_000);
   });

@@ -33,6 +33,7 @@ import mapAgentRoutes from './map-agent.routes.js';
 import mapValidationRoutes from './map-validation.routes.js';
 import historyRoutes from './history.routes.js';
 import historyExportRoutes from './history-export.routes.js';
+import solutionClonesRoutes from './solution-clones.routes.js';
 import solutionRunsRoutes from './solution-runs.routes.js';
 import agentLookupTablesRoutes from './agent-lookup-tables.routes.js';
 import agentReprocessRoutes from './agent-reprocess.routes.js';
@@ -76,6 +77,7 @@ export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
   historyRoutes,
   historyExportRoutes,
   solutionRunsRoutes,
+  solutionClonesRoutes,
   agentLookupTablesRoutes,
   agentReprocessRoutes,
   messagesRoutes,

@@ -1,0 +1,359 @@
+import type { Kysely } from 'kysely';
+import type { FastifyBaseLogger } from 'fastify';
+import { FerryError } from '../../src/errors/ferry-error.js';
+import { formulasOf, validateModel } from '../../src/maps/compiler/validate.js';
+import { upgradeMap } from '../../src/maps/compiler/upgrade.js';
+import { lookupTablesOf } from '../../src/maps/formula/compiler.js';
+import { parseFormula } from '../../src/maps/formula/parser.js';
+import { walkBlocks, type Block, type MapModel } from '../../src/protocol/map.js';
+import type { ConnectionMetadata as MetadataDocument } from '../../src/protocol/metadata.js';
+import { requireAgent } from '../agents/agents.js';
+import type { ConnectionMetadata } from '../connections/metadata.js';
+import { listConnections } from '../store/repos/connections.repo.js';
+import { findTable } from '../store/repos/lookup-tables.repo.js';
+import { getMapRevision, insertMap, insertMapRevision, listMaps } from '../store/repos/maps.repo.js';
+import { getSolution, insertSolution, solutionNameTaken } from '../store/repos/solutions.repo.js';
+import type { CloneJobRow } from '../store/schema-clones.js';
+import type { ConnectionRow, Database, MapRow, SolutionRow } from '../store/schema.js';
+import { isUniqueViolation } from '../store/sql.js';
+import { newId, nowIso } from '../util/values.js';
+import { summaryOf } from './maps.js';
+import { solutionNotFound } from './solutions.js';
+
+/** The revision comment of every Map of a copy. */
+export const CLONED_REVISION_COMMENT = 'Cloned';
+/** A copy that has not ended after this long was lost with its Service process (a copy takes seconds). */
+const LOST_AFTER_MS = 5 * 60_000;
+
+export interface CloneRequest {
+  readonly destOrgId: number;
+  readonly destAgentId: string;
+  readonly byReference: boolean;
+  /** The caller's email: the copy's modificationBy. */
+  readonly by: string;
+}
+
+export interface SolutionClonesOptions {
+  readonly db: Kysely<Database>;
+  readonly metadata: Pick<ConnectionMetadata, 'cached'>;
+  readonly log: FastifyBaseLogger;
+  /** This process in `clone_jobs.runner`: its replica ID, or a token of its own. */
+  readonly runner: string;
+  /** Whether other processes share the store (replicas): then only age ends a lost job. */
+  readonly shared: boolean;
+}
+
+/** A Map of the source at its latest revision. */
+interface SourceMap {
+  readonly row: MapRow;
+  readonly model: MapModel;
+}
+
+/** What a copy needs in the destination, found before anything is written. */
+interface Plan {
+  readonly name: string;
+  /** Source Connection ID (lower case) → the destination's. */
+  readonly connections: ReadonlyMap<string, string>;
+  readonly maps: readonly SourceMap[];
+}
+
+/**
+ * Copies of Solutions (SPEC.md "Clone job", docs/solutions.md "Copies"): `start` records a job and
+ * answers it at once; the copy runs beside it and ends the job. A copy finds every piece it needs
+ * in the destination first (Connections by Name and Alias with the same Connector, Lookup Tables by
+ * name, a free name) and names every one that is missing; only when none is does it write the
+ * Solution and its Maps (each the source's latest revision, as revision 1), in one transaction.
+ * So a failed job created nothing, and a job lost with its process created nothing either.
+ */
+export class SolutionClones {
+  readonly #running = new Set<Promise<void>>();
+
+  constructor(private readonly opts: SolutionClonesOptions) {}
+
+  /** Records the job of copying `solutionId` and starts it; the job as recorded. */
+  async start(orgId: number, solutionId: string, req: CloneRequest): Promise<CloneJobRow> {
+    const { db } = this.opts;
+    const source = await getSolution(db, orgId, solutionId);
+    if (!source) throw solutionNotFound(orgId, solutionId);
+    if (req.byReference) {
+      throw new FerryError(
+        'API_UNSUPPORTED',
+        'Copies by reference (byReference=true) are not served yet: copy the Solution with byReference=false, and prepare the copy.',
+      );
+    }
+    await requireAgent(db, req.destOrgId, req.destAgentId.toLowerCase());
+    const job: CloneJobRow = {
+      id: newId(),
+      orgId,
+      solutionId: source.id,
+      destOrgId: req.destOrgId,
+      destAgentId: req.destAgentId.toLowerCase(),
+      byReference: 0,
+      clonedSolutionId: newId(),
+      createdBy: req.by,
+      creationDate: nowIso(),
+      finishDate: null,
+      isComplete: 0,
+      hasError: 0,
+      message: '',
+      runner: this.opts.runner,
+    };
+    await db.insertInto('cloneJobs').values(job).execute();
+    const run = this.#run(job).finally(() => this.#running.delete(run));
+    this.#running.add(run);
+    return job;
+  }
+
+  /** Starts the copy and waits for its end (the deprecated POST S/clone). */
+  async startAndWait(orgId: number, solutionId: string, req: CloneRequest): Promise<CloneJobRow> {
+    const job = await this.start(orgId, solutionId, req);
+    await Promise.all(this.#running);
+    return this.get(orgId, solutionId, job.id);
+  }
+
+  /** The job, ended as failed first when its process was lost before it ended. */
+  async get(orgId: number, solutionId: string, id: string): Promise<CloneJobRow> {
+    const { db } = this.opts;
+    const job = await db
+      .selectFrom('cloneJobs')
+      .selectAll()
+      .where('id', '=', id)
+      .where('orgId', '=', orgId)
+      .where('solutionId', '=', solutionId)
+      .executeTakeFirst();
+    if (!job) throw new FerryError('API_NOT_FOUND', `Clone job ${id} of Solution ${solutionId} was not found.`);
+    if (job.isComplete === 0 && this.#lost(job)) {
+      await this.#end(
+        job,
+        'The copy did not finish: the Service stopped while it ran. Nothing was copied; copy again.',
+      );
+      return this.get(orgId, solutionId, id);
+    }
+    return job;
+  }
+
+  /** Waits for the copies this process runs (before the store closes). */
+  async settled(): Promise<void> {
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  }
+
+  #lost(job: CloneJobRow): boolean {
+    if (job.runner === this.opts.runner) return false;
+    return !this.opts.shared || Date.now() - Date.parse(job.creationDate) > LOST_AFTER_MS;
+  }
+
+  async #run(job: CloneJobRow): Promise<void> {
+    try {
+      const source = await getSolution(this.opts.db, job.orgId, job.solutionId);
+      if (!source) throw new CloneRefused([`the Solution ${job.solutionId} was deleted`]);
+      const plan = await this.#plan(source, job);
+      await this.#copy(source, job, plan);
+      await this.#end(job, `Copied "${source.name}" to Organization ${job.destOrgId} as "${plan.name}".`, false);
+      this.opts.log.info(
+        { cloneId: job.id, solutionId: source.id, clonedSolutionId: job.clonedSolutionId },
+        'solution copied',
+      );
+    } catch (err) {
+      const message =
+        err instanceof CloneRefused
+          ? `The Solution was not copied: ${err.problems.join('; ')}.`
+          : 'The Solution was not copied: the store failed. Nothing was copied; copy again.';
+      if (!(err instanceof CloneRefused)) this.opts.log.error({ err, cloneId: job.id }, 'solution copy failed');
+      await this.#end(job, message).catch((e: unknown) => this.opts.log.error({ err: e }, 'clone job not ended'));
+    }
+  }
+
+  /** Everything the copy needs in the destination; every piece that is missing, named. */
+  async #plan(source: SolutionRow, job: CloneJobRow): Promise<Plan> {
+    const { db } = this.opts;
+    const problems: string[] = [];
+    const sameOrg = job.destOrgId === source.orgId;
+    const maps = await this.#maps(source);
+    const name = sameOrg ? await copyName(db, source.orgId, source.name) : source.name;
+    if (!sameOrg && (await solutionNameTaken(db, job.destOrgId, name)))
+      problems.push(`Organization ${job.destOrgId} already has a Solution named "${name}" (rename one of them)`);
+
+    const own = new Map((await listConnections(db, source.orgId)).map((c) => [c.id.toLowerCase(), c]));
+    const theirs = sameOrg ? [...own.values()] : await listConnections(db, job.destOrgId);
+    const connections = new Map<string, string>();
+    for (const id of usedConnections(source, maps)) {
+      const conn = own.get(id);
+      if (!conn) {
+        problems.push(`a Map uses the Connection ${id}, which no longer exists in the source Organization`);
+        continue;
+      }
+      const match = matchConnection(conn, theirs);
+      if (typeof match === 'string') problems.push(match.replace('{org}', String(job.destOrgId)));
+      else connections.set(id, match.id);
+    }
+    if (!sameOrg) {
+      for (const table of usedLookupTables(maps))
+        if (!(await findTable(db, job.destOrgId, table)))
+          problems.push(
+            `the Lookup Table "${table}" is not in Organization ${job.destOrgId} (create it there under that name)`,
+          );
+    }
+    for (const m of maps) {
+      const invalid = await this.#invalid(m, own);
+      if (invalid) problems.push(`the Map "${m.row.name}" is not valid (${invalid}): fix it in the source`);
+    }
+    if (problems.length > 0) throw new CloneRefused(problems);
+    return { name, connections, maps };
+  }
+
+  async #maps(source: SolutionRow): Promise<SourceMap[]> {
+    const { rows } = await listMaps(this.opts.db, source.id);
+    const out: SourceMap[] = [];
+    for (const row of rows) {
+      const rev = await getMapRevision(this.opts.db, row.id, row.revision);
+      if (rev) out.push({ row, model: upgradeMap(JSON.parse(rev.model)) });
+    }
+    return out;
+  }
+
+  /** Why the Map is known to be invalid (validated against the metadata the Service holds); undefined when it is not. */
+  async #invalid(m: SourceMap, connections: ReadonlyMap<string, ConnectionRow>): Promise<string | undefined> {
+    if (m.row.valid === 1) return undefined;
+    const documents: Record<string, MetadataDocument> = {};
+    for (const block of walkBlocks(m.model.blocks)) {
+      const conn = block.connectionId ? connections.get(block.connectionId.toLowerCase()) : undefined;
+      if (!conn || documents[conn.id]) continue;
+      const md = await this.opts.metadata.cached(conn);
+      // Not checked without its metadata: the copy's prepare checks it.
+      if (!md) return undefined;
+      documents[conn.id] = md;
+    }
+    const v = validateModel(m.model, documents);
+    return v.valid ? undefined : (v.results[0]?.message ?? 'it does not validate');
+  }
+
+  /** The Solution and its Maps, written in one transaction. */
+  async #copy(source: SolutionRow, job: CloneJobRow, plan: Plan): Promise<void> {
+    const now = nowIso();
+    const mapped = (id: string | null) => (id ? (plan.connections.get(id.toLowerCase()) ?? id) : null);
+    try {
+      await this.opts.db.transaction().execute(async (tx) => {
+        await insertSolution(tx, {
+          ...source,
+          id: job.clonedSolutionId,
+          orgId: job.destOrgId,
+          name: plan.name,
+          nameKey: plan.name.toLowerCase(),
+          agentId: job.destAgentId,
+          connectionIdForSource: mapped(source.connectionIdForSource),
+          connectionIdForTarget: mapped(source.connectionIdForTarget),
+          isDisabled: 0,
+          reasonDisabled: 0,
+          prepared: 0,
+          prepareState: null,
+          lastRunTime: null,
+          lastRunResult: null,
+          inProgressStartTime: null,
+          minAgentVersion: null,
+          creationDate: now,
+          lastModificationDate: now,
+          modificationBy: job.createdBy,
+        });
+        for (const m of plan.maps) {
+          const model: MapModel = { ...m.model, blocks: remap(m.model.blocks, plan.connections), lastRunDate: null };
+          const mapId = await insertMap(tx, {
+            solutionId: job.clonedSolutionId,
+            orgId: job.destOrgId,
+            linkIndex: m.row.linkIndex,
+            enabled: m.row.enabled,
+            ...summaryOf(model),
+            revision: 1,
+            valid: 0,
+            creationDate: now,
+            lastModificationDate: now,
+            modifiedBy: job.createdBy,
+          });
+          await insertMapRevision(tx, {
+            mapId,
+            revision: 1,
+            model: JSON.stringify({ ...model, mapId }),
+            comment: CLONED_REVISION_COMMENT,
+            revisionDate: now,
+            modifiedBy: job.createdBy,
+          });
+        }
+      });
+    } catch (err) {
+      if (isUniqueViolation(err))
+        throw new CloneRefused([`Organization ${job.destOrgId} already has a Solution named "${plan.name}"`]);
+      throw err;
+    }
+  }
+
+  async #end(job: CloneJobRow, message: string, failed = true): Promise<void> {
+    await this.opts.db
+      .updateTable('cloneJobs')
+      .set({ isComplete: 1, hasError: failed ? 1 : 0, message, finishDate: nowIso() })
+      .where('id', '=', job.id)
+      .where('isComplete', '=', 0)
+      .execute();
+  }
+}
+
+/** A copy refused before anything was written: every missing piece. */
+class CloneRefused extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('; '));
+  }
+}
+
+/** "Copy of <name> N", the first N no Solution of the Organization uses. */
+async function copyName(db: Kysely<Database>, orgId: number, name: string): Promise<string> {
+  for (let n = 1; ; n += 1) {
+    const candidate = `Copy of ${name} ${n}`;
+    if (!(await solutionNameTaken(db, orgId, candidate))) return candidate;
+  }
+}
+
+/** The Connection IDs (lower case) the Solution and its Maps use. */
+function usedConnections(source: SolutionRow, maps: readonly SourceMap[]): Set<string> {
+  const ids = new Set<string>();
+  for (const id of [source.connectionIdForSource, source.connectionIdForTarget]) if (id) ids.add(id.toLowerCase());
+  for (const m of maps)
+    for (const b of walkBlocks(m.model.blocks)) if (b.connectionId) ids.add(b.connectionId.toLowerCase());
+  return ids;
+}
+
+/** The destination's Connection of the same Name and Alias (any case) and Connector, or why there is none. */
+function matchConnection(conn: ConnectionRow, theirs: readonly ConnectionRow[]): ConnectionRow | string {
+  if (theirs.some((c) => c.id === conn.id)) return conn;
+  const named = theirs.filter(
+    (c) => c.name.toLowerCase() === conn.name.toLowerCase() && c.alias.toLowerCase() === conn.alias.toLowerCase(),
+  );
+  const same = named.find((c) => c.connectorId === conn.connectorId);
+  if (same) return same;
+  if (named.length > 0)
+    return `the Connection "${conn.name}" (alias "${conn.alias}") of Organization {org} uses another Connector than the source's (${conn.connectorId})`;
+  return `the Connection "${conn.name}" (alias "${conn.alias}") is not in Organization {org} (create it there with that Name and Alias, on the same Connector)`;
+}
+
+/** The Lookup Tables the Maps' formulas name. */
+function usedLookupTables(maps: readonly SourceMap[]): Set<string> {
+  const names = new Set<string>();
+  for (const m of maps)
+    for (const b of walkBlocks(m.model.blocks))
+      for (const [, formula] of formulasOf(b)) {
+        try {
+          for (const n of lookupTablesOf(parseFormula(formula)).names) names.add(n);
+        } catch {
+          // A formula that does not parse makes its Map invalid, which is named on its own.
+        }
+      }
+  return names;
+}
+
+/** The Blocks with their Connection IDs replaced by the destination's. */
+function remap(blocks: readonly Block[], connections: ReadonlyMap<string, string>): Block[] {
+  return blocks.map((b) => ({
+    ...b,
+    ...(b.connectionId ? { connectionId: connections.get(b.connectionId.toLowerCase()) ?? b.connectionId } : {}),
+    ...(b.then ? { then: remap(b.then, connections) } : {}),
+    ...(b.else ? { else: remap(b.else, connections) } : {}),
+    ...(b.body ? { body: remap(b.body, connections) } : {}),
+  }));
+}
