@@ -21,6 +21,7 @@ import { registerAgentParamCheck } from './agent-param.js';
 import { answerClientError } from './client-error.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
+import { registerSharedGuard } from '../solutions/shared.js';
 import { unsupportedMediaType } from './media-types.js';
 import { registerPolling } from './poll.js';
 import { sendProblem } from './problem.js';
@@ -129,6 +130,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
   registerGuard(app, deps);
+  registerSharedGuard(app, deps.store.db);
   registerPolling(app);
   registerAgentParamCheck(app, deps);
 

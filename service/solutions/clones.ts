@@ -8,13 +8,15 @@ import { parseFormula } from '../../src/maps/formula/parser.js';
 import { walkBlocks, type Block, type MapModel } from '../../src/protocol/map.js';
 import type { ConnectionMetadata as MetadataDocument } from '../../src/protocol/metadata.js';
 import { requireAgent } from '../agents/agents.js';
+import { getAgent } from '../store/repos/agents.repo.js';
+import { getPreparedSolution, putPreparedSolution } from '../store/repos/prepare.repo.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import { listConnections } from '../store/repos/connections.repo.js';
 import { findTable } from '../store/repos/lookup-tables.repo.js';
 import { getMapRevision, insertMap, insertMapRevision, listMaps } from '../store/repos/maps.repo.js';
 import { getSolution, insertSolution, solutionNameTaken } from '../store/repos/solutions.repo.js';
 import type { CloneJobRow } from '../store/schema-clones.js';
-import type { ConnectionRow, Database, MapRow, SolutionRow } from '../store/schema.js';
+import type { ConnectionRow, Database, MapRow, SolutionRow, SolutionsTable } from '../store/schema.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { newId, nowIso } from '../util/values.js';
 import { summaryOf } from './maps.js';
@@ -41,6 +43,8 @@ export interface SolutionClonesOptions {
   readonly runner: string;
   /** Whether other processes share the store (replicas): then only age ends a lost job. */
   readonly shared: boolean;
+  /** Told of the Agent of a by-reference copy, which runs it without a prepare. */
+  readonly assigned?: (agentId: string) => void;
 }
 
 /** A Map of the source at its latest revision. */
@@ -55,6 +59,8 @@ interface Plan {
   /** Source Connection ID (lower case) → the destination's. */
   readonly connections: ReadonlyMap<string, string>;
   readonly maps: readonly SourceMap[];
+  /** By reference: the destination's earlier by-reference copy of that name, replaced (its History kept). */
+  readonly replaces?: string;
 }
 
 /**
@@ -75,12 +81,6 @@ export class SolutionClones {
     const { db } = this.opts;
     const source = await getSolution(db, orgId, solutionId);
     if (!source) throw solutionNotFound(orgId, solutionId);
-    if (req.byReference) {
-      throw new FerryError(
-        'API_UNSUPPORTED',
-        'Copies by reference (byReference=true) are not served yet: copy the Solution with byReference=false, and prepare the copy.',
-      );
-    }
     await requireAgent(db, req.destOrgId, req.destAgentId.toLowerCase());
     const job: CloneJobRow = {
       id: newId(),
@@ -88,8 +88,9 @@ export class SolutionClones {
       solutionId: source.id,
       destOrgId: req.destOrgId,
       destAgentId: req.destAgentId.toLowerCase(),
-      byReference: 0,
-      clonedSolutionId: newId(),
+      byReference: req.byReference ? 1 : 0,
+      // A by-reference copy replaces the destination's earlier one of the same name, keeping its ID.
+      clonedSolutionId: (req.byReference ? await earlierTarget(db, req.destOrgId, source.name) : undefined) ?? newId(),
       createdBy: req.by,
       creationDate: nowIso(),
       finishDate: null,
@@ -147,7 +148,8 @@ export class SolutionClones {
       const source = await getSolution(this.opts.db, job.orgId, job.solutionId);
       if (!source) throw new CloneRefused([`the Solution ${job.solutionId} was deleted`]);
       const plan = await this.#plan(source, job);
-      await this.#copy(source, job, plan);
+      if (job.byReference === 1) await this.#share(source, job, plan);
+      else await this.#copy(source, job, plan);
       await this.#end(job, `Copied "${source.name}" to Organization ${job.destOrgId} as "${plan.name}".`, false);
       this.opts.log.info(
         { cloneId: job.id, solutionId: source.id, clonedSolutionId: job.clonedSolutionId },
@@ -169,8 +171,9 @@ export class SolutionClones {
     const problems: string[] = [];
     const sameOrg = job.destOrgId === source.orgId;
     const maps = await this.#maps(source);
-    const name = sameOrg ? await copyName(db, source.orgId, source.name) : source.name;
-    if (!sameOrg && (await solutionNameTaken(db, job.destOrgId, name)))
+    const name = sameOrg && job.byReference === 0 ? await copyName(db, source.orgId, source.name) : source.name;
+    const replaces = job.byReference === 1 ? await this.#shareChecks(source, job, maps, problems) : undefined;
+    if (!sameOrg && replaces === undefined && (await solutionNameTaken(db, job.destOrgId, name)))
       problems.push(`Organization ${job.destOrgId} already has a Solution named "${name}" (rename one of them)`);
 
     const own = new Map((await listConnections(db, source.orgId)).map((c) => [c.id.toLowerCase(), c]));
@@ -198,7 +201,7 @@ export class SolutionClones {
       if (invalid) problems.push(`the Map "${m.row.name}" is not valid (${invalid}): fix it in the source`);
     }
     if (problems.length > 0) throw new CloneRefused(problems);
-    return { name, connections, maps };
+    return { name, connections, maps, ...(replaces ? { replaces } : {}) };
   }
 
   async #maps(source: SolutionRow): Promise<SourceMap[]> {
@@ -249,6 +252,7 @@ export class SolutionClones {
           lastRunTime: null,
           lastRunResult: null,
           inProgressStartTime: null,
+          sharedFrom: null,
           minAgentVersion: null,
           creationDate: now,
           lastModificationDate: now,
@@ -285,6 +289,97 @@ export class SolutionClones {
     }
   }
 
+  /**
+   * What a by-reference copy needs beyond a plain one (SPEC.md conditions 2, 5, 6, 10, 12), added to
+   * `problems`; the destination's earlier by-reference copy of the same name, which it replaces.
+   */
+  async #shareChecks(
+    source: SolutionRow,
+    job: CloneJobRow,
+    maps: readonly SourceMap[],
+    problems: string[],
+  ): Promise<string | undefined> {
+    const { db } = this.opts;
+    const shareable = source.solutionType === 'Integration' || source.solutionType === 'Migration';
+    if (!shareable)
+      problems.push(
+        `only Integration and Migration Solutions are copied by reference; "${source.name}" is of type ${source.solutionType}`,
+      );
+    if (job.destOrgId === source.orgId)
+      problems.push('a by-reference copy goes to another Organization than its source');
+    if (source.prepared !== 1 || !(await getPreparedSolution(db, source.id)))
+      problems.push(`"${source.name}" is not prepared: prepare it first (a source must be complete and runnable)`);
+    if (shareable && !maps.some((m) => m.row.enabled === 1))
+      problems.push(`every Map of "${source.name}" is disabled (or it has none)`);
+    const [theirs, ours] = await Promise.all([
+      getAgent(db, job.destOrgId, job.destAgentId),
+      getAgent(db, source.orgId, source.agentId),
+    ]);
+    if (theirs && ours && compareVersions(theirs.version, ours.version) < 0)
+      problems.push(
+        `the Agent "${theirs.name}" runs version ${theirs.version ?? 'unknown'}, older than the source's Agent (${ours.version ?? 'unknown'}): upgrade it or choose another`,
+      );
+    return earlierTarget(db, job.destOrgId, source.name);
+  }
+
+  /**
+   * The by-reference copy: a Solution of the destination that runs the source's Maps (shared, never
+   * copied) with the destination's Connections, prepared at once from the source's prepared
+   * definition. An earlier copy of the same name is replaced in place: same ID, History kept.
+   */
+  async #share(source: SolutionRow, job: CloneJobRow, plan: Plan): Promise<void> {
+    const { db } = this.opts;
+    const prepared = await getPreparedSolution(db, source.id);
+    if (!prepared) throw new CloneRefused([`"${source.name}" is not prepared: prepare it first`]);
+    const id = plan.replaces ?? job.clonedSolutionId;
+    let body = prepared.body;
+    for (const [from, to] of plan.connections) body = body.split(`"${from}"`).join(`"${to}"`);
+    const definition = { ...(JSON.parse(body) as Record<string, unknown>), solutionId: id, orgId: job.destOrgId };
+    const now = nowIso();
+    const row: SolutionsTable = {
+      ...source,
+      id,
+      orgId: job.destOrgId,
+      name: plan.name,
+      nameKey: plan.name.toLowerCase(),
+      agentId: job.destAgentId,
+      isDisabled: 0,
+      reasonDisabled: 0,
+      prepared: 1,
+      prepareState: null,
+      lastRunTime: null,
+      lastRunResult: null,
+      inProgressStartTime: null,
+      sharedFrom: source.id,
+      minAgentVersion: null,
+      creationDate: now,
+      lastModificationDate: now,
+      modificationBy: job.createdBy,
+    };
+    await db.transaction().execute(async (tx) => {
+      if (plan.replaces) {
+        const {
+          id: _id,
+          orgId: _org,
+          creationDate: _created,
+          lastRunTime: _lastRun,
+          lastRunResult: _lastResult,
+          inProgressStartTime: _running,
+          ...rest
+        } = row;
+        await tx.updateTable('solutions').set(rest).where('id', '=', plan.replaces).execute();
+        await tx.updateTable('cloneJobs').set({ clonedSolutionId: id }).where('id', '=', job.id).execute();
+      } else await insertSolution(tx, row);
+      await putPreparedSolution(tx, {
+        solutionId: id,
+        agentId: job.destAgentId,
+        body: JSON.stringify(definition),
+        preparedAt: now,
+      });
+    });
+    this.opts.assigned?.(job.destAgentId);
+  }
+
   async #end(job: CloneJobRow, message: string, failed = true): Promise<void> {
     await this.opts.db
       .updateTable('cloneJobs')
@@ -300,6 +395,17 @@ class CloneRefused extends Error {
   constructor(readonly problems: string[]) {
     super(problems.join('; '));
   }
+}
+
+/** The Organization's by-reference copy named `name`, which a new by-reference copy of that name replaces. */
+async function earlierTarget(db: Kysely<Database>, orgId: number, name: string): Promise<string | undefined> {
+  const same = await db
+    .selectFrom('solutions')
+    .select(['id', 'sharedFrom'])
+    .where('orgId', '=', orgId)
+    .where('nameKey', '=', name.toLowerCase())
+    .executeTakeFirst();
+  return same?.sharedFrom ? same.id : undefined;
 }
 
 /** "Copy of <name> N", the first N no Solution of the Organization uses. */
@@ -356,4 +462,16 @@ function remap(blocks: readonly Block[], connections: ReadonlyMap<string, string
     ...(b.else ? { else: remap(b.else, connections) } : {}),
     ...(b.body ? { body: remap(b.body, connections) } : {}),
   }));
+}
+
+/** Dotted versions compared by their numbers (`1.10.0` > `1.9.2`); an unknown one compares as equal. */
+export function compareVersions(a: string | null, b: string | null): number {
+  if (!a || !b) return 0;
+  const pa = a.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = b.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return Math.sign(d);
+  }
+  return 0;
 }

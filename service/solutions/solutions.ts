@@ -19,6 +19,7 @@ import {
 import type { AgentRow, Database, MapRow, OrgRow, SolutionRow, SolutionsTable } from '../store/schema.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { newId, nowIso, toFlag } from '../util/values.js';
+import { sharedConflict, sharedRoleOf, targetsOf } from './shared.js';
 import { solutionStatus, type SolutionStatus, type SolutionType } from './status.js';
 
 /** How a Replication Solution chooses the entities it copies. */
@@ -268,6 +269,7 @@ export class Solutions {
       lastRunTime: null,
       lastRunResult: null,
       inProgressStartTime: null,
+      sharedFrom: null,
       minAgentVersion: null,
       schedule: null,
       scheduleRule: null,
@@ -341,6 +343,11 @@ export class Solutions {
       replicationSettings !== current.replicationSettings ||
       bulk !== current.checkForBulk ||
       reordered;
+    const described = (input.description ?? current.description) !== current.description;
+    if ((definitionChanged || described || toFlag(disabled) !== current.isDisabled) && current.sharedFrom === null) {
+      const role = await sharedRoleOf(db, current);
+      if (role) throw sharedConflict(role, current.name, 'only its name may change, and it cannot be disabled');
+    }
     try {
       await this.opts.db.transaction().execute(async (tx) => {
         if (reordered) for (const [i, mapId] of order.wanted.entries()) await updateMap(tx, mapId, { linkIndex: i });
@@ -480,6 +487,13 @@ export class Solutions {
       throw new FerryError(
         'API_CONFLICT',
         `Solution ${row.name} is running (since ${row.inProgressStartTime}); stop it or wait for the run to end, then delete it.`,
+      );
+    }
+    const targets = await targetsOf(this.opts.db, row.id);
+    if (targets.length > 0) {
+      throw new FerryError(
+        'API_IN_USE',
+        `Solution ${row.name} is the source of ${targets.length} by-reference ${targets.length === 1 ? 'copy' : 'copies'} (in Organization ${[...new Set(targets.map((t) => t.orgId))].join(', ')}): delete ${targets.length === 1 ? 'it' : 'them'} first.`,
       );
     }
     if (!(await deleteSolution(this.opts.db, orgId, row.id))) throw solutionNotFound(orgId, row.id);

@@ -15,19 +15,8 @@ import type {
 } from './schema-events.js';
 import type { CloneTables } from './schema-clones.js';
 
-export type {
-  EventIdempotencyTable,
-  EventMessagesTable,
-  EventRepliesTable,
-  MessageEndpointsTable,
-} from './schema-events.js';
-export type {
-  AgentChannelsTable,
-  AgentCommandsTable,
-  LimitWindowsTable,
-  LogArchiveChunksTable,
-  ServiceLeasesTable,
-} from './schema-replicas.js';
+export type * from './schema-events.js';
+export type * from './schema-replicas.js';
 
 /**
  * Table types of the Service store, in camelCase (the CamelCasePlugin maps them to snake_case
@@ -484,6 +473,8 @@ export interface SolutionsTable {
   lastRunResult: string | null;
   /** Start of the current run; null when none runs. */
   inProgressStartTime: string | null;
+  /** A by-reference copy (a shared-resource target): the source Solution whose Maps it runs (migration 039). */
+  sharedFrom: string | null;
   minAgentVersion: string | null;
   /** The Schedule model as last set (JSON); null = on demand. */
   schedule: string | null;

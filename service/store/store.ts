@@ -46,6 +46,7 @@ import { eventMessages } from './migrations/035-event-messages.js';
 import { eventReplies } from './migrations/036-event-replies.js';
 import { eventAccessNotify } from './migrations/037-event-access-notify.js';
 import { cloneJobs } from './migrations/038-clone-jobs.js';
+import { sharedSolutions } from './migrations/039-shared-solutions.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -186,6 +187,7 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '036-event-replies': eventReplies(),
     '037-event-access-notify': eventAccessNotify(dialect),
     '038-clone-jobs': cloneJobs(),
+    '039-shared-solutions': sharedSolutions(),
   };
 }
 

@@ -11,10 +11,13 @@ export interface TestAgent extends RegisterResponse {
   machineName: string;
 }
 
-/** Provisions a key in the Organization and registers with it over HTTP, like the installer. */
+/**
+ * Provisions a key in the Organization and registers with it over HTTP, like the installer, as
+ * Agent version `version` (default 1.2.3).
+ */
 export async function registerTestAgent(
   svc: TestService,
-  opts: { orgId?: number; machineName?: string; name?: string } = {},
+  opts: { orgId?: number; machineName?: string; name?: string; version?: string } = {},
 ): Promise<TestAgent> {
   const orgId = opts.orgId ?? svc.orgId;
   const key = await svc.request<{ agentInstallationKey: string }>(
@@ -30,7 +33,7 @@ export async function registerTestAgent(
       agentInstallationKey: key.body.agentInstallationKey,
       machineName,
       serviceName: 'ferry-agent-1',
-      version: '1.2.3',
+      version: opts.version ?? '1.2.3',
       fingerprint,
       ...(opts.name ? { name: opts.name } : {}),
     },

@@ -26,7 +26,7 @@ const CloneJob = z
 const CloneQuery = z.object({
   destOrgId: decimal(z.number().int().positive().max(MAX_INT)).describe('the Organization the copy goes to'),
   destAgentId: Guid.describe('the Agent of the destination Organization that runs the copy'),
-  byReference: qbool(false).describe('a shared-resource copy (not served yet)'),
+  byReference: qbool(false).describe("a shared-resource copy: it runs the source's Maps, and neither can be edited"),
 });
 
 const toCloneJob = (job: CloneJobRow): z.infer<typeof CloneJob> => ({
@@ -49,6 +49,7 @@ const solutionClonesRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, dep
     log: deps.log,
     runner: deps.processId,
     shared: deps.store.dialect === 'postgres',
+    assigned: (agentId) => deps.assignments.syncSoon(agentId),
   });
   app.addHook('onClose', async () => clones.settled());
 
