@@ -13,7 +13,7 @@ import { getPreparedSolution, putPreparedSolution } from '../store/repos/prepare
 import type { ConnectionMetadata } from '../connections/metadata.js';
 import { listConnections } from '../store/repos/connections.repo.js';
 import { findTable } from '../store/repos/lookup-tables.repo.js';
-import { getMapRevision, insertMap, insertMapRevision, listMaps } from '../store/repos/maps.repo.js';
+import { listMaps } from '../store/repos/maps.repo.js';
 import { getSolution, insertSolution, solutionNameTaken } from '../store/repos/solutions.repo.js';
 import type { CloneJobRow } from '../store/schema-clones.js';
 import type { ConnectionRow, Database, MapRow, SolutionRow, SolutionsTable } from '../store/schema.js';
@@ -196,8 +196,9 @@ export class SolutionClones {
             `the Lookup Table "${table}" is not in Organization ${job.destOrgId} (create it there under that name)`,
           );
     }
+    const metadata = new Map<string, Promise<MetadataDocument | undefined>>();
     for (const m of maps) {
-      const invalid = await this.#invalid(m, own);
+      const invalid = await this.#invalid(m, own, metadata);
       if (invalid) problems.push(`the Map "${m.row.name}" is not valid (${invalid}): fix it in the source`);
     }
     if (problems.length > 0) throw new CloneRefused(problems);
@@ -206,22 +207,34 @@ export class SolutionClones {
 
   async #maps(source: SolutionRow): Promise<SourceMap[]> {
     const { rows } = await listMaps(this.opts.db, source.id);
-    const out: SourceMap[] = [];
-    for (const row of rows) {
-      const rev = await getMapRevision(this.opts.db, row.id, row.revision);
-      if (rev) out.push({ row, model: upgradeMap(JSON.parse(rev.model)) });
-    }
-    return out;
+    if (rows.length === 0) return [];
+    // Every latest revision in one read, not one a Map.
+    const revisions = await this.opts.db
+      .selectFrom('mapRevisions as r')
+      .innerJoin('maps as m', (j) => j.onRef('m.id', '=', 'r.mapId').onRef('m.revision', '=', 'r.revision'))
+      .select(['r.mapId', 'r.model'])
+      .where('m.solutionId', '=', source.id)
+      .execute();
+    const models = new Map(revisions.map((r) => [Number(r.mapId), r.model]));
+    return rows.flatMap((row) => {
+      const model = models.get(row.id);
+      return model === undefined ? [] : [{ row, model: upgradeMap(JSON.parse(model)) }];
+    });
   }
 
   /** Why the Map is known to be invalid (validated against the metadata the Service holds); undefined when it is not. */
-  async #invalid(m: SourceMap, connections: ReadonlyMap<string, ConnectionRow>): Promise<string | undefined> {
+  async #invalid(
+    m: SourceMap,
+    connections: ReadonlyMap<string, ConnectionRow>,
+    metadata: Map<string, Promise<MetadataDocument | undefined>>,
+  ): Promise<string | undefined> {
     if (m.row.valid === 1) return undefined;
     const documents: Record<string, MetadataDocument> = {};
     for (const block of walkBlocks(m.model.blocks)) {
       const conn = block.connectionId ? connections.get(block.connectionId.toLowerCase()) : undefined;
       if (!conn || documents[conn.id]) continue;
-      const md = await this.opts.metadata.cached(conn);
+      if (!metadata.has(conn.id)) metadata.set(conn.id, this.opts.metadata.cached(conn));
+      const md = await metadata.get(conn.id);
       // Not checked without its metadata: the copy's prepare checks it.
       if (!md) return undefined;
       documents[conn.id] = md;
@@ -258,29 +271,49 @@ export class SolutionClones {
           lastModificationDate: now,
           modificationBy: job.createdBy,
         });
-        for (const m of plan.maps) {
-          const model: MapModel = { ...m.model, blocks: remap(m.model.blocks, plan.connections), lastRunDate: null };
-          const mapId = await insertMap(tx, {
-            solutionId: job.clonedSolutionId,
-            orgId: job.destOrgId,
-            linkIndex: m.row.linkIndex,
-            enabled: m.row.enabled,
-            ...summaryOf(model),
-            revision: 1,
-            valid: 0,
-            creationDate: now,
-            lastModificationDate: now,
-            modifiedBy: job.createdBy,
-          });
-          await insertMapRevision(tx, {
-            mapId,
-            revision: 1,
-            model: JSON.stringify({ ...model, mapId }),
-            comment: CLONED_REVISION_COMMENT,
-            revisionDate: now,
-            modifiedBy: job.createdBy,
-          });
-        }
+        if (plan.maps.length === 0) return;
+        // Two statements for all the Maps, not two a Map: a copy is bounded by round trips on PostgreSQL.
+        const models = plan.maps.map((m): MapModel => ({
+          ...m.model,
+          blocks: remap(m.model.blocks, plan.connections),
+          lastRunDate: null,
+        }));
+        const rows = await tx
+          .insertInto('maps')
+          .values(
+            plan.maps.map((m, i) => ({
+              solutionId: job.clonedSolutionId,
+              orgId: job.destOrgId,
+              // The run order as positions: unique, so each new ID is found by it below.
+              linkIndex: i,
+              enabled: m.row.enabled,
+              ...summaryOf(models[i] as MapModel),
+              revision: 1,
+              valid: 0,
+              creationDate: now,
+              lastModificationDate: now,
+              modifiedBy: job.createdBy,
+            })),
+          )
+          .returning(['id', 'linkIndex'])
+          .execute();
+        const idAt = new Map(rows.map((r) => [Number(r.linkIndex), Number(r.id)]));
+        await tx
+          .insertInto('mapRevisions')
+          .values(
+            models.map((model, i) => {
+              const mapId = idAt.get(i) ?? 0;
+              return {
+                mapId,
+                revision: 1,
+                model: JSON.stringify({ ...model, mapId }),
+                comment: CLONED_REVISION_COMMENT,
+                revisionDate: now,
+                modifiedBy: job.createdBy,
+              };
+            }),
+          )
+          .execute();
       });
     } catch (err) {
       if (isUniqueViolation(err))
