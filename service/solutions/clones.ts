@@ -367,7 +367,14 @@ export class SolutionClones {
     const id = plan.replaces ?? job.clonedSolutionId;
     let body = prepared.body;
     for (const [from, to] of plan.connections) body = body.split(`"${from}"`).join(`"${to}"`);
-    const definition = { ...(JSON.parse(body) as Record<string, unknown>), solutionId: id, orgId: job.destOrgId };
+    const shared = JSON.parse(body) as { maps?: Array<{ model: Record<string, unknown> }> };
+    const definition = {
+      ...shared,
+      solutionId: id,
+      orgId: job.destOrgId,
+      // The Net Change date is not copied (SPEC.md condition 12): the target reads everything first.
+      maps: (shared.maps ?? []).map((m) => ({ ...m, model: { ...m.model, lastRunDate: null } })),
+    };
     const now = nowIso();
     const row: SolutionsTable = {
       ...source,

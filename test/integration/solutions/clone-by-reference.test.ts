@@ -205,8 +205,30 @@ async function putSolution(w: RefWorld, orgId: number, id: string, change: Parti
 async function copiesATargetThatNeedsNoPrepare(w: RefWorld): Promise<void> {
   const { svc, root, dest } = w;
   const src = await sourceSolution(w, 'Shared nightly');
+  // A Net Change date in the source's definition (as an imported Map brings one): the target starts without.
+  const { db } = svc.service.store;
+  const prepared = await db
+    .selectFrom('preparedSolutions')
+    .select('body')
+    .where('solutionId', '=', src.id)
+    .executeTakeFirstOrThrow();
+  const withDate = JSON.parse(prepared.body) as { maps: Array<{ model: Record<string, unknown> }> };
+  for (const m of withDate.maps) m.model['lastRunDate'] = '2026-01-01T00:00:00Z';
+  await db
+    .updateTable('preparedSolutions')
+    .set({ body: JSON.stringify(withDate) })
+    .where('solutionId', '=', src.id)
+    .execute();
   const before = await solutionCount(svc, dest.id);
   const targetId = await sharedCopy(w, src);
+  const theirs = await db
+    .selectFrom('preparedSolutions')
+    .select('body')
+    .where('solutionId', '=', targetId)
+    .executeTakeFirstOrThrow();
+  const maps = (JSON.parse(theirs.body) as { maps: Array<{ model: Record<string, unknown> }> }).maps;
+  expect(maps.length).toBeGreaterThan(0);
+  expect(maps.map((m) => m.model['lastRunDate'])).toEqual(maps.map(() => null));
   expect(targetId).not.toBe(src.id);
   expect(await solutionCount(svc, dest.id)).toBe(before + 1);
 
