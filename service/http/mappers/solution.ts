@@ -26,6 +26,7 @@ export function toSolution({ row, status, nextRunTime, maps }: SolutionView, eve
     lastRunTime: row.lastRunTime,
     nextRunTime,
     minAgentVersion: row.minAgentVersion,
+    sharedFromSolutionId: row.sharedFrom,
     mapLinks: maps.map((m) => toMapLink(m, eventUrls?.get(m.id) ?? null)),
     creationDate: row.creationDate,
     lastModificationDate: row.lastModificationDate,

@@ -55,7 +55,15 @@ export const Solution = z.object({
   lastRunTime: Timestamp.nullable(),
   nextRunTime: Timestamp.nullable(),
   minAgentVersion: z.string().nullable(),
-  mapLinks: z.array(MapLink).describe('the Maps in run order; always [] for a Replication Solution'),
+  sharedFromSolutionId: z
+    .string()
+    .nullable()
+    .describe("a by-reference copy's source Solution, whose Maps it runs (docs/solutions.md); null otherwise"),
+  mapLinks: z
+    .array(MapLink)
+    .describe(
+      "the Maps in run order; always [] for a Replication Solution and for a by-reference copy (its source's Maps)",
+    ),
   creationDate: Timestamp,
   lastModificationDate: Timestamp,
   modificationBy: z.string().nullable(),
@@ -113,6 +121,7 @@ export const SolutionInput = z.strictObject({
   lastRunTime: ReadOnlyText,
   nextRunTime: ReadOnlyText,
   minAgentVersion: ReadOnlyText,
+  sharedFromSolutionId: ReadOnlyText,
   creationDate: ReadOnlyText,
   lastModificationDate: ReadOnlyText,
   modificationBy: z.string().max(320).nullable().optional(),

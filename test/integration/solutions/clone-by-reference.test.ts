@@ -232,6 +232,15 @@ async function copiesATargetThatNeedsNoPrepare(w: RefWorld): Promise<void> {
   expect(targetId).not.toBe(src.id);
   expect(await solutionCount(svc, dest.id)).toBe(before + 1);
 
+  // The target names its source; the source names none.
+  const seen = await svc.request<{ sharedFromSolutionId: string | null; mapLinks: unknown[] }>(
+    'GET',
+    pathOf(dest.id, targetId),
+  );
+  expect(seen.body).toMatchObject({ sharedFromSolutionId: src.id, mapLinks: [] });
+  const source = await svc.request<{ sharedFromSolutionId: string | null }>('GET', pathOf(root.id, src.id));
+  expect(source.body.sharedFromSolutionId).toBeNull();
+
   // The schedule is copied: the target runs on it.
   const srcSchedule = await svc.request<Record<string, unknown>>('GET', `${pathOf(root.id, src.id)}/schedule`);
   const schedule = await svc.request<Record<string, unknown>>('GET', `${pathOf(dest.id, targetId)}/schedule`);
