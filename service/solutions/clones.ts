@@ -11,8 +11,10 @@ import { requireAgent } from '../agents/agents.js';
 import { getAgent } from '../store/repos/agents.repo.js';
 import { getPreparedSolution, putPreparedSolution } from '../store/repos/prepare.repo.js';
 import type { ConnectionMetadata } from '../connections/metadata.js';
-import { listConnections } from '../store/repos/connections.repo.js';
+import { getConnection, listConnections } from '../store/repos/connections.repo.js';
+import { getOrgConnector } from '../store/repos/connector-installs.repo.js';
 import { findTable } from '../store/repos/lookup-tables.repo.js';
+import { getOrg } from '../store/repos/orgs.repo.js';
 import { listMaps } from '../store/repos/maps.repo.js';
 import { getSolution, insertSolution, solutionNameTaken } from '../store/repos/solutions.repo.js';
 import type { CloneJobRow } from '../store/schema-clones.js';
@@ -37,7 +39,7 @@ export interface CloneRequest {
 
 export interface SolutionClonesOptions {
   readonly db: Kysely<Database>;
-  readonly metadata: Pick<ConnectionMetadata, 'cached'>;
+  readonly metadata: Pick<ConnectionMetadata, 'cached' | 'ensure'>;
   readonly log: FastifyBaseLogger;
   /** This process in `clone_jobs.runner`: its replica ID, or a token of its own. */
   readonly runner: string;
@@ -187,6 +189,10 @@ export class SolutionClones {
       }
       const match = matchConnection(conn, theirs);
       if (typeof match === 'string') problems.push(match.replace('{org}', String(job.destOrgId)));
+      else if (!sameOrg && !(await getOrgConnector(db, job.destOrgId, match.connectorId)))
+        problems.push(
+          `the Connector of the Connection "${conn.name}" (${match.connectorId}) is not installed in Organization ${job.destOrgId} (install it there)`,
+        );
       else connections.set(id, match.id);
     }
     if (!sameOrg) {
@@ -201,6 +207,7 @@ export class SolutionClones {
       const invalid = await this.#invalid(m, own, metadata);
       if (invalid) problems.push(`the Map "${m.row.name}" is not valid (${invalid}): fix it in the source`);
     }
+    if (problems.length === 0 && job.byReference === 1) await this.#fits(job, maps, connections, problems);
     if (problems.length > 0) throw new CloneRefused(problems);
     return { name, connections, maps, ...(replaces ? { replaces } : {}) };
   }
@@ -319,6 +326,44 @@ export class SolutionClones {
       if (isUniqueViolation(err))
         throw new CloneRefused([`Organization ${job.destOrgId} already has a Solution named "${plan.name}"`]);
       throw err;
+    }
+  }
+
+  /**
+   * By reference the Maps are shared and no prepare follows: each must validate against the
+   * metadata of the destination's Connections (SPEC.md condition 9, "the same metadata"), loaded
+   * through the destination's Agent when the Service holds none yet.
+   */
+  async #fits(
+    job: CloneJobRow,
+    maps: readonly SourceMap[],
+    connections: ReadonlyMap<string, string>,
+    problems: string[],
+  ): Promise<void> {
+    const { db, metadata, log } = this.opts;
+    const org = await getOrg(db, job.destOrgId);
+    if (!org) return;
+    const documents: Record<string, MetadataDocument> = {};
+    for (const [sourceId, destId] of connections) {
+      const conn = await getConnection(db, job.destOrgId, destId);
+      if (!conn) continue;
+      try {
+        // Keyed by the source's ID: the shared Maps name the source's Connections.
+        documents[sourceId] = await metadata.ensure(log, org, conn, job.destAgentId);
+      } catch (err) {
+        problems.push(
+          `the metadata of the Connection "${conn.name}" could not be loaded through the Agent ${job.destAgentId} (${err instanceof Error ? err.message : String(err)}): start the Agent, or test the Connection`,
+        );
+      }
+    }
+    if (problems.length > 0) return;
+    for (const m of maps) {
+      const model = { ...m.model, blocks: lowerIds(m.model.blocks) };
+      const v = validateModel(model, documents);
+      if (!v.valid)
+        problems.push(
+          `the Map "${m.row.name}" does not fit the Connections of Organization ${job.destOrgId} (${v.results[0]?.message ?? 'it does not validate'})`,
+        );
     }
   }
 
@@ -514,4 +559,15 @@ export function compareVersions(a: string | null, b: string | null): number {
     if (d !== 0) return Math.sign(d);
   }
   return 0;
+}
+
+/** The Blocks with their Connection IDs in lower case (the keys of the metadata documents). */
+function lowerIds(blocks: readonly Block[]): Block[] {
+  return blocks.map((b) => ({
+    ...b,
+    ...(b.connectionId ? { connectionId: b.connectionId.toLowerCase() } : {}),
+    ...(b.then ? { then: lowerIds(b.then) } : {}),
+    ...(b.else ? { else: lowerIds(b.else) } : {}),
+    ...(b.body ? { body: lowerIds(b.body) } : {}),
+  }));
 }

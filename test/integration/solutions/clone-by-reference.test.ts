@@ -17,6 +17,8 @@ import {
   copyModel,
   expectRefused,
   finishedClone,
+  METADATA,
+  PLAYED_RESULTS,
   playedAgentIn,
   postClone,
   prepare,
@@ -37,6 +39,10 @@ import {
 interface RefWorld extends World {
   /** A second destination like dest (its Connections, Regions, a played Agent), for a source's second target. */
   dest2: OrgWorld;
+  /** Every piece, but metadata without the orders entity. */
+  narrow: OrgWorld;
+  /** Every piece, but an Agent that is not connected. */
+  offline: OrgWorld;
   /** A played Agent of dest of version 1.0.0, older than the source's Agent (1.2.3). */
   oldAgentId: string;
 }
@@ -60,7 +66,26 @@ async function buildRefWorld(target: StoreTarget): Promise<RefWorld> {
     tables: ['Regions'],
   });
   const oldAgentId = await playedAgentIn(w.svc, w.channels, w.dest.id, 'Old agent', '1.0.0');
-  return { ...w, dest2, oldAgentId };
+  const pieces = {
+    conns: [
+      ['orders', 'Orders DB', SQLITE],
+      ['warehouse', 'Warehouse', SQLITE],
+    ] as Array<[string, string, string]>,
+    tables: ['Regions'],
+  };
+  // Every piece by name, but its databases hold no orders table: the shared Maps do not fit.
+  const narrow = await childOrg(w.svc, w.channels, {
+    name: 'Narrow',
+    played: true,
+    ...pieces,
+    results: {
+      ...PLAYED_RESULTS,
+      loadMetadata: { ...METADATA, entities: METADATA.entities.filter((e) => e.name !== 'orders') },
+    },
+  });
+  // Every piece, but its Agent is not connected: the metadata cannot be loaded through it.
+  const offline = await childOrg(w.svc, w.channels, { name: 'Offline', played: false, ...pieces });
+  return { ...w, dest2, oldAgentId, narrow, offline };
 }
 
 // ── helpers ─────────────────────────────────────────────────────────────────────────────────────
@@ -299,6 +324,9 @@ async function refusesWhatTheDestinationLacks(w: RefWorld): Promise<void> {
   await expectFailedShare(w, src, ['Orders DB'], w.otherConnector);
   // An Agent older than the source's.
   await expectFailedShare(w, src, [/version/i], dest, w.oldAgentId);
+  // Shared Maps that do not fit the destination's metadata, and metadata that cannot be loaded.
+  await expectFailedShare(w, src, [/does not fit/, 'orders'], w.narrow);
+  await expectFailedShare(w, src, [/could not be loaded/], w.offline);
   // Into its own Organization: the target would need the source's name.
   await expectFailedShare(w, src, ['another Organization'], w.root);
 

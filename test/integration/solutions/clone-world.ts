@@ -244,10 +244,11 @@ export async function playedAgentIn(
   orgId: number,
   name: string,
   version?: string,
+  results: Record<string, unknown> = PLAYED_RESULTS,
 ): Promise<string> {
   const agent = await registerTestAgent(svc, { orgId, name, ...(version ? { version } : {}) });
   const ch = await channels.connect(svc, agent);
-  ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: PLAYED_RESULTS[String(cmd['type'])] ?? {} });
+  ch.autoReply = (cmd) => ({ re: cmd['id'], ok: true, result: results[String(cmd['type'])] ?? {} });
   expect(await ch.hello(agent, version ? { version } : {})).toMatchObject({ ok: true });
   return agent.agentId;
 }
@@ -256,11 +257,18 @@ export async function playedAgentIn(
 export async function childOrg(
   svc: TestService,
   channels: OpenChannels,
-  o: { name: string; played: boolean; conns: Array<[string, string, string]>; tables: string[] },
+  o: {
+    name: string;
+    played: boolean;
+    conns: Array<[string, string, string]>;
+    tables: string[];
+    /** What its played Agent answers (default PLAYED_RESULTS). */
+    results?: Record<string, unknown>;
+  },
 ): Promise<OrgWorld> {
   const id = await createOrg(svc, o.name);
   const agentId = o.played
-    ? await playedAgentIn(svc, channels, id, `${o.name} agent`)
+    ? await playedAgentIn(svc, channels, id, `${o.name} agent`, undefined, o.results)
     : (await registerTestAgent(svc, { orgId: id, name: `${o.name} agent` })).agentId;
   const conns: Record<string, string> = {};
   for (const [key, name, connectorId] of o.conns) conns[key] = await createConnection(svc, id, name, connectorId);
