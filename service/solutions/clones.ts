@@ -74,7 +74,8 @@ interface Plan {
  * So a failed job created nothing, and a job lost with its process created nothing either.
  */
 export class SolutionClones {
-  readonly #running = new Set<Promise<void>>();
+  /** The copies this process runs, by job ID. */
+  readonly #running = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: SolutionClonesOptions) {}
 
@@ -102,15 +103,17 @@ export class SolutionClones {
       runner: this.opts.runner,
     };
     await db.insertInto('cloneJobs').values(job).execute();
-    const run = this.#run(job).finally(() => this.#running.delete(run));
-    this.#running.add(run);
+    this.#running.set(
+      job.id,
+      this.#run(job).finally(() => this.#running.delete(job.id)),
+    );
     return job;
   }
 
   /** Starts the copy and waits for its end (the deprecated POST S/clone). */
   async startAndWait(orgId: number, solutionId: string, req: CloneRequest): Promise<CloneJobRow> {
     const job = await this.start(orgId, solutionId, req);
-    await Promise.all(this.#running);
+    await this.#running.get(job.id);
     return this.get(orgId, solutionId, job.id);
   }
 
@@ -137,7 +140,7 @@ export class SolutionClones {
 
   /** Waits for the copies this process runs (before the store closes). */
   async settled(): Promise<void> {
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running.values()]);
   }
 
   #lost(job: CloneJobRow): boolean {

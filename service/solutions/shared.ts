@@ -12,14 +12,14 @@ import type { SolutionRow } from '../store/schema.js';
 export type SharedRole = 'source' | 'target';
 
 /** Who may make a call: neither shared role, only sources (and ordinary Solutions), only targets (and ordinary ones). */
-type Rule = 'neither' | 'notTarget' | 'notSource';
+export type SharedRule = 'neither' | 'notTarget' | 'notSource';
 
 const S = '/v1/orgs/:orgId/solutions/:solutionId';
 const M = `${S}/maps/:mapId`;
 const H = `${S}/history`;
 
 /** SPEC.md condition 13, by method and route. */
-const RULES: ReadonlyMap<string, Rule> = new Map<string, Rule>([
+export const SHARED_RULES: ReadonlyMap<string, SharedRule> = new Map<string, SharedRule>([
   [`PUT ${S}/schedule`, 'neither'],
   [`POST ${S}/prepare`, 'neither'],
   [`POST ${S}/clone`, 'neither'],
@@ -89,18 +89,23 @@ export function sharedConflict(role: SharedRole, name: string, what: string): Fe
 /** Answers 409 to the calls SPEC.md condition 13 leaves out for shared-resource Solutions. */
 export function registerSharedGuard(app: FastifyInstance, db: Db): void {
   app.addHook('preHandler', async (req) => {
-    const rule = RULES.get(`${req.method} ${req.routeOptions.url ?? ''}`);
+    const rule = SHARED_RULES.get(`${req.method} ${req.routeOptions.url ?? ''}`);
     if (!rule) return;
     const params = req.params as { orgId?: number | string; solutionId?: string };
     if (params.solutionId === undefined || params.orgId === undefined) return;
+    // One statement: the Solution, and whether a target names it.
     const solution = await db
-      .selectFrom('solutions')
-      .select(['id', 'name', 'sharedFrom'])
-      .where('orgId', '=', Number(params.orgId))
-      .where('id', '=', String(params.solutionId).toLowerCase())
+      .selectFrom('solutions as s')
+      .select((eb) => [
+        's.name',
+        's.sharedFrom',
+        eb.exists(eb.selectFrom('solutions as t').select('t.id').whereRef('t.sharedFrom', '=', 's.id')).as('isSource'),
+      ])
+      .where('s.orgId', '=', Number(params.orgId))
+      .where('s.id', '=', String(params.solutionId).toLowerCase())
       .executeTakeFirst();
     if (!solution) return;
-    const role = await sharedRoleOf(db, solution);
+    const role: SharedRole | undefined = solution.sharedFrom ? 'target' : solution.isSource ? 'source' : undefined;
     if (!role) return;
     const call = `${req.method} ${req.routeOptions.url ?? ''}`.replace('/v1/orgs/:orgId/solutions/:solutionId', 'S');
     if (rule === 'neither' || (rule === 'notTarget' && role === 'target'))
