@@ -14,6 +14,7 @@ import { OpenChannels, registerTestAgent, until } from '../../helpers/agent-clie
 import { startService, type ApiResponse, type Credentials, type TestService } from '../../helpers/service.js';
 import type { StoreTarget } from '../../helpers/stores.js';
 import { addUser } from '../../helpers/users.js';
+import { metadataAction, metadataField } from '../../helpers/metadata-fixtures.js';
 
 export const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 export const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
@@ -67,37 +68,7 @@ export interface MapModel {
 
 // ── what the played Agents answer: two tables, `customers` and `orders`, of `id` and `name` ──────
 
-const action = (name: string, blockType: string) => ({
-  action: name,
-  operationName: name,
-  blockType,
-  supportsBulk: true,
-  supportsConstraints: name === 'Query',
-  supportsInput: name !== 'Query',
-  supportsLookupConditions: false,
-  supportsRelations: false,
-  supportsMultipleRecordOperations: false,
-  supportsSequences: false,
-});
-const field = (fullName: string, ordinal: number, pk: boolean) => ({
-  name: fullName,
-  fullName,
-  originalName: fullName,
-  description: '',
-  isPrimaryKey: pk,
-  nullable: !pk,
-  size: pk ? 8 : 0,
-  ordinal,
-  propertyType: pk ? 'integer' : 'string',
-  nativeType: pk ? 'INTEGER' : 'TEXT',
-  hasDefault: false,
-  requiredInActionInput: false,
-  usedInLookupCondition: true,
-  usedInActionInput: true,
-  usedInQueryConstraint: true,
-  usedInQuerySelect: true,
-});
-const ACTIONS = [action('Query', 'Starter'), action('Create', 'Operation')];
+const ACTIONS = [metadataAction('Query', 'Starter'), metadataAction('Create', 'Operation')];
 export const METADATA = {
   actions: ACTIONS,
   entities: ['customers', 'orders'].map((name) => ({
@@ -108,7 +79,7 @@ export const METADATA = {
     description: 'table',
     isHidden: false,
     actions: ACTIONS,
-    fields: [field('id', 1, true), field('name', 2, false)],
+    fields: [metadataField('id', 1, true), metadataField('name', 2, false)],
     relationships: [],
   })),
 };

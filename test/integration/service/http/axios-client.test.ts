@@ -20,42 +20,13 @@ import {
 } from '../../../helpers/agent-client.js';
 import { startService, type TestService } from '../../../helpers/service.js';
 import { STORE_TARGETS } from '../../../helpers/stores.js';
+import { metadataAction, metadataField } from '../../../helpers/metadata-fixtures.js';
 
 const SQLITE = 'f86c6485-8328-4562-b3b2-aa2dcab541ad';
 const ENTITIES = ['accounts', 'contacts', 'customers', 'invoices', 'orders'];
 
-const action = (name: string, blockType: string) => ({
-  action: name,
-  operationName: name,
-  blockType,
-  supportsBulk: true,
-  supportsConstraints: name === 'Query',
-  supportsInput: name !== 'Query',
-  supportsLookupConditions: false,
-  supportsRelations: false,
-  supportsMultipleRecordOperations: false,
-  supportsSequences: false,
-});
-const field = (fullName: string, ordinal: number, pk: boolean) => ({
-  name: fullName,
-  fullName,
-  originalName: fullName,
-  description: '',
-  isPrimaryKey: pk,
-  nullable: !pk,
-  size: pk ? 8 : 0,
-  ordinal,
-  propertyType: pk ? 'integer' : 'string',
-  nativeType: pk ? 'INTEGER' : 'TEXT',
-  hasDefault: false,
-  requiredInActionInput: false,
-  usedInLookupCondition: true,
-  usedInActionInput: true,
-  usedInQueryConstraint: true,
-  usedInQuerySelect: true,
-});
-const QUERY = action('Query', 'Starter');
-const CREATE = action('Create', 'Operation');
+const QUERY = metadataAction('Query', 'Starter');
+const CREATE = metadataAction('Create', 'Operation');
 /** What the played Agent answers loadMetadata with, for both Connections. */
 const METADATA = {
   actions: [QUERY, CREATE],
@@ -67,7 +38,7 @@ const METADATA = {
     description: 'table',
     isHidden: false,
     actions: [QUERY, CREATE],
-    fields: [field('id', 1, true), field('name', 2, false)],
+    fields: [metadataField('id', 1, true), metadataField('name', 2, false)],
     relationships: [],
   })),
 };
