@@ -4,6 +4,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { COMMANDS } from '../src/protocol/commands.js';
+import { AgentPackages, AgentUpdates } from './agents/agent-updates.js';
 import { AgentCommands } from './agents/commands.js';
 import { EventMessages } from './events/events.js';
 import { EVENT_ACCESS_CHANNEL } from './store/migrations/037-event-access-notify.js';
@@ -56,6 +57,8 @@ import { secureDataDir } from './store/data-dir.js';
 import { openStore, type Store } from './store/store.js';
 import type { SecretBox } from './crypto/master-key.js';
 import { packageRoot } from './util/package-root.js';
+import { countFinishedRun, serviceMetricsFor } from './metrics/metrics-setup.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
 
 export interface FerryService {
   readonly app: FastifyInstance;
@@ -65,6 +68,8 @@ export interface FerryService {
   readonly connectors: ConnectorInstalls;
   /** This replica's ID among several on one PostgreSQL (agent_channels, service_leases); none on SQLite. */
   readonly replicaId: string | undefined;
+  /** The URL of the separate metrics listener (FERRY_METRICS_LISTEN) once it listens. */
+  metricsUrl(): string | undefined;
   /** Listens on the configured host and port; resolves to the base URL. */
   listen(): Promise<string>;
   /**
@@ -88,6 +93,7 @@ export const REDACT_PATHS = [
   '*.agentSecret',
   '*.agentInstallationKey',
   '*.smtpUrl',
+  '*.metricsToken',
 ];
 
 /** How to start the `ferry` CLI at `entry`: with Node, and through tsx for the TypeScript sources (development). */
@@ -286,6 +292,24 @@ function agentCommands(config: ServiceConfig, store: Store, registry: SessionReg
   return { replicas, claims, commands: new AgentCommands(replicas ?? new LocalCommandBus(registry)) };
 }
 
+/** Which Agents update to which of the versions in the packages folder (agents/agent-updates.ts). */
+function agentUpdatesOf(
+  config: ServiceConfig,
+  store: Store,
+  commands: AgentCommands,
+  registry: SessionRegistry,
+  log: Logger,
+): AgentUpdates {
+  return new AgentUpdates({
+    db: store.db,
+    commands,
+    packages: new AgentPackages(config.agentPackagesDir ?? path.join(config.dataDir, 'agent-packages')),
+    obsoleteBelow: config.agentObsoleteBelow,
+    log: log.child({ component: 'agent-updates' }),
+    connectedHere: () => registry.all().map((s) => s.agentId),
+  });
+}
+
 interface TimedJob {
   start(): void;
   stop(): Promise<void>;
@@ -331,13 +355,34 @@ function lostReprocessRunsOf(
   });
 }
 
+/** The History of Solutions: executions, record errors, reprocessing. */
+function historyOf(
+  store: Store,
+  secrets: SecretBox,
+  commands: AgentCommands,
+  assignments: SolutionAssignments,
+  log: Logger,
+): History {
+  const bulkTransaction: Store['bulkTransaction'] = (work) => store.bulkTransaction(work);
+  return new History({ db: store.db, bulkTransaction, secrets, commands, assignments, log });
+}
+
 /** The composition root of the Service: store, secrets, bootstrap, HTTP app. */
 /** What the Service does with the Agents' run reports: History, then the mails and the Event Solutions' queues. */
-function runReportsOf(log: Logger, store: Store, notifications: Notifications, events: EventMessages): RunReports {
+function runReportsOf(
+  log: Logger,
+  store: Store,
+  notifications: Notifications,
+  events: EventMessages,
+  metrics: ServiceMetrics,
+): RunReports {
   return new RunReports({
     log,
     dialect: store.dialect,
-    onExecutionFinished: notifications.executionFinished,
+    onExecutionFinished: async (tx, finished) => {
+      await notifications.executionFinished(tx, finished);
+      countFinishedRun(metrics, finished);
+    },
     onEventRunEnded: (tx, solutionId, runId) => events.runEnded(tx, solutionId, runId),
   });
 }
@@ -358,7 +403,9 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     const { notifications, sender: mailSender } = notificationMails(config, { store, log, timing: opts.mailOutbox });
     // The Agent side: channel sessions, commands over them, log archives, Cloud Agents.
     const registry = new SessionRegistry();
+    const metrics = serviceMetricsFor(store, registry);
     const { replicas, claims, commands } = agentCommands(config, store, registry, log);
+    const agentUpdates = agentUpdatesOf(config, store, commands, registry, log);
     const logArchives =
       store.dialect === 'postgres' ? new DatabaseLogArchives(store) : new LogArchiveFiles(config.dataDir);
     const supervisor = cloudAgents(config, store, claims, log);
@@ -374,14 +421,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
     );
     const readiness = new Readiness();
     const maps = new SolutionMaps({ db: store.db });
-    const history = new History({
-      db: store.db,
-      bulkTransaction: (work) => store.bulkTransaction(work),
-      secrets,
-      commands,
-      assignments,
-      log,
-    });
+    const history = historyOf(store, secrets, commands, assignments, log);
     const events = new EventMessages({ store, commands, log });
     const eventAccess = eventAccessChanges(config, events, log);
     const lostReprocessRuns = lostReprocessRunsOf(store, registry, commands, history, log, opts.lostReprocessRunsMs);
@@ -392,7 +432,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       rateLimiter: rateLimiterFor(store, config),
       loginThrottle: opts.loginThrottle ?? loginThrottleFor(store, config),
       log,
-      agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS },
+      agents: { commands, logArchives, cloudAgents: supervisor ?? NO_CLOUD_AGENTS, updates: agentUpdates },
       connectors,
       connections: new Connections({ db: store.db, secrets, marketplace: connectors }),
       metadata,
@@ -408,13 +448,15 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       readiness,
       events,
       processId: replicas?.replicaId ?? randomUUID(),
+      metrics,
     });
-    const runReports = runReportsOf(log, store, notifications, events);
+    const runReports = runReportsOf(log, store, notifications, events, metrics);
     const gateway = new AgentGateway({
       store,
       config,
       log,
       registry,
+      metrics,
       ...(replicas ? { leases: replicas } : {}),
       reports: agentReports(runReports, secrets),
       onConnected: (agentId, agent) => {
@@ -422,6 +464,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
           .reconcile(agentId, agent)
           .catch((err: unknown) => log.error({ err, agentId }, 'connector reconcile failed'));
         assignments.syncSoon(agentId);
+        agentUpdates.connected(agent).catch((err: unknown) => log.error({ err, agentId }, 'agent update check failed'));
         retention.pruneAgent(agentId);
         lostReprocessRuns.connected(agentId);
         events.connected(agentId);
@@ -438,7 +481,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       log,
       claims,
     );
-    const timed = [sweeper, housekeeping, retention, events, ...present(abandonedPrepares, eventAccess)];
+    const timed = [sweeper, housekeeping, retention, events, agentUpdates, ...present(abandonedPrepares, eventAccess)];
     const closeOnce = async () => {
       readiness.drain();
       // Cloud Agents first, so that their shutdown reports still reach the gateway.
@@ -467,6 +510,7 @@ export async function buildService(config: ServiceConfig, opts: BuildOptions = {
       bootstrap: boot,
       connectors,
       replicaId: replicas?.replicaId,
+      metricsUrl: () => metrics.listenerUrl,
       async listen() {
         await replicas?.start();
         await app.listen({ port: config.port, host: config.host });

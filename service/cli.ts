@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConsoleLogger, logFormatOf } from '../src/logs/console.js';
 import { buildService, REDACT_PATHS } from './build-service.js';
@@ -31,6 +32,7 @@ export function banner(config: ServiceConfig, url: string, b: BootstrapResult, r
   const lines = [
     `Ferry Service listening on ${url}`,
     `  API:      ${url}/v1   (OpenAPI: ${url}/v1/openapi.json, browsable: ${url}/docs)`,
+    `  Console:  ${url}/console   (sign in with an API user: docs/console.md)`,
     `  Store:    ${config.databaseUrl ? `PostgreSQL${replicaId ? `   Replica: ${replicaId}` : ''}` : `SQLite in ${config.dataDir}`}`,
     `  Org:      ${b.orgId}   Administrator: ${b.adminEmail}`,
   ];
@@ -80,6 +82,27 @@ export async function serviceOpenapi(argv: string[], env: NodeJS.ProcessEnv): Pr
   await service.app.ready();
   process.stdout.write(JSON.stringify(service.app.swagger(), null, 2) + '\n');
   await service.close();
+}
+
+/**
+ * `ferry service agent-package [--out DIR] [--version V]`: publishes this build as an Agent version:
+ * writes `ferry-agent-<version>.tgz` into the folder the Service offers Agent versions from
+ * (FERRY_AGENT_PACKAGES_DIR, else `<dataDir>/agent-packages`), so that older Agents update to it.
+ */
+export async function serviceAgentPackage(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...SERVICE_OPTIONS, out: { type: 'string' }, version: { type: 'string' } },
+  });
+  const config = parseServiceConfig(env, { dataDir: values['data-dir'] });
+  const out = values.out ?? config.agentPackagesDir ?? path.join(config.dataDir, 'agent-packages');
+  const { agentPackageFiles, writeAgentPackageFile } = await import('./http/agent-package-file.js');
+  const files = agentPackageFiles(undefined, values.version);
+  const manifest = files.find((f) => f.name === 'package/package.json');
+  const version =
+    values.version ?? (JSON.parse(manifest?.data.toString('utf8') ?? '{}') as { version: string }).version;
+  const file = writeAgentPackageFile(out, version, files);
+  process.stdout.write(`${file}\n`);
 }
 
 /**

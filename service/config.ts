@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseListenAddress } from '../src/metrics/metrics-listener.js';
 
 /**
  * The Service configuration, parsed once from flags and the environment by {@link parseServiceConfig}
@@ -58,6 +59,16 @@ export const ServiceConfigSchema = z.object({
   cloudAgentEntry: z.string().min(1).optional(),
   /** A folder of extra Connector plugins (vendor and Managed Connectors) offered beside the built-in ones. */
   connectorsDir: z.string().min(1).optional(),
+  /**
+   * The Agent versions this Service offers (docs/agents.md "Updates"): `ferry-agent-<version>.tgz`
+   * packages; Agents older than the newest are updated. Absent: `<dataDir>/agent-packages`.
+   */
+  agentPackagesDir: z.string().min(1).optional(),
+  /** Agents older than this version are not updated automatically and show `Obsolete, install new Agent`. */
+  agentObsoleteBelow: z
+    .string()
+    .regex(/^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, 'a version such as 1.2.0')
+    .optional(),
   /** Seconds an Agent may take to finish a Connector install before it is InstallTimedOut. */
   connectorInstallTimeout: z.coerce.number().positive().default(900),
   /**
@@ -97,6 +108,19 @@ export const ServiceConfigSchema = z.object({
   eventQueueLimit: z.coerce.number().int().min(1).default(100_000),
   /** Seconds a request to a request/reply Map waits for its reply before 504 (docs/events.md). */
   eventRequestTimeout: z.coerce.number().min(1).max(600).default(90),
+  /**
+   * Prometheus metrics on the API's port (docs/metrics.md): `GET /metrics` answers only with
+   * `Authorization: Bearer <this token>`. Absent: no /metrics route on the API's port (404).
+   */
+  metricsToken: z.string().min(16, 'must be at least 16 characters').max(512).optional(),
+  /**
+   * Prometheus metrics on a listener of their own, `host:port` (e.g. `127.0.0.1:9464`): serves only
+   * `GET /metrics`, without a token; the bind address is the protection. Absent: no such listener.
+   */
+  metricsListen: z
+    .string()
+    .refine((v) => parseListenAddress(v) !== undefined, 'must be host:port, e.g. 127.0.0.1:9464')
+    .optional(),
 });
 
 export type ServiceConfig = Readonly<z.infer<typeof ServiceConfigSchema>>;
@@ -128,6 +152,8 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_CLOUD_AGENTS: 'cloudAgents',
   FERRY_CLOUD_AGENT_ENTRY: 'cloudAgentEntry',
   FERRY_CONNECTORS_DIR: 'connectorsDir',
+  FERRY_AGENT_PACKAGES_DIR: 'agentPackagesDir',
+  FERRY_AGENT_OBSOLETE_BELOW: 'agentObsoleteBelow',
   FERRY_CONNECTOR_INSTALL_TIMEOUT: 'connectorInstallTimeout',
   FERRY_HISTORY_RETENTION_DAYS: 'historyRetentionDays',
   FERRY_DRAIN_DELAY: 'drainDelay',
@@ -136,6 +162,8 @@ const ENV_KEYS: Record<string, keyof ServiceConfigInput> = {
   FERRY_SMTP_FROM: 'smtpFrom',
   FERRY_EVENT_QUEUE_LIMIT: 'eventQueueLimit',
   FERRY_EVENT_REQUEST_TIMEOUT: 'eventRequestTimeout',
+  FERRY_METRICS_TOKEN: 'metricsToken',
+  FERRY_METRICS_LISTEN: 'metricsListen',
 };
 
 /** Reads the `FERRY_*` variables of `env`, lets `overrides` (flags) win, validates, and freezes. */

@@ -3,7 +3,9 @@
 #
 #   entrypoint.sh [run]   first start on an empty volume: `ferry agent install` with FERRY_AGENT_KEY
 #                         and FERRY_SERVICE_URL; every start: `ferry agent run` in the foreground
-#                         (the supervisor replaces the worker on a restart; SIGTERM stops it)
+#                         (the supervisor replaces the worker on a restart; SIGTERM stops it), at
+#                         FERRY_SERVICE_URL when it is set (a Service that moved), else at the URL
+#                         it was installed with
 #   entrypoint.sh health  exit 0 while the Agent process runs (the image's HEALTHCHECK)
 #   entrypoint.sh ARGS…   any other `ferry` command, e.g. `agent status`
 #
@@ -31,6 +33,9 @@ case "${1:-run}" in
       else
         $CLI agent install --home "$AGENT_HOME" --key "$FERRY_AGENT_KEY" --service "$FERRY_SERVICE_URL" --no-service
       fi
+    fi
+    if [ -n "${FERRY_SERVICE_URL:-}" ] && [ -z "${FERRY_AGENT_SERVICE_URL:-}" ]; then
+      export FERRY_AGENT_SERVICE_URL="$FERRY_SERVICE_URL"
     fi
     # exec: the supervisor becomes the container's main process and receives its SIGTERM.
     exec $CLI agent run --home "$AGENT_HOME"

@@ -109,6 +109,13 @@ export async function renameAgent(db: Db, agent: AgentRow, name: string | undefi
   return requireAgent(db, agent.orgId, agent.id);
 }
 
+/** Holds the Agent at its version, or releases it (`versionHold`); unchanged when absent. */
+export async function holdVersion(db: Db, agent: AgentRow, hold: boolean | undefined): Promise<AgentRow> {
+  if (hold === undefined || (agent.versionHold === 1) === hold) return agent;
+  await updateAgent(db, agent.id, { versionHold: hold ? 1 : 0, modifiedAt: nowIso() });
+  return requireAgent(db, agent.orgId, agent.id);
+}
+
 /**
  * Asks the Agent to restart; once it accepted it starts no new work, (interrupts or) waits for
  * running Solutions, then restarts. Answers the Agent's record with its new status.

@@ -37,6 +37,12 @@ export interface SessionHandlers {
   closed(session: AgentSession, code: number): void;
 }
 
+/** What the metrics see of a channel (service/metrics): message types (a bounded set) and command round trips. */
+export interface ChannelObserver {
+  message(type: string, direction: 'in' | 'out'): void;
+  commandDone(command: string, outcome: 'ok' | 'failed' | 'timeout' | 'disconnected', seconds: number): void;
+}
+
 export interface SessionOptions {
   agentId: string;
   orgId: number;
@@ -47,10 +53,13 @@ export interface SessionOptions {
   /** Bad messages tolerated within `badWindowMs`; the one that reaches the limit closes the socket with 4400. */
   badMessageLimit?: number;
   badWindowMs?: number;
+  observer?: ChannelObserver | undefined;
 }
 
 interface Pending {
   type: string;
+  /** performance.now() at send, for the round-trip time. */
+  sentAt: number;
   resolve: (result: unknown) => void;
   reject: (err: FerryError) => void;
   timer: NodeJS.Timeout;
@@ -130,17 +139,20 @@ export class AgentSession {
     if (obj && 're' in obj) {
       const reply = Reply.safeParse(json);
       if (!reply.success) return this.#bad('CHN_INVALID_MESSAGE', undefined, summarize(reply.error));
+      this.#observe('reply');
       return this.#settle(reply.data);
     }
     if (obj?.['type'] === 'ping' || obj?.['type'] === 'pong') {
       const keep = (obj['type'] === 'ping' ? Ping : Pong).safeParse(json);
       if (!keep.success) return this.#bad('CHN_INVALID_MESSAGE', undefined, summarize(keep.error));
+      this.#observe(keep.data.type);
       if (keep.data.type === 'ping') this.send({ type: 'pong', at: new Date().toISOString() });
       return;
     }
     const request = AgentRequest.safeParse(json);
     if (!request.success) return this.#bad('CHN_INVALID_MESSAGE', id, summarize(request.error));
     const msg = request.data;
+    this.#observe(msg.type);
     this.#chain = this.#chain
       .then(() => this.#handle(msg))
       .catch((err: unknown) => this.#log.error({ err, type: msg.type }, 'agent request handling failed'));
@@ -156,9 +168,11 @@ export class AgentSession {
       ...('uploadUrl' in command ? { uploadUrl: this.resolveUrl(command.uploadUrl) } : {}),
       ...('packageUrl' in command ? { packageUrl: this.resolveUrl(command.packageUrl) } : {}),
     } as FromService;
+    const sentAt = performance.now();
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
+        this.#commandDone(command.type, 'timeout', sentAt);
         reject(
           new FerryError(
             'CHN_TIMEOUT',
@@ -167,7 +181,7 @@ export class AgentSession {
           ),
         );
       }, timeoutMs);
-      this.#pending.set(id, { type: command.type, resolve, reject, timer });
+      this.#pending.set(id, { type: command.type, sentAt, resolve, reject, timer });
       if (!this.send(message)) {
         clearTimeout(timer);
         this.#pending.delete(id);
@@ -193,6 +207,7 @@ export class AgentSession {
       return false;
     }
     this.#socket.send(text);
+    this.#opts.observer?.message('type' in message ? message.type : 'reply', 'out');
     return true;
   }
 
@@ -237,6 +252,7 @@ export class AgentSession {
     this.#closed = true;
     for (const [id, p] of this.#pending) {
       clearTimeout(p.timer);
+      this.#commandDone(p.type, 'disconnected', p.sentAt);
       p.reject(notConnected(this.agentId, `disconnected before answering the ${p.type} command`));
       this.#pending.delete(id);
     }
@@ -284,10 +300,20 @@ export class AgentSession {
     }
     clearTimeout(pending.timer);
     this.#pending.delete(reply.re);
+    this.#commandDone(pending.type, reply.ok ? 'ok' : 'failed', pending.sentAt);
     if (reply.ok) pending.resolve(reply.result);
     else {
       pending.reject(commandFailed(this.agentId, pending.type, reply.error));
     }
+  }
+
+  /** A message from the Agent, of a type the protocol knows (an unreadable one counts as `invalid`). */
+  #observe(type: string): void {
+    this.#opts.observer?.message(type, 'in');
+  }
+
+  #commandDone(type: string, outcome: Parameters<ChannelObserver['commandDone']>[1], sentAt: number): void {
+    this.#opts.observer?.commandDone(type, outcome, (performance.now() - sentAt) / 1000);
   }
 
   #replyError(id: string, err: FerryError): void {
@@ -302,6 +328,7 @@ export class AgentSession {
     this.#badTimes = this.#badTimes.filter((t) => now - t < this.#opts.badWindowMs);
     this.#badTimes.push(now);
     this.#log.warn({ code, detail, count: this.#badTimes.length }, 'bad agent channel message');
+    this.#observe('invalid');
     if (id !== undefined) this.#replyError(id, new FerryError(code, `The message is not valid: ${detail}`));
     if (this.#badTimes.length >= this.#opts.badMessageLimit) {
       this.#log.warn(

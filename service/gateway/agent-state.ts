@@ -1,4 +1,4 @@
-import type { AgentStatus } from '../../src/protocol/agent-status.js';
+import { OBSOLETE_STATUS, type AgentStatus } from '../../src/protocol/agent-status.js';
 import type { Heartbeat, Hello, InstalledConnector, ReportBody } from '../../src/protocol/channel.js';
 import type { AgentRow, AgentUpdate } from '../store/schema.js';
 
@@ -13,8 +13,9 @@ import type { AgentRow, AgentUpdate } from '../store/schema.js';
  *   any          → status / Shutdown / ShutdownCloud from durable reports
  *   any          → WaitingToRestartAgentUserRequest  POST restart, once the Agent accepted it
  *   any but Shutdown, ShutdownCloud → HeartbeatLate / HeartbeatFailed  by the sweeper
- * The update-related ones (WaitingToUpdate*, Updating*, AgentUpdating, Obsolete) arrive in the
- * same way once the connector issue makes Agents report them.
+ *   any          → WaitingToUpdateAgent / UpdatingAgent / AgentUpdating  as the Agent reports its update
+ *   any          → Obsolete, install new Agent       on connect, when too old (agents/agent-updates.ts);
+ *                                                    kept while the Agent says Running
  */
 
 /** Statuses the sweeper leaves alone: the Agent said goodbye, so silence is expected. */
@@ -55,8 +56,19 @@ export function helloPatch(
   };
 }
 
-export function heartbeatPatch(agent: Pick<AgentRow, 'isCloudAgent'>, hb: Heartbeat, now: string): AgentUpdate {
-  return { status: shutdownStatus(agent, hb.status), lastContactTime: now };
+export function heartbeatPatch(
+  agent: Pick<AgentRow, 'isCloudAgent' | 'status'>,
+  hb: Heartbeat,
+  now: string,
+): AgentUpdate {
+  return keepObsolete(agent, { status: shutdownStatus(agent, hb.status), lastContactTime: now });
+}
+
+/** An Obsolete Agent stays so while it says Running: the Service, not the Agent, knows it is too old. */
+function keepObsolete(agent: Pick<AgentRow, 'status'>, patch: AgentUpdate): AgentUpdate {
+  if (agent.status !== OBSOLETE_STATUS || patch.status !== 'Running') return patch;
+  const { status: _running, ...rest } = patch;
+  return rest;
 }
 
 /**
@@ -65,7 +77,7 @@ export function heartbeatPatch(agent: Pick<AgentRow, 'isCloudAgent'>, hb: Heartb
  * moves nothing; its times are still kept when they are newer than what the record has.
  */
 export function reportPatch(
-  agent: Pick<AgentRow, 'isCloudAgent' | 'lastStartTime' | 'lastShutdownTime'>,
+  agent: Pick<AgentRow, 'isCloudAgent' | 'lastStartTime' | 'lastShutdownTime' | 'status'>,
   report: ReportBody,
   now: string,
 ): AgentUpdate | undefined {
@@ -74,7 +86,7 @@ export function reportPatch(
     case 'status': {
       const at = isoOr(report.at, now);
       return current(at)
-        ? { status: shutdownStatus(agent, report.status), lastContactTime: now }
+        ? keepObsolete(agent, { status: shutdownStatus(agent, report.status), lastContactTime: now })
         : { lastContactTime: now };
     }
     case 'started': {
@@ -92,6 +104,18 @@ export function reportPatch(
     }
     case 'logArchiveFailed':
       return { lastContactTime: now };
+    case 'agentUpdate':
+      // The update ended without the new version: the Agent runs the one it ran (Failed) or went back to it.
+      return {
+        isUpdating: 0,
+        updateVersion: null,
+        updateFailedVersion: report.version,
+        updateError: `${report.status === 'RolledBack' ? 'Rolled back' : 'Failed'}: ${report.error.message}`.slice(
+          0,
+          2000,
+        ),
+        lastContactTime: now,
+      };
     case 'connectorInstall':
       return { installedConnectors: connectorsJson(report.installed), lastContactTime: now };
   }

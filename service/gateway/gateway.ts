@@ -21,7 +21,7 @@ import { getAgentById, recordReport, updateAgent } from '../store/repos/agents.r
 import type { AgentRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { nowIso } from '../util/values.js';
-import { AgentSession, type SessionHandlers } from './agent-session.js';
+import { AgentSession, type ChannelObserver, type SessionHandlers } from './agent-session.js';
 import { heartbeatPatch, helloPatch, reportPatch } from './agent-state.js';
 import type { SessionRegistry } from './command-bus.js';
 import type { ReportHandlers } from './report-handlers.js';
@@ -45,6 +45,8 @@ export interface GatewayOptions {
    * told of each channel once it is attached (the hello is answered after) and once it closed.
    */
   leases?: { held(session: AgentSession): Promise<void>; released(session: AgentSession): Promise<void> };
+  /** What the metrics count of the channels (service/metrics): messages, command round trips, each heartbeat. */
+  metrics?: ChannelObserver & { heartbeat(agentId: string, heartbeat: Heartbeat): void };
   /** Application-level ping interval (default a third of FERRY_AGENT_CHANNEL_TIMEOUT: 20 s). */
   pingIntervalMs?: number;
   /** A socket without any traffic this long is terminated as half-open (default FERRY_AGENT_CHANNEL_TIMEOUT: 60 s). */
@@ -180,6 +182,7 @@ export class AgentGateway {
       origin: this.#origin(req),
       log,
       handlers: this.#handlers,
+      observer: this.#opts.metrics,
     });
     this.#sockets.set(ws, session);
     this.#upgraded.set(session, { agent, at: Date.now() });
@@ -308,6 +311,7 @@ export class AgentGateway {
         throw new FerryError('AGT_DELETED', `Agent ${session.agentId} was deleted in the Service; uninstall it.`);
       }
       await updateAgent(this.#opts.store.db, agent.id, heartbeatPatch(agent, msg, now));
+      this.#opts.metrics?.heartbeat(agent.id, msg);
       return { serverTime: now };
     },
 

@@ -19,8 +19,11 @@ import { packageVersion } from '../util/package-root.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { registerAgentParamCheck } from './agent-param.js';
 import { answerClientError } from './client-error.js';
+import { registerConsole } from './console/console.routes.js';
+import { consoleSessions } from './console/sessions.js';
 import type { ServiceDeps } from './deps.js';
 import { registerGuard } from './guard.js';
+import { registerMetrics } from '../metrics/metrics-route.js';
 import { registerSharedGuard } from '../solutions/shared.js';
 import { unsupportedMediaType } from './media-types.js';
 import { registerPolling } from './poll.js';
@@ -129,7 +132,9 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
-  registerGuard(app, deps);
+  if (deps.metrics) registerMetrics(app, deps.metrics, deps.config);
+  const sessions = consoleSessions(deps.store.db);
+  const login = registerGuard(app, deps, (req) => sessions.userOf(req));
   registerSharedGuard(app, deps.store.db);
   registerPolling(app);
   registerAgentParamCheck(app, deps);
@@ -152,6 +157,7 @@ export async function buildApp(deps: ServiceDeps): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async () => app.swagger());
 
   for (const route of ROUTES) await app.register(route, deps);
+  registerConsole(app, sessions, login);
   return app;
 }
 

@@ -17,6 +17,7 @@ import type { SolutionRuns } from '../solutions/runs.js';
 import type { SolutionAssignments } from '../solutions/assignments.js';
 import type { Store } from '../store/store.js';
 import type { EventMessages } from '../events/events.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Readiness } from './readiness.js';
 
@@ -61,4 +62,6 @@ export interface ServiceDeps {
   readonly events: EventMessages;
   /** This process among those sharing the store: its replica ID, or a UUID of its own on SQLite. */
   readonly processId: string;
+  /** This process's Prometheus metrics (service/metrics); absent: requests are not counted. */
+  readonly metrics?: ServiceMetrics | undefined;
 }

@@ -1,7 +1,12 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import { basicCredentials } from '../auth/basic-credentials.js';
+import {
+  basicCredentials,
+  MAX_LOGIN_LENGTH,
+  MAX_PASSWORD_LENGTH,
+  type BasicCredentials,
+} from '../auth/basic-credentials.js';
 import { addressKey } from '../auth/login-throttle.js';
 import { hashPassword, sha256, verifyPassword } from '../auth/password.js';
 import { getOrg, roleIn } from '../store/repos/orgs.repo.js';
@@ -90,7 +95,20 @@ const refused = (): FerryError =>
     "The email and password were refused: check both (the login name is the email address). An operator can set a new password with `ferry service set-password --email EMAIL` on the Service's machine.",
   );
 
-export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
+/** Checks a login and password as Basic authentication does (the login throttle included); answers the user. */
+export type PasswordLogin = (email: string, password: string, ip: string) => Promise<UserRow>;
+
+/**
+ * Registers the guard. `sessionUser` is a second credential (the web console's session cookie):
+ * the user it answers goes through the same checks as one authenticated with Basic; a request with
+ * an Authorization header is authenticated by that header alone. Answers the password check, for
+ * the console's sign-in.
+ */
+export function registerGuard(
+  app: FastifyInstance,
+  deps: ServiceDeps,
+  sessionUser?: (req: FastifyRequest) => Promise<UserRow | undefined>,
+): PasswordLogin {
   const cache = new CredentialCache();
   const verifications = new Verifications();
   const throttle = deps.loginThrottle;
@@ -101,30 +119,38 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
   app.decorateRequest('ferryRole', undefined);
 
   async function authenticate(req: FastifyRequest): Promise<UserRow> {
+    if (req.headers.authorization === undefined && sessionUser) {
+      const user = await sessionUser(req);
+      if (user) return user;
+    }
     const creds = basicCredentials(req.headers.authorization);
     if (!creds) throw unauthenticated();
+    return login(creds, req.ip);
+  }
+
+  async function login(creds: BasicCredentials, ip: string): Promise<UserRow> {
     const { email, password } = creds;
     // The order is the one in service/auth/login-throttle.ts: a locked pair costs no lookup and no hash.
-    await throttle.checkPair(email, req.ip);
+    await throttle.checkPair(email, ip);
     if (!creds.holdable) {
       // No account has such credentials and the store must not see them (PostgreSQL refuses a NUL
       // in text): refused as a wrong password, before any query, and counted like one.
-      (await throttle.attempt(email, req.ip))(false);
+      (await throttle.attempt(email, ip))(false);
       throw refused();
     }
     const user = await getUserByEmail(db, email);
     const key = user?.passwordHash ? sha256(`${user.id}\0${password}\0${user.passwordHash}`) : undefined;
     if (user && key && cache.has(key)) {
-      await throttle.succeeded(email, req.ip, false);
+      await throttle.succeeded(email, ip, false);
       return user;
     }
     // The same login as sent, password and address (as the throttle counts it), checked against the
     // same row: a guess repeated while it is being verified is not a new guess, nor a right password
     // a new attempt. The followers count nothing and share the first's answer, a 429 included.
-    const flight = verifications.key(email, addressKey(req.ip), password, user?.id ?? '', user?.passwordHash ?? '');
-    const { right, shared } = verifications.once(flight, () => verify(email, password, req.ip, user, key));
+    const flight = verifications.key(email, addressKey(ip), password, user?.id ?? '', user?.passwordHash ?? '');
+    const { right, shared } = verifications.once(flight, () => verify(email, password, ip, user, key));
     if (!(await right) || !user) throw refused();
-    if (!shared) await throttle.succeeded(email, req.ip, true);
+    if (!shared) await throttle.succeeded(email, ip, true);
     return user;
   }
 
@@ -159,7 +185,9 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     const access: Access =
       req.routeOptions.config.access ?? (req.routeOptions.url?.startsWith('/v1/') ? 'admin' : 'public');
     if (access === 'public') return;
-    void reply.header('WWW-Authenticate', 'Basic realm="Ferry", charset="UTF-8"');
+    // Not to the console's own calls: a browser would answer a Basic challenge with its login dialog.
+    if (req.headers['x-ferry-console'] === undefined)
+      void reply.header('WWW-Authenticate', 'Basic realm="Ferry", charset="UTF-8"');
     const user = await authenticate(req);
     req.ferryUser = user;
     if (access === 'user') return;
@@ -187,6 +215,18 @@ export function registerGuard(app: FastifyInstance, deps: ServiceDeps): void {
     req.ferryOrg = org;
     req.ferryRole = role;
   });
+
+  return (email, password, ip) => login(holdableCredentials(email, password), ip);
+}
+
+/** Credentials given as two strings (a sign-in form), with the same limits as Basic authentication's. */
+function holdableCredentials(email: string, password: string): BasicCredentials {
+  const holdable =
+    !email.includes('\u0000') &&
+    !password.includes('\u0000') &&
+    email.length <= MAX_LOGIN_LENGTH &&
+    password.length <= MAX_PASSWORD_LENGTH;
+  return { email, password, holdable };
 }
 
 /** Whether a Security Rule of the Organization with apiAccessEnabled covers the address. */

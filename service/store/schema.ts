@@ -13,7 +13,9 @@ import type {
   EventRepliesTable,
   MessageEndpointsTable,
 } from './schema-events.js';
+import type { AgentUpdateColumns } from './schema-agent-updates.js';
 import type { CloneTables } from './schema-clones.js';
+import type { ConsoleTables } from './schema-console.js';
 
 export type * from './schema-events.js';
 export type * from './schema-replicas.js';
@@ -23,7 +25,7 @@ export type * from './schema-replicas.js';
  * columns). Booleans are stored as 0/1 integers and timestamps as ISO-8601 UTC text on both SQLite
  * and PostgreSQL, so that one repository serves both; repositories convert at the edge.
  */
-export interface Database extends CloneTables {
+export interface Database extends CloneTables, ConsoleTables {
   agents: AgentsTable;
   agentInstallationKeys: AgentInstallationKeysTable;
   agentReports: AgentReportsTable;
@@ -232,7 +234,7 @@ export type LookupTableRow = Selectable<LookupTablesTable>;
 export type LookupTableValueRow = Selectable<LookupTableValuesTable>;
 
 /** An Agent: On-Premise (registered with an installation key) or the Organization's Cloud Agent. */
-export interface AgentsTable {
+export interface AgentsTable extends AgentUpdateColumns {
   id: string;
   orgId: number;
   name: string;

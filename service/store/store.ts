@@ -47,6 +47,8 @@ import { eventReplies } from './migrations/036-event-replies.js';
 import { eventAccessNotify } from './migrations/037-event-access-notify.js';
 import { cloneJobs } from './migrations/038-clone-jobs.js';
 import { sharedSolutions } from './migrations/039-shared-solutions.js';
+import { agentUpdates } from './migrations/041-agent-updates.js';
+import { consoleSessions } from './migrations/040-console-sessions.js';
 import type { Database } from './schema.js';
 import { SqliteReadWriteDialect } from './sqlite-dialect.js';
 import { SqliteWorkerDialect } from './sqlite-worker-dialect.js';
@@ -188,6 +190,8 @@ function migrations(dialect: StoreDialect, preinstalled: readonly PreinstalledCo
     '037-event-access-notify': eventAccessNotify(dialect),
     '038-clone-jobs': cloneJobs(),
     '039-shared-solutions': sharedSolutions(),
+    '040-console-sessions': consoleSessions(),
+    '041-agent-updates': agentUpdates(),
   };
 }
 

@@ -9,6 +9,7 @@ import { SolutionRunner } from '../solutions/runner.js';
 import { Scheduler } from '../solutions/scheduler.js';
 import { SolutionStore } from '../solutions/solution-store.js';
 import type { AgentConfig } from './config.js';
+import type { AgentMetrics } from './metrics.js';
 import type { InstancePaths } from './home.js';
 import { scheduledRuns } from './scheduled-runs.js';
 import { SchedulerGate } from './scheduler-gate.js';
@@ -40,6 +41,8 @@ export function buildAgentSolutions(deps: {
   readonly logger: AgentLogger;
   /** The Agent's logger (`component: 'agent'`). */
   readonly log: Logger;
+  /** The Agent's metrics: told of every run report and batch. */
+  readonly metrics?: Pick<AgentMetrics, 'report' | 'batch'> | undefined;
 }): AgentSolutions {
   const { config, paths, serviceUrl, authorization, work, outbox, log } = deps;
   const root = deps.logger.log;
@@ -48,8 +51,15 @@ export function buildAgentSolutions(deps: {
     store,
     host: deps.host,
     work,
-    report: (body) => void outbox.enqueue(body),
-    reportAll: (bodies) => void outbox.enqueueAll(bodies),
+    report: (body) => {
+      outbox.enqueue(body);
+      deps.metrics?.report(body);
+    },
+    reportAll: (bodies) => {
+      outbox.enqueueAll(bodies);
+      for (const body of bodies) deps.metrics?.report(body);
+    },
+    ...(deps.metrics ? { onBatch: deps.metrics.batch } : {}),
     log: root.child({ component: 'solutions' }),
     dataDir: paths.data,
     concurrency: config.runConcurrency,

@@ -3,10 +3,11 @@ import type { Logger } from 'pino';
 import { bearer, ChannelClient } from '../channel/client.js';
 import { Outbox } from '../channel/outbox.js';
 import type { AgentLogger } from '../logs/logger.js';
-import { PROTOCOL_VERSION } from '../protocol/channel.js';
+import { PROTOCOL_VERSION, type ReportBody } from '../protocol/channel.js';
 import type { SolutionRunner } from '../solutions/runner.js';
 import { touchPrivate } from '../util/private-files.js';
 import { buildAgentSolutions } from './agent-solutions.js';
+import { AgentUpdater } from './agent-update.js';
 import { CommandHandlers } from './command-handlers.js';
 import { registerAgentCommands } from './commands/index.js';
 import { Components } from './components.js';
@@ -17,6 +18,8 @@ import { LazyConnectorHost } from './lazy-connector-host.js';
 import { openInstance } from './open-instance.js';
 import { CONFIG_EXIT_CODE, RestartController } from './restart.js';
 import { StatusMachine } from './status.js';
+import { takeFailure } from './versions.js';
+import { agentMetricsFor, metricsComponent, outboxReading } from './metrics-setup.js';
 import { MemoryWatchdog } from './watchdog.js';
 import { WorkRegistry } from './work.js';
 
@@ -31,6 +34,10 @@ export interface BuildAgentOptions {
   readonly readRss?: () => number;
   /** A logger instead of the rolling files (tests). */
   readonly logger?: AgentLogger;
+  /** The package folder this process runs from (updates share its modules); default: none, updates run npm ci. */
+  readonly packageRoot?: string;
+  /** Told each time the channel to the Service is connected (the worker tells its supervisor, see versions.ts). */
+  readonly onConnected?: () => void;
 }
 
 /** A built Agent: {@link start} it, {@link stop} it, and await {@link exited} for the process exit code. */
@@ -85,15 +92,15 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     })());
 
   const commands = new CommandHandlers();
-  const host = new LazyConnectorHost({ dir: paths.connectors, log, agentVersion: opts.version });
+  const metrics = agentMetricsFor(config, { outbox, work, channel: () => channel });
+  const host = new LazyConnectorHost({ dir: paths.connectors, log, agentVersion: opts.version, metrics });
+  // What installs packages (Connectors, Agent versions) needs: the work to wait for, and where to report.
+  const installing = { work, status, authorization, report: (body: ReportBody) => outbox.enqueue(body) };
   const installer = new ConnectorInstaller({
+    ...installing,
     dir: paths.connectors,
     host: host.get,
-    work,
-    status,
     log: log.child({ component: 'connector-installer' }),
-    report: (body) => outbox.enqueue(body),
-    authorization,
   });
   const channel: ChannelClient = new ChannelClient({
     serviceUrl,
@@ -116,23 +123,32 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
       status: status.status,
       installedConnectors: installer.installed(),
     }),
-    heartbeat: () => ({ status: status.status, rssBytes: Math.round(readRss()), runningWork: work.count }),
+    heartbeat: () => heartbeatOf(status, work, outbox, readRss),
     onCommand: (command) => commands.dispatch(command),
+    ...(opts.onConnected ? { onConnected: opts.onConnected } : {}),
     onFatal: (err) => {
       log.error({ code: err.code }, 'the Service refused this Agent; stopping without restart');
       void finish(CONFIG_EXIT_CODE);
     },
   });
-  const restart = new RestartController({
+  // A restart and an update give the outbox a bounded chance to reach the Service before the process goes.
+  const restartParts = {
     status,
     work,
-    log,
+    exit: (code: number) => void finish(code),
     flush: async () => {
-      if (!(await channel.flush(config.stopGraceMs))) {
+      if (!(await channel.flush(config.stopGraceMs)))
         log.warn({ queued: outbox.size }, 'outbox not drained before restart; it is sent after');
-      }
     },
-    exit: (code) => void finish(code),
+  };
+  const restart = new RestartController({ ...restartParts, log });
+  const updater = new AgentUpdater({
+    ...restartParts,
+    ...installing,
+    paths,
+    version: opts.version,
+    packageRoot: opts.packageRoot ?? '',
+    log: log.child({ component: 'agent-update' }),
   });
   const watchdog = new MemoryWatchdog({
     limitBytes: config.maxRssMb * 1024 * 1024,
@@ -145,20 +161,28 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
   });
 
   // What the Solutions and the command handlers are built from.
-  const parts = { config, paths, logger, log, serviceUrl, authorization, work, outbox, host: host.get };
+  const parts = { config, paths, logger, log, serviceUrl, authorization, work, outbox, host: host.get, metrics };
   const { store: solutionStore, runner, gate } = buildAgentSolutions({ ...parts, agentSecret: instance.agentSecret });
-  registerAgentCommands(commands, { ...parts, restart, installer, solutionStore, runner, gate });
+  registerAgentCommands(commands, { ...parts, restart, updater, installer, solutionStore, runner, gate });
 
   // Started in this order and stopped in the reverse one, so each stops after those that use it.
   components.add(
     { name: 'connector installer', start: () => installer.prepare() },
-    { name: 'outbox', start: () => reportStarted(outbox, startedAt, opts.version), stop: () => outbox.close() },
+    {
+      name: 'outbox',
+      start: () => {
+        reportStarted(outbox, startedAt, opts.version);
+        reportFailedUpdate(outbox, paths);
+      },
+      stop: () => outbox.close(),
+    },
     host,
     { name: 'solution store', stop: () => solutionStore.close() },
     { name: 'solution runner', start: () => runner.recover(), stop: () => runner.close() },
     { name: 'channel', start: () => channel.start(), stop: () => channel.stop() },
     gate,
     { name: 'memory watchdog', start: () => watchdog.start(), stop: () => watchdog.stop() },
+    ...(metrics ? [metricsComponent(config, metrics, log)] : []),
   );
 
   const { agentSecret: _secret, ...publicInstance } = instance;
@@ -203,6 +227,11 @@ function reportStatusChanges(status: StatusMachine, outbox: Outbox, log: Logger)
   });
 }
 
+/** A heartbeat's figures: status, memory, work in progress, and the outbox's backlog (docs/metrics.md). */
+function heartbeatOf(status: StatusMachine, work: WorkRegistry, outbox: Outbox, readRss: () => number) {
+  return { status: status.status, rssBytes: Math.round(readRss()), runningWork: work.count, ...outboxReading(outbox) };
+}
+
 /** No new work; running work gets the grace period to finish and is interrupted after it. */
 async function settleWork(work: WorkRegistry, graceMs: number): Promise<void> {
   work.drain('stopping');
@@ -213,6 +242,20 @@ async function settleWork(work: WorkRegistry, graceMs: number): Promise<void> {
     work.interruptAll('the Agent is stopping');
     await work.idle();
   }
+}
+
+/** An update the supervisor rolled back before this process started, reported once. */
+function reportFailedUpdate(outbox: Outbox, paths: InstancePaths): void {
+  const failed = takeFailure(paths);
+  if (!failed) return;
+  const message = `The Agent's supervisor went back from ${failed.version}: ${failed.reason}`;
+  outbox.enqueue({
+    kind: 'agentUpdate',
+    version: failed.version,
+    status: 'RolledBack',
+    at: failed.at,
+    error: { code: 'AGT_UPDATE_FAILED', kind: 'transient', message },
+  });
 }
 
 /** The first reports of a process: it started, and runs. */

@@ -49,6 +49,13 @@ export const AgentConfigSchema = z.object({
     .int()
     .min(0)
     .default(10 * 60_000),
+  /**
+   * Serve Prometheus metrics on this port (GET /metrics, docs/metrics.md); absent: not served.
+   * 0 takes a free port (the log says which).
+   */
+  metricsPort: z.coerce.number().int().min(0).max(65535).optional(),
+  /** The address the metrics port listens on: loopback unless a Prometheus elsewhere must reach it. */
+  metricsHost: z.string().min(1).default('127.0.0.1'),
 });
 
 export type AgentConfig = Readonly<z.infer<typeof AgentConfigSchema>>;
@@ -74,6 +81,8 @@ export const AGENT_ENV_KEYS: Readonly<Record<string, keyof AgentConfigInput>> = 
   FERRY_AGENT_RUN_CONCURRENCY: 'runConcurrency',
   FERRY_AGENT_SCHEDULE_GRACE_MS: 'scheduleGraceMs',
   FERRY_AGENT_TARGET_RETRY_MS: 'targetRetryMs',
+  FERRY_AGENT_METRICS_PORT: 'metricsPort',
+  FERRY_AGENT_METRICS_HOST: 'metricsHost',
 };
 
 /**

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
-import { MAX_PACKAGE_BYTES, sha256, sharedModulesDir, unpackFiles, writeFiles } from '../connectors/package.js';
+import { sharedModulesDir, unpackFiles, writeFiles } from '../connectors/package.js';
+import { downloadPackage } from './package-download.js';
 import { FerryError, isFerryError, toErrorData } from '../errors/ferry-error.js';
 import type {
   InstallConnectorCommand,
@@ -219,41 +220,15 @@ export class ConnectorInstaller {
     }
   }
 
-  async #download(command: InstallConnectorCommand): Promise<Buffer> {
-    if (command.size > MAX_PACKAGE_BYTES)
-      throw new FerryError(
-        'CON_PACKAGE_INVALID',
-        `The package is ${command.size} bytes; at most ${MAX_PACKAGE_BYTES} are accepted.`,
-      );
-    let res: Response;
-    try {
-      res = await fetch(command.packageUrl, {
-        headers: { authorization: this.deps.authorization },
-        signal: AbortSignal.timeout(this.deps.downloadTimeoutMs ?? 300_000),
-      });
-    } catch (err) {
-      throw new FerryError(
-        'CHN_DISCONNECTED',
-        `The Connector package could not be downloaded: ${err instanceof Error ? err.message : String(err)}`,
-        { cause: err },
-      );
-    }
-    if (!res.ok) {
-      throw new FerryError('CON_PACKAGE_UNAVAILABLE', `The Service answered ${res.status} to the package download.`, {
-        details: { status: res.status },
-      });
-    }
-    const data = Buffer.from(await res.arrayBuffer());
-    if (data.length !== command.size || sha256(data) !== command.sha256) {
-      throw new FerryError(
-        'CON_PACKAGE_CHECKSUM',
-        `The downloaded package (${data.length} bytes) does not match the SHA-256 the Service sent; nothing was installed.`,
-        {
-          details: { expected: command.sha256, size: command.size },
-        },
-      );
-    }
-    return data;
+  #download(command: InstallConnectorCommand): Promise<Buffer> {
+    return downloadPackage({
+      url: command.packageUrl,
+      authorization: this.deps.authorization,
+      size: command.size,
+      sha256: command.sha256,
+      timeoutMs: this.deps.downloadTimeoutMs ?? 300_000,
+      what: 'Connector package',
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { WriteObserver } from '../connectors/connection.js';
 import { ConnectorHost } from '../connectors/host.js';
 import type { Component } from './components.js';
 
@@ -10,7 +11,15 @@ export class LazyConnectorHost implements Component {
   readonly name = 'connector host';
   #host: Promise<ConnectorHost> | undefined;
 
-  constructor(private readonly opts: { readonly dir: string; readonly log: Logger; readonly agentVersion: string }) {}
+  constructor(
+    private readonly opts: {
+      readonly dir: string;
+      readonly log: Logger;
+      readonly agentVersion: string;
+      /** The Agent's metrics, told of every plugin write call. */
+      readonly metrics?: { readonly write: WriteObserver } | undefined;
+    },
+  ) {}
 
   /** The loaded host; every call gets the same one. */
   readonly get = (): Promise<ConnectorHost> => (this.#host ??= this.#load());
@@ -20,8 +29,8 @@ export class LazyConnectorHost implements Component {
   }
 
   async #load(): Promise<ConnectorHost> {
-    const { dir, log, agentVersion } = this.opts;
-    const host = new ConnectorHost({ dir, log, agentVersion });
+    const { dir, log, agentVersion, metrics } = this.opts;
+    const host = new ConnectorHost({ dir, log, agentVersion, onWrite: metrics?.write });
     const { failed } = await host.loadAll();
     for (const f of failed) log.warn({ folder: f.folder, code: f.error.code }, 'connector plugin not loaded');
     return host;

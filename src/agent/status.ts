@@ -8,6 +8,8 @@ import { DRAINING_STATUSES, type AgentStatus } from '../protocol/agent-status.js
  *      │   ──memory limit───▶ WaitingToRestartAgentMemoryLimit ──┼─ work done ─▶ Restarting ─▶ (new process) Running
  *      └──────────────── stop ──────────────────────────────────┴─────────────▶ Shutdown | ShutdownCloud
  *   Running ──connector update──▶ WaitingToUpdateConnector ── work done ─▶ UpdatingConnector ─▶ Running
+ *   Running ──agent update──▶ WaitingToUpdateAgent ── work done ─▶ UpdatingAgent ─▶ AgentUpdating ─▶ (new version) Running
+ *                                                                      └─ failed ─▶ Running
  */
 const MOVES: Partial<Record<AgentStatus, readonly AgentStatus[]>> = {
   Running: [
@@ -18,7 +20,19 @@ const MOVES: Partial<Record<AgentStatus, readonly AgentStatus[]>> = {
     'ShutdownCloud',
     'WaitingToUpdateConnector',
     'UpdatingConnector',
+    'WaitingToUpdateAgent',
+    'UpdatingAgent',
   ],
+  WaitingToUpdateAgent: [
+    'UpdatingAgent',
+    'Running',
+    'WaitingToRestartAgentUserRequest',
+    'WaitingToRestartAgentMemoryLimit',
+    'Shutdown',
+    'ShutdownCloud',
+  ],
+  UpdatingAgent: ['AgentUpdating', 'Running', 'Shutdown', 'ShutdownCloud'],
+  AgentUpdating: ['Shutdown', 'ShutdownCloud'],
   WaitingToUpdateConnector: [
     'UpdatingConnector',
     'Running',

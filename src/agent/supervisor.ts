@@ -5,6 +5,7 @@ import { FerryError } from '../errors/ferry-error.js';
 import type { InstancePaths } from './home.js';
 import { CONFIG_EXIT_CODE, RESTART_EXIT_CODE } from './restart.js';
 import { processAlive, processStartId } from '../util/process.js';
+import { commitPending, CONNECTED_MESSAGE, nextVersion, rollBackPending } from './versions.js';
 
 /** What {@link supervise} needs. */
 export interface SupervisorOptions {
@@ -24,6 +25,13 @@ export interface SupervisorOptions {
   readonly killAfterMs?: number;
   /** Stops like SIGTERM when aborted (embedding and tests). */
   readonly signal?: AbortSignal;
+  /**
+   * The worker's arguments when it runs from an installed update (versions.ts) rather than the
+   * package: given the update's CLI script. Without it, updates are not started.
+   */
+  readonly argsFor?: (main: string) => readonly string[];
+  /** How long a new version may take to connect before the supervisor goes back to the previous one. */
+  readonly probationMs?: number;
 }
 
 /**
@@ -34,6 +42,10 @@ export interface SupervisorOptions {
  *    │                   ──exit 78 (refused, clone)─▶ run exits 78 (systemd: RestartPreventExitStatus)
  *    │                   ──crash─▶ spawn again after capped back-off
  *    └─ SIGTERM/SIGINT ─▶ forwarded; run exits when the worker has stopped (SIGKILL after killAfterMs)
+ *
+ * An installed update (versions.ts) is what it spawns: a pending one on probation, committed once
+ * the worker says it connected, rolled back (and the previous version spawned at once) when the
+ * worker exits first or stays silent for probationMs.
  *
  * The worker holds an IPC channel to the supervisor and stops gracefully when it closes, so a
  * kill -9 of the supervisor does not leave an orphan Agent behind.
@@ -60,15 +72,26 @@ export async function supervise(opts: SupervisorOptions): Promise<number> {
   try {
     for (;;) {
       const startedAt = Date.now();
-      child = spawn(opts.command, [...opts.args], { env: opts.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const update = opts.argsFor ? nextVersion(opts.paths) : undefined;
+      const args = update && opts.argsFor ? opts.argsFor(update.main) : opts.args;
+      child = spawn(opts.command, [...args], { env: opts.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       const worker = child;
       const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
         worker.once('exit', (code, signal) => resolve({ code, signal }));
         worker.once('error', () => resolve({ code: null, signal: null }));
       });
-      opts.say(`worker started pid ${worker.pid ?? '?'}`);
+      opts.say(`worker started pid ${worker.pid ?? '?'}${update ? ` (version ${update.version})` : ''}`);
+      const probation = update?.probation ? onProbation(worker, update.version, opts) : undefined;
       const { code, signal } = await exit;
       clearTimeout(killTimer);
+      if (probation && !probation.passed() && !stop.signal.aborted) {
+        const reason = probation.end() ?? `it exited (${signal ?? `exit ${code}`}) before it connected`;
+        rollBackPending(opts.paths, reason);
+        opts.say(`version ${update?.version ?? '?'} did not come up (${reason}); going back to the previous version`);
+        backoff.reset();
+        continue;
+      }
+      probation?.end();
       if (stop.signal.aborted) {
         opts.say(`worker stopped (${signal ?? code ?? '?'})`);
         return code === CONFIG_EXIT_CODE ? CONFIG_EXIT_CODE : 0;
@@ -101,6 +124,40 @@ export async function supervise(opts: SupervisorOptions): Promise<number> {
     opts.signal?.removeEventListener('abort', onAbort);
     releasePid();
   }
+}
+
+/**
+ * Watches a worker of a new version: commits the version when it says it connected; kills it when
+ * it has not within probationMs. `end()` stops watching and tells why it was killed, if it was.
+ */
+function onProbation(
+  worker: ChildProcess,
+  version: string,
+  opts: SupervisorOptions,
+): { passed: () => boolean; end: () => string | undefined } {
+  let passed = false;
+  let killedFor: string | undefined;
+  const ms = opts.probationMs ?? 120_000;
+  const onMessage = (message: unknown) => {
+    if (passed || message !== CONNECTED_MESSAGE) return;
+    passed = true;
+    clearTimeout(timer);
+    commitPending(opts.paths);
+    opts.say(`version ${version} connected; it is the Agent's version now`);
+  };
+  const timer = setTimeout(() => {
+    killedFor = `it did not connect within ${Math.round(ms / 1000)} s`;
+    worker.kill('SIGKILL');
+  }, ms);
+  worker.on('message', onMessage);
+  return {
+    passed: () => passed,
+    end: () => {
+      clearTimeout(timer);
+      worker.off('message', onMessage);
+      return killedFor;
+    },
+  };
 }
 
 /**

@@ -61,6 +61,7 @@ export class Outbox {
   private readonly remove: Database.Statement<[string]>;
   private readonly moveDead: Database.Statement<[string, string]>;
   private readonly counter: Database.Statement<[], { n: number }>;
+  private readonly oldest: Database.Statement<[], { created: string }>;
   private readonly runsNamed: Database.Statement<[string], { runId: string }>;
   private readonly listeners = new Set<() => void>();
 
@@ -91,6 +92,7 @@ export class Outbox {
        SELECT seq, id, body, created, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM outbox WHERE id = ?`,
     );
     this.counter = this.db.prepare('SELECT count(*) AS n FROM outbox');
+    this.oldest = this.db.prepare('SELECT created FROM outbox ORDER BY seq LIMIT 1');
     // A damaged body (see pending) names no run, rather than failing the question.
     this.runsNamed = this.db.prepare(
       `SELECT DISTINCT run_id AS runId FROM (
@@ -196,6 +198,11 @@ export class Outbox {
 
   get size(): number {
     return this.counter.get()?.n ?? 0;
+  }
+
+  /** When the oldest report still waiting was stored (ISO-8601), undefined when none waits. */
+  oldestCreated(): string | undefined {
+    return this.oldest.get()?.created;
   }
 
   /**

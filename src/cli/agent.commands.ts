@@ -20,6 +20,7 @@ import {
 import { installInstance, removeInstance } from '../agent/install.js';
 import { CONFIG_EXIT_CODE } from '../agent/restart.js';
 import { runningPid, supervise } from '../agent/supervisor.js';
+import { CONNECTED_MESSAGE } from '../agent/versions.js';
 import { installUnit, removeUnit, renderUnit, systemctl, systemdAvailable, unitState } from '../agent/systemd.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 
@@ -147,17 +148,10 @@ export async function agentRun(argv: string[], env: NodeJS.ProcessEnv): Promise<
   const config = configFrom(values, env);
   const paths = resolveInstance(config.home, config.instance);
   const [node, ...cli] = cliCommand(false);
-  const [command, ...args] = [
-    node as string,
-    ...workerNodeFlags(process.execArgv, env),
-    ...cli,
-    'agent',
-    'worker',
-    '--home',
-    config.home,
-    '--instance',
-    String(paths.number),
-  ];
+  const flags = workerNodeFlags(process.execArgv, env);
+  const tail = ['agent', 'worker', '--home', config.home, '--instance', String(paths.number)];
+  const [command, ...args] = [node as string, ...flags, ...cli, ...tail];
+  const probation = Number(env['FERRY_AGENT_UPDATE_PROBATION_MS'] ?? '');
   // Started by `ferry up` with an IPC channel: when up goes (even by kill -9), stop as on SIGTERM.
   process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
   const code = await supervise({
@@ -166,6 +160,9 @@ export async function agentRun(argv: string[], env: NodeJS.ProcessEnv): Promise<
     args,
     env,
     say: (line) => say(`ferry agent run (${paths.serviceName}): ${line}`),
+    // An installed update runs as built JavaScript: Node's own flags only, no loader of this command line.
+    argsFor: (main) => [...flags, main, ...tail],
+    ...(Number.isInteger(probation) && probation > 0 ? { probationMs: probation } : {}),
   });
   process.exit(code);
 }
@@ -180,6 +177,9 @@ export async function agentWorker(argv: string[], env: NodeJS.ProcessEnv): Promi
       config,
       paths: resolveInstance(config.home, config.instance),
       version: packageVersion(),
+      packageRoot: packageRoot(),
+      // The supervisor commits an updated version once it connected (agent/versions.ts).
+      onConnected: () => process.send?.(CONNECTED_MESSAGE),
     });
   } catch (err) {
     if (isFerryError(err) && err.kind === 'config') {

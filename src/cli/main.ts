@@ -28,6 +28,7 @@ const loadMapFiles = () => import('./client/map-files.js');
 const COMMANDS: Record<string, Command> = {
   'service start': async (argv, env) => (await loadService()).serviceStart(argv, env),
   'service openapi': async (argv, env) => (await loadService()).serviceOpenapi(argv, env),
+  'service agent-package': async (argv, env) => (await loadService()).serviceAgentPackage(argv, env),
   'service create-org': async (argv, env) => (await loadService()).serviceCreateOrg(argv, env),
   'service manage-connector': async (argv, env) => (await loadService()).serviceManageConnector(argv, env),
   'service allow': async (argv, env) => (await loadService()).serviceAllow(argv, env),
@@ -96,6 +97,8 @@ Commands:
   up                     Service on the embedded store and one local Agent (what npm start runs)
   service start          the Service: --port, --host, --data-dir, --database-url
   service openapi        print the OpenAPI document
+  service agent-package  publish this build as an Agent version older Agents update to:
+                         [--out DIR] [--version V] [--data-dir]
   service create-org     add a root Organization: --name, --admin-email, [--platform-hosted],
                          [--data-center N], [--allow RANGES], [--data-dir], [--database-url]
   service manage-connector  make an Organization the vendor of a private Connector:

@@ -43,7 +43,12 @@ export interface HostConnectionInit {
   cache: MetadataCache;
   timeouts: Record<Verb, number>;
   onClose: (c: HostConnection) => void;
+  /** Told of every plugin write call (the Agent's metrics: write latency, records written and refused). */
+  onWrite?: WriteObserver | undefined;
 }
+
+/** One plugin write call: its time, its records, how many the datastore refused, whether the call as a whole failed. */
+export type WriteObserver = (call: { seconds: number; records: number; refused: number; ok: boolean }) => void;
 
 /** Query options as callers give them: `batchSize` defaults to min(2000, bulkLimit). */
 export type HostQueryOptions = Partial<QueryOptions> & CallOptions;
@@ -217,11 +222,32 @@ export class HostConnection {
     });
     const run = s.writePacked.bind(s);
     return this.checkResults(
-      await guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx)),
+      await this.observed(batch.rows, () =>
+        guardCall(scope, callOpts, (ctx) => run(action, entity, batch, writeOpts, ctx)),
+      ),
       batch.rows,
       action,
       entity,
     );
+  }
+
+  /** A plugin write call, timed for {@link HostConnectionInit.onWrite} when one listens. */
+  private async observed(records: number, call: () => Promise<unknown>): Promise<unknown> {
+    const onWrite = this.init.onWrite;
+    if (!onWrite) return call();
+    const t0 = performance.now();
+    let refused = records;
+    let ok = false;
+    try {
+      const results = await call();
+      refused = Array.isArray(results)
+        ? results.filter((r) => isWriteResult(r) && (r as WriteResult).ok === false).length
+        : 0;
+      ok = true;
+      return results;
+    } finally {
+      onWrite({ seconds: (performance.now() - t0) / 1000, records, refused, ok });
+    }
   }
 
   /** A write's results as the SDK promises them: one well-formed result per record. */
@@ -286,7 +312,9 @@ export class HostConnection {
     for (let i = 0; i < records.length; i += this.bulkLimit) {
       const part = i === 0 && records.length <= this.bulkLimit ? records : records.slice(i, i + this.bulkLimit);
       const results = this.checkResults(
-        await guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx)),
+        await this.observed(part.length, () =>
+          guardCall(scope, callOpts, (ctx) => s.write(action, entity, part, writeOpts, ctx)),
+        ),
         part.length,
         action,
         entity,

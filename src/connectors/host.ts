@@ -8,7 +8,7 @@ import { readManifest, resolveModule } from './manifest.js';
 import { MetadataCache } from './metadata-cache.js';
 import { satisfies } from './semver.js';
 import { guardCall, type CallOptions, type CallScope } from './guard.js';
-import { HostConnection } from './connection.js';
+import { HostConnection, type WriteObserver } from './connection.js';
 import { SDK_VERSION, type ConnectionProperties, type ConnectorPlugin, type PreconnectResult } from './sdk.js';
 
 /**
@@ -41,6 +41,8 @@ export interface ConnectorHostOptions {
   timeouts?: Partial<
     Record<'preconnect' | 'connect' | 'test' | 'metadata' | 'write' | 'ensureEntity' | 'disconnect', number>
   >;
+  /** Told of every plugin write call of every connection (the Agent's metrics). */
+  onWrite?: WriteObserver | undefined;
 }
 
 /** A plugin that loaded. */
@@ -358,6 +360,7 @@ export class ConnectorHost {
       cache: this.metadataCache,
       timeouts: this.timeouts,
       onClose: (c) => this.open_.delete(c),
+      onWrite: this.opts.onWrite,
     });
     this.open_.add(conn);
     return conn;

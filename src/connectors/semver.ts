@@ -20,6 +20,13 @@ function cmp(a: Version, b: Version): number {
   return a[3] < b[3] ? -1 : 1;
 }
 
+/** -1, 0 or 1 as `a` orders before, with or after `b`; undefined when either is not a version. */
+export function compareVersion(a: string, b: string): -1 | 0 | 1 | undefined {
+  const va = parseVersion(a);
+  const vb = parseVersion(b);
+  return va && vb ? (cmp(va, vb) as -1 | 0 | 1) : undefined;
+}
+
 function partsGiven(v: string): number {
   return v.replace(/[-+].*$/, '').split('.').length;
 }

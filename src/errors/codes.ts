@@ -176,6 +176,10 @@ export const ERROR_CODES = {
   AGT_CLOUD_AGENT_EXISTS: { kind: 'config', status: 409, title: 'The Organization already has a Cloud Agent' },
   AGT_CLOUD_AGENTS_OFF: { kind: 'config', status: 409, title: 'This Service does not run Cloud Agents' },
   AGT_PACKAGE_UNAVAILABLE: { kind: 'system', status: 503, title: 'The Agent package is not available on this Service' },
+  AGT_UPDATE_FAILED: { kind: 'transient', status: 502, title: 'The Agent could not update to the new version' },
+  AGT_UPDATE_UNAVAILABLE: { kind: 'config', status: 409, title: 'No Agent version is offered to update to' },
+  AGT_VERSION_HELD: { kind: 'config', status: 409, title: 'The Agent is held at its version' },
+  AGT_OBSOLETE: { kind: 'config', status: 409, title: 'The Agent is too old to update itself' },
   AGT_LOGS_NOT_AVAILABLE: { kind: 'transient', status: 404, title: 'The Agent Logs are not available' },
   AGT_LOGS_USED: { kind: 'config', status: 410, title: 'The Agent Logs were already downloaded' },
   AGT_LOGS_OTHER_IP: {

@@ -22,6 +22,9 @@ export const AGENT_STATUSES = [
 export const AgentStatus = z.enum(AGENT_STATUSES);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
+/** The status of an Agent too old to update itself: the Service's verdict, not the Agent's. */
+export const OBSOLETE_STATUS: AgentStatus = 'Obsolete, install new Agent';
+
 /** Statuses in which an Agent starts no new work. */
 export const DRAINING_STATUSES: readonly AgentStatus[] = [
   'WaitingToRestartAgentMemoryLimit',

@@ -76,6 +76,10 @@ export const Heartbeat = z.object({
   status: AgentStatus,
   rssBytes: z.number().int().nonnegative(),
   runningWork: z.number().int().nonnegative(),
+  /** Reports waiting in the Agent's outbox (optional: Agents before it send none; docs/metrics.md). */
+  outboxDepth: z.number().int().nonnegative().optional(),
+  /** Seconds the oldest of them has waited (0 when the outbox is empty). */
+  outboxAgeSeconds: z.number().nonnegative().optional(),
 });
 export type Heartbeat = z.infer<typeof Heartbeat>;
 
@@ -97,6 +101,18 @@ export const ReportBody = z.discriminatedUnion('kind', [
     status: z.enum(['AgentDownloadingConnectorUpdate', 'AgentServiceRestarting', 'InstallFailed', 'Installed']),
     error: ErrorData.optional(),
     installed: z.array(InstalledConnector).max(1000),
+  }),
+  /**
+   * An Agent update that did not happen: `Failed` before the restart (download, checksum, unpack:
+   * the running version goes on), `RolledBack` when the new version did not start and connect and
+   * the supervisor went back to the previous one.
+   */
+  z.object({
+    kind: z.literal('agentUpdate'),
+    version: z.string().max(50),
+    status: z.enum(['Failed', 'RolledBack']),
+    at: Timestamp,
+    error: ErrorData,
   }),
   // Solution runs (./solutions.ts): idempotent by run ID.
   RunStartedReport,
@@ -183,6 +199,22 @@ export const InstallConnectorCommand = z.object({
   size: z.number().int().positive(),
   packageUrl: z.string().max(2000),
 });
+/**
+ * `updateAgent`: download the Agent package of `version` at `packageUrl` (bearer credentials),
+ * check its SHA-256 and size, and once running work has finished install it beside the running
+ * version and restart into it (src/agent/agent-update.ts). The reply only acknowledges the command;
+ * the outcome is the next hello's version, or an `agentUpdate` report when it failed.
+ */
+export const UpdateAgentCommand = z.object({
+  id: Id,
+  type: z.literal('updateAgent'),
+  version: z.string().max(50),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  size: z.number().int().positive(),
+  packageUrl: z.string().max(2000),
+});
+/** Reply of updateAgent: the Agent took the update in hand. */
+export const UpdateAgentResult = acknowledgement<{ accepted: true }>();
 /** Reply of installConnector and uninstallConnector: the Agent queued the change (AgentReceivedCommand). */
 export const ConnectorCommandReceived = acknowledgement<{ received: true }>();
 /** `uninstallConnector`: unload and delete the plugin once running work has finished; the outcome comes as a report. */
@@ -218,6 +250,7 @@ export type ZipLogsCommand = z.infer<typeof ZipLogsCommand>;
 export type TestConnectionCommand = z.infer<typeof TestConnectionCommand>;
 export type LoadMetadataCommand = z.infer<typeof LoadMetadataCommand>;
 export type InstallConnectorCommand = z.infer<typeof InstallConnectorCommand>;
+export type UpdateAgentCommand = z.infer<typeof UpdateAgentCommand>;
 export type UninstallConnectorCommand = z.infer<typeof UninstallConnectorCommand>;
 export type PreconnectCommand = z.infer<typeof PreconnectCommand>;
 

@@ -13,6 +13,8 @@ import {
   TestConnectionCommand,
   TestConnectionResult,
   UninstallConnectorCommand,
+  UpdateAgentCommand,
+  UpdateAgentResult,
   ZipLogsCommand,
   ZipLogsResult,
 } from './channel.js';
@@ -89,6 +91,8 @@ export const COMMANDS = {
     result: ConnectorCommandReceived,
     timeoutMs: 30 * SECONDS,
   }),
+  /** Acknowledged once the Agent took the update in hand; a failure arrives as an `agentUpdate` report. */
+  updateAgent: defineCommand({ request: UpdateAgentCommand, result: UpdateAgentResult, timeoutMs: 30 * SECONDS }),
   /** The answer is the plugin's, whose own time-out is 60 s. */
   testConnection: defineCommand({
     request: TestConnectionCommand,

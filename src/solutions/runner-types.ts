@@ -38,6 +38,8 @@ export interface SolutionRunnerOptions {
   readonly targetRetryMs?: number;
   /** Takes Event Solutions' messages from the Service (message-taker.ts); absent: no event runs. */
   readonly messages?: MessageTaker;
+  /** Told after each batch a run completes (the Agent's metrics). */
+  readonly onBatch?: () => void;
 }
 
 /** A run in this process: queued or executing. */

@@ -508,7 +508,10 @@ export class SolutionRunner {
           signal,
           dataDir: this.opts.dataDir,
           log,
-          onProgress: progress,
+          onProgress: (processed, failed) => {
+            this.opts.onBatch?.();
+            progress(processed, failed);
+          },
           onRecordError: (e) => errors.add(e),
           committed,
           runId: run.runId,
@@ -639,6 +642,7 @@ export class SolutionRunner {
                   }),
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
+              this.opts.onBatch?.();
               const missing = copies?.missing ?? 0;
               committed.batch(p.processed + missing, p.failed + missing, p.saving);
               pump?.progress(p.processed);

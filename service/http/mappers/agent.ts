@@ -23,5 +23,8 @@ export function toAgent(row: AgentRow, connected: boolean, usedInSolutions: read
     version: row.version,
     installedConnectors: installedConnectors(row),
     usedInSolutions: usedInSolutions.join(', '),
+    versionHold: fromFlag(row.versionHold),
+    updateVersion: row.updateVersion,
+    updateError: row.updateError,
   };
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   deleteUnusedAgent,
+  holdVersion,
   listAgentsOf,
   renameAgent,
   requireAgent,
@@ -58,7 +59,7 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
       config: { access: 'write' },
       schema: {
         tags: ['Agents'],
-        summary: 'Modify an Agent (its name)',
+        summary: 'Modify an Agent (its name, and versionHold)',
         params: AgentParams,
         body: AgentInput,
         response: { 200: Agent },
@@ -67,7 +68,8 @@ const agentsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => {
     async (req) => {
       const { org } = orgOf(req);
       const agent = await requireAgent(db, org.id, req.params.agentId);
-      return model(await renameAgent(db, agent, req.body.name));
+      const renamed = await renameAgent(db, agent, req.body.name);
+      return model(await holdVersion(db, renamed, req.body.versionHold));
     },
   );
 

@@ -18,6 +18,7 @@ import lookupImportExportRoutes from './lookup-import-export.routes.js';
 import agentsRoutes from './agents.routes.js';
 import agentProvisioningRoutes from './agent-provisioning.routes.js';
 import agentLogsRoutes from './agent-logs.routes.js';
+import agentUpdatesRoutes from './agent-updates.routes.js';
 import solutionLogsRoutes from './solution-logs.routes.js';
 import connectorsRoutes from './connectors.routes.js';
 import marketplaceRoutes from './marketplace.routes.js';
@@ -61,6 +62,7 @@ export const ROUTES: Array<FastifyPluginAsyncZod<ServiceDeps>> = [
   agentsRoutes,
   agentProvisioningRoutes,
   agentLogsRoutes,
+  agentUpdatesRoutes,
   solutionLogsRoutes,
   connectorsRoutes,
   marketplaceRoutes,

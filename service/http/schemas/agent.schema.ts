@@ -32,6 +32,9 @@ export const Agent = z.object({
   installedConnectors: z.array(InstalledConnector),
   /** Names of the Solutions that use the Agent, comma-separated; empty when none. */
   usedInSolutions: z.string(),
+  versionHold: z.boolean().describe('held at its version: no update is offered to it (docs/agents.md "Updates")'),
+  updateVersion: z.string().nullable().describe('the version an update under way installs'),
+  updateError: z.string().nullable().describe('why the last update did not happen; the Agent runs the version it ran'),
 });
 export type Agent = z.infer<typeof Agent>;
 
@@ -59,6 +62,10 @@ export const AgentInput = z.strictObject({
     .nullable()
     .optional(),
   usedInSolutions: z.string().max(10_000).nullable().optional(),
+  /** Holds the Agent at its version (true) or lets updates reach it again (false). */
+  versionHold: z.boolean().optional(),
+  updateVersion: z.string().max(50).nullable().optional(),
+  updateError: z.string().max(2000).nullable().optional(),
   agentInstallationKey: z.string().max(200).nullable().optional(),
   agentInstallerLocation: z.string().max(2000).nullable().optional(),
 });

@@ -14,6 +14,7 @@ import type { SolutionStore } from '../../solutions/solution-store.js';
 import type { CommandHandlers } from '../command-handlers.js';
 import type { ConnectorInstaller } from '../connector-installer.js';
 import type { InstancePaths } from '../home.js';
+import type { AgentUpdater } from '../agent-update.js';
 import type { RestartController } from '../restart.js';
 import type { SchedulerGate } from '../scheduler-gate.js';
 import type { WorkRegistry } from '../work.js';
@@ -35,6 +36,7 @@ import { runRequestCommand } from './run-request.command.js';
 import { stopSolutionCommand } from './stop-solution.command.js';
 import { testConnectionCommand } from './test-connection.command.js';
 import { uninstallConnectorCommand } from './uninstall-connector.command.js';
+import { updateAgentCommand } from './update-agent.command.js';
 import { zipLogsCommand } from './zip-logs.command.js';
 
 /** The parts of the Agent the handlers act on. */
@@ -49,6 +51,7 @@ export interface AgentCommandDeps {
   readonly work: WorkRegistry;
   readonly outbox: Outbox;
   readonly restart: RestartController;
+  readonly updater: AgentUpdater;
   readonly host: () => Promise<ConnectorHost>;
   readonly installer: ConnectorInstaller;
   readonly solutionStore: SolutionStore;
@@ -81,6 +84,7 @@ export function registerAgentCommands(commands: CommandHandlers, deps: AgentComm
     .on('preconnect', preconnectCommand({ work, log, host }))
     .on('installConnector', installConnectorCommand({ installer }))
     .on('uninstallConnector', uninstallConnectorCommand({ installer }))
+    .on('updateAgent', updateAgentCommand({ updater: deps.updater }))
     // The scheduler gate waits to hold what the Service's first list names (scheduler-gate.ts).
     .on('assignSolutions', assignSolutionsCommand({ store, log, received: (list) => gate.received(list), assigned }))
     .on('putSolution', putSolutionCommand({ store, log, assigned }))

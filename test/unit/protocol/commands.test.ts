@@ -34,6 +34,7 @@ describe('command table', () => {
       zipLogs: 10_000,
       installConnector: 30_000,
       uninstallConnector: 30_000,
+      updateAgent: 30_000,
       testConnection: 90_000,
       preconnect: 90_000,
       loadMetadata: 660_000,

@@ -93,6 +93,9 @@ describe.each(STORE_TARGETS)('the Agents API on $name', (target) => {
       version: '1.2.3',
       installedConnectors: [],
       usedInSolutions: '',
+      versionHold: false,
+      updateVersion: null,
+      updateError: null,
     });
     expect(res.text).not.toContain(agent.agentSecret);
     expect(res.text).not.toContain(agent.fingerprint);

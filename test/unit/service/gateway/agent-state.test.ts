@@ -24,6 +24,7 @@ const hello: Hello = {
 };
 const onPrem = {
   isCloudAgent: 0,
+  status: 'Running',
   fingerprint: 'fp-1',
   lastStartTime: '2026-03-01T11:00:00.000Z',
   lastShutdownTime: null,
@@ -59,8 +60,14 @@ describe('agent state moves', () => {
       rssBytes: 1,
       runningWork: 0,
     };
-    expect(heartbeatPatch({ isCloudAgent: 0 }, hb, NOW)).toEqual({ status: 'Shutdown', lastContactTime: NOW });
-    expect(heartbeatPatch({ isCloudAgent: 1 }, hb, NOW)).toEqual({ status: 'ShutdownCloud', lastContactTime: NOW });
+    expect(heartbeatPatch({ isCloudAgent: 0, status: 'Running' }, hb, NOW)).toEqual({
+      status: 'Shutdown',
+      lastContactTime: NOW,
+    });
+    expect(heartbeatPatch({ isCloudAgent: 1, status: 'Running' }, hb, NOW)).toEqual({
+      status: 'ShutdownCloud',
+      lastContactTime: NOW,
+    });
   });
 
   it('applies report statuses of the current run only, and keeps the newest shutdown time', () => {
@@ -96,6 +103,42 @@ describe('agent state moves', () => {
     expect(
       reportPatch({ ...onPrem, isCloudAgent: 1 }, { kind: 'shutdown', at: current, status: 'Shutdown' }, NOW),
     ).toMatchObject({ status: 'ShutdownCloud' });
+  });
+
+  it('keeps an Obsolete Agent so while it says Running, and lets it stop', () => {
+    const obsolete = { ...onPrem, status: 'Obsolete, install new Agent' };
+    const hb = {
+      id: 'b',
+      type: 'heartbeat' as const,
+      at: NOW,
+      status: 'Running' as const,
+      rssBytes: 1,
+      runningWork: 0,
+    };
+    expect(heartbeatPatch(obsolete, hb, NOW)).toEqual({ lastContactTime: NOW });
+    expect(heartbeatPatch(obsolete, { ...hb, status: 'Shutdown' }, NOW)).toEqual({
+      status: 'Shutdown',
+      lastContactTime: NOW,
+    });
+    const at = '2026-03-01T11:30:00.000Z';
+    expect(reportPatch(obsolete, { kind: 'status', at, status: 'Running' }, NOW)).toEqual({ lastContactTime: NOW });
+  });
+
+  it('an update that ended without the new version clears isUpdating and keeps the failed version and why', () => {
+    const error = { code: 'AGT_UPDATE_FAILED', kind: 'transient' as const, message: 'it did not connect within 60 s' };
+    const at = '2026-03-01T11:30:00.000Z';
+    expect(
+      reportPatch(onPrem, { kind: 'agentUpdate', version: '2.0.0', status: 'RolledBack', at, error }, NOW),
+    ).toEqual({
+      isUpdating: 0,
+      updateVersion: null,
+      updateFailedVersion: '2.0.0',
+      updateError: 'Rolled back: it did not connect within 60 s',
+      lastContactTime: NOW,
+    });
+    expect(
+      reportPatch(onPrem, { kind: 'agentUpdate', version: '2.0.0', status: 'Failed', at, error }, NOW),
+    ).toMatchObject({ updateError: 'Failed: it did not connect within 60 s', updateFailedVersion: '2.0.0' });
   });
 
   it('derives HeartbeatLate and HeartbeatFailed from the silence, and leaves stopped or never-seen Agents', () => {
