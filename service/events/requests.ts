@@ -3,6 +3,7 @@ import { FerryError, isFerryError } from '../../src/errors/ferry-error.js';
 import type { RunRequestResult } from '../../src/protocol/events.js';
 import type { Kysely } from 'kysely';
 import type { AgentCommands } from '../agents/commands.js';
+import { isAgentError } from '../gateway/agent-command.js';
 import type { Database } from '../store/schema.js';
 import { problemOf } from '../util/problem.js';
 import type { MessageTarget } from './message-access.js';
@@ -35,6 +36,11 @@ export class EventRequests {
       readonly commands: AgentCommands;
       /** How long the caller waits for the reply, in ms. */
       readonly timeoutMs: number;
+      /**
+       * Brings the Agent's copies of its Solutions up to date: a request that finds the Agent without
+       * the Map (a prepare whose definition has not reached it yet) is sent once more after it.
+       */
+      readonly sync?: (agentId: string) => Promise<void>;
     },
   ) {}
 
@@ -116,6 +122,7 @@ export class EventRequests {
       );
     if (target.agentId === null)
       throw new FerryError('API_CONFLICT', `Solution ${target.solutionId} has no Agent to run its requests.`);
+    const agentId = target.agentId;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -131,16 +138,23 @@ export class EventRequests {
       );
     });
     try {
-      const result = await Promise.race([
-        this.opts.commands.send(target.agentId, {
-          type: 'runRequest',
-          solutionId: target.solutionId,
-          mapId: target.mapId,
-          requestId,
-          request,
-        }),
-        late,
-      ]);
+      const command = {
+        type: 'runRequest',
+        solutionId: target.solutionId,
+        mapId: target.mapId,
+        requestId,
+        request,
+      } as const;
+      const send = async () => {
+        try {
+          return await this.opts.commands.send(agentId, command);
+        } catch (err) {
+          if (!this.opts.sync || !isAgentError(err, 'AGT_SOLUTION_NOT_HELD')) throw err;
+          await this.opts.sync(agentId);
+          return await this.opts.commands.send(agentId, command);
+        }
+      };
+      const result = await Promise.race([send(), late]);
       return httpReply(result, requestId);
     } catch (err) {
       if (isFerryError(err) && err.code === 'CHN_TIMEOUT')

@@ -244,6 +244,7 @@ const requestsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps) => 
     db: deps.store.db,
     commands: deps.agents.commands,
     timeoutMs: deps.config.eventRequestTimeout * 1000,
+    sync: (agentId) => deps.assignments.sync(agentId),
   });
   const admitted = admission(deps, 'request');
   const bodyLimit = Math.max(deps.config.bodyLimit, MAX_MESSAGE_BYTES + ARRAY_MARGIN);

@@ -253,8 +253,17 @@ describe.each(STORE_TARGETS)('Message Endpoints of Event Solutions on $name', (t
     ({ agent } = await connectPlayedAgent(svc, channels, {
       name: 'Events agent',
       hello: { installedConnectors: [{ connectorId: SQLITE, version: '1.0.0' }] },
-      reply: (cmd: Incoming) =>
-        cmd['type'] === 'loadMetadata' ? { re: cmd['id'], ok: true, result: METADATA } : undefined,
+      reply: (cmd: Incoming) => {
+        if (cmd['type'] === 'loadMetadata') return { re: cmd['id'], ok: true, result: METADATA };
+        if (cmd['type'] === 'assignSolutions') syncs += 1;
+        if (cmd['type'] !== 'runRequest') return undefined;
+        if (notHeld > 0) {
+          notHeld -= 1;
+          const error = { code: 'AGT_SOLUTION_NOT_HELD', kind: 'transient', message: 'Map not held yet' };
+          return { re: cmd['id'], ok: false, error };
+        }
+        return { re: cmd['id'], ok: true, result: { reply: { quote: 'ok' } } };
+      },
     }));
     const conn = await svc.request<{ id: string }>('POST', `${O}/connections`, {
       body: { name: 'Orders DB', connectorId: SQLITE, color: '#FF000000' },
@@ -275,6 +284,9 @@ describe.each(STORE_TARGETS)('Message Endpoints of Event Solutions on $name', (t
 
   let orders: Endpoint;
   let quotes: Endpoint;
+  /** How many runRequest commands the played Agent refuses as not holding the Map, and how many syncs it got. */
+  let notHeld = 0;
+  let syncs = 0;
 
   it('has no endpoint before prepare; eventinfo answers from the Map', async () => {
     expect(await endpoints()).toEqual({ items: [], total: 0 });
@@ -306,6 +318,29 @@ describe.each(STORE_TARGETS)('Message Endpoints of Event Solutions on $name', (t
       mapId: ids.message,
     });
     expect(await rowOf(quotes.id)).toMatchObject({ kind: 'request', urlMapId: ids.request, mapId: ids.request });
+  });
+
+  it('a request the Agent cannot run yet (its copy lacks the Map) is sent again once its copies are brought up to date', async () => {
+    const token = (await svc.request<{ eventSolutionAccessToken: string }>('GET', `${O}/SecuritySettings`)).body
+      .eventSolutionAccessToken;
+    const before = syncs;
+    notHeld = 1;
+    const res = await svc.request('POST', `${O}/requests/${ids.request}?accesstoken=${token}`, {
+      auth: null,
+      body: { quoteId: 7 },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ quote: 'ok' });
+    expect(notHeld).toBe(0);
+    expect(syncs).toBeGreaterThan(before);
+    // Still not held after the update: the Agent's answer is the caller's, once.
+    notHeld = 2;
+    const refused = await svc.request<{ code: string }>('POST', `${O}/requests/${ids.request}?accesstoken=${token}`, {
+      auth: null,
+      body: { quoteId: 8 },
+    });
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(notHeld).toBe(0);
   });
 
   it('pages the list by id with the total', async () => {
