@@ -1,0 +1,383 @@
+import { Readable } from 'node:stream';
+import type { Pool, PoolConnection, PoolOptions } from 'mysql2';
+import {
+  CHECKPOINT_TABLE,
+  ConnectorError,
+  failed,
+  keyColumns,
+  OK_ONE,
+  throwIfAborted,
+  type CallContext,
+  type Checkpoint,
+  type ConnectorRecord,
+  type WriteAction,
+  type WriteOptions,
+  type WriteResult,
+} from '../../src/connectors/sdk.js';
+import { quoteIdent, type MariaColumn, type MariaTable } from './catalogue.js';
+import { callError, recordErrorCode, recordMessage, serverErrno } from './errors.js';
+import { runKeyed, recordStatements } from './keyed.js';
+import { change, checkout, killOnAbort, rows, run } from './pool.js';
+import type { BulkMethod } from './properties.js';
+import { rowLiteral, tsvLine } from './sql-text.js';
+
+/**
+ * Writes (docs/connectors.md "mariadb"):
+ *
+ *   Create        LOAD DATA LOCAL INFILE of the batch as a tab-separated stream, in a transaction
+ *                 that commits only when the server loaded every row without a warning; else (or
+ *                 where the server refuses local files) multi-row INSERT statements
+ *   Upsert        multi-row INSERT … ON DUPLICATE KEY UPDATE when the key fields are the primary
+ *                 or a unique key; else as Update/Insert
+ *   Update, Delete, Update/Insert   statements per record, many per round trip (keyed.ts)
+ *
+ * A multi-row statement fails as a whole; when it fails for a record's sake (a duplicate key, a
+ * constraint, a value that does not fit) it is split in halves and each half is sent again,
+ * recursively, until the failing records stand alone: exactly they fail, in place, with the
+ * server's error; every other record is written. Tables without transactions (MyISAM, Aria) are
+ * written one row per statement, since a failed statement there keeps the rows before the failure.
+ */
+
+/** LOAD DATA LOCAL refused by the server or the client: the session stops trying it. */
+const LOCAL_REFUSED = new Set([1148, 1227, 2068, 3948, 4166]);
+
+export interface WriterState {
+  pool: Pool;
+  poolOptions: PoolOptions;
+  bulkMethod: BulkMethod;
+  /** False once the server refused LOAD DATA LOCAL. */
+  loadData: boolean;
+  /** Most bytes of one INSERT statement (a part of the server's max_allowed_packet). */
+  statementBytes: number;
+  checkpointTable: boolean;
+}
+
+/** Consecutive records with one field set: their columns and their positions in the batch. */
+interface Segment {
+  cols: MariaColumn[];
+  indices: number[];
+}
+
+/**
+ * Checks each record (unknown and generated fields, missing keys) and splits the valid ones into
+ * runs of consecutive records with one field set, so that the order of the batch is kept.
+ */
+function segments(
+  table: MariaTable,
+  byName: Map<string, MariaColumn>,
+  keys: MariaColumn[],
+  batch: readonly ConnectorRecord[],
+  results: WriteResult[],
+): Segment[] {
+  const out: Segment[] = [];
+  let sig = '';
+  let cur: Segment | undefined;
+  for (let r = 0; r < batch.length; r++) {
+    const rec = batch[r] as ConnectorRecord;
+    const names = Object.keys(rec);
+    const s = names.join('\u0000');
+    let bad: WriteResult | undefined;
+    for (const k of keys) {
+      const v = rec[k.fullName];
+      if (v === null || v === undefined) {
+        bad = failed('MissingKey', `The record has no value for the key field ${k.fullName}.`, { field: k.fullName });
+        break;
+      }
+    }
+    if (!bad && (!cur || s !== sig)) {
+      const cols: MariaColumn[] = [];
+      for (const n of names) {
+        const c = byName.get(n);
+        if (!c) bad = failed('UnknownField', `The entity ${table.fullName} has no field ${n}.`, { field: n });
+        else if (c.readOnly)
+          bad = failed('InvalidValue', `The field ${n} is generated and cannot be written.`, { field: n });
+        if (bad) break;
+        cols.push(c as MariaColumn);
+      }
+      if (!bad) {
+        cur = { cols, indices: [] };
+        sig = s;
+        out.push(cur);
+      }
+    }
+    if (bad) results[r] = bad;
+    else cur?.indices.push(r);
+  }
+  return out;
+}
+
+/** Whether the key fields are the primary key or a unique key of the table (Upsert's conflict target). */
+function isUniqueKey(table: MariaTable, keys: MariaColumn[]): boolean {
+  const names = new Set(keys.map((k) => k.name));
+  return table.uniqueKeys.some((u) => u.length === names.size && u.every((c) => names.has(c)));
+}
+
+export class MariaWriter {
+  constructor(readonly state: WriterState) {}
+
+  async write(
+    action: WriteAction,
+    table: MariaTable,
+    batch: readonly ConnectorRecord[],
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
+    if (table.kind !== 'table')
+      throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
+    if (options.checkpoint && action !== 'Create')
+      throw new ConnectorError('Unsupported', `A checkpoint is saved with Create batches only, not with ${action}.`);
+    const byName = new Map(table.columns.map((c) => [c.fullName, c]));
+    const keys = keyColumns(action, table.fullName, table.columns, byName, options.keyFields);
+    const results: WriteResult[] = new Array<WriteResult>(batch.length);
+    const segs = segments(table, byName, keys, batch, results);
+    if (segs.length === 0 && !options.checkpoint) return results;
+    throwIfAborted(ctx.signal);
+    const { conn, release } = await checkout(this.state.pool, ctx);
+    const stopKill = killOnAbort(this.state.poolOptions, conn, ctx);
+    let broken = false;
+    try {
+      if (options.checkpoint) await this.createWithCheckpoint(conn, table, segs, batch, results, options.checkpoint);
+      else
+        for (const seg of segs) {
+          await this.segment(conn, action, table, keys, seg, batch, results, false);
+          throwIfAborted(ctx.signal);
+        }
+    } catch (err) {
+      broken = serverErrno(err) === undefined;
+      throw callError(err, `The ${action} batch failed`);
+    } finally {
+      const killed = await stopKill();
+      release(broken || killed);
+    }
+    ctx.progress({ records: batch.length });
+    return results;
+  }
+
+  private async segment(
+    conn: PoolConnection,
+    action: WriteAction,
+    table: MariaTable,
+    keys: MariaColumn[],
+    seg: Segment,
+    batch: readonly ConnectorRecord[],
+    results: WriteResult[],
+    inTransaction: boolean,
+  ): Promise<void> {
+    if (action === 'Create') return this.create(conn, table, seg, batch, results, inTransaction);
+    if (action === 'Upsert' && isUniqueKey(table, keys)) {
+      const keyNames = new Set(keys.map((k) => k.name));
+      const rest = seg.cols.filter((c) => !keyNames.has(c.name));
+      const set = (rest.length ? rest : [keys[0] as MariaColumn])
+        .map((c) => `${quoteIdent(c.name)} = VALUES(${quoteIdent(c.name)})`)
+        .join(', ');
+      return this.insert(conn, table, seg, batch, results, ` ON DUPLICATE KEY UPDATE ${set}`);
+    }
+    const stmtAction = action === 'Upsert' ? 'UpdateInsert' : action;
+    const records: { index: number; sql: string[] }[] = [];
+    for (const i of seg.indices) {
+      const sql = recordStatements(stmtAction, table, seg.cols, keys, batch[i] as ConnectorRecord);
+      if (Array.isArray(sql)) records.push({ index: i, sql });
+      else results[i] = sql;
+    }
+    await runKeyed(conn, action, table, records, results);
+  }
+
+  /** Create: LOAD DATA where it can be used, else multi-row INSERT. */
+  private async create(
+    conn: PoolConnection,
+    table: MariaTable,
+    seg: Segment,
+    batch: readonly ConnectorRecord[],
+    results: WriteResult[],
+    inTransaction: boolean,
+  ): Promise<void> {
+    const w = this.state;
+    if (w.bulkMethod !== 'insert' && w.loadData && table.transactional && seg.indices.length > 1) {
+      if (await this.loadData(conn, table, seg, batch, results, inTransaction)) return;
+    }
+    await this.insert(conn, table, seg, batch, results, '');
+  }
+
+  /**
+   * The segment as a LOAD DATA LOCAL stream, in a transaction (a savepoint inside the checkpoint's
+   * transaction). True when every row went in without a warning; otherwise it is rolled back (the
+   * server turns a refused row of a local file into a warning and goes on) and false is returned,
+   * for the INSERT path to find the refused records.
+   */
+  private async loadData(
+    conn: PoolConnection,
+    table: MariaTable,
+    seg: Segment,
+    batch: readonly ConnectorRecord[],
+    results: WriteResult[],
+    inTransaction: boolean,
+  ): Promise<boolean> {
+    const lines: string[] = [];
+    const indices: number[] = [];
+    for (const i of seg.indices) {
+      const line = tsvLine(batch[i] as ConnectorRecord, seg.cols);
+      if (typeof line === 'string') {
+        lines.push(line);
+        indices.push(i);
+      } else results[i] = line;
+    }
+    if (lines.length === 0) return true;
+    const targets = seg.cols.map((c, j) => (c.type === 'binary' ? `@b${j}` : quoteIdent(c.name)));
+    const sets = seg.cols.flatMap((c, j) => (c.type === 'binary' ? [`${quoteIdent(c.name)} = UNHEX(@b${j})`] : []));
+    const sql =
+      `LOAD DATA LOCAL INFILE 'ferry.tsv' INTO TABLE ${quoteIdent(table.name)} CHARACTER SET utf8mb4 ` +
+      `FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (${targets.join(', ')})` +
+      (sets.length ? ` SET ${sets.join(', ')}` : '');
+    await run(conn, inTransaction ? 'SAVEPOINT ferry_load' : 'START TRANSACTION');
+    let header: { affectedRows: number; warningStatus: number };
+    try {
+      header = await change(conn, { sql, infile: () => Readable.from(chunks(lines)) });
+    } catch (err) {
+      await run(conn, inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_load' : 'ROLLBACK');
+      const errno = serverErrno(err) ?? (err as { errno?: number }).errno;
+      if (errno !== undefined && LOCAL_REFUSED.has(errno)) {
+        this.state.loadData = false;
+        return false;
+      }
+      if (recordErrorCode(err)) return false;
+      throw err;
+    }
+    if (header.affectedRows === lines.length && header.warningStatus === 0) {
+      if (!inTransaction) await run(conn, 'COMMIT');
+      for (const i of indices) results[i] = OK_ONE;
+      return true;
+    }
+    await run(conn, inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_load' : 'ROLLBACK');
+    return false;
+  }
+
+  /** Multi-row INSERT statements (with `tail`, an ON DUPLICATE KEY clause), halved on a record's refusal. */
+  private async insert(
+    conn: PoolConnection,
+    table: MariaTable,
+    seg: Segment,
+    batch: readonly ConnectorRecord[],
+    results: WriteResult[],
+    tail: string,
+  ): Promise<void> {
+    const head = `INSERT INTO ${quoteIdent(table.name)} (${seg.cols.map((c) => quoteIdent(c.name)).join(', ')}) VALUES `;
+    const values: string[] = [];
+    const indices: number[] = [];
+    for (const i of seg.indices) {
+      const row = rowLiteral(batch[i] as ConnectorRecord, seg.cols);
+      if (typeof row === 'string') {
+        values.push(row);
+        indices.push(i);
+      } else results[i] = row;
+    }
+    const limit = table.transactional ? this.state.statementBytes : 0;
+    let start = 0;
+    while (start < values.length) {
+      let end = start + 1;
+      let bytes = (values[start] as string).length;
+      while (end < values.length && bytes + (values[end] as string).length < limit)
+        bytes += (values[end++] as string).length + 1;
+      await this.insertPart(conn, head, tail, values.slice(start, end), indices.slice(start, end), results);
+      start = end;
+    }
+  }
+
+  private async insertPart(
+    conn: PoolConnection,
+    head: string,
+    tail: string,
+    values: string[],
+    indices: number[],
+    results: WriteResult[],
+  ): Promise<void> {
+    try {
+      await run(conn, head + values.join(',') + tail);
+      for (const i of indices) results[i] = OK_ONE;
+    } catch (err) {
+      const code = recordErrorCode(err);
+      if (!code) throw err;
+      if (values.length === 1) {
+        results[indices[0] as number] = failed(code, recordMessage(err), { nativeCode: String(serverErrno(err)) });
+        return;
+      }
+      const half = values.length >> 1;
+      await this.insertPart(conn, head, tail, values.slice(0, half), indices.slice(0, half), results);
+      await this.insertPart(conn, head, tail, values.slice(half), indices.slice(half), results);
+    }
+  }
+
+  /** A Create batch and a caller's checkpoint in one transaction: both commit or neither. */
+  private async createWithCheckpoint(
+    conn: PoolConnection,
+    table: MariaTable,
+    segs: Segment[],
+    batch: readonly ConnectorRecord[],
+    results: WriteResult[],
+    cp: Checkpoint,
+  ): Promise<void> {
+    if (!table.transactional)
+      throw new ConnectorError(
+        'Unsupported',
+        `The table ${table.fullName} has no transactions (its engine): a checkpoint cannot commit with its rows.`,
+      );
+    await this.ensureCheckpointTable(conn);
+    await run(conn, 'START TRANSACTION');
+    try {
+      for (const seg of segs) await this.create(conn, table, seg, batch, results, true);
+      await run(conn, {
+        sql: `INSERT INTO ${quoteIdent(CHECKPOINT_TABLE)} (\`key\`, value, saved_at) VALUES (?, ?, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE value = VALUES(value), saved_at = VALUES(saved_at)`,
+        values: [cp.key, cp.value],
+      });
+      await run(conn, 'COMMIT');
+    } catch (err) {
+      await run(conn, 'ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async ensureCheckpointTable(conn: PoolConnection): Promise<void> {
+    if (this.state.checkpointTable) return;
+    await run(
+      conn,
+      `CREATE TABLE IF NOT EXISTS ${quoteIdent(CHECKPOINT_TABLE)} (\`key\` varchar(500) NOT NULL PRIMARY KEY, value longtext NOT NULL, saved_at datetime(6) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+    );
+    this.state.checkpointTable = true;
+  }
+
+  /** The checkpoint saved under `key`, or null. */
+  async readCheckpoint(key: string, ctx: CallContext): Promise<string | null> {
+    const { conn, release } = await checkout(this.state.pool, ctx);
+    try {
+      const found = await rows<{ n: number }>(
+        conn,
+        'SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
+        [CHECKPOINT_TABLE],
+      );
+      const value = Number(found[0]?.n)
+        ? ((
+            await rows<{ value: string }>(conn, `SELECT value FROM ${quoteIdent(CHECKPOINT_TABLE)} WHERE \`key\` = ?`, [
+              key,
+            ])
+          )[0]?.value ?? null)
+        : null;
+      release();
+      return value;
+    } catch (err) {
+      release(serverErrno(err) === undefined);
+      throw callError(err, 'The checkpoint cannot be read');
+    }
+  }
+}
+
+/** Lines joined into buffers of about 64 KiB: fewer, larger writes to the socket. */
+function* chunks(lines: string[]): Generator<Buffer> {
+  let buf = '';
+  for (const l of lines) {
+    buf += l;
+    if (buf.length >= 65_536) {
+      yield Buffer.from(buf, 'utf8');
+      buf = '';
+    }
+  }
+  if (buf) yield Buffer.from(buf, 'utf8');
+}
