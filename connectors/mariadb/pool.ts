@@ -136,8 +136,8 @@ export function killOnAbort(options: PoolOptions, conn: PoolConnection, ctx: Cal
 
 /**
  * Rows of a statement as arrays, in batches of at most `batchSize`, pulled one batch at a time:
- * the connection is paused while a full batch waits for its consumer, so the server's rows stay
- * in its socket, not in memory. Breaking out of the loop (or an abort) kills the statement and
+ * the connection is paused while two full batches wait for their consumer, so the rest of the
+ * server's rows stay in its socket, not in memory. Breaking out of the loop (or an abort) kills the statement and
  * destroys the connection.
  */
 export async function* streamRows(
@@ -170,7 +170,8 @@ export async function* streamRows(
     if (batch.length >= batchSize) {
       ready.push(batch);
       batch = [];
-      if (!paused) {
+      // Two batches ahead of the consumer: the server keeps sending while the caller writes one.
+      if (!paused && ready.length >= 2) {
         paused = true;
         conn.pause();
       }

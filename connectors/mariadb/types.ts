@@ -122,12 +122,49 @@ export function readUntyped(v: unknown): Value {
   return JSON.stringify(v) ?? null;
 }
 
+const INT_TEXT = /^-?\d{1,18}$/;
+const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
+const DATE_TEXT = /^\d{4}-\d{2}-\d{2}$/;
+/** A UTC datetime as the value model writes it: straight into server text. */
+const UTC_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
+
 /**
  * A value made ready for the server: the canonical text of its type (null stays null), or INVALID.
  * Datetimes with a zone are turned into UTC wall time (`YYYY-MM-DD HH:MM:SS.ffffff`), which both
- * DATETIME and (in a UTC session) TIMESTAMP take as that instant.
+ * DATETIME and (in a UTC session) TIMESTAMP take as that instant. The common forms of each type
+ * (a safe integer, a finite number, plain decimal text, an ISO date, a UTC datetime) take a short
+ * path; everything else goes through the value model's coerceValue. A well-formed date that does
+ * not exist (February 30) is left to the server, which refuses it in strict mode.
  */
 export function writeText(type: PropertyType, v: unknown): string | null | typeof INVALID {
+  if (v === null || v === undefined) return null;
+  switch (type) {
+    case 'string':
+      if (typeof v === 'string') return v;
+      break;
+    case 'integer':
+      if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+      if (typeof v === 'string' && INT_TEXT.test(v)) return v;
+      break;
+    case 'double':
+      if (typeof v === 'number') return Number.isFinite(v) ? String(v) : INVALID;
+      break;
+    case 'decimal':
+      if (typeof v === 'string' && DECIMAL_TEXT.test(v)) return v;
+      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+      break;
+    case 'boolean':
+      if (typeof v === 'boolean') return v ? '1' : '0';
+      break;
+    case 'date':
+      if (typeof v === 'string' && DATE_TEXT.test(v)) return v;
+      break;
+    case 'datetime':
+      if (typeof v === 'string' && UTC_TEXT.test(v)) return `${v.slice(0, 10)} ${v.slice(11, -1)}`;
+      break;
+    default:
+      break;
+  }
   const c = coerceValue(type, v);
   if (c === null || c === INVALID) return c;
   switch (type) {

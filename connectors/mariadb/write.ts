@@ -70,12 +70,11 @@ function segments(
   results: WriteResult[],
 ): Segment[] {
   const out: Segment[] = [];
-  let sig = '';
   let cur: Segment | undefined;
+  let names: string[] = [];
   for (let r = 0; r < batch.length; r++) {
     const rec = batch[r] as ConnectorRecord;
-    const names = Object.keys(rec);
-    const s = names.join('\u0000');
+    const same = cur !== undefined && sameKeys(names, rec);
     let bad: WriteResult | undefined;
     for (const k of keys) {
       const v = rec[k.fullName];
@@ -84,7 +83,8 @@ function segments(
         break;
       }
     }
-    if (!bad && (!cur || s !== sig)) {
+    if (!bad && !same) {
+      names = Object.keys(rec);
       const cols: MariaColumn[] = [];
       for (const n of names) {
         const c = byName.get(n);
@@ -96,14 +96,20 @@ function segments(
       }
       if (!bad) {
         cur = { cols, indices: [] };
-        sig = s;
         out.push(cur);
-      }
+      } else cur = undefined;
     }
     if (bad) results[r] = bad;
     else cur?.indices.push(r);
   }
   return out;
+}
+
+/** The record has exactly these fields in this order (checked without allocating). */
+function sameKeys(names: string[], rec: ConnectorRecord): boolean {
+  let n = 0;
+  for (const k in rec) if (names[n++] !== k) return false;
+  return n === names.length;
 }
 
 /** Whether the key fields are the primary key or a unique key of the table (Upsert's conflict target). */
@@ -212,16 +218,7 @@ export class MariaWriter {
     results: WriteResult[],
     inTransaction: boolean,
   ): Promise<boolean> {
-    const lines: string[] = [];
-    const indices: number[] = [];
-    for (const i of seg.indices) {
-      const line = tsvLine(batch[i] as ConnectorRecord, seg.cols);
-      if (typeof line === 'string') {
-        lines.push(line);
-        indices.push(i);
-      } else results[i] = line;
-    }
-    if (lines.length === 0) return true;
+    const sent: number[] = [];
     const targets = seg.cols.map((c, j) => (c.type === 'binary' ? `@b${j}` : quoteIdent(c.name)));
     const sets = seg.cols.flatMap((c, j) => (c.type === 'binary' ? [`${quoteIdent(c.name)} = UNHEX(@b${j})`] : []));
     const sql =
@@ -231,7 +228,11 @@ export class MariaWriter {
     await run(conn, inTransaction ? 'SAVEPOINT ferry_load' : 'START TRANSACTION');
     let header: { affectedRows: number; warningStatus: number };
     try {
-      header = await change(conn, { sql, infile: () => Readable.from(chunks(lines)) });
+      // The file is encoded as the server reads it: the server loads one part while the next is made.
+      header = await change(conn, {
+        sql,
+        infile: () => Readable.from(tsvChunks(batch, seg, results, sent), { objectMode: false }),
+      });
     } catch (err) {
       await run(conn, inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_load' : 'ROLLBACK');
       const errno = serverErrno(err) ?? (err as { errno?: number }).errno;
@@ -242,9 +243,13 @@ export class MariaWriter {
       if (recordErrorCode(err)) return false;
       throw err;
     }
-    if (header.affectedRows === lines.length && header.warningStatus === 0) {
+    if (sent.length === 0) {
+      await run(conn, inTransaction ? 'RELEASE SAVEPOINT ferry_load' : 'COMMIT');
+      return true;
+    }
+    if (header.affectedRows === sent.length && header.warningStatus === 0) {
       if (!inTransaction) await run(conn, 'COMMIT');
-      for (const i of indices) results[i] = OK_ONE;
+      for (const i of sent) results[i] = OK_ONE;
       return true;
     }
     await run(conn, inTransaction ? 'ROLLBACK TO SAVEPOINT ferry_load' : 'ROLLBACK');
@@ -369,15 +374,36 @@ export class MariaWriter {
   }
 }
 
-/** Lines joined into buffers of about 64 KiB: fewer, larger writes to the socket. */
-function* chunks(lines: string[]): Generator<Buffer> {
-  let buf = '';
-  for (const l of lines) {
-    buf += l;
-    if (buf.length >= 65_536) {
-      yield Buffer.from(buf, 'utf8');
-      buf = '';
+/** Bytes of one part of a LOAD DATA file. */
+const PART = 256 * 1024;
+
+/**
+ * The segment's records as LOAD DATA lines, in parts of about 256 KiB, made as they are read. A
+ * record with a value that is not one of its field's type gets its failed result and is left out;
+ * the positions of the records sent are added to `sent`.
+ */
+function* tsvChunks(
+  batch: readonly ConnectorRecord[],
+  seg: Segment,
+  results: WriteResult[],
+  sent: number[],
+): Generator<Buffer> {
+  let buf = Buffer.allocUnsafe(PART);
+  let pos = 0;
+  for (const i of seg.indices) {
+    const line = tsvLine(batch[i] as ConnectorRecord, seg.cols);
+    if (typeof line !== 'string') {
+      results[i] = line;
+      continue;
     }
+    sent.push(i);
+    // At most three bytes of UTF-8 for each UTF-16 unit.
+    if (pos + line.length * 3 > buf.length) {
+      if (pos > 0) yield buf.subarray(0, pos);
+      buf = Buffer.allocUnsafe(Math.max(PART, line.length * 3));
+      pos = 0;
+    }
+    pos += buf.write(line, pos);
   }
-  if (buf) yield Buffer.from(buf, 'utf8');
+  if (pos > 0) yield buf.subarray(0, pos);
 }

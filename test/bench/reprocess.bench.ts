@@ -49,6 +49,7 @@ import { ferryDone, ROOT } from '../e2e/agent/harness.js';
 import { createExecution, seedErrors, type SeedSource } from './history-seed.js';
 import { benchRequest, startServiceChild, type StoreName } from './serve-child.js';
 import { agentProcs, benchNodeFlags, killAgents, meter, rssTenths } from './proc.js';
+import { BUILT_IN_CONNECTORS } from '../helpers/built-in-connectors.js';
 
 const ENV = process.env;
 const SELF = fileURLToPath(import.meta.url);
@@ -326,7 +327,7 @@ async function installAgent(base: string, orgId: number, home: string): Promise<
 /**
  * `ferry agent run` with its production settings at log level info and BENCH_NODE_FLAGS on Node's
  * command line (its worker inherits them), in its own process group; waits until the Agent is
- * Running with the three Connectors. Answers the worker's PID and a graceful stop.
+ * Running with the built-in Connectors. Answers the worker's PID and a graceful stop.
  */
 async function runAgent(
   base: string,
@@ -363,14 +364,14 @@ async function runAgent(
   void exited.then(() => agentProcs.delete(p));
   try {
     await poll(
-      'the Agent Running with its three Connectors',
+      'the Agent Running with its built-in Connectors',
       async () => {
         const a = await api<{ status: string; installedConnectors: unknown[] }>(
           base,
           'GET',
           `/v1/orgs/${orgId}/agents/${agent.agentId}`,
         );
-        return a.status === 'Running' && a.installedConnectors.length === 3 ? true : undefined;
+        return a.status === 'Running' && a.installedConnectors.length === BUILT_IN_CONNECTORS ? true : undefined;
       },
       180_000,
       200,

@@ -5,6 +5,7 @@ import type { ServiceUnderTest } from '../../e2e/agent/harness.js';
 import { agentProcs } from '../proc.js';
 import { harness } from './service.js';
 import { CPU_PROF, ENV, NODE_FLAGS } from './settings.js';
+import { BUILT_IN_CONNECTORS } from '../../helpers/built-in-connectors.js';
 
 export interface Agent {
   agentId: string;
@@ -64,20 +65,20 @@ export async function spawnAgent(home: string, instance: number): Promise<AgentP
   };
 }
 
-/** Starts `ferry agent run` for an installed instance and waits until it is Running with its three Connectors. */
+/** Starts `ferry agent run` for an installed instance and waits until it is Running with its built-in Connectors. */
 export async function runAgent(sut: ServiceUnderTest, home: string, instance: number, agentId: string): Promise<Agent> {
   const h = await harness();
   const proc = await spawnAgent(home, instance);
   try {
     await h.untilStatus(sut, agentId, 'Running', 180_000);
     await h.until(
-      'the three connectors on the Agent',
+      'the built-in connectors on the Agent',
       async () => {
         const res = await sut.request<{ installedConnectors: unknown[] }>(
           'GET',
           `/v1/orgs/${sut.orgId}/agents/${agentId}`,
         );
-        return res.body.installedConnectors.length === 3 ? true : undefined;
+        return res.body.installedConnectors.length === BUILT_IN_CONNECTORS ? true : undefined;
       },
       180_000,
     );

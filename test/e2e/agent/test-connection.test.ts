@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encryptProperty } from '../../../service/connections/properties-crypto.js';
 import { createTestDatabase, STORE_TARGETS } from '../../helpers/stores.js';
 import { ferry, install, killAll, serviceUnderTest, until, untilStatus, type ServiceUnderTest } from './harness.js';
+import { BUILT_IN_CONNECTORS } from '../../helpers/built-in-connectors.js';
 
 const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 const POSTGRES = '18cc2a91-e317-4972-9c24-be9fc63775ab';
@@ -57,10 +58,10 @@ describe('Connectors installed on a real Agent process, Connections tested and b
     async () => {
       const run = ferry(['agent', 'run', '--home', home]);
       await untilStatus(sut, agent.agentId, 'Running');
-      // The Agent starts with no plugins; the Service sends the Organization's three.
+      // The Agent starts with no plugins; the Service sends the Organization's built-in ones.
       await until(
-        'the three connectors on the Agent',
-        async () => ((await installedOnAgent()).length === 3 ? true : undefined),
+        'the built-in connectors on the Agent',
+        async () => ((await installedOnAgent()).length === BUILT_IN_CONNECTORS ? true : undefined),
         90_000,
       );
       const folders = fs
@@ -68,6 +69,8 @@ describe('Connectors installed on a real Agent process, Connections tested and b
         .filter((f) => !f.startsWith('.') && f !== 'node_modules');
       expect(folders.map((f) => f.replace(/-[0-9a-f]{6}$/, '')).sort()).toEqual([
         'csv-1.0.0',
+        'http-json-api-1.0.0',
+        'mariadb-1.0.0',
         'postgresql-1.0.0',
         'sqlite-1.0.0',
       ]);

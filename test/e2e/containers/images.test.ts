@@ -25,6 +25,7 @@ import {
   ROOT,
   SERVICE_IMAGE,
 } from './podman.js';
+import { BUILT_IN_CONNECTORS } from '../../helpers/built-in-connectors.js';
 
 /** The full test builds two images (2 to 5 minutes): installer/docker/test-images.sh runs it, apart from `npm test`. */
 const FULL = process.env['FERRY_IMAGE_TEST'] === '1';
@@ -198,14 +199,14 @@ describe.skipIf(!FULL || (MISSING !== undefined && !IN_CI))(
           { check: true },
         );
         const agent = await until(
-          'the Agent container to register and run with the three built-in Connectors',
+          'the Agent container to register and run with the built-in Connectors',
           async () => {
             const res = await sut.request<Array<AgentView & { installedConnectors: unknown[] }>>(
               'GET',
               `/v1/orgs/${sut.orgId}/agents`,
             );
             const a = res.body.find((x) => x.name === 'Container Agent');
-            return a?.status === 'Running' && a.installedConnectors.length === 3 ? a : undefined;
+            return a?.status === 'Running' && a.installedConnectors.length === BUILT_IN_CONNECTORS ? a : undefined;
           },
           120_000,
         ).catch(async (err: unknown) => {

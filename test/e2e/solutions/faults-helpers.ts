@@ -21,6 +21,7 @@ import {
   type ServiceUnderTest,
 } from '../agent/harness.js';
 import { createConnection, CSV, POSTGRES, type Execution } from './harness.js';
+import { BUILT_IN_CONNECTORS } from '../../helpers/built-in-connectors.js';
 
 /** An execution as History shows it, with the fields these tests read. */
 export interface Run extends Execution {
@@ -186,7 +187,7 @@ export interface AgentUnderTest {
   proc: Proc;
 }
 
-/** Installs `count` Agent instances in one home (instances 1, 2, …) and runs each, waiting until each has the three built-in Connectors. */
+/** Installs `count` Agent instances in one home (instances 1, 2, …) and runs each, waiting until each has the built-in Connectors. */
 export async function runAgents(
   sut: ServiceUnderTest,
   count: number,
@@ -210,7 +211,7 @@ export function runAgent(home: string, instance: number, env: Record<string, str
   return ferry(['agent', 'run', '--home', home, '--instance', String(instance)], env);
 }
 
-/** Waits until the Agent is Running, connected since `since` (ISO) when given, with its three Connectors. */
+/** Waits until the Agent is Running, connected since `since` (ISO) when given, with its built-in Connectors. */
 export async function untilReady(sut: ServiceUnderTest, agentId: string, since?: string): Promise<void> {
   await untilStatus(sut, agentId, 'Running', 90_000);
   await until(
@@ -222,7 +223,9 @@ export async function untilReady(sut: ServiceUnderTest, agentId: string, since?:
       );
       const view = res.body;
       const fresh = since === undefined || (view.lastStartTime ?? '') >= since;
-      return view.status === 'Running' && fresh && view.installedConnectors.length === 3 ? true : undefined;
+      return view.status === 'Running' && fresh && view.installedConnectors.length === BUILT_IN_CONNECTORS
+        ? true
+        : undefined;
     },
     90_000,
   );

@@ -17,6 +17,7 @@ import {
   untilStatus,
   type ServiceUnderTest,
 } from '../agent/harness.js';
+import { BUILT_IN_CONNECTORS } from '../../helpers/built-in-connectors.js';
 
 export const CSV = 'd2227fbd-50de-482d-9fa3-d5c685da7ba4';
 export const POSTGRES = '18cc2a91-e317-4972-9c24-be9fc63775ab';
@@ -32,7 +33,7 @@ export interface Execution {
   trigger?: string;
 }
 
-/** Installs an Agent under the Service's data folder, runs it, and waits until it has the three built-in Connectors. */
+/** Installs an Agent under the Service's data folder, runs it, and waits until it has the built-in Connectors. */
 export async function runningAgent(
   sut: ServiceUnderTest,
   env: Record<string, string> = {},
@@ -42,13 +43,13 @@ export async function runningAgent(
   const proc = ferry(['agent', 'run', '--home', home], env);
   await untilStatus(sut, agent.agentId, 'Running');
   await until(
-    'the three connectors on the Agent',
+    'the built-in connectors on the Agent',
     async () => {
       const res = await sut.request<{ installedConnectors: unknown[] }>(
         'GET',
         `/v1/orgs/${sut.orgId}/agents/${agent.agentId}`,
       );
-      return res.body.installedConnectors.length === 3 ? true : undefined;
+      return res.body.installedConnectors.length === BUILT_IN_CONNECTORS ? true : undefined;
     },
     90_000,
   );

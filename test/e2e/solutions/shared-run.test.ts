@@ -15,6 +15,7 @@ import {
   type RunningAgent,
   type SqliteTarget,
 } from './harness.js';
+import { BUILT_IN_CONNECTORS } from '../../helpers/built-in-connectors.js';
 
 /**
  * A by-reference copy run by a real Agent (docs/solutions.md "Copies by reference"): the source's
@@ -61,7 +62,7 @@ describe('a by-reference copy runs the shared Map on its own Agent and Connectio
           'GET',
           `/v1/orgs/${customer.orgId}/agents/${customerAgent}`,
         );
-        return res.body.installedConnectors.length === 3 ? true : undefined;
+        return res.body.installedConnectors.length === BUILT_IN_CONNECTORS ? true : undefined;
       },
       90_000,
     );

@@ -21,7 +21,7 @@ describe('the Connector catalogue', () => {
       builtInConnectors()
         .all()
         .map((m) => m.name),
-    ).toEqual(['CSV', 'PostgreSQL', 'SQLite']);
+    ).toEqual(['CSV', 'HTTP / JSON API', 'MariaDB', 'PostgreSQL', 'SQLite']);
   });
 
   it('refuses uioptions for a custom-interface Connector with the exact message', () => {
