@@ -13,6 +13,7 @@ import {
   type EntityMetadata,
   type Filter,
   type NativeQueryOptions,
+  type PackedBatch,
   type QueryOptions,
   type RecordBatch,
   type Value,
@@ -97,6 +98,16 @@ class MariaSession implements ConnectorSession {
     ctx: CallContext,
   ): Promise<WriteResult[]> {
     return this.writer.write(action, await this.table(entity, ctx), batch, options, ctx);
+  }
+
+  async writePacked(
+    action: WriteAction,
+    entity: string,
+    batch: PackedBatch,
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
+    return this.writer.writePacked(action, await this.table(entity, ctx), batch, options, ctx);
   }
 
   async *nativeQuery(

@@ -122,11 +122,11 @@ export function readUntyped(v: unknown): Value {
   return JSON.stringify(v) ?? null;
 }
 
-const INT_TEXT = /^-?\d{1,18}$/;
-const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
-const DATE_TEXT = /^\d{4}-\d{2}-\d{2}$/;
+export const INT_TEXT = /^-?\d{1,18}$/;
+export const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
+export const DATE_TEXT = /^\d{4}-\d{2}-\d{2}$/;
 /** A UTC datetime as the value model writes it: straight into server text. */
-const UTC_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
+export const UTC_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
 
 /**
  * A value made ready for the server: the canonical text of its type (null stays null), or INVALID.

@@ -6,7 +6,10 @@ import {
   failed,
   keyColumns,
   OK_ONE,
+  recordMaker,
   throwIfAborted,
+  unpackRecords,
+  type PackedBatch,
   type CallContext,
   type Checkpoint,
   type ConnectorRecord,
@@ -19,7 +22,8 @@ import { callError, recordErrorCode, recordMessage, serverErrno } from './errors
 import { runKeyed, recordStatements } from './keyed.js';
 import { change, checkout, killOnAbort, rows, run } from './pool.js';
 import type { BulkMethod } from './properties.js';
-import { rowLiteral, tsvLine } from './sql-text.js';
+import { packedTsv } from './packed.js';
+import { invalid, rowLiteral, tsvEncoder } from './sql-text.js';
 
 /**
  * Writes (docs/connectors.md "mariadb"):
@@ -127,6 +131,8 @@ export class MariaWriter {
     batch: readonly ConnectorRecord[],
     options: WriteOptions,
     ctx: CallContext,
+    /** The batch's LOAD DATA was just refused (writePacked): straight to INSERTs. */
+    noLoad = false,
   ): Promise<WriteResult[]> {
     if (table.kind !== 'table')
       throw new ConnectorError('Unsupported', `${table.fullName} is a view: it cannot be written.`);
@@ -145,7 +151,7 @@ export class MariaWriter {
       if (options.checkpoint) await this.createWithCheckpoint(conn, table, segs, batch, results, options.checkpoint);
       else
         for (const seg of segs) {
-          await this.segment(conn, action, table, keys, seg, batch, results, false);
+          await this.segment(conn, action, table, keys, seg, batch, results, false, noLoad);
           throwIfAborted(ctx.signal);
         }
     } catch (err) {
@@ -168,8 +174,9 @@ export class MariaWriter {
     batch: readonly ConnectorRecord[],
     results: WriteResult[],
     inTransaction: boolean,
+    noLoad = false,
   ): Promise<void> {
-    if (action === 'Create') return this.create(conn, table, seg, batch, results, inTransaction);
+    if (action === 'Create') return this.create(conn, table, seg, batch, results, inTransaction, noLoad);
     if (action === 'Upsert' && isUniqueKey(table, keys)) {
       const keyNames = new Set(keys.map((k) => k.name));
       const rest = seg.cols.filter((c) => !keyNames.has(c.name));
@@ -196,9 +203,10 @@ export class MariaWriter {
     batch: readonly ConnectorRecord[],
     results: WriteResult[],
     inTransaction: boolean,
+    noLoad = false,
   ): Promise<void> {
     const w = this.state;
-    if (w.bulkMethod !== 'insert' && w.loadData && table.transactional && seg.indices.length > 1) {
+    if (!noLoad && w.bulkMethod !== 'insert' && w.loadData && table.transactional && seg.indices.length > 1) {
       if (await this.loadData(conn, table, seg, batch, results, inTransaction)) return;
     }
     await this.insert(conn, table, seg, batch, results, '');
@@ -219,12 +227,7 @@ export class MariaWriter {
     inTransaction: boolean,
   ): Promise<boolean> {
     const sent: number[] = [];
-    const targets = seg.cols.map((c, j) => (c.type === 'binary' ? `@b${j}` : quoteIdent(c.name)));
-    const sets = seg.cols.flatMap((c, j) => (c.type === 'binary' ? [`${quoteIdent(c.name)} = UNHEX(@b${j})`] : []));
-    const sql =
-      `LOAD DATA LOCAL INFILE 'ferry.tsv' INTO TABLE ${quoteIdent(table.name)} CHARACTER SET utf8mb4 ` +
-      `FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (${targets.join(', ')})` +
-      (sets.length ? ` SET ${sets.join(', ')}` : '');
+    const sql = loadDataSql(table, seg.cols);
     await run(conn, inTransaction ? 'SAVEPOINT ferry_load' : 'START TRANSACTION');
     let header: { affectedRows: number; warningStatus: number };
     try {
@@ -311,6 +314,63 @@ export class MariaWriter {
     }
   }
 
+  /**
+   * A packed Create (src/connectors/packed.ts) as one LOAD DATA straight from its cells (packed.ts),
+   * when it can be: a plain Create of a table with transactions, every field a writable column,
+   * every cell in a form packed.ts writes as it is. Anything else, and a load the server does not
+   * take whole, goes the records way (the latter straight to INSERTs, so it is not loaded twice).
+   */
+  async writePacked(
+    action: WriteAction,
+    table: MariaTable,
+    batch: PackedBatch,
+    options: WriteOptions,
+    ctx: CallContext,
+  ): Promise<WriteResult[]> {
+    const asRecords = (noLoad: boolean): Promise<WriteResult[]> =>
+      this.write(action, table, unpackRecords(batch, recordMaker(batch.fields)), options, ctx, noLoad);
+    const w = this.state;
+    if (action !== 'Create' || options.checkpoint || table.kind !== 'table' || !table.transactional)
+      return asRecords(false);
+    if (w.bulkMethod === 'insert' || !w.loadData || batch.rows < 2) return asRecords(false);
+    const byName = new Map(table.columns.map((c) => [c.fullName, c]));
+    const cols = batch.fields.map((f) => byName.get(f));
+    if (cols.some((c) => !c || c.readOnly)) return asRecords(false);
+    const parts = packedTsv(batch, cols as MariaColumn[]);
+    if (!parts) return asRecords(false);
+    throwIfAborted(ctx.signal);
+    const { conn, release } = await checkout(w.pool, ctx);
+    const stopKill = killOnAbort(w.poolOptions, conn, ctx);
+    let broken = false;
+    let loaded: boolean;
+    try {
+      await run(conn, 'START TRANSACTION');
+      let header: { affectedRows: number; warningStatus: number } | undefined;
+      try {
+        header = await change(conn, {
+          sql: loadDataSql(table, cols as MariaColumn[]),
+          infile: () => Readable.from(parts),
+        });
+      } catch (err) {
+        await run(conn, 'ROLLBACK');
+        const errno = serverErrno(err) ?? (err as { errno?: number }).errno;
+        if (errno !== undefined && LOCAL_REFUSED.has(errno)) w.loadData = false;
+        else if (!recordErrorCode(err)) throw err;
+      }
+      loaded = header !== undefined && header.affectedRows === batch.rows && header.warningStatus === 0;
+      await run(conn, loaded ? 'COMMIT' : 'ROLLBACK');
+    } catch (err) {
+      broken = serverErrno(err) === undefined;
+      throw callError(err, `The ${action} batch failed`);
+    } finally {
+      const killed = await stopKill();
+      release(broken || killed);
+    }
+    if (!loaded) return asRecords(true);
+    ctx.progress({ records: batch.rows });
+    return new Array<WriteResult>(batch.rows).fill(OK_ONE);
+  }
+
   /** A Create batch and a caller's checkpoint in one transaction: both commit or neither. */
   private async createWithCheckpoint(
     conn: PoolConnection,
@@ -374,13 +434,24 @@ export class MariaWriter {
   }
 }
 
-/** Bytes of one part of a LOAD DATA file. */
-const PART = 256 * 1024;
+/** LOAD DATA LOCAL of a tab-separated stream into the columns (binary ones as hex, unhexed by the statement). */
+function loadDataSql(table: MariaTable, cols: readonly MariaColumn[]): string {
+  const targets = cols.map((c, j) => (c.type === 'binary' ? `@b${j}` : quoteIdent(c.name)));
+  const sets = cols.flatMap((c, j) => (c.type === 'binary' ? [`${quoteIdent(c.name)} = UNHEX(@b${j})`] : []));
+  return (
+    `LOAD DATA LOCAL INFILE 'ferry.tsv' INTO TABLE ${quoteIdent(table.name)} CHARACTER SET utf8mb4 ` +
+    `FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (${targets.join(', ')})` +
+    (sets.length ? ` SET ${sets.join(', ')}` : '')
+  );
+}
+
+/** Characters of one part of a LOAD DATA file. */
+const PART = 128 * 1024;
 
 /**
- * The segment's records as LOAD DATA lines, in parts of about 256 KiB, made as they are read. A
- * record with a value that is not one of its field's type gets its failed result and is left out;
- * the positions of the records sent are added to `sent`.
+ * The segment's records as LOAD DATA lines, in parts of about 128 Ki characters, made as they are
+ * read. A record with a value that is not one of its field's type gets its failed result and is
+ * left out; the positions of the records sent are added to `sent`.
  */
 function* tsvChunks(
   batch: readonly ConnectorRecord[],
@@ -388,22 +459,22 @@ function* tsvChunks(
   results: WriteResult[],
   sent: number[],
 ): Generator<Buffer> {
-  let buf = Buffer.allocUnsafe(PART);
-  let pos = 0;
+  const encode = tsvEncoder(seg.cols);
+  let part = '';
   for (const i of seg.indices) {
-    const line = tsvLine(batch[i] as ConnectorRecord, seg.cols);
-    if (typeof line !== 'string') {
-      results[i] = line;
+    const rec = batch[i] as ConnectorRecord;
+    const line = encode(rec);
+    if (typeof line === 'number') {
+      const c = seg.cols[line] as MariaColumn;
+      results[i] = invalid(c, rec[c.fullName]);
       continue;
     }
     sent.push(i);
-    // At most three bytes of UTF-8 for each UTF-16 unit.
-    if (pos + line.length * 3 > buf.length) {
-      if (pos > 0) yield buf.subarray(0, pos);
-      buf = Buffer.allocUnsafe(Math.max(PART, line.length * 3));
-      pos = 0;
+    part += line;
+    if (part.length >= PART) {
+      yield Buffer.from(part, 'utf8');
+      part = '';
     }
-    pos += buf.write(line, pos);
   }
-  if (pos > 0) yield buf.subarray(0, pos);
+  if (part) yield Buffer.from(part, 'utf8');
 }

@@ -5,7 +5,9 @@
  *   load data   the anchor: the mariadb client's LOAD DATA LOCAL INFILE of the CSV file
  *   csv → maria the CSV Connector → the MariaDB Connector's Create through the plugin host
  *               (transfer(), one batch read ahead), bulkMethod auto (LOAD DATA LOCAL from a stream)
- *   … insert    the same with bulkMethod insert (multi-row INSERT statements), to compare the two
+ *   … packed    the same as packed batches (queryPacked → writePacked): what a Map of plain field
+ *               copies and a Replication's first copy move, straight from the CSV's bytes into LOAD DATA
+ *   … insert    records with bulkMethod insert (multi-row INSERT statements), to compare the two
  *   \copy       the anchor of the replication: psql \copy of the same CSV into PostgreSQL
  *   maria → pg  the first run of replicate() from the MariaDB table into PostgreSQL: ensureEntity,
  *               the snapshot read in key order, Upsert by key, a checkpoint per batch
@@ -200,6 +202,26 @@ async function child(name: string): Promise<void> {
     });
     if (r.fatal) throw new Error(r.fatal);
     rows = r.processed;
+  } else if (name === 'csvToMariaPacked') {
+    const csv = await host.open({
+      connectorId: 'CSV',
+      connectionId: 'bench-csv',
+      properties: { folder: cfg.csvFolder },
+    });
+    const source = csv.queryPacked('rows', undefined, { batchSize: 10_000 });
+    if (!source) throw new Error('the CSV Connector does not read this query packed');
+    // One batch read ahead, as transfer() and a packed copy do.
+    const it = source[Symbol.asyncIterator]();
+    let next = it.next();
+    rows = 0;
+    for (;;) {
+      const r = await next;
+      if (r.done) break;
+      next = it.next();
+      const results = await maria.writePacked('Create', 'bench_rows', r.value);
+      if (results.some((x) => !x.ok)) throw new Error('records failed');
+      rows += r.value.rows;
+    }
   } else {
     const csv = await host.open({
       connectorId: 'CSV',
@@ -238,7 +260,12 @@ async function main(): Promise<void> {
   await mariaExec(undefined, `CREATE DATABASE ${name} CHARACTER SET utf8mb4`);
   await pgExec(PG_ADMIN, `CREATE DATABASE ${name}`);
   const out: Record<string, Result[]> = {};
-  const ratios: Record<string, number[]> = { csvToMaria: [], csvToMariaInsert: [], mariaToPostgres: [] };
+  const ratios: Record<string, number[]> = {
+    csvToMaria: [],
+    csvToMariaPacked: [],
+    csvToMariaInsert: [],
+    mariaToPostgres: [],
+  };
   try {
     log(`generating ${ROWS} rows in ${dir}`);
     await writeCsv(cfg.csvFolder, ROWS);
@@ -260,7 +287,7 @@ async function main(): Promise<void> {
     };
     const freshMaria = (): Promise<void> => mariaExec(name, `DROP TABLE IF EXISTS bench_rows; ${MARIA_DDL}`);
     for (let i = 0; i < PAIRS; i++) {
-      for (const c of ['csvToMaria', 'csvToMariaInsert'] as const) {
+      for (const c of ['csvToMaria', 'csvToMariaPacked', 'csvToMariaInsert'] as const) {
         await freshMaria();
         const anchor = record(await timedCommand('loadData', 'mariadb', mariaArgs));
         await freshMaria();
@@ -292,7 +319,7 @@ async function main(): Promise<void> {
       {
         rows: ROWS,
         pairs: PAIRS,
-        goals: { csvToMaria: 0.7, mariaToPostgres: 0.7 },
+        goals: { csvToMaria: 0.7, csvToMariaPacked: 0.7, mariaToPostgres: 0.7 },
         medians: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, round(median(v))])),
         ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, v.map(round)])),
         rowsPerSec: Object.fromEntries(

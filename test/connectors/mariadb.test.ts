@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
-import type { ConnectorRecord, Value } from '../../src/connectors/sdk.js';
+import { packRecords, type ConnectorRecord, type Value, type WriteResult } from '../../src/connectors/sdk.js';
 import { createMariaDatabase, MARIADB_SKIP, type MariaTestDatabase } from '../helpers/mariadb.js';
 import { CONNECTORS_DIR, PEOPLE, PEOPLE_FIELDS, collect, runConformance } from './conformance.js';
 
@@ -271,6 +271,53 @@ describe.skipIf(Boolean(MARIADB_SKIP))('mariadb connector', () => {
       { email: 'new@example.com', amount: '3.00' },
       { email: 'uniq@example.com', amount: '2.00' },
     ]);
+  });
+
+  it('writes a packed batch straight into LOAD DATA: the same rows and results as its records, every kind of character', async () => {
+    await db.exec(`CREATE TABLE packed_a (id int PRIMARY KEY, name text, amount decimal(12,2), score double, ok boolean,
+      born date, seen datetime(6), doc json); CREATE TABLE packed_b LIKE packed_a`);
+    const records: ConnectorRecord[] = Array.from({ length: 3000 }, (_, i) => ({
+      id: i + 1,
+      name: i % 7 === 0 ? `tab\there, line\nbreak, back\\slash, nul\u0000, név ✓ ${i}` : `plain ${i}`,
+      amount: i % 5 === 0 ? null : `${i}.25`,
+      score: i / 8,
+      ok: i % 2 === 0,
+      born: '2001-02-03',
+      seen: i % 3 === 0 ? '2024-05-06T07:08:09.123456Z' : '2024-05-06T07:08:09',
+      doc: i % 4 === 0 ? '{"a": [1, "\\t"]}' : null,
+    }));
+    const fields = Object.keys(records[0] as ConnectorRecord);
+    const packed = await conn.writePacked('Create', 'packed_a', packRecords(records, fields));
+    const plain = await conn.write('Create', 'packed_b', records);
+    expect(packed).toEqual(plain);
+    expect(packed.every((r) => r.ok)).toBe(true);
+    const dump = (t: string) => db.exec(`SELECT * FROM ${t} ORDER BY id`);
+    const a = await dump('packed_a');
+    expect(a).toHaveLength(3000);
+    expect(a).toEqual(await dump('packed_b'));
+    const { records: back } = await collect(conn.query('packed_a', { op: '<=', field: 'id', value: 8 }));
+    expect(back[0]).toMatchObject({ ...records[0], seen: '2024-05-06T07:08:09.123456Z' });
+    expect(back[1]).toMatchObject({ ...records[1], seen: '2024-05-06T07:08:09.000000Z' });
+  });
+
+  it('a packed batch the server refuses in part gets exactly the results its records get, and is not loaded twice', async () => {
+    await db.exec(`CREATE TABLE packed_c (id int PRIMARY KEY, name varchar(10) NOT NULL); CREATE TABLE packed_d LIKE packed_c;
+      INSERT INTO packed_c VALUES (7, 'before'); INSERT INTO packed_d VALUES (7, 'before')`);
+    const records: ConnectorRecord[] = Array.from({ length: 200 }, (_, i) => ({
+      id: i + 1,
+      name: i === 50 ? 'far too long for it' : `n${i}`,
+    }));
+    const packed = await conn.writePacked('Create', 'packed_c', packRecords(records, ['id', 'name']));
+    const plain = await conn.write('Create', 'packed_d', records);
+    const failedAt = (rs: WriteResult[]): [number, string][] =>
+      rs.flatMap((r, i) => (r.ok ? [] : [[i + 1, r.error.code] as [number, string]]));
+    expect(failedAt(packed)).toEqual([
+      [7, 'DuplicateKey'],
+      [51, 'InvalidValue'],
+    ]);
+    expect(failedAt(packed)).toEqual(failedAt(plain));
+    const [n] = await db.exec<{ n: number }>('SELECT COUNT(*) AS n FROM packed_c');
+    expect(Number(n?.n)).toBe(199);
   });
 
   it('names the failure to connect by the server: unknown database, access denied, unreachable', async () => {
