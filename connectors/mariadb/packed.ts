@@ -71,92 +71,145 @@ function plainDatetime(t: Buffer, s: number, e: number): number {
   return n;
 }
 
-/** Writes the batch's rows as LOAD DATA parts, or answers undefined when a cell needs the records way. */
-export function packedTsv(b: PackedBatch, cols: readonly MariaColumn[]): Buffer[] | undefined {
-  const parts: Buffer[] = [];
-  let out = Buffer.allocUnsafe(PART);
-  let pos = 0;
-  const room = (n: number): void => {
-    if (pos + n <= out.length) return;
-    parts.push(out.subarray(0, pos));
-    out = Buffer.allocUnsafe(Math.max(PART, n));
-    pos = 0;
-  };
-  const ascii = (s: string): void => {
-    room(s.length);
-    pos += out.write(s, pos, 'latin1');
-  };
+/** Copies bytes `s`…`e` of `from` into `to` at `at` (a loop: cells are short, a native copy costs more). */
+function copyBytes(from: Buffer, s: number, e: number, to: Buffer, at: number): number {
+  for (let k = s; k < e; k++) to[at++] = from[k] as number;
+  return at;
+}
+
+/** Writes a number's text (ASCII) into `to` at `at`. */
+function writeNumber(x: number, to: Buffer, at: number): number {
+  const t = String(x);
+  for (let k = 0; k < t.length; k++) to[at++] = t.charCodeAt(k);
+  return at;
+}
+
+/** Column kinds as numbers, so the per-cell switch compares small integers. */
+const K_STRING = 0;
+const K_JSON = 1;
+const K_INTEGER = 2;
+const K_DECIMAL = 3;
+const K_DOUBLE = 4;
+const K_BOOLEAN = 5;
+const K_DATE = 6;
+const K_DATETIME = 7;
+const K_OTHER = 8;
+const KINDS: Partial<Record<MariaColumn['type'], number>> = {
+  string: K_STRING,
+  json: K_JSON,
+  integer: K_INTEGER,
+  decimal: K_DECIMAL,
+  double: K_DOUBLE,
+  boolean: K_BOOLEAN,
+  date: K_DATE,
+  datetime: K_DATETIME,
+};
+
+/**
+ * Rows `from`… of the batch into `out` at `pos`, until `to` or until `out` has no room for the next
+ * row at its longest. Answers [next row, next position], or [-1, …] for a cell that needs the
+ * records way. A plain function (not the generator) so that the engine optimizes its loops.
+ */
+function encodeRows(b: PackedBatch, kinds: Uint8Array, from: number, out: Buffer, pos: number): [number, number] {
   const { tags, nums, ends, text } = b;
-  const n = cols.length;
-  for (let r = 0, v = 0; r < b.rows; r++) {
-    for (let j = 0; j < n; j++, v++) {
-      const c = cols[j] as MariaColumn;
-      if (j) {
-        room(1);
-        out[pos++] = TAB;
-      }
-      const tag = tags[v];
+  const n = kinds.length;
+  let r = from;
+  for (let v = r * n; r < b.rows; r++, v += n) {
+    let need = 1 + n;
+    for (let j = 0; j < n; j++)
+      need += tags[v + j] === CELL_TEXT ? ((ends[v + j] as number) - (nums[v + j] as number)) * 2 : 32;
+    if (pos + need > out.length) return [r, pos];
+    for (let j = 0; j < n; j++) {
+      const kind = kinds[j] as number;
+      const cell = v + j;
+      if (j) out[pos++] = TAB;
+      const tag = tags[cell];
       if (tag === CELL_NULL) {
-        ascii('\\N');
+        out[pos++] = BACKSLASH;
+        out[pos++] = 0x4e; // N
         continue;
       }
       if (tag === CELL_TRUE || tag === CELL_FALSE) {
-        if (c.type !== 'boolean') return undefined;
-        room(1);
+        if (kind !== K_BOOLEAN) return [-1, pos];
         out[pos++] = tag === CELL_TRUE ? 0x31 : 0x30;
         continue;
       }
       if (tag === CELL_NUMBER || tag === CELL_DECIMAL) {
-        const x = nums[v] as number;
-        if (!Number.isFinite(x)) return undefined;
-        if (c.type === 'integer' ? !Number.isSafeInteger(x) : c.type !== 'double' && c.type !== 'decimal')
-          return undefined;
-        ascii(String(x));
+        const x = nums[cell] as number;
+        if (!Number.isFinite(x)) return [-1, pos];
+        if (kind === K_INTEGER ? !Number.isSafeInteger(x) : kind !== K_DOUBLE && kind !== K_DECIMAL) return [-1, pos];
+        pos = writeNumber(x, out, pos);
         continue;
       }
-      if (tag !== CELL_TEXT) return undefined;
-      const s = nums[v] as number;
-      const e = ends[v] as number;
-      switch (c.type) {
-        case 'string':
-        case 'json': {
-          room((e - s) * 2);
-          for (let k = s; k < e; k++) {
-            const byte = text[k] as number;
-            const esc = byte < 0x20 || byte === BACKSLASH ? ESCAPE.get(byte) : undefined;
-            if (esc !== undefined) {
-              out[pos++] = BACKSLASH;
-              out[pos++] = esc;
-            } else out[pos++] = byte;
-          }
-          if (c.type === 'json' && e === s) return undefined;
-          continue;
+      if (tag !== CELL_TEXT) return [-1, pos];
+      const s = nums[cell] as number;
+      const e = ends[cell] as number;
+      if (kind === K_STRING || kind === K_JSON) {
+        if (kind === K_JSON && e === s) return [-1, pos];
+        for (let k = s; k < e; k++) {
+          const byte = text[k] as number;
+          const esc = byte < 0x20 || byte === BACKSLASH ? ESCAPE.get(byte) : undefined;
+          if (esc !== undefined) {
+            out[pos++] = BACKSLASH;
+            out[pos++] = esc;
+          } else out[pos++] = byte;
         }
-        case 'integer':
-        case 'decimal':
-          if (!plainNumber(text, s, e, c.type === 'integer')) return undefined;
-          break;
-        case 'date':
-          if (!plainDate(text, s, e)) return undefined;
-          break;
-        case 'datetime': {
-          const len = plainDatetime(text, s, e);
-          if (len < 0) return undefined;
-          room(len);
-          text.copy(out, pos, s, s + len);
-          out[pos + 10] = 0x20;
-          pos += len;
-          continue;
-        }
-        default:
-          return undefined;
+        continue;
       }
-      room(e - s);
-      pos += text.copy(out, pos, s, e);
+      if (kind === K_DATETIME) {
+        const len = plainDatetime(text, s, e);
+        if (len < 0) return [-1, pos];
+        const at = pos;
+        pos = copyBytes(text, s, s + len, out, pos);
+        out[at + 10] = 0x20;
+        continue;
+      }
+      const plain =
+        kind === K_INTEGER || kind === K_DECIMAL
+          ? plainNumber(text, s, e, kind === K_INTEGER)
+          : kind === K_DATE && plainDate(text, s, e);
+      if (!plain) return [-1, pos];
+      pos = copyBytes(text, s, e, out, pos);
     }
-    room(1);
     out[pos++] = NL;
   }
-  if (pos > 0) parts.push(out.subarray(0, pos));
-  return parts;
+  return [r, pos];
+}
+
+/**
+ * The batch's rows as LOAD DATA parts of about 256 KiB, made as they are read (the server loads
+ * one part while the next is made). When a cell needs the records way, the parts stop there and
+ * `state.refused` is set: the caller rolls the load back and writes the batch as records.
+ */
+export function* packedTsv(
+  b: PackedBatch,
+  cols: readonly MariaColumn[],
+  state: { refused: boolean },
+): Generator<Buffer> {
+  const kinds = Uint8Array.from(cols.map((c) => KINDS[c.type] ?? K_OTHER));
+  if (kinds.includes(K_OTHER)) {
+    state.refused = true;
+    return;
+  }
+  let row = 0;
+  while (row < b.rows) {
+    // A part holds at least one row, however long.
+    const out = Buffer.allocUnsafe(Math.max(PART, rowBound(b, row)));
+    const [next, pos] = encodeRows(b, kinds, row, out, 0);
+    if (next < 0) {
+      state.refused = true;
+      return;
+    }
+    row = next;
+    if (pos > 0) yield out.subarray(0, pos);
+  }
+}
+
+/** The longest a row's line can be. */
+function rowBound(b: PackedBatch, row: number): number {
+  const n = b.fields.length;
+  let need = 1 + n;
+  for (let v = row * n; v < row * n + n; v++)
+    need += b.tags[v] === CELL_TEXT ? ((b.ends[v] as number) - (b.nums[v] as number)) * 2 : 32;
+  return need;
 }

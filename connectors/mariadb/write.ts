@@ -336,8 +336,7 @@ export class MariaWriter {
     const byName = new Map(table.columns.map((c) => [c.fullName, c]));
     const cols = batch.fields.map((f) => byName.get(f));
     if (cols.some((c) => !c || c.readOnly)) return asRecords(false);
-    const parts = packedTsv(batch, cols as MariaColumn[]);
-    if (!parts) return asRecords(false);
+    const state = { refused: false };
     throwIfAborted(ctx.signal);
     const { conn, release } = await checkout(w.pool, ctx);
     const stopKill = killOnAbort(w.poolOptions, conn, ctx);
@@ -349,7 +348,7 @@ export class MariaWriter {
       try {
         header = await change(conn, {
           sql: loadDataSql(table, cols as MariaColumn[]),
-          infile: () => Readable.from(parts),
+          infile: () => Readable.from(packedTsv(batch, cols as MariaColumn[], state)),
         });
       } catch (err) {
         await run(conn, 'ROLLBACK');
@@ -357,7 +356,8 @@ export class MariaWriter {
         if (errno !== undefined && LOCAL_REFUSED.has(errno)) w.loadData = false;
         else if (!recordErrorCode(err)) throw err;
       }
-      loaded = header !== undefined && header.affectedRows === batch.rows && header.warningStatus === 0;
+      loaded =
+        !state.refused && header !== undefined && header.affectedRows === batch.rows && header.warningStatus === 0;
       await run(conn, loaded ? 'COMMIT' : 'ROLLBACK');
     } catch (err) {
       broken = serverErrno(err) === undefined;
@@ -366,7 +366,8 @@ export class MariaWriter {
       const killed = await stopKill();
       release(broken || killed);
     }
-    if (!loaded) return asRecords(true);
+    // A cell packed.ts does not write as it is: the records way decides, LOAD DATA included.
+    if (!loaded) return asRecords(!state.refused);
     ctx.progress({ records: batch.rows });
     return new Array<WriteResult>(batch.rows).fill(OK_ONE);
   }
