@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryReplicationState } from '../../../src/solutions/replicate.js';
@@ -49,6 +50,25 @@ describe.each(TARGETS)('replication sqlite → $name when the target goes away',
         [db],
       );
       expect(killed.rowCount).toBeGreaterThan(0);
+      await admin.end();
+      return () => Promise.resolve();
+    }
+    if (target.connector === 'MariaDB') {
+      // Every session of the target database is killed, as a failover or an administrator would.
+      const p = target.properties;
+      const admin = await mysql.createConnection({
+        host: p['host'],
+        port: Number(p['port']),
+        user: p['user'],
+        ...(p['password'] ? { password: p['password'] } : {}),
+      });
+      const [rows] = await admin.query(
+        'SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()',
+        [p['database']],
+      );
+      const ids = (rows as { id: number }[]).map((r) => Number(r.id));
+      expect(ids.length).toBeGreaterThan(0);
+      for (const id of ids) await admin.query(`KILL CONNECTION ${id}`).catch(() => undefined);
       await admin.end();
       return () => Promise.resolve();
     }

@@ -1,11 +1,13 @@
 /**
  * The targets the replication tests copy into — SQLite always, PostgreSQL when
- * FERRY_TEST_DATABASE_URL names a server — and the comparison of an entity across the two sides.
+ * FERRY_TEST_DATABASE_URL names a server, MariaDB when FERRY_TEST_MARIADB_URL does — and the
+ * comparison of an entity across the two sides.
  */
 import path from 'node:path';
 import { expect } from 'vitest';
 // Importing the store helper applies its rule: in CI (CI=true) a missing FERRY_TEST_DATABASE_URL fails the run.
 import { createTestDatabase } from '../../helpers/stores.js';
+import { createMariaDatabase, MARIADB_URL } from '../../helpers/mariadb.js';
 import type { ConnectionProperties } from '../../../src/connectors/sdk.js';
 import { snapshot, type Conns } from './replicate-helpers.js';
 
@@ -44,6 +46,17 @@ export const TARGETS: TargetKind[] = [
           async make(): Promise<Target> {
             const db = await createTestDatabase();
             return { connector: 'PostgreSQL', properties: { connectionString: db.url }, drop: db.drop };
+          },
+        },
+      ]
+    : []),
+  ...(MARIADB_URL
+    ? [
+        {
+          name: 'mariadb',
+          async make(): Promise<Target> {
+            const db = await createMariaDatabase();
+            return { connector: 'MariaDB', properties: db.properties, drop: db.drop };
           },
         },
       ]

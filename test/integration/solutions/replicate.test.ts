@@ -110,7 +110,7 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
   });
 
   it('a record the target refuses becomes a record error, and the others arrive', async () => {
-    if (kind.name === 'postgres') {
+    if (kind.name === 'postgres' || kind.name === 'mariadb') {
       const alter = c.target.nativeQuery(`ALTER TABLE customers ADD CONSTRAINT not_bad CHECK (name <> 'bad')`);
       await alter[Symbol.asyncIterator]().next();
     } else {
@@ -204,7 +204,7 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
         onProgress: (p) => p.processed >= 2000 && stop1.abort(),
       });
       const before = await count(conns.target, 'orders');
-      // Another session holds the table (PostgreSQL) or the file (SQLite) while the run writes.
+      // Another session holds the table (PostgreSQL, MariaDB) or the file (SQLite) while the run writes.
       let release: () => Promise<void>;
       if (target.connector === 'PostgreSQL') {
         const pg = (await import('pg')).default;
@@ -214,6 +214,21 @@ describe.each(TARGETS)('replication sqlite → $name', (kind) => {
         await locker.query('LOCK TABLE orders IN EXCLUSIVE MODE');
         release = async () => {
           await locker.query('ROLLBACK');
+          await locker.end();
+        };
+      } else if (target.connector === 'MariaDB') {
+        const mysql = (await import('mysql2/promise')).default;
+        const p = target.properties;
+        const locker = await mysql.createConnection({
+          host: p['host'],
+          port: Number(p['port']),
+          user: p['user'],
+          database: p['database'],
+          ...(p['password'] ? { password: p['password'] } : {}),
+        });
+        await locker.query('LOCK TABLES orders WRITE');
+        release = async () => {
+          await locker.query('UNLOCK TABLES');
           await locker.end();
         };
       } else {
