@@ -94,6 +94,12 @@ export function callError(err: unknown, what: string): unknown {
   const msg = e.sqlMessage ?? e.message ?? 'unknown error';
   const errno = serverErrno(err);
   if (errno === undefined) {
+    if (e.code === 'HANDSHAKE_NO_SSL_SUPPORT')
+      return new ConnectorError(
+        'InvalidProperties',
+        `${what}: the server does not offer TLS; set the property tls to off, or enable TLS on the server.`,
+        { nativeCode: e.code, cause: err },
+      );
     if ((e.code && NETWORK.has(e.code)) || e.fatal)
       return new ConnectorError('Unreachable', `${what}: the server cannot be reached (${e.code ?? msg}).`, {
         ...(e.code ? { nativeCode: e.code } : {}),

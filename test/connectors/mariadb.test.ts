@@ -336,7 +336,7 @@ describe.skipIf(Boolean(MARIADB_SKIP))('mariadb connector', () => {
     expect([Number(row?.n), Number(row?.q)]).toEqual([10_000, 42]);
   });
 
-  it('names the failure to connect by the server: unknown database, access denied, unreachable', async () => {
+  it('names the failure to connect by the server: unknown database, access denied, no TLS, unreachable', async () => {
     const open = (props: Record<string, string>) =>
       host.open({ connectorId: 'MariaDB', connectionId: `bad-${Math.random()}`, properties: props });
     await expect(open({ ...db.properties, database: 'no_such_db_here' })).rejects.toMatchObject({
@@ -345,6 +345,13 @@ describe.skipIf(Boolean(MARIADB_SKIP))('mariadb connector', () => {
     await expect(open({ ...db.properties, user: 'nobody_here', password: 'secret-pw-123' })).rejects.toMatchObject({
       code: 'CON_AUTH_FAILED',
     });
+    // The test server has TLS switched off (Debian's default): asking for it is a setting to change, said so.
+    const [ssl] = await db.exec<{ v: string }>('SELECT @@have_ssl AS v');
+    if (ssl?.v !== 'YES')
+      await expect(open({ ...db.properties, tls: 'require' })).rejects.toMatchObject({
+        code: 'CON_PROPERTIES_INVALID',
+        message: expect.stringContaining('does not offer TLS') as string,
+      });
     const refused = await open({ ...db.properties, port: '1' }).catch((e: unknown) => e as Error & { code?: string });
     expect(refused).toMatchObject({ code: 'CON_UNREACHABLE' });
     expect(JSON.stringify(refused)).not.toContain('secret-pw-123');
