@@ -1,5 +1,5 @@
 import type { PoolOptions } from 'mysql2';
-import { ConnectorError, type ConnectionProperties } from '../../src/connectors/sdk.js';
+import { ConnectorError, propertyReader, type ConnectionProperties } from '../../src/connectors/sdk.js';
 
 /** How bulk Create batches reach the server (docs/connectors.md "mariadb"). */
 export type BulkMethod = 'auto' | 'loadData' | 'insert';
@@ -17,18 +17,7 @@ export interface MariaProps {
  * statements in one round trip (write.ts).
  */
 export function parseProps(p: ConnectionProperties): MariaProps {
-  const text = (k: string): string | undefined => {
-    const v = p[k]?.trim();
-    return v ? v : undefined;
-  };
-  const int = (k: string, dflt: number, min: number, max: number): number => {
-    const v = text(k);
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max)
-      throw new ConnectorError('InvalidProperties', `The property ${k} must be a whole number from ${min} to ${max}.`);
-    return n;
-  };
+  const { text, int } = propertyReader(p);
   const host = text('host');
   const socketPath = text('socketPath');
   if (!host && !socketPath)

@@ -1,43 +1,26 @@
 import {
   relationshipsByEntity,
+  sqlEntity,
   SQL_CONNECTION_ACTIONS,
-  SQL_TABLE_ACTIONS,
-  SQL_VIEW_ACTIONS,
   type ConnectionMetadata,
-  type EntityMetadata,
 } from '../../src/connectors/sdk.js';
 import type { PgTable } from './catalogue.js';
 
 export function connectionMetadata(tables: PgTable[]): ConnectionMetadata {
   const rels = relationshipsByEntity(tables.flatMap((t) => t.foreignKeys));
-  const entities: EntityMetadata[] = tables.map((t) => ({
-    id: String(t.oid),
-    name: t.schema === 'public' ? t.name : `${t.schema}.${t.name}`,
-    fullName: t.fullName,
-    originalName: `${t.schema}.${t.name}`,
-    description: t.description,
-    isHidden: false,
-    actions: t.kind === 'view' ? [...SQL_VIEW_ACTIONS] : [...SQL_TABLE_ACTIONS],
-    fields: t.columns.map((c, i) => ({
-      name: c.name,
-      fullName: c.fullName,
-      originalName: c.name,
-      description: c.description,
-      isPrimaryKey: c.pk > 0,
-      nullable: !c.notNull,
-      size: c.size,
-      ...(c.scale !== undefined ? { scale: c.scale } : {}),
-      ordinal: i + 1,
-      propertyType: c.type,
-      nativeType: c.sqlType,
-      hasDefault: c.hasDefault,
-      requiredInActionInput: c.notNull && !c.hasDefault,
-      usedInLookupCondition: true,
-      usedInActionInput: !c.readOnly && t.kind === 'table',
-      usedInQueryConstraint: true,
-      usedInQuerySelect: true,
-    })),
-    relationships: rels.get(t.fullName) ?? [],
-  }));
+  const entities = tables.map((t) =>
+    sqlEntity(
+      {
+        id: String(t.oid),
+        name: t.schema === 'public' ? t.name : `${t.schema}.${t.name}`,
+        fullName: t.fullName,
+        originalName: `${t.schema}.${t.name}`,
+        description: t.description,
+        view: t.kind === 'view',
+        columns: t.columns.map((c) => ({ ...c, nativeType: c.sqlType })),
+      },
+      rels.get(t.fullName) ?? [],
+    ),
+  );
   return { entities, actions: [...SQL_CONNECTION_ACTIONS] };
 }

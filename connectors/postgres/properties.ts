@@ -1,5 +1,5 @@
 import type { PoolConfig } from 'pg';
-import { ConnectorError, type ConnectionProperties } from '../../src/connectors/sdk.js';
+import { ConnectorError, propertyReader, type ConnectionProperties } from '../../src/connectors/sdk.js';
 import { pgTypes } from './types.js';
 
 export interface PgProps {
@@ -16,18 +16,7 @@ export interface PgProps {
  * value model's datetime strings come out the same on every server.
  */
 export function parseProps(p: ConnectionProperties): PgProps {
-  const text = (k: string): string | undefined => {
-    const v = p[k]?.trim();
-    return v ? v : undefined;
-  };
-  const int = (k: string, dflt: number, min: number, max: number): number => {
-    const v = text(k);
-    if (v === undefined) return dflt;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max)
-      throw new ConnectorError('InvalidProperties', `The property ${k} must be a whole number from ${min} to ${max}.`);
-    return n;
-  };
+  const { text, int } = propertyReader(p);
   const connectionString = text('connectionString');
   const host = text('host');
   if (!connectionString && !host)

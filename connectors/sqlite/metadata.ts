@@ -1,44 +1,27 @@
 import {
   relationshipsByEntity,
+  sqlEntity,
   SQL_CONNECTION_ACTIONS,
-  SQL_TABLE_ACTIONS,
-  SQL_VIEW_ACTIONS,
   type ConnectionMetadata,
-  type EntityMetadata,
 } from '../../src/connectors/sdk.js';
 import type { SqliteTable } from './catalogue.js';
 
 /** The SDK metadata of the catalogue. */
 export function connectionMetadata(tables: SqliteTable[]): ConnectionMetadata {
   const rels = relationshipsByEntity(tables.flatMap((t) => t.foreignKeys));
-  const entities: EntityMetadata[] = tables.map((t) => ({
-    id: t.fullName,
-    name: t.name,
-    fullName: t.fullName,
-    originalName: t.name,
-    description: t.isView ? 'view' : '',
-    isHidden: false,
-    actions: t.isView ? [...SQL_VIEW_ACTIONS] : [...SQL_TABLE_ACTIONS],
-    fields: t.columns.map((c, i) => ({
-      name: c.name,
-      fullName: c.fullName,
-      originalName: c.name,
-      description: '',
-      isPrimaryKey: c.pk > 0,
-      nullable: !c.notNull,
-      size: c.size,
-      ...(c.scale !== undefined ? { scale: c.scale } : {}),
-      ordinal: i + 1,
-      propertyType: c.type,
-      nativeType: c.declared,
-      hasDefault: c.hasDefault,
-      requiredInActionInput: c.notNull && !c.hasDefault,
-      usedInLookupCondition: true,
-      usedInActionInput: !c.generated && !t.isView,
-      usedInQueryConstraint: true,
-      usedInQuerySelect: true,
-    })),
-    relationships: rels.get(t.fullName) ?? [],
-  }));
+  const entities = tables.map((t) =>
+    sqlEntity(
+      {
+        id: t.fullName,
+        name: t.name,
+        fullName: t.fullName,
+        originalName: t.name,
+        description: t.isView ? 'view' : '',
+        view: t.isView,
+        columns: t.columns.map((c) => ({ ...c, description: '', nativeType: c.declared, readOnly: c.generated })),
+      },
+      rels.get(t.fullName) ?? [],
+    ),
+  );
   return { entities, actions: [...SQL_CONNECTION_ACTIONS] };
 }

@@ -363,6 +363,95 @@ export const SQL_CONNECTION_ACTIONS: readonly Action[] = [
   action('NativeQuery', { supportsBulk: false }),
 ];
 
+/** What a SQL plugin knows of a column, for its Field (see {@link sqlEntity}). */
+export interface SqlColumnFacts {
+  name: string;
+  fullName: string;
+  description: string;
+  /** 1-based position in the primary key; 0 when not part of it. */
+  pk: number;
+  notNull: boolean;
+  size: number;
+  scale?: number;
+  type: PropertyType;
+  /** The datastore's own name of the type (`numeric(12,2)`, `varchar(50)`). */
+  nativeType: string;
+  hasDefault: boolean;
+  /** Generated, identity ALWAYS: cannot be written. */
+  readOnly: boolean;
+}
+
+/** What a SQL plugin knows of a table or view, for its Entity. */
+export interface SqlTableFacts {
+  id: string;
+  name: string;
+  fullName: string;
+  originalName: string;
+  description: string;
+  view: boolean;
+  columns: readonly SqlColumnFacts[];
+}
+
+/**
+ * The Entity of a relational table or view: the SQL actions (Query only for a view), a Field per
+ * column (writable unless generated or in a view, required when NOT NULL without a default), and
+ * the relationships of its foreign keys.
+ */
+export function sqlEntity(t: SqlTableFacts, relationships: Relationship[]): EntityMetadata {
+  return {
+    id: t.id,
+    name: t.name,
+    fullName: t.fullName,
+    originalName: t.originalName,
+    description: t.description,
+    isHidden: false,
+    actions: t.view ? [...SQL_VIEW_ACTIONS] : [...SQL_TABLE_ACTIONS],
+    fields: t.columns.map((c, i) => ({
+      name: c.name,
+      fullName: c.fullName,
+      originalName: c.name,
+      description: c.description,
+      isPrimaryKey: c.pk > 0,
+      nullable: !c.notNull,
+      size: c.size,
+      ...(c.scale !== undefined ? { scale: c.scale } : {}),
+      ordinal: i + 1,
+      propertyType: c.type,
+      nativeType: c.nativeType,
+      hasDefault: c.hasDefault,
+      requiredInActionInput: c.notNull && !c.hasDefault,
+      usedInLookupCondition: true,
+      usedInActionInput: !c.readOnly && !t.view,
+      usedInQueryConstraint: true,
+      usedInQuerySelect: true,
+    })),
+    relationships,
+  };
+}
+
+/**
+ * Reads Connection properties for a plugin's parser: `text(k)` trimmed, undefined when empty;
+ * `int(k, default, min, max)` a whole number in range, or InvalidProperties naming the property.
+ */
+export function propertyReader(p: ConnectionProperties): {
+  text: (k: string) => string | undefined;
+  int: (k: string, dflt: number, min: number, max: number) => number;
+} {
+  const text = (k: string): string | undefined => {
+    const v = p[k]?.trim();
+    return v ? v : undefined;
+  };
+  const int = (k: string, dflt: number, min: number, max: number): number => {
+    const v = text(k);
+    if (v === undefined) return dflt;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new ConnectorError('InvalidProperties', `The property ${k} must be a whole number from ${min} to ${max}.`);
+    return n;
+  };
+  return { text, int };
+}
+
 /**
  * The columns a keyed write finds its records by: the lookup fields given, else the primary key in
  * its order. Create needs none.
