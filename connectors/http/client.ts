@@ -52,6 +52,11 @@ export class HttpClient {
     private readonly auth: Auth,
   ) {}
 
+  /** Most per-record write requests of one call in flight at once (the property concurrency). */
+  get concurrency(): number {
+    return this.props.concurrency;
+  }
+
   /** `GET /v2/people?page=3`: how messages and log lines name a request (no origin, no secret parameter). */
   describe(method: string, url: URL | string): string {
     const u = new URL(url);

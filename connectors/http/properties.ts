@@ -32,6 +32,8 @@ export interface HttpProps {
   maxWaitMs: number;
   /** 0 = no limit. */
   requestsPerSecond: number;
+  /** Most per-record write requests of one call in flight at once. */
+  concurrency: number;
 }
 
 const invalid = (message: string): ConnectorError => new ConnectorError('InvalidProperties', message);
@@ -74,6 +76,7 @@ export function parseProps(p: ConnectionProperties): HttpProps {
     retryDelayMs: num('retryDelayMs', 1000, 0, 600_000, true),
     maxWaitMs: Math.round(num('maxWaitSeconds', 120, 0, 3600, false) * 1000),
     requestsPerSecond: num('requestsPerSecond', 0, 0, 100_000, false),
+    concurrency: num('concurrency', 4, 1, 64, true),
   };
 }
 

@@ -88,21 +88,57 @@ export async function writeRecords(
       chunk.forEach((p, j) => (results[p.index] = res[j]));
       ctx.progress({ records: Math.min(i + op.batch.maxSize, ready.length) });
     }
-  } else {
-    let done = 0;
-    for (const p of ready) {
-      let r = await w.sendOne(op, p, action === 'Create');
-      if (action === 'UpdateInsert' && !r.ok && r.error.code === 'NotFound' && entity.create) {
-        const create = entity.create;
-        r = create.batch
-          ? ((await w.sendBatch(create, [{ ...p, path: create.path }]))[0] as WriteResult)
-          : await w.sendOne(create, { ...p, path: fill(create.path, create, p.body, entity) }, true);
+  } else await sendEach(w, entity, action, op, ready, results, client.concurrency, ctx);
+  return results.map((r) => r ?? failed('DatastoreError', 'The record was not written.'));
+}
+
+/**
+ * Per-record requests, up to `concurrency` at once: the records go into lanes by their request path
+ * (a keyed write's path names its record; a Create's is shared, so Creates spread by position), each
+ * lane sent in order, one request after the other. Two records for one key are therefore never in
+ * flight together and arrive in input order. The first call-level failure stops every lane before
+ * its next request and fails the call once they have all stopped; what was sent before stands.
+ */
+async function sendEach(
+  w: Writer,
+  entity: EntityDef,
+  action: WriteAction,
+  op: WriteOp,
+  ready: readonly Prepared[],
+  results: Array<WriteResult | undefined>,
+  concurrency: number,
+  ctx: CallContext,
+): Promise<void> {
+  const lanes: Prepared[][] = Array.from({ length: Math.max(1, Math.min(concurrency, ready.length)) }, () => []);
+  ready.forEach((p, i) => {
+    let h = 0;
+    if (action === 'Create') h = i;
+    else for (let k = 0; k < p.path.length; k++) h = (Math.imul(h, 31) + p.path.charCodeAt(k)) >>> 0;
+    (lanes[h % lanes.length] as Prepared[]).push(p);
+  });
+  let failure: { err: unknown } | undefined;
+  let done = 0;
+  const lane = async (items: Prepared[]): Promise<void> => {
+    for (const p of items) {
+      if (failure) return;
+      try {
+        let r = await w.sendOne(op, p, action === 'Create');
+        if (action === 'UpdateInsert' && !r.ok && r.error.code === 'NotFound' && entity.create) {
+          const create = entity.create;
+          r = create.batch
+            ? ((await w.sendBatch(create, [{ ...p, path: create.path }]))[0] as WriteResult)
+            : await w.sendOne(create, { ...p, path: fill(create.path, create, p.body, entity) }, true);
+        }
+        results[p.index] = r;
+      } catch (err) {
+        failure ??= { err };
+        return;
       }
-      results[p.index] = r;
       if (++done % 100 === 0) ctx.progress({ records: done });
     }
-  }
-  return results.map((r) => r ?? failed('DatastoreError', 'The record was not written.'));
+  };
+  await Promise.all(lanes.map(lane));
+  if (failure) throw failure.err;
 }
 
 /** The fields a keyed write finds its records by: the path template's, which lookup fields may only repeat. */

@@ -82,6 +82,69 @@ describe('http connector writes', () => {
     expect(served.requests).toHaveLength(6);
   });
 
+  it('sends up to `concurrency` per-record requests at once (4 by default), one key never twice at once, in order', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const seenByKey = new Map<string, number[]>();
+    const slow = async (req: SeenRequest, res: http.ServerResponse): Promise<void> => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      inFlight--;
+      const body = JSON.parse(req.body) as { amount?: number };
+      seenByKey.set(req.path, [...(seenByKey.get(req.path) ?? []), Number(body.amount)]);
+      json(res, 200, {});
+    };
+    const { conn } = await setup((req, res) => void slow(req, res), {
+      create: { path: '/items' },
+      update: { path: '/items/{id}' },
+    });
+    const created = await conn.write(
+      'Create',
+      'items',
+      Array.from({ length: 20 }, (_, i) => ({ id: i + 1, amount: i })),
+    );
+    expect(created.every((r) => r.ok)).toBe(true);
+    expect(most).toBe(4);
+    most = 0;
+    // Six keys, each updated four times in one batch: per key, the updates arrive in input order.
+    const updates = Array.from({ length: 24 }, (_, i) => ({ id: (i % 6) + 1, amount: i }));
+    const updated = await conn.write('Update', 'items', updates);
+    expect(updated.every((r) => r.ok)).toBe(true);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(4);
+    for (let id = 1; id <= 6; id++)
+      expect(seenByKey.get(`/items/${id}`)).toEqual(updates.filter((u) => u.id === id).map((u) => u.amount));
+  });
+
+  it('concurrency 1 sends one request after the other', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const served = await serve(async (_req, res) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      inFlight--;
+      json(res, 201, {});
+    });
+    const definition = JSON.stringify({
+      entities: [{ name: 'items', fields: FIELDS, key: 'id', create: { path: '/items' } }],
+    });
+    const { host, conn } = await openHttp({ baseUrl: served.url, definition, concurrency: '1' });
+    cleanups.push(async () => {
+      await host.close();
+      await served.close();
+    });
+    const res = await conn.write(
+      'Create',
+      'items',
+      Array.from({ length: 10 }, (_, i) => ({ id: i + 1 })),
+    );
+    expect(res.every((r) => r.ok)).toBe(true);
+    expect(most).toBe(1);
+    expect(served.requests.map((r) => (JSON.parse(r.body) as { id: number }).id)).toEqual([
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+    ]);
+  });
+
   it('checks records before sending: unknown fields, values that do not fit, missing keys', async () => {
     const { served, conn } = await setup((_req, res) => json(res, 200, {}), {
       create: { path: '/items' },
@@ -164,11 +227,10 @@ describe('http connector writes', () => {
       { create: { path: '/items' }, update: { path: '/items/{id}' } },
     );
     expect(outcome(await conn.write('UpdateInsert', 'items', [{ id: 1 }, { id: 2 }]))).toEqual(['ok1', 'ok1']);
-    expect(served.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
-      'PATCH /items/1',
-      'PATCH /items/2',
-      'POST /items',
-    ]);
+    // Records of different keys go in parallel lanes; a record's create follows its own update.
+    const sent = served.requests.map((r) => `${r.method} ${r.path}`);
+    expect([...sent].sort()).toEqual(['PATCH /items/1', 'PATCH /items/2', 'POST /items']);
+    expect(sent.indexOf('POST /items')).toBeGreaterThan(sent.indexOf('PATCH /items/2'));
   });
 
   it('batch: one request per maxSize records, results per record from the answer', async () => {
