@@ -1,7 +1,13 @@
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import mysql from 'mysql2/promise';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../src/connectors/host.js';
+import { sharedModulesDir, unpackFiles, writeFiles } from '../../src/connectors/package.js';
+import { ConnectorCatalogue } from '../../service/marketplace/catalogue.js';
+import { PackageStore } from '../../service/marketplace/package-store.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
 import { packRecords, type ConnectorRecord, type Value, type WriteResult } from '../../src/connectors/sdk.js';
 import { createMariaDatabase, MARIADB_SKIP, type MariaTestDatabase } from '../helpers/mariadb.js';
@@ -356,4 +362,41 @@ describe.skipIf(Boolean(MARIADB_SKIP))('mariadb connector', () => {
     expect(refused).toMatchObject({ code: 'CON_UNREACHABLE' });
     expect(JSON.stringify(refused)).not.toContain('secret-pw-123');
   });
+});
+
+describe.skipIf(Boolean(MARIADB_SKIP))('the packaged mariadb plugin', () => {
+  it(
+    "runs from the bundled index.mjs, its driver found through the Agent's node_modules",
+    { timeout: 60_000 },
+    async () => {
+      const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ferry-maria-package-'));
+      const host = new ConnectorHost({ dir: path.join(dir, 'connectors'), log: pino({ level: 'silent' }) });
+      const db = await createMariaDatabase();
+      try {
+        await seedPeople(db);
+        const pkg = await new PackageStore(ConnectorCatalogue.fromDirs(), path.join(dir, 'packages')).get(
+          'ce52e23b-a1b9-4dd7-aaab-efd3e77c1efb',
+        );
+        await fsp.mkdir(path.join(dir, 'connectors'));
+        await writeFiles(path.join(dir, 'connectors', 'mariadb'), unpackFiles(await fsp.readFile(pkg.file)));
+        await fsp.symlink(sharedModulesDir() as string, path.join(dir, 'connectors', 'node_modules'));
+        const { loaded } = await host.loadAll();
+        expect(loaded.map((l) => l.folder)).toEqual([path.join(dir, 'connectors', 'mariadb')]);
+        const c = await host.open({
+          connectorId: 'MariaDB',
+          connectionId: 'maria-packaged',
+          properties: db.properties,
+        });
+        const { records } = await collect(c.query('people', undefined, { batchSize: 3 }));
+        expect(records.map((r) => r['id'])).toEqual(PEOPLE.map((p) => p['id']));
+        expect((await c.write('Create', 'people', [{ id: 100, name: 'from the package' }])).map((r) => r.ok)).toEqual([
+          true,
+        ]);
+      } finally {
+        await host.close();
+        await db.drop();
+        await fsp.rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
