@@ -114,7 +114,9 @@ export function killOnAbort(options: PoolOptions, conn: PoolConnection, ctx: Cal
     const id = conn.threadId;
     if (!id) return;
     sent = new Promise<void>((resolve) => {
-      const killer = mysql.createConnection({ ...options, multipleStatements: false });
+      // The pool's own settings are not a connection's (mysql2 would complain of each).
+      const { connectionLimit: _l, maxIdle: _m, idleTimeout: _i, ...connection } = options;
+      const killer = mysql.createConnection({ ...connection, multipleStatements: false });
       killer.on('error', () => undefined);
       killer.query(`KILL QUERY ${Number(id)}`, (err) => {
         if (err) ctx.log.warn({ err: { message: err.message, code: err.code } }, 'mariadb kill failed');
