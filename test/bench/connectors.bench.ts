@@ -32,7 +32,6 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -42,6 +41,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import { transfer } from '../../src/connectors/transfer.js';
 import type { ConnectorRecord, WriteAction } from '../../src/connectors/sdk.js';
 import { benchNodeFlags } from './proc.js';
+import { writeBenchCsv } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -78,18 +78,6 @@ const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text
   price double precision, active boolean, created date, updated timestamptz, note text)`;
 const SQLITE_DDL = `CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT, email TEXT, amount DECIMAL(12,2), qty INTEGER,
   price REAL, active BOOLEAN, created DATE, updated DATETIME, note TEXT)`;
-const FIELDS = [
-  ['id', 'integer'],
-  ['name', 'string'],
-  ['email', 'string'],
-  ['amount', 'decimal'],
-  ['qty', 'integer'],
-  ['price', 'double'],
-  ['active', 'boolean'],
-  ['created', 'date'],
-  ['updated', 'datetime'],
-  ['note', 'string'],
-] as const;
 
 interface Config {
   dir: string;
@@ -115,31 +103,6 @@ interface CaseResult {
 const log = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
 
 // ── data ───────────────────────────────────────────────────────────────────────
-
-/** The 10-column CSV: about 5% of the notes are quoted (they hold a comma). */
-async function writeCsv(folder: string, rows: number): Promise<void> {
-  await fsp.mkdir(folder, { recursive: true });
-  const ws = fs.createWriteStream(path.join(folder, 'rows.csv'));
-  ws.write(`${FIELDS.map((f) => f[0]).join(',')}\n`);
-  const day0 = Date.UTC(2020, 0, 1);
-  let buf = '';
-  for (let i = 1; i <= rows; i++) {
-    const created = new Date(day0 + (i % 3650) * 86_400_000).toISOString().slice(0, 10);
-    const updated = new Date(day0 + i * 37_000).toISOString();
-    const note = i % 20 === 0 ? `"note, with a comma ${i}"` : `note ${i}`;
-    buf += `${i},name_${i},user${i}@example.com,${Math.floor(i % 100_000) / 100},${i % 1000},${((i * 0.37) % 1000).toFixed(3)},${i % 2 === 0},${created},${updated},${note}\n`;
-    if (buf.length > 1 << 20) {
-      if (!ws.write(buf)) await once(ws, 'drain');
-      buf = '';
-    }
-  }
-  ws.end(buf);
-  await once(ws, 'finish');
-  const schema = {
-    entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } },
-  };
-  await fsp.writeFile(path.join(folder, 'schema.json'), JSON.stringify(schema));
-}
 
 async function pgExec(url: string, sql: string): Promise<void> {
   const c = new pg.Client({ connectionString: url });
@@ -523,8 +486,8 @@ async function main(): Promise<void> {
   await pgExec(ADMIN_URL, `CREATE DATABASE ${dbName}`);
   try {
     log(`generating ${ROWS} rows in ${dir}`);
-    await writeCsv(cfg.csvFolder, ROWS);
-    for (const [i, s] of smalls.entries()) await writeCsv(s.csvFolder, MEMORY_ROWS[i] as number);
+    await writeBenchCsv(cfg.csvFolder, ROWS);
+    for (const [i, s] of smalls.entries()) await writeBenchCsv(s.csvFolder, MEMORY_ROWS[i] as number);
     await pgExec(cfg.pgUrl, PG_DDL);
 
     const connectorDb = path.join(dir, 'connector.db');

@@ -24,7 +24,6 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
@@ -34,6 +33,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import { transfer } from '../../src/connectors/transfer.js';
 import { MemoryReplicationState, replicate } from '../../src/solutions/replicate.js';
 import { benchNodeFlags, procCpuMs } from './proc.js';
+import { writeBenchCsv } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -51,18 +51,6 @@ const MARIA_DDL = `CREATE TABLE bench_rows (id int PRIMARY KEY, name text, email
   price double, active boolean, created date, updated datetime(6), note text) ENGINE=InnoDB`;
 const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
   price double precision, active boolean, created date, updated timestamptz, note text)`;
-const FIELDS = [
-  ['id', 'integer'],
-  ['name', 'string'],
-  ['email', 'string'],
-  ['amount', 'decimal'],
-  ['qty', 'integer'],
-  ['price', 'double'],
-  ['active', 'boolean'],
-  ['created', 'date'],
-  ['updated', 'datetime'],
-  ['note', 'string'],
-] as const;
 
 interface Cfg {
   dir: string;
@@ -84,31 +72,6 @@ const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
-
-/** The connectors bench's 10-column CSV (5% of the notes quoted) and its schema for the CSV Connector. */
-async function writeCsv(folder: string, rows: number): Promise<void> {
-  fs.mkdirSync(folder, { recursive: true });
-  const ws = fs.createWriteStream(path.join(folder, 'rows.csv'));
-  ws.write(`${FIELDS.map((f) => f[0]).join(',')}\n`);
-  const day0 = Date.UTC(2020, 0, 1);
-  let buf = '';
-  for (let i = 1; i <= rows; i++) {
-    const created = new Date(day0 + (i % 3650) * 86_400_000).toISOString().slice(0, 10);
-    const updated = new Date(day0 + i * 37_000).toISOString();
-    const note = i % 20 === 0 ? `"note, with a comma ${i}"` : `note ${i}`;
-    buf += `${i},name_${i},user${i}@example.com,${Math.floor(i % 100_000) / 100},${i % 1000},${((i * 0.37) % 1000).toFixed(3)},${i % 2 === 0},${created},${updated},${note}\n`;
-    if (buf.length > 1 << 20) {
-      if (!ws.write(buf)) await once(ws, 'drain');
-      buf = '';
-    }
-  }
-  ws.end(buf);
-  await once(ws, 'finish');
-  const schema = {
-    entities: { 'rows.csv': { fields: FIELDS.map(([name, type]) => ({ name, type, primaryKey: name === 'id' })) } },
-  };
-  fs.writeFileSync(path.join(folder, 'schema.json'), JSON.stringify(schema));
-}
 
 function mariaOptions(database?: string): mysql.ConnectionOptions {
   return {
@@ -268,7 +231,7 @@ async function main(): Promise<void> {
   };
   try {
     log(`generating ${ROWS} rows in ${dir}`);
-    await writeCsv(cfg.csvFolder, ROWS);
+    await writeBenchCsv(cfg.csvFolder, ROWS);
     const file = path.join(cfg.csvFolder, 'rows.csv');
     const mariaArgs = [
       '--local-infile=1',
