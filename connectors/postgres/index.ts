@@ -10,6 +10,10 @@ import {
   type ConnectorSession,
   type EnsureEntityOptions,
   type EnsureEntityResult,
+  type ChangeBatch,
+  type ChangeCaptureSetup,
+  type ChangeCaptureStatus,
+  type ReadChangesOptions,
   type EntityMetadata,
   type Filter,
   type NativeQueryOptions,
@@ -29,6 +33,7 @@ import { callError } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
 import { PgWriter } from './write/index.js';
 import { ensureTable } from './ensure-entity.js';
+import { captureStatus, dropCapture, readChanges, setupCapture, type OpenStreams } from './changes.js';
 
 /**
  * The postgres Connector (docs/connectors.md "postgres"): a pool of pg connections; metadata from
@@ -39,6 +44,7 @@ class PgSession implements ConnectorSession {
   readonly snapshotQueries = true;
   private tables: Map<string, PgTable> | undefined;
   private readonly writer: PgWriter;
+  private readonly streams: OpenStreams = new Map();
 
   constructor(
     private readonly props: PgProps,
@@ -124,6 +130,51 @@ class PgSession implements ConnectorSession {
     yield* nativeRows(this.pool, this.config, statement, params, options.batchSize, ctx);
     // A statement may have changed the schema.
     this.tables = undefined;
+  }
+
+  async setupChangeCapture(name: string, entities: readonly string[], ctx: CallContext): Promise<ChangeCaptureSetup> {
+    await this.catalogue(ctx);
+    const tables = await Promise.all(entities.map((e) => this.table(e, ctx)));
+    return setupCapture(this.pool, name, tables, ctx);
+  }
+
+  async *readChanges(name: string, options: ReadChangesOptions, ctx: CallContext): AsyncGenerator<ChangeBatch> {
+    const tables = [...(this.tables ?? (await this.catalogue(ctx))).values()];
+    const bySchema = new Map(tables.map((t) => [`${t.schema}\u0000${t.name}`, t]));
+    yield* readChanges(
+      this.pool,
+      this.config,
+      name,
+      options,
+      (schema, table) => bySchema.get(`${schema}\u0000${table}`),
+      this.streams,
+      ctx,
+    );
+  }
+
+  async confirmChanges(name: string, position: string, ctx: CallContext): Promise<void> {
+    const open = this.streams.get(name);
+    if (open) return open.confirm(position);
+    // No stream of it in this session: the slot is moved directly (it must not be in use).
+    const { client, release } = await checkout(this.pool, ctx);
+    try {
+      await client.query(
+        'SELECT pg_replication_slot_advance(slot_name, $2::pg_lsn) FROM pg_replication_slots WHERE slot_name = $1 AND confirmed_flush_lsn < $2::pg_lsn',
+        [name, position],
+      );
+      release();
+    } catch (err) {
+      release(err as Error);
+      throw callError(err, 'The change capture position cannot be confirmed', client);
+    }
+  }
+
+  changeCaptureStatus(name: string, ctx: CallContext): Promise<ChangeCaptureStatus> {
+    return captureStatus(this.pool, name, ctx);
+  }
+
+  dropChangeCapture(name: string, ctx: CallContext): Promise<void> {
+    return dropCapture(this.pool, name, ctx);
   }
 
   async ensureEntity(

@@ -3,9 +3,15 @@ import { Filter } from '../protocol/filter.js';
 import { FerryError } from '../errors/ferry-error.js';
 import { guardBatches, guardCall, guardIterable, type CallOptions, type CallScope } from './guard.js';
 import { metadataFingerprint, type MetadataCache } from './metadata-cache.js';
+import { consumeGuarded } from './consume.js';
+import type { ConsumeOptions, Consumption, MessageSource } from './consume-types.js';
 import {
   DEFAULT_BATCH_SIZE,
   WRITE_ACTIONS,
+  type ChangeBatch,
+  type ChangeCaptureSetup,
+  type ChangeCaptureStatus,
+  type ReadChangesOptions,
   type ConnectionMetadata,
   type ConnectionProperties,
   type ConnectorRecord,
@@ -380,6 +386,14 @@ export class HostConnection {
     }
   }
 
+  /**
+   * Consumes a message broker's queue or stream (consume.ts); `CON_UNSUPPORTED` for a plugin that
+   * is not a broker. Closing the connection ends the consumption too.
+   */
+  consume(source: MessageSource, options: ConsumeOptions, opts: CallOptions = {}): Promise<Consumption> {
+    return consumeGuarded(this.live('consume'), this.init.session, source, options, this.timeout('test', opts));
+  }
+
   /** Creates or widens a target entity to match a source entity; `CON_UNSUPPORTED` where the plugin cannot. */
   async ensureEntity(
     source: EntityMetadata,
@@ -400,6 +414,90 @@ export class HostConnection {
     // The entity list changed: the next metadata call reloads.
     this.init.cache.invalidate(this.connectionId);
     return res;
+  }
+
+  /** Whether the plugin reads changes from the datastore's log (ConnectorSession.setupChangeCapture). */
+  get capturesChanges(): boolean {
+    const s = this.init.session;
+    return (
+      typeof s.setupChangeCapture === 'function' &&
+      typeof s.readChanges === 'function' &&
+      typeof s.confirmChanges === 'function'
+    );
+  }
+
+  private captureSession(
+    verb: string,
+  ): Required<
+    Pick<
+      ConnectorSession,
+      'setupChangeCapture' | 'readChanges' | 'confirmChanges' | 'changeCaptureStatus' | 'dropChangeCapture'
+    >
+  > {
+    const s = this.init.session;
+    if (
+      !this.capturesChanges ||
+      typeof s.changeCaptureStatus !== 'function' ||
+      typeof s.dropChangeCapture !== 'function'
+    ) {
+      throw new FerryError(
+        'CON_UNSUPPORTED',
+        `The ${this.manifest.name} connector cannot capture changes from its log (${verb}); replicate it by net change.`,
+        { details: { connector: this.manifest.name } },
+      );
+    }
+    return s as Required<
+      Pick<
+        ConnectorSession,
+        'setupChangeCapture' | 'readChanges' | 'confirmChanges' | 'changeCaptureStatus' | 'dropChangeCapture'
+      >
+    >;
+  }
+
+  /** Makes or checks the change capture `name` of these entities (docs/change-capture.md). */
+  async setupChangeCapture(
+    name: string,
+    entities: readonly string[],
+    opts: CallOptions = {},
+  ): Promise<ChangeCaptureSetup> {
+    const s = this.captureSession('setup');
+    const scope = this.live('setupChangeCapture');
+    return guardCall(scope, this.timeout('ensureEntity', opts), (ctx) => s.setupChangeCapture(name, entities, ctx));
+  }
+
+  /** The capture's changes in commit order, batches of at most `options.batchSize` changes. */
+  readChanges(name: string, options: ReadChangesOptions, opts: CallOptions = {}): AsyncIterable<ChangeBatch> {
+    const s = this.captureSession('read');
+    const scope = this.live('readChanges');
+    return guardBatches(
+      scope,
+      opts,
+      options.batchSize,
+      (ctx) => s.readChanges(name, options, ctx),
+      (b) => (Array.isArray(b?.changes) && typeof b.position === 'string' ? b.changes.length : undefined),
+      'changes',
+    );
+  }
+
+  async confirmChanges(name: string, position: string, opts: CallOptions = {}): Promise<void> {
+    const s = this.captureSession('confirm');
+    await guardCall(this.live('confirmChanges'), this.timeout('write', opts), (ctx) =>
+      s.confirmChanges(name, position, ctx),
+    );
+  }
+
+  async changeCaptureStatus(name: string, opts: CallOptions = {}): Promise<ChangeCaptureStatus> {
+    const s = this.captureSession('status');
+    return guardCall(this.live('changeCaptureStatus'), this.timeout('metadata', opts), (ctx) =>
+      s.changeCaptureStatus(name, ctx),
+    );
+  }
+
+  async dropChangeCapture(name: string, opts: CallOptions = {}): Promise<void> {
+    const s = this.captureSession('drop');
+    await guardCall(this.live('dropChangeCapture'), this.timeout('ensureEntity', opts), (ctx) =>
+      s.dropChangeCapture(name, ctx),
+    );
   }
 
   /** Disconnects; idempotent, never throws (a failing disconnect is logged). */

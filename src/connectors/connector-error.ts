@@ -21,6 +21,8 @@ export const CONNECTOR_ERROR_REASONS = [
   'Datastore',
   /** The call saw its AbortSignal and stopped. */
   'Aborted',
+  /** The datastore dropped the log a change capture needed: it needs a new first copy (config). */
+  'CaptureLost',
 ] as const;
 export type ConnectorErrorReason = (typeof CONNECTOR_ERROR_REASONS)[number];
 

@@ -46,6 +46,7 @@ const REASON_CODES: Record<ConnectorErrorReason, ErrorCode> = {
   InvalidQuery: 'CON_QUERY_INVALID',
   Datastore: 'CON_DATASTORE_ERROR',
   Aborted: 'CON_ABORTED',
+  CaptureLost: 'CON_CAPTURE_LOST',
 };
 
 /** A signal that fires on the caller's abort or the time-out, whichever comes first. */

@@ -29,6 +29,7 @@ import type {
 } from '../protocol/metadata.js';
 import type { ConnectorRecord, PropertyType, RecordBatch, Value } from './value.js';
 import type { PackedBatch } from './packed.js';
+import type { ConsumeOptions, Consumption, MessageSource } from './consume-types.js';
 import { ConnectorError } from './connector-error.js';
 
 export type { Filter, FilterValue, ComparisonOp } from '../protocol/filter.js';
@@ -49,6 +50,14 @@ export {
   type WorkerThreadOptions,
 } from '../util/worker-thread.js';
 export * from './packed.js';
+export type {
+  ConsumeOptions,
+  Consumption,
+  Delivery,
+  MessageSource,
+  NatsSource,
+  RabbitMqSource,
+} from './consume-types.js';
 
 /** The SDK version plugins declare a range against in `manifest.json` (`sdkVersion`). */
 export const SDK_VERSION = '1.0.0';
@@ -228,6 +237,54 @@ export interface EnsureEntityResult {
   mismatchedFields: { field: string; sourceType: PropertyType; targetType: PropertyType }[];
 }
 
+// ── change capture (a Replication reading the source's log; docs/change-capture.md) ──
+
+/** The capture a Replication keeps in the source (a slot and a publication), as set up for a run. */
+export interface ChangeCaptureSetup {
+  /** The capture was made by this call (or made anew): the entities need their first copy. */
+  readonly created: boolean;
+  /** Where its changes begin: every change committed after it is read, those before are in a copy made from now on. */
+  readonly position: string;
+}
+
+/** One row's change: its new values (an insert or update; fields left out kept their values) or its key (a delete). */
+export interface CapturedChange {
+  readonly entity: string;
+  readonly op: 'upsert' | 'delete';
+  readonly record: ConnectorRecord;
+}
+
+/** Changes in commit order, up to a transaction's end or part of a large one. */
+export interface ChangeBatch {
+  readonly changes: readonly CapturedChange[];
+  /**
+   * The position to confirm once the target has these changes: the end of the last transaction
+   * they complete (unchanged while a large transaction is read in parts).
+   */
+  readonly position: string;
+}
+
+export interface ReadChangesOptions {
+  /** Read changes committed after this position (or after the capture's confirmed one, if later). */
+  from: string;
+  /** Stop once every change up to the source's position at the call is read; absent: until the signal. */
+  untilNow: boolean;
+  /** The most changes in one batch. */
+  batchSize: number;
+  /** How long changes are gathered into a batch before it is given as it is. */
+  maxWaitMs: number;
+}
+
+/** The health of a capture: the log the source keeps for it. */
+export interface ChangeCaptureStatus {
+  readonly exists: boolean;
+  /** Bytes of log the source keeps for the capture (what it has not confirmed yet). */
+  readonly retainedBytes: number;
+  /** The source dropped the log the capture needed: it cannot go on without a new first copy. */
+  readonly lost: boolean;
+  readonly confirmed: string | null;
+}
+
 // ── the plugin ─────────────────────────────────────────────────────────────────
 
 /** An open connection to one datastore. */
@@ -304,6 +361,24 @@ export interface ConnectorSession {
    * no sort by the modification stamp (docs/solutions.md "Replication").
    */
   readonly snapshotQueries?: boolean;
+  /**
+   * Change capture (optional, with the four below): makes or checks the capture `name` of the
+   * entities (a replication slot and a publication in PostgreSQL), covering exactly these entities.
+   */
+  setupChangeCapture?(name: string, entities: readonly string[], ctx: CallContext): Promise<ChangeCaptureSetup>;
+  /** The capture's changes in commit order; breaking out ends the read. */
+  readChanges?(name: string, options: ReadChangesOptions, ctx: CallContext): AsyncIterable<ChangeBatch>;
+  /** Confirms a position the target has: the source may drop the log before it. */
+  confirmChanges?(name: string, position: string, ctx: CallContext): Promise<void>;
+  changeCaptureStatus?(name: string, ctx: CallContext): Promise<ChangeCaptureStatus>;
+  /** Drops the capture (nothing when there is none). */
+  dropChangeCapture?(name: string, ctx: CallContext): Promise<void>;
+  /**
+   * Message brokers (optional; consume-types.ts): consumes the queue or stream `source` names,
+   * handing each delivery to `options.deliver` until the consumption is closed or lost. Resolves
+   * once consuming has begun (the queue or stream found, the credentials accepted).
+   */
+  consume?(source: MessageSource, options: ConsumeOptions, ctx: CallContext): Promise<Consumption>;
   disconnect(ctx: CallContext): Promise<void>;
 }
 

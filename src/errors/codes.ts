@@ -212,6 +212,11 @@ export const ERROR_CODES = {
   CON_PLUGIN_FAILED: { kind: 'system', status: 500, title: 'The Connector plugin failed unexpectedly' },
   CON_PROTOCOL_VIOLATION: { kind: 'system', status: 500, title: 'The Connector plugin broke the SDK contract' },
   CON_ABORTED: { kind: 'transient', status: 503, title: 'The Connector call was cancelled' },
+  CON_CAPTURE_LOST: {
+    kind: 'config',
+    status: 409,
+    title: 'The source dropped the log the change capture needed; it needs a new first copy',
+  },
   CON_TIMEOUT: { kind: 'transient', status: 504, title: 'The Connector call timed out' },
   CON_CLOSED: { kind: 'system', status: 500, title: 'The connection was already closed' },
   CON_METADATA_TOO_LARGE: { kind: 'config', status: 413, title: 'The Connection metadata is too large to load' },

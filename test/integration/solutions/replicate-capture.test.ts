@@ -1,0 +1,153 @@
+/**
+ * Replication by change capture from PostgreSQL (docs/change-capture.md): the first copy, then
+ * inserts, updates (a key changed, a TOASTed value left as it was) and deletes in commit order,
+ * into PostgreSQL and SQLite; changes made while the first copy runs; the slot confirmed as the
+ * target has the changes; the Solution's capture dropped.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../../helpers/stores.js';
+import { captureDb, captureRun, makeOrders, openCapture, PG_SUMMARY, type CaptureDb } from './capture-helpers.js';
+import { snapshot, tempDir } from './replicate-helpers.js';
+import pg from 'pg';
+import path from 'node:path';
+
+const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
+/** Slot names are the server's, not a database's: each run of the file has its own. */
+const RUN = randomBytes(4).toString('hex');
+
+async function summary(url: string, table: string): Promise<{ n: number; keys: number; sum: string }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<{ n: number; keys: number; sum: string }>(PG_SUMMARY(table))).rows[0] as {
+      n: number;
+      keys: number;
+      sum: string;
+    };
+  } finally {
+    await c.end();
+  }
+}
+
+describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => {
+  let src: CaptureDb;
+  let dst: { url: string; drop: () => Promise<void> };
+  beforeAll(async () => {
+    src = await captureDb();
+    dst = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await src?.drop();
+    await dst?.drop();
+  });
+
+  it('copies first, then applies inserts, updates and deletes in commit order; the slot moves as the target has them', async () => {
+    await makeOrders(src, 3000);
+    const dir = tempDir();
+    const c = await openCapture(src.url, { connector: 'PostgreSQL', properties: { connectionString: dst.url } });
+    try {
+      const first = await captureRun(c, dir, ['orders'], { name: `ferry_t_pg_${RUN}` });
+      expect(first.fatal).toBeUndefined();
+      expect(first.processed).toBe(3000);
+      expect(await summary(dst.url, 'orders')).toEqual(await summary(src.url, 'orders'));
+
+      // Changes: inserts, updates, deletes, a key changed, a large value left as it was, one row
+      // changed several times within a transaction and across transactions.
+      const big = 'B'.repeat(200_000);
+      await src.q(`UPDATE orders SET note = $1 WHERE id = 7`, [big]);
+      await src.q(`INSERT INTO orders (id, name, amount) SELECT i, 'new' || i, 1.5 FROM generate_series(3001, 3500) i`);
+      await src.q(`UPDATE orders SET amount = amount + 1, name = 'u' || id WHERE id % 10 = 0`);
+      await src.q(`DELETE FROM orders WHERE id % 13 = 0`);
+      await src.q(`UPDATE orders SET id = 99999 WHERE id = 1`);
+      await src.q(`UPDATE orders SET name = 'toast kept' WHERE id = 7`);
+      await src.q(
+        `BEGIN; UPDATE orders SET name = 'a' WHERE id = 2; UPDATE orders SET name = 'b' WHERE id = 2; DELETE FROM orders WHERE id = 3; INSERT INTO orders (id, name) VALUES (3, 'back'); COMMIT`,
+      );
+      const second = await captureRun(c, dir, ['orders'], { name: `ferry_t_pg_${RUN}` });
+      expect(second.fatal).toBeUndefined();
+      expect(second.errors).toEqual([]);
+      expect(second.processed).toBeGreaterThan(500);
+      expect(await summary(dst.url, 'orders')).toEqual(await summary(src.url, 'orders'));
+      const seven = await src.q<{ note: string }>('SELECT note FROM orders WHERE id = 7');
+      expect(seven[0]?.note.length).toBe(200_000);
+
+      // Confirmed as soon as applied: the slot's position is the run's, and little WAL is kept.
+      const slot = await src.q<{ lsn: string }>(
+        'SELECT confirmed_flush_lsn::text AS lsn FROM pg_replication_slots WHERE slot_name = $1',
+        [`ferry_t_pg_${RUN}`],
+      );
+      const saved = JSON.parse(fs.readFileSync(path.join(dir, 'capture.json'), 'utf8')) as { position: string };
+      expect(slot[0]?.lsn).toBeDefined();
+      expect(lsnNum(slot[0]?.lsn ?? '0/0')).toBeGreaterThanOrEqual(lsnNum(saved.position));
+      expect(second.retainedBytes).toBeLessThan(64 * 1024 * 1024);
+
+      // A run with nothing new ends at once and applies nothing.
+      const third = await captureRun(c, dir, ['orders'], { name: `ferry_t_pg_${RUN}` });
+      expect(third.fatal).toBeUndefined();
+      expect(third.processed).toBe(0);
+
+      await c.source.dropChangeCapture(`ferry_t_pg_${RUN}`);
+      expect(await src.q('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [`ferry_t_pg_${RUN}`])).toEqual([]);
+      expect(await src.q('SELECT 1 FROM pg_publication WHERE pubname = $1', [`ferry_t_pg_${RUN}`])).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
+
+  it('changes made while the first copy runs end in the target as in the source (SQLite target)', async () => {
+    await makeOrders(src, 20_000, 'busy');
+    const dir = tempDir();
+    const file = path.join(dir, 'target.sqlite');
+    const c = await openCapture(src.url, { connector: 'SQLite', properties: { file, create: 'true' } });
+    let writing = true;
+    const writer = (async () => {
+      let i = 0;
+      while (writing) {
+        i++;
+        await src.q(`UPDATE busy SET amount = amount + 1, name = 'w${i}' WHERE id % 97 = $1`, [i % 97]);
+        await src.q(`DELETE FROM busy WHERE id = $1`, [(i * 7919) % 20_000]);
+        await src.q(`INSERT INTO busy (id, name) VALUES ($1, 'ins') ON CONFLICT (id) DO UPDATE SET name = 'again'`, [
+          20_000 + i,
+        ]);
+      }
+    })();
+    try {
+      const first = await captureRun(c, dir, ['busy'], { name: `ferry_t_busy_${RUN}`, batchSize: 500 });
+      writing = false;
+      await writer;
+      expect(first.fatal).toBeUndefined();
+      const second = await captureRun(c, dir, ['busy'], { name: `ferry_t_busy_${RUN}` });
+      expect(second.fatal).toBeUndefined();
+      expect(await snapshot(c.target, 'busy')).toEqual(await snapshot(c.source, 'busy'));
+      await c.source.dropChangeCapture(`ferry_t_busy_${RUN}`);
+    } finally {
+      writing = false;
+      await writer;
+      await c.close();
+    }
+  }, 90_000);
+
+  it('refuses a table without a primary key, naming it', async () => {
+    await src.q('CREATE TABLE loose (a int, b text)');
+    const c = await openCapture(src.url, {
+      connector: 'SQLite',
+      properties: { file: path.join(tempDir(), 't.sqlite'), create: 'true' },
+    });
+    try {
+      const r = await captureRun(c, tempDir(), ['loose'], { name: `ferry_t_loose_${RUN}` });
+      expect(r.fatal).toMatch(/loose has no primary key/);
+      expect(await src.q('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [`ferry_t_loose_${RUN}`])).toEqual(
+        [],
+      );
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+function lsnNum(lsn: string): number {
+  const [h = '0', l = '0'] = lsn.split('/');
+  return parseInt(h, 16) * 2 ** 32 + parseInt(l, 16);
+}
