@@ -56,6 +56,9 @@ function captured(tables: readonly PgTable[]): void {
   }
 }
 
+const SLOT =
+  'SELECT confirmed_flush_lsn::text AS lsn, wal_status, plugin, database, active FROM pg_replication_slots WHERE slot_name = $1';
+
 export async function setupCapture(
   pool: Pool,
   name: string,
@@ -78,11 +81,19 @@ export async function setupCapture(
       wal_status: string | null;
       plugin: string | null;
       database: string;
-    }>(
-      'SELECT confirmed_flush_lsn::text AS lsn, wal_status, plugin, database FROM pg_replication_slots WHERE slot_name = $1',
-      [name],
-    );
-    const row = slot.rows[0];
+      active: boolean;
+    }>(SLOT, [name]);
+    let row = slot.rows[0];
+    // A slot still held by the connection of a process that was just killed: the server notices within moments.
+    for (let waited = 0; row?.active && waited < 15_000; waited += 250) {
+      await new Promise((r) => setTimeout(r, 250));
+      row = (await client.query<typeof row>(SLOT, [name])).rows[0];
+    }
+    if (row?.active)
+      throw new ConnectorError(
+        'Datastore',
+        `The replication slot ${name} is in use by another connection (another run of the Solution?); it is read again when free.`,
+      );
     const db = (await client.query<{ db: string }>('SELECT current_database() AS db')).rows[0]?.db;
     if (row && row.database !== db)
       throw new ConnectorError(
