@@ -405,6 +405,7 @@ export class PrepareJobs {
       selectionType: settings.selectionType,
       entities,
       checkForBulk: solution.checkForBulk === 1,
+      ...(settings.changeCapture ? { changeCapture: settings.changeCapture } : {}),
     };
   }
 }

@@ -1,7 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { FerryError } from '../../src/errors/ferry-error.js';
-import type { MonitorSolutionResult, StartSolutionResult } from '../../src/protocol/solutions.js';
+import type {
+  ChangeCaptureStatusResult,
+  MonitorSolutionResult,
+  StartSolutionResult,
+} from '../../src/protocol/solutions.js';
 import { requireAgent } from '../agents/agents.js';
 import type { AgentCommands } from '../agents/commands.js';
 import { latestExecution } from '../store/repos/executions.repo.js';
@@ -137,6 +141,16 @@ export class SolutionRuns {
     commands.requireConnected(agent);
     const r = await commands.send(agent.id, { type: 'stopSolution', solutionId: solution.id });
     return { solutionId: solution.id, stopping: r.stopping, runId: r.runId ?? null };
+  }
+
+  /** What the source keeps for a Replication that captures changes from its log, read by its Agent (docs/change-capture.md). */
+  async changeCapture(org: OrgRow, solutionId: string): Promise<ChangeCaptureStatusResult & { solutionId: string }> {
+    const { db, commands } = this.opts;
+    const solution = await this.#solution(org.id, solutionId);
+    const agent = await requireAgent(db, org.id, solution.agentId);
+    commands.requireConnected(agent);
+    const r = await commands.send(agent.id, { type: 'changeCaptureStatus', solutionId: solution.id });
+    return { solutionId: solution.id, ...r };
   }
 
   /**

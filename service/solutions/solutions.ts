@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { FerryError, invalid } from '../../src/errors/ferry-error.js';
 import { Schedule, ScheduleRule } from '../../src/protocol/schedule.js';
+import { ChangeCaptureSettings, DEFAULT_RETAINED_WAL_WARNING_MB } from '../../src/protocol/solutions.js';
 import { compileSchedule, nextDue } from '../../src/solutions/schedule.js';
 import { requireAgent, shownStatus } from '../agents/agents.js';
 import { listAgents } from '../store/repos/agents.repo.js';
@@ -29,6 +30,15 @@ export type SelectionType = (typeof SELECTION_TYPES)[number];
 export interface ReplicationSettings {
   readonly selectionType: SelectionType;
   readonly entities: readonly string[];
+  /** How changes are read; absent: net change (docs/change-capture.md). */
+  readonly changeCapture?: ChangeCaptureSettings | undefined;
+}
+
+/** changeCapture as a client sends it: the method, the rest defaulted. */
+export interface ChangeCaptureInput {
+  readonly method: ChangeCaptureSettings['method'];
+  readonly continuous?: boolean | null | undefined;
+  readonly retainedWalWarningMb?: number | null | undefined;
 }
 
 /** A Map link as a client sends it back; only its Map ID and index count (the order). */
@@ -50,7 +60,13 @@ export interface SolutionChange {
   readonly connectionIdForSource?: string | null | undefined;
   readonly connectionIdForTarget?: string | null | undefined;
   readonly replicationSettings?:
-    { selectionType: SelectionType; entities?: readonly string[] | null | undefined } | null | undefined;
+    | {
+        selectionType: SelectionType;
+        entities?: readonly string[] | null | undefined;
+        changeCapture?: ChangeCaptureInput | null | undefined;
+      }
+    | null
+    | undefined;
   readonly entities?: readonly string[] | null | undefined;
   readonly checkForBulk?: boolean | null | undefined;
   readonly isDisabled?: boolean | null | undefined;
@@ -156,12 +172,18 @@ const nameTaken = (orgId: number, name: string): FerryError =>
 export function replicationSettingsOf(row: Pick<SolutionRow, 'replicationSettings'>): ReplicationSettings | null {
   if (row.replicationSettings === null) return null;
   try {
-    const v = JSON.parse(row.replicationSettings) as { selectionType?: unknown; entities?: unknown };
+    const v = JSON.parse(row.replicationSettings) as {
+      selectionType?: unknown;
+      entities?: unknown;
+      changeCapture?: unknown;
+    };
     const selectionType = SELECTION_TYPES.find((t) => t === v.selectionType);
     if (!selectionType) return null;
+    const capture = ChangeCaptureSettings.safeParse(v.changeCapture);
     return {
       selectionType,
       entities: Array.isArray(v.entities) ? v.entities.filter((e): e is string => typeof e === 'string') : [],
+      ...(capture.success && capture.data.method !== 'NetChange' ? { changeCapture: capture.data } : {}),
     };
   } catch {
     return null;
@@ -260,7 +282,7 @@ export class Solutions {
       agentId: agent.id,
       connectionIdForSource: source,
       connectionIdForTarget: target,
-      replicationSettings: rs && selection ? JSON.stringify(selection) : null,
+      replicationSettings: rs && selection ? storedSettings(selection, captureOf(input)) : null,
       checkForBulk: toFlag(rs && (input.checkForBulk ?? checkForBulk ?? false)),
       isDisabled: toFlag(disabled),
       reasonDisabled: disabled ? 1 : 0,
@@ -333,7 +355,10 @@ export class Solutions {
     if (input.name.toLowerCase() !== current.nameKey && (await solutionNameTaken(db, org.id, input.name, current.id)))
       throw nameTaken(org.id, input.name);
 
-    const replicationSettings = rs ? JSON.stringify(given ?? replicationSettingsOf(current)) : null;
+    const storedRs = replicationSettingsOf(current);
+    const replicationSettings = rs
+      ? storedSettings(given ?? storedRs, captureOf(input, storedRs?.changeCapture))
+      : null;
     const bulk = toFlag(rs && (input.checkForBulk ?? checkForBulk ?? current.checkForBulk === 1));
     const disabled = input.isDisabled ?? current.isDisabled === 1;
     const reordered = order.wanted.some((mapId, i) => mapId !== order.current[i]);
@@ -543,6 +568,24 @@ export class Solutions {
     }
     return { source, target };
   }
+}
+
+/** How the body says changes are read: its changeCapture (null: net change), else what is stored. */
+function captureOf(input: SolutionChange, stored?: ChangeCaptureSettings): ChangeCaptureSettings | undefined {
+  const given = input.replicationSettings?.changeCapture;
+  if (given === undefined) return stored;
+  if (given === null || given.method === 'NetChange') return undefined;
+  return {
+    method: given.method,
+    continuous: given.continuous ?? false,
+    retainedWalWarningMb: given.retainedWalWarningMb ?? DEFAULT_RETAINED_WAL_WARNING_MB,
+  };
+}
+
+/** The stored replicationSettings: the selection, and the change capture when it is not net change. */
+function storedSettings(selection: ReplicationSettings | null, capture: ChangeCaptureSettings | undefined): string {
+  const { selectionType, entities } = selection ?? { selectionType: 'Selected', entities: [] };
+  return JSON.stringify({ selectionType, entities, ...(capture ? { changeCapture: capture } : {}) });
 }
 
 /**

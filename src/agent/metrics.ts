@@ -40,6 +40,7 @@ export class AgentMetrics {
   readonly #writeSeconds: Histogram<'outcome'>;
   readonly #written: Counter;
   readonly #refused: Counter;
+  readonly #captureRetained: Gauge<'solution_id'>;
   /** What each run in progress was counted with so far (its progress is cumulative). */
   readonly #counted = new Map<string, { processed: number; failed: number }>();
 
@@ -64,6 +65,12 @@ export class AgentMetrics {
     this.#processed = counter('ferry_agent_records_processed_total', 'Records processed by Solution runs.');
     this.#failed = counter('ferry_agent_records_failed_total', 'Records that failed in Solution runs.');
     this.#read = counter('ferry_agent_records_read_total', 'Records read from sources by ended Solution runs.');
+    this.#captureRetained = new Gauge({
+      name: 'ferry_agent_change_capture_retained_bytes',
+      help: "Bytes of log a source keeps for a Replication that reads it (its replication slot), at the last run's end.",
+      labelNames: ['solution_id'],
+      registers,
+    });
     this.#batches = counter('ferry_agent_batches_total', 'Batches Solution runs completed (read, mapped, written).');
     this.#writeSeconds = new Histogram({
       name: 'ferry_agent_write_duration_seconds',
@@ -99,6 +106,10 @@ export class AgentMetrics {
 
   /** A run finished a batch. */
   readonly batch = (): void => this.#batches.inc();
+
+  /** A Replication reading its source's log read what the source keeps for it (docs/change-capture.md). */
+  readonly capture = (solutionId: string, retainedBytes: number): void =>
+    this.#captureRetained.set({ solution_id: solutionId }, retainedBytes);
 
   /** A plugin write call ended. */
   readonly write: WriteObserver = (call) => {

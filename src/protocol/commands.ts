@@ -28,6 +28,8 @@ import {
   AssignSolutionsResult,
   MonitorSolutionCommand,
   MonitorSolutionResult,
+  ChangeCaptureStatusCommand,
+  ChangeCaptureStatusResult,
   PutSolutionCommand,
   PutSolutionResult,
   StartSolutionCommand,
@@ -116,6 +118,12 @@ export const COMMANDS = {
     request: MonitorSolutionCommand,
     result: MonitorSolutionResult,
     timeoutMs: 10 * SECONDS,
+  }),
+  /** Read from the source by the Agent: a query of the source's slot. */
+  changeCaptureStatus: defineCommand({
+    request: ChangeCaptureStatusCommand,
+    result: ChangeCaptureStatusResult,
+    timeoutMs: 45 * SECONDS,
   }),
   /** The answer is the first records, read within the Agent's own time-out of 60 s. */
   previewQuery: defineCommand({ request: PreviewQueryCommand, result: PreviewResult, timeoutMs: 90 * SECONDS }),

@@ -47,12 +47,26 @@ export const PreparedMap = z.object({
 export type PreparedMap = z.infer<typeof PreparedMap>;
 
 /** What an RS Solution copies. `entities` is the resolved list (All / Recommended expanded at prepare). */
+/** How a Replication reads what changed (docs/change-capture.md): a net-change stamp, or the source's log. */
+export const CHANGE_CAPTURE_METHODS = ['NetChange', 'Logical'] as const;
+export const ChangeCaptureSettings = z.object({
+  method: z.enum(CHANGE_CAPTURE_METHODS),
+  /** Logical: a run keeps applying changes until stopped (else it ends once caught up). */
+  continuous: z.boolean(),
+  /** Logical: the source's log kept for the Replication above which it warns (MB). */
+  retainedWalWarningMb: z.number().int().min(1).max(1_000_000),
+});
+export type ChangeCaptureSettings = z.infer<typeof ChangeCaptureSettings>;
+export const DEFAULT_RETAINED_WAL_WARNING_MB = 1024;
+
 export const PreparedReplication = z.object({
   sourceConnectionId: Id,
   targetConnectionId: Id,
   selectionType: z.enum(['Selected', 'Recommended', 'All']),
   entities: z.array(z.string().max(1000)).max(10_000),
   checkForBulk: z.boolean(),
+  /** Absent from older Services: net change. */
+  changeCapture: ChangeCaptureSettings.optional(),
 });
 export type PreparedReplication = z.infer<typeof PreparedReplication>;
 
@@ -476,6 +490,28 @@ export const MonitorSolutionResult = z.object({
   failed: z.number().int().nonnegative(),
 });
 export type MonitorSolutionResult = z.infer<typeof MonitorSolutionResult>;
+
+/** The change capture of a Replication that reads its source's log: what the source keeps for it (docs/change-capture.md). */
+export const ChangeCaptureStatusCommand = z.object({
+  id: Id,
+  type: z.literal('changeCaptureStatus'),
+  solutionId: Id,
+});
+export const ChangeCaptureStatusResult = z.object({
+  /** The slot's (and publication's) name in the source. */
+  slotName: z.string().max(100),
+  exists: z.boolean(),
+  /** Bytes of log the source keeps for the Replication. */
+  retainedBytes: z.number().int().nonnegative(),
+  /** Above this the runs warn (retainedWalWarningMb). */
+  warnAboveBytes: z.number().int().nonnegative(),
+  warning: z.boolean(),
+  /** The source invalidated the slot: a re-snapshot is needed. */
+  lost: z.boolean(),
+  confirmedPosition: z.string().max(100).nullable(),
+});
+export type ChangeCaptureStatusCommand = z.infer<typeof ChangeCaptureStatusCommand>;
+export type ChangeCaptureStatusResult = z.infer<typeof ChangeCaptureStatusResult>;
 
 export type AssignSolutionsCommand = z.infer<typeof AssignSolutionsCommand>;
 export type PutSolutionCommand = z.infer<typeof PutSolutionCommand>;

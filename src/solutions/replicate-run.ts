@@ -4,7 +4,8 @@ import { FerryError } from '../errors/ferry-error.js';
 import type { PreparedSolution, RunMapStats, RunRecordError } from '../protocol/solutions.js';
 import type { CommittedCounts } from './committed.js';
 import type { RunCounts } from '../maps/runtime/run-counts.js';
-import { replicate } from './replicate.js';
+import { replicate, type ReplicateOptions, type ReplicateResult } from './replicate.js';
+import { captureName, replicateChanges } from './change-capture.js';
 import { FileReplicationState } from './replication-state.js';
 import { agentDataLayout } from '../agent/state.js';
 
@@ -29,7 +30,7 @@ export async function replicateSolution(opts: {
   onEarlierRun?: ((entity: string, counts: RunCounts) => void) | undefined;
   /** How long a write waits for a target that went away before the entity fails (default 90 s). */
   targetRetryMs?: number | undefined;
-}): Promise<{ statistics: RunMapStats[]; fatal?: string; cancelled: boolean }> {
+}): Promise<{ statistics: RunMapStats[]; fatal?: string; cancelled: boolean; retainedBytes?: number }> {
   const { solution, host } = opts;
   const rs = solution.replication;
   if (!rs)
@@ -50,13 +51,14 @@ export async function replicateSolution(opts: {
       let processedBefore = 0;
       let failedBefore = 0;
       const totals = new Map<string, { processed: number; failed: number }>();
-      const r = await replicate({
+      const stateDir = agentDataLayout(opts.dataDir).replicationState(solution.solutionId);
+      const capture = rs.changeCapture?.method === 'Logical' ? rs.changeCapture : undefined;
+      const common: Omit<ReplicateOptions, 'state'> = {
         source,
         target,
         entities: rs.entities,
         checkForBulk: rs.checkForBulk,
         signal: opts.signal,
-        state: new FileReplicationState(agentDataLayout(opts.dataDir).replicationState(solution.solutionId)),
         log: opts.log,
         onEntityStart: (entity) => opts.committed?.begin({ mapName: entity, entity }),
         onEntityEnd: (s) => opts.committed?.end(s),
@@ -71,8 +73,21 @@ export async function replicateSolution(opts: {
         ...(opts.runId !== undefined ? { runId: opts.runId } : {}),
         ...(opts.onEarlierRun ? { onEarlierRun: opts.onEarlierRun } : {}),
         ...(opts.targetRetryMs !== undefined ? { targetRetry: { budgetMs: opts.targetRetryMs } } : {}),
-      });
-      return { statistics: r.statistics, ...(r.fatal !== undefined ? { fatal: r.fatal } : {}), cancelled: r.cancelled };
+      };
+      const r: ReplicateResult & { retainedBytes?: number } = capture
+        ? await replicateChanges({
+            ...common,
+            name: captureName(solution.solutionId),
+            settings: { continuous: capture.continuous, retainedWarnBytes: capture.retainedWalWarningMb * 1024 * 1024 },
+            stateDir,
+          })
+        : await replicate({ ...common, state: new FileReplicationState(stateDir) });
+      return {
+        statistics: r.statistics,
+        ...(r.fatal !== undefined ? { fatal: r.fatal } : {}),
+        cancelled: r.cancelled,
+        ...(r.retainedBytes !== undefined ? { retainedBytes: r.retainedBytes } : {}),
+      };
     } finally {
       await target.close();
     }

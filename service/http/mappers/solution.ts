@@ -17,7 +17,13 @@ export function toSolution({ row, status, nextRunTime, maps }: SolutionView, eve
     agentId: row.agentId,
     connectionIdForSource: row.connectionIdForSource,
     connectionIdForTarget: row.connectionIdForTarget,
-    replicationSettings: settings ? { selectionType: settings.selectionType, entities: [...settings.entities] } : null,
+    replicationSettings: settings
+      ? {
+          selectionType: settings.selectionType,
+          entities: [...settings.entities],
+          ...(settings.changeCapture ? { changeCapture: { ...settings.changeCapture } } : {}),
+        }
+      : null,
     entities: settings ? [...settings.entities] : [],
     checkForBulk: fromFlag(row.checkForBulk),
     isDisabled: fromFlag(row.isDisabled),

@@ -4,6 +4,7 @@ import type { ServiceDeps } from '../deps.js';
 import { orgOf } from '../guard.js';
 import { toMonitor, toPrepareJob } from '../mappers/solution-runs.js';
 import { SolutionParams } from '../schemas/solution.schema.js';
+import { ChangeCaptureStatusResult } from '../../../src/protocol/solutions.js';
 import { MonitorAnswer, PrepareJob, PrepareParams, StartAnswer, StopAnswer } from '../schemas/solution-runs.schema.js';
 
 const tags = ['Solutions'];
@@ -106,6 +107,24 @@ const solutionRunsRoutes: FastifyPluginAsyncZod<ServiceDeps> = async (app, deps)
     async (req) => {
       const { org } = orgOf(req);
       return toMonitor(await solutionRuns.monitor(org, req.params.solutionId));
+    },
+  );
+
+  app.get(
+    '/v1/orgs/:orgId/solutions/:solutionId/changecapture',
+    {
+      config: { access: 'read', polled: true },
+      schema: {
+        tags,
+        summary:
+          "A Replication that reads its source's log: the replication slot, the log the source keeps for it, and whether it was invalidated",
+        params: SolutionParams,
+        response: { 200: ChangeCaptureStatusResult.extend({ solutionId: z.string() }) },
+      },
+    },
+    async (req) => {
+      const { org } = orgOf(req);
+      return solutionRuns.changeCapture(org, req.params.solutionId);
     },
   );
 

@@ -10,6 +10,7 @@ import { SELECTION_TYPES, SOLUTION_SORTS } from '../../solutions/solutions.js';
 import { SOLUTION_STATUSES, SOLUTION_TYPES } from '../../solutions/status.js';
 import { Guid, Name, OrgParams, PageQuery, Text, Timestamp } from './common.js';
 import { MapLink } from './map.schema.js';
+import { CHANGE_CAPTURE_METHODS, ChangeCaptureSettings } from '../../../src/protocol/solutions.js';
 
 export const SolutionParams = OrgParams.extend({ solutionId: Guid });
 
@@ -28,6 +29,9 @@ const EntityName = z.string().trim().min(1).max(1000);
 export const ReplicationSettings = z.object({
   selectionType: z.enum(SELECTION_TYPES),
   entities: z.array(z.string()),
+  changeCapture: ChangeCaptureSettings.optional().describe(
+    'how runs read what changed: Logical reads the source log (docs/change-capture.md); absent: net change',
+  ),
 });
 
 /** The Solution model (SPEC.md, with the fields DESIGN.md lists from clients of the original service). */
@@ -107,6 +111,14 @@ export const SolutionInput = z.strictObject({
     .strictObject({
       selectionType: anyCase(SELECTION_TYPES),
       entities: z.array(EntityName).max(10_000).nullable().optional(),
+      changeCapture: z
+        .strictObject({
+          method: anyCase(CHANGE_CAPTURE_METHODS),
+          continuous: z.boolean().nullable().optional(),
+          retainedWalWarningMb: z.number().int().min(1).max(1_000_000).nullable().optional(),
+        })
+        .nullable()
+        .optional(),
     })
     .nullable()
     .optional(),

@@ -19,6 +19,7 @@ import type { RestartController } from '../restart.js';
 import type { SchedulerGate } from '../scheduler-gate.js';
 import type { WorkRegistry } from '../work.js';
 import { assignSolutionsCommand } from './assign-solutions.command.js';
+import { changeCaptureStatusCommand } from './change-capture-status.command.js';
 import { installConnectorCommand } from './install-connector.command.js';
 import { knownRunsCommand } from './known-runs.command.js';
 import { loadMetadataCommand } from './load-metadata.command.js';
@@ -86,13 +87,17 @@ export function registerAgentCommands(commands: CommandHandlers, deps: AgentComm
     .on('uninstallConnector', uninstallConnectorCommand({ installer }))
     .on('updateAgent', updateAgentCommand({ updater: deps.updater }))
     // The scheduler gate waits to hold what the Service's first list names (scheduler-gate.ts).
-    .on('assignSolutions', assignSolutionsCommand({ store, log, received: (list) => gate.received(list), assigned }))
+    .on(
+      'assignSolutions',
+      assignSolutionsCommand({ store, log, received: (list) => gate.received(list), assigned, host }),
+    )
     .on('putSolution', putSolutionCommand({ store, log, assigned }))
     .on('startSolution', startSolutionCommand({ runner }))
     .on('messagesWaiting', messagesWaitingCommand({ runner }))
     .on('runRequest', runRequestCommand({ runner }))
     .on('stopSolution', stopSolutionCommand({ runner }))
     .on('monitorSolution', monitorSolutionCommand({ runner }))
+    .on('changeCaptureStatus', changeCaptureStatusCommand({ store, host, log }))
     .on('previewQuery', previewQueryCommand({ work, log, host }))
     .on('nativeQueryTest', nativeQueryTestCommand({ work, log, host }))
     .on('reprocessRun', reprocessRunCommand({ runner }))
