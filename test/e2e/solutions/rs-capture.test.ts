@@ -5,12 +5,17 @@
  * cannot see); the capture's status through the API; deleting the Solution drops the slot and the
  * publication in the source.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_TARGETS } from '../../helpers/stores.js';
 import { captureDb, makeOrders, PG_SUMMARY, type CaptureDb } from '../../integration/solutions/capture-helpers.js';
 import { createTestDatabase } from '../../helpers/stores.js';
+import { checkOutputs, docExamples } from '../../helpers/doc-examples.js';
+import { ADMIN } from '../../helpers/service.js';
 import { killAll, serviceUnderTest, until, type ServiceUnderTest } from '../agent/harness.js';
 import { createConnection, finished, POSTGRES, runningAgent } from './harness.js';
 
@@ -133,4 +138,33 @@ describe.skipIf(!HAS_PG)('an RS Solution capturing changes from PostgreSQL on a 
       expect(await src.q('SELECT 1 FROM pg_publication WHERE pubname = $1', [status.body.slotName])).toEqual([]);
     },
   );
+
+  it('docs/change-capture.md: its curl examples run and print what it says', { timeout: 180_000 }, async () => {
+    const blocks = docExamples(path.resolve(import.meta.dirname, '../../../docs/change-capture.md'), 'capture');
+    expect(blocks.length).toBe(3);
+    const script = blocks.join('\n\n');
+    const srcId = await createConnection(sut, `Docs source ${randomBytes(3).toString('hex')}`, POSTGRES, {
+      connectionString: src.url,
+      schemas: 'public',
+    });
+    const dstId = await createConnection(sut, `Docs target ${randomBytes(3).toString('hex')}`, POSTGRES, {
+      connectionString: dst.url,
+      schemas: 'public',
+    });
+    const { stdout } = await promisify(execFile)('bash', ['-eo', 'pipefail', '-c', script], {
+      cwd: sut.dataDir,
+      timeout: 120_000,
+      env: {
+        ...process.env,
+        FERRY_URL: sut.url,
+        AUTH: `${ADMIN.email}:${ADMIN.password}`,
+        ORG: String(sut.orgId),
+        AGENT: agent.agentId,
+        SRC: srcId,
+        DST: dstId,
+      },
+    });
+    checkOutputs(script, stdout, (message) => expect.fail(message));
+    expect(await summary(dst.url)).toEqual(await summary(src.url));
+  });
 });
