@@ -228,10 +228,13 @@ export async function* readChanges(
   const onAbort = (): void => reader.fail(new ConnectorError('Aborted', 'The change read was stopped.'));
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   // Asks the server where it is while nothing comes: the keepalive's answer ends a read up to now.
-  const ping = setInterval(() => {
-    if (reader.quiet()) void service.acknowledge(reader.lastConfirmed, true).catch(() => undefined);
-    reader.tick();
-  }, options.maxWaitMs);
+  const ping = setInterval(
+    () => {
+      if (reader.quiet()) void service.acknowledge(reader.lastConfirmed, true).catch(() => undefined);
+      reader.tick();
+    },
+    Math.max(10, options.maxWaitMs / 4),
+  );
   service.subscribe(plugin, name, options.from).catch((err: unknown) => reader.fail(streamError(err, name)));
   try {
     for (;;) {
@@ -299,7 +302,8 @@ class ChangeReader {
   #done = false;
   #wake: (() => void) | undefined;
   #space: (() => void) | undefined;
-  #lastMessage = Date.now();
+  /** When the oldest change waiting to be batched came. */
+  #firstPending = 0;
 
   constructor(
     private readonly options: ReadChangesOptions,
@@ -314,7 +318,6 @@ class ChangeReader {
   async message(msg: Pgoutput.Message): Promise<void> {
     // Read up to where the source was: what comes after is the next read's.
     if (this.#done || this.#failed) return;
-    this.#lastMessage = Date.now();
     switch (msg.tag) {
       case 'begin':
         this.#inTxn = true;
@@ -325,6 +328,7 @@ class ChangeReader {
       case 'update': {
         const t = this.#table(msg.relation);
         // The key changed: the old row goes, the new one comes.
+        if (this.#pending.length === 0) this.#firstPending = Date.now();
         if (msg.key) this.#pending.push({ entity: t.fullName, op: 'delete', record: recordOf(t, msg.key) });
         this.#pending.push({ entity: t.fullName, op: 'upsert', record: recordOf(t, msg.new) });
         break;
@@ -372,6 +376,7 @@ class ChangeReader {
 
   #push(rel: Pgoutput.MessageRelation, op: 'upsert' | 'delete', values: Record<string, unknown>): void {
     const t = this.#table(rel);
+    if (this.#pending.length === 0) this.#firstPending = Date.now();
     this.#pending.push({ entity: t.fullName, op, record: recordOf(t, values) });
   }
 
@@ -388,9 +393,9 @@ class ChangeReader {
     this.#wake?.();
   }
 
-  /** The wait passed: what is gathered goes as it is. */
+  /** The oldest change waited long enough: what is gathered goes as it is (a steady stream is not held for a full batch). */
   tick(): void {
-    if (this.#pending.length > 0 && Date.now() - this.#lastMessage >= this.options.maxWaitMs) this.#flush();
+    if (this.#pending.length > 0 && Date.now() - this.#firstPending >= this.options.maxWaitMs) this.#flush();
   }
 
   /** Nothing read and unconfirmed: a keepalive may be confirmed, or asked for. */

@@ -23,6 +23,7 @@ import type { HostConnection } from '../connectors/connection.js';
 import type { CapturedChange, ConnectorRecord, EntityMetadata, WriteResult } from '../connectors/sdk.js';
 import { isFerryError } from '../errors/ferry-error.js';
 import { hms } from '../maps/runtime/stats.js';
+import { DEFAULT_TARGET_RETRY, isTargetFailure } from '../maps/runtime/target-retry.js';
 import { sourceKeyOf, type RunMapStats, type RunRecordError } from '../protocol/solutions.js';
 import { randomUUID } from 'node:crypto';
 import { replicate, type ReplicateOptions, type ReplicateResult } from './replicate.js';
@@ -130,7 +131,7 @@ export async function replicateChanges(opts: CaptureOptions): Promise<CaptureRes
       state = { ...state, copied: [...state.copied, ...toCopy] };
       await stateFile.save(state);
     }
-    const applied = await applyChanges(opts, state, stateFile, log);
+    const applied = await applyWithRetry(opts, stateFile, log);
     const result = merge(statistics, applied.stats, applied.cancelled);
     const retainedBytes = await retained(opts, log);
     return { ...result, ...(retainedBytes !== undefined ? { retainedBytes } : {}) };
@@ -180,13 +181,53 @@ async function retained(opts: CaptureOptions, log: Logger): Promise<number | und
   }
 }
 
-/** Reads and applies changes from the saved position; the position moves as batches land. */
-async function applyChanges(
+/**
+ * {@link applyChanges} again from the saved position while the source or the target is away (a
+ * restart, a dropped connection: `isTargetFailure`), with back-off, for at most the retry budget
+ * since the last batch that landed; past it, or for any other failure, the run fails.
+ */
+async function applyWithRetry(
   opts: CaptureOptions,
-  state: CaptureState,
   stateFile: CaptureStateFile,
   log: Logger,
 ): Promise<{ stats: Map<string, RunMapStats>; cancelled: boolean }> {
+  const retry = { ...DEFAULT_TARGET_RETRY, ...opts.targetRetry };
+  const tallies = await entityTallies(opts);
+  const started = performance.now();
+  let away: number | undefined;
+  let delay = retry.firstDelayMs;
+  for (let attempt = 1; ; attempt++) {
+    const state = await stateFile.load(opts.name);
+    if (!state) throw new Error(`The change capture's position file is missing in ${opts.stateDir}.`);
+    let landed = false;
+    try {
+      const cancelled = await applyChanges(opts, state, stateFile, tallies, log, () => {
+        landed = true;
+      });
+      return { stats: finish(tallies, started), cancelled };
+    } catch (err) {
+      if (opts.signal.aborted) return { stats: finish(tallies, started), cancelled: true };
+      if (landed) {
+        away = undefined;
+        delay = retry.firstDelayMs;
+      }
+      away ??= Date.now();
+      if (!isTargetFailure(err) || Date.now() - away + delay > retry.budgetMs) throw err;
+      log.warn(
+        { attempt, waitMs: delay, code: err.code, err: { message: err.message } },
+        'change capture interrupted: the source or the target is away; reading again from the saved position',
+      );
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        opts.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      });
+      delay = Math.min(delay * 2, retry.maxDelayMs);
+    }
+  }
+}
+
+/** Each entity's target (ensured: created or widened) and its counts. */
+async function entityTallies(opts: CaptureOptions): Promise<Map<string, EntityTally>> {
   const tallies = new Map<string, EntityTally>();
   for (const name of [...new Set(opts.entities)]) {
     const src = await opts.source.entity(name, { signal: opts.signal });
@@ -199,9 +240,20 @@ async function applyChanges(
       targetKeys: dest.fields.filter((f) => f.isPrimaryKey).map((f) => f.fullName),
     });
   }
+  return tallies;
+}
+
+/** Reads and applies changes from the saved position; the position moves as batches land. Answers whether it was stopped. */
+async function applyChanges(
+  opts: CaptureOptions,
+  state: CaptureState,
+  stateFile: CaptureStateFile,
+  tallies: Map<string, EntityTally>,
+  log: Logger,
+  landed: () => void,
+): Promise<boolean> {
   const batchSize = Math.max(1, Math.min(opts.batchSize ?? opts.target.bulkLimit, opts.target.bulkLimit));
   log.info({ from: state.position, continuous: opts.settings.continuous, batchSize }, 'reading changes');
-  const started = performance.now();
   let position = state.position;
   let changes = 0;
   try {
@@ -220,15 +272,16 @@ async function applyChanges(
         await stateFile.save({ ...state, position });
         await opts.source.confirmChanges(opts.name, position, { signal: opts.signal });
       }
+      landed();
       for (const [entity, t] of tallies)
         opts.onProgress?.({ entity, processed: t.stats.processed, failed: t.stats.failed });
     }
   } catch (err) {
-    if (opts.signal.aborted) return { stats: finish(tallies, started), cancelled: true };
+    if (opts.signal.aborted) return true;
     throw err;
   }
   log.info({ changes, position }, 'changes applied');
-  return { stats: finish(tallies, started), cancelled: opts.signal.aborted };
+  return opts.signal.aborted;
 }
 
 /** Applies one batch: compacted by key per entity, then deletes and upserts. */

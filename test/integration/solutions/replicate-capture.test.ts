@@ -145,6 +145,94 @@ describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => 
       await c.close();
     }
   });
+
+  it('a continuous capture rides out dropped source and target connections, and ends equal to the source', async () => {
+    await makeOrders(src, 2000, 'flaky');
+    const dir = tempDir();
+    const name = `ferry_t_flaky_${RUN}`;
+    const c = await openCapture(src.url, { connector: 'PostgreSQL', properties: { connectionString: dst.url } });
+    const stop = new AbortController();
+    const running = captureRun(c, dir, ['flaky'], { name, continuous: true, signal: stop.signal });
+    const admin = new pg.Client({ connectionString: src.url });
+    await admin.connect();
+    try {
+      const dbs = [new URL(src.url).pathname.slice(1), new URL(dst.url).pathname.slice(1)];
+      for (let round = 0; round < 4; round++) {
+        for (let i = 0; i < 50; i++)
+          await src.q("UPDATE flaky SET amount = amount + 1, name = 'r' || $1 WHERE id % 50 = $2", [round, i]);
+        await src.q('DELETE FROM flaky WHERE id % 97 = $1', [round]);
+        // Every session of the capture and of the target's pool, the walsender included.
+        await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY($1) AND pid <> pg_backend_pid() AND application_name LIKE 'ferry%'",
+          [dbs],
+        );
+        await new Promise((r) => setTimeout(r, 300));
+      }
+      const want = await summary(src.url, 'flaky');
+      for (let waited = 0; waited < 30_000; waited += 200) {
+        if (JSON.stringify(await summary(dst.url, 'flaky').catch(() => null)) === JSON.stringify(want)) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(await summary(dst.url, 'flaky')).toEqual(want);
+      stop.abort();
+      const r = await running;
+      expect(r.fatal).toBeUndefined();
+      expect(r.cancelled).toBe(true);
+      expect(r.errors).toEqual([]);
+    } finally {
+      stop.abort();
+      await running.catch(() => undefined);
+      await admin.end();
+      await c.source.dropChangeCapture(name).catch(() => undefined);
+      await c.close();
+    }
+  }, 60_000);
+
+  it('a slot the server invalidated stops the run with CON_CAPTURE_LOST and the re-snapshot it needs', async () => {
+    await makeOrders(src, 100, 'lossy');
+    const name = `ferry_t_lossy_${RUN}`;
+    const dir = tempDir();
+    const c = await openCapture(src.url, { connector: 'PostgreSQL', properties: { connectionString: dst.url } });
+    const admin = new pg.Client({ connectionString: src.url });
+    await admin.connect();
+    try {
+      expect((await captureRun(c, dir, ['lossy'], { name })).fatal).toBeUndefined();
+      // The server may keep 1 MB of log for a slot: a few WAL segments later it drops this one's.
+      await admin.query("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'");
+      await admin.query('SELECT pg_reload_conf()');
+      try {
+        for (let i = 0; i < 40; i++) {
+          const { rows } = await admin.query<{ s: string }>(
+            'SELECT wal_status AS s FROM pg_replication_slots WHERE slot_name = $1',
+            [name],
+          );
+          if (rows[0]?.s === 'lost') break;
+          await admin.query(
+            "CREATE TEMP TABLE IF NOT EXISTS pad (x text); INSERT INTO pad SELECT repeat('x', 1000) FROM generate_series(1, 2000)",
+          );
+          await admin.query('SELECT pg_switch_wal()');
+          await admin.query('CHECKPOINT');
+        }
+      } finally {
+        await admin.query('ALTER SYSTEM RESET max_slot_wal_keep_size');
+        await admin.query('SELECT pg_reload_conf()');
+      }
+      await src.q("UPDATE lossy SET name = 'after' WHERE id = 1");
+      const r = await captureRun(c, dir, ['lossy'], { name });
+      expect(r.fatal).toMatch(/invalidated/);
+      expect(r.fatal).toContain(`pg_drop_replication_slot('${name}')`);
+      expect(await summary(dst.url, 'lossy')).not.toEqual(await summary(src.url, 'lossy'));
+      // The re-snapshot the error names: the slot dropped, the next run copies everything again.
+      await admin.query('SELECT pg_drop_replication_slot($1)', [name]);
+      const again = await captureRun(c, dir, ['lossy'], { name });
+      expect(again.fatal).toBeUndefined();
+      expect(await summary(dst.url, 'lossy')).toEqual(await summary(src.url, 'lossy'));
+    } finally {
+      await admin.end();
+      await c.source.dropChangeCapture(name).catch(() => undefined);
+      await c.close();
+    }
+  }, 60_000);
 });
 
 function lsnNum(lsn: string): number {
