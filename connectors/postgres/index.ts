@@ -31,6 +31,7 @@ import { connectionMetadata } from './metadata.js';
 import { checkout } from './cursor.js';
 import { callError } from './errors.js';
 import { nativeRows, queryTable } from './query.js';
+import { queryTablePacked } from './copy-out.js';
 import { PgWriter } from './write/index.js';
 import { ensureTable } from './ensure-entity.js';
 import { captureStatus, dropCapture, readChanges, setupCapture, type OpenStreams } from './changes.js';
@@ -99,6 +100,21 @@ class PgSession implements ConnectorSession {
   ): AsyncGenerator<RecordBatch, void, undefined> {
     const table = await this.table(entity, ctx);
     yield* queryTable(this.pool, this.config, table, filter, options, ctx);
+  }
+
+  /** Bulk reads (a copy's batches) are read packed through COPY TO (copy-out.ts); lookups stay records. */
+  readsPacked(options: QueryOptions): boolean {
+    return options.batchSize >= 500;
+  }
+
+  async *queryPacked(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<PackedBatch, void, undefined> {
+    const table = await this.table(entity, ctx);
+    yield* queryTablePacked(this.pool, this.config, table, filter, options, ctx);
   }
 
   async write(
