@@ -40,7 +40,8 @@ export class AgentMetrics {
   readonly #writeSeconds: Histogram<'outcome'>;
   readonly #written: Counter;
   readonly #refused: Counter;
-  readonly #captureRetained: Gauge<'solution_id'>;
+  readonly #captureRetained: Gauge;
+  readonly #retained = new Map<string, number>();
   /** What each run in progress was counted with so far (its progress is cumulative). */
   readonly #counted = new Map<string, { processed: number; failed: number }>();
 
@@ -67,8 +68,7 @@ export class AgentMetrics {
     this.#read = counter('ferry_agent_records_read_total', 'Records read from sources by ended Solution runs.');
     this.#captureRetained = new Gauge({
       name: 'ferry_agent_change_capture_retained_bytes',
-      help: "Bytes of log a source keeps for a Replication that reads it (its replication slot), at the last run's end.",
-      labelNames: ['solution_id'],
+      help: "Bytes of log a source keeps for a Replication that reads it (its replication slot), at its last run's end: the most of this Agent's.",
       registers,
     });
     this.#batches = counter('ferry_agent_batches_total', 'Batches Solution runs completed (read, mapped, written).');
@@ -107,9 +107,14 @@ export class AgentMetrics {
   /** A run finished a batch. */
   readonly batch = (): void => this.#batches.inc();
 
-  /** A Replication reading its source's log read what the source keeps for it (docs/change-capture.md). */
-  readonly capture = (solutionId: string, retainedBytes: number): void =>
-    this.#captureRetained.set({ solution_id: solutionId }, retainedBytes);
+  /**
+   * A Replication reading its source's log read what the source keeps for it (docs/change-capture.md):
+   * the gauge shows the most any of this Agent's Replications holds (Solution IDs stay out of labels).
+   */
+  readonly capture = (solutionId: string, retainedBytes: number): void => {
+    this.#retained.set(solutionId, retainedBytes);
+    this.#captureRetained.set(Math.max(...this.#retained.values()));
+  };
 
   /** A plugin write call ended. */
   readonly write: WriteObserver = (call) => {

@@ -65,6 +65,8 @@ async function agentExposition(): Promise<Map<string, Family>> {
   m.batch();
   m.write({ seconds: 0.02, records: 10, refused: 1, ok: true });
   m.write({ seconds: 1.5, records: 5, refused: 5, ok: false });
+  m.capture(SOLUTION, 123_456);
+  m.capture('another', 1_000);
   m.report({
     kind: 'runFinished',
     runId: RUN,
@@ -118,6 +120,7 @@ describe('metric names and labels', () => {
     expect(valueOf(f, 'ferry_agent_outbox_messages')).toBe(2);
     expect(valueOf(f, 'ferry_agent_outbox_oldest_age_seconds')).toBeGreaterThanOrEqual(5);
     expect(valueOf(f, 'ferry_agent_channel_connected')).toBe(1);
+    expect(valueOf(f, 'ferry_agent_change_capture_retained_bytes')).toBe(123_456);
   });
 
   it('the checker itself flags what the conventions forbid', () => {
