@@ -83,10 +83,22 @@ describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => 
       expect(lsnNum(slot[0]?.lsn ?? '0/0')).toBeGreaterThanOrEqual(lsnNum(saved.position));
       expect(second.retainedBytes).toBeLessThan(64 * 1024 * 1024);
 
-      // A run with nothing new ends at once and applies nothing.
+      // A run with nothing new ends at once and applies nothing; the slot still moves past the log
+      // that other tables' writes made meanwhile (an idle slot holds no WAL).
+      await src.q(
+        'CREATE TABLE other (x text); INSERT INTO other SELECT repeat(md5(i::text), 20) FROM generate_series(1, 20000) i',
+      );
+      const [{ lsn: before } = { lsn: '0/0' }] = await src.q<{ lsn: string }>(
+        'SELECT pg_current_wal_lsn()::text AS lsn',
+      );
       const third = await captureRun(c, dir, ['orders'], { name: `ferry_t_pg_${RUN}` });
       expect(third.fatal).toBeUndefined();
       expect(third.processed).toBe(0);
+      const [moved] = await src.q<{ lsn: string }>(
+        'SELECT confirmed_flush_lsn::text AS lsn FROM pg_replication_slots WHERE slot_name = $1',
+        [`ferry_t_pg_${RUN}`],
+      );
+      expect(lsnNum(moved?.lsn ?? '0/0')).toBeGreaterThanOrEqual(lsnNum(before));
 
       await c.source.dropChangeCapture(`ferry_t_pg_${RUN}`);
       expect(await src.q('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [`ferry_t_pg_${RUN}`])).toEqual([]);
