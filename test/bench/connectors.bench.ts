@@ -41,7 +41,7 @@ import { ConnectorHost } from '../../src/connectors/host.js';
 import { transfer } from '../../src/connectors/transfer.js';
 import type { ConnectorRecord, WriteAction } from '../../src/connectors/sdk.js';
 import { benchNodeFlags } from './proc.js';
-import { writeBenchCsv } from './rows.js';
+import { BENCH_SQLITE_DDL, writeBenchCsv } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -76,8 +76,7 @@ const ADMIN_URL =
 
 const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
   price double precision, active boolean, created date, updated timestamptz, note text)`;
-const SQLITE_DDL = `CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT, email TEXT, amount DECIMAL(12,2), qty INTEGER,
-  price REAL, active BOOLEAN, created DATE, updated DATETIME, note TEXT)`;
+const SQLITE_DDL = BENCH_SQLITE_DDL;
 
 interface Config {
   dir: string;

@@ -31,7 +31,7 @@ import { transfer } from '../../src/connectors/transfer.js';
 import { MemoryReplicationState, replicate } from '../../src/solutions/replicate.js';
 import { FileReplicationState } from '../../src/solutions/replication-state.js';
 import { benchNodeFlags } from './proc.js';
-import { writeBenchRows } from './rows.js';
+import { BENCH_PG_DDL, BENCH_SQLITE_DDL, writeBenchRows } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
@@ -43,10 +43,8 @@ const ADMIN_URL =
   process.env['FERRY_BENCH_DATABASE_URL'] ??
   process.env['FERRY_TEST_DATABASE_URL'] ??
   'postgres://postgres@127.0.0.1:5432/test';
-const PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
-  price double precision, active boolean, created date, updated timestamp, note text)`;
-const SQLITE_DDL = `CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT, email TEXT, amount DECIMAL(12,2), qty INTEGER,
-  price REAL, active BOOLEAN, created DATE, updated DATETIME, note TEXT)`;
+const PG_DDL = BENCH_PG_DDL;
+const SQLITE_DDL = BENCH_SQLITE_DDL;
 
 interface Cfg {
   dir: string;

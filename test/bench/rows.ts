@@ -85,3 +85,11 @@ export async function writeBenchCsv(folder: string, rows: number): Promise<void>
   };
   await fsp.writeFile(path.join(folder, 'schema.json'), JSON.stringify(schema));
 }
+
+/** The bench rows' table in PostgreSQL. */
+export const BENCH_PG_DDL = `CREATE TABLE rows (id integer PRIMARY KEY, name text, email text, amount numeric(12,2), qty integer,
+  price double precision, active boolean, created date, updated timestamp, note text)`;
+
+/** The bench rows' table in SQLite. */
+export const BENCH_SQLITE_DDL = `CREATE TABLE rows (id INTEGER PRIMARY KEY, name TEXT, email TEXT, amount DECIMAL(12,2), qty INTEGER,
+  price REAL, active BOOLEAN, created DATE, updated DATETIME, note TEXT)`;

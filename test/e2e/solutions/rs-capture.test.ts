@@ -9,10 +9,9 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_TARGETS } from '../../helpers/stores.js';
-import { captureDb, makeOrders, PG_SUMMARY, type CaptureDb } from '../../integration/solutions/capture-helpers.js';
+import { captureDb, makeOrders, pgSummary, type CaptureDb } from '../../integration/solutions/capture-helpers.js';
 import { createTestDatabase } from '../../helpers/stores.js';
 import { checkOutputs, docExamples } from '../../helpers/doc-examples.js';
 import { ADMIN } from '../../helpers/service.js';
@@ -20,16 +19,6 @@ import { killAll, serviceUnderTest, until, type ServiceUnderTest } from '../agen
 import { createConnection, finished, POSTGRES, runningAgent } from './harness.js';
 
 const HAS_PG = STORE_TARGETS.some((t) => t.name === 'postgres');
-
-async function summary(url: string): Promise<unknown> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query(PG_SUMMARY('orders'))).rows[0];
-  } finally {
-    await c.end();
-  }
-}
 
 describe.skipIf(!HAS_PG)('an RS Solution capturing changes from PostgreSQL on a real Agent', () => {
   let sut: ServiceUnderTest;
@@ -104,7 +93,7 @@ describe.skipIf(!HAS_PG)('an RS Solution capturing changes from PostgreSQL on a 
       const first = await sut.request<{ runId: string }>('POST', `${S}/start`);
       const run1 = await finished(sut, created.body.id, first.body.runId);
       expect(run1, JSON.stringify(run1)).toMatchObject({ result: 'CompletedSuccessfully', recordsProcessed: 5000 });
-      expect(await summary(dst.url)).toEqual(await summary(src.url));
+      expect(await pgSummary(dst.url, 'orders')).toEqual(await pgSummary(src.url, 'orders'));
 
       await src.q('DELETE FROM orders WHERE id <= 100');
       await src.q("UPDATE orders SET name = 'changed' WHERE id BETWEEN 101 AND 150");
@@ -115,7 +104,7 @@ describe.skipIf(!HAS_PG)('an RS Solution capturing changes from PostgreSQL on a 
         recordsProcessed: 150,
         recordsFailed: 0,
       });
-      expect(await summary(dst.url)).toEqual(await summary(src.url));
+      expect(await pgSummary(dst.url, 'orders')).toEqual(await pgSummary(src.url, 'orders'));
 
       const status = await sut.request<{ slotName: string; exists: boolean; retainedBytes: number; lost: boolean }>(
         'GET',
@@ -165,6 +154,6 @@ describe.skipIf(!HAS_PG)('an RS Solution capturing changes from PostgreSQL on a 
       },
     });
     checkOutputs(script, stdout, (message) => expect.fail(message));
-    expect(await summary(dst.url)).toEqual(await summary(src.url));
+    expect(await pgSummary(dst.url, 'orders')).toEqual(await pgSummary(src.url, 'orders'));
   });
 });

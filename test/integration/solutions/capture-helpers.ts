@@ -109,7 +109,19 @@ export const PG_SUMMARY = (table: string): string =>
           coalesce(md5(string_agg(id || '|' || name || '|' || coalesce(amount::text, '') || '|' || coalesce(note, ''), ',' ORDER BY id)), '') AS sum
      FROM ${table}`;
 
-export const SQLITE_SUMMARY = (table: string): string =>
-  `SELECT count(*) AS n, count(DISTINCT id) AS keys FROM ${table}`;
+/** {@link PG_SUMMARY} of a table of the database at `url`. */
+export async function pgSummary(url: string, table: string): Promise<{ n: number; keys: number; sum: string }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<{ n: number; keys: number; sum: string }>(PG_SUMMARY(table))).rows[0] as {
+      n: number;
+      keys: number;
+      sum: string;
+    };
+  } finally {
+    await c.end();
+  }
+}
 
 export { path };

@@ -8,10 +8,9 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../helpers/stores.js';
-import { captureDb, captureRun, makeOrders, openCapture, PG_SUMMARY, type CaptureDb } from './capture-helpers.js';
+import { captureDb, captureRun, makeOrders, openCapture, pgSummary, type CaptureDb } from './capture-helpers.js';
 import { tempDir } from './replicate-helpers.js';
 
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
@@ -25,16 +24,6 @@ function random(seed: number): () => number {
     s = (s * 1664525 + 1013904223) >>> 0;
     return s / 2 ** 32;
   };
-}
-
-async function summary(url: string): Promise<unknown> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query(PG_SUMMARY('orders'))).rows[0];
-  } finally {
-    await c.end();
-  }
 }
 
 describe.skipIf(!PG_URL)('change capture killed with SIGKILL', () => {
@@ -118,7 +107,7 @@ describe.skipIf(!PG_URL)('change capture killed with SIGKILL', () => {
       const last = await captureRun(c, stateDir, ['orders'], { name });
       expect(last.fatal).toBeUndefined();
       expect(last.errors).toEqual([]);
-      expect(await summary(dst.url)).toEqual(await summary(src.url));
+      expect(await pgSummary(dst.url, 'orders')).toEqual(await pgSummary(src.url, 'orders'));
       await c.source.dropChangeCapture(name);
     } finally {
       await c.close();

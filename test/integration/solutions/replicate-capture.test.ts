@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../helpers/stores.js';
-import { captureDb, captureRun, makeOrders, openCapture, PG_SUMMARY, type CaptureDb } from './capture-helpers.js';
+import { captureDb, captureRun, makeOrders, openCapture, pgSummary, type CaptureDb } from './capture-helpers.js';
 import { snapshot, tempDir } from './replicate-helpers.js';
 import pg from 'pg';
 import path from 'node:path';
@@ -16,20 +16,6 @@ import path from 'node:path';
 const PG_URL = process.env['FERRY_TEST_DATABASE_URL'];
 /** Slot names are the server's, not a database's: each run of the file has its own. */
 const RUN = randomBytes(4).toString('hex');
-
-async function summary(url: string, table: string): Promise<{ n: number; keys: number; sum: string }> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return (await c.query<{ n: number; keys: number; sum: string }>(PG_SUMMARY(table))).rows[0] as {
-      n: number;
-      keys: number;
-      sum: string;
-    };
-  } finally {
-    await c.end();
-  }
-}
 
 describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => {
   let src: CaptureDb;
@@ -51,7 +37,7 @@ describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => 
       const first = await captureRun(c, dir, ['orders'], { name: `ferry_t_pg_${RUN}` });
       expect(first.fatal).toBeUndefined();
       expect(first.processed).toBe(3000);
-      expect(await summary(dst.url, 'orders')).toEqual(await summary(src.url, 'orders'));
+      expect(await pgSummary(dst.url, 'orders')).toEqual(await pgSummary(src.url, 'orders'));
 
       // Changes: inserts, updates, deletes, a key changed, a large value left as it was, one row
       // changed several times within a transaction and across transactions.
@@ -69,7 +55,7 @@ describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => 
       expect(second.fatal).toBeUndefined();
       expect(second.errors).toEqual([]);
       expect(second.processed).toBeGreaterThan(500);
-      expect(await summary(dst.url, 'orders')).toEqual(await summary(src.url, 'orders'));
+      expect(await pgSummary(dst.url, 'orders')).toEqual(await pgSummary(src.url, 'orders'));
       const seven = await src.q<{ note: string }>('SELECT note FROM orders WHERE id = 7');
       expect(seven[0]?.note.length).toBe(200_000);
 
@@ -180,12 +166,12 @@ describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => 
         );
         await new Promise((r) => setTimeout(r, 300));
       }
-      const want = await summary(src.url, 'flaky');
+      const want = await pgSummary(src.url, 'flaky');
       for (let waited = 0; waited < 30_000; waited += 200) {
-        if (JSON.stringify(await summary(dst.url, 'flaky').catch(() => null)) === JSON.stringify(want)) break;
+        if (JSON.stringify(await pgSummary(dst.url, 'flaky').catch(() => null)) === JSON.stringify(want)) break;
         await new Promise((r) => setTimeout(r, 200));
       }
-      expect(await summary(dst.url, 'flaky')).toEqual(want);
+      expect(await pgSummary(dst.url, 'flaky')).toEqual(want);
       stop.abort();
       const r = await running;
       expect(r.fatal).toBeUndefined();
@@ -233,12 +219,12 @@ describe.skipIf(!PG_URL)('replication by change capture from PostgreSQL', () => 
       const r = await captureRun(c, dir, ['lossy'], { name });
       expect(r.fatal).toMatch(/invalidated/);
       expect(r.fatal).toContain(`pg_drop_replication_slot('${name}')`);
-      expect(await summary(dst.url, 'lossy')).not.toEqual(await summary(src.url, 'lossy'));
+      expect(await pgSummary(dst.url, 'lossy')).not.toEqual(await pgSummary(src.url, 'lossy'));
       // The re-snapshot the error names: the slot dropped, the next run copies everything again.
       await admin.query('SELECT pg_drop_replication_slot($1)', [name]);
       const again = await captureRun(c, dir, ['lossy'], { name });
       expect(again.fatal).toBeUndefined();
-      expect(await summary(dst.url, 'lossy')).toEqual(await summary(src.url, 'lossy'));
+      expect(await pgSummary(dst.url, 'lossy')).toEqual(await pgSummary(src.url, 'lossy'));
     } finally {
       await admin.end();
       await c.source.dropChangeCapture(name).catch(() => undefined);
