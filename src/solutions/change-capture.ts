@@ -267,6 +267,7 @@ async function applyChanges(
       changes += batch.changes.length;
       const ms = performance.now() - t0;
       addTime(tallies, batch.changes, ms);
+      log.debug({ changes: batch.changes.length, ms: Math.round(ms) }, 'change batch applied');
       if (batch.position !== position) {
         position = batch.position;
         await stateFile.save({ ...state, position });
