@@ -336,5 +336,6 @@ function literal(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
   if (typeof v === 'number' || typeof v === 'bigint') return Number.isFinite(Number(v)) ? String(v) : `'${String(v)}'`;
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  return `'${String(v).replace(/'/g, "''")}'`;
+  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  return `'${text.replace(/'/g, "''")}'`;
 }

@@ -509,7 +509,10 @@ function usedConnections(source: SolutionRow, maps: readonly SourceMap[]): Set<s
   const ids = new Set<string>();
   for (const id of [source.connectionIdForSource, source.connectionIdForTarget]) if (id) ids.add(id.toLowerCase());
   for (const m of maps)
-    for (const b of walkBlocks(m.model.blocks)) if (b.connectionId) ids.add(b.connectionId.toLowerCase());
+    for (const b of walkBlocks(m.model.blocks)) {
+      if (b.connectionId) ids.add(b.connectionId.toLowerCase());
+      if (b.messageSource) ids.add(b.messageSource.connectionId.toLowerCase());
+    }
   return ids;
 }
 
@@ -546,6 +549,14 @@ function remap(blocks: readonly Block[], connections: ReadonlyMap<string, string
   return blocks.map((b) => ({
     ...b,
     ...(b.connectionId ? { connectionId: connections.get(b.connectionId.toLowerCase()) ?? b.connectionId } : {}),
+    ...(b.messageSource
+      ? {
+          messageSource: {
+            ...b.messageSource,
+            connectionId: connections.get(b.messageSource.connectionId.toLowerCase()) ?? b.messageSource.connectionId,
+          },
+        }
+      : {}),
     ...(b.then ? { then: remap(b.then, connections) } : {}),
     ...(b.else ? { else: remap(b.else, connections) } : {}),
     ...(b.body ? { body: remap(b.body, connections) } : {}),

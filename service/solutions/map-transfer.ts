@@ -420,6 +420,9 @@ function resolveConnections(
     list.map((b) => ({
       ...b,
       ...(b.connectionId ? { connectionId: resolve(b.connectionId) } : {}),
+      ...(b.messageSource
+        ? { messageSource: { ...b.messageSource, connectionId: resolve(b.messageSource.connectionId) } }
+        : {}),
       ...(b.then ? { then: walk(b.then) } : {}),
       ...(b.else ? { else: walk(b.else) } : {}),
       ...(b.body ? { body: walk(b.body) } : {}),

@@ -79,10 +79,15 @@ export function mapLocked(row: Pick<MapRow, 'id' | 'name' | 'lockedBy' | 'lockDa
 const invalidField = (path: string, message: string, detail: string): FerryError =>
   invalid(detail, [{ path, message }]);
 
-/** The Connection IDs a Map reads from (its starter's) and writes to (every other Block's), each once. */
+/**
+ * The Connection IDs a Map reads from (its starter's, and the broker of its messages) and writes to
+ * (every other Block's), each once. A Connection in either list is in use (it cannot be deleted).
+ */
 export function connectionsOf(model: MapModel): { sources: string[]; targets: string[] } {
   const [starter] = model.blocks;
   const sources = starter?.connectionId ? [starter.connectionId] : [];
+  const broker = starter?.messageSource?.connectionId;
+  if (broker && !sources.includes(broker)) sources.push(broker);
   const targets: string[] = [];
   for (const b of walkBlocks(model.blocks)) {
     if (b === starter || !b.connectionId || targets.includes(b.connectionId)) continue;

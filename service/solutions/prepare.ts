@@ -5,7 +5,7 @@ import { compilePlan } from '../../src/maps/compiler/plan.js';
 import { validateModel } from '../../src/maps/compiler/validate.js';
 import { connectionIdsOf } from '../../src/maps/open-run.js';
 import type { MetadataByConnection } from '../../src/maps/metadata.js';
-import { MapModel, MESSAGE_STARTERS } from '../../src/protocol/map.js';
+import { MapModel, MESSAGE_SOURCE_CONNECTORS, MESSAGE_STARTERS } from '../../src/protocol/map.js';
 import type { ConnectionMetadata as MetadataDocument } from '../../src/protocol/metadata.js';
 import type { PreparedMap, PreparedReplication, PreparedSolution } from '../../src/protocol/solutions.js';
 import { requireAgent } from '../agents/agents.js';
@@ -328,6 +328,7 @@ export class PrepareJobs {
         }
       }
       if (failure === undefined) failure = errorsOf(model, md);
+      failure ??= await messageSourceErrors(db, org.id, model, connections);
       if (failure !== undefined) {
         mapErrors.push({ mapId: row.id, message: blockErrorsText(failure), errors: failure });
         await updateMap(db, row.id, { valid: 0 });
@@ -417,6 +418,42 @@ function errorsOf(model: MapModel, metadata: MetadataByConnection): BlockError[]
 }
 
 /**
+ * The errors of a Wait For Message Block's broker source: its Connection must be in the
+ * Organization and of the broker's Connector. The Connection joins the prepared Solution's
+ * `connections` (it reaches the Agent with its properties, as a Block's does), without metadata:
+ * a broker has no entities.
+ */
+async function messageSourceErrors(
+  db: Kysely<Database>,
+  orgId: number,
+  model: MapModel,
+  connections: Map<string, ConnectionRow>,
+): Promise<BlockError[] | undefined> {
+  const starter = model.blocks[0];
+  const source = starter?.messageSource;
+  if (!starter || !source) return undefined;
+  const conn = await getConnection(db, orgId, source.connectionId);
+  const want = MESSAGE_SOURCE_CONNECTORS[source.type];
+  const problem = !conn
+    ? `its messageSource names Connection ${source.connectionId}, which is not in Organization ${orgId}`
+    : conn.connectorId.toLowerCase() !== want.id
+      ? `its messageSource is of type ${source.type}, and Connection ${conn.name} is not a ${want.name} Connection`
+      : undefined;
+  if (problem === undefined && conn) {
+    connections.set(conn.id, conn);
+    return undefined;
+  }
+  return [
+    {
+      blockId: starter.blockId,
+      blockName: starter.name,
+      code: 'MAP_MESSAGE_SOURCE_INVALID',
+      message: `${problem ?? ''}.`,
+    },
+  ];
+}
+
+/**
  * How the revision comment of an imported Map begins: map-transfer.ts's IMPORT_COMMENT, which this
  * file cannot import (map-transfer.ts → maps.ts → prepare.ts would be a cycle). The endpoint tests'
  * import case fails when the two differ.
@@ -426,7 +463,8 @@ const IMPORT_COMMENT = 'Map Imported';
 /** What the endpoint of a Map that begins with Wait For Message (Request) is made of; undefined for other Maps. */
 function endpointOf(row: MapRow, model: MapModel, comment: string): EndpointMap | undefined {
   const [starter] = model.blocks;
-  if (!starter || !MESSAGE_STARTERS.includes(starter.blockType)) return undefined;
+  // A Map fed by a broker has no HTTP endpoint (docs/events.md "Messages from RabbitMQ or NATS JetStream").
+  if (!starter || !MESSAGE_STARTERS.includes(starter.blockType) || starter.messageSource) return undefined;
   return {
     mapId: row.id,
     kind: starter.blockType === 'WaitForRequest' ? 'request' : 'message',

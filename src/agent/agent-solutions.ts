@@ -7,12 +7,14 @@ import { fetchLookupTables } from '../solutions/lookup-tables.js';
 import { serviceMessageTaker } from '../solutions/message-taker.js';
 import { SolutionRunner } from '../solutions/runner.js';
 import { Scheduler } from '../solutions/scheduler.js';
+import { BrokerSources } from '../solutions/brokers/broker-sources.js';
 import { SolutionStore } from '../solutions/solution-store.js';
 import type { AgentConfig } from './config.js';
 import type { AgentMetrics } from './metrics.js';
 import type { InstancePaths } from './home.js';
 import { scheduledRuns } from './scheduled-runs.js';
 import { SchedulerGate } from './scheduler-gate.js';
+import type { Component } from './components.js';
 import type { WorkRegistry } from './work.js';
 
 /** The Solutions part of an Agent; build-agent.ts lists each piece as a component. */
@@ -21,8 +23,12 @@ export interface AgentSolutions {
   readonly store: SolutionStore;
   /** The run queue. */
   readonly runner: SolutionRunner;
-  /** The scheduler, behind the gate that decides when it starts (scheduler-gate.ts). */
-  readonly gate: SchedulerGate;
+  /**
+   * What follows the held Solutions, as one component: the scheduler, behind the gate that decides
+   * when it starts (scheduler-gate.ts), and the consumptions of the Message Maps fed by RabbitMQ or
+   * NATS JetStream (brokers/broker-sources.ts). The commands tell it of every change.
+   */
+  readonly follow: Component & Pick<SchedulerGate, 'received' | 'assigned'>;
 }
 
 /**
@@ -42,12 +48,19 @@ export function buildAgentSolutions(deps: {
   /** The Agent's logger (`component: 'agent'`). */
   readonly log: Logger;
   /** The Agent's metrics: told of every run report and batch. */
-  readonly metrics?: Pick<AgentMetrics, 'report' | 'batch'> | undefined;
+  readonly metrics?: Pick<AgentMetrics, 'report' | 'batch' | 'capture'> | undefined;
 }): AgentSolutions {
   const { config, paths, serviceUrl, authorization, work, outbox, log } = deps;
   const root = deps.logger.log;
   const store = new SolutionStore(paths.state.solutions, deps.agentSecret);
-  const runner = new SolutionRunner({
+  // Messages from a broker wake the runner as the Service's messagesWaiting does.
+  const brokers = new BrokerSources({
+    held: () => store.list(),
+    host: deps.host,
+    notify: (solutionId) => void runner.messagesWaiting(solutionId),
+    log: root.child({ component: 'brokers' }),
+  });
+  const runner: SolutionRunner = new SolutionRunner({
     store,
     host: deps.host,
     work,
@@ -59,7 +72,7 @@ export function buildAgentSolutions(deps: {
       outbox.enqueueAll(bodies);
       for (const body of bodies) deps.metrics?.report(body);
     },
-    ...(deps.metrics ? { onBatch: deps.metrics.batch } : {}),
+    ...(deps.metrics ? { onBatch: deps.metrics.batch, onChangeCapture: deps.metrics.capture } : {}),
     log: root.child({ component: 'solutions' }),
     dataDir: paths.data,
     concurrency: config.runConcurrency,
@@ -68,7 +81,7 @@ export function buildAgentSolutions(deps: {
     lookupTables: (_orgId, names) =>
       fetchLookupTables({ serviceUrl, authorization, names, cacheDir: paths.state.lookupTables }),
     reprocessPages: serviceReprocessPages({ serviceUrl, authorization }),
-    messages: serviceMessageTaker({ serviceUrl, authorization }),
+    messages: brokers.taker(serviceMessageTaker({ serviceUrl, authorization })),
   });
   const scheduler = new Scheduler({
     file: paths.state.schedules,
@@ -83,5 +96,21 @@ export function buildAgentSolutions(deps: {
     graceMs: config.scheduleGraceMs,
     log,
   });
-  return { store, runner, gate };
+  const follow = {
+    name: 'scheduler and broker consumptions',
+    start: () => {
+      gate.start();
+      brokers.start();
+    },
+    stop: async () => {
+      await brokers.stop();
+      gate.stop();
+    },
+    received: (list: Parameters<SchedulerGate['received']>[0]) => gate.received(list),
+    assigned: () => {
+      gate.assigned();
+      brokers.sync();
+    },
+  };
+  return { store, runner, follow };
 }

@@ -162,8 +162,8 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
 
   // What the Solutions and the command handlers are built from.
   const parts = { config, paths, logger, log, serviceUrl, authorization, work, outbox, host: host.get, metrics };
-  const { store: solutionStore, runner, gate } = buildAgentSolutions({ ...parts, agentSecret: instance.agentSecret });
-  registerAgentCommands(commands, { ...parts, restart, updater, installer, solutionStore, runner, gate });
+  const { store: solutionStore, runner, follow } = buildAgentSolutions({ ...parts, agentSecret: instance.agentSecret });
+  registerAgentCommands(commands, { ...parts, restart, updater, installer, solutionStore, runner, gate: follow });
 
   // Started in this order and stopped in the reverse one, so each stops after those that use it.
   components.add(
@@ -180,7 +180,7 @@ export async function buildAgent(opts: BuildAgentOptions): Promise<Agent> {
     { name: 'solution store', stop: () => solutionStore.close() },
     { name: 'solution runner', start: () => runner.recover(), stop: () => runner.close() },
     { name: 'channel', start: () => channel.start(), stop: () => channel.stop() },
-    gate,
+    follow,
     { name: 'memory watchdog', start: () => watchdog.start(), stop: () => watchdog.stop() },
     ...(metrics ? [metricsComponent(config, metrics, log)] : []),
   );

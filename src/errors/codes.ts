@@ -91,6 +91,11 @@ export const ERROR_CODES = {
   },
   MAP_BLOCK_MISPLACED: { kind: 'config', status: 400, title: 'The Block is not allowed at this place in the Map' },
   MAP_CONNECTION_NOT_FOUND: { kind: 'config', status: 400, title: 'The Connection of the Block is unknown' },
+  MAP_MESSAGE_SOURCE_INVALID: {
+    kind: 'config',
+    status: 400,
+    title: "The Wait For Message Block's message source cannot be used",
+  },
   MAP_ENTITY_NOT_FOUND: { kind: 'config', status: 400, title: 'The entity of the Block does not exist' },
   MAP_FIELD_NOT_FOUND: { kind: 'config', status: 400, title: 'A field of the Block does not exist in its entity' },
   MAP_ACTION_UNSUPPORTED: { kind: 'config', status: 400, title: 'The entity does not support the action of the Block' },
@@ -116,6 +121,11 @@ export const ERROR_CODES = {
   RUN_MESSAGE_INVALID: { kind: 'config', status: 400, title: 'The message is not a JSON object' },
   RUN_REPLY_FAILED: { kind: 'config', status: 409, title: 'The reply could not be sent' },
   RUN_MESSAGES_REFUSED: { kind: 'config', status: 409, title: 'The Service did not hand over the messages' },
+  RUN_BROKER_UNAVAILABLE: {
+    kind: 'transient',
+    status: 503,
+    title: 'The connection to the message broker was lost during the run',
+  },
   RUN_PARENT_KEY_MISSING: { kind: 'config', status: 422, title: 'A child record has no parent key to refer to' },
   RUN_CHILDREN_READ_FAILED: {
     kind: 'transient',

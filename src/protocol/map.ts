@@ -186,6 +186,85 @@ export const NetChangeSpec = z
   .object({ fieldName: z.string().min(1).describe('a date or datetime field of the entity') })
   .describe("Net change: read only the records whose `fieldName` is at or after the Map's lastRunDate.");
 
+/** Most unacknowledged deliveries a broker message source may hold (its `prefetch`). */
+export const MAX_PREFETCH = 10_000;
+/** A broker message source's `prefetch` unless it sets one. */
+export const DEFAULT_PREFETCH = 500;
+
+/** A JetStream stream or consumer name: no whitespace, `.`, `*`, `>`, path separators or controls. */
+const NATS_NAME = /^[^\s.*>/\\\p{Cc}]{1,200}$/u;
+/** A JetStream subject filter: tokens joined by `.`, `*` for one token, a final `>` for the rest. */
+const NATS_SUBJECT = /^(?:(?:[^\s.*>\p{Cc}]+|\*)(?:\.(?:[^\s.*>\p{Cc}]+|\*))*(?:\.>)?|>)$/u;
+
+const sourceFields = {
+  connectionId: z
+    .string()
+    .min(1)
+    .describe("the broker's Connection (a RabbitMQ or NATS Connector's): where it is and its credentials"),
+  prefetch: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PREFETCH)
+    .optional()
+    .describe(
+      `most messages delivered to the Agent and not yet acknowledged (default ${DEFAULT_PREFETCH}): the back-pressure`,
+    ),
+};
+
+/** Wait For Message from a RabbitMQ queue (docs/events.md "Messages from RabbitMQ or NATS JetStream"). */
+export const RabbitMqSource = z
+  .strictObject({
+    type: z.literal('rabbitmq'),
+    ...sourceFields,
+    queue: z.string().min(1).max(255).describe('the queue the messages are consumed from; it must exist'),
+  })
+  .describe('Messages from a RabbitMQ queue, acknowledged once the Map wrote them.');
+
+/** Wait For Message from a NATS JetStream stream, through a durable pull consumer. */
+export const NatsSource = z
+  .strictObject({
+    type: z.literal('nats'),
+    ...sourceFields,
+    stream: z.string().regex(NATS_NAME, 'a JetStream stream name').describe('the stream; it must exist'),
+    consumer: z
+      .string()
+      .regex(NATS_NAME, 'a JetStream consumer name')
+      .optional()
+      .describe('the durable pull consumer Ferry creates and reads (default `ferry-map-<mapId>`)'),
+    subject: z
+      .string()
+      .max(1000)
+      .regex(NATS_SUBJECT, 'a NATS subject (tokens joined by ".", with "*" or a final ">")')
+      .optional()
+      .describe("only the stream's messages of this subject (default all)"),
+    ackWaitSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .optional()
+      .describe(
+        'seconds a delivery may stay unacknowledged by a dead Agent before JetStream delivers it again (default 30)',
+      ),
+  })
+  .describe('Messages from a NATS JetStream stream, acknowledged once the Map wrote them.');
+
+/** Where a Wait For Message Block takes its messages from instead of its HTTP endpoint. */
+export const MessageSource = z.discriminatedUnion('type', [RabbitMqSource, NatsSource]);
+export type MessageSource = z.infer<typeof MessageSource>;
+export type RabbitMqSource = z.infer<typeof RabbitMqSource>;
+export type NatsSource = z.infer<typeof NatsSource>;
+
+/** The built-in Connector each message source type reads through (connectors/rabbitmq, connectors/nats). */
+export const MESSAGE_SOURCE_CONNECTORS: Readonly<Record<MessageSource['type'], { id: string; name: string }>> = {
+  rabbitmq: { id: 'b0a423c7-09b8-4bed-a530-2989734f9e1a', name: 'RabbitMQ' },
+  nats: { id: '504ceeed-73e5-46f4-b254-71303a4cfb6d', name: 'NATS JetStream' },
+};
+
+/** The durable JetStream consumer of a Map that names none. */
+export const defaultNatsConsumer = (mapId: number | undefined): string => `ferry-map-${mapId ?? 0}`;
+
 export interface Block {
   blockId: string;
   name: string;
@@ -206,6 +285,8 @@ export interface Block {
   relationship?: string | undefined;
   /** Native Query, Wait For Message, Wait For Request without an entity: the fields of the records the Block yields. */
   fields?: string[] | undefined;
+  /** Wait For Message: a RabbitMQ queue or NATS JetStream stream instead of the Map's HTTP endpoint. */
+  messageSource?: MessageSource | undefined;
   /** Fetch: most records read (default 1, at most {@link MAX_FETCH_RECORDS}). */
   maxRecords?: number | undefined;
   /** Loop: most iterations per record (default {@link DEFAULT_LOOP_ITERATIONS}). */
@@ -241,7 +322,7 @@ const BLOCK_KIND_FIELDS = [
   'Query: connectionId, entity, filter?, netChange?, relationships?',
   'Fetch: connectionId, entity, filter, maxRecords?, relationships?',
   'NativeQuery: connectionId, statement, fields',
-  'WaitForMessage / WaitForRequest: fields, or connectionId + entity',
+  'WaitForMessage / WaitForRequest: fields, or connectionId + entity; WaitForMessage: messageSource?',
   'ForEachResult: source (a Lookup), body',
   'ForEachChild: source? (a Query), relationship, body',
   'IfElse: condition, then, else',
@@ -297,6 +378,9 @@ export const Block: z.ZodType<Block> = z.lazy(() =>
         .describe(
           'NativeQuery, WaitForMessage, WaitForRequest without an entity: the fields of the records the Block yields',
         ),
+      messageSource: MessageSource.optional().describe(
+        'WaitForMessage: take the messages from a RabbitMQ queue or a NATS JetStream stream instead of the HTTP endpoint',
+      ),
       maxRecords: z
         .number()
         .int()
@@ -399,6 +483,12 @@ export const MapModel = z
       } else {
         names.set(key, b);
       }
+      if (b.messageSource && (b.blockType !== 'WaitForMessage' || b !== m.blocks[0]))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['blocks'],
+          message: `the Block "${b.name}" has a messageSource: only a Map's first Block, a WaitForMessage, takes messages from a broker`,
+        });
       if (ids.has(b.blockId.toLowerCase()))
         ctx.addIssue({ code: 'custom', path: ['blocks'], message: `the blockId ${b.blockId} is used twice` });
       ids.add(b.blockId.toLowerCase());

@@ -13,10 +13,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
-import { MESSAGE_BATCH, type RunRequestResult, type TakenMessage } from '../protocol/events.js';
+import { MESSAGE_BATCH, type RunRequestResult } from '../protocol/events.js';
 import type { MapRecordError, RunOptions } from '../maps/runtime/run-types.js';
 import type { ActiveRun } from './runner-types.js';
-import type { MessageTaker } from './message-pump.js';
+import { MessagePump, type MessageTaker, type PumpMessage } from './message-pump.js';
+import type { Block } from '../protocol/map.js';
+import type { RunRecordError } from '../protocol/solutions.js';
 
 /** What the event runs need of the runner. */
 export interface EventRunHost {
@@ -27,7 +29,7 @@ export interface EventRunHost {
   /** The Solution's enabled message Maps, in order; undefined when this Agent does not hold it. */
   messageMaps(solutionId: string): readonly number[] | undefined;
   /** Begins an event run with the first batch each Map gave (Maps without one start by taking). */
-  begin(solutionId: string, runId: string, first: ReadonlyMap<number, TakenMessage[]>): void;
+  begin(solutionId: string, runId: string, first: ReadonlyMap<number, PumpMessage[]>): void;
 }
 
 /** A Map that begins with Wait For Message: an event run takes its endpoint's messages. */
@@ -151,7 +153,7 @@ export class EventRuns {
       });
   }
 
-  async #firstBatches(solutionId: string): Promise<{ runId: string; first: Map<number, TakenMessage[]> } | undefined> {
+  async #firstBatches(solutionId: string): Promise<{ runId: string; first: Map<number, PumpMessage[]> } | undefined> {
     // A run of it may have begun meanwhile (a start, a schedule): it is woken, or runs us after.
     const active = this.host.active(solutionId);
     if (active !== undefined) {
@@ -161,13 +163,65 @@ export class EventRuns {
     }
     const maps = this.host.messageMaps(solutionId) ?? [];
     const runId = randomUUID();
-    const first = new Map<number, TakenMessage[]>();
+    const first = new Map<number, PumpMessage[]>();
     for (const mapId of maps) {
       const got = await this.take({ solutionId, mapId, runId, max: MESSAGE_BATCH, done: [] }, this.#closing.signal);
       if (got.length > 0) first.set(mapId, got);
     }
     return first.size > 0 ? { runId, first } : undefined;
   }
+}
+
+/**
+ * An event run's source for one message Map (message-pump.ts); undefined for every other run. A
+ * batch's record errors and failed-record copies are in the outbox before its messages are
+ * acknowledged; a message that cannot be read is a record error of its own.
+ */
+export function eventPump(
+  run: ActiveRun,
+  take: MessageTaker | undefined,
+  opts: {
+    solution: { readonly solutionId: string };
+    map: { readonly mapId: number; readonly name: string };
+    /** The Map's opened run: its starter, the Wait For Message Block, makes each message a record. */
+    handle: { readonly plan: { readonly starter: Block } };
+    signal: AbortSignal;
+    onError: (e: RunRecordError) => void;
+    /** The run's failed-record copies on their way to the Service. */
+    cloud: { flush(): void };
+  },
+): MessagePump | undefined {
+  const { map } = opts;
+  const starter = opts.handle.plan.starter;
+  if (run.trigger !== 'event' || run.request || !take) return undefined;
+  const pump = new MessagePump({
+    take,
+    solutionId: opts.solution.solutionId,
+    mapId: map.mapId,
+    runId: run.runId,
+    starter,
+    first: run.first?.get(map.mapId) ?? [],
+    signal: AbortSignal.any([opts.signal, run.controller.signal]),
+    beforeAck: () => {
+      opts.cloud.flush();
+      run.flushErrors?.();
+    },
+    onInvalid: (invalid) =>
+      opts.onError({
+        id: randomUUID(),
+        mapId: map.mapId,
+        mapName: map.name.slice(0, 500),
+        sourceEntity: starter.entity ?? starter.name,
+        blockId: starter.blockId,
+        blockName: starter.name,
+        code: invalid.code,
+        errorMessage: `${invalid.message} The message was acknowledged and not written; its body is in the error detail.`,
+        errorDetail: invalid.body.slice(0, 20_000),
+        canReprocess: false,
+      }),
+  });
+  run.pumps.push(pump);
+  return pump;
 }
 
 /** A request run's options of runMap: its request as the message, and the caller answered as Send Reply sends. */

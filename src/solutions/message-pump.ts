@@ -18,10 +18,25 @@ import type { RecordBatch } from '../connectors/sdk.js';
 import { FerryError, isFerryError } from '../errors/ferry-error.js';
 import { messageRecord } from '../maps/blocks/wait-for-message.block.js';
 import type { Block } from '../protocol/map.js';
+import type { ErrorCode } from '../errors/codes.js';
 import { MAX_TAKE, MESSAGE_BATCH, type TakeMessagesRequest, type TakenMessage } from '../protocol/events.js';
 
-/** Leases the next messages of a Map to a run, after acknowledging `done` (the Service's take). */
-export type MessageTaker = (req: TakeMessagesRequest, signal: AbortSignal) => Promise<TakenMessage[]>;
+/**
+ * A message that came in a form the Map cannot read (a broker's delivery that is not JSON or XML):
+ * a record error of the run, and acknowledged with the batch (brokers/broker-messages.ts).
+ */
+export interface InvalidMessage {
+  readonly code: ErrorCode;
+  readonly message: string;
+  /** The start of the body as it came, for the record error's detail. */
+  readonly body: string;
+}
+
+/** A taken message; `invalid` (with an empty body) when it could not be read. */
+export type PumpMessage = TakenMessage & { readonly invalid?: InvalidMessage };
+
+/** Leases the next messages of a Map to a run, after acknowledging `done` (the Service's take, or a broker's). */
+export type MessageTaker = (req: TakeMessagesRequest, signal: AbortSignal) => Promise<PumpMessage[]>;
 
 export interface MessagePumpOptions {
   readonly take: MessageTaker;
@@ -35,7 +50,9 @@ export interface MessagePumpOptions {
   /** Writes the errors and failed-record copies held, before their messages are acknowledged. */
   readonly beforeAck?: () => void;
   /** The first batch, taken before the run began (event-runs.ts); absent: the pump takes it. */
-  readonly first?: readonly TakenMessage[];
+  readonly first?: readonly PumpMessage[];
+  /** A message that could not be read: its record error (it is acknowledged with its batch). */
+  readonly onInvalid?: (invalid: InvalidMessage) => void;
   /** How long a take may keep failing (the Service restarting) before the run fails (default 30 s). */
   readonly retryMs?: number;
   readonly signal: AbortSignal;
@@ -54,6 +71,7 @@ export class MessagePump {
   #size = MESSAGE_BATCH;
   /** Records counted as written so far (the batches acknowledged). */
   #written = 0;
+  #invalid = 0;
 
   constructor(private readonly opts: MessagePumpOptions) {}
 
@@ -67,6 +85,11 @@ export class MessagePump {
     return this.#taken;
   }
 
+  /** How many of them could not be read (record errors that never reached the Map). */
+  get invalid(): number {
+    return this.#invalid;
+  }
+
   /** The run stopped at its cap with messages perhaps left, or a wake-up came after its last take. */
   get more(): boolean {
     return this.#capped || this.#more;
@@ -75,7 +98,7 @@ export class MessagePump {
   /** runMap's `source`. */
   async *batches(): AsyncGenerator<RecordBatch, void, undefined> {
     const cap = this.opts.cap ?? 20_000;
-    let next: Promise<readonly TakenMessage[]> = this.opts.first?.length
+    let next: Promise<readonly PumpMessage[]> = this.opts.first?.length
       ? Promise.resolve(this.opts.first)
       : this.#take();
     for (;;) {
@@ -86,8 +109,15 @@ export class MessagePump {
         continue;
       }
       this.#taken += got.length;
-      const before = this.#open.at(-1)?.end ?? this.#written;
-      this.#open.push({ ids: got.map((m) => m.id), end: before + got.length });
+      const readable = this.#readable(got);
+      if (readable.length > 0) {
+        const before = this.#open.at(-1)?.end ?? this.#written;
+        this.#open.push({ ids: got.map((m) => m.id), end: before + readable.length });
+      } else {
+        // Nothing for the Map: acknowledged with the next take, once their errors are out.
+        this.opts.beforeAck?.();
+        this.#done.push(...got.map((m) => m.id));
+      }
       if (this.#taken >= cap) {
         this.#capped = true;
         next = Promise.resolve([]);
@@ -96,13 +126,23 @@ export class MessagePump {
         // Awaited on the next turn; a run that ends before then must not leave it unhandled.
         next.catch(() => undefined);
       }
-      const records = got.map((m) => messageRecord(this.opts.starter, m.body));
-      yield records;
+      if (readable.length > 0) yield readable.map((m) => messageRecord(this.opts.starter, m.body));
       if (this.#capped) {
         await next;
         return;
       }
     }
+  }
+
+  /** The messages the Map can read; the others become record errors here. */
+  #readable(got: readonly PumpMessage[]): readonly PumpMessage[] {
+    if (!got.some((m) => m.invalid)) return got;
+    for (const m of got) {
+      if (!m.invalid) continue;
+      this.#invalid += 1;
+      this.opts.onInvalid?.(m.invalid);
+    }
+    return got.filter((m) => !m.invalid);
   }
 
   /** runMap's progress: the batches whose records are all counted are written. */
@@ -123,7 +163,7 @@ export class MessagePump {
     await this.#call(0);
   }
 
-  #take(): Promise<TakenMessage[]> {
+  #take(): Promise<PumpMessage[]> {
     this.#more = false;
     const size = this.#size;
     return this.#call(size).then((got) => {
@@ -132,7 +172,7 @@ export class MessagePump {
     });
   }
 
-  async #call(max: number): Promise<TakenMessage[]> {
+  async #call(max: number): Promise<PumpMessage[]> {
     const done = this.#done.splice(0);
     const req: TakeMessagesRequest = {
       solutionId: this.opts.solutionId,

@@ -3,12 +3,12 @@ import type { Logger } from 'pino';
 import type { ConnectorHost } from '../connectors/host.js';
 import type { LookupTableData } from '../maps/formula/evaluator.js';
 import type { ReportBody } from '../protocol/channel.js';
-import type { RunRequestResult, TakenMessage } from '../protocol/events.js';
+import type { RunRequestResult } from '../protocol/events.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
 import type { RunTrigger } from '../protocol/solutions.js';
 import type { WorkRegistry } from '../agent/work.js';
 import type { ReprocessPages } from '../failures/copies.js';
-import type { MessagePump, MessageTaker } from './message-pump.js';
+import type { MessagePump, MessageTaker, PumpMessage } from './message-pump.js';
 import type { SolutionStore } from './solution-store.js';
 
 export interface SolutionRunnerOptions {
@@ -40,6 +40,8 @@ export interface SolutionRunnerOptions {
   readonly messages?: MessageTaker;
   /** Told after each batch a run completes (the Agent's metrics). */
   readonly onBatch?: () => void;
+  /** A Replication reading its source's log ended a run: the log the source keeps for it. */
+  readonly onChangeCapture?: (solutionId: string, retainedBytes: number) => void;
 }
 
 /** A run in this process: queued or executing. */
@@ -61,14 +63,14 @@ export interface ActiveRun {
   /** What the run's Maps did otherwise than asked (runMap's notice), for its History. */
   notices: string[];
   /** An event run: the first batch of each message Map, taken before it began (event-runs.ts). */
-  readonly first?: ReadonlyMap<number, TakenMessage[]>;
+  readonly first?: ReadonlyMap<number, PumpMessage[]>;
   /** An event run's message pumps, one per message Map it reached. */
   pumps: MessagePump[];
   /** A request/reply Map's run: its request, and the caller waiting for the reply. */
   readonly request?: RequestRun;
   /** Its fatal error's text, when it ended with one. */
   fatalText?: string;
-  /** Writes the record errors held (an event run acknowledges messages only after their errors). */
+  /** Writes the record errors held and the counts committed (an event run acknowledges messages only after both). */
   flushErrors?: () => void;
   fatal?: boolean;
 }

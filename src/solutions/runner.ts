@@ -30,7 +30,7 @@ import { hms } from '../maps/runtime/stats.js';
 import { runMap } from '../maps/runtime/run.js';
 import { FileWatermark } from '../maps/runtime/watermark.js';
 import { checkpointKeyOf } from '../maps/runtime/checkpoint.js';
-import { MapModel, type Block } from '../protocol/map.js';
+import { MapModel } from '../protocol/map.js';
 import type { ReportBody } from '../protocol/channel.js';
 import {
   shareErrorFields,
@@ -49,9 +49,9 @@ import { replicateSolution } from './replicate-run.js';
 import { reprocessCopies, type ReprocessCopies } from '../failures/copies.js';
 import type { ReprocessMap } from '../protocol/reprocess.js';
 import { agentDataLayout } from '../agent/state.js';
-import type { RunRequestResult, TakenMessage } from '../protocol/events.js';
-import { MessagePump } from './message-pump.js';
-import { EventRuns, isMessageMap, noteRequestError, requestEnd, requestOptions } from './event-runs.js';
+import type { RunRequestResult } from '../protocol/events.js';
+import type { PumpMessage } from './message-pump.js';
+import { eventPump, EventRuns, isMessageMap, noteRequestError, requestEnd, requestOptions } from './event-runs.js';
 import type { ActiveRun, RequestRun, SolutionRunnerOptions } from './runner-types.js';
 
 export type { SolutionRunnerOptions } from './runner-types.js';
@@ -284,7 +284,7 @@ export class SolutionRunner {
       trigger: RunTrigger;
       mapIds?: number[];
       reprocess?: ReprocessMap[];
-      first?: ReadonlyMap<number, TakenMessage[]>;
+      first?: ReadonlyMap<number, PumpMessage[]>;
       request?: RequestRun;
     },
     dueAt?: Date,
@@ -479,7 +479,11 @@ export class SolutionRunner {
       ),
     );
     const committed = new CommittedCounts(this.opts.store, run.runId, log);
-    run.flushErrors = () => errors.flush();
+    // An event run's messages are acknowledged only once their record errors and counts are kept.
+    run.flushErrors = () => {
+      errors.flush();
+      committed.flush();
+    };
     let lastProgress = 0;
     const progress = (processed: number, failed: number): void => {
       run.processed = processed;
@@ -521,6 +525,7 @@ export class SolutionRunner {
         statistics.push(...r.statistics);
         fatal = r.fatal;
         run.incomplete ||= r.cancelled;
+        if (r.retainedBytes !== undefined) this.opts.onChangeCapture?.(solution.solutionId, r.retainedBytes);
       } else {
         fatal = await this.#runMaps(
           solution,
@@ -609,7 +614,7 @@ export class SolutionRunner {
           const copies = run.reprocess
             ? this.#copies(run, map, handle.plan.model.batchSize ?? 2000, onError)
             : undefined;
-          const pump = this.#pumpFor(solution, run, map.mapId, handle.plan.starter, signal, cloud);
+          const pump = eventPump(run, this.opts.messages, { solution, map, handle, signal, onError, cloud });
           const state = agentDataLayout(this.opts.dataDir);
           mkdirPrivate(state.checkpoints);
           const result = await runMap(handle.plan, {
@@ -643,7 +648,7 @@ export class SolutionRunner {
             ...(sink ? { failures: sink } : {}),
             onProgress: (p) => {
               this.opts.onBatch?.();
-              const missing = copies?.missing ?? 0;
+              const missing = (copies?.missing ?? 0) + (pump?.invalid ?? 0);
               committed.batch(p.processed + missing, p.failed + missing, p.saving);
               pump?.progress(p.processed);
               progress(processed + p.processed + missing, failed + p.failed + missing);
@@ -652,8 +657,8 @@ export class SolutionRunner {
             onRecordError: (e) => onError(toRunError(noteRequestError(run, e), map.mapId)),
             onEarlierRun: (c) => this.#correct(solution.solutionId, c, { mapId: map.mapId, mapName: map.name }, log),
           });
-          // Records without a stored copy failed before the Map saw them: they count as processed and failed.
-          const missing = copies?.missing ?? 0;
+          // Records without a stored copy, and unreadable messages, failed before the Map saw them: processed and failed.
+          const missing = (copies?.missing ?? 0) + (pump?.invalid ?? 0);
           run.incomplete ||= result.stats.cancelled;
           if (result.notice) {
             run.notices.push(`Map ${map.name} (${map.mapId}): ${result.notice}`);
@@ -701,34 +706,6 @@ export class SolutionRunner {
     }
     cloud.flush();
     return fatals.length > 0 ? fatals.join('\n') : undefined;
-  }
-
-  /** An event run's source for one message Map (message-pump.ts); undefined for every other run. */
-  #pumpFor(
-    solution: PreparedSolution,
-    run: ActiveRun,
-    mapId: number,
-    starter: Block,
-    signal: AbortSignal,
-    cloud: FailedRecordBatcher,
-  ): MessagePump | undefined {
-    if (run.trigger !== 'event' || run.request || !this.opts.messages) return undefined;
-    const pump = new MessagePump({
-      take: this.opts.messages,
-      solutionId: solution.solutionId,
-      mapId,
-      runId: run.runId,
-      starter,
-      first: run.first?.get(mapId) ?? [],
-      signal: AbortSignal.any([signal, run.controller.signal]),
-      // The errors and copies of a batch are in the outbox before its messages leave the queue.
-      beforeAck: () => {
-        cloud.flush();
-        run.flushErrors?.();
-      },
-    });
-    run.pumps.push(pump);
-    return pump;
   }
 
   #finish(solution: PreparedSolution, run: ActiveRun, statistics: RunMapStats[], end: { fatal?: string }): void {

@@ -43,6 +43,7 @@ describe('command table', () => {
       startSolution: 10_000,
       stopSolution: 10_000,
       monitorSolution: 10_000,
+      changeCaptureStatus: 45_000,
       previewQuery: 90_000,
       nativeQueryTest: 90_000,
       reprocessRun: 10_000,

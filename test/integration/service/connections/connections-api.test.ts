@@ -64,9 +64,17 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
   it('lists the built-in Connectors from their manifests, filtered by name and by Agent, paged', async () => {
     const all = await svc.request<Connector[]>('GET', K);
     expect(all.status).toBe(200);
-    expect(all.body.map((c) => c.name)).toEqual(['CSV', 'HTTP / JSON API', 'MariaDB', 'PostgreSQL', 'SQLite']);
-    expect(all.headers['total-count']).toBe('5');
-    expect(all.body[3]).toMatchObject({
+    expect(all.body.map((c) => c.name)).toEqual([
+      'CSV',
+      'HTTP / JSON API',
+      'MariaDB',
+      'NATS JetStream',
+      'PostgreSQL',
+      'RabbitMQ',
+      'SQLite',
+    ]);
+    expect(all.headers['total-count']).toBe('7');
+    expect(all.body[4]).toMatchObject({
       id: POSTGRES,
       isCloudSupported: true,
       uiName: 'SvcOnline.GenericConnectionUI',
@@ -74,9 +82,9 @@ describe.each(STORE_TARGETS)('the Connectors and Connections API on $name', (tar
       connectionLimitReached: false,
     });
     expect((await svc.request<Connector[]>('GET', `${K}?name=postgresql`)).body.map((c) => c.id)).toEqual([POSTGRES]);
-    const page = await svc.request<Connector[]>('GET', `${K}?limit=1&offset=4`);
+    const page = await svc.request<Connector[]>('GET', `${K}?limit=1&offset=6`);
     expect(page.body.map((c) => c.name)).toEqual(['SQLite']);
-    expect(page.headers['total-count']).toBe('5');
+    expect(page.headers['total-count']).toBe('7');
 
     const agent = await registerTestAgent(svc, { name: 'Connectors agent' });
     const ch = await TestChannel.connect(svc, agent);

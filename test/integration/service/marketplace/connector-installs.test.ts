@@ -117,14 +117,16 @@ describe.each(STORE_TARGETS)('Connector installs, versions, Marketplace and Mana
     const agent = await registerTestAgent(svc, { name: 'Fresh' });
     const ch = await connect(agent);
     const installs = await until(
-      async () => (commandsOf(ch, 'installConnector').length === 5 ? commandsOf(ch, 'installConnector') : undefined),
-      'five install commands',
+      async () => (commandsOf(ch, 'installConnector').length === 7 ? commandsOf(ch, 'installConnector') : undefined),
+      'seven install commands',
     );
     expect(installs.map((c) => c['name']).sort()).toEqual([
       'CSV',
       'HTTP / JSON API',
       'MariaDB',
+      'NATS JetStream',
       'PostgreSQL',
+      'RabbitMQ',
       SQLITE_NAME,
     ]);
     const csv = installs.find((c) => c['connectorId'] === CSV) as Incoming;
@@ -315,7 +317,15 @@ describe.each(STORE_TARGETS)('Connector installs, versions, Marketplace and Mana
 
   it('lists the Marketplace: filterByName OR filterByDescription, and without orgId the public Connectors installed in your Organizations', async () => {
     const all = await marketplace();
-    expect(all.map((m) => m.name).sort()).toEqual(['CSV', 'HTTP / JSON API', 'MariaDB', 'PostgreSQL', SQLITE_NAME]);
+    expect(all.map((m) => m.name).sort()).toEqual([
+      'CSV',
+      'HTTP / JSON API',
+      'MariaDB',
+      'NATS JetStream',
+      'PostgreSQL',
+      'RabbitMQ',
+      SQLITE_NAME,
+    ]);
     expect((await marketplace(svc.orgId, '&filterByName=sql')).map((m) => m.name).sort()).toEqual([
       'PostgreSQL',
       SQLITE_NAME,

@@ -21,7 +21,7 @@ describe('the Connector catalogue', () => {
       builtInConnectors()
         .all()
         .map((m) => m.name),
-    ).toEqual(['CSV', 'HTTP / JSON API', 'MariaDB', 'PostgreSQL', 'SQLite']);
+    ).toEqual(['CSV', 'HTTP / JSON API', 'MariaDB', 'NATS JetStream', 'PostgreSQL', 'RabbitMQ', 'SQLite']);
   });
 
   it('refuses uioptions for a custom-interface Connector with the exact message', () => {
