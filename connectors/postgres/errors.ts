@@ -34,6 +34,17 @@ export function recordMessage(message: string | undefined, detail: string | null
 const lostClients = new WeakSet<object>();
 const lostErrors = new WeakSet<object>();
 
+/**
+ * Whether an error means the session is gone, so its client must not go back to the pool: no
+ * SQLSTATE (the socket failed), a connection exception (class 08), or the server ending the session
+ * (57P01 administrator command, 57P02 crash shutdown, 57P03 cannot connect now) — the socket closes
+ * only after the error arrives.
+ */
+export function connectionLost(err: unknown): boolean {
+  const state = sqlState(err);
+  return state === undefined || state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03';
+}
+
 /** Remembers that the client's connection failed (its 'error' or 'end' event), with the error it gave. */
 export function markLost(client: object, err?: object): void {
   lostClients.add(client);

@@ -9,7 +9,7 @@ import {
 } from '../../../src/connectors/sdk.js';
 import { quoteIdent, type PgTable } from '../catalogue.js';
 import { checkout } from '../cursor.js';
-import { callError, sqlState } from '../errors.js';
+import { callError, sqlState, connectionLost } from '../errors.js';
 import { createByCopy } from './create.js';
 import type { Group } from './groups.js';
 import type { WriterState } from './state.js';
@@ -34,7 +34,7 @@ export async function readCheckpoint(w: WriterState, key: string, ctx: CallConte
     release();
     return value;
   } catch (err) {
-    release(sqlState(err) === undefined ? (err as Error) : undefined);
+    release(connectionLost(err) ? (err as Error) : undefined);
     throw callError(err, 'The checkpoint cannot be read', client);
   }
 }

@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { OK_ONE, type ConnectorRecord, type WriteResult } from '../../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgTable } from '../catalogue.js';
-import { recordErrorCode, sqlState } from '../errors.js';
+import { recordErrorCode, sqlState, connectionLost } from '../errors.js';
 import { textConverter, type ToText } from '../types.js';
 import { bisect } from './bisect.js';
 import { copySender } from './copy-sender.js';
@@ -122,7 +122,7 @@ export async function createByCopy(
     if (refused === 0) state.backoff = state.skip = 0;
     else backOff(state);
   } catch (err) {
-    if (sqlState(err) === undefined) throw err;
+    if (connectionLost(err)) throw err;
     await halve();
   }
 }

@@ -13,7 +13,7 @@ import {
   type WriteResult,
 } from '../../../src/connectors/sdk.js';
 import type { PgColumn, PgTable } from '../catalogue.js';
-import { callError, sqlState } from '../errors.js';
+import { callError, connectionLost } from '../errors.js';
 import { createWithCheckpoint, readCheckpoint } from './checkpoint.js';
 import { writingClient } from './client.js';
 import { createByCopy } from './create.js';
@@ -138,7 +138,7 @@ export class PgWriter {
           throwIfAborted(ctx.signal);
         }
     } catch (err) {
-      if (sqlState(err) === undefined) broken = err as Error;
+      if (connectionLost(err)) broken = err as Error;
       throw callError(err, `The ${action} batch failed`, client);
     } finally {
       release(broken);

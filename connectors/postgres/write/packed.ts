@@ -13,7 +13,7 @@ import {
 import { binaryWriter, encodePackedBinary, type FieldWriter } from '../binary-copy.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from '../catalogue.js';
 import { CopyIn } from '../copy.js';
-import { callError, recordErrorCode, sqlState } from '../errors.js';
+import { callError, recordErrorCode, sqlState, connectionLost } from '../errors.js';
 import { textConverter, type ToText } from '../types.js';
 import { writingClient } from './client.js';
 import { picksFirst } from './picks-first.js';
@@ -98,7 +98,7 @@ export async function writePacked(
       release();
       return asRecords();
     }
-    if (sqlState(err) === undefined) {
+    if (connectionLost(err)) {
       broken = err as Error;
       throw callError(err, `The ${action} batch failed`, client);
     }

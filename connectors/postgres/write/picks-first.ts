@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import type { WriteResult } from '../../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from '../catalogue.js';
-import { sqlState } from '../errors.js';
+import { connectionLost } from '../errors.js';
 import { guessedRefusal, refusalConstraints, refusalReason } from './refusal.js';
 import { arrayElement, statementName } from './sql-text.js';
 import type { WriterState } from './state.js';
@@ -52,7 +52,7 @@ export async function picksFirst(
       await client.query('ROLLBACK TO SAVEPOINT ferry_picks');
       await client.query('RELEASE SAVEPOINT ferry_picks');
     }
-    if (sqlState(err) === undefined) throw err;
+    if (connectionLost(err)) throw err;
     return undefined;
   }
   if (inTransaction)

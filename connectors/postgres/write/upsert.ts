@@ -7,7 +7,7 @@ import {
   type WriteResult,
 } from '../../../src/connectors/sdk.js';
 import { qualified, quoteIdent, type PgColumn, type PgTable } from '../catalogue.js';
-import { sqlState } from '../errors.js';
+import { sqlState, connectionLost } from '../errors.js';
 import { bisect } from './bisect.js';
 import { writingClient, type WritingClient } from './client.js';
 import { copySender } from './copy-sender.js';
@@ -78,7 +78,7 @@ async function upsertByCopy(
       g.indices.map((_, k) => k),
     );
   } catch (err) {
-    if (sqlState(err) === undefined) throw err;
+    if (connectionLost(err)) throw err;
     backOff(state);
     return false;
   }
@@ -137,7 +137,7 @@ async function stagedUpsertLanes(
     for (const [i, s] of settled.entries()) {
       if (s.status === 'fulfilled') continue;
       const state = sqlState(s.reason);
-      if (state === undefined) broken.set(clients[i] as PoolClient, s.reason as Error);
+      if (connectionLost(s.reason)) broken.set(clients[i] as PoolClient, s.reason as Error);
       if (state === '40P01' || state === '40001') again.push(lanes[i] as number[]);
       else fatal ??= s.reason instanceof Error ? s.reason : new Error(String(s.reason));
     }

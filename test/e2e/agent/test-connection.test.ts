@@ -71,7 +71,9 @@ describe('Connectors installed on a real Agent process, Connections tested and b
         'csv-1.0.0',
         'http-json-api-1.0.0',
         'mariadb-1.0.0',
+        'nats-jetstream-1.0.0',
         'postgresql-1.0.0',
+        'rabbitmq-1.0.0',
         'sqlite-1.0.0',
       ]);
       const market = await sut.request<
