@@ -2,6 +2,7 @@ import type { Pool } from 'mysql2';
 import {
   ConnectorError,
   isConnectorError,
+  packRecords,
   type CallContext,
   type ConnectionMetadata,
   type ConnectionProperties,
@@ -27,7 +28,8 @@ import { callError } from './errors.js';
 import { connectionMetadata } from './metadata.js';
 import { checkout, endPool, openPool, rows } from './pool.js';
 import { parseProps, type MariaProps } from './properties.js';
-import { nativeRows, queryTable } from './query.js';
+import { nativeRows, queryTable, selectSql } from './query.js';
+import { packable, queryTablePacked } from './read-packed.js';
 import { MariaWriter } from './write.js';
 
 /**
@@ -88,6 +90,28 @@ class MariaSession implements ConnectorSession {
   ): AsyncGenerator<RecordBatch, void, undefined> {
     const table = await this.table(entity, ctx);
     yield* queryTable(this.pool, this.props.pool, table, filter, options, ctx);
+  }
+
+  /** Bulk reads (a copy's batches) are read packed from the protocol (read-packed.ts); lookups stay records. */
+  readsPacked(options: QueryOptions): boolean {
+    return options.batchSize >= 500;
+  }
+
+  async *queryPacked(
+    entity: string,
+    filter: Filter | undefined,
+    options: QueryOptions,
+    ctx: CallContext,
+  ): AsyncGenerator<PackedBatch, void, undefined> {
+    const table = await this.table(entity, ctx);
+    if (packable(selectSql(table, filter, options).columns)) {
+      yield* queryTablePacked(this.pool, this.props.pool, table, filter, options, ctx);
+      return;
+    }
+    // Spatial columns: mysql2 parses them; their records are read, then packed.
+    const fields = options.fields ?? table.columns.map((c) => c.fullName);
+    for await (const batch of queryTable(this.pool, this.props.pool, table, filter, options, ctx))
+      yield packRecords(batch, fields);
   }
 
   async write(

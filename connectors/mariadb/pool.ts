@@ -136,25 +136,29 @@ export function killOnAbort(options: PoolOptions, conn: PoolConnection, ctx: Cal
   };
 }
 
+/** Where a statement's batches go: what {@link pumpBatches} gives the code that runs the statement. */
+export interface BatchSink<T> {
+  batch(b: T): void;
+  /** The last rows of the statement: called once, when it ended well. */
+  end(): void;
+  fail(err: unknown): void;
+}
+
 /**
- * Rows of a statement as arrays, in batches of at most `batchSize`, pulled one batch at a time:
- * the connection is paused while two full batches wait for their consumer, so the rest of the
- * server's rows stay in its socket, not in memory. Breaking out of the loop (or an abort) kills the statement and
- * destroys the connection.
+ * The batches of one statement, pulled one at a time: `start` runs the statement on a connection of
+ * the pool and hands its batches to the sink. The connection is paused while two full batches wait
+ * for their consumer, so the rest of the server's rows stay in its socket, not in memory. Breaking
+ * out of the loop (or an abort) kills the statement and destroys the connection.
  */
-export async function* streamRows(
+export async function* pumpBatches<T>(
   pool: Pool,
   options: PoolOptions,
-  sql: string,
-  values: unknown[],
-  batchSize: number,
   ctx: CallContext,
-  onFields?: (fields: FieldPacket[]) => void,
-): AsyncGenerator<unknown[][], void, undefined> {
+  start: (conn: PoolConnection, sink: BatchSink<T>) => void,
+): AsyncGenerator<T, void, undefined> {
   const { conn, release } = await checkout(pool, ctx);
   const stopKill = killOnAbort(options, conn, ctx);
-  let batch: unknown[][] = [];
-  const ready: unknown[][][] = [];
+  const ready: T[] = [];
   let done = false;
   let failure: unknown;
   let wake: (() => void) | undefined;
@@ -165,39 +169,34 @@ export async function* streamRows(
   };
   let paused = false;
   let finished = false;
-  const q = conn.query({ sql, values, rowsAsArray: true });
-  q.on('fields', (fields: FieldPacket[]) => onFields?.(fields));
-  q.on('result', (row: unknown) => {
-    batch.push(row as unknown[]);
-    if (batch.length >= batchSize) {
-      ready.push(batch);
-      batch = [];
+  start(conn, {
+    batch: (b) => {
+      ready.push(b);
       // Two batches ahead of the consumer: the server keeps sending while the caller writes one.
       if (!paused && ready.length >= 2) {
         paused = true;
         conn.pause();
       }
       signal();
-    }
-  });
-  q.on('error', (err: Error) => {
-    failure = err;
-    signal();
-  });
-  q.on('end', () => {
-    done = true;
-    signal();
+    },
+    end: () => {
+      done = true;
+      signal();
+    },
+    fail: (err) => {
+      failure ??= err;
+      signal();
+    },
   });
   try {
     for (;;) {
       const next = ready.shift();
-      if (next) {
+      if (next !== undefined) {
         yield next;
         continue;
       }
       if (failure) throw failure as Error;
       if (done) {
-        if (batch.length) yield batch;
         finished = true;
         return;
       }
@@ -212,10 +211,49 @@ export async function* streamRows(
   } catch (err) {
     throw callError(err, 'The query failed');
   } finally {
+    // The last batch may have paused the connection as the statement ended: a connection given back paused would hang its next statement.
+    if (paused) {
+      paused = false;
+      conn.resume();
+    }
     const killed = await stopKill();
     if (!finished && !failure) {
       // Left early: the rest of the result would still flow; the connection cannot be reused.
       release(true);
     } else release(killed || failure !== undefined);
   }
+}
+
+/** Rows of a statement as arrays, in batches of at most `batchSize` ({@link pumpBatches}). */
+export function streamRows(
+  pool: Pool,
+  options: PoolOptions,
+  sql: string,
+  values: unknown[],
+  batchSize: number,
+  ctx: CallContext,
+  onFields?: (fields: FieldPacket[]) => void,
+): AsyncGenerator<unknown[][], void, undefined> {
+  return pumpBatches<unknown[][]>(pool, options, ctx, (conn, sink) => {
+    let batch: unknown[][] = [];
+    let failed = false;
+    const q = conn.query({ sql, values, rowsAsArray: true });
+    q.on('fields', (fields: FieldPacket[]) => onFields?.(fields));
+    q.on('result', (row: unknown) => {
+      batch.push(row as unknown[]);
+      if (batch.length >= batchSize) {
+        sink.batch(batch);
+        batch = [];
+      }
+    });
+    q.on('error', (err: Error) => {
+      failed = true;
+      sink.fail(err);
+    });
+    q.on('end', () => {
+      if (failed) return;
+      if (batch.length) sink.batch(batch);
+      sink.end();
+    });
+  });
 }

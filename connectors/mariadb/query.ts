@@ -112,6 +112,7 @@ export async function* queryTable(
   // Most columns need no conversion: only those that do are visited per row.
   const convert = kinds.flatMap((k, i) => (k === 'plain' ? [] : [i]));
   const plainBuffers = kinds.flatMap((k, i) => (k === 'plain' ? [i] : []));
+  let sent = 0;
   for await (const batch of streamRows(pool, poolOptions, sql, params, options.batchSize, ctx)) {
     const out: RecordBatch = new Array(batch.length);
     for (let r = 0; r < batch.length; r++) {
@@ -120,7 +121,8 @@ export async function* queryTable(
       for (const i of plainBuffers) if (Buffer.isBuffer(row[i])) row[i] = row[i].toString('utf8');
       out[r] = make(row as Value[]);
     }
-    ctx.progress({ records: out.length });
+    sent += out.length;
+    ctx.progress({ records: sent });
     yield out;
   }
 }

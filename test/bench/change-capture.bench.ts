@@ -27,7 +27,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import { replicateChanges } from '../../src/solutions/change-capture.js';
-import { benchNodeFlags } from './proc.js';
+import { benchChildFlags } from './proc.js';
 import { BENCH_PG_DDL, BENCH_SQLITE_DDL, writeBenchRows } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -74,8 +74,7 @@ function startChild(cfg: Cfg): {
   proc: ChildProcess;
   done: Promise<{ processed: number; ms: number; copyMs: number }>;
 } {
-  const prof = process.env['FERRY_BENCH_CPU_PROF'];
-  const flags = [...benchNodeFlags(undefined), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])];
+  const flags = benchChildFlags();
   const proc = spawn(process.execPath, [...flags, '--import', 'tsx', SELF, '--child'], {
     env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -18,7 +18,8 @@
  * anchor, the median of the pairs' ratios reported), FERRY_BENCH_MARIADB_URL (else
  * FERRY_TEST_MARIADB_URL, else mysql://root@127.0.0.1:3306/test) and FERRY_BENCH_DATABASE_URL
  * (else FERRY_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test): servers where the
- * bench may create and drop a database. Needs the `mariadb` and `psql` clients on the PATH.
+ * bench may create and drop a database; FERRY_BENCH_CASES (for example `mariaToPostgres`): only
+ * these cases, each with its anchor; FERRY_BENCH_CPU_PROF=DIR: a CPU profile of each case's child. Needs the `mariadb` and `psql` clients on the PATH.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -32,13 +33,15 @@ import pino from 'pino';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import { transfer } from '../../src/connectors/transfer.js';
 import { MemoryReplicationState, replicate } from '../../src/solutions/replicate.js';
-import { benchNodeFlags, procCpuMs } from './proc.js';
+import { benchChildFlags, procCpuMs } from './proc.js';
 import { writeBenchCsv } from './rows.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const CONNECTORS_DIR = path.resolve(path.dirname(SELF), '../../connectors');
 const ROWS = Number(process.env['FERRY_BENCH_ROWS'] ?? 1_000_000);
 const PAIRS = Number(process.env['FERRY_BENCH_PAIRS'] ?? 3);
+const CASES = process.env['FERRY_BENCH_CASES']?.split(',').map((c) => c.trim());
+const chosen = (c: string): boolean => !CASES || CASES.includes(c);
 const MARIA_URL = new URL(
   process.env['FERRY_BENCH_MARIADB_URL'] ?? process.env['FERRY_TEST_MARIADB_URL'] ?? 'mysql://root@127.0.0.1:3306/test',
 );
@@ -119,7 +122,7 @@ function timedCommand(name: string, cmd: string, args: string[]): Promise<Result
 
 function runChild(name: string, cfg: Cfg): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [...benchNodeFlags(undefined), '--import', 'tsx', SELF, '--child', name], {
+    const p = spawn(process.execPath, [...benchChildFlags(), '--import', 'tsx', SELF, '--child', name], {
       env: { ...process.env, FERRY_BENCH_CFG: JSON.stringify(cfg) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -250,12 +253,21 @@ async function main(): Promise<void> {
     };
     const freshMaria = (): Promise<void> => mariaExec(name, `DROP TABLE IF EXISTS bench_rows; ${MARIA_DDL}`);
     for (let i = 0; i < PAIRS; i++) {
+      let loaded = false;
       for (const c of ['csvToMaria', 'csvToMariaPacked', 'csvToMariaInsert'] as const) {
+        if (!chosen(c)) continue;
+        loaded = true;
         await freshMaria();
         const anchor = record(await timedCommand('loadData', 'mariadb', mariaArgs));
         await freshMaria();
         const r = record(await runChild(c, cfg));
         ratios[c]?.push(r.rowsPerSec / anchor.rowsPerSec);
+      }
+      if (!chosen('mariaToPostgres')) continue;
+      if (!loaded) {
+        // The replication's source: the rows as the server's own LOAD DATA puts them.
+        await freshMaria();
+        await timedCommand('loadData', 'mariadb', mariaArgs);
       }
       await pgExec(cfg.pgUrl, `DROP TABLE IF EXISTS rows; ${PG_DDL}; CHECKPOINT`);
       const copy = record(
@@ -283,7 +295,11 @@ async function main(): Promise<void> {
         rows: ROWS,
         pairs: PAIRS,
         goals: { csvToMaria: 0.7, csvToMariaPacked: 0.7, mariaToPostgres: 0.7 },
-        medians: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, round(median(v))])),
+        medians: Object.fromEntries(
+          Object.entries(ratios)
+            .filter(([, v]) => v.length > 0)
+            .map(([k, v]) => [k, round(median(v))]),
+        ),
         ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, v.map(round)])),
         rowsPerSec: Object.fromEntries(
           Object.entries(out).map(([k, v]) => [k, v.map((r) => Math.round(r.rowsPerSec))]),

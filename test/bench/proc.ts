@@ -15,6 +15,15 @@ export function benchNodeFlags(setting: string | undefined): string[] {
   return setting !== undefined ? setting.split(' ').filter(Boolean) : workerNodeFlags([], {});
 }
 
+/**
+ * The Node flags of a bench's child process: the Agent worker's, plus `--cpu-prof` into the folder
+ * FERRY_BENCH_CPU_PROF names (one .cpuprofile per child, for Chrome's or VS Code's profiler).
+ */
+export function benchChildFlags(): string[] {
+  const prof = process.env['FERRY_BENCH_CPU_PROF'];
+  return [...benchNodeFlags(undefined), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])];
+}
+
 /** /proc's clock: 100 ticks a second. */
 const TICK_MS = 10;
 
