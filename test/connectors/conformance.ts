@@ -8,9 +8,10 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectorHost } from '../../src/connectors/host.js';
-import type { HostConnection } from '../../src/connectors/connection.js';
+import type { HostConnection, HostQueryOptions } from '../../src/connectors/connection.js';
 import {
   compareValues,
+  unpackRecords,
   datetimeMillis,
   type ConnectorRecord,
   type EntityMetadata,
@@ -195,6 +196,29 @@ export async function collect(
     records.push(...b);
   }
   return { records, batches };
+}
+
+/**
+ * A query read both ways, ordered by `id` unless `opts` says otherwise: `packed` from queryPacked
+ * (each batch within the batch size) made into records, `records` from query. A packed reader must
+ * give exactly the records.
+ */
+export async function readBothWays(
+  conn: HostConnection,
+  entity: string,
+  filter?: Filter,
+  opts: HostQueryOptions = {},
+): Promise<[packed: ConnectorRecord[], records: ConnectorRecord[]]> {
+  const options = { batchSize: 1000, orderBy: [{ field: 'id', direction: 'asc' as const }], ...opts };
+  const records = (await collect(conn.query(entity, filter, options))).records;
+  const it = conn.queryPacked(entity, filter, options);
+  if (!it) throw new Error(`${entity} is not read packed`);
+  const packed: ConnectorRecord[] = [];
+  for await (const b of it) {
+    expect(b.rows).toBeLessThanOrEqual(options.batchSize);
+    packed.push(...unpackRecords(b));
+  }
+  return [packed, records];
 }
 
 async function rejection(p: Promise<unknown>): Promise<{ code?: string; kind?: string; message?: string }> {

@@ -11,9 +11,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MARIADB_SKIP, createMariaDatabase, type MariaTestDatabase } from '../helpers/mariadb.js';
 import { ConnectorHost } from '../../src/connectors/host.js';
-import type { HostConnection, HostQueryOptions } from '../../src/connectors/connection.js';
-import { unpackRecords, type ConnectorRecord, type Filter } from '../../src/connectors/sdk.js';
-import { CONNECTORS_DIR, collect } from './conformance.js';
+import type { HostConnection } from '../../src/connectors/connection.js';
+import type { Filter } from '../../src/connectors/sdk.js';
+import { CONNECTORS_DIR, collect, readBothWays } from './conformance.js';
 
 describe.skipIf(MARIADB_SKIP !== undefined)('MariaDB packed reads', () => {
   let db: MariaTestDatabase;
@@ -63,25 +63,8 @@ describe.skipIf(MARIADB_SKIP !== undefined)('MariaDB packed reads', () => {
     await db?.drop();
   });
 
-  async function both(
-    entity: string,
-    filter?: Filter,
-    opts: HostQueryOptions = {},
-  ): Promise<[ConnectorRecord[], ConnectorRecord[]]> {
-    const options = { batchSize: 1000, orderBy: [{ field: 'id', direction: 'asc' as const }], ...opts };
-    const records = (await collect(conn.query(entity, filter, options))).records;
-    const it = conn.queryPacked(entity, filter, options);
-    if (!it) throw new Error('not read packed');
-    const packed: ConnectorRecord[] = [];
-    for await (const b of it) {
-      expect(b.rows).toBeLessThanOrEqual(options.batchSize);
-      packed.push(...unpackRecords(b));
-    }
-    return [packed, records];
-  }
-
   it('gives the values query gives, for every type, escape, length and NULL', async () => {
-    const [packed, records] = await both('t');
+    const [packed, records] = await readBothWays(conn, 't');
     expect(packed.length).toBe(5004);
     // Row by row, field by field: a difference names its row and field (a diff of the whole would be slow).
     for (let r = 0; r < records.length; r++)
@@ -112,16 +95,19 @@ describe.skipIf(MARIADB_SKIP !== undefined)('MariaDB packed reads', () => {
         { op: 'like', field: 'name', pattern: 'row 1%' },
       ],
     };
-    const [packed, records] = await both('t', filter, { fields: ['id', 'name', 'price', 'updated'], limit: 300 });
+    const [packed, records] = await readBothWays(conn, 't', filter, {
+      fields: ['id', 'name', 'price', 'updated'],
+      limit: 300,
+    });
     expect(packed.length).toBe(300);
     expect(packed).toEqual(records);
     expect(Object.keys(packed[0] ?? {})).toEqual(['id', 'name', 'price', 'updated']);
-    const quoted = await both('t', { op: '=', field: 'name', value: "it's" });
+    const quoted = await readBothWays(conn, 't', { op: '=', field: 'name', value: "it's" });
     expect(quoted[0]).toEqual([]);
   });
 
   it('reads a table with a spatial column as records, packed', async () => {
-    const [packed, records] = await both('shapes');
+    const [packed, records] = await readBothWays(conn, 'shapes');
     expect(packed).toHaveLength(2);
     expect(packed).toEqual(records);
   });

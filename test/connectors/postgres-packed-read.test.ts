@@ -10,9 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/stores.js';
 import { ConnectorHost } from '../../src/connectors/host.js';
 import type { HostConnection } from '../../src/connectors/connection.js';
-import { unpackRecords, type ConnectorRecord, type Filter } from '../../src/connectors/sdk.js';
-import type { HostQueryOptions } from '../../src/connectors/connection.js';
-import { CONNECTORS_DIR, collect } from './conformance.js';
+import type { Filter } from '../../src/connectors/sdk.js';
+import { CONNECTORS_DIR, collect, readBothWays } from './conformance.js';
 
 const URL_SET = Boolean(process.env['FERRY_TEST_DATABASE_URL']);
 
@@ -52,21 +51,8 @@ describe.skipIf(!URL_SET)('PostgreSQL packed reads', () => {
     await db?.drop();
   });
 
-  async function both(filter?: Filter, opts: HostQueryOptions = {}): Promise<[ConnectorRecord[], ConnectorRecord[]]> {
-    const options = { batchSize: 1000, orderBy: [{ field: 'id', direction: 'asc' as const }], ...opts };
-    const records = (await collect(conn.query('t', filter, options))).records;
-    const it = conn.queryPacked('t', filter, options);
-    if (!it) throw new Error('not read packed');
-    const packed: ConnectorRecord[] = [];
-    for await (const b of it) {
-      expect(b.rows).toBeLessThanOrEqual(options.batchSize);
-      packed.push(...unpackRecords(b));
-    }
-    return [packed, records];
-  }
-
   it('gives the values query gives, for every type, escape and NULL', async () => {
-    const [packed, records] = await both();
+    const [packed, records] = await readBothWays(conn, 't');
     expect(packed.length).toBe(5004);
     expect(packed).toEqual(records);
     expect(packed[1]?.['name']).toBe('tab\there\nnewline \\ back "q" \'s\' Zoë 😀');
@@ -82,10 +68,10 @@ describe.skipIf(!URL_SET)('PostgreSQL packed reads', () => {
         { op: 'like', field: 'name', pattern: 'row 1%' },
       ],
     };
-    const [packed, records] = await both(filter, { fields: ['id', 'name', 'price'], limit: 300 });
+    const [packed, records] = await readBothWays(conn, 't', filter, { fields: ['id', 'name', 'price'], limit: 300 });
     expect(packed.length).toBe(300);
     expect(packed).toEqual(records);
-    const quoted = await both({ op: '=', field: 'name', value: "it's" });
+    const quoted = await readBothWays(conn, 't', { op: '=', field: 'name', value: "it's" });
     expect(quoted[0]).toEqual([]);
   });
 
