@@ -1,16 +1,12 @@
 import { connect, type NatsConnection } from 'nats';
 import {
-  ConnectorError,
+  BrokerSession,
   type CallContext,
-  type ConnectionMetadata,
   type ConnectionProperties,
   type ConnectorPlugin,
-  type ConnectorSession,
   type ConsumeOptions,
   type Consumption,
-  type MessageSource,
-  type RecordBatch,
-  type WriteResult,
+  type NatsSource,
 } from '../../src/connectors/sdk.js';
 import { consumeStream } from './consume.js';
 import { natsError } from './errors.js';
@@ -22,13 +18,14 @@ import { parseProps, type NatsProps } from './properties.js';
  * is one NATS connection; `test` asks JetStream for the account's information. It has no
  * entities: it is no datastore to query or write.
  */
-class NatsSession implements ConnectorSession {
+class NatsSession extends BrokerSession<'nats'> {
   readonly #where: string;
 
   constructor(
     props: NatsProps,
     private readonly nc: NatsConnection,
   ) {
+    super('nats', 'NATS JetStream');
     this.#where = `NATS ${props.servers.join(', ')}`;
   }
 
@@ -41,24 +38,7 @@ class NatsSession implements ConnectorSession {
     }
   }
 
-  metadata(_ctx: CallContext): Promise<ConnectionMetadata> {
-    return Promise.resolve({ entities: [], actions: [] });
-  }
-
-  // eslint-disable-next-line require-yield -- a broker has no records to query
-  async *query(): AsyncGenerator<RecordBatch, void, undefined> {
-    throw unsupported('read records by a query');
-  }
-
-  write(): Promise<WriteResult[]> {
-    return Promise.reject(unsupported('write records'));
-  }
-
-  consume(source: MessageSource, options: ConsumeOptions, _ctx: CallContext): Promise<Consumption> {
-    if (source.type !== 'nats')
-      return Promise.reject(
-        new ConnectorError('Unsupported', `A NATS Connection cannot consume a ${source.type} message source.`),
-      );
+  protected consumeOwn(source: NatsSource, options: ConsumeOptions): Promise<Consumption> {
     return consumeStream(this.nc, source, options, this.#where);
   }
 
@@ -66,12 +46,6 @@ class NatsSession implements ConnectorSession {
     await this.nc.close().catch(() => undefined);
   }
 }
-
-const unsupported = (what: string): ConnectorError =>
-  new ConnectorError(
-    'Unsupported',
-    `The NATS JetStream connector cannot ${what}: it is the message source of an Event Solution's Message Map (docs/events.md).`,
-  );
 
 async function open(props: NatsProps): Promise<NatsConnection> {
   const waitMs = 2000;

@@ -1,16 +1,12 @@
 import amqp, { type ChannelModel } from 'amqplib';
 import {
-  ConnectorError,
+  BrokerSession,
   type CallContext,
-  type ConnectionMetadata,
   type ConnectionProperties,
   type ConnectorPlugin,
-  type ConnectorSession,
   type ConsumeOptions,
   type Consumption,
-  type MessageSource,
-  type RecordBatch,
-  type WriteResult,
+  type RabbitMqSource,
 } from '../../src/connectors/sdk.js';
 import { consumeQueue } from './consume.js';
 import { amqpError } from './errors.js';
@@ -22,13 +18,14 @@ import { describe, parseProps, type RabbitMqProps } from './properties.js';
  * is one AMQP connection; `test` opens a channel on it, `consume` reads a queue on a channel of
  * its own (consume.ts). It has no entities: it is no datastore to query or write.
  */
-class RabbitMqSession implements ConnectorSession {
+class RabbitMqSession extends BrokerSession<'rabbitmq'> {
   readonly #where: string;
 
   constructor(
     props: RabbitMqProps,
     private readonly conn: ChannelModel,
   ) {
+    super('rabbitmq', 'RabbitMQ');
     this.#where = describe(props);
   }
 
@@ -39,24 +36,7 @@ class RabbitMqSession implements ConnectorSession {
     await channel.close();
   }
 
-  metadata(_ctx: CallContext): Promise<ConnectionMetadata> {
-    return Promise.resolve({ entities: [], actions: [] });
-  }
-
-  // eslint-disable-next-line require-yield -- a broker has no records to query
-  async *query(): AsyncGenerator<RecordBatch, void, undefined> {
-    throw unsupported('read records by a query');
-  }
-
-  write(): Promise<WriteResult[]> {
-    return Promise.reject(unsupported('write records'));
-  }
-
-  consume(source: MessageSource, options: ConsumeOptions, _ctx: CallContext): Promise<Consumption> {
-    if (source.type !== 'rabbitmq')
-      return Promise.reject(
-        new ConnectorError('Unsupported', `A RabbitMQ Connection cannot consume a ${source.type} message source.`),
-      );
+  protected consumeOwn(source: RabbitMqSource, options: ConsumeOptions): Promise<Consumption> {
     return consumeQueue(this.conn, source, options, this.#where);
   }
 
@@ -64,12 +44,6 @@ class RabbitMqSession implements ConnectorSession {
     await this.conn.close().catch(() => undefined);
   }
 }
-
-const unsupported = (what: string): ConnectorError =>
-  new ConnectorError(
-    'Unsupported',
-    `The RabbitMQ connector cannot ${what}: it is the message source of an Event Solution's Message Map (docs/events.md).`,
-  );
 
 async function open(props: RabbitMqProps): Promise<ChannelModel> {
   const where = describe(props);

@@ -661,3 +661,55 @@ export function relationshipsByEntity(foreignKeys: Iterable<ForeignKey>): Map<st
   }
   return byEntity;
 }
+
+/**
+ * The session of a message broker Connector (docs/connectors.md "rabbitmq", "nats"): no entities,
+ * no queries, no writes; `test`, `consume` of its own kind of message source, and `disconnect`.
+ * A broker is the message source of an Event Solution's Message Map, not a datastore.
+ */
+export abstract class BrokerSession<K extends MessageSource['type']> implements ConnectorSession {
+  /**
+   * @param kind the `type` of the message sources it consumes
+   * @param name the Connector's name, as errors say it (`NATS JetStream`)
+   */
+  constructor(
+    private readonly kind: K,
+    private readonly name: string,
+  ) {}
+
+  abstract test(ctx: CallContext): Promise<void>;
+  abstract disconnect(ctx: CallContext): Promise<void>;
+  /** Starts consuming a source of this broker's kind. */
+  protected abstract consumeOwn(
+    source: Extract<MessageSource, { type: K }>,
+    options: ConsumeOptions,
+  ): Promise<Consumption>;
+
+  metadata(_ctx: CallContext): Promise<ConnectionMetadata> {
+    return Promise.resolve({ entities: [], actions: [] });
+  }
+
+  // eslint-disable-next-line require-yield -- a broker has no records to query
+  async *query(): AsyncGenerator<RecordBatch, void, undefined> {
+    throw this.#unsupported('read records by a query');
+  }
+
+  write(): Promise<WriteResult[]> {
+    return Promise.reject(this.#unsupported('write records'));
+  }
+
+  consume(source: MessageSource, options: ConsumeOptions, _ctx: CallContext): Promise<Consumption> {
+    if (source.type !== this.kind)
+      return Promise.reject(
+        new ConnectorError('Unsupported', `A ${this.name} Connection cannot consume a ${source.type} message source.`),
+      );
+    return this.consumeOwn(source as Extract<MessageSource, { type: K }>, options);
+  }
+
+  #unsupported(what: string): ConnectorError {
+    return new ConnectorError(
+      'Unsupported',
+      `The ${this.name} connector cannot ${what}: it is the message source of an Event Solution's Message Map (docs/events.md).`,
+    );
+  }
+}
