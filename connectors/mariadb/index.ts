@@ -28,7 +28,7 @@ import { callError } from './errors.js';
 import { connectionMetadata } from './metadata.js';
 import { checkout, endPool, openPool, rows } from './pool.js';
 import { parseProps, type MariaProps } from './properties.js';
-import { nativeRows, queryTable, selectSql } from './query.js';
+import { columnOf, nativeRows, queryTable } from './query.js';
 import { packable, queryTablePacked } from './read-packed.js';
 import { MariaWriter } from './write.js';
 
@@ -104,7 +104,7 @@ class MariaSession implements ConnectorSession {
     ctx: CallContext,
   ): AsyncGenerator<PackedBatch, void, undefined> {
     const table = await this.table(entity, ctx);
-    if (packable(selectSql(table, filter, options).columns)) {
+    if (packable(options.fields ? options.fields.map((f) => columnOf(table, f)) : table.columns)) {
       yield* queryTablePacked(this.pool, this.props.pool, table, filter, options, ctx);
       return;
     }
